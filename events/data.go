@@ -1,0 +1,191 @@
+package events
+
+import "encoding/json"
+
+// TriggerRef identifies the trigger an activation came from, and where it is stored:
+// TRIGGERS keeps triggers for days, so Seq is enough to inspect or re-route it.
+type TriggerRef struct {
+	ID      string `json:"id,omitempty"`
+	Source  string `json:"source,omitempty"`
+	Type    string `json:"type,omitempty"`
+	Subject string `json:"subject"`       // the NATS subject it was published on
+	Seq     uint64 `json:"seq,omitempty"` // its sequence in the TRIGGERS stream
+}
+
+// SkillRef is one skill of a plan, pinned to the version the plan chose.
+type SkillRef struct {
+	Name        string  `json:"name"`
+	Version     string  `json:"version,omitempty"` // the skill's version, or its digest prefix
+	Digest      string  `json:"digest,omitempty"`
+	Pool        string  `json:"pool"`
+	ExecutionID string  `json:"execution_id"`
+	Source      string  `json:"source,omitempty"` // how it was recalled: forced | rule
+	Score       float64 `json:"score,omitempty"`
+}
+
+// Plan is the activation plan (seed 001): the primary skill runs first; on fatal
+// failure or exhausted retries the job moves along FallbackChain.
+type Plan struct {
+	Primary        SkillRef   `json:"primary"`
+	FallbackChain  []SkillRef `json:"fallback_chain,omitempty"`
+	ParallelGroups [][]string `json:"parallel_groups,omitempty"`
+}
+
+// RouteDecided is the data of io.skillbus.route.decided.
+type RouteDecided struct {
+	ActivationID string     `json:"activation_id"`
+	Trigger      TriggerRef `json:"trigger"`
+	Plan         Plan       `json:"plan"`
+}
+
+// Reasons a trigger is not routed, in RouteUnmatched.Code.
+const (
+	UnmatchedNoSkill      = "no_skill"      // no skill's triggers name the event type
+	UnmatchedUnknownSkill = "unknown_skill" // explicit invocation of a skill not in the catalog
+	UnmatchedInvalid      = "invalid_event" // not a valid CloudEvent (missing id, source, type, specversion, ...)
+	UnmatchedTooLarge     = "too_large"     // over the router's size limit
+	UnmatchedBadType      = "bad_type"      // the type cannot become a subject, or does not match the subject
+)
+
+// RouteUnmatched is the data of io.skillbus.route.unmatched: a trigger that was not
+// routed, terminated, and recorded here with the reason.
+type RouteUnmatched struct {
+	ActivationID string     `json:"activation_id"`
+	Code         string     `json:"code"`
+	Reason       string     `json:"reason"`
+	Trigger      TriggerRef `json:"trigger"`
+	Size         int        `json:"size,omitempty"`
+}
+
+// Attempt records one skill's try in an activation's fallback history.
+type Attempt struct {
+	Skill       string `json:"skill"`
+	ExecutionID string `json:"execution_id"`
+	Class       string `json:"class"` // retryable | fatal | repairable
+	Error       string `json:"error"`
+	Deliveries  uint64 `json:"deliveries"`
+}
+
+// Job is the data of an io.skillbus.job message on skillbus.exec.<pool>.<skill>: one
+// skill execution, carrying what is left of the plan's fallback chain.
+type Job struct {
+	ExecutionID  string          `json:"execution_id"`
+	ActivationID string          `json:"activation_id"`
+	Skill        SkillRef        `json:"skill"`
+	Inputs       json.RawMessage `json:"inputs,omitempty"` // a JSON object
+	Trigger      TriggerRef      `json:"trigger"`
+	Fallback     []SkillRef      `json:"fallback,omitempty"` // the rest of the chain, in order
+	History      []Attempt       `json:"history,omitempty"`  // skills tried before this one
+}
+
+// ExecutionStarted is the data of io.skillbus.execution.started.
+type ExecutionStarted struct {
+	ExecutionID string          `json:"execution_id"`
+	Skill       string          `json:"skill"`
+	Version     string          `json:"version,omitempty"`
+	Inputs      json.RawMessage `json:"inputs,omitempty"`
+	Attempt     uint64          `json:"attempt"` // delivery count of the job, from 1
+	Worker      string          `json:"worker,omitempty"`
+}
+
+// StepStarted is the data of io.skillbus.step.started.
+type StepStarted struct {
+	ExecutionID string `json:"execution_id"`
+	StepID      string `json:"step_id"`
+	StepType    string `json:"step_type"` // tool | compute
+	Tool        string `json:"tool,omitempty"`
+}
+
+// StepCompleted is the data of io.skillbus.step.completed.
+type StepCompleted struct {
+	ExecutionID string  `json:"execution_id"`
+	StepID      string  `json:"step_id"`
+	Success     bool    `json:"success"`
+	Result      any     `json:"result,omitempty"`
+	Error       string  `json:"error,omitempty"` // set when the step failed and on_error let the run continue
+	DurationMS  float64 `json:"duration_ms"`
+}
+
+// StepSkipped is the data of io.skillbus.step.skipped.
+type StepSkipped struct {
+	ExecutionID string `json:"execution_id"`
+	StepID      string `json:"step_id"`
+	Reason      string `json:"reason"`
+}
+
+// StepFailed is the data of io.skillbus.step.failed.
+type StepFailed struct {
+	ExecutionID string  `json:"execution_id"`
+	StepID      string  `json:"step_id"`
+	Error       string  `json:"error"`
+	Class       string  `json:"class"`
+	DurationMS  float64 `json:"duration_ms"`
+}
+
+// ExecutionRetrying is the data of io.skillbus.execution.retrying: the job was handed
+// back to the broker to be redelivered after Delay.
+type ExecutionRetrying struct {
+	ExecutionID string  `json:"execution_id"`
+	Skill       string  `json:"skill"`
+	Attempt     uint64  `json:"attempt"`
+	MaxRetries  int     `json:"max_retries"`
+	DelayMS     float64 `json:"delay_ms"`
+	Error       string  `json:"error"`
+}
+
+// ExecutionFallback is the data of io.skillbus.execution.fallback: the skill failed for
+// good and the job moved to the next skill of the chain.
+type ExecutionFallback struct {
+	ExecutionID     string `json:"execution_id"`
+	Skill           string `json:"skill"`
+	Next            string `json:"next"`
+	NextExecutionID string `json:"next_execution_id"`
+	Class           string `json:"class"`
+	Error           string `json:"error"`
+}
+
+// ExecutionCompleted is the data of io.skillbus.execution.completed.
+type ExecutionCompleted struct {
+	ExecutionID  string         `json:"execution_id"`
+	ActivationID string         `json:"activation_id"`
+	Skill        string         `json:"skill"`
+	Version      string         `json:"version,omitempty"`
+	Outputs      map[string]any `json:"outputs"`
+	DurationMS   float64        `json:"duration_ms"`
+	Attempt      uint64         `json:"attempt"`
+}
+
+// ExecutionFailed is the data of io.skillbus.execution.failed: the activation's last
+// skill failed and nothing is left to fall back to.
+type ExecutionFailed struct {
+	ExecutionID  string    `json:"execution_id"`
+	ActivationID string    `json:"activation_id"`
+	Skill        string    `json:"skill"`
+	Version      string    `json:"version,omitempty"`
+	StepID       string    `json:"step_id,omitempty"`
+	Class        string    `json:"class"`
+	Error        string    `json:"error"`
+	Attempt      uint64    `json:"attempt"`
+	History      []Attempt `json:"history,omitempty"`
+	DeadLetter   string    `json:"dead_letter,omitempty"` // subject of the DLQ entry
+}
+
+// ExecutionDeadlettered is the data of io.skillbus.execution.deadlettered.
+type ExecutionDeadlettered struct {
+	ExecutionID string `json:"execution_id"`
+	Skill       string `json:"skill"`
+	Subject     string `json:"subject"` // the DLQ subject the job was written to
+	Class       string `json:"class"`
+	Reason      string `json:"reason"`
+}
+
+// DeadLetter is the data of a DLQ entry: the job as it was, and why it died. Replaying
+// it means publishing Job again to its exec subject.
+type DeadLetter struct {
+	Job        Job    `json:"job"`
+	Class      string `json:"class"`
+	Reason     string `json:"reason"`
+	StepID     string `json:"step_id,omitempty"`
+	Deliveries uint64 `json:"deliveries"`
+	Worker     string `json:"worker,omitempty"`
+}

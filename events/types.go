@@ -1,0 +1,45 @@
+package events
+
+// Type names. Every type skillbus writes starts with Prefix.
+const (
+	Prefix = "io.skillbus."
+
+	TypeRouteDecided          = Prefix + "route.decided"
+	TypeRouteUnmatched        = Prefix + "route.unmatched"
+	TypeJob                   = Prefix + "job"
+	TypeExecutionStarted      = Prefix + "execution.started"
+	TypeStepStarted           = Prefix + "step.started"
+	TypeStepCompleted         = Prefix + "step.completed"
+	TypeStepSkipped           = Prefix + "step.skipped"
+	TypeStepFailed            = Prefix + "step.failed"
+	TypeExecutionRetrying     = Prefix + "execution.retrying"
+	TypeExecutionFallback     = Prefix + "execution.fallback"
+	TypeExecutionCompleted    = Prefix + "execution.completed"
+	TypeExecutionFailed       = Prefix + "execution.failed"
+	TypeExecutionDeadlettered = Prefix + "execution.deadlettered"
+)
+
+// Kind is the part of a type after Prefix ("execution.completed"); it is the last part
+// of an event's subject.
+func Kind(typ string) string {
+	if len(typ) > len(Prefix) && typ[:len(Prefix)] == Prefix {
+		return typ[len(Prefix):]
+	}
+	return typ
+}
+
+// Terminal reports whether an event type ends an execution.
+func Terminal(typ string) bool {
+	return typ == TypeExecutionCompleted || typ == TypeExecutionFailed
+}
+
+// Extension attribute names.
+const (
+	ExtCorrelationID = "correlationid"
+	ExtCausationID   = "causationid"
+	ExtExecutionID   = "executionid"
+	ExtTraceParent   = "traceparent"
+	ExtTraceState    = "tracestate"
+	// ExtSkill on a trigger asks for explicit invocation of the named skill.
+	ExtSkill = "skill"
+)

@@ -1,0 +1,112 @@
+// Package natstest starts real nats-servers with JetStream inside tests: random port,
+// storage in t.TempDir(), shut down by t.Cleanup.
+package natstest
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
+	"github.com/skillbus/skillbus/pkg/bus"
+)
+
+// Server is a running test server.
+type Server struct {
+	t      testing.TB
+	opts   server.Options
+	Server *server.Server
+}
+
+// Start starts a JetStream server on a random loopback port.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	s := &Server{t: t, opts: server.Options{
+		ServerName: "test",
+		Host:       "127.0.0.1",
+		Port:       -1,
+		JetStream:  true,
+		StoreDir:   t.TempDir(),
+		NoSigs:     true,
+		NoLog:      true,
+		MaxPayload: 8 << 20,
+	}}
+	s.start()
+	t.Cleanup(s.Shutdown)
+	return s
+}
+
+func (s *Server) start() {
+	s.t.Helper()
+	srv, err := server.NewServer(&s.opts)
+	if err != nil {
+		s.t.Fatalf("natstest: %v", err)
+	}
+	go srv.Start()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		s.t.Fatal("natstest: server not ready")
+	}
+	s.Server = srv
+}
+
+// URL is the client URL.
+func (s *Server) URL() string { return s.Server.ClientURL() }
+
+// Restart shuts the server down and starts it again on the same port and store.
+func (s *Server) Restart() {
+	s.t.Helper()
+	s.opts.Port = s.Server.Addr().(*net.TCPAddr).Port
+	s.Shutdown()
+	s.start()
+}
+
+// Shutdown stops the server; idempotent.
+func (s *Server) Shutdown() {
+	if s.Server != nil {
+		s.Server.Shutdown()
+		s.Server.WaitForShutdown()
+	}
+}
+
+// Conn connects to the server, closed by t.Cleanup.
+func (s *Server) Conn(t testing.TB) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect(s.URL())
+	if err != nil {
+		t.Fatalf("natstest: connect: %v", err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// Bus connects and creates skillbus's streams and buckets.
+func (s *Server) Bus(t testing.TB, cfg bus.Config) *bus.Bus {
+	t.Helper()
+	b, err := bus.New(s.Conn(t), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := b.Ensure(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// Eventually polls cond every few milliseconds until it holds or d passes.
+func Eventually(t testing.TB, d time.Duration, cond func() bool, format string, args ...any) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	wait := time.Millisecond
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: "+format, append([]any{d}, args...)...)
+		}
+		time.Sleep(wait) // polling interval of a condition, not a wait for an event
+		wait = min(2*wait, 50*time.Millisecond)
+	}
+}

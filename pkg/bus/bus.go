@@ -1,0 +1,184 @@
+// Package bus is skillbus's layer over NATS JetStream: the streams, consumers and
+// buckets of DESIGN §3 created idempotently, CloudEvents written in binary content mode
+// and read in binary or structured mode, pipelined publishing that waits for every
+// acknowledgement before the caller acks its input, and a bounded consume loop.
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Config configures the streams and buckets. The zero value is the default of a single
+// server with file storage.
+type Config struct {
+	// Prefix of every subject and stream name; default "skillbus".
+	Prefix string
+	// Replicas of every stream and bucket; default 1 (use 3 on a cluster).
+	Replicas int
+	// Storage of every stream and bucket; default file.
+	Storage jetstream.StorageType
+	// DuplicateWindow is how long JetStream remembers Nats-Msg-Id to drop repeats;
+	// default 2m.
+	DuplicateWindow time.Duration
+	// TriggerMaxAge, DeadMaxAge and EventsMaxAge bound how long triggers, dead letters
+	// and events are kept; defaults 7 days, 30 days and 24 hours.
+	TriggerMaxAge, DeadMaxAge, EventsMaxAge time.Duration
+}
+
+func (c *Config) setDefaults() error {
+	if c.Prefix == "" {
+		c.Prefix = "skillbus"
+	}
+	if err := CheckToken("subject prefix", c.Prefix); err != nil {
+		return err
+	}
+	if c.Replicas == 0 {
+		c.Replicas = 1
+	}
+	if c.Replicas < 0 || c.Replicas > 5 {
+		return fmt.Errorf("replicas must be between 1 and 5, got %d", c.Replicas)
+	}
+	if c.DuplicateWindow == 0 {
+		c.DuplicateWindow = 2 * time.Minute
+	}
+	if c.TriggerMaxAge == 0 {
+		c.TriggerMaxAge = 7 * 24 * time.Hour
+	}
+	if c.DeadMaxAge == 0 {
+		c.DeadMaxAge = 30 * 24 * time.Hour
+	}
+	if c.EventsMaxAge == 0 {
+		c.EventsMaxAge = 24 * time.Hour
+	}
+	return nil
+}
+
+// Bus is a connection to NATS with the names of skillbus's streams and buckets.
+type Bus struct {
+	NC       *nats.Conn
+	JS       jetstream.JetStream
+	Subjects Subjects
+	cfg      Config
+}
+
+// New wraps an existing connection. It does not create anything; call Ensure.
+func New(nc *nats.Conn, cfg Config) (*Bus, error) {
+	if nc == nil {
+		return nil, errors.New("bus: nil connection")
+	}
+	if err := cfg.setDefaults(); err != nil {
+		return nil, fmt.Errorf("bus: %w", err)
+	}
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(16384))
+	if err != nil {
+		return nil, fmt.Errorf("bus: %w", err)
+	}
+	return &Bus{NC: nc, JS: js, Subjects: Subjects{Prefix: cfg.Prefix}, cfg: cfg}, nil
+}
+
+// Config returns the configuration with defaults applied.
+func (b *Bus) Config() Config { return b.cfg }
+
+// Stream names.
+func (b *Bus) StreamTriggers() string { return b.streamName("TRIGGERS") }
+func (b *Bus) StreamJobs() string     { return b.streamName("JOBS") }
+func (b *Bus) StreamRepair() string   { return b.streamName("REPAIR") }
+func (b *Bus) StreamDead() string     { return b.streamName("DLQ") }
+func (b *Bus) StreamEvents() string   { return b.streamName("EVENTS") }
+
+func (b *Bus) streamName(s string) string {
+	return strings.ToUpper(strings.ReplaceAll(b.cfg.Prefix, "-", "_")) + "_" + s
+}
+
+// Bucket names. With the default prefix they are the names of DESIGN §3 (skills,
+// runs, ...); another prefix is prepended ("acme_skills") so two installations can
+// share a server.
+func (b *Bus) BucketSkills() string  { return b.bucketName("skills") }
+func (b *Bus) BucketRuns() string    { return b.bucketName("runs") }
+func (b *Bus) BucketStats() string   { return b.bucketName("stats") }
+func (b *Bus) BucketWorkers() string { return b.bucketName("workers") }
+func (b *Bus) BucketCache() string   { return b.bucketName("cache") }
+
+func (b *Bus) bucketName(s string) string {
+	if b.cfg.Prefix == "skillbus" {
+		return s
+	}
+	return b.cfg.Prefix + "_" + s
+}
+
+// Streams returns the configuration of every stream.
+func (b *Bus) Streams() []jetstream.StreamConfig {
+	c, s := b.cfg, b.Subjects
+	base := func(name, desc string, subjects ...string) jetstream.StreamConfig {
+		return jetstream.StreamConfig{
+			Name:        name,
+			Description: desc,
+			Subjects:    subjects,
+			Storage:     c.Storage,
+			Replicas:    c.Replicas,
+			Duplicates:  c.DuplicateWindow,
+			Discard:     jetstream.DiscardOld,
+		}
+	}
+	triggers := base(b.StreamTriggers(), "skillbus trigger events, kept so they can be re-routed", s.Triggers())
+	triggers.MaxAge = c.TriggerMaxAge
+	jobs := base(b.StreamJobs(), "skillbus jobs: one message per skill execution", c.Prefix+".exec.>")
+	jobs.Retention = jetstream.WorkQueuePolicy
+	repair := base(b.StreamRepair(), "skillbus repair jobs", c.Prefix+".repair.>")
+	repair.Retention = jetstream.WorkQueuePolicy
+	dead := base(b.StreamDead(), "skillbus dead letters: jobs and triggers that could not run, with the reason", c.Prefix+".dead.>")
+	dead.MaxAge = c.DeadMaxAge
+	evs := base(b.StreamEvents(), "skillbus plans, progress and results", c.Prefix+".events.>")
+	evs.MaxAge = c.EventsMaxAge
+	return []jetstream.StreamConfig{triggers, jobs, repair, dead, evs}
+}
+
+// Buckets returns the configuration of every KV bucket.
+func (b *Bus) Buckets() []jetstream.KeyValueConfig {
+	c := b.cfg
+	kv := func(name, desc string) jetstream.KeyValueConfig {
+		return jetstream.KeyValueConfig{Bucket: name, Description: desc, Storage: c.Storage, Replicas: c.Replicas}
+	}
+	skills := kv(b.BucketSkills(), "skillbus catalog: one compiled skill per key")
+	skills.History = 16
+	runs := kv(b.BucketRuns(), "skillbus execution records and step checkpoints")
+	runs.TTL = 7 * 24 * time.Hour
+	stats := kv(b.BucketStats(), "skillbus per-skill success and latency aggregates")
+	workers := kv(b.BucketWorkers(), "skillbus worker heartbeats")
+	workers.TTL = 30 * time.Second
+	cache := kv(b.BucketCache(), "skillbus cached step results")
+	cache.LimitMarkerTTL = time.Minute
+	return []jetstream.KeyValueConfig{skills, runs, stats, workers, cache}
+}
+
+// Ensure creates or updates every stream and bucket. It is idempotent and safe to run
+// from every process at start.
+func (b *Bus) Ensure(ctx context.Context) error {
+	for _, sc := range b.Streams() {
+		if _, err := b.JS.CreateOrUpdateStream(ctx, sc); err != nil {
+			return fmt.Errorf("bus: stream %s: %w", sc.Name, err)
+		}
+	}
+	for _, kc := range b.Buckets() {
+		if _, err := b.JS.CreateOrUpdateKeyValue(ctx, kc); err != nil {
+			return fmt.Errorf("bus: bucket %s: %w", kc.Bucket, err)
+		}
+	}
+	return nil
+}
+
+// KV returns a bucket that Ensure created.
+func (b *Bus) KV(ctx context.Context, bucket string) (jetstream.KeyValue, error) {
+	kv, err := b.JS.KeyValue(ctx, bucket)
+	if err != nil {
+		return nil, fmt.Errorf("bus: bucket %s: %w", bucket, err)
+	}
+	return kv, nil
+}

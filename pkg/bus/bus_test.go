@@ -1,0 +1,91 @@
+package bus_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/goleak"
+
+	"github.com/skillbus/skillbus/internal/natstest"
+	"github.com/skillbus/skillbus/pkg/bus"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestEnsureIsIdempotent(t *testing.T) {
+	t.Parallel()
+	srv := natstest.Start(t)
+	b := srv.Bus(t, bus.Config{})
+	ctx := context.Background()
+	if err := b.Ensure(ctx); err != nil {
+		t.Fatalf("second Ensure: %v", err)
+	}
+	for _, name := range []string{"SKILLBUS_TRIGGERS", "SKILLBUS_JOBS", "SKILLBUS_REPAIR", "SKILLBUS_DLQ", "SKILLBUS_EVENTS"} {
+		s, err := b.JS.Stream(ctx, name)
+		if err != nil {
+			t.Fatalf("stream %s: %v", name, err)
+		}
+		if name == "SKILLBUS_JOBS" && s.CachedInfo().Config.Retention != jetstream.WorkQueuePolicy {
+			t.Errorf("JOBS retention = %v, want work queue", s.CachedInfo().Config.Retention)
+		}
+	}
+	for _, name := range []string{"skills", "runs", "stats", "workers", "cache"} {
+		if _, err := b.JS.KeyValue(ctx, name); err != nil {
+			t.Errorf("bucket %s: %v", name, err)
+		}
+	}
+}
+
+func TestPrefixNamesEverything(t *testing.T) {
+	t.Parallel()
+	srv := natstest.Start(t)
+	b := srv.Bus(t, bus.Config{Prefix: "acme"})
+	ctx := context.Background()
+	if _, err := b.JS.Stream(ctx, "ACME_JOBS"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.JS.KeyValue(ctx, "acme_skills"); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Subjects.Exec("default", "x"); got != "acme.exec.default.x" {
+		t.Fatalf("Exec = %q", got)
+	}
+	if _, err := bus.New(srv.Conn(t), bus.Config{Prefix: "a.b"}); err == nil {
+		t.Fatal("prefix with a dot accepted")
+	}
+}
+
+func TestBatchWaitsForEveryAckAndDedupes(t *testing.T) {
+	t.Parallel()
+	srv := natstest.Start(t)
+	b := srv.Bus(t, bus.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for range 2 { // the second round repeats every message id
+		bt := b.Batch()
+		for i := range 100 {
+			e, err := bus.NewEvent("e"+itoa(i), "/t", "io.skillbus.test", bus.Meta{}, i)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bt.PublishEvent(b.Subjects.Event("x", "io.skillbus.test"), e)
+		}
+		if err := bt.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, _ := b.JS.Stream(ctx, b.StreamEvents())
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != 100 {
+		t.Fatalf("stream holds %d messages, want 100 (duplicates dropped)", info.State.Msgs)
+	}
+}
+
+func itoa(i int) string {
+	return string(rune('a'+i/26)) + string(rune('a'+i%26))
+}

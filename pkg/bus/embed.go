@@ -1,0 +1,114 @@
+package bus
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+// EmbedConfig configures an embedded nats-server with JetStream.
+type EmbedConfig struct {
+	// Host to listen on; default 127.0.0.1, so that nothing outside the machine can
+	// reach an unauthenticated server by accident.
+	Host string
+	// Port to listen on; 0 means 4222, -1 a random free port.
+	Port int
+	// StoreDir holds JetStream's files; required.
+	StoreDir string
+	// SyncInterval is how often JetStream fsyncs its files; 0 keeps the server's
+	// default (2 minutes). "always" is SyncAlways.
+	SyncInterval time.Duration
+	SyncAlways   bool
+	// ServerName names the server; default "skillbus".
+	ServerName string
+	// Logging prints the server's own log lines.
+	Logging bool
+}
+
+// Embedded is a running embedded server.
+type Embedded struct {
+	Server *server.Server
+}
+
+// StartEmbedded starts nats-server in this process and waits until it accepts
+// connections.
+func StartEmbedded(cfg EmbedConfig) (*Embedded, error) {
+	if cfg.StoreDir == "" {
+		return nil, errors.New("embedded nats: StoreDir is required")
+	}
+	if cfg.Host == "" {
+		cfg.Host = "127.0.0.1"
+	}
+	if cfg.Port == 0 {
+		cfg.Port = 4222
+	}
+	if cfg.ServerName == "" {
+		cfg.ServerName = "skillbus"
+	}
+	if cfg.Port > 0 {
+		// nats-server reports a busy port by logging and exiting; check first so the
+		// user gets an error that says what to do.
+		ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
+		if err != nil {
+			return nil, fmt.Errorf("embedded nats: cannot listen on %s:%d (%v); is another skillbus dev or nats-server running? Stop it, or pick another port with --port", cfg.Host, cfg.Port, err)
+		}
+		ln.Close()
+	}
+	opts := &server.Options{
+		ServerName:         cfg.ServerName,
+		Host:               cfg.Host,
+		Port:               cfg.Port,
+		JetStream:          true,
+		StoreDir:           cfg.StoreDir,
+		SyncInterval:       cfg.SyncInterval,
+		SyncAlways:         cfg.SyncAlways,
+		NoSigs:             true,
+		MaxPayload:         8 << 20,
+		JetStreamMaxMemory: -1,
+		JetStreamMaxStore:  -1,
+	}
+	s, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("embedded nats: %w", err)
+	}
+	if cfg.Logging {
+		s.ConfigureLogger()
+	}
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		s.Shutdown()
+		return nil, errors.New("embedded nats: not ready for connections after 10s")
+	}
+	return &Embedded{Server: s}, nil
+}
+
+// URL is the client URL of the server.
+func (e *Embedded) URL() string { return e.Server.ClientURL() }
+
+// Shutdown stops the server and waits for it.
+func (e *Embedded) Shutdown() {
+	e.Server.Shutdown()
+	e.Server.WaitForShutdown()
+}
+
+// Connect dials NATS with the options every skillbus process wants: a name that shows
+// in monitoring, reconnecting forever, and a larger reconnect buffer so a short outage
+// does not fail publishes.
+func Connect(url, name string, opts ...nats.Option) (*nats.Conn, error) {
+	base := []nats.Option{
+		nats.Name(name),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250 * time.Millisecond),
+		nats.ReconnectBufSize(64 << 20),
+	}
+	nc, err := nats.Connect(url, append(base, opts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to NATS at %s: %w", url, err)
+	}
+	return nc, nil
+}

@@ -1,0 +1,111 @@
+package bus
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Subjects builds the subject names of DESIGN §3 under a prefix.
+type Subjects struct {
+	Prefix string
+}
+
+// Trigger is the subject of a trigger of CloudEvent type typ: its dots become subject
+// tokens. typ must pass CheckType.
+func (s Subjects) Trigger(typ string) string { return s.Prefix + ".trigger." + typ }
+
+// TriggerSkill is the subject that invokes the named skill explicitly.
+func (s Subjects) TriggerSkill(name string) string { return s.Prefix + ".trigger.skill." + name }
+
+// Triggers matches every trigger.
+func (s Subjects) Triggers() string { return s.Prefix + ".trigger.>" }
+
+// Exec is the job subject of a skill in a pool.
+func (s Subjects) Exec(pool, skill string) string { return s.Prefix + ".exec." + pool + "." + skill }
+
+// ExecPool matches every job of a pool.
+func (s Subjects) ExecPool(pool string) string { return s.Prefix + ".exec." + pool + ".>" }
+
+// Repair is the repair-job subject of a skill.
+func (s Subjects) Repair(skill string) string { return s.Prefix + ".repair." + skill }
+
+// Dead is the DLQ subject of a skill; "_trigger" holds triggers that never reached one.
+func (s Subjects) Dead(skill string) string { return s.Prefix + ".dead." + skill }
+
+// Event is the subject of an event of type typ about an execution (or, for route.*
+// events, an activation).
+func (s Subjects) Event(id, typ string) string {
+	return s.Prefix + ".events." + id + "." + eventsKind(typ)
+}
+
+// Events matches every event of one execution or activation.
+func (s Subjects) Events(id string) string { return s.Prefix + ".events." + id + ".>" }
+
+func eventsKind(typ string) string {
+	const p = "io.skillbus."
+	if strings.HasPrefix(typ, p) {
+		return typ[len(p):]
+	}
+	return typ
+}
+
+// SkillFromTrigger returns the skill name of an explicit-invocation subject.
+func (s Subjects) SkillFromTrigger(subject string) (string, bool) {
+	p := s.Prefix + ".trigger.skill."
+	if !strings.HasPrefix(subject, p) {
+		return "", false
+	}
+	name := subject[len(p):]
+	if name == "" || strings.Contains(name, ".") {
+		return "", false
+	}
+	return name, true
+}
+
+// TypeFromTrigger returns the event type a trigger subject carries.
+func (s Subjects) TypeFromTrigger(subject string) (string, bool) {
+	p := s.Prefix + ".trigger."
+	if !strings.HasPrefix(subject, p) {
+		return "", false
+	}
+	return subject[len(p):], true
+}
+
+// CheckType reports why a CloudEvent type cannot become subject tokens, or nil. Allowed
+// are [A-Za-z0-9_.-], no empty token (leading, trailing or doubled dots).
+func CheckType(typ string) error {
+	if typ == "" {
+		return fmt.Errorf("type is empty")
+	}
+	if len(typ) > 200 {
+		return fmt.Errorf("type is %d characters long; at most 200 fit in a subject", len(typ))
+	}
+	for i := 0; i < len(typ); i++ {
+		c := typ[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '-':
+		case c == '.':
+			if i == 0 || i == len(typ)-1 || typ[i-1] == '.' {
+				return fmt.Errorf("type %q has an empty subject token (leading, trailing or doubled '.')", typ)
+			}
+		default:
+			return fmt.Errorf("type %q has %q at offset %d; a type becomes NATS subject tokens, so only letters, digits, '_', '-' and '.' are allowed", typ, rune(c), i)
+		}
+	}
+	return nil
+}
+
+// CheckToken reports why s cannot be a single subject token (a skill or pool name, a
+// prefix), or nil.
+func CheckToken(what, s string) error {
+	if s == "" {
+		return fmt.Errorf("%s is empty", what)
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return fmt.Errorf("%s %q has %q at offset %d; only letters, digits, '_' and '-' are allowed", what, s, rune(c), i)
+		}
+	}
+	return nil
+}

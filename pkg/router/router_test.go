@@ -1,0 +1,310 @@
+package router_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/goleak"
+
+	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/internal/natstest"
+	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/catalog"
+	"github.com/skillbus/skillbus/pkg/router"
+	"github.com/skillbus/skillbus/pkg/skill"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type fixture struct {
+	t   *testing.T
+	b   *bus.Bus
+	nc  *nats.Conn
+	kv  jetstream.KeyValue
+	cat *catalog.Catalog
+	ctx context.Context
+}
+
+func setup(t *testing.T, skills ...*skill.Skill) *fixture {
+	t.Helper()
+	srv := natstest.Start(t)
+	b := srv.Bus(t, bus.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	kv, err := b.KV(ctx, b.BucketSkills())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{t: t, b: b, nc: srv.Conn(t), kv: kv, ctx: ctx}
+	for _, s := range skills {
+		f.putSkill(s)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	f.cat, err = catalog.Watch(ctx, kv, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.cat.Stop)
+	r, err := router.New(router.Config{Bus: b, Catalog: f.cat, Log: log, MaxEventBytes: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Stop(context.Background()) })
+	return f
+}
+
+func (f *fixture) putSkill(s *skill.Skill) {
+	f.t.Helper()
+	b, _ := json.Marshal(s)
+	if _, err := f.kv.Put(f.ctx, s.Name, b); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// publish sends a trigger with ce- headers written by hand, as any NATS client would.
+func (f *fixture) publish(subject string, headers map[string]string, data string) {
+	f.t.Helper()
+	m := nats.NewMsg(subject)
+	for k, v := range headers {
+		m.Header.Set(k, v)
+	}
+	m.Data = []byte(data)
+	js, _ := jetstream.New(f.nc)
+	if _, err := js.PublishMsg(f.ctx, m); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func ce(id, typ string) map[string]string {
+	return map[string]string{"ce-specversion": "1.0", "ce-id": id, "ce-source": "/test", "ce-type": typ, "Content-Type": "application/json"}
+}
+
+// event waits for the event of type typ about id and decodes its data into v.
+func (f *fixture) event(id, typ string, v any) {
+	f.t.Helper()
+	s, err := f.b.JS.Stream(f.ctx, f.b.StreamEvents())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var raw *jetstream.RawStreamMsg
+	natstest.Eventually(f.t, 10*time.Second, func() bool {
+		raw, err = s.GetLastMsgForSubject(f.ctx, f.b.Subjects.Event(id, typ))
+		return err == nil
+	}, "no %s event for %s: %v", typ, id, err)
+	e, err := bus.Decode(&nats.Msg{Header: raw.Header, Data: raw.Data})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if err := json.Unmarshal(e.Data(), v); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// job returns the job published on subject.
+func (f *fixture) job(subject string) events.Job {
+	f.t.Helper()
+	s, _ := f.b.JS.Stream(f.ctx, f.b.StreamJobs())
+	var raw *jetstream.RawStreamMsg
+	var err error
+	natstest.Eventually(f.t, 10*time.Second, func() bool {
+		raw, err = s.GetLastMsgForSubject(f.ctx, subject)
+		return err == nil
+	}, "no job on %s: %v", subject, err)
+	e, err := bus.Decode(&nats.Msg{Header: raw.Header, Data: raw.Data})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var j events.Job
+	if err := json.Unmarshal(e.Data(), &j); err != nil {
+		f.t.Fatal(err)
+	}
+	return j
+}
+
+// settled waits until the router consumer has nothing pending or unacked.
+func (f *fixture) settled() {
+	f.t.Helper()
+	c, err := f.b.JS.Consumer(f.ctx, f.b.StreamTriggers(), "router")
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var info *jetstream.ConsumerInfo
+	natstest.Eventually(f.t, 10*time.Second, func() bool {
+		info, err = c.Info(f.ctx)
+		return err == nil && info.NumPending == 0 && info.NumAckPending == 0
+	}, "router consumer not settled: %+v", info)
+}
+
+var hello = &skill.Skill{Name: "hello", Description: "greets", Kind: skill.KindWorkflow, Digest: "abcdef0123456789", Triggers: []string{"com.example.greet"}}
+
+func TestExplicitInvocation(t *testing.T) {
+	t.Parallel()
+	f := setup(t, hello)
+	f.publish("skillbus.trigger.skill.hello", ce("1", "io.skillbus.invoke"), `{"name":"Ada"}`)
+	act := events.ActivationID("/test", "1")
+	var rd events.RouteDecided
+	f.event(act, events.TypeRouteDecided, &rd)
+	if rd.Plan.Primary.Name != "hello" || rd.Plan.Primary.Source != "forced" || rd.Plan.Primary.ExecutionID != events.ExecutionID("/test", "1", "hello") {
+		t.Fatalf("plan = %+v", rd.Plan)
+	}
+	j := f.job("skillbus.exec.default.hello")
+	if string(j.Inputs) != `{"name":"Ada"}` || j.ActivationID != act || j.Skill.Version != "abcdef012345" {
+		t.Fatalf("job = %+v", j)
+	}
+	f.settled()
+}
+
+func TestExplicitByExtension(t *testing.T) {
+	t.Parallel()
+	f := setup(t, hello)
+	h := ce("2", "com.example.other")
+	h["ce-skill"] = "hello"
+	f.publish("skillbus.trigger.com.example.other", h, `{}`)
+	f.job("skillbus.exec.default.hello")
+}
+
+func TestRuleMatchOrdersByPriority(t *testing.T) {
+	t.Parallel()
+	low := &skill.Skill{Name: "a-low", Description: "d", Triggers: []string{"com.example.greet"}, Priority: "low"}
+	high := &skill.Skill{Name: "z-high", Description: "d", Triggers: []string{"com.example.greet"}, Priority: "high", Pool: "gpu"}
+	f := setup(t, hello, low, high)
+	f.publish("skillbus.trigger.com.example.greet", ce("3", "com.example.greet"), `[1,2]`)
+	var rd events.RouteDecided
+	f.event(events.ActivationID("/test", "3"), events.TypeRouteDecided, &rd)
+	var got []string
+	for _, s := range append([]events.SkillRef{rd.Plan.Primary}, rd.Plan.FallbackChain...) {
+		got = append(got, s.Name)
+	}
+	if strings.Join(got, ",") != "z-high,hello,a-low" {
+		t.Fatalf("plan order = %v", got)
+	}
+	j := f.job("skillbus.exec.gpu.z-high")
+	if len(j.Fallback) != 2 || string(j.Inputs) != `{"data":[1,2]}` {
+		t.Fatalf("job = %+v", j)
+	}
+}
+
+func TestNoMatchIsRecordedAndAcked(t *testing.T) {
+	t.Parallel()
+	f := setup(t, hello)
+	f.publish("skillbus.trigger.com.example.nobody", ce("4", "com.example.nobody"), `{}`)
+	var u events.RouteUnmatched
+	f.event(events.ActivationID("/test", "4"), events.TypeRouteUnmatched, &u)
+	if u.Code != events.UnmatchedNoSkill || !strings.Contains(u.Reason, "com.example.nobody") {
+		t.Fatalf("unmatched = %+v", u)
+	}
+	f.settled()
+}
+
+func TestCatalogChangesAreFollowed(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	f.putSkill(&skill.Skill{Name: "late", Description: "d", Triggers: []string{"com.example.late"}})
+	if err := f.cat.Wait(f.ctx, func(c *catalog.Catalog) bool { _, ok := c.Get("late"); return ok }); err != nil {
+		t.Fatal(err)
+	}
+	f.publish("skillbus.trigger.com.example.late", ce("5", "com.example.late"), `{}`)
+	f.job("skillbus.exec.default.late")
+}
+
+func TestRepublishedTriggerMakesOneJob(t *testing.T) {
+	t.Parallel()
+	f := setup(t, hello)
+	for range 3 {
+		f.publish("skillbus.trigger.skill.hello", ce("6", "io.skillbus.invoke"), `{}`)
+	}
+	f.settled()
+	s, _ := f.b.JS.Stream(f.ctx, f.b.StreamJobs())
+	info, err := s.Info(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != 1 {
+		t.Fatalf("JOBS holds %d messages, want 1", info.State.Msgs)
+	}
+}
+
+// Every kind of bad trigger is terminated and recorded with its reason: a
+// route.unmatched event and the raw message in the DLQ.
+func TestBadTriggersAreTerminatedAndRecorded(t *testing.T) {
+	t.Parallel()
+	without := func(k string) map[string]string {
+		h := ce("x", "com.example.greet")
+		delete(h, k)
+		return h
+	}
+	tests := []struct {
+		name    string
+		subject string
+		headers map[string]string
+		data    string
+		code    string
+		reason  string
+	}{
+		{"missing id", "skillbus.trigger.com.example.greet", without("ce-id"), `{}`, events.UnmatchedInvalid, "id"},
+		{"missing source", "skillbus.trigger.com.example.greet", without("ce-source"), `{}`, events.UnmatchedInvalid, "source"},
+		{"missing type", "skillbus.trigger.com.example.greet", without("ce-type"), `{}`, events.UnmatchedInvalid, "type"},
+		{"missing specversion", "skillbus.trigger.com.example.greet", without("ce-specversion"), `{}`, events.UnmatchedInvalid, "specversion"},
+		{"too large", "skillbus.trigger.com.example.greet", ce("x", "com.example.greet"), `{"pad":"` + strings.Repeat("x", 5000) + `"}`, events.UnmatchedTooLarge, "limit is 4096"},
+		{"type cannot be a subject", "skillbus.trigger.com.example.greet", ce("x", "com.example greet!"), `{}`, events.UnmatchedBadType, "subject"},
+		{"type does not match subject", "skillbus.trigger.com.example.greet", ce("x", "com.example.other"), `{}`, events.UnmatchedBadType, "does not match its subject"},
+		{"unknown skill", "skillbus.trigger.skill.nosuch", ce("x", "io.skillbus.invoke"), `{}`, events.UnmatchedUnknownSkill, `"nosuch"`},
+		{"data not JSON", "skillbus.trigger.com.example.greet", ce("x", "com.example.greet"), `{oops`, events.UnmatchedInvalid, "not valid JSON"},
+	}
+	f := setup(t, hello)
+	for i, tt := range tests {
+		// Distinct ids, so each rejection has its own activation.
+		if _, ok := tt.headers["ce-id"]; ok {
+			tt.headers["ce-id"] = fmt.Sprint("bad-", i)
+		}
+		f.publish(tt.subject, tt.headers, tt.data)
+	}
+	f.settled()
+	dlq, _ := f.b.JS.Stream(f.ctx, f.b.StreamDead())
+	byCode := map[string][]string{}
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		info, err := dlq.Info(f.ctx)
+		return err == nil && info.State.Msgs == uint64(len(tests))
+	}, "DLQ does not hold %d rejected triggers", len(tests))
+	for seq := uint64(1); seq <= uint64(len(tests)); seq++ {
+		m, err := dlq.GetMsg(f.ctx, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Subject != "skillbus.dead._trigger" {
+			t.Fatalf("DLQ subject %s", m.Subject)
+		}
+		byCode[m.Header.Get("Skillbus-Code")] = append(byCode[m.Header.Get("Skillbus-Code")], m.Header.Get("Skillbus-Reason"))
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			found := false
+			for _, r := range byCode[tt.code] {
+				found = found || strings.Contains(r, tt.reason)
+			}
+			if !found {
+				t.Errorf("no DLQ entry with code %s and a reason mentioning %q; have %q", tt.code, tt.reason, byCode[tt.code])
+			}
+		})
+	}
+	// Each was also announced as route.unmatched.
+	evs, _ := f.b.JS.Stream(f.ctx, f.b.StreamEvents())
+	info, err := evs.Info(f.ctx, jetstream.WithSubjectFilter("skillbus.events.*.route.unmatched"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != uint64(len(tests)) {
+		t.Fatalf("%d route.unmatched events, want %d", info.State.Msgs, len(tests))
+	}
+}
