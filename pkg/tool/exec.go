@@ -1,0 +1,339 @@
+package tool
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/skillbus/skillbus/pkg/failure"
+)
+
+// ExecConfig configures the exec tool. Zero values select the documented defaults.
+type ExecConfig struct {
+	// WorkDir is the directory processes run in and the root the "dir" argument
+	// may not leave. Empty: a fresh temporary directory per call, removed when
+	// the call returns.
+	WorkDir string
+	// BaseEnv ("NAME=value" entries) is the environment every process starts
+	// with; a call's "env" argument adds to it and wins on equal names. Nothing
+	// else is passed on: never the worker's own environment, which holds its
+	// credentials. Nil: just "PATH=" + DefaultPath. An empty, non-nil slice:
+	// nothing.
+	BaseEnv []string
+	// Timeout bounds one call; a call's "timeout" argument replaces it. When it
+	// expires, the process group is killed. Zero: 30s.
+	Timeout time.Duration
+	// MaxOutputBytes is how much of stdout, and of stderr, is kept; the rest is
+	// read and discarded, and the result says "truncated": true. Zero: 1 MiB.
+	MaxOutputBytes int
+	// Limits are resource limits on the process and everything it starts.
+	Limits Limits
+}
+
+// Limits are per-process resource limits (setrlimit(2)). Zero means unlimited,
+// that is, whatever the worker itself has. Children inherit them.
+type Limits struct {
+	// CPUSeconds is RLIMIT_CPU: CPU time, after which the kernel kills the process.
+	CPUSeconds uint64
+	// MemoryBytes is RLIMIT_AS: the size of the address space, so allocations
+	// past it fail. Runtimes that reserve address space up front (Go, Java,
+	// V8) need far more than they use.
+	MemoryBytes uint64
+	// OpenFiles is RLIMIT_NOFILE: one more than the highest file descriptor.
+	OpenFiles uint64
+	// Processes is RLIMIT_NPROC. The kernel counts every process of the user ID,
+	// not of this tree, and does not enforce it for root: it bounds a fork bomb
+	// only when the worker runs as a user of its own.
+	Processes uint64
+}
+
+func (l Limits) any() bool {
+	return l.CPUSeconds != 0 || l.MemoryBytes != 0 || l.OpenFiles != 0 || l.Processes != 0
+}
+
+// Defaults of ExecConfig.
+const (
+	DefaultExecTimeout    = 30 * time.Second
+	DefaultMaxOutputBytes = 1 << 20
+)
+
+// DefaultPath is the PATH of processes when ExecConfig.BaseEnv is nil, which is
+// then their whole environment.
+const DefaultPath = "/usr/local/bin:/usr/bin:/bin"
+
+// ExitTempFail is the exit status (EX_TEMPFAIL in sysexits.h) by which a process
+// says "try again later": the exec tool reports it as Retryable.
+const ExitTempFail = 75
+
+// ExitError is the error, inside a *failure.Error, for a process that exited with
+// a non-zero status or was killed by a signal it did not expect.
+type ExitError struct {
+	Command string // the first element of the command
+	Code    int    // the exit status, or -1 if killed by a signal
+	Signal  syscall.Signal
+	Stderr  string // the last bytes of stderr, on one line
+}
+
+func (e *ExitError) Error() string {
+	var msg string
+	if e.Code < 0 {
+		msg = fmt.Sprintf("exec: %q was killed by signal %d (%v)", e.Command, int(e.Signal), e.Signal)
+	} else {
+		msg = fmt.Sprintf("exec: %q exited with code %d", e.Command, e.Code)
+	}
+	if e.Stderr != "" {
+		msg += ": " + e.Stderr
+	}
+	return msg
+}
+
+// stderrTail is how much of the end of stderr goes into error messages.
+const stderrTail = 500
+
+// waitDelay bounds how long Wait waits for output pipes that an escaped
+// descendant still holds after the process group was killed.
+const waitDelay = 2 * time.Second
+
+// NewExec returns the "exec" tool, which runs a program without a shell.
+//
+// Arguments:
+//
+//	command  required; a list of strings: the program and its arguments. A name
+//	         without a slash is looked up in the PATH of the process's own
+//	         environment (BaseEnv and env), not the worker's; a path with a slash
+//	         is used as is, relative to the process's directory.
+//	env      map of strings, added to ExecConfig.BaseEnv
+//	stdin    string
+//	timeout  seconds or a duration string; replaces ExecConfig.Timeout
+//	dir      the directory to run in, relative to the working directory and inside it
+//
+// The result is {"exit_code": 0, "stdout": ..., "stderr": ..., "truncated": bool},
+// plus "json" with the decoded value when stdout is a JSON document. See the
+// package documentation for the sandbox.
+func NewExec(cfg ExecConfig) Tool {
+	t := &execTool{cfg: cfg}
+	if cfg.Timeout <= 0 {
+		t.cfg.Timeout = DefaultExecTimeout
+	}
+	if cfg.MaxOutputBytes <= 0 {
+		t.cfg.MaxOutputBytes = DefaultMaxOutputBytes
+	}
+	if cfg.BaseEnv == nil {
+		t.cfg.BaseEnv = []string{"PATH=" + DefaultPath}
+	}
+	t.cfg.BaseEnv = slices.Clone(t.cfg.BaseEnv)
+	for _, kv := range t.cfg.BaseEnv {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || !validEnvName(k) || strings.ContainsRune(v, 0) {
+			t.err = failure.Fatalf("exec: misconfigured: BaseEnv entry %q is not NAME=value", kv)
+		}
+	}
+	if cfg.WorkDir != "" {
+		abs, err := filepath.Abs(cfg.WorkDir)
+		if err != nil {
+			t.err = failure.Fatalf("exec: misconfigured: WorkDir: %v", err)
+		}
+		t.cfg.WorkDir = abs
+	}
+	return t
+}
+
+type execTool struct {
+	cfg ExecConfig
+	err error // a configuration error, reported by every call
+}
+
+func (*execTool) Name() string { return "exec" }
+
+type execRequest struct {
+	argv    []string
+	env     []string
+	stdin   string
+	timeout time.Duration
+	dir     string
+}
+
+func (e *execTool) parse(c Call) (*execRequest, error) {
+	a := NewArgs("exec", c.Args)
+	if err := a.Only("command", "env", "stdin", "timeout", "dir"); err != nil {
+		return nil, err
+	}
+	r := &execRequest{}
+	var err error
+	if r.argv, err = a.StringList("command"); err != nil {
+		return nil, err
+	}
+	if len(r.argv) == 0 || r.argv[0] == "" {
+		return nil, a.Errorf("command", "must name a program as its first element")
+	}
+	for i, s := range r.argv {
+		if strings.ContainsRune(s, 0) {
+			return nil, a.Errorf("command", "has a NUL byte at index %d", i)
+		}
+	}
+	env, err := a.OptStringMap("env")
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range env {
+		if !validEnvName(k) {
+			return nil, a.Errorf("env", "has an invalid variable name %q", k)
+		}
+		if strings.ContainsRune(v, 0) {
+			return nil, a.Errorf("env", "has a NUL byte in %q", k)
+		}
+	}
+	r.env = mergeEnv(e.cfg.BaseEnv, env)
+	if r.stdin, err = a.OptString("stdin", ""); err != nil {
+		return nil, err
+	}
+	if r.timeout, err = a.OptDuration("timeout", e.cfg.Timeout); err != nil {
+		return nil, err
+	}
+	if r.dir, err = a.OptString("dir", ""); err != nil {
+		return nil, err
+	}
+	if r.dir != "" && !filepath.IsLocal(r.dir) {
+		return nil, a.Errorf("dir", "must be a relative path inside the working directory, got %q", r.dir)
+	}
+	return r, nil
+}
+
+func validEnvName(k string) bool {
+	return k != "" && !strings.ContainsAny(k, "=\x00")
+}
+
+// mergeEnv returns base with extra laid over it, sorted by name. It is never nil:
+// a nil Cmd.Env would hand the process the worker's own environment.
+func mergeEnv(base []string, extra map[string]string) []string {
+	m := make(map[string]string, len(base)+len(extra))
+	for _, kv := range base {
+		k, v, _ := strings.Cut(kv, "=")
+		m[k] = v
+	}
+	for k, v := range extra {
+		m[k] = v
+	}
+	env := make([]string, 0, len(m))
+	for _, k := range sortedKeys(m) {
+		env = append(env, k+"="+m[k])
+	}
+	return env
+}
+
+// lookPath finds a command the way a shell would with env's PATH. Relative PATH
+// entries (and empty ones, which mean ".") are skipped: they would resolve against
+// the working directory, whose contents the skill controls.
+func lookPath(name string, env []string) (string, error) {
+	if strings.Contains(name, "/") {
+		return name, nil
+	}
+	var path string
+	for _, kv := range env {
+		if p, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = p
+		}
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if !filepath.IsAbs(dir) {
+			continue
+		}
+		if p, err := exec.LookPath(filepath.Join(dir, name)); err == nil {
+			return p, nil
+		}
+	}
+	return "", failure.Fatalf("exec: command %q not found in PATH %q", name, path)
+}
+
+// workDir returns the directory the call runs in, resolved of symlinks, and a
+// function that removes it if it was made for this call.
+func (e *execTool) workDir() (string, func(), error) {
+	dir, cleanup := e.cfg.WorkDir, func() {}
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "skillbus-exec-")
+		if err != nil {
+			return "", nil, failure.Retry("exec: creating a working directory: %v", err)
+		}
+		dir, cleanup = tmp, func() { _ = os.RemoveAll(tmp) }
+	}
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		cleanup()
+		return "", nil, failure.Fatalf("exec: misconfigured: WorkDir: %v", err)
+	}
+	return real, cleanup, nil
+}
+
+// confine resolves dir (already checked to be a local path) inside root and
+// rejects it if a symlink leads it outside. A process started there can of course
+// still walk out with "cd ..": this keeps skills from being pointed elsewhere by
+// mistake, it is no chroot.
+func confine(root, dir string) (string, error) {
+	a := NewArgs("exec", nil)
+	if dir == "" {
+		return root, nil
+	}
+	real, err := filepath.EvalSymlinks(filepath.Join(root, dir))
+	if err != nil {
+		return "", a.Errorf("dir", "names no directory in the working directory: %q: %v", dir, pathErrCause(err))
+	}
+	rel, err := filepath.Rel(root, real)
+	if err != nil || !filepath.IsLocal(rel) && rel != "." {
+		return "", a.Errorf("dir", "must stay inside the working directory, but %q leads out of it through a symlink", dir)
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return "", a.Errorf("dir", "path error: %q: %v", dir, pathErrCause(err))
+	}
+	if !fi.IsDir() {
+		return "", a.Errorf("dir", "must be a directory, but %q is not", dir)
+	}
+	return real, nil
+}
+
+// pathErrCause drops the absolute path from a *PathError: it names the worker's
+// directories, which mean nothing to whoever repairs the skill.
+func pathErrCause(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// capWriter keeps the first max bytes written to it and, if tail > 0, the last
+// tail bytes. It never fails, so the process is neither blocked nor broken off
+// when it writes more than is kept.
+type capWriter struct {
+	max  int
+	buf  []byte
+	seen int64
+	tail int
+	last []byte
+}
+
+func (w *capWriter) Write(p []byte) (int, error) {
+	w.seen += int64(len(p))
+	if room := w.max - len(w.buf); room > 0 {
+		w.buf = append(w.buf, p[:min(room, len(p))]...)
+	}
+	if w.tail > 0 {
+		if len(p) >= w.tail {
+			w.last = append(w.last[:0], p[len(p)-w.tail:]...)
+		} else {
+			w.last = append(w.last, p...)
+			if over := len(w.last) - w.tail; over > 0 {
+				w.last = w.last[:copy(w.last, w.last[over:])]
+			}
+		}
+	}
+	return len(p), nil
+}
+
+func (w *capWriter) truncated() bool { return w.seen > int64(len(w.buf)) }
