@@ -29,10 +29,20 @@ const DefaultMaxRetries = 3
 // DefaultTimeout bounds one execution of a skill (seed 000's timeout_ms default).
 const DefaultTimeout = 30 * time.Second
 
+// Defaults filled in by the parser when a skill leaves the field out.
+const (
+	DefaultPriority   = "medium"       // seed 000
+	DefaultCostHint   = "medium"       // seed 001
+	DefaultSandbox    = SandboxProcess // seed 001
+	DefaultApproval   = ApprovalAuto   // seed 001 says ask; see doc.go
+	DefaultEntrypoint = "default"      // the entrypoint a script skill runs unless told otherwise
+)
+
 // Skill is the compiled, validated form of a skill: what the registry publishes to
 // the catalog and what routers and workers hold in memory. Fields are the union of
-// the seeds' front matter and skill.yaml; zero values mean "not set" and the
-// documented defaults apply (see Defaults).
+// the seeds' front matter and skill.yaml. The parser fills in the documented defaults
+// (see the Default constants and doc.go); on a Skill built by hand, zero values mean
+// "not set" and the accessors (Retries, ExecTimeout, PoolName) apply the defaults.
 type Skill struct {
 	Name          string         `json:"name"`
 	Description   string         `json:"description"`
@@ -53,6 +63,12 @@ type Skill struct {
 	CostHint     string   `json:"cost_hint,omitempty"` // low | medium | high; default medium
 	Always       bool     `json:"always,omitempty"`
 	ParallelSafe bool     `json:"parallel_safe,omitempty"`
+	Capabilities []string `json:"capabilities,omitempty"` // what the skill or subagent can do (seed 000)
+
+	// Availability and safety (seed 001).
+	Prerequisites []Prerequisite  `json:"prerequisites,omitempty"`
+	Permissions   Permissions     `json:"permissions,omitzero"`
+	Execution     ExecutionPolicy `json:"execution,omitzero"`
 
 	// Execution.
 	Dependencies    []string     `json:"dependencies,omitempty"`
@@ -68,10 +84,94 @@ type Skill struct {
 	Workflow        *Workflow    `json:"workflow,omitempty"`
 
 	// Provenance.
-	Source string `json:"source,omitempty"` // the file the skill was loaded from
-	Digest string `json:"digest,omitempty"` // sha256 of the skill's files, hex
-	Body   string `json:"body,omitempty"`   // SKILL.md body (instructions)
+	Source    string     `json:"source,omitempty"`    // the main file: SKILL.md, else skill.yaml, else the single file
+	Dir       string     `json:"dir,omitempty"`       // the skill directory; "" for a single-file skill
+	Digest    string     `json:"digest,omitempty"`    // sha256 of the skill's files, hex (see Digest in doc.go)
+	Body      string     `json:"body,omitempty"`      // SKILL.md body (instructions)
+	BodyLine  int        `json:"body_line,omitempty"` // line of Source where Body starts
+	Resources []Resource `json:"resources,omitempty"` // files of the skill directory besides SKILL.md and skill.yaml
 }
+
+// Prerequisite is something that must hold for a skill to be available (seed 001):
+// an environment variable, a command on PATH, a tool served by the fleet, a file.
+type Prerequisite struct {
+	Kind        PrerequisiteKind `json:"kind"`
+	Name        string           `json:"name"`
+	Description string           `json:"description,omitempty"`
+}
+
+// PrerequisiteKind is what a Prerequisite checks.
+type PrerequisiteKind string
+
+// The kinds of prerequisite, written in skill files as `- env: GITHUB_TOKEN` and so on.
+const (
+	PrerequisiteEnv     PrerequisiteKind = "env"
+	PrerequisiteCommand PrerequisiteKind = "command"
+	PrerequisiteTool    PrerequisiteKind = "tool"
+	PrerequisiteFile    PrerequisiteKind = "file"
+)
+
+// Permissions is what a skill's sandbox grants (seed 001's PermissionSet). The zero
+// value grants nothing.
+type Permissions struct {
+	Filesystem  FilesystemPermissions  `json:"filesystem,omitzero"`
+	Network     NetworkPermissions     `json:"network,omitzero"`
+	Environment EnvironmentPermissions `json:"environment,omitzero"`
+}
+
+// FilesystemPermissions lists paths a skill may read and write.
+type FilesystemPermissions struct {
+	Read  []string `json:"read,omitempty"`
+	Write []string `json:"write,omitempty"`
+}
+
+// NetworkPermissions says whether a skill may open outbound connections.
+type NetworkPermissions struct {
+	Outbound bool `json:"outbound,omitempty"`
+}
+
+// EnvironmentPermissions lists environment variables passed to a skill.
+type EnvironmentPermissions struct {
+	Allow []string `json:"allow,omitempty"`
+}
+
+// ExecutionPolicy is how a skill runs (seed 001). Its timeout is Skill.Timeout.
+type ExecutionPolicy struct {
+	Sandbox  string `json:"sandbox,omitempty"`  // none | process | container; default process
+	Approval string `json:"approval,omitempty"` // auto | ask; default auto
+}
+
+// Sandboxes and approval modes of an ExecutionPolicy.
+const (
+	SandboxNone      = "none"
+	SandboxProcess   = "process"
+	SandboxContainer = "container"
+	ApprovalAuto     = "auto" // run without asking
+	ApprovalAsk      = "ask"  // a human confirms before the skill runs
+)
+
+// Resource is a file of a skill directory other than SKILL.md and skill.yaml:
+// scripts/, references/, assets/ or anything else. Resources are listed, never
+// inlined into the catalog; Inline says whether one may be shown to a model as text.
+type Resource struct {
+	Path   string       `json:"path"` // slash-separated, relative to the skill directory
+	Kind   ResourceKind `json:"kind"`
+	Size   int64        `json:"size"`
+	Binary bool         `json:"binary,omitempty"` // holds a NUL byte or is not UTF-8
+	Inline bool         `json:"inline,omitempty"` // text, and within LoadOptions.MaxFileSize
+	SHA256 string       `json:"sha256"`
+}
+
+// ResourceKind is the role of a resource, from its top-level directory.
+type ResourceKind string
+
+// Resource kinds.
+const (
+	ResourceScript    ResourceKind = "script"    // scripts/
+	ResourceReference ResourceKind = "reference" // references/
+	ResourceAsset     ResourceKind = "asset"     // assets/
+	ResourceOther     ResourceKind = "other"     // anything else
+)
 
 // Examples are trigger phrases used by routing evals.
 type Examples struct {
@@ -81,8 +181,9 @@ type Examples struct {
 
 // Entrypoint is a script a script skill can run (seed 001).
 type Entrypoint struct {
-	Name    string   `json:"name"`
-	Command []string `json:"command"`
+	Name        string   `json:"name"`
+	Command     []string `json:"command"` // program and arguments; the script it runs lies inside the skill directory
+	Description string   `json:"description,omitempty"`
 }
 
 // Retries is MaxRetries with its default applied.
@@ -109,7 +210,7 @@ func (s *Skill) PoolName() string {
 	case s.Pool != "":
 		return s.Pool
 	case s.MaxConcurrent > 0:
-		return "solo-" + s.Name
+		return soloPoolPrefix + s.Name
 	default:
 		return DefaultPool
 	}
@@ -130,6 +231,7 @@ func (s *Skill) Ref() string {
 
 // Workflow is seed 004's skill.yaml: typed inputs, steps, outputs and confirmations.
 type Workflow struct {
+	Source        string         `json:"source,omitempty"` // the file the workflow came from; Step.Line is a line of it
 	Inputs        []Input        `json:"inputs,omitempty"`
 	Steps         []Step         `json:"steps"`
 	Outputs       []Output       `json:"outputs,omitempty"`
@@ -143,14 +245,15 @@ type Input struct {
 	Required    bool   `json:"required,omitempty"`
 	Default     any    `json:"default,omitempty"`
 	Enum        []any  `json:"enum,omitempty"`
-	Pattern     string `json:"pattern,omitempty"`
-	MaxLength   int    `json:"max_length,omitempty"`
+	Pattern     string `json:"pattern,omitempty"`    // Go regexp (RE2) the value must match
+	MaxLength   int    `json:"max_length,omitempty"` // 0: no limit
 	Description string `json:"description,omitempty"`
 }
 
 // Step is one workflow step. Exactly one of Tool and Compute is set.
 type Step struct {
 	ID            string         `json:"id"`
+	Description   string         `json:"description,omitempty"`
 	Tool          string         `json:"tool,omitempty"`
 	Args          map[string]any `json:"args,omitempty"` // values may hold {{ templates }}
 	Compute       string         `json:"compute,omitempty"`
@@ -160,10 +263,26 @@ type Step struct {
 	Output        string         `json:"output,omitempty"`
 	OnError       string         `json:"on_error,omitempty"` // fail (default) | continue | retry:N
 	Timeout       Duration       `json:"timeout,omitempty"`
-	ParallelGroup string         `json:"parallel_group,omitempty"`
+	ParallelGroup string         `json:"parallel_group,omitempty"` // written as a number or a string
 	DependsOn     []string       `json:"depends_on,omitempty"`
-	Cache         Duration       `json:"cache,omitempty"`
-	Line          int            `json:"line,omitempty"` // line of the step in its file, for messages
+	Cache         Duration       `json:"cache,omitempty"` // TTL of the cached result; 0: not cached
+	Line          int            `json:"line,omitempty"`  // line of the step in Workflow.Source, for messages
+}
+
+// ErrorPolicy splits OnError into its policy (fail, continue or retry) and, for
+// retry, the number of retries.
+func (s Step) ErrorPolicy() (policy string, retries int) {
+	switch {
+	case s.OnError == "":
+		return "fail", 0
+	case strings.HasPrefix(s.OnError, "retry:"):
+		n, err := strconv.Atoi(strings.TrimPrefix(s.OnError, "retry:"))
+		if err != nil {
+			return "fail", 0
+		}
+		return "retry", n
+	}
+	return s.OnError, 0
 }
 
 // Output is one named workflow output; Value may hold {{ templates }}.

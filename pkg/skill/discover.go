@@ -1,0 +1,594 @@
+package skill
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// DefaultRoots are seed 001's discovery paths, in the order they win:
+// <workspace>/skills, <workspace>/.agents/skills, <workspace>/.claude/skills,
+// <home>/.agents/skills, <home>/.claude/skills and /etc/agent/skills. An empty
+// workspace or home leaves its paths out.
+func DefaultRoots(workspace, home string) []string {
+	var roots []string
+	if workspace != "" {
+		roots = append(roots,
+			filepath.Join(workspace, "skills"),
+			filepath.Join(workspace, ".agents", "skills"),
+			filepath.Join(workspace, ".claude", "skills"))
+	}
+	if home != "" {
+		roots = append(roots,
+			filepath.Join(home, ".agents", "skills"),
+			filepath.Join(home, ".claude", "skills"))
+	}
+	return append(roots, filepath.Join(string(filepath.Separator), "etc", "agent", "skills"))
+}
+
+// Catalog is the set of valid skills and subagents found under some roots.
+type Catalog struct {
+	Skills    []*Skill    // in discovery order: by root, then by path
+	Subagents []*Subagent // in discovery order
+	Roots     []string    // the roots that exist, in order, duplicates removed
+
+	byName    map[string]*Skill
+	byAgent   map[string]*Subagent
+	indexOnce sync.Once
+}
+
+// Get returns the skill with the name, matched as NormalizeName does, or nil.
+func (c *Catalog) Get(name string) *Skill {
+	c.index()
+	return c.byName[NormalizeName(name)]
+}
+
+// Subagent returns the subagent with the name, matched as NormalizeName does, or nil.
+func (c *Catalog) Subagent(name string) *Subagent {
+	c.index()
+	return c.byAgent[NormalizeName(name)]
+}
+
+func (c *Catalog) index() {
+	c.indexOnce.Do(func() {
+		c.byName = make(map[string]*Skill, len(c.Skills))
+		for _, s := range c.Skills {
+			if _, dup := c.byName[NormalizeName(s.Name)]; !dup {
+				c.byName[NormalizeName(s.Name)] = s
+			}
+		}
+		c.byAgent = make(map[string]*Subagent, len(c.Subagents))
+		for _, a := range c.Subagents {
+			if _, dup := c.byAgent[NormalizeName(a.Name)]; !dup {
+				c.byAgent[NormalizeName(a.Name)] = a
+			}
+		}
+	})
+}
+
+// Discover loads every skill under the roots with the zero LoadOptions. See
+// LoadOptions.Discover.
+func Discover(roots ...string) (*Catalog, Diagnostics) {
+	return LoadOptions{}.Discover(roots...)
+}
+
+// Discover walks the roots in order and loads every skill and subagent in them,
+// then checks the catalog as a whole: a name defined again in a later root is
+// shadowed (warning) and the first definition wins; names equal but for '-' and '_'
+// conflict (error); dependencies must exist and must not form cycles. Invalid
+// skills are absent from the catalog and present in the diagnostics. Roots that do
+// not exist are skipped.
+//
+// A root holds skill directories (a directory with SKILL.md or skill.yaml),
+// single-file skills (<name>.md, <name>.yaml), category directories holding more of
+// either, and subagents/*.md. A root that is itself a skill directory or a skill file
+// is loaded as one skill. Hidden entries and README.md-like files are skipped.
+//
+// Directories are read and skills parsed concurrently (LoadOptions.Concurrency);
+// the result and the diagnostics do not depend on the order work finishes in.
+func (o LoadOptions) Discover(roots ...string) (*Catalog, Diagnostics) {
+	sc := &scan{opts: o.withDefaults(), seen: map[string]bool{}, visited: map[string]bool{}}
+	sc.sem = make(chan struct{}, sc.opts.Concurrency)
+	cat := &Catalog{}
+	seenRoots := map[string]bool{}
+	for i, root := range roots {
+		real, err := filepath.EvalSymlinks(root)
+		if err != nil {
+			if !os.IsNotExist(err) {
+				sc.diag(Diagnostic{File: root, Severity: SeverityError, Message: fmt.Sprintf("cannot read skill root: %v", unwrapPathError(err))})
+			}
+			continue
+		}
+		if seenRoots[real] {
+			continue
+		}
+		seenRoots[real] = true
+		cat.Roots = append(cat.Roots, root)
+		sc.root(i, root)
+	}
+	sc.wg.Wait()
+	slices.SortFunc(sc.results, func(a, b result) int {
+		if a.root != b.root {
+			return a.root - b.root
+		}
+		return comparePaths(a.path, b.path)
+	})
+	ds := sc.ds
+	for _, r := range sc.results {
+		ds = append(ds, r.ds...)
+	}
+	cat.Skills = resolve(sc.results, &ds)
+	cat.Subagents = resolveSubagents(sc.results, &ds)
+	ds.Sort()
+	return cat, ds
+}
+
+// comparePaths orders paths as a depth-first walk of sorted directories meets them.
+func comparePaths(a, b string) int {
+	for {
+		ah, at, aok := strings.Cut(a, string(filepath.Separator))
+		bh, bt, bok := strings.Cut(b, string(filepath.Separator))
+		if c := strings.Compare(ah, bh); c != 0 || !aok || !bok {
+			if c == 0 {
+				switch {
+				case aok:
+					return 1
+				case bok:
+					return -1
+				}
+			}
+			return c
+		}
+		a, b = at, bt
+	}
+}
+
+type jobKind int
+
+const (
+	jobDir jobKind = iota
+	jobMD
+	jobYAML
+	jobSubagent
+)
+
+// result is one skill or subagent loaded, or not.
+type result struct {
+	root  int
+	path  string
+	l     *loaded
+	agent *Subagent
+	pos   map[string]at // of the subagent
+	ds    Diagnostics
+	// invalid is the name of a skill rejected for errors, when it has one, so that
+	// skills depending on it can say why it is missing.
+	invalid string
+}
+
+// scan walks roots and loads what it finds, each directory read and each skill
+// loaded in a goroutine of its own, at most Concurrency at a time.
+type scan struct {
+	opts    *LoadOptions
+	sem     chan struct{}
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	results []result
+	ds      Diagnostics
+	seen    map[string]bool // skills and subagents started, by absolute path
+	visited map[string]bool // symlinked directories entered, by real path
+}
+
+func (sc *scan) diag(d Diagnostic) {
+	sc.mu.Lock()
+	sc.ds = append(sc.ds, d)
+	sc.mu.Unlock()
+}
+
+// goLimited runs f in a goroutine once a slot is free. f never waits for other
+// work, so the pool cannot deadlock.
+func (sc *scan) goLimited(f func()) {
+	sc.wg.Go(func() {
+		sc.sem <- struct{}{}
+		defer func() { <-sc.sem }()
+		f()
+	})
+}
+
+// ignoredFiles are markdown files in skill roots that document rather than define.
+var ignoredFiles = []string{"readme.md", "changelog.md", "license.md", "contributing.md", "agents.md", "claude.md"}
+
+func (sc *scan) root(rootIdx int, root string) {
+	info, err := os.Stat(root)
+	if err != nil {
+		return
+	}
+	if !info.IsDir() {
+		base := strings.ToLower(filepath.Base(root))
+		switch {
+		case strings.HasSuffix(base, ".md"):
+			sc.load(rootIdx, root, jobMD, nil)
+		case strings.HasSuffix(base, ".yaml"), strings.HasSuffix(base, ".yml"):
+			sc.load(rootIdx, root, jobYAML, nil)
+		}
+		return
+	}
+	sc.dir(rootIdx, root, 0, true)
+	// Seed 000 keeps subagents beside the skills: .claude/skills and .claude/subagents.
+	if filepath.Base(filepath.Clean(root)) == "skills" {
+		sib := filepath.Join(filepath.Dir(filepath.Clean(root)), "subagents")
+		if info, err := os.Stat(sib); err == nil && info.IsDir() {
+			sc.goLimited(func() { sc.subagents(rootIdx, sib) })
+		}
+	}
+}
+
+const maxCategoryDepth = 8
+
+// dir reads a directory of a root: a skill directory, or a category whose entries
+// are skills, categories and subagents.
+func (sc *scan) dir(rootIdx int, dir string, depth int, isRoot bool) {
+	sc.goLimited(func() {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			msg := "cannot read: %v"
+			if isRoot {
+				msg = "cannot read skill root: %v"
+			}
+			sc.diag(Diagnostic{File: dir, Severity: SeverityError, Message: fmt.Sprintf(msg, unwrapPathError(err))})
+			return
+		}
+		if isSkillDir(entries) {
+			sc.loadNow(rootIdx, dir, jobDir, entries)
+			return
+		}
+		for _, e := range entries {
+			name := e.Name()
+			if strings.HasPrefix(name, ".") {
+				continue
+			}
+			p := filepath.Join(dir, name)
+			mode := e.Type()
+			if mode&fs.ModeSymlink != 0 {
+				info, err := os.Stat(p)
+				if err != nil {
+					sc.diag(Diagnostic{File: p, Severity: SeverityWarning, Message: fmt.Sprintf("skipped broken symlink: %v", unwrapPathError(err))})
+					continue
+				}
+				mode = info.Mode().Type()
+				if info.IsDir() {
+					real, err := filepath.EvalSymlinks(p)
+					sc.mu.Lock()
+					again := err != nil || sc.visited[real]
+					sc.visited[real] = true
+					sc.mu.Unlock()
+					if again {
+						continue
+					}
+				}
+			}
+			switch {
+			case mode.IsDir() && name == "subagents":
+				sc.goLimited(func() { sc.subagents(rootIdx, p) })
+			case mode.IsDir() && depth < maxCategoryDepth:
+				sc.dir(rootIdx, p, depth+1, false)
+			case mode.IsRegular():
+				lower := strings.ToLower(name)
+				switch {
+				case slices.Contains(ignoredFiles, lower):
+				case strings.HasSuffix(lower, ".md"):
+					sc.load(rootIdx, p, jobMD, nil)
+				case strings.HasSuffix(lower, ".yaml"), strings.HasSuffix(lower, ".yml"):
+					sc.load(rootIdx, p, jobYAML, nil)
+				}
+			}
+		}
+	})
+}
+
+func isSkillDir(entries []os.DirEntry) bool {
+	return slices.ContainsFunc(entries, func(e os.DirEntry) bool {
+		return e.Name() == SkillMDFile || isWorkflowFile(e.Name())
+	})
+}
+
+func (sc *scan) subagents(rootIdx int, dir string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		sc.diag(Diagnostic{File: dir, Severity: SeverityError, Message: fmt.Sprintf("cannot read: %v", unwrapPathError(err))})
+		return
+	}
+	for _, e := range entries {
+		name := e.Name()
+		lower := strings.ToLower(name)
+		if strings.HasPrefix(name, ".") || !strings.HasSuffix(lower, ".md") || slices.Contains(ignoredFiles, lower) {
+			continue
+		}
+		sc.load(rootIdx, filepath.Join(dir, name), jobSubagent, nil)
+	}
+}
+
+// load loads a skill or subagent in a goroutine of its own.
+func (sc *scan) load(rootIdx int, p string, kind jobKind, entries []os.DirEntry) {
+	sc.goLimited(func() { sc.loadNow(rootIdx, p, kind, entries) })
+}
+
+// loadNow loads a skill or subagent, unless it was found before (a root inside
+// another).
+func (sc *scan) loadNow(rootIdx int, p string, kind jobKind, entries []os.DirEntry) {
+	key, err := filepath.Abs(p)
+	if err != nil {
+		key = p
+	}
+	sc.mu.Lock()
+	dup := sc.seen[key]
+	sc.seen[key] = true
+	sc.mu.Unlock()
+	if dup {
+		return
+	}
+	r := result{root: rootIdx, path: p}
+	o := sc.opts
+	switch kind {
+	case jobDir:
+		r.l = o.loadDir(p, entries, &r.ds)
+	case jobMD:
+		r.l = o.loadFile(p, true, &r.ds)
+	case jobYAML:
+		r.l = o.loadFile(p, false, &r.ds)
+	case jobSubagent:
+		r.agent, r.pos = o.loadSubagent(p, &r.ds)
+	}
+	if r.ds.HasErrors() {
+		if r.l != nil && ValidName(r.l.skill.Name) {
+			r.invalid = r.l.skill.Name
+		}
+		r.l, r.agent = nil, nil
+	}
+	sc.mu.Lock()
+	sc.results = append(sc.results, r)
+	sc.mu.Unlock()
+}
+
+// resolve applies the catalog rules to the loaded skills: names, then dependencies.
+func resolve(results []result, ds *Diagnostics) []*Skill {
+	type entry struct {
+		l    *loaded
+		root int
+	}
+	var accepted []entry
+	byKey := map[string]int{} // NormalizeName → index in accepted
+	invalid := map[string]string{}
+	for _, r := range results {
+		if r.invalid != "" {
+			if _, ok := invalid[NormalizeName(r.invalid)]; !ok {
+				invalid[NormalizeName(r.invalid)] = r.path
+			}
+		}
+		if r.l == nil {
+			continue
+		}
+		s := r.l.skill
+		key := NormalizeName(s.Name)
+		namePos := r.l.pos["name"]
+		if k, dup := byKey[key]; dup {
+			first := accepted[k]
+			switch {
+			case first.l.skill.Name != s.Name:
+				*ds = append(*ds, namePos.diag(SeverityError, "name", "rename one of them: names equal but for '-' and '_' are the same skill to a router",
+					"skill %s conflicts with skill %s at %s", s.Name, first.l.skill.Name, first.l.skill.Source))
+			case first.root == r.root:
+				*ds = append(*ds, namePos.diag(SeverityError, "name", "rename or remove one of them",
+					"skill %s is defined twice in one root; the first definition is at %s", s.Name, first.l.skill.Source))
+			default:
+				*ds = append(*ds, namePos.diag(SeverityWarning, "name", "rename one of them if both are wanted",
+					"skill %s is shadowed by %s, found first (the first root wins)", s.Name, first.l.skill.Source))
+			}
+			continue
+		}
+		byKey[key] = len(accepted)
+		accepted = append(accepted, entry{l: r.l, root: r.root})
+	}
+	// Dependencies: missing ones reject the skill; so do cycles, each named in order;
+	// then every skill depending on a rejected one.
+	rejected := make([]bool, len(accepted))
+	deps := make([][]int, len(accepted))
+	for i, e := range accepted {
+		s := e.l.skill
+		for j, dep := range s.Dependencies {
+			k, ok := byKey[NormalizeName(dep)]
+			if where, bad := invalid[NormalizeName(dep)]; !ok && bad {
+				p := e.l.pos[fmt.Sprintf("dependencies[%d]", j)]
+				if p.file == "" {
+					p = at{file: s.Source}
+				}
+				*ds = append(*ds, p.diag(SeverityError, fmt.Sprintf("dependencies[%d]", j), "fix that skill first",
+					"skill %s depends on %s, which was rejected (see %s)", s.Name, dep, where))
+				rejected[i] = true
+				continue
+			}
+			if !ok {
+				names := make([]string, 0, len(accepted))
+				for _, a := range accepted {
+					names = append(names, a.l.skill.Name)
+				}
+				p := e.l.pos[fmt.Sprintf("dependencies[%d]", j)]
+				if p.file == "" {
+					p = at{file: s.Source}
+				}
+				*ds = append(*ds, p.diag(SeverityError, fmt.Sprintf("dependencies[%d]", j), "",
+					"skill %s depends on %s, which is not in the catalog%s", s.Name, dep, didYouMean(dep, names)))
+				rejected[i] = true
+				continue
+			}
+			deps[i] = append(deps[i], k)
+		}
+	}
+	for _, cycle := range cycles(deps) {
+		names := make([]string, 0, len(cycle)+1)
+		for _, k := range cycle {
+			names = append(names, accepted[k].l.skill.Name)
+		}
+		names = append(names, names[0])
+		chain := strings.Join(names, " → ")
+		for n, k := range cycle {
+			s := accepted[k].l.skill
+			next := accepted[cycle[(n+1)%len(cycle)]].l.skill.Name
+			p := at{file: s.Source}
+			for j, dep := range s.Dependencies {
+				if NormalizeName(dep) == NormalizeName(next) {
+					p = accepted[k].l.pos[fmt.Sprintf("dependencies[%d]", j)]
+				}
+			}
+			if p.file == "" {
+				p = at{file: s.Source}
+			}
+			*ds = append(*ds, p.diag(SeverityError, "dependencies", "break the cycle: remove one of these dependencies",
+				"dependency cycle: %s", chain))
+			rejected[k] = true
+		}
+	}
+	for changed := true; changed; {
+		changed = false
+		for i, e := range accepted {
+			if rejected[i] {
+				continue
+			}
+			for _, k := range deps[i] {
+				if rejected[k] {
+					s := e.l.skill
+					p := at{file: s.Source}
+					for j, dep := range s.Dependencies {
+						if NormalizeName(dep) == NormalizeName(accepted[k].l.skill.Name) {
+							p = e.l.pos[fmt.Sprintf("dependencies[%d]", j)]
+						}
+					}
+					if p.file == "" {
+						p = at{file: s.Source}
+					}
+					*ds = append(*ds, p.diag(SeverityError, "dependencies", "fix that skill first",
+						"skill %s depends on %s, which was rejected", s.Name, accepted[k].l.skill.Name))
+					rejected[i], changed = true, true
+					break
+				}
+			}
+		}
+	}
+	var out []*Skill
+	for i, e := range accepted {
+		if !rejected[i] {
+			out = append(out, e.l.skill)
+		}
+	}
+	return out
+}
+
+// cycles finds the dependency cycles: for each strongly connected component with
+// more than one member, or a member depending on itself, one cycle through its first
+// member (in discovery order), in dependency order.
+func cycles(deps [][]int) [][]int {
+	n := len(deps)
+	index := make([]int, n)
+	low := make([]int, n)
+	onStack := make([]bool, n)
+	for i := range index {
+		index[i] = -1
+	}
+	var stack []int
+	var comps [][]int
+	counter := 0
+	// Iterative Tarjan, so that a long dependency chain cannot exhaust the stack.
+	type frame struct{ v, next int }
+	for start := range n {
+		if index[start] >= 0 {
+			continue
+		}
+		call := []frame{{v: start}}
+		index[start], low[start] = counter, counter
+		counter++
+		stack = append(stack, start)
+		onStack[start] = true
+		for len(call) > 0 {
+			f := &call[len(call)-1]
+			if f.next < len(deps[f.v]) {
+				w := deps[f.v][f.next]
+				f.next++
+				switch {
+				case index[w] < 0:
+					index[w], low[w] = counter, counter
+					counter++
+					stack = append(stack, w)
+					onStack[w] = true
+					call = append(call, frame{v: w})
+				case onStack[w]:
+					low[f.v] = min(low[f.v], index[w])
+				}
+				continue
+			}
+			v := f.v
+			call = call[:len(call)-1]
+			if len(call) > 0 {
+				u := call[len(call)-1].v
+				low[u] = min(low[u], low[v])
+			}
+			if low[v] == index[v] {
+				var comp []int
+				for {
+					w := stack[len(stack)-1]
+					stack = stack[:len(stack)-1]
+					onStack[w] = false
+					comp = append(comp, w)
+					if w == v {
+						break
+					}
+				}
+				comps = append(comps, comp)
+			}
+		}
+	}
+	var out [][]int
+	for _, comp := range comps {
+		if len(comp) == 1 && !slices.Contains(deps[comp[0]], comp[0]) {
+			continue
+		}
+		in := map[int]bool{}
+		for _, v := range comp {
+			in[v] = true
+		}
+		first := slices.Min(comp)
+		out = append(out, cycleThrough(first, deps, in))
+	}
+	slices.SortFunc(out, func(a, b []int) int { return a[0] - b[0] })
+	return out
+}
+
+// cycleThrough is a shortest cycle from v back to v within a component (BFS).
+func cycleThrough(v int, deps [][]int, in map[int]bool) []int {
+	prev := map[int]int{}
+	queue := []int{v}
+	for len(queue) > 0 {
+		u := queue[0]
+		queue = queue[1:]
+		for _, w := range deps[u] {
+			if !in[w] {
+				continue
+			}
+			if w == v {
+				path := []int{u}
+				for path[len(path)-1] != v {
+					path = append(path, prev[path[len(path)-1]])
+				}
+				slices.Reverse(path)
+				return path
+			}
+			if _, ok := prev[w]; !ok {
+				prev[w] = u
+				queue = append(queue, w)
+			}
+		}
+	}
+	return []int{v}
+}

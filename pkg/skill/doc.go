@@ -1,0 +1,299 @@
+// Package skill parses, validates and discovers skills: the SKILL.md and skill.yaml
+// files skillbus runs in response to events. It is pure: no NATS, no watching; the
+// registry builds on it. This comment is the authoring reference for the format.
+//
+// # Using the package
+//
+//	s, ds := skill.ParseSkillMD("skills/triage/SKILL.md", data) // one SKILL.md
+//	s, ds := skill.ParseWorkflow("skills/triage/skill.yaml", data) // one skill.yaml
+//	s, ds := skill.LoadPath("skills/triage")                   // a directory or single file
+//	a, ds := skill.ParseSubagent("subagents/researcher.md", data) // one subagent
+//	cat, ds := skill.Discover(skill.DefaultRoots(wd, home)...)  // every root, checked as a catalog
+//
+// Each returns Diagnostics: errors and warnings with file, line, column, the field,
+// a message and a hint, printed like a compiler's ("a/SKILL.md:3:7: error: ...").
+// An error rejects the skill (the *Skill is nil; Discover leaves it out of the
+// Catalog); a warning does not. Knobs (known tools, size limits, concurrency) are in
+// LoadOptions, whose zero value is the default; its methods mirror the functions.
+//
+// # Where skills live
+//
+// A root (see DefaultRoots for seed 001's discovery paths, first root first) holds:
+//
+//   - skill directories: a directory with SKILL.md and/or skill.yaml (skill.yml is
+//     accepted; both at once is an error), plus any files it needs, by convention in
+//     scripts/, references/ and assets/ (Agent Skills, seeds 001 and 003);
+//   - single-file skills: <name>.md (seed 000) or <name>.yaml (seed 004);
+//   - category directories holding more of either, to any depth up to 8 (seed 000's
+//     .claude/skills/<category>/<name>.md);
+//   - subagents/*.md (seed 000). A root named skills also picks up its sibling
+//     subagents directory, so .claude/skills finds .claude/subagents.
+//
+// Entries whose names start with '.' are skipped everywhere (a skill checked out
+// with git keeps its .git out of the skill), as are README.md, CHANGELOG.md,
+// LICENSE.md, CONTRIBUTING.md, AGENTS.md and CLAUDE.md beside skills. A root may
+// itself be a skill directory or a skill file. Roots that do not exist are skipped;
+// a root listed twice, or a skill reached twice because one root contains another,
+// counts once. Symlinked skill directories and category directories are followed.
+//
+// # SKILL.md
+//
+// A SKILL.md starts with YAML front matter: the first line is exactly ---, the
+// front matter ends at the next line that is exactly --- (trailing blanks allowed),
+// and the rest is the body: markdown instructions. A UTF-8 byte order mark and CRLF
+// line ends are accepted; line numbers in diagnostics are the editor's. A SKILL.md
+// beside a skill.yaml may leave out the front matter: its whole text is the body.
+//
+//	---
+//	name: triage-issue
+//	description: Labels and routes new GitHub issues. Runs when an issue is opened.
+//	triggers: [com.github.issues.opened]
+//	---
+//	# Triage
+//	...
+//
+// The body is the system prompt of an instruction skill and documentation for the
+// other kinds. It is checked with seed 000's rules: a code fence (``` or ~~~, three
+// or more) left open is an error at its opening line (a fence closes only with the
+// same character, at least as many, and nothing else on the line, as in CommonMark);
+// instructions shorter than 50 characters (instruction skills only) or longer than
+// 50,000 are warnings. In a skill directory, a markdown link to a file that the
+// skill does not have, or that leaves the directory, is a warning.
+//
+// # Fields
+//
+// SKILL.md front matter and skill.yaml accept the same metadata fields; a field set
+// in both files must have the same value in both (an error otherwise). A key that
+// is not a field is a warning with a suggestion ("trigers: did you mean
+// triggers?") and is ignored; top-level keys starting with x- are ignored silently,
+// which makes them a home for YAML anchors. A value of the wrong type is an error at the
+// value ("max_retries must be an integer, not the string \"three\""). Text fields
+// take any scalar as written (version: 1.10 is "1.10"). Lists are YAML lists; a
+// single string where a list belongs is an error with the fix, except
+// allowed-tools, which Agent Skills writes as one space-separated string.
+//
+//	name             required; see Names
+//	description      required; more than 1024 characters warns (Agent Skills)
+//	license          text (Agent Skills)
+//	compatibility    text; more than 500 characters warns (Agent Skills)
+//	metadata         mapping of anything (Agent Skills)
+//	allowed-tools    tools the skill may use: a list, or "Bash(git:*) Read" (Agent Skills); also allowed_tools
+//	type             free text category: self-improvement, mode, custom, ... (seed 000); optional
+//	version          semantic version 2.0.0; anything else warns; no default (see Choices)
+//	author           text
+//	triggers         CloudEvent types that activate the skill; optional; see Triggers
+//	anti_triggers    phrases that argue against activation (seed 001)
+//	tags             list of text
+//	examples         positive: and negative: lists of trigger phrases, for routing evals
+//	dependencies     names of skills this one needs; see Catalog
+//	required_tools   tools that must be present (seed 000)
+//	disallowed_tools tools the skill must not get (seed 000)
+//	cacheable        boolean; default false (see Choices)
+//	max_retries      integer ≥ 0; default 3 (seed 000)
+//	timeout          seconds (45, 1.5) or a Go duration ("2m"); default 30s (seed 000);
+//	timeout_ms       milliseconds (seed 000); outside 1s–5m warns; set one of the two
+//	priority         high | medium | low; default medium (seed 000)
+//	cost_hint        low | medium | high; default medium (seed 001); also cost (DESIGN §6)
+//	parallel_safe    boolean; default false (seed 001)
+//	always           boolean: consider on every event; default false (seed 001)
+//	prerequisites    list of - env: NAME | - command: NAME | - tool: NAME | - file: PATH, each
+//	                 with an optional description: (seed 001)
+//	permissions      filesystem: {read: [..], write: [..]}, network: {outbound: bool},
+//	                 environment: {allow: [..]}; default nothing granted (seed 001)
+//	execution        sandbox: none | process | container (default process), approval:
+//	                 auto | ask (default auto), timeout: (the skill's timeout); also
+//	                 execution_policy (seed 001)
+//	entrypoints      list of name:, command:, description:; see Kinds
+//	capabilities     list of text (seed 000; required for subagents)
+//	max_concurrent   integer ≥ 1: at most this many runs across the fleet; the skill gets a
+//	                 worker pool of its own (DESIGN §3)
+//	pool             worker pool name: letters, digits, '-', '_'; "solo-" is reserved
+//
+// skill.yaml adds inputs, steps, outputs and confirmations (see Workflows); in a
+// SKILL.md front matter they are an error pointing to skill.yaml.
+//
+// # Names
+//
+// A skill name is 1–64 characters of lowercase letters, digits, '-' and '_',
+// starting with a letter or digit, not ending with a separator, without two
+// separators in a row: start_work, error-analyzer. Seeds 000 and 001 normalise
+// names silently, to different separators; skillbus never rewrites a name: an invalid
+// one is an error whose hint shows the normalised form ("Weather Report!" → write
+// weather-report). NormalizeName (lowercase, '_' → '-') is the lookup key, so two
+// skills whose names differ only in '-' and '_' conflict. A skill's name should match
+// its directory (Agent Skills) or file name; a mismatch warns.
+//
+// # Triggers
+//
+// A trigger is a CloudEvent type that activates the skill: com.github.push,
+// io.skillbus.release.tagged. Its dots become NATS subject tokens, so it may hold only
+// letters, digits, '_', '-' and '.', without empty tokens. Types starting with
+// "skill." are reserved for explicit invocation (skillbus.trigger.skill.<name>).
+// Seed 000 required triggers; here they are optional: a skill without them runs only
+// when invoked explicitly or when always: true. Natural-language phrases (seed 001's
+// triggers) belong under examples.positive.
+//
+// # Tools
+//
+// With LoadOptions.KnownTools set, every tool in required_tools, allowed-tools and
+// workflow steps must be one of them (an error with a suggestion); unknown tools in
+// disallowed_tools warn. An argument pattern is not part of the name: Bash(git:*) is
+// the tool Bash. Without KnownTools, names are not checked. Either way a tool both
+// disallowed and required, allowed or used by a step is an error.
+//
+// # Kinds
+//
+// The kind follows from the files, never from a field: a skill with steps is a
+// workflow; one with entrypoints and no steps is a script; anything else is an
+// instruction skill, its body the system prompt. A skill with nothing to run (a
+// skill.yaml with no steps, no entrypoints and no SKILL.md) is an error. type:
+// workflow, script or instruction that disagrees with the kind warns.
+//
+// An entrypoint runs a file of the skill, either directly (command:
+// scripts/lint.sh) or through an interpreter named without a path (command:
+// [python3, -u, scripts/lint.py]); a string command is split on spaces. The file
+// must lie inside the skill directory and exist there: absolute paths, ~ and ..
+// are errors. A single-file skill cannot have entrypoints. A lone entrypoint without
+// a name is called default, the one script skills run unless told otherwise.
+//
+// # Workflows
+//
+// skill.yaml is seed 004's workflow, beside a SKILL.md or alone; alone it carries
+// the metadata fields too. It is parsed and validated completely:
+//
+//	inputs:          # a list
+//	  - name: issue_key            # an identifier; unique
+//	    type: string               # string (default) | integer | number | boolean | array | object
+//	    required: true
+//	    default: "AAP-1"           # must have the input's type, match enum, pattern, max_length
+//	    enum: [..]                 # values of the input's type
+//	    pattern: "^[A-Z]+-\\d+$"   # a Go regexp (RE2): no lookaround, no backreferences
+//	    max_length: 100            # ≥ 0, for strings and arrays; 0 means no limit
+//	steps:           # a list, run in order
+//	  - id: get_issue              # an identifier; unique; not inputs, trigger or execution
+//	    tool: jira_view_issue      # exactly one of tool and compute
+//	    args: {issue_key: "{{ inputs.issue_key }}"}
+//	    compute: |                 # statements that assign result
+//	    condition: "expr"          # run the step only when true
+//	    loop: "{{ items }}"        # run once per element, bound to loop_var (required with loop)
+//	    loop_var: item
+//	    output: issue_data         # a second name for the step's result
+//	    on_error: fail             # fail (default) | continue | retry:N, 1 ≤ N ≤ 10
+//	    timeout: 30                # seconds or a Go duration; > 0
+//	    parallel_group: 1          # a number or a name; steps of a group run together
+//	    depends_on: [a, b]         # earlier steps only, and not of the same parallel group
+//	    cache: 300                 # keep the result this long; > 0
+//	outputs:         # a mapping, order kept
+//	  branch: "{{ branch_name }}"
+//	confirmations:   # a list; a human approves before the step runs
+//	  - step: create_branch        # an existing step, confirmed once
+//	    message: "Create branch {{ branch_name }}?"
+//	    default: true
+//	    timeout: 5m
+//
+// Steps run in the order they are listed, so depends_on may only name earlier steps
+// and no cycle can form; a step depending on a later one is an error saying so.
+// The steps of a parallel group should be listed together (a split group warns).
+// Step output names must not be another step's id; two steps writing one output
+// name warn (the later result wins). A step timeout longer than the skill's warns.
+// loop must be a template ("{{ items }}"); plain text there is an error.
+//
+// # Templates and names
+//
+// Args, loop, outputs and confirmation messages are text with {{ expression }}
+// templates; condition is one expression and compute a block of statements (DESIGN
+// §7: the seed's Python-like syntax, run hermetically). The names they use must
+// exist where they are used; an unknown one is an error with a suggestion:
+// "{{ get_isue.branch }}" → unknown step or name get_isue; did you mean get_issue?
+// The names a step can use:
+//
+//   - inputs, whose attributes must be declared inputs (inputs.issue_kye is an
+//     error with a suggestion);
+//   - trigger (the CloudEvent that started the run) and execution (the run: id, ...),
+//     provided by the engine;
+//   - the id and the output name of every earlier step;
+//   - its own loop_var.
+//
+// Outputs see every step; a confirmation sees the steps before the one it
+// confirms. Only the first name of a chain is checked, except for inputs
+// (inputs.x, inputs["x"] and inputs.get("x") all name input x). Builtins and
+// filters (len, str, default, lower, ...) are always available. A syntax error in a
+// template, condition or compute block is an error at its line and column (inside a
+// compute block, the line of the block). Templates are compiled with package expr,
+// the same code the engine runs them with, so what validates here parses there.
+//
+// # Safety and limits
+//
+//   - A text file (SKILL.md, skill.yaml, a text resource) may be at most
+//     LoadOptions.MaxFileSize, default 100 KiB (seed 003). A larger SKILL.md or
+//     skill.yaml is an error; a larger text resource is listed but not Inline
+//     (warning).
+//   - All files of a skill together may be at most MaxSkillSize, default 10 MiB, and
+//     a skill directory may hold at most MaxFiles files, default 1000; beyond either
+//     the skill is rejected.
+//   - A symlink inside a skill directory must point inside it (an error otherwise);
+//     a broken symlink, a FIFO, a device or a socket is an error, so loading never
+//     blocks on a special file.
+//   - Resources (every file besides SKILL.md and skill.yaml) are listed with size,
+//     sha256 and whether they are binary (a NUL byte, or not UTF-8); binary files are
+//     never inlined. SKILL.md and skill.yaml must be UTF-8 text.
+//   - YAML aliases may expand to at most 100,000 nodes per file; duplicate keys are
+//     errors; anchors, aliases and merge keys (<<) otherwise work.
+//
+// # Catalog
+//
+// Discover reads directories and loads skills concurrently (LoadOptions.Concurrency,
+// default twice GOMAXPROCS), then checks the catalog as a whole, in discovery order
+// (roots in order, then a depth-first walk of each root in lexical order), so the
+// result never depends on timing:
+//
+//   - The first definition of a name wins. A later root's skill of the same name is
+//     shadowed: a warning on the shadowed file naming the winner. The same name twice
+//     in one root is an error on the second. Names equal but for '-' and '_' conflict:
+//     an error on the second.
+//   - A dependency must name a skill in the catalog (matched as NormalizeName does):
+//     a missing one rejects the dependent skill, with a suggestion.
+//   - Dependency cycles are named in order ("dependency cycle: a → b → c → a") on
+//     every member, and every member is rejected.
+//   - A skill depending on a rejected skill is rejected too, saying which; every
+//     other skill still loads.
+//
+// Subagents are a namespace of their own, with the same first-wins rule; a subagent
+// must list capabilities.
+//
+// # The loaded skill
+//
+// The parser fills in the defaults, so a *Skill reads as it will run: priority,
+// cost_hint, max_retries, timeout, execution sandbox and approval. Source is the main
+// file (SKILL.md, else skill.yaml, else the single file), Dir the skill directory,
+// Body the instructions, Step.Line each step's line in Workflow.Source. Digest is
+// the sha256 of a manifest of the skill's files in sha256sum format (one
+// "<sha256>  <relative path>" line per file, sorted by path), so it changes exactly
+// when a file's content or name does. A Skill is JSON (the catalog in KV): integers
+// in free-form values come back as int, not float64; a whole-number float
+// (ratio: 2.0) comes back as the int 2.
+//
+// # Choices
+//
+// Where the seeds disagree or leave a question open:
+//
+//   - Names: seed 000 uses '-', seed 001 '_' and seed 004's start_work '_'. Both are
+//     allowed, never rewritten, and treated as the same for lookups and conflicts.
+//   - type and triggers, required by seed 000, are optional; name and description,
+//     required by Agent Skills, are required.
+//   - version: seed 001 defaults to 0.1.0. skillbus leaves it empty so that a pinned
+//     run (name@version, DESIGN §5.10) falls back to the content digest; a default
+//     version would make every edit of an unversioned skill look the same.
+//   - author: seed 001 defaults to "Unknown"; skillbus leaves it empty.
+//   - cacheable: seed 000's parser defaults it to true; skillbus to false, because
+//     caching the result of a side-effecting skill would skip the side effect.
+//   - max_retries 3 and timeout 30s follow seed 000 (DESIGN §5.3). Seed 001's
+//     execution-policy timeout of 120s is not a second default: execution.timeout is
+//     the skill's timeout.
+//   - approval: seed 001 defaults to ask, which in an event-driven system would
+//     park every run until a human answers; skillbus defaults to auto and a skill
+//     opts in with approval: ask.
+//   - Unknown keys warn (DESIGN §6) rather than fail; misspelt values of known keys
+//     (priority: urgent) are errors.
+//   - Seed 001's skill.yaml spec.type is not read: the kind follows from the files.
+package skill

@@ -1,0 +1,3 @@
+#!/bin/sh
+set -eu
+shellcheck scripts/*.sh

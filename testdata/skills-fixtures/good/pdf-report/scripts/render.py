@@ -1,0 +1,3 @@
+import sys
+
+print("rendering", sys.argv[1], "to", sys.argv[2])

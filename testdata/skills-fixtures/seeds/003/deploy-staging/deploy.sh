@@ -1,0 +1,3 @@
+#!/bin/sh
+echo "deploying $(git rev-parse --short HEAD) to staging"
+echo https://staging.example.com

@@ -1,0 +1,1 @@
+kubectl rollout status deploy/app -n staging
