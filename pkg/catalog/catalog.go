@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
-	"strings"
 	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -84,14 +83,14 @@ func (c *Catalog) apply(e jetstream.KeyValueEntry) {
 	key := e.Key()
 	switch e.Operation() {
 	case jetstream.KeyValueDelete, jetstream.KeyValuePurge:
-		delete(c.byName, Normalize(key))
+		delete(c.byName, skill.NormalizeName(key))
 	default:
 		var s skill.Skill
 		if err := json.Unmarshal(e.Value(), &s); err != nil {
 			c.log.Error("catalog: skipping an entry that does not decode", "key", key, "revision", e.Revision(), "err", err)
 			return
 		}
-		c.byName[Normalize(s.Name)] = &s
+		c.byName[skill.NormalizeName(s.Name)] = &s
 	}
 	c.revision = e.Revision()
 	c.reindex()
@@ -112,16 +111,11 @@ func (c *Catalog) reindex() {
 	c.byTrigger = idx
 }
 
-// Normalize is the lookup form of a skill name: lowercase, '_' and '-' equal.
-func Normalize(name string) string {
-	return strings.ReplaceAll(strings.ToLower(name), "_", "-")
-}
-
 // Get returns the skill of that name (any case, '-' or '_').
 func (c *Catalog) Get(name string) (*skill.Skill, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	s, ok := c.byName[Normalize(name)]
+	s, ok := c.byName[skill.NormalizeName(name)]
 	return s, ok
 }
 

@@ -1,0 +1,40 @@
+# skillbus — the two commands a newcomer needs are `make run` and `make test`.
+
+GO ?= go
+SKILLS ?= testdata/skills
+BENCH_FLAGS ?=
+
+.PHONY: run test bench build vet fuzz clean
+
+## run: start everything (embedded NATS, registry, router, workers) with the example skills
+run:
+	$(GO) run ./cmd/skillbus dev --skills $(SKILLS)
+
+## test: vet, then every test (unit, integration against embedded JetStream, end-to-end with the real binaries)
+test: vet
+	$(GO) test -race -timeout 15m ./...
+
+## bench: throughput and latency against bare JetStream doing the same persisted hops
+bench:
+	$(GO) run ./cmd/skillbus bench $(BENCH_FLAGS)
+
+## build: the four binaries into ./bin
+build:
+	$(GO) build -o bin/ ./cmd/...
+
+vet:
+	$(GO) vet ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+## fuzz: run each fuzz target for FUZZTIME (default 30s)
+FUZZTIME ?= 30s
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
+	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done
+
+clean:
+	rm -rf bin .skillbus

@@ -1,0 +1,97 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skillbus/skillbus/internal/natstest"
+)
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// skillbus runs the CLI to completion and returns its output and exit code.
+func skillbus(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "skillbus"), args...)
+	cmd.Dir = repoRoot()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return out.String(), 0
+	case errors.As(err, &ee):
+		return out.String(), ee.ExitCode()
+	}
+	t.Fatalf("skillbus %v: %v\n%s", args, err, out.String())
+	return "", -1
+}
+
+// The README's tour: `skillbus dev` in one terminal, `skillbus trigger` in another.
+func TestDevAndTrigger(t *testing.T) {
+	port := freePort(t)
+	url := "--nats-url=nats://127.0.0.1:" + strconv.Itoa(port)
+	dev := start(t, "skillbus", "dev", "--port", strconv.Itoa(port), "--store", t.TempDir(),
+		"--skills", "testdata/skills", "--skills", "testdata/e2e", "--backoff-base=20ms", "--backoff-max=50ms")
+	natstest.Eventually(t, 30*time.Second, func() bool {
+		return strings.Contains(dev.out.String(), "skillbus dev is running")
+	}, "skillbus dev did not start:\n%s", dev.out.String())
+
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want []string
+	}{
+		{"explicit", []string{"trigger", "--skill", "hello", "--data", `{"name":"Ada"}`, "--wait"}, 0,
+			[]string{"routed to hello@1.0.0 (forced)", "compose", "Hello, Ada!"}},
+		{"by type", []string{"trigger", "com.example.greet", "--data", `{"name":"Grace","shout":true}`, "--wait"}, 0,
+			[]string{"routed to hello", "HELLO, GRACE!"}},
+		{"exec tool", []string{"trigger", "com.example.text.submitted", "--data", `{"text":"one two three"}`, "--wait"}, 0,
+			[]string{`"words": 3`}},
+		{"fallback", []string{"trigger", "com.example.order.created", "--data", `{"order_id":"ORD-7","quantity":50}`, "--wait"}, 0,
+			[]string{"fallback: queue-backorder", "refuse failed (fatal)", "falling back to queue-backorder", "backordered"}},
+		{"no fallback needed", []string{"trigger", "com.example.order.created", "--data", `{"order_id":"ORD-8","quantity":2}`, "--wait"}, 0,
+			[]string{"reserve-stock completed", `"reserved": 2`}},
+		{"retries then DLQ", []string{"trigger", "--skill", "always-retry", "--wait"}, 1,
+			[]string{"retrying", "dead-lettered to skillbus.dead.always-retry", "always-retry failed (retryable)"}},
+		{"invalid input", []string{"trigger", "--skill", "reserve-stock", "--data", `{"order_id":"bad id","quantity":1}`, "--wait"}, 1,
+			[]string{"does not match pattern"}},
+		{"unmatched", []string{"trigger", "com.example.nobody", "--wait"}, 3, []string{"no_skill"}},
+		{"unknown skill", []string{"trigger", "--skill", "nosuch", "--wait"}, 3, []string{"unknown_skill"}},
+		{"bad json", []string{"trigger", "--skill", "hello", "--data", `{nope`}, 2, []string{"not valid JSON"}},
+		{"skills list", []string{"skills", "list"}, 0, []string{"hello", "word-count", "com.example.order.created"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, code := skillbus(t, append(tt.args, url)...)
+			if code != tt.code {
+				t.Fatalf("exit code %d, want %d\n%s", code, tt.code, out)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+}

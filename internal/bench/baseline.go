@@ -1,0 +1,176 @@
+package bench
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// baseline is bare JetStream doing skillbus's persisted hops with plain nats.go.
+type baseline struct {
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	pad     []byte
+	its     []jetstream.MessagesContext
+	wg      sync.WaitGroup
+	sub     *nats.Subscription
+	results chan int
+	cleanup func()
+}
+
+func runBaseline(ctx context.Context, cfg Config, msgBytes int) (Result, error) {
+	_, nc, cleanup, err := server(cfg)
+	if err != nil {
+		return Result{}, err
+	}
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(16384))
+	if err != nil {
+		cleanup()
+		return Result{}, err
+	}
+	// Pad the data so a message is as large as skillbus's average, headers included.
+	pad := max(0, msgBytes-60)
+	b := &baseline{nc: nc, js: js, pad: []byte(`"` + strings.Repeat("x", pad) + `"`), cleanup: cleanup}
+	defer b.stop()
+	streams := []jetstream.StreamConfig{
+		{Name: "BASE_TRIGGERS", Subjects: []string{"base.trigger.>"}, Storage: cfg.Storage, Duplicates: 2 * time.Minute},
+		{Name: "BASE_JOBS", Subjects: []string{"base.exec.>"}, Storage: cfg.Storage, Retention: jetstream.WorkQueuePolicy, Duplicates: 2 * time.Minute},
+		{Name: "BASE_EVENTS", Subjects: []string{"base.events.>"}, Storage: cfg.Storage, Duplicates: 2 * time.Minute},
+	}
+	for _, sc := range streams {
+		if _, err := js.CreateOrUpdateStream(ctx, sc); err != nil {
+			return Result{}, err
+		}
+	}
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "base_runs", Storage: cfg.Storage})
+	if err != nil {
+		return Result{}, err
+	}
+	consumer := func(stream, name, filter string) (jetstream.Consumer, error) {
+		return js.CreateOrUpdateConsumer(ctx, stream, jetstream.ConsumerConfig{
+			Durable: name, FilterSubject: filter, AckPolicy: jetstream.AckExplicitPolicy,
+			AckWait: 30 * time.Second, MaxAckPending: 10000,
+		})
+	}
+	rc, err := consumer("BASE_TRIGGERS", "router", "base.trigger.>")
+	if err != nil {
+		return Result{}, err
+	}
+	wc, err := consumer("BASE_JOBS", "worker", "base.exec.>")
+	if err != nil {
+		return Result{}, err
+	}
+
+	// The "router": two publishes, then the ack.
+	b.loop(rc, cfg.Concurrency, func(m jetstream.Msg) []jetstream.PubAckFuture {
+		id := m.Headers().Get("Bench-I")
+		return []jetstream.PubAckFuture{
+			b.publish("base.events."+id+".decided", id, "decided"),
+			b.publish("base.exec.default.noop", id, "job"),
+		}
+	})
+	// The "worker": three events, the terminal record, the result, then the ack.
+	b.loop(wc, cfg.Concurrency, func(m jetstream.Msg) []jetstream.PubAckFuture {
+		id := m.Headers().Get("Bench-I")
+		fs := []jetstream.PubAckFuture{
+			b.publish("base.events."+id+".started", id, "started"),
+			b.publish("base.events."+id+".step.started", id, "step.started"),
+			b.publish("base.events."+id+".step.completed", id, "step.completed"),
+		}
+		if _, err := kv.Create(ctx, "r"+id+".result", b.pad); err != nil {
+			return nil
+		}
+		return append(fs, b.publish("base.events."+id+".completed", id, "completed"))
+	})
+
+	results := make(chan int, 1024)
+	b.results = results
+	b.sub, err = nc.Subscribe("base.events.*.completed", func(m *nats.Msg) {
+		i, err := strconv.Atoi(strings.Split(m.Subject, ".")[2])
+		if err == nil {
+			results <- i
+		}
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	return measure(ctx, cfg, "bare JetStream", b, results)
+}
+
+func (b *baseline) publish(subject, id, stage string) jetstream.PubAckFuture {
+	m := nats.NewMsg(subject)
+	m.Header.Set("Nats-Msg-Id", id+"."+stage)
+	m.Header.Set("Bench-I", id)
+	m.Data = b.pad
+	f, err := b.js.PublishMsgAsync(m)
+	if err != nil {
+		return nil
+	}
+	return f
+}
+
+// loop is the same bounded consume loop skillbus uses, written out with nats.go.
+func (b *baseline) loop(c jetstream.Consumer, n int, handle func(jetstream.Msg) []jetstream.PubAckFuture) {
+	it, err := c.Messages(jetstream.PullMaxMessages(2 * n))
+	if err != nil {
+		return
+	}
+	b.its = append(b.its, it)
+	for range n {
+		b.wg.Go(func() {
+			for {
+				m, err := it.Next()
+				if err != nil {
+					return
+				}
+				fs := handle(m)
+				ok := fs != nil
+				for _, f := range fs {
+					if f == nil {
+						ok = false
+						continue
+					}
+					select {
+					case <-f.Ok():
+					case <-f.Err():
+						ok = false
+					}
+				}
+				if ok {
+					_ = m.Ack()
+				} else {
+					_ = m.Nak()
+				}
+			}
+		})
+	}
+}
+
+func (b *baseline) trigger(ctx context.Context, i int) error {
+	id := strconv.Itoa(i)
+	m := nats.NewMsg("base.trigger.noop")
+	m.Header.Set("Nats-Msg-Id", "t"+id)
+	m.Header.Set("Bench-I", id)
+	m.Data = b.pad
+	_, err := b.js.PublishMsgAsync(m)
+	return err
+}
+
+func (b *baseline) msgBytes(ctx context.Context) int { return len(b.pad) + 60 }
+
+func (b *baseline) stop() {
+	if b.sub != nil {
+		_ = b.sub.Unsubscribe()
+		close(b.results)
+	}
+	for _, it := range b.its {
+		it.Stop()
+	}
+	b.wg.Wait()
+	b.cleanup()
+}

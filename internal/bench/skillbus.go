@@ -1,0 +1,158 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/catalog"
+	"github.com/skillbus/skillbus/pkg/router"
+	"github.com/skillbus/skillbus/pkg/skill"
+	"github.com/skillbus/skillbus/pkg/tool"
+	"github.com/skillbus/skillbus/pkg/worker"
+	"github.com/skillbus/skillbus/pkg/workflow"
+)
+
+// noopSkill is the one-step skill of the comparison.
+var noopSkill = &skill.Skill{
+	Name: "noop", Description: "one no-op tool step", Version: "1.0.0", Kind: skill.KindWorkflow,
+	Digest: "0000000000000000000000000000000000000000000000000000000000000000",
+	Workflow: &skill.Workflow{
+		Inputs:  []skill.Input{{Name: "n", Type: "integer", Required: true}},
+		Steps:   []skill.Step{{ID: "nothing", Tool: "noop", Args: map[string]any{"n": "{{ inputs.n }}"}}},
+		Outputs: []skill.Output{{Name: "n", Value: "{{ inputs.n }}"}},
+	},
+}
+
+type skillbusSystem struct {
+	js      jetstream.JetStream
+	b       *bus.Bus
+	ids     map[string]int // execution id → trigger number
+	stops   []func()
+	sub     *nats.Subscription
+	results chan int
+}
+
+func runSkillbus(ctx context.Context, cfg Config) (Result, error) {
+	_, nc, cleanup, err := server(cfg)
+	if err != nil {
+		return Result{}, err
+	}
+	s := &skillbusSystem{stops: []func(){cleanup}}
+	defer s.stop()
+	b, err := bus.New(nc, bus.Config{Storage: cfg.Storage})
+	if err != nil {
+		return Result{}, err
+	}
+	s.b, s.js = b, b.JS
+	if err := b.Ensure(ctx); err != nil {
+		return Result{}, err
+	}
+	kv, err := b.KV(ctx, b.BucketSkills())
+	if err != nil {
+		return Result{}, err
+	}
+	v, _ := json.Marshal(noopSkill)
+	if _, err := kv.Put(ctx, noopSkill.Name, v); err != nil {
+		return Result{}, err
+	}
+	rcat, err := catalog.Watch(ctx, kv, cfg.Log)
+	if err != nil {
+		return Result{}, err
+	}
+	s.stops = append(s.stops, rcat.Stop)
+	r, err := router.New(router.Config{Bus: b, Catalog: rcat, Log: cfg.Log, Concurrency: cfg.Concurrency})
+	if err != nil {
+		return Result{}, err
+	}
+	if err := r.Start(ctx); err != nil {
+		return Result{}, err
+	}
+	s.stops = append(s.stops, func() { r.Stop(context.Background()) })
+	wcat, err := catalog.Watch(ctx, kv, cfg.Log)
+	if err != nil {
+		return Result{}, err
+	}
+	s.stops = append(s.stops, wcat.Stop)
+	eng, err := workflow.New(workflow.Config{Tools: tool.Builtins(tool.HTTPConfig{}, tool.ExecConfig{}), Log: cfg.Log})
+	if err != nil {
+		return Result{}, err
+	}
+	w, err := worker.New(worker.Config{Bus: b, Catalog: wcat, Engine: eng, Log: cfg.Log, Concurrency: cfg.Concurrency})
+	if err != nil {
+		return Result{}, err
+	}
+	if err := w.Start(ctx); err != nil {
+		return Result{}, err
+	}
+	s.stops = append(s.stops, func() { w.Stop(context.Background()) })
+
+	total := cfg.Executions + cfg.Samples
+	s.ids = make(map[string]int, total)
+	for i := range total {
+		s.ids[events.ExecutionID("/bench", strconv.Itoa(i), noopSkill.Name)] = i
+	}
+	s.results = make(chan int, 1024)
+	s.sub, err = nc.Subscribe("skillbus.events.*.execution.completed", func(m *nats.Msg) {
+		if i, ok := s.ids[strings.Split(m.Subject, ".")[2]]; ok {
+			s.results <- i
+		}
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	return measure(ctx, cfg, "skillbus", s, s.results)
+}
+
+func (s *skillbusSystem) trigger(ctx context.Context, i int) error {
+	id := strconv.Itoa(i)
+	m := nats.NewMsg("skillbus.trigger.skill.noop")
+	m.Header.Set("ce-specversion", "1.0")
+	m.Header.Set("ce-id", id)
+	m.Header.Set("ce-source", "/bench")
+	m.Header.Set("ce-type", "io.skillbus.bench")
+	m.Header.Set("Content-Type", "application/json")
+	m.Header.Set("Nats-Msg-Id", id)
+	m.Data = []byte(`{"n":` + id + `}`)
+	_, err := s.js.PublishMsgAsync(m)
+	return err
+}
+
+// msgBytes is the average size of the messages skillbus persisted.
+func (s *skillbusSystem) msgBytes(ctx context.Context) int {
+	var msgs, bytes uint64
+	for _, name := range []string{s.b.StreamTriggers(), s.b.StreamEvents()} {
+		st, err := s.js.Stream(ctx, name)
+		if err != nil {
+			continue
+		}
+		info, err := st.Info(ctx)
+		if err != nil {
+			continue
+		}
+		msgs += info.State.Msgs
+		bytes += info.State.Bytes
+	}
+	if msgs == 0 {
+		return 0
+	}
+	return int(bytes / msgs)
+}
+
+func (s *skillbusSystem) stop() {
+	if s.sub != nil {
+		_ = s.sub.Unsubscribe()
+		close(s.results)
+		s.sub = nil
+	}
+	for i := len(s.stops) - 1; i >= 0; i-- {
+		s.stops[i]()
+	}
+	s.stops = nil
+}

@@ -1,0 +1,168 @@
+// Package cli holds the commands of skillbus's binaries. Each binary's main only calls
+// one of the functions here with its arguments, environment and output streams, so the
+// whole command line is testable in process.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+	"github.com/spf13/cobra"
+
+	"github.com/skillbus/skillbus/pkg/bus"
+)
+
+// ExitError carries a process exit code. Code 1 is a failed execution or operation,
+// 2 a usage error. Quiet errors were already reported to the user in the command's
+// own output, so the main does not print them again.
+type ExitError struct {
+	Code  int
+	Err   error
+	Quiet bool
+}
+
+func (e *ExitError) Error() string { return e.Err.Error() }
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// ExitCode returns the exit code for an error returned by a command: 0 for nil, the
+// code of an *ExitError, 2 for flag errors, else 1.
+func ExitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *ExitError
+	if errors.As(err, &ee) {
+		return ee.Code
+	}
+	return 1
+}
+
+// Report writes err for the user, unless it is quiet.
+func Report(w io.Writer, prog string, err error) {
+	var ee *ExitError
+	if err == nil || errors.As(err, &ee) && ee.Quiet {
+		return
+	}
+	fmt.Fprintln(w, prog+":", err)
+}
+
+// Env reads the environment; tests pass a map's lookup.
+type Env func(string) string
+
+// common holds the flags every command that talks to NATS has.
+type common struct {
+	natsURL   string
+	prefix    string
+	logLevel  string
+	logFormat string
+	creds     string
+	replicas  int
+	tlsCA     string
+	user      string
+	password  string
+	envErr    error // a malformed environment variable, reported when the command runs
+}
+
+func (c *common) register(cmd *cobra.Command, getenv Env, defaultFormat string) {
+	f := cmd.PersistentFlags()
+	f.StringVar(&c.natsURL, "nats-url", envOr(getenv, "SKILLBUS_NATS_URL", nats.DefaultURL), "NATS server URL(s), comma-separated ($SKILLBUS_NATS_URL)")
+	f.StringVar(&c.prefix, "prefix", envOr(getenv, "SKILLBUS_PREFIX", "skillbus"), "subject prefix of every subject and stream ($SKILLBUS_PREFIX)")
+	f.IntVar(&c.replicas, "replicas", c.envInt(getenv, "SKILLBUS_REPLICAS", 1), "replicas of the streams and buckets this process creates: 1, or 3 on a cluster ($SKILLBUS_REPLICAS)")
+	f.StringVar(&c.creds, "creds", getenv("SKILLBUS_NATS_CREDS"), "NATS credentials file ($SKILLBUS_NATS_CREDS); or set $SKILLBUS_NATS_USER and $SKILLBUS_NATS_PASSWORD")
+	f.StringVar(&c.tlsCA, "tls-ca", getenv("SKILLBUS_NATS_CA"), "CA certificate that signed the NATS server's TLS certificate ($SKILLBUS_NATS_CA)")
+	c.user, c.password = getenv("SKILLBUS_NATS_USER"), getenv("SKILLBUS_NATS_PASSWORD")
+	f.StringVar(&c.logLevel, "log-level", envOr(getenv, "SKILLBUS_LOG_LEVEL", "info"), "log level: debug, info, warn, error ($SKILLBUS_LOG_LEVEL)")
+	f.StringVar(&c.logFormat, "log-format", envOr(getenv, "SKILLBUS_LOG_FORMAT", defaultFormat), "log format: json or text ($SKILLBUS_LOG_FORMAT)")
+}
+
+func (c *common) logger(w io.Writer) (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(c.logLevel)); err != nil {
+		return nil, usage("--log-level %q: want debug, info, warn or error", c.logLevel)
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	switch c.logFormat {
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	}
+	return nil, usage("--log-format %q: want json or text", c.logFormat)
+}
+
+// connect dials NATS and wraps it in a Bus.
+func (c *common) connect(name string) (*bus.Bus, error) {
+	if c.envErr != nil {
+		return nil, c.envErr
+	}
+	var opts []nats.Option
+	if c.creds != "" {
+		opts = append(opts, nats.UserCredentials(c.creds))
+	}
+	if c.user != "" {
+		opts = append(opts, nats.UserInfo(c.user, c.password))
+	}
+	if c.tlsCA != "" {
+		opts = append(opts, nats.RootCAs(c.tlsCA))
+	}
+	nc, err := bus.Connect(c.natsURL, name, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("%w (is a NATS server running there? 'skillbus dev' starts one; or point --nats-url at yours)", err)
+	}
+	b, err := bus.New(nc, bus.Config{Prefix: c.prefix, Replicas: c.replicas})
+	if err != nil {
+		nc.Close()
+		return nil, usage("%v", err)
+	}
+	return b, nil
+}
+
+func envOr(getenv Env, key, def string) string {
+	if v := getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+func (c *common) envInt(getenv Env, key string, def int) int {
+	v := getenv(key)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		c.envErr = usage("$%s=%q is not a number", key, v)
+		return def
+	}
+	return n
+}
+
+func usage(format string, args ...any) error {
+	return &ExitError{Code: 2, Err: fmt.Errorf(format, args...)}
+}
+
+// execute runs a cobra command tree with the given arguments and streams.
+func execute(ctx context.Context, root *cobra.Command, args []string, stdout, stderr io.Writer) error {
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SilenceUsage = true
+	root.SilenceErrors = true
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return &ExitError{Code: 2, Err: fmt.Errorf("%w\nRun '%s --help' for usage.", err, cmd.CommandPath())}
+	})
+	err := root.ExecuteContext(ctx)
+	if err != nil && strings.HasPrefix(err.Error(), "unknown command") {
+		return &ExitError{Code: 2, Err: err}
+	}
+	if err != nil && errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		return nil // interrupted: not an error
+	}
+	return err
+}

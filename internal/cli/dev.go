@@ -1,0 +1,157 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/skill"
+)
+
+func devCommand(c *common, getenv Env, stderr io.Writer) *cobra.Command {
+	var (
+		host         string
+		port         int
+		store        string
+		roots        []string
+		workers      int
+		syncInterval time.Duration
+		rf           routerFlags
+		wf           workerFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run the whole system in one process on an embedded NATS server",
+		Long: `dev starts an embedded NATS server with JetStream (file storage under --store), then
+the registry, a router and --workers workers, all in this process. The server listens on
+127.0.0.1:4222 by default, so 'skillbus trigger', the nats CLI and separately started
+workers can join it.
+
+Skills come from --skills, or else from the discovery paths that exist: ./skills,
+./.agents/skills, ./.claude/skills, ~/.agents/skills, ~/.claude/skills,
+/etc/agent/skills (the first definition of a name wins).
+
+Ctrl-C stops taking work, lets in-flight jobs finish, and shuts down; nothing
+persisted is lost, and the next start carries on where this one stopped.`,
+		Example: `  skillbus dev --skills ./testdata/skills
+  skillbus dev --port 14222 --store /tmp/skillbus --workers 4`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			log, err := c.logger(stderr)
+			if err != nil {
+				return err
+			}
+			if workers < 1 {
+				return usage("--workers must be at least 1")
+			}
+			if len(roots) == 0 {
+				home, _ := os.UserHomeDir()
+				wd, _ := os.Getwd()
+				for _, r := range skill.DefaultRoots(wd, home) {
+					if st, err := os.Stat(r); err == nil && st.IsDir() {
+						roots = append(roots, r)
+					}
+				}
+				if len(roots) == 0 {
+					return usage("no skills found: pass --skills DIR, or create ./skills (try --skills ./testdata/skills in the skillbus repository)")
+				}
+			}
+			for _, r := range roots {
+				if st, err := os.Stat(r); err != nil || !st.IsDir() {
+					return usage("--skills %s: not a directory", r)
+				}
+			}
+			if err := os.MkdirAll(store, 0o755); err != nil {
+				return fmt.Errorf("--store: %w", err)
+			}
+			abs, _ := filepath.Abs(store)
+			srv, err := bus.StartEmbedded(bus.EmbedConfig{Host: host, Port: port, StoreDir: abs, SyncInterval: syncInterval})
+			if err != nil {
+				return err
+			}
+			defer srv.Shutdown()
+			c.natsURL = srv.URL()
+			b, err := c.connect("skillbus-dev")
+			if err != nil {
+				return err
+			}
+			defer b.NC.Close()
+			if err := b.Ensure(ctx); err != nil {
+				return err
+			}
+			_, rep, err := syncRegistry(ctx, b, log, roots)
+			if err != nil {
+				return err
+			}
+			stopRouter, err := startRouter(ctx, b, log, rf)
+			if err != nil {
+				return err
+			}
+			stops := []func(context.Context){}
+			for i := range workers {
+				f := wf
+				if f.name == "" {
+					h, _ := os.Hostname()
+					f.name = fmt.Sprintf("%s-dev-%d", h, i+1)
+				}
+				stop, err := startWorker(ctx, b, log, f)
+				if err != nil {
+					shutdown(log, append(stops, stopRouter)...)
+					return err
+				}
+				stops = append(stops, stop)
+			}
+			fmt.Fprintf(stderr, `
+skillbus dev is running
+  NATS      %s (JetStream store %s)
+  skills    %d loaded from %v%s
+  router    1, workers %d
+
+Try, from another terminal:
+  skillbus trigger --skill hello --data '{"name":"Ada"}' --wait
+  skillbus skills list
+
+Ctrl-C to stop.
+
+`, srv.URL(), abs, len(rep.Loaded), roots, problems(rep.Diagnostics), workers)
+			<-ctx.Done()
+			// Router first, so no new jobs appear while the workers drain.
+			shutdown(log, stopRouter)
+			shutdown(log, stops...)
+			_ = b.NC.Drain()
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&host, "host", "127.0.0.1", "address the embedded NATS server listens on")
+	f.IntVar(&port, "port", 4222, "port of the embedded NATS server (-1: any free port)")
+	f.StringVar(&store, "store", ".skillbus", "directory of the JetStream files")
+	f.StringArrayVar(&roots, "skills", nil, "directory of skills (repeatable; the first definition of a name wins)")
+	f.IntVar(&workers, "workers", 2, "workers to run in this process")
+	f.DurationVar(&syncInterval, "sync-interval", 0, "how often JetStream fsyncs (0: the server default, 2m)")
+	rf.register(cmd)
+	wf.register(cmd)
+	return cmd
+}
+
+func problems(ds skill.Diagnostics) string {
+	var errs, warns int
+	for _, d := range ds {
+		if d.Severity == skill.SeverityError {
+			errs++
+		} else {
+			warns++
+		}
+	}
+	if errs+warns == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d errors, %d warnings: see the log)", errs, warns)
+}

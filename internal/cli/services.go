@@ -1,0 +1,209 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/skillbus/skillbus/pkg/bus"
+)
+
+// drainTimeout bounds how long a stopping process waits for in-flight work before
+// handing it back to the broker.
+const drainTimeout = 25 * time.Second
+
+func (r *routerFlags) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.IntVar(&r.concurrency, "router-concurrency", 64, "triggers routed at once")
+	f.IntVar(&r.maxEventBytes, "max-event-bytes", 256<<10, "largest trigger accepted (headers and data); larger ones are rejected and recorded")
+	f.DurationVar(&r.ackWait, "router-ack-wait", 30*time.Second, "how long JetStream waits for a router's ack before redelivering a trigger")
+}
+
+func (w *workerFlags) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringSliceVar(&w.pools, "pools", []string{"default"}, "worker pools to serve (comma-separated)")
+	f.IntVar(&w.concurrency, "concurrency", 32, "jobs run at once per pool")
+	f.DurationVar(&w.ackWait, "ack-wait", 30*time.Second, "how long JetStream waits for a worker's ack before redelivering a job to another worker; running jobs heartbeat within it")
+	f.DurationVar(&w.backoffBase, "backoff-base", time.Second, "delay before the first retry of a retryable failure; doubles each retry")
+	f.DurationVar(&w.backoffMax, "backoff-max", time.Minute, "longest delay between retries")
+	f.StringVar(&w.name, "name", "", "worker name in events and heartbeats (default host-pid)")
+	f.StringVar(&w.execDir, "exec-dir", "", "working directory of the exec tool's processes (default: a fresh temporary directory per call)")
+	f.StringVar(&w.execPath, "exec-path", "", "PATH given to the exec tool's processes (default /usr/local/bin:/usr/bin:/bin)")
+}
+
+// Router is the main of cmd/router.
+func Router(ctx context.Context, args []string, getenv Env, stdout, stderr io.Writer) error {
+	var c common
+	var rf routerFlags
+	var ensureStreams bool
+	cmd := &cobra.Command{
+		Use:   "router",
+		Short: "Route skillbus triggers to skills",
+		Long: `router consumes trigger events from the TRIGGERS stream (durable consumer "router",
+shared by every router), decides which skills handle each one, and publishes the
+activation plan (io.skillbus.route.decided) and the primary skill's job. Run as many as
+you like: JetStream spreads the triggers between them.`,
+		Example: `  router --nats-url nats://nats:4222
+  SKILLBUS_NATS_URL=nats://a:4222,nats://b:4222 router --log-level debug`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := c.logger(stderr)
+			if err != nil {
+				return err
+			}
+			b, err := c.connect("skillbus-router")
+			if err != nil {
+				return err
+			}
+			defer b.NC.Drain()
+			if err := ensure(cmd.Context(), b, ensureStreams); err != nil {
+				return err
+			}
+			stop, err := startRouter(cmd.Context(), b, log, rf)
+			if err != nil {
+				return err
+			}
+			log.Info("router: running", "nats", c.natsURL)
+			<-cmd.Context().Done()
+			shutdown(log, stop)
+			return nil
+		},
+	}
+	c.register(cmd, getenv, "json")
+	cmd.Flags().BoolVar(&ensureStreams, "ensure", true, "create or update the streams and buckets at start (turn off where this process's NATS user may not)")
+	rf.register(cmd)
+	return execute(ctx, cmd, args, stdout, stderr)
+}
+
+// Worker is the main of cmd/worker.
+func Worker(ctx context.Context, args []string, getenv Env, stdout, stderr io.Writer) error {
+	var c common
+	var wf workerFlags
+	var ensureStreams bool
+	cmd := &cobra.Command{
+		Use:   "worker",
+		Short: "Run skillbus jobs",
+		Long: `worker consumes jobs from the JOBS stream for the pools it serves (durable consumer
+"worker-<pool>", shared by every worker of the pool), runs each job's skill, and
+publishes its progress and result. Retryable failures are redelivered by JetStream
+with backoff; fatal ones fall back along the plan's chain or go to the DLQ.
+Scale by running more workers.`,
+		Example: `  worker --nats-url nats://nats:4222
+  worker --pools default,gpu --concurrency 8`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := c.logger(stderr)
+			if err != nil {
+				return err
+			}
+			b, err := c.connect("skillbus-worker")
+			if err != nil {
+				return err
+			}
+			defer b.NC.Drain()
+			if err := ensure(cmd.Context(), b, ensureStreams); err != nil {
+				return err
+			}
+			stop, err := startWorker(cmd.Context(), b, log, wf)
+			if err != nil {
+				return err
+			}
+			log.Info("worker: running", "nats", c.natsURL, "pools", wf.pools, "concurrency", wf.concurrency)
+			<-cmd.Context().Done()
+			shutdown(log, stop)
+			return nil
+		},
+	}
+	c.register(cmd, getenv, "json")
+	cmd.Flags().BoolVar(&ensureStreams, "ensure", true, "create or update the streams and buckets at start (turn off where this process's NATS user may not)")
+	wf.register(cmd)
+	return execute(ctx, cmd, args, stdout, stderr)
+}
+
+// Registry is the main of cmd/registry.
+func Registry(ctx context.Context, args []string, getenv Env, stdout, stderr io.Writer) error {
+	var c common
+	var ensureStreams bool
+	var roots []string
+	var once bool
+	cmd := &cobra.Command{
+		Use:   "registry",
+		Short: "Publish skills to the skillbus catalog",
+		Long: `registry loads the skills in the given directories (SKILL.md and skill.yaml), reports
+every invalid file with its line, and publishes each valid skill to the catalog (KV
+bucket "skills"); routers and workers follow the catalog live. Skills removed from disk
+are removed from the catalog. Send SIGHUP to load again.`,
+		Example: `  registry --skills ./skills
+  registry --skills ./skills --skills /etc/agent/skills --once`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if len(roots) == 0 {
+				return usage("no skills directory: pass --skills DIR (repeatable)")
+			}
+			log, err := c.logger(stderr)
+			if err != nil {
+				return err
+			}
+			b, err := c.connect("skillbus-registry")
+			if err != nil {
+				return err
+			}
+			defer b.NC.Drain()
+			if err := ensure(cmd.Context(), b, ensureStreams); err != nil {
+				return err
+			}
+			reg, _, err := syncRegistry(cmd.Context(), b, log, roots)
+			if err != nil || once {
+				return err
+			}
+			hup := make(chan os.Signal, 1)
+			signal.Notify(hup, syscall.SIGHUP)
+			defer signal.Stop(hup)
+			for {
+				select {
+				case <-cmd.Context().Done():
+					return nil
+				case <-hup:
+					if _, err := reg.Sync(cmd.Context()); err != nil {
+						log.Error("registry: sync", "err", err)
+					}
+				}
+			}
+		},
+	}
+	c.register(cmd, getenv, "json")
+	cmd.Flags().BoolVar(&ensureStreams, "ensure", true, "create or update the streams and buckets at start (turn off where this process's NATS user may not)")
+	cmd.Flags().StringArrayVar(&roots, "skills", nil, "directory of skills (repeatable; the first definition of a name wins)")
+	cmd.Flags().BoolVar(&once, "once", false, "publish once and exit")
+	return execute(ctx, cmd, args, stdout, stderr)
+}
+
+// shutdown drains a role within drainTimeout.
+func shutdown(log interface{ Info(string, ...any) }, stops ...func(context.Context)) {
+	log.Info("shutting down: finishing in-flight work", "timeout", drainTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+	defer cancel()
+	for _, s := range stops {
+		s(ctx)
+	}
+}
+
+// ensure creates the streams and buckets, or, when that is another process's job,
+// checks that they exist.
+func ensure(ctx context.Context, b *bus.Bus, create bool) error {
+	if create {
+		return b.Ensure(ctx)
+	}
+	for _, sc := range b.Streams() {
+		if _, err := b.JS.Stream(ctx, sc.Name); err != nil {
+			return fmt.Errorf("stream %s: %w (start the registry, which creates it, or run with --ensure)", sc.Name, err)
+		}
+	}
+	return nil
+}

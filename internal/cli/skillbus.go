@@ -1,0 +1,31 @@
+package cli
+
+import (
+	"context"
+	"io"
+
+	"github.com/spf13/cobra"
+)
+
+// Skillbus is the main of cmd/skillbus, the command-line tool.
+func Skillbus(ctx context.Context, args []string, getenv Env, stdout, stderr io.Writer) error {
+	var c common
+	root := &cobra.Command{
+		Use:   "skillbus",
+		Short: "Run declarative skills in response to events, over NATS JetStream",
+		Long: `skillbus runs skills — SKILL.md and skill.yaml files — in response to trigger events
+(CloudEvents published on NATS). A registry publishes the skill catalog, routers decide
+which skills handle each trigger, and workers run them with durable retries, fallbacks
+and a dead-letter queue.
+
+Start everything on one machine with 'skillbus dev', then publish a trigger from
+another terminal with 'skillbus trigger'.`,
+		Example: `  skillbus dev --skills ./testdata/skills
+  skillbus trigger --skill hello --data '{"name":"Ada"}' --wait
+  skillbus trigger com.example.order.created --data @order.json --wait
+  skillbus skills list`,
+	}
+	c.register(root, getenv, "text")
+	root.AddCommand(devCommand(&c, getenv, stderr), triggerCommand(&c, stdout), skillsCommand(&c, stdout), benchCommand(stdout))
+	return execute(ctx, root, args, stdout, stderr)
+}

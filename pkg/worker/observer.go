@@ -1,0 +1,48 @@
+package worker
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/pkg/failure"
+	"github.com/skillbus/skillbus/pkg/skill"
+)
+
+// observer turns step progress into events, queued on the job's batch: they are
+// pipelined while the workflow runs and all acknowledged before the job is acked.
+type observer struct {
+	w *Worker
+	j *job
+}
+
+func (o *observer) id(st *skill.Step, what string) string {
+	return o.j.data.ExecutionID + "." + strconv.FormatUint(o.j.attempt, 10) + ".step." + st.ID + "." + what
+}
+
+func (o *observer) StepStarted(st *skill.Step, kind string) {
+	o.w.emitID(o.j, o.id(st, "started"), events.TypeStepStarted, events.StepStarted{
+		ExecutionID: o.j.data.ExecutionID, StepID: st.ID, StepType: kind, Tool: st.Tool,
+	})
+}
+
+func (o *observer) StepCompleted(st *skill.Step, result any, err error, d time.Duration) {
+	ev := events.StepCompleted{ExecutionID: o.j.data.ExecutionID, StepID: st.ID, Success: err == nil, Result: result, DurationMS: ms(d)}
+	if err != nil {
+		ev.Error = err.Error()
+	}
+	o.w.emitID(o.j, o.id(st, "completed"), events.TypeStepCompleted, ev)
+}
+
+func (o *observer) StepSkipped(st *skill.Step, reason string) {
+	o.w.emitID(o.j, o.id(st, "skipped"), events.TypeStepSkipped, events.StepSkipped{
+		ExecutionID: o.j.data.ExecutionID, StepID: st.ID, Reason: reason,
+	})
+}
+
+func (o *observer) StepFailed(st *skill.Step, err error, d time.Duration) {
+	o.w.emitID(o.j, o.id(st, "failed"), events.TypeStepFailed, events.StepFailed{
+		ExecutionID: o.j.data.ExecutionID, StepID: st.ID, Error: err.Error(),
+		Class: string(failure.ClassOf(err)), DurationMS: ms(d),
+	})
+}

@@ -1,0 +1,77 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Record statuses.
+const (
+	StatusCompleted = "completed"
+	StatusFailed    = "failed"
+	StatusFallback  = "fallback"
+)
+
+// Record is the terminal record of an execution in KV runs under "<executionid>.result".
+// It is created once (compare-and-set): whoever creates it owns the execution's
+// outcome, so each execution has exactly one terminal result however many times its job
+// is delivered.
+type Record struct {
+	ExecutionID  string         `json:"execution_id"`
+	ActivationID string         `json:"activation_id"`
+	Skill        string         `json:"skill"`
+	Version      string         `json:"version,omitempty"`
+	Status       string         `json:"status"`
+	Outputs      map[string]any `json:"outputs,omitempty"`
+	StepID       string         `json:"step_id,omitempty"`
+	Class        string         `json:"class,omitempty"`
+	Error        string         `json:"error,omitempty"`
+	Next         string         `json:"next,omitempty"` // fallback: the execution id of the next skill
+	Attempt      uint64         `json:"attempt"`
+	Worker       string         `json:"worker,omitempty"`
+	DurationMS   float64        `json:"duration_ms"`
+	FinishedAt   time.Time      `json:"finished_at"`
+}
+
+// ResultKey is the runs key of an execution's terminal record.
+func ResultKey(executionID string) string { return executionID + ".result" }
+
+// claim creates rec; if a record exists already it returns that one and false.
+func claim(ctx context.Context, kv jetstream.KeyValue, rec *Record) (*Record, bool, error) {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return nil, false, err
+	}
+	_, err = kv.Create(ctx, ResultKey(rec.ExecutionID), b)
+	if err == nil {
+		return rec, true, nil
+	}
+	if !errors.Is(err, jetstream.ErrKeyExists) {
+		return nil, false, err
+	}
+	prev, err := loadRecord(ctx, kv, rec.ExecutionID)
+	if err != nil {
+		return nil, false, err
+	}
+	return prev, false, nil
+}
+
+// loadRecord returns the terminal record of an execution, or nil if there is none.
+func loadRecord(ctx context.Context, kv jetstream.KeyValue, executionID string) (*Record, error) {
+	e, err := kv.Get(ctx, ResultKey(executionID))
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var r Record
+	if err := json.Unmarshal(e.Value(), &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}

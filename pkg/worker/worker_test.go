@@ -1,0 +1,381 @@
+package worker_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/goleak"
+
+	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/internal/natstest"
+	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/catalog"
+	"github.com/skillbus/skillbus/pkg/failure"
+	"github.com/skillbus/skillbus/pkg/skill"
+	"github.com/skillbus/skillbus/pkg/tool"
+	"github.com/skillbus/skillbus/pkg/worker"
+	"github.com/skillbus/skillbus/pkg/workflow"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type fixture struct {
+	t     *testing.T
+	b     *bus.Bus
+	kv    jetstream.KeyValue
+	runs  jetstream.KeyValue
+	ctx   context.Context
+	calls map[string]*atomic.Int64
+	w     *worker.Worker
+	cat   *catalog.Catalog
+	tools *tool.Set
+}
+
+// step returns a one-step workflow skill calling tool t.
+func oneStep(name, t string, retries int) *skill.Skill {
+	return &skill.Skill{
+		Name: name, Description: "d", Kind: skill.KindWorkflow, Version: "1.0.0", MaxRetries: &retries,
+		Digest:   strings.Repeat("ab", 32),
+		Workflow: &skill.Workflow{Steps: []skill.Step{{ID: "only", Tool: t, Args: map[string]any{"who": "{{ inputs.who }}"}}}},
+	}
+}
+
+func setup(t *testing.T, skills ...*skill.Skill) *fixture {
+	t.Helper()
+	srv := natstest.Start(t)
+	b := srv.Bus(t, bus.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	f := &fixture{t: t, b: b, ctx: ctx, calls: map[string]*atomic.Int64{}}
+	var err error
+	if f.kv, err = b.KV(ctx, b.BucketSkills()); err != nil {
+		t.Fatal(err)
+	}
+	if f.runs, err = b.KV(ctx, b.BucketRuns()); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range skills {
+		v, _ := json.Marshal(s)
+		if _, err := f.kv.Put(ctx, s.Name, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	counted := func(name string, fn func(c tool.Call, n int64) (any, error)) tool.Tool {
+		f.calls[name] = &atomic.Int64{}
+		return tool.Func(name, func(_ context.Context, c tool.Call) (any, error) {
+			return fn(c, f.calls[name].Add(1))
+		})
+	}
+	f.tools, err = tool.NewSet(
+		counted("greet", func(c tool.Call, _ int64) (any, error) { return "hi " + c.Args["who"].(string), nil }),
+		counted("flaky", func(c tool.Call, _ int64) (any, error) { return nil, failure.Retry("upstream timeout") }),
+		counted("once-flaky", func(c tool.Call, n int64) (any, error) {
+			if n == 1 {
+				return nil, failure.Retry("upstream timeout")
+			}
+			return "ok", nil
+		}),
+		counted("broken", func(c tool.Call, _ int64) (any, error) { return nil, failure.Fatalf("permission denied") }),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if f.cat, err = catalog.Watch(ctx, f.kv, log); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.cat.Stop)
+	return f
+}
+
+func (f *fixture) start() {
+	f.t.Helper()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	eng, err := workflow.New(workflow.Config{Tools: f.tools, Log: log})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.w, err = worker.New(worker.Config{
+		Bus: f.b, Catalog: f.cat, Engine: eng, Log: log, AckWait: time.Second,
+		Backoff: worker.Backoff{Base: 5 * time.Millisecond, Max: 20 * time.Millisecond}, Name: "test",
+	})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if err := f.w.Start(f.ctx); err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() { f.w.Stop(context.Background()) })
+}
+
+// job publishes a job for the named skills: the first runs, the rest are its chain.
+func (f *fixture) job(id string, names ...string) string {
+	f.t.Helper()
+	return f.jobMsgID(id, "", names...)
+}
+
+// jobMsgID publishes a job with the given Nats-Msg-Id suffix, to publish a job again as
+// if after the duplicate window.
+func (f *fixture) jobMsgID(id, suffix string, names ...string) string {
+	f.t.Helper()
+	refs := make([]events.SkillRef, len(names))
+	for i, n := range names {
+		refs[i] = events.SkillRef{Name: n, Pool: "default", ExecutionID: events.ExecutionID("/t", id, n), Version: "1.0.0"}
+	}
+	j := events.Job{ExecutionID: refs[0].ExecutionID, ActivationID: events.ActivationID("/t", id), Skill: refs[0],
+		Inputs: json.RawMessage(`{"who":"ada"}`), Trigger: events.TriggerRef{ID: id, Source: "/t", Subject: "x"}, Fallback: refs[1:]}
+	e, err := bus.NewEvent(j.ExecutionID+".job"+suffix, "/t", events.TypeJob, bus.Meta{ExecutionID: j.ExecutionID}, j)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	bt := f.b.Batch()
+	bt.PublishEvent(f.b.Subjects.Exec("default", names[0]), e)
+	if err := bt.Wait(f.ctx); err != nil {
+		f.t.Fatal(err)
+	}
+	return j.ExecutionID
+}
+
+// events returns the decoded data of every event of type typ about id.
+func (f *fixture) events(id, typ string) []map[string]any {
+	f.t.Helper()
+	c, err := f.b.JS.OrderedConsumer(f.ctx, f.b.StreamEvents(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{f.b.Subjects.Event(id, typ)}})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var out []map[string]any
+	batch, err := c.FetchNoWait(1000)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for m := range batch.Messages() {
+		e, err := bus.Decode(&nats.Msg{Header: m.Headers(), Data: m.Data()})
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		var d map[string]any
+		_ = json.Unmarshal(e.Data(), &d)
+		out = append(out, d)
+	}
+	return out
+}
+
+func (f *fixture) waitEvent(id, typ string) map[string]any {
+	f.t.Helper()
+	var evs []map[string]any
+	natstest.Eventually(f.t, 10*time.Second, func() bool {
+		evs = f.events(id, typ)
+		return len(evs) > 0
+	}, "no %s for %s", typ, id)
+	return evs[0]
+}
+
+// drained waits until the JOBS stream is empty (every job acked or terminated).
+func (f *fixture) drained() {
+	f.t.Helper()
+	s, _ := f.b.JS.Stream(f.ctx, f.b.StreamJobs())
+	var n uint64
+	natstest.Eventually(f.t, 10*time.Second, func() bool {
+		info, err := s.Info(f.ctx)
+		n = info.State.Msgs
+		return err == nil && n == 0
+	}, "JOBS still holds %d jobs", n)
+}
+
+func (f *fixture) dead(subject string) []*jetstream.RawStreamMsg {
+	f.t.Helper()
+	s, _ := f.b.JS.Stream(f.ctx, f.b.StreamDead())
+	info, err := s.Info(f.ctx)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var out []*jetstream.RawStreamMsg
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
+		m, err := s.GetMsg(f.ctx, seq)
+		if err == nil && m.Subject == subject {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func TestSuccess(t *testing.T) {
+	t.Parallel()
+	f := setup(t, oneStep("hello", "greet", 3))
+	f.start()
+	id := f.job("1", "hello")
+	done := f.waitEvent(id, events.TypeExecutionCompleted)
+	if got := done["outputs"].(map[string]any)["only"]; got != "hi ada" {
+		t.Fatalf("outputs = %v", done["outputs"])
+	}
+	f.drained()
+	for _, typ := range []string{events.TypeExecutionStarted, events.TypeStepStarted, events.TypeStepCompleted} {
+		if n := len(f.events(id, typ)); n != 1 {
+			t.Errorf("%d %s events, want 1", n, typ)
+		}
+	}
+	e, err := f.runs.Get(f.ctx, worker.ResultKey(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec worker.Record
+	_ = json.Unmarshal(e.Value(), &rec)
+	if rec.Status != worker.StatusCompleted || rec.Worker != "test" {
+		t.Fatalf("record = %+v", rec)
+	}
+}
+
+func TestRetriesThenDeadLetter(t *testing.T) {
+	t.Parallel()
+	f := setup(t, oneStep("flaky", "flaky", 2))
+	f.start()
+	id := f.job("2", "flaky")
+	failed := f.waitEvent(id, events.TypeExecutionFailed)
+	f.drained()
+	if failed["class"] != "retryable" || !strings.Contains(failed["error"].(string), "upstream timeout") {
+		t.Fatalf("failed = %v", failed)
+	}
+	if n := f.calls["flaky"].Load(); n != 3 {
+		t.Fatalf("tool called %d times, want 1 + max_retries 2 = 3", n)
+	}
+	if n := len(f.events(id, events.TypeExecutionRetrying)); n != 2 {
+		t.Fatalf("%d retrying events, want 2", n)
+	}
+	dl := f.dead("skillbus.dead.flaky")
+	if len(dl) != 1 {
+		t.Fatalf("%d dead letters, want 1", len(dl))
+	}
+	e, _ := bus.Decode(&nats.Msg{Header: dl[0].Header, Data: dl[0].Data})
+	var d events.DeadLetter
+	_ = json.Unmarshal(e.Data(), &d)
+	if d.Job.ExecutionID != id || d.Deliveries != 3 || d.Class != "retryable" || !strings.Contains(d.Reason, "upstream timeout") {
+		t.Fatalf("dead letter = %+v", d)
+	}
+	if n := len(f.events(id, events.TypeExecutionDeadlettered)); n != 1 {
+		t.Fatalf("%d deadlettered events, want 1", n)
+	}
+}
+
+func TestRetrySucceeds(t *testing.T) {
+	t.Parallel()
+	f := setup(t, oneStep("once", "once-flaky", 3))
+	f.start()
+	id := f.job("3", "once")
+	done := f.waitEvent(id, events.TypeExecutionCompleted)
+	if done["attempt"].(float64) != 2 {
+		t.Fatalf("completed on attempt %v, want 2", done["attempt"])
+	}
+	f.drained()
+}
+
+func TestFatalFallsBack(t *testing.T) {
+	t.Parallel()
+	f := setup(t, oneStep("broken", "broken", 3), oneStep("hello", "greet", 3))
+	f.start()
+	id := f.job("4", "broken", "hello")
+	fb := f.waitEvent(id, events.TypeExecutionFallback)
+	if fb["next"] != "hello" || fb["class"] != "fatal" {
+		t.Fatalf("fallback = %v", fb)
+	}
+	if n := f.calls["broken"].Load(); n != 1 {
+		t.Fatalf("fatal failure retried: %d calls", n)
+	}
+	next := fb["next_execution_id"].(string)
+	f.waitEvent(next, events.TypeExecutionCompleted)
+	f.drained()
+	if n := len(f.events(id, events.TypeExecutionFailed)) + len(f.events(id, events.TypeExecutionCompleted)); n != 0 {
+		t.Fatalf("the failed skill published %d terminal events; the activation's only result is the fallback's", n)
+	}
+}
+
+func TestUnknownSkillIsDeadLettered(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	f.start()
+	id := f.job("5", "ghost")
+	failed := f.waitEvent(id, events.TypeExecutionFailed)
+	if !strings.Contains(failed["error"].(string), `"ghost" is not in the catalog`) {
+		t.Fatalf("failed = %v", failed)
+	}
+	f.drained()
+	if len(f.dead("skillbus.dead.ghost")) != 1 {
+		t.Fatal("no dead letter")
+	}
+}
+
+func TestUnreadableJobIsTerminated(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	f.start()
+	if _, err := f.b.JS.Publish(f.ctx, "skillbus.exec.default.x", []byte("not an event")); err != nil {
+		t.Fatal(err)
+	}
+	f.drained()
+	natstest.Eventually(t, 10*time.Second, func() bool { return len(f.dead("skillbus.dead._job")) == 1 }, "no dead letter")
+	m := f.dead("skillbus.dead._job")[0]
+	if string(m.Data) != "not an event" || m.Header.Get("Skillbus-Reason") == "" {
+		t.Fatalf("dead letter %q %v", m.Data, m.Header)
+	}
+}
+
+// A job whose execution already has a terminal record (its worker died after
+// claiming it, before acking) publishes the recorded result, once.
+func TestRecordedResultWins(t *testing.T) {
+	t.Parallel()
+	f := setup(t, oneStep("hello", "greet", 3))
+	id := events.ExecutionID("/t", "6", "hello")
+	rec, _ := json.Marshal(worker.Record{ExecutionID: id, Skill: "hello", Status: worker.StatusCompleted, Outputs: map[string]any{"only": "earlier"}, Attempt: 1})
+	if _, err := f.runs.Create(f.ctx, worker.ResultKey(id), rec); err != nil {
+		t.Fatal(err)
+	}
+	f.start()
+	f.job("6", "hello")
+	f.drained()
+	// The same job again, as if published after the duplicate window.
+	f.jobMsgID("6", ".again", "hello")
+	f.drained()
+	done := f.events(id, events.TypeExecutionCompleted)
+	if len(done) != 1 || done[0]["outputs"].(map[string]any)["only"] != "earlier" {
+		t.Fatalf("completed events = %v, want the recorded result once", done)
+	}
+}
+
+// A job delivered more often than its retries explain is dead-lettered unrun.
+func TestCrashLoopEnds(t *testing.T) {
+	t.Parallel()
+	f := setup(t, oneStep("hello", "greet", 1))
+	// Create the worker's consumer and use up deliveries as dying workers would.
+	eng, _ := workflow.New(workflow.Config{Tools: f.tools})
+	w, _ := worker.New(worker.Config{Bus: f.b, Catalog: f.cat, Engine: eng})
+	c, err := f.b.JS.CreateOrUpdateConsumer(f.ctx, f.b.StreamJobs(), w.ConsumerConfig("default"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := f.job("7", "hello")
+	for range 4 { // 1 + max_retries 1 + crash allowance 2
+		msgs, err := c.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for m := range msgs.Messages() {
+			_ = m.Nak()
+		}
+	}
+	f.start()
+	failed := f.waitEvent(id, events.TypeExecutionFailed)
+	if !strings.Contains(failed["error"].(string), "delivered 5 times") {
+		t.Fatalf("failed = %v", failed)
+	}
+	if n := f.calls["greet"].Load(); n != 0 {
+		t.Fatalf("the job ran %d times after its deliveries were used up", n)
+	}
+	f.drained()
+}

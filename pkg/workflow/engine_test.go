@@ -1,0 +1,232 @@
+package workflow_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/skillbus/skillbus/pkg/failure"
+	"github.com/skillbus/skillbus/pkg/skill"
+	"github.com/skillbus/skillbus/pkg/tool"
+	"github.com/skillbus/skillbus/pkg/workflow"
+)
+
+// recorder is an Observer that writes one line per event.
+type recorder struct{ lines []string }
+
+func (r *recorder) StepStarted(st *skill.Step, kind string) {
+	r.lines = append(r.lines, "start "+st.ID+" "+kind)
+}
+func (r *recorder) StepCompleted(st *skill.Step, _ any, err error, _ time.Duration) {
+	if err != nil {
+		r.lines = append(r.lines, "done "+st.ID+" (continued: "+err.Error()+")")
+		return
+	}
+	r.lines = append(r.lines, "done "+st.ID)
+}
+func (r *recorder) StepSkipped(st *skill.Step, reason string) {
+	r.lines = append(r.lines, "skip "+st.ID)
+}
+func (r *recorder) StepFailed(st *skill.Step, err error, _ time.Duration) {
+	r.lines = append(r.lines, "fail "+st.ID)
+}
+
+func engine(t *testing.T, extra ...tool.Tool) *workflow.Engine {
+	t.Helper()
+	set, err := tool.NewSet(append([]tool.Tool{tool.Echo(), tool.Noop()}, extra...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := workflow.New(workflow.Config{Tools: set})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func wf(steps []skill.Step, outputs ...skill.Output) *skill.Skill {
+	return &skill.Skill{Name: "t", Kind: skill.KindWorkflow, Workflow: &skill.Workflow{Steps: steps, Outputs: outputs}}
+}
+
+func TestStepsBindResultsForLaterSteps(t *testing.T) {
+	t.Parallel()
+	s := wf([]skill.Step{
+		{ID: "get_issue", Tool: "echo", Args: map[string]any{"branch": "feature/{{ inputs.key }}", "n": 3}, Output: "issue"},
+		{ID: "slug", Compute: "result = issue.branch.replace('/', '-')"},
+		{ID: "skipped", Condition: "issue.n > 5", Tool: "noop"},
+		{ID: "shout", Condition: "slug", Tool: "echo", Args: map[string]any{"s": "{{ slug | upper }}", "items": "{{ [issue.n, get_issue.n] }}"}},
+	}, skill.Output{Name: "branch", Value: "{{ get_issue.branch }}"}, skill.Output{Name: "shout", Value: "{{ shout.s }}"}, skill.Output{Name: "items", Value: "{{ shout['items'] }}"})
+	rec := &recorder{}
+	out, err := engine(t).Execute(context.Background(), workflow.Run{ExecutionID: "x", Skill: s, Inputs: map[string]any{"key": "AAP-1"}, Observer: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"branch": "feature/AAP-1", "shout": "FEATURE-AAP-1", "items": []any{int64(3), int64(3)}}
+	if d := cmp.Diff(want, out); d != "" {
+		t.Errorf("outputs (-want +got)\n%s", d)
+	}
+	wantLines := []string{"start get_issue tool", "done get_issue", "start slug compute", "done slug", "skip skipped", "start shout tool", "done shout"}
+	if d := cmp.Diff(wantLines, rec.lines); d != "" {
+		t.Errorf("events (-want +got)\n%s", d)
+	}
+}
+
+func TestNoOutputsReturnsStepResults(t *testing.T) {
+	t.Parallel()
+	s := wf([]skill.Step{{ID: "a", Tool: "echo", Args: map[string]any{"x": 1}}, {ID: "b", Compute: "result = 2", Output: "two"}})
+	out, err := engine(t).Execute(context.Background(), workflow.Run{Skill: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(map[string]any{"a": map[string]any{"x": int64(1)}, "two": int64(2)}, out); d != "" {
+		t.Errorf("(-want +got)\n%s", d)
+	}
+}
+
+func TestOnError(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int64
+	flaky := tool.Func("flaky", func(context.Context, tool.Call) (any, error) {
+		if calls.Add(1) < 3 {
+			return nil, failure.Retry("timeout")
+		}
+		return "ok", nil
+	})
+	fatal := tool.Func("fatal", func(context.Context, tool.Call) (any, error) { return nil, failure.Fatalf("forbidden") })
+	e := engine(t, flaky, fatal)
+
+	// retry:N retries retryable failures at once.
+	out, err := e.Execute(context.Background(), workflow.Run{Skill: wf([]skill.Step{{ID: "f", Tool: "flaky", OnError: "retry:2"}})})
+	if err != nil || out["f"] != "ok" || calls.Load() != 3 {
+		t.Fatalf("retry:2: out %v err %v calls %d", out, err, calls.Load())
+	}
+	// ... but not fatal ones.
+	_, err = e.Execute(context.Background(), workflow.Run{Skill: wf([]skill.Step{{ID: "g", Tool: "fatal", OnError: "retry:5"}})})
+	if failure.ClassOf(err) != failure.Fatal {
+		t.Fatalf("retry of a fatal failure: %v", err)
+	}
+	// continue goes on without binding the step.
+	rec := &recorder{}
+	out, err = e.Execute(context.Background(), workflow.Run{Observer: rec, Skill: wf([]skill.Step{
+		{ID: "g", Tool: "fatal", OnError: "continue"},
+		{ID: "h", Compute: "result = 'g was ' + str(g)"},
+	})})
+	if err != nil || out["h"] != "g was None" {
+		t.Fatalf("continue: out %v err %v", out, err)
+	}
+	if rec.lines[1] != "done g (continued: forbidden)" {
+		t.Fatalf("events %v", rec.lines)
+	}
+	// fail (the default) stops, and the error names the step and keeps its class.
+	rec = &recorder{}
+	_, err = e.Execute(context.Background(), workflow.Run{Observer: rec, Skill: wf([]skill.Step{{ID: "g", Tool: "fatal"}, {ID: "never", Tool: "noop"}})})
+	var se *workflow.StepError
+	if !errors.As(err, &se) || se.Step != "g" || failure.ClassOf(err) != failure.Fatal {
+		t.Fatalf("fail: %v", err)
+	}
+	if d := cmp.Diff([]string{"start g tool", "fail g"}, rec.lines); d != "" {
+		t.Fatalf("(-want +got)\n%s", d)
+	}
+}
+
+func TestLoop(t *testing.T) {
+	t.Parallel()
+	s := wf([]skill.Step{{ID: "each", Loop: "{{ inputs.issues }}", LoopVar: "issue", Tool: "echo", Args: map[string]any{"key": "{{ issue.key }}"}}})
+	out, err := engine(t).Execute(context.Background(), workflow.Run{Skill: s, Inputs: map[string]any{"issues": []any{map[string]any{"key": "A-1"}, map[string]any{"key": "A-2"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []any{map[string]any{"key": "A-1"}, map[string]any{"key": "A-2"}}
+	if d := cmp.Diff(want, out["each"]); d != "" {
+		t.Errorf("(-want +got)\n%s", d)
+	}
+}
+
+func TestInputs(t *testing.T) {
+	t.Parallel()
+	s := wf([]skill.Step{{ID: "x", Tool: "echo", Args: map[string]any{"key": "{{ inputs.issue_key }}", "prefix": "{{ inputs.branch_prefix }}", "n": "{{ inputs.n }}"}}})
+	s.Workflow.Inputs = []skill.Input{
+		{Name: "issue_key", Type: "string", Required: true, Pattern: `^[A-Z]+-\d+$`},
+		{Name: "branch_prefix", Type: "string", Default: "feature", Enum: []any{"feature", "fix"}},
+		{Name: "n", Type: "integer", Default: 1},
+		{Name: "note", Type: "string", MaxLength: 5},
+	}
+	e := engine(t)
+	out, err := e.Execute(context.Background(), workflow.Run{Skill: s, Inputs: map[string]any{"issue_key": "AAP-12345", "n": float64(7)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(map[string]any{"key": "AAP-12345", "prefix": "feature", "n": int64(7)}, out["x"]); d != "" {
+		t.Errorf("(-want +got)\n%s", d)
+	}
+	for _, tt := range []struct {
+		inputs map[string]any
+		want   string
+	}{
+		{map[string]any{}, "input issue_key is required"},
+		{map[string]any{"issue_key": "aap"}, `"aap" does not match pattern`},
+		{map[string]any{"issue_key": 5.0}, "input issue_key: want string, got number 5"},
+		{map[string]any{"issue_key": "A-1", "branch_prefix": "chore"}, "chore is not one of [feature fix]"},
+		{map[string]any{"issue_key": "A-1", "n": 1.5}, "input n: want integer"},
+		{map[string]any{"issue_key": "A-1", "note": "toolong"}, "more than max_length 5"},
+	} {
+		_, err := e.Execute(context.Background(), workflow.Run{Skill: s, Inputs: tt.inputs})
+		if err == nil || !strings.Contains(err.Error(), tt.want) || failure.ClassOf(err) != failure.Fatal {
+			t.Errorf("inputs %v: err %v, want a fatal error containing %q", tt.inputs, err, tt.want)
+		}
+	}
+}
+
+func TestTools(t *testing.T) {
+	t.Parallel()
+	e := engine(t)
+	for _, tt := range []struct {
+		mod  func(*skill.Skill)
+		want string
+	}{
+		{func(s *skill.Skill) { s.RequiredTools = []string{"echo", "jira", "git"} }, "missing required tools: jira, git"},
+		{func(s *skill.Skill) { s.DisallowedTools = []string{"echo"} }, "disallowed_tools"},
+		{func(s *skill.Skill) { s.AllowedTools = []string{"noop"} }, "not in the skill's allowed-tools"},
+		{func(s *skill.Skill) { s.Workflow.Steps[0].Tool = "nosuch" }, `tool "nosuch" is not available`},
+		{func(s *skill.Skill) { s.Workflow = nil; s.Kind = skill.KindInstruction }, "no chat model configured"},
+	} {
+		s := wf([]skill.Step{{ID: "x", Tool: "echo"}})
+		tt.mod(s)
+		_, err := e.Execute(context.Background(), workflow.Run{Skill: s})
+		if err == nil || !strings.Contains(err.Error(), tt.want) || failure.ClassOf(err) != failure.Fatal {
+			t.Errorf("err %v, want a fatal error containing %q", err, tt.want)
+		}
+	}
+}
+
+func TestTemplateErrorsAreRepairable(t *testing.T) {
+	t.Parallel()
+	s := wf([]skill.Step{{ID: "get_issue", Tool: "echo", Args: map[string]any{"a": 1}}, {ID: "x", Tool: "echo", Args: map[string]any{"b": "{{ get_issue.branch }}"}}})
+	_, err := engine(t).Execute(context.Background(), workflow.Run{Skill: s})
+	if failure.ClassOf(err) != failure.Repairable || !strings.Contains(err.Error(), "branch") {
+		t.Fatalf("err = %v (%s)", err, failure.ClassOf(err))
+	}
+}
+
+func TestStepTimeout(t *testing.T) {
+	t.Parallel()
+	slow := tool.Func("slow", func(ctx context.Context, _ tool.Call) (any, error) {
+		<-ctx.Done()
+		return nil, failure.Wrap(failure.Retryable, fmt.Errorf("slow: %w", ctx.Err()))
+	})
+	s := wf([]skill.Step{{ID: "s", Tool: "slow", Timeout: skill.Duration(20 * time.Millisecond)}})
+	start := time.Now()
+	_, err := engine(t, slow).Execute(context.Background(), workflow.Run{Skill: s})
+	if !errors.Is(err, context.DeadlineExceeded) || failure.ClassOf(err) != failure.Retryable {
+		t.Fatalf("err = %v", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("timeout took %v", d)
+	}
+}

@@ -1,0 +1,145 @@
+package workflow
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"unicode/utf8"
+
+	"github.com/skillbus/skillbus/pkg/failure"
+)
+
+// validateInputs checks given against the declared inputs and returns the inputs the
+// run sees: given values plus defaults. Undeclared inputs pass through unchanged (a
+// trigger's data often carries more than a skill uses). Every violation is Fatal: the
+// same inputs will fail again.
+func validateInputs(decl []cinput, given map[string]any) (map[string]any, error) {
+	out := make(map[string]any, len(given)+len(decl))
+	for k, v := range given {
+		out[k] = v
+	}
+	for _, ci := range decl {
+		in := ci.in
+		v, ok := out[in.Name]
+		if !ok || v == nil {
+			if in.Default != nil {
+				out[in.Name] = in.Default
+				continue
+			}
+			if in.Required {
+				return nil, failure.Fatalf("input %s is required%s", in.Name, describe(in.Description))
+			}
+			continue
+		}
+		typ := in.Type
+		if typ == "" {
+			typ = "string"
+		}
+		if err := checkType(typ, v); err != nil {
+			return nil, failure.Fatalf("input %s: %v", in.Name, err)
+		}
+		if typ == "integer" {
+			if f, ok := v.(float64); ok {
+				out[in.Name] = int64(f)
+			}
+		}
+		if len(in.Enum) > 0 && !inEnum(in.Enum, v) {
+			return nil, failure.Fatalf("input %s: %v is not one of %v", in.Name, v, in.Enum)
+		}
+		if s, ok := v.(string); ok {
+			if in.MaxLength > 0 && utf8.RuneCountInString(s) > in.MaxLength {
+				return nil, failure.Fatalf("input %s: %d characters, more than max_length %d", in.Name, utf8.RuneCountInString(s), in.MaxLength)
+			}
+			if ci.pattern != nil && !ci.pattern.MatchString(s) {
+				return nil, failure.Fatalf("input %s: %q does not match pattern %s", in.Name, s, in.Pattern)
+			}
+		}
+	}
+	return out, nil
+}
+
+func describe(d string) string {
+	if d == "" {
+		return ""
+	}
+	return " (" + d + ")"
+}
+
+func checkType(typ string, v any) error {
+	ok := false
+	switch typ {
+	case "string":
+		_, ok = v.(string)
+	case "boolean":
+		_, ok = v.(bool)
+	case "number":
+		switch v.(type) {
+		case float64, int64, int:
+			ok = true
+		}
+	case "integer":
+		switch n := v.(type) {
+		case int64, int:
+			ok = true
+		case float64:
+			ok = n == math.Trunc(n) && !math.IsInf(n, 0)
+		}
+	case "array":
+		_, ok = v.([]any)
+	case "object":
+		_, ok = v.(map[string]any)
+	default:
+		return fmt.Errorf("unknown type %q", typ)
+	}
+	if !ok {
+		return fmt.Errorf("want %s, got %s", typ, jsonKind(v))
+	}
+	return nil
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case string:
+		return fmt.Sprintf("string %q", v)
+	case bool:
+		return fmt.Sprintf("boolean %v", v)
+	case float64, int64, int:
+		return fmt.Sprintf("number %v", v)
+	case []any:
+		return "array"
+	case map[string]any:
+		return "object"
+	case nil:
+		return "null"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+func inEnum(enum []any, v any) bool {
+	for _, e := range enum {
+		if reflect.DeepEqual(e, v) {
+			return true
+		}
+		// YAML ints vs JSON floats.
+		if a, ok := toFloat(e); ok {
+			if b, ok := toFloat(v); ok && a == b {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func toFloat(v any) (float64, bool) {
+	switch n := v.(type) {
+	case float64:
+		return n, true
+	case int64:
+		return float64(n), true
+	case int:
+		return float64(n), true
+	case uint64:
+		return float64(n), true
+	}
+	return 0, false
+}
