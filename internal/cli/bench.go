@@ -35,7 +35,7 @@ both, and skillbus's ratio to the baseline, with the settings that produced them
 			default:
 				return usage("--storage %q: want file or memory", storage)
 			}
-			if cfg.Executions < 1 || cfg.Window < 1 || cfg.Samples < 1 || cfg.Concurrency < 1 {
+			if cfg.Rounds < 1 || cfg.Executions < 1 || cfg.Window < 1 || cfg.Samples < 1 || cfg.Concurrency < 1 {
 				return usage("--executions, --window, --samples and --concurrency must be positive")
 			}
 			cfg.Out = stdout
@@ -58,6 +58,7 @@ both, and skillbus's ratio to the baseline, with the settings that produced them
 	f.IntVar(&cfg.Window, "window", 1000, "triggers unfinished at once in the throughput phase")
 	f.IntVar(&cfg.Samples, "samples", 500, "latency samples, one trigger at a time")
 	f.IntVar(&cfg.Concurrency, "concurrency", 64, "router and worker concurrency")
+	f.IntVar(&cfg.Rounds, "rounds", 3, "rounds of (skillbus, baseline), alternating; the report quotes the median ratio")
 	f.DurationVar(&cfg.SyncInterval, "sync-interval", 0, "JetStream fsync interval (0: server default, 2m)")
 	f.StringVar(&storage, "storage", "file", "stream storage: file or memory")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (server included) to this file")

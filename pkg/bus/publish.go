@@ -21,31 +21,47 @@ type Meta struct {
 	TraceState    string
 }
 
-// NewEvent builds one of skillbus's own events with JSON data. id doubles as the
-// message's Nats-Msg-Id, so it must be deterministic for the publish to be idempotent.
-func NewEvent(id, source, typ string, meta Meta, data any) (*event.Event, error) {
-	e := event.New()
-	e.SetID(id)
-	e.SetSource(source)
-	e.SetType(typ)
-	e.SetTime(time.Now())
-	setExt := func(k, v string) {
+// Event is one of skillbus's own events, to be written in binary content mode with
+// JSON data. ID doubles as the message's Nats-Msg-Id, so it must be deterministic for
+// the publish to be idempotent.
+//
+// skillbus writes its own events straight to headers instead of going through the
+// CloudEvents SDK's Event: they are valid by construction, and on the hot path the
+// SDK's per-attribute validation and boxing cost more than the publish itself.
+// Decode reads them back with the SDK like any other event.
+type Event struct {
+	ID     string
+	Source string
+	Type   string
+	Meta   Meta
+	Data   any
+}
+
+// Msg encodes the event for subject.
+func (e Event) Msg(subject string) (*nats.Msg, error) {
+	data, err := json.Marshal(e.Data)
+	if err != nil {
+		return nil, fmt.Errorf("event %s: data: %w", e.Type, err)
+	}
+	h := make(nats.Header, 11)
+	h[HeaderMsgID] = []string{e.ID}
+	h["ce-specversion"] = []string{"1.0"}
+	h["ce-id"] = []string{e.ID}
+	h["ce-source"] = []string{e.Source}
+	h["ce-type"] = []string{e.Type}
+	h["ce-time"] = []string{time.Now().UTC().Format(time.RFC3339Nano)}
+	h[HeaderContentType] = []string{"application/json"}
+	set := func(k, v string) {
 		if v != "" {
-			e.SetExtension(k, v)
+			h[k] = []string{v}
 		}
 	}
-	setExt("correlationid", meta.CorrelationID)
-	setExt("causationid", meta.CausationID)
-	setExt("executionid", meta.ExecutionID)
-	setExt("traceparent", meta.TraceParent)
-	setExt("tracestate", meta.TraceState)
-	b, err := json.Marshal(data)
-	if err != nil {
-		return nil, fmt.Errorf("event %s: data: %w", typ, err)
-	}
-	e.SetDataContentType("application/json")
-	e.DataEncoded = b
-	return &e, nil
+	set("ce-correlationid", e.Meta.CorrelationID)
+	set("ce-causationid", e.Meta.CausationID)
+	set("ce-executionid", e.Meta.ExecutionID)
+	set("ce-traceparent", e.Meta.TraceParent)
+	set("ce-tracestate", e.Meta.TraceState)
+	return &nats.Msg{Subject: subject, Header: h, Data: data}, nil
 }
 
 // MetaOf reads the extension attributes of e.
@@ -89,10 +105,17 @@ func (bt *Batch) Publish(m *nats.Msg, opts ...jetstream.PublishOpt) {
 	bt.futures = append(bt.futures, f)
 }
 
-// PublishEvent encodes e in binary mode on subject and queues it, with e's id as the
-// message id.
-func (bt *Batch) PublishEvent(subject string, e *event.Event, opts ...jetstream.PublishOpt) {
-	bt.Publish(Encode(subject, e.ID(), e), opts...)
+// PublishEvent encodes e on subject and queues it.
+func (bt *Batch) PublishEvent(subject string, e Event, opts ...jetstream.PublishOpt) {
+	if bt.err != nil {
+		return
+	}
+	m, err := e.Msg(subject)
+	if err != nil {
+		bt.err = err
+		return
+	}
+	bt.Publish(m, opts...)
 }
 
 // Len is the number of publishes queued.

@@ -185,11 +185,8 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 	plan.Primary, plan.FallbackChain = refs[0], refs[1:]
 
 	b := r.cfg.Bus.Batch()
-	decided, err := bus.NewEvent(actID+".route.decided", r.cfg.Source, events.TypeRouteDecided, meta,
-		events.RouteDecided{ActivationID: actID, Trigger: ref, Plan: plan})
-	if err != nil {
-		return err
-	}
+	decided := bus.Event{ID: actID + ".route.decided", Source: r.cfg.Source, Type: events.TypeRouteDecided, Meta: meta,
+		Data: events.RouteDecided{ActivationID: actID, Trigger: ref, Plan: plan}}
 	b.PublishEvent(subj.Event(actID, events.TypeRouteDecided), decided)
 
 	job := events.Job{
@@ -202,12 +199,9 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 	}
 	jm := meta
 	jm.ExecutionID = job.ExecutionID
-	jm.CausationID = decided.ID()
-	je, err := bus.NewEvent(job.ExecutionID+".job", r.cfg.Source, events.TypeJob, jm, job)
-	if err != nil {
-		return err
-	}
-	b.PublishEvent(subj.Exec(plan.Primary.Pool, plan.Primary.Name), je)
+	jm.CausationID = decided.ID
+	b.PublishEvent(subj.Exec(plan.Primary.Pool, plan.Primary.Name),
+		bus.Event{ID: job.ExecutionID + ".job", Source: r.cfg.Source, Type: events.TypeJob, Meta: jm, Data: job})
 	if err := b.Wait(ctx); err != nil {
 		return err
 	}
@@ -285,12 +279,10 @@ func (r *Router) reject(ctx context.Context, msg jetstream.Msg, ref events.Trigg
 		dead.Data = nil // the original stays in TRIGGERS at Skillbus-Trigger-Seq
 	}
 	b.Publish(dead)
-	ev, err := bus.NewEvent(actID+".route.unmatched", r.cfg.Source, events.TypeRouteUnmatched, bus.Meta{CorrelationID: actID},
-		events.RouteUnmatched{ActivationID: actID, Code: code, Reason: reason, Trigger: ref, Size: size})
-	if err != nil {
-		return err
-	}
-	b.PublishEvent(r.cfg.Bus.Subjects.Event(actID, events.TypeRouteUnmatched), ev)
+	b.PublishEvent(r.cfg.Bus.Subjects.Event(actID, events.TypeRouteUnmatched), bus.Event{
+		ID: actID + ".route.unmatched", Source: r.cfg.Source, Type: events.TypeRouteUnmatched, Meta: bus.Meta{CorrelationID: actID},
+		Data: events.RouteUnmatched{ActivationID: actID, Code: code, Reason: reason, Trigger: ref, Size: size},
+	})
 	if err := b.Wait(ctx); err != nil {
 		return err
 	}
@@ -300,13 +292,11 @@ func (r *Router) reject(ctx context.Context, msg jetstream.Msg, ref events.Trigg
 
 // unmatched records a valid trigger no skill wants, and acks it.
 func (r *Router) unmatched(ctx context.Context, msg jetstream.Msg, ref events.TriggerRef, actID string, meta bus.Meta, code, reason string) error {
-	ev, err := bus.NewEvent(actID+".route.unmatched", r.cfg.Source, events.TypeRouteUnmatched, meta,
-		events.RouteUnmatched{ActivationID: actID, Code: code, Reason: reason, Trigger: ref})
-	if err != nil {
-		return err
-	}
 	b := r.cfg.Bus.Batch()
-	b.PublishEvent(r.cfg.Bus.Subjects.Event(actID, events.TypeRouteUnmatched), ev)
+	b.PublishEvent(r.cfg.Bus.Subjects.Event(actID, events.TypeRouteUnmatched), bus.Event{
+		ID: actID + ".route.unmatched", Source: r.cfg.Source, Type: events.TypeRouteUnmatched, Meta: meta,
+		Data: events.RouteUnmatched{ActivationID: actID, Code: code, Reason: reason, Trigger: ref},
+	})
 	if err := b.Wait(ctx); err != nil {
 		return err
 	}

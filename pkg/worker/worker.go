@@ -404,11 +404,8 @@ func (w *Worker) publishFailure(ctx context.Context, j *job, rec *Record) error 
 		}
 		m := j.meta
 		m.ExecutionID, m.CausationID = next.ExecutionID, j.msgID()
-		ev, err := bus.NewEvent(next.ExecutionID+".job", w.cfg.Source, events.TypeJob, m, nj)
-		if err != nil {
-			return err
-		}
-		j.batch.PublishEvent(subj.Exec(next.Pool, next.Name), ev)
+		j.batch.PublishEvent(subj.Exec(next.Pool, next.Name),
+			bus.Event{ID: next.ExecutionID + ".job", Source: w.cfg.Source, Type: events.TypeJob, Meta: m, Data: nj})
 		w.emit(j, events.TypeExecutionFallback, "", events.ExecutionFallback{
 			ExecutionID: rec.ExecutionID, Skill: rec.Skill, Next: next.Name,
 			NextExecutionID: next.ExecutionID, Class: rec.Class, Error: rec.Error,
@@ -419,11 +416,7 @@ func (w *Worker) publishFailure(ctx context.Context, j *job, rec *Record) error 
 	dl := events.DeadLetter{Job: j.data, Class: rec.Class, Reason: rec.Error, StepID: rec.StepID, Deliveries: rec.Attempt, Worker: rec.Worker}
 	dm := j.meta
 	dm.ExecutionID, dm.CausationID = rec.ExecutionID, j.msgID()
-	dev, err := bus.NewEvent(rec.ExecutionID+".dead", w.cfg.Source, events.TypeJob, dm, dl)
-	if err != nil {
-		return err
-	}
-	j.batch.PublishEvent(dead, dev)
+	j.batch.PublishEvent(dead, bus.Event{ID: rec.ExecutionID + ".dead", Source: w.cfg.Source, Type: events.TypeJob, Meta: dm, Data: dl})
 	w.emit(j, events.TypeExecutionDeadlettered, "", events.ExecutionDeadlettered{
 		ExecutionID: rec.ExecutionID, Skill: rec.Skill, Subject: dead, Class: rec.Class, Reason: rec.Error,
 	})
@@ -522,12 +515,7 @@ func (w *Worker) emitID(j *job, id, typ string, data any) {
 	m := j.meta
 	m.ExecutionID = j.data.ExecutionID
 	m.CausationID = j.msgID()
-	ev, err := bus.NewEvent(id, w.cfg.Source, typ, m, data)
-	if err != nil {
-		w.cfg.Log.Error("worker: event not encodable", "type", typ, "err", err)
-		return
-	}
-	j.batch.PublishEvent(w.cfg.Bus.Subjects.Event(j.data.ExecutionID, typ), ev)
+	j.batch.PublishEvent(w.cfg.Bus.Subjects.Event(j.data.ExecutionID, typ), bus.Event{ID: id, Source: w.cfg.Source, Type: typ, Meta: m, Data: data})
 }
 
 func (j *job) msgID() string { return j.data.ExecutionID + ".job" }

@@ -132,12 +132,8 @@ func (f *fixture) jobMsgID(id, suffix string, names ...string) string {
 	}
 	j := events.Job{ExecutionID: refs[0].ExecutionID, ActivationID: events.ActivationID("/t", id), Skill: refs[0],
 		Inputs: json.RawMessage(`{"who":"ada"}`), Trigger: events.TriggerRef{ID: id, Source: "/t", Subject: "x"}, Fallback: refs[1:]}
-	e, err := bus.NewEvent(j.ExecutionID+".job"+suffix, "/t", events.TypeJob, bus.Meta{ExecutionID: j.ExecutionID}, j)
-	if err != nil {
-		f.t.Fatal(err)
-	}
 	bt := f.b.Batch()
-	bt.PublishEvent(f.b.Subjects.Exec("default", names[0]), e)
+	bt.PublishEvent(f.b.Subjects.Exec("default", names[0]), bus.Event{ID: j.ExecutionID + ".job" + suffix, Source: "/t", Type: events.TypeJob, Meta: bus.Meta{ExecutionID: j.ExecutionID}, Data: j})
 	if err := bt.Wait(f.ctx); err != nil {
 		f.t.Fatal(err)
 	}
