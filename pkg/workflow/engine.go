@@ -29,10 +29,10 @@ type Observer interface {
 // NopObserver ignores everything.
 type NopObserver struct{}
 
-func (NopObserver) StepStarted(*skill.Step, string)                       {}
+func (NopObserver) StepStarted(*skill.Step, string)                      {}
 func (NopObserver) StepCompleted(*skill.Step, any, error, time.Duration) {}
-func (NopObserver) StepSkipped(*skill.Step, string)                       {}
-func (NopObserver) StepFailed(*skill.Step, error, time.Duration)          {}
+func (NopObserver) StepSkipped(*skill.Step, string)                      {}
+func (NopObserver) StepFailed(*skill.Step, error, time.Duration)         {}
 
 // Config configures an Engine.
 type Config struct {
@@ -322,4 +322,3 @@ func (e *Engine) compiled(s *skill.Skill) (*compiled, error) {
 	e.mu.Unlock()
 	return c, nil
 }
-
