@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"net"
 	"os/exec"
 	"path/filepath"
@@ -56,6 +59,15 @@ func TestDevAndTrigger(t *testing.T) {
 		return strings.Contains(dev.out.String(), "skillbus dev is running")
 	}, "skillbus dev did not start:\n%s", dev.out.String())
 
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/down" {
+			http.Error(w, "maintenance", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	}))
+	defer web.Close()
+
 	tests := []struct {
 		name string
 		args []string
@@ -74,6 +86,10 @@ func TestDevAndTrigger(t *testing.T) {
 			[]string{"reserve-stock completed", `"reserved": 2`}},
 		{"retries then DLQ", []string{"trigger", "--skill", "always-retry", "--wait"}, 1,
 			[]string{"retrying", "dead-lettered to skillbus.dead.always-retry", "always-retry failed (retryable)"}},
+		{"http tool", []string{"trigger", "com.example.url.check", "--data", `{"url":"` + web.URL + `/up"}`, "--wait"}, 0,
+			[]string{`"status": 200`, `"ok": true`}},
+		{"http 503 retried then DLQ", []string{"trigger", "com.example.url.check", "--data", `{"url":"` + web.URL + `/down"}`, "--wait"}, 1,
+			[]string{"retrying", "503", "check-url failed (retryable)"}},
 		{"invalid input", []string{"trigger", "--skill", "reserve-stock", "--data", `{"order_id":"bad id","quantity":1}`, "--wait"}, 1,
 			[]string{"does not match pattern"}},
 		{"unmatched", []string{"trigger", "com.example.nobody", "--wait"}, 3, []string{"no_skill"}},

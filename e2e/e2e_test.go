@@ -111,6 +111,8 @@ type fleet struct {
 	b       *bus.Bus
 	workers []*proc
 	ctx     context.Context
+	// natsConn publishes triggers; default a new connection to srv.
+	natsConn *nats.Conn
 }
 
 func startFleet(t *testing.T, workers int) *fleet {
@@ -153,7 +155,11 @@ func startFleet(t *testing.T, workers int) *fleet {
 // publish sends n triggers with plain nats.go and hand-written ce- headers.
 func (f *fleet) publish(run string, n int, skill string) {
 	f.t.Helper()
-	js, err := jetstream.New(f.srv.Conn(f.t))
+	nc := f.natsConn
+	if nc == nil {
+		nc = f.srv.Conn(f.t)
+	}
+	js, err := jetstream.New(nc)
 	if err != nil {
 		f.t.Fatal(err)
 	}
