@@ -6,11 +6,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/registry"
 	"github.com/skillbus/skillbus/pkg/skill"
 )
 
@@ -108,19 +111,7 @@ persisted is lost, and the next start carries on where this one stopped.`,
 				}
 				stops = append(stops, stop)
 			}
-			fmt.Fprintf(stderr, `
-skillbus dev is running
-  NATS      %s (JetStream store %s)
-  skills    %d loaded from %v%s
-  router    1, workers %d
-
-Try, from another terminal:
-  skillbus trigger --skill hello --data '{"name":"Ada"}' --wait
-  skillbus skills list
-
-Ctrl-C to stop.
-
-`, srv.URL(), abs, len(rep.Loaded), roots, problems(rep.Diagnostics), workers)
+			fmt.Fprint(stderr, banner(srv.URL(), abs, roots, rep, workers))
 			<-ctx.Done()
 			// Router first, so no new jobs appear while the workers drain.
 			shutdown(log, stopRouter)
@@ -141,6 +132,38 @@ Ctrl-C to stop.
 	return cmd
 }
 
+// banner tells the user what is running, what is wrong with their skills, and what
+// to try next.
+func banner(url, store string, roots []string, rep *registry.Report, workers int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nskillbus dev is running\n  NATS      %s (JetStream store %s)\n", url, store)
+	fmt.Fprintf(&b, "  skills    %d loaded from %s%s\n", len(rep.Loaded), strings.Join(roots, ", "), problems(rep.Diagnostics))
+	if n := len(rep.Loaded); n > 0 {
+		names := rep.Loaded[:min(n, 12)]
+		more := ""
+		if n > len(names) {
+			more = fmt.Sprintf(", ... (%d more)", n-len(names))
+		}
+		fmt.Fprintf(&b, "            %s%s\n", strings.Join(names, ", "), more)
+	}
+	fmt.Fprintf(&b, "  router    1, workers %d\n", workers)
+	if len(rep.Diagnostics) > 0 {
+		b.WriteString("\nProblems in the skills (the others are loaded):\n")
+		for _, d := range rep.Diagnostics {
+			fmt.Fprintf(&b, "  %s\n", d)
+		}
+	}
+	b.WriteString("\nTry, from another terminal:\n")
+	switch {
+	case slices.Contains(rep.Loaded, "hello"):
+		b.WriteString("  skillbus trigger --skill hello --data '{\"name\":\"Ada\"}' --wait\n")
+	case len(rep.Loaded) > 0:
+		fmt.Fprintf(&b, "  skillbus trigger --skill %s --data '{}' --wait\n", rep.Loaded[0])
+	}
+	b.WriteString("  skillbus skills list\n\nCtrl-C to stop.\n\n")
+	return b.String()
+}
+
 func problems(ds skill.Diagnostics) string {
 	var errs, warns int
 	for _, d := range ds {
@@ -153,5 +176,12 @@ func problems(ds skill.Diagnostics) string {
 	if errs+warns == 0 {
 		return ""
 	}
-	return fmt.Sprintf(" (%d errors, %d warnings: see the log)", errs, warns)
+	return fmt.Sprintf(" (%s, %s)", plural(errs, "error"), plural(warns, "warning"))
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }

@@ -98,6 +98,12 @@ func (e *Engine) Execute(ctx context.Context, r Run) (map[string]any, error) {
 			return nil, failure.Fatalf("skill %s has no workflow steps and kind %q cannot run on this worker", s.Name, s.Kind)
 		}
 	}
+	// A human must approve before these run. Until this worker can pause for an
+	// approval, refusing is the only safe answer: running the step unconfirmed would
+	// do exactly what the author asked to be asked about.
+	if len(s.Workflow.Confirmations) > 0 || s.Execution.Approval == skill.ApprovalAsk {
+		return nil, failure.Fatalf("skill %s asks for human confirmation, which this worker cannot collect yet; it is not run unconfirmed", s.Name)
+	}
 	if err := e.checkTools(s); err != nil {
 		return nil, err
 	}

@@ -195,6 +195,8 @@ func TestTools(t *testing.T) {
 		{func(s *skill.Skill) { s.AllowedTools = []string{"noop"} }, "not in the skill's allowed-tools"},
 		{func(s *skill.Skill) { s.Workflow.Steps[0].Tool = "nosuch" }, `tool "nosuch" is not available`},
 		{func(s *skill.Skill) { s.Workflow = nil; s.Kind = skill.KindInstruction }, "no chat model configured"},
+		{func(s *skill.Skill) { s.Workflow.Confirmations = []skill.Confirmation{{Step: "x", Message: "sure?"}} }, "not run unconfirmed"},
+		{func(s *skill.Skill) { s.Execution.Approval = skill.ApprovalAsk }, "not run unconfirmed"},
 	} {
 		s := wf([]skill.Step{{ID: "x", Tool: "echo"}})
 		tt.mod(s)
