@@ -19,6 +19,8 @@ func skillsCommand(c *common, stdout io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "skills",
 		Short: "Inspect the skill catalog",
+		Example: `  skillbus skills list
+  skillbus skills list --json`,
 	}
 	var asJSON bool
 	list := &cobra.Command{

@@ -1,0 +1,33 @@
+package bench_test
+
+import (
+	"bytes"
+	"context"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/skillbus/skillbus/internal/bench"
+)
+
+// The benchmark itself runs in `make bench`; this keeps it from rotting: a tiny run
+// must finish and print the figures an issue quotes.
+func TestBenchRuns(t *testing.T) {
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	err := bench.Run(ctx, bench.Config{Executions: 300, Window: 50, Samples: 10, Concurrency: 8, Rounds: 1, Out: &out})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	for _, re := range []string{
+		`bare JetStream\s+\d+ exec/s\s+latency p50`,
+		`skillbus\s+\d+ exec/s`,
+		`settings: storage=file replicas=1 sync_interval=default \(2m\) persisted_hops=8 msg_size≈\d+B`,
+		`ratio skillbus/bare JetStream \(median of 1 rounds\): throughput \d+\.\d\d`,
+	} {
+		if !regexp.MustCompile(re).MatchString(out.String()) {
+			t.Errorf("output lacks %s:\n%s", re, out.String())
+		}
+	}
+}
