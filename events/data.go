@@ -1,6 +1,9 @@
 package events
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // TriggerRef identifies the trigger an activation came from, and where it is stored:
 // TRIGGERS keeps triggers for days, so Seq is enough to inspect or re-route it.
@@ -76,6 +79,19 @@ type Job struct {
 	Trigger      TriggerRef      `json:"trigger"`
 	Fallback     []SkillRef      `json:"fallback,omitempty"` // the rest of the chain, in order
 	History      []Attempt       `json:"history,omitempty"`  // skills tried before this one
+	// Answers to the execution's confirmations so far, by step id; a job resumed
+	// after a human answered carries them.
+	Answers map[string]Answer `json:"answers,omitempty"`
+	// Depth is how many skills invoked this one through the skill tool (0 for a
+	// trigger's own skill).
+	Depth int `json:"depth,omitempty"`
+}
+
+// Answer is a human's (or a timeout's) answer to a confirmation.
+type Answer struct {
+	Approved bool   `json:"approved"`
+	By       string `json:"by,omitempty"` // who answered; "timeout" when nobody did
+	Reason   string `json:"reason,omitempty"`
 }
 
 // ExecutionStarted is the data of io.skillbus.execution.started.
@@ -188,4 +204,36 @@ type DeadLetter struct {
 	StepID     string `json:"step_id,omitempty"`
 	Deliveries uint64 `json:"deliveries"`
 	Worker     string `json:"worker,omitempty"`
+}
+
+// AutohealTriggered is the data of io.skillbus.autoheal.triggered: a step of the
+// seed-004 auto-heal pattern runs to fix what an earlier step's failure showed.
+type AutohealTriggered struct {
+	ExecutionID string `json:"execution_id"`
+	StepID      string `json:"step_id"`      // the step that failed
+	FailureType string `json:"failure_type"` // what was detected (needs_vpn, ...), when known
+	Action      string `json:"action"`       // the healing step's tool or id
+	HealStep    string `json:"heal_step"`    // the healing step
+}
+
+// ConfirmationRequested is the data of io.skillbus.confirmation.requested: the
+// execution is paused (no worker holds it) until confirmation.recorded answers it or
+// TimeoutAt passes (then the answer is a denial by "timeout").
+type ConfirmationRequested struct {
+	ExecutionID  string    `json:"execution_id"`
+	ActivationID string    `json:"activation_id"`
+	Skill        string    `json:"skill"`
+	StepID       string    `json:"step_id"`
+	Message      string    `json:"message"`
+	Default      bool      `json:"default"`
+	TimeoutAt    time.Time `json:"timeout_at"`
+}
+
+// ConfirmationRecorded is the data of io.skillbus.confirmation.recorded, published by
+// `skillbus runs confirm` (or any client) on the execution's events subject; the
+// router resumes the paused job with the answer.
+type ConfirmationRecorded struct {
+	ExecutionID string `json:"execution_id"`
+	StepID      string `json:"step_id"`
+	Answer
 }

@@ -20,6 +20,9 @@ var Catalog = map[string]any{
 	TypeExecutionCompleted:    ExecutionCompleted{},
 	TypeExecutionFailed:       ExecutionFailed{},
 	TypeExecutionDeadlettered: ExecutionDeadlettered{},
+	TypeAutohealTriggered:     AutohealTriggered{},
+	TypeConfirmationRequested: ConfirmationRequested{},
+	TypeConfirmationRecorded:  ConfirmationRecorded{},
 }
 
 // Types lists every event type, sorted.

@@ -17,6 +17,9 @@ const (
 	TypeExecutionCompleted    = Prefix + "execution.completed"
 	TypeExecutionFailed       = Prefix + "execution.failed"
 	TypeExecutionDeadlettered = Prefix + "execution.deadlettered"
+	TypeAutohealTriggered     = Prefix + "autoheal.triggered"
+	TypeConfirmationRequested = Prefix + "confirmation.requested"
+	TypeConfirmationRecorded  = Prefix + "confirmation.recorded"
 )
 
 // Kind is the part of a type after Prefix ("execution.completed"); it is the last part

@@ -137,6 +137,9 @@ func (b *Bus) Streams() []jetstream.StreamConfig {
 	dead.MaxAge = c.DeadMaxAge
 	evs := base(b.StreamEvents(), "skillbus plans, progress and results", c.Prefix+".events.>")
 	evs.MaxAge = c.EventsMaxAge
+	// Confirmation timeouts are scheduled messages in EVENTS: a denial "by timeout"
+	// that the server publishes when the deadline passes, purged if a human answers.
+	evs.AllowMsgSchedules = true
 	return []jetstream.StreamConfig{triggers, jobs, repair, dead, evs}
 }
 

@@ -85,3 +85,30 @@ func TestBatchWaitsForEveryAckAndDedupes(t *testing.T) {
 func itoa(i int) string {
 	return string(rune('a'+i/26)) + string(rune('a'+i%26))
 }
+
+// A store created before a stream setting existed is updated in place by Ensure.
+func TestEnsureUpdatesOlderStreams(t *testing.T) {
+	t.Parallel()
+	srv := natstest.Start(t)
+	nc := srv.Conn(t)
+	b, err := bus.New(nc, bus.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	old := b.Streams()[4]
+	old.AllowMsgSchedules = false
+	if _, err := b.JS.CreateStream(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Ensure(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s, err := b.JS.Stream(ctx, b.StreamEvents())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.CachedInfo().Config.AllowMsgSchedules {
+		t.Fatal("EVENTS does not allow message schedules after Ensure")
+	}
+}

@@ -38,6 +38,12 @@ func (s Subjects) Event(id, typ string) string {
 	return s.Prefix + ".events." + id + "." + eventsKind(typ)
 }
 
+// ConfirmationTimeout is the subject of the scheduled message that answers a
+// confirmation with a denial when nobody answers in time.
+func (s Subjects) ConfirmationTimeout(executionID, step string) string {
+	return s.Prefix + ".events." + executionID + ".confirmation.timeout." + step
+}
+
 // Events matches every event of one execution or activation.
 func (s Subjects) Events(id string) string { return s.Prefix + ".events." + id + ".>" }
 

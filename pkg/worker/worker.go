@@ -39,6 +39,7 @@ import (
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/failure"
+	"github.com/skillbus/skillbus/pkg/run"
 	"github.com/skillbus/skillbus/pkg/skill"
 	"github.com/skillbus/skillbus/pkg/workflow"
 )
@@ -218,7 +219,7 @@ type job struct {
 }
 
 func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
-	err := w.run(ctx, msg)
+	err := w.process(ctx, msg)
 	if err == nil {
 		return
 	}
@@ -231,9 +232,9 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 	_ = msg.NakWithDelay(w.cfg.Backoff.Base)
 }
 
-// run handles one delivery. It returns an error only when the delivery must be handed
+// process handles one delivery. It returns an error only when the delivery must be handed
 // back without an outcome (a publish failed, or shutdown).
-func (w *Worker) run(ctx context.Context, msg jetstream.Msg) error {
+func (w *Worker) process(ctx context.Context, msg jetstream.Msg) error {
 	md, err := msg.Metadata()
 	if err != nil {
 		return err
@@ -251,7 +252,7 @@ func (w *Worker) run(ctx context.Context, msg jetstream.Msg) error {
 	}
 	if j.attempt > 1 {
 		// A redelivery: the execution may have ended already.
-		rec, err := loadRecord(ctx, w.runs, j.data.ExecutionID)
+		rec, err := run.Load(ctx, w.runs, j.data.ExecutionID)
 		if err != nil {
 			return err
 		}
@@ -336,9 +337,9 @@ func (w *Worker) keepAlive(msg jetstream.Msg) (stop func()) {
 }
 
 func (w *Worker) complete(ctx context.Context, j *job, outputs map[string]any) error {
-	rec, won, err := claim(ctx, w.runs, &Record{
+	rec, won, err := run.Claim(ctx, w.runs, &run.Record{
 		ExecutionID: j.data.ExecutionID, ActivationID: j.data.ActivationID,
-		Skill: j.skill.Name, Version: j.data.Skill.Version, Status: StatusCompleted,
+		Skill: j.skill.Name, Version: j.data.Skill.Version, Status: run.StatusCompleted,
 		Outputs: outputs, Attempt: j.attempt, Worker: w.cfg.Name,
 		DurationMS: ms(time.Since(j.start)), FinishedAt: time.Now().UTC(),
 	})
@@ -359,17 +360,17 @@ func (w *Worker) complete(ctx context.Context, j *job, outputs map[string]any) e
 // chain, or dead-letter the job.
 func (w *Worker) fail(ctx context.Context, j *job, stepID string, cause error) error {
 	class := failure.ClassOf(cause)
-	rec := &Record{
+	rec := &run.Record{
 		ExecutionID: j.data.ExecutionID, ActivationID: j.data.ActivationID,
-		Skill: j.data.Skill.Name, Version: j.data.Skill.Version, Status: StatusFailed,
+		Skill: j.data.Skill.Name, Version: j.data.Skill.Version, Status: run.StatusFailed,
 		StepID: stepID, Class: string(class), Error: cause.Error(),
 		Attempt: j.attempt, Worker: w.cfg.Name,
 		DurationMS: ms(time.Since(j.start)), FinishedAt: time.Now().UTC(),
 	}
 	if len(j.data.Fallback) > 0 {
-		rec.Status, rec.Next = StatusFallback, j.data.Fallback[0].ExecutionID
+		rec.Status, rec.Next = run.StatusFallback, j.data.Fallback[0].ExecutionID
 	}
-	rec, won, err := claim(ctx, w.runs, rec)
+	rec, won, err := run.Claim(ctx, w.runs, rec)
 	if err != nil {
 		return err
 	}
@@ -387,12 +388,12 @@ func (w *Worker) fail(ctx context.Context, j *job, stepID string, cause error) e
 
 // publishFailure queues what a failed record causes: the next job of the chain, or
 // the dead letter and the terminal failure.
-func (w *Worker) publishFailure(ctx context.Context, j *job, rec *Record) error {
+func (w *Worker) publishFailure(ctx context.Context, j *job, rec *run.Record) error {
 	subj := w.cfg.Bus.Subjects
 	attempt := events.Attempt{Skill: rec.Skill, ExecutionID: rec.ExecutionID, Class: rec.Class, Error: rec.Error, Deliveries: rec.Attempt}
-	if rec.Status == StatusFallback {
+	if rec.Status == run.StatusFallback {
 		next := j.data.Fallback[0]
-		if prev, err := loadRecord(ctx, w.runs, next.ExecutionID); err != nil {
+		if prev, err := run.Load(ctx, w.runs, next.ExecutionID); err != nil {
 			return err
 		} else if prev != nil {
 			return nil // the next skill ran already
@@ -426,8 +427,8 @@ func (w *Worker) publishFailure(ctx context.Context, j *job, rec *Record) error 
 
 // publishTerminal queues the terminal event of a record. Its id depends only on the
 // execution and the status, so a repeat is dropped as a duplicate.
-func (w *Worker) publishTerminal(j *job, rec *Record) {
-	if rec.Status == StatusCompleted {
+func (w *Worker) publishTerminal(j *job, rec *run.Record) {
+	if rec.Status == run.StatusCompleted {
 		w.emit(j, events.TypeExecutionCompleted, "final", events.ExecutionCompleted{
 			ExecutionID: rec.ExecutionID, ActivationID: rec.ActivationID, Skill: rec.Skill,
 			Version: rec.Version, Outputs: rec.Outputs, DurationMS: rec.DurationMS, Attempt: rec.Attempt,
@@ -446,19 +447,19 @@ func (w *Worker) publishTerminal(j *job, rec *Record) {
 
 // redrive finishes what an earlier delivery claimed but may not have published
 // (its worker died between the claim and the ack), then acks.
-func (w *Worker) redrive(ctx context.Context, j *job, rec *Record) error {
+func (w *Worker) redrive(ctx context.Context, j *job, rec *run.Record) error {
 	switch rec.Status {
-	case StatusCompleted:
+	case run.StatusCompleted:
 		if !w.published(ctx, rec.ExecutionID, events.TypeExecutionCompleted) {
 			w.publishTerminal(j, rec)
 		}
-	case StatusFailed:
+	case run.StatusFailed:
 		if !w.published(ctx, rec.ExecutionID, events.TypeExecutionFailed) {
 			if err := w.publishFailure(ctx, j, rec); err != nil {
 				return err
 			}
 		}
-	case StatusFallback:
+	case run.StatusFallback:
 		// Republishing the next job is a no-op when it ran already (publishFailure
 		// checks its record) or is still in the duplicate window.
 		if err := w.publishFailure(ctx, j, rec); err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/catalog"
 	"github.com/skillbus/skillbus/pkg/failure"
+	"github.com/skillbus/skillbus/pkg/run"
 	"github.com/skillbus/skillbus/pkg/skill"
 	"github.com/skillbus/skillbus/pkg/tool"
 	"github.com/skillbus/skillbus/pkg/worker"
@@ -218,13 +219,13 @@ func TestSuccess(t *testing.T) {
 			t.Errorf("%d %s events, want 1", n, typ)
 		}
 	}
-	e, err := f.runs.Get(f.ctx, worker.ResultKey(id))
+	e, err := f.runs.Get(f.ctx, run.ResultKey(id))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rec worker.Record
+	var rec run.Record
 	_ = json.Unmarshal(e.Value(), &rec)
-	if rec.Status != worker.StatusCompleted || rec.Worker != "test" {
+	if rec.Status != run.StatusCompleted || rec.Worker != "test" {
 		t.Fatalf("record = %+v", rec)
 	}
 }
@@ -328,8 +329,8 @@ func TestRecordedResultWins(t *testing.T) {
 	t.Parallel()
 	f := setup(t, oneStep("hello", "greet", 3))
 	id := events.ExecutionID("/t", "6", "hello")
-	rec, _ := json.Marshal(worker.Record{ExecutionID: id, Skill: "hello", Status: worker.StatusCompleted, Outputs: map[string]any{"only": "earlier"}, Attempt: 1})
-	if _, err := f.runs.Create(f.ctx, worker.ResultKey(id), rec); err != nil {
+	rec, _ := json.Marshal(run.Record{ExecutionID: id, Skill: "hello", Status: run.StatusCompleted, Outputs: map[string]any{"only": "earlier"}, Attempt: 1})
+	if _, err := f.runs.Create(f.ctx, run.ResultKey(id), rec); err != nil {
 		t.Fatal(err)
 	}
 	f.start()

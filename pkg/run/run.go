@@ -1,4 +1,8 @@
-package worker
+// Package run holds the records of executions in KV bucket "runs": the terminal
+// record that makes each execution's result unique, and the paused record of an
+// execution waiting for a human's confirmation. Workers write them; routers and the
+// CLI read them.
+package run
 
 import (
 	"context"
@@ -40,8 +44,8 @@ type Record struct {
 // ResultKey is the runs key of an execution's terminal record.
 func ResultKey(executionID string) string { return executionID + ".result" }
 
-// claim creates rec; if a record exists already it returns that one and false.
-func claim(ctx context.Context, kv jetstream.KeyValue, rec *Record) (*Record, bool, error) {
+// Claim creates rec; if a record exists already it returns that one and false.
+func Claim(ctx context.Context, kv jetstream.KeyValue, rec *Record) (*Record, bool, error) {
 	b, err := json.Marshal(rec)
 	if err != nil {
 		return nil, false, err
@@ -53,15 +57,15 @@ func claim(ctx context.Context, kv jetstream.KeyValue, rec *Record) (*Record, bo
 	if !errors.Is(err, jetstream.ErrKeyExists) {
 		return nil, false, err
 	}
-	prev, err := loadRecord(ctx, kv, rec.ExecutionID)
+	prev, err := Load(ctx, kv, rec.ExecutionID)
 	if err != nil {
 		return nil, false, err
 	}
 	return prev, false, nil
 }
 
-// loadRecord returns the terminal record of an execution, or nil if there is none.
-func loadRecord(ctx context.Context, kv jetstream.KeyValue, executionID string) (*Record, error) {
+// Load returns the terminal record of an execution, or nil if there is none.
+func Load(ctx context.Context, kv jetstream.KeyValue, executionID string) (*Record, error) {
 	e, err := kv.Get(ctx, ResultKey(executionID))
 	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
 		return nil, nil
@@ -74,4 +78,34 @@ func loadRecord(ctx context.Context, kv jetstream.KeyValue, executionID string) 
 		return nil, err
 	}
 	return &r, nil
+}
+
+// PausedKey is the runs key of an execution paused for a confirmation.
+func PausedKey(executionID string) string { return executionID + ".paused" }
+
+// Paused is an execution waiting for a confirmation. The job is kept whole, so the
+// router can publish it again with the answer; no worker holds it meanwhile.
+type Paused struct {
+	ExecutionID string            `json:"execution_id"`
+	Step        string            `json:"step"`
+	Subject     string            `json:"subject"`        // where the job goes when answered
+	Job         json.RawMessage   `json:"job"`            // the events.Job data
+	Meta        map[string]string `json:"meta,omitempty"` // extension attributes of the job event
+	TimeoutAt   time.Time         `json:"timeout_at"`
+}
+
+// LoadPaused returns the paused record of an execution and its revision, or nil.
+func LoadPaused(ctx context.Context, kv jetstream.KeyValue, executionID string) (*Paused, uint64, error) {
+	e, err := kv.Get(ctx, PausedKey(executionID))
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	var p Paused
+	if err := json.Unmarshal(e.Value(), &p); err != nil {
+		return nil, 0, err
+	}
+	return &p, e.Revision(), nil
 }
