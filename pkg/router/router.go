@@ -51,8 +51,11 @@ type Config struct {
 
 // Router routes triggers.
 type Router struct {
-	cfg  Config
-	loop *bus.Loop
+	cfg     Config
+	loop    *bus.Loop
+	answers *bus.Loop
+	runs    jetstream.KeyValue
+	events  jetstream.Stream
 }
 
 // New validates cfg and returns a Router; Start begins consuming.
@@ -104,8 +107,12 @@ func (r *Router) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("router: consumer: %w", err)
 	}
+	if err := r.startConfirmations(ctx); err != nil {
+		return fmt.Errorf("router: %w", err)
+	}
 	r.loop, err = bus.Consume(c, r.cfg.Concurrency, r.handle, r.cfg.Log)
 	if err != nil {
+		r.answers.Stop(ctx)
 		return fmt.Errorf("router: %w", err)
 	}
 	return nil
@@ -115,6 +122,9 @@ func (r *Router) Start(ctx context.Context) error {
 func (r *Router) Stop(ctx context.Context) {
 	if r.loop != nil {
 		r.loop.Stop(ctx)
+	}
+	if r.answers != nil {
+		r.answers.Stop(ctx)
 	}
 }
 

@@ -1,7 +1,6 @@
 package worker
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/skillbus/skillbus/events"
@@ -17,7 +16,7 @@ type observer struct {
 }
 
 func (o *observer) id(st *skill.Step, what string) string {
-	return o.j.data.ExecutionID + "." + strconv.FormatUint(o.j.attempt, 10) + ".step." + st.ID + "." + what
+	return o.j.data.ExecutionID + "." + o.j.delivery + ".step." + st.ID + "." + what
 }
 
 func (o *observer) StepStarted(st *skill.Step, kind string) {

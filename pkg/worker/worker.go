@@ -213,7 +213,12 @@ type job struct {
 	data    events.Job
 	meta    bus.Meta
 	attempt uint64
-	skill   *skill.Skill
+	// delivery names this delivery of this job message, "<stream seq>.<attempt>":
+	// unique per delivery even when the same execution's job is published again (a
+	// resumed confirmation), so progress events of a new delivery are never dropped as
+	// duplicates of an earlier one's.
+	delivery string
+	skill    *skill.Skill
 	batch   *bus.Batch
 	start   time.Time
 }
@@ -243,7 +248,8 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) error {
 	if err != nil {
 		return w.poison(ctx, msg, err)
 	}
-	j := &job{msg: msg, meta: bus.MetaOf(e), attempt: md.NumDelivered, batch: w.cfg.Bus.Batch(), start: time.Now()}
+	j := &job{msg: msg, meta: bus.MetaOf(e), attempt: md.NumDelivered, batch: w.cfg.Bus.Batch(), start: time.Now(),
+		delivery: strconv.FormatUint(md.Sequence.Stream, 10) + "." + strconv.FormatUint(md.NumDelivered, 10)}
 	if err := json.Unmarshal(e.Data(), &j.data); err != nil || j.data.ExecutionID == "" || j.data.Skill.Name == "" {
 		if err == nil {
 			err = errors.New("job has no execution_id or skill")
@@ -502,12 +508,12 @@ func (w *Worker) poison(ctx context.Context, msg jetstream.Msg, cause error) err
 	return msg.TermWithReason("unreadable job")
 }
 
-// emit queues one of the execution's events. Ids are unique per delivery (attempt)
-// unless tag says the event is final for the execution.
+// emit queues one of the execution's events. Ids are unique per delivery unless tag
+// says the event is final for the execution.
 func (w *Worker) emit(j *job, typ, tag string, data any) {
 	id := j.data.ExecutionID + "." + events.Kind(typ)
 	if tag == "" {
-		id += "." + strconv.FormatUint(j.attempt, 10)
+		id += "." + j.delivery
 	}
 	w.emitID(j, id, typ, data)
 }

@@ -1,0 +1,279 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
+
+	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/run"
+)
+
+func runsCommand(c *common, stdout io.Writer) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "runs",
+		Short: "Inspect executions and answer their confirmations",
+		Example: `  skillbus runs list
+  skillbus runs show 3f2a...                # an execution id from 'runs list' or trigger --wait
+  skillbus runs confirm 3f2a... --by ada
+  skillbus runs confirm 3f2a... --deny --reason "not during the freeze"`,
+	}
+	cmd.AddCommand(runsListCommand(c, stdout), runsShowCommand(c, stdout), runsConfirmCommand(c, stdout))
+	return cmd
+}
+
+func runsListCommand(c *common, stdout io.Writer) *cobra.Command {
+	var limit int
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List recent executions: finished, and paused for a confirmation",
+		Example: `  skillbus runs list
+  skillbus runs list --limit 100 --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if limit < 1 {
+				return usage("--limit must be at least 1")
+			}
+			ctx := cmd.Context()
+			b, kv, err := c.runsBucket(ctx)
+			if err != nil {
+				return err
+			}
+			defer b.NC.Close()
+			type row struct {
+				ID, Skill, Status, Detail string
+				At                        time.Time
+			}
+			var rows []row
+			lister, err := kv.ListKeys(ctx)
+			if err != nil {
+				return err
+			}
+			for k := range lister.Keys() {
+				e, err := kv.Get(ctx, k)
+				if err != nil {
+					continue
+				}
+				switch {
+				case strings.HasSuffix(k, ".result"):
+					var r run.Record
+					if json.Unmarshal(e.Value(), &r) == nil {
+						detail := r.Error
+						if r.Status == run.StatusCompleted {
+							detail = fmt.Sprintf("%.1fms, attempt %d", r.DurationMS, r.Attempt)
+						}
+						rows = append(rows, row{r.ExecutionID, r.Skill, r.Status, detail, r.FinishedAt})
+					}
+				case strings.HasSuffix(k, ".paused"):
+					var p run.Paused
+					if json.Unmarshal(e.Value(), &p) == nil {
+						rows = append(rows, row{p.ExecutionID, skillOf(p.Job), "paused", "confirm step " + p.Step + " by " + p.TimeoutAt.Format(time.RFC3339), e.Created()})
+					}
+				}
+			}
+			sort.Slice(rows, func(i, j int) bool { return rows[i].At.After(rows[j].At) })
+			rows = rows[:min(limit, len(rows))]
+			if asJSON {
+				if rows == nil {
+					rows = []row{}
+				}
+				return json.NewEncoder(stdout).Encode(rows)
+			}
+			if len(rows) == 0 {
+				fmt.Fprintln(stdout, "no executions recorded")
+				return nil
+			}
+			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "EXECUTION\tSKILL\tSTATUS\tWHEN\tDETAIL")
+			for _, r := range rows {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Skill, r.Status, r.At.Local().Format("15:04:05"), truncate(r.Detail, 70))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().IntVar(&limit, "limit", 20, "how many executions to list, newest first")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func skillOf(job json.RawMessage) string {
+	var j events.Job
+	_ = json.Unmarshal(job, &j)
+	return j.Skill.Name
+}
+
+func runsShowCommand(c *common, stdout io.Writer) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "show EXECUTION",
+		Short: "Show an execution: its outcome and every event, in order",
+		Example: `  skillbus runs show 3f2a9c...
+  skillbus runs show 3f2a9c... --json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			id := args[0]
+			if err := bus.CheckToken("execution id", id); err != nil {
+				return usage("%v", err)
+			}
+			b, kv, err := c.runsBucket(ctx)
+			if err != nil {
+				return err
+			}
+			defer b.NC.Close()
+			rec, err := run.Load(ctx, kv, id)
+			if err != nil {
+				return err
+			}
+			paused, _, err := run.LoadPaused(ctx, kv, id)
+			if err != nil {
+				return err
+			}
+			evs, err := executionEvents(ctx, b, id)
+			if err != nil {
+				return err
+			}
+			if rec == nil && paused == nil && len(evs) == 0 {
+				return &ExitError{Code: 1, Err: fmt.Errorf("no execution %s (records are kept 7 days, events 24 hours)", id)}
+			}
+			if asJSON {
+				return json.NewEncoder(stdout).Encode(map[string]any{"record": rec, "paused": paused, "events": evs})
+			}
+			w := &watcher{out: stdout}
+			for _, e := range evs {
+				fmt.Fprintf(stdout, "%s ", e.Time().Local().Format("15:04:05.000"))
+				w.print(e)
+			}
+			switch {
+			case paused != nil:
+				fmt.Fprintf(stdout, "\npaused: waiting for confirmation of step %s until %s\n  skillbus runs confirm %s          (or --deny)\n", paused.Step, paused.TimeoutAt.Local().Format(time.RFC3339), id)
+			case rec != nil:
+				fmt.Fprintf(stdout, "\n%s by worker %s after %d deliveries, in %.1fms\n", rec.Status, rec.Worker, rec.Attempt, rec.DurationMS)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+// executionEvents reads every event of an execution from the EVENTS stream.
+func executionEvents(ctx context.Context, b *bus.Bus, id string) ([]*event.Event, error) {
+	cons, err := b.JS.OrderedConsumer(ctx, b.StreamEvents(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{b.Subjects.Events(id)}})
+	if err != nil {
+		return nil, err
+	}
+	var out []*event.Event
+	for {
+		batch, err := cons.FetchNoWait(500)
+		if err != nil {
+			return nil, err
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			e, err := bus.Decode(&nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
+			if err == nil {
+				out = append(out, e)
+			}
+		}
+		if n == 0 {
+			return out, nil
+		}
+	}
+}
+
+func runsConfirmCommand(c *common, stdout io.Writer) *cobra.Command {
+	var step, by, reason string
+	var deny bool
+	cmd := &cobra.Command{
+		Use:   "confirm EXECUTION",
+		Short: "Approve (or --deny) the step an execution is paused at",
+		Long: `confirm answers the confirmation an execution is waiting for: it publishes
+io.skillbus.confirmation.recorded, and a router resumes the execution with the answer.
+A denied step is skipped. Without an answer, the confirmation is denied when its
+timeout passes.`,
+		Example: `  skillbus runs confirm 3f2a9c...
+  skillbus runs confirm 3f2a9c... --deny --reason "not during the freeze" --by ada`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			id := args[0]
+			if err := bus.CheckToken("execution id", id); err != nil {
+				return usage("%v", err)
+			}
+			b, kv, err := c.runsBucket(ctx)
+			if err != nil {
+				return err
+			}
+			defer b.NC.Close()
+			if step == "" {
+				p, _, err := run.LoadPaused(ctx, kv, id)
+				if err != nil {
+					return err
+				}
+				if p == nil {
+					return &ExitError{Code: 1, Err: fmt.Errorf("execution %s is not waiting for a confirmation", id)}
+				}
+				step = p.Step
+			}
+			if by == "" {
+				by = os.Getenv("USER")
+			}
+			ans := events.ConfirmationRecorded{ExecutionID: id, StepID: step, Answer: events.Answer{Approved: !deny, By: by, Reason: reason}}
+			m, err := bus.Event{ID: id + ".answer." + uuid.NewString(), Source: "skillbus-cli", Type: events.TypeConfirmationRecorded,
+				Meta: bus.Meta{ExecutionID: id}, Data: ans}.Msg(b.Subjects.Event(id, events.TypeConfirmationRecorded))
+			if err != nil {
+				return err
+			}
+			if _, err := b.JS.PublishMsg(ctx, m); err != nil {
+				return fmt.Errorf("publish the answer: %w", err)
+			}
+			verb := "approved"
+			if deny {
+				verb = "denied"
+			}
+			fmt.Fprintf(stdout, "%s step %s of %s\n", verb, step, id)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&step, "step", "", "the step to answer (default: the one the execution is paused at)")
+	f.BoolVar(&deny, "deny", false, "deny instead of approving")
+	f.StringVar(&by, "by", "", "who answers (default $USER)")
+	f.StringVar(&reason, "reason", "", "why, for the record")
+	return cmd
+}
+
+// runsBucket connects and opens KV runs.
+func (c *common) runsBucket(ctx context.Context) (*bus.Bus, jetstream.KeyValue, error) {
+	b, err := c.connect("skillbus-cli")
+	if err != nil {
+		return nil, nil, err
+	}
+	kv, err := b.JS.KeyValue(ctx, b.BucketRuns())
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		b.NC.Close()
+		return nil, nil, fmt.Errorf("no %q bucket on %s: is skillbus running there?", b.BucketRuns(), c.natsURL)
+	}
+	if err != nil {
+		b.NC.Close()
+		return nil, nil, err
+	}
+	return b, kv, nil
+}

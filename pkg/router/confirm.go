@@ -1,0 +1,109 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/run"
+)
+
+// Confirmations: a worker that reaches a step needing a human's approval checkpoints,
+// stores the job in KV runs as a paused record, publishes confirmation.requested and
+// acks — no worker waits. An answer is a confirmation.recorded event on the
+// execution's events subject (from `skillbus runs confirm`, any client, or the
+// scheduled denial at the deadline). The router consumes those, publishes the paused
+// job again with the answer, and removes the paused record and the pending timeout.
+// An answer for a step the execution is not paused at (a late timeout, a second
+// click) is acknowledged and ignored.
+
+// ConfirmationsConsumerConfig is the durable consumer every router shares for answers.
+func (r *Router) ConfirmationsConsumerConfig() jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
+		Durable:       r.cfg.Durable + "-confirmations",
+		Description:   "skillbus routers: answers to confirmations",
+		FilterSubject: r.cfg.Bus.Subjects.Prefix + ".events.*.confirmation.recorded",
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       r.cfg.AckWait,
+		MaxDeliver:    10,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+	}
+}
+
+func (r *Router) startConfirmations(ctx context.Context) error {
+	b := r.cfg.Bus
+	var err error
+	if r.runs, err = b.KV(ctx, b.BucketRuns()); err != nil {
+		return err
+	}
+	if r.events, err = b.JS.Stream(ctx, b.StreamEvents()); err != nil {
+		return err
+	}
+	c, err := b.JS.CreateOrUpdateConsumer(ctx, b.StreamEvents(), r.ConfirmationsConsumerConfig())
+	if err != nil {
+		return fmt.Errorf("router: confirmations consumer: %w", err)
+	}
+	r.answers, err = bus.Consume(c, 4, r.handleAnswer, r.cfg.Log)
+	return err
+}
+
+func (r *Router) handleAnswer(ctx context.Context, msg jetstream.Msg) {
+	if err := r.answer(ctx, msg); err != nil {
+		r.cfg.Log.Warn("router: will retry confirmation answer", "subject", msg.Subject(), "err", err)
+		_ = msg.NakWithDelay(time.Second)
+	}
+}
+
+func (r *Router) answer(ctx context.Context, msg jetstream.Msg) error {
+	e, err := bus.Decode(&nats.Msg{Subject: msg.Subject(), Header: msg.Headers(), Data: msg.Data()})
+	var d events.ConfirmationRecorded
+	if err == nil {
+		err = json.Unmarshal(e.Data(), &d)
+	}
+	if err == nil && (d.ExecutionID == "" || d.StepID == "") {
+		err = fmt.Errorf("no execution_id or step_id")
+	}
+	if err != nil {
+		r.cfg.Log.Error("router: unreadable confirmation answer terminated", "subject", msg.Subject(), "err", err)
+		return msg.TermWithReason("unreadable confirmation answer")
+	}
+	p, rev, err := run.LoadPaused(ctx, r.runs, d.ExecutionID)
+	if err != nil {
+		return err
+	}
+	if p == nil || p.Step != d.StepID {
+		r.cfg.Log.Info("router: answer for an execution not paused at that step; ignored", "execution", d.ExecutionID, "step", d.StepID, "by", d.By)
+		return msg.Ack()
+	}
+	var job events.Job
+	if err := json.Unmarshal(p.Job, &job); err != nil {
+		return msg.TermWithReason("paused job unreadable: " + err.Error())
+	}
+	if job.Answers == nil {
+		job.Answers = map[string]events.Answer{}
+	}
+	job.Answers[d.StepID] = d.Answer
+	meta := bus.Meta{
+		CorrelationID: p.Meta["correlationid"], ExecutionID: d.ExecutionID, CausationID: e.ID(),
+		TraceParent: p.Meta["traceparent"], TraceState: p.Meta["tracestate"],
+	}
+	b := r.cfg.Bus.Batch()
+	b.PublishEvent(p.Subject, bus.Event{ID: d.ExecutionID + ".job.answered." + d.StepID, Source: r.cfg.Source, Type: events.TypeJob, Meta: meta, Data: job})
+	if err := b.Wait(ctx); err != nil {
+		return err
+	}
+	if err := r.runs.Delete(ctx, run.PausedKey(d.ExecutionID), jetstream.LastRevision(rev)); err != nil {
+		r.cfg.Log.Warn("router: paused record changed meanwhile", "execution", d.ExecutionID, "err", err)
+	}
+	if err := r.events.Purge(ctx, jetstream.WithPurgeSubject(r.cfg.Bus.Subjects.ConfirmationTimeout(d.ExecutionID, d.StepID))); err != nil {
+		r.cfg.Log.Warn("router: could not cancel the confirmation timeout", "execution", d.ExecutionID, "err", err)
+	}
+	r.cfg.Log.Info("router: confirmation answered; job resumed", "execution", d.ExecutionID, "step", d.StepID, "approved", d.Approved, "by", d.By)
+	return msg.Ack()
+}
