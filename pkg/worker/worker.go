@@ -219,8 +219,8 @@ type job struct {
 	// duplicates of an earlier one's.
 	delivery string
 	skill    *skill.Skill
-	batch   *bus.Batch
-	start   time.Time
+	batch    *bus.Batch
+	start    time.Time
 }
 
 func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
