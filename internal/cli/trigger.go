@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,13 +10,11 @@ import (
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
-	"github.com/google/uuid"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/client"
 )
 
 // Exit codes of `skillbus trigger --wait`.
@@ -67,56 +64,42 @@ failed, 3 when no skill took the trigger, 4 on --timeout.`,
 			if err != nil {
 				return err
 			}
-			if id == "" {
-				id = uuid.NewString()
-			}
 			b, err := c.connect("skillbus-cli")
 			if err != nil {
 				return err
 			}
 			defer b.NC.Close()
-
-			e := event.New()
-			e.SetID(id)
-			e.SetSource(source)
-			e.SetType(typ)
-			e.SetTime(time.Now())
-			if len(payload) > 0 {
-				e.SetDataContentType("application/json")
-				e.DataEncoded = payload
+			cl := client.New(b)
+			t := client.Trigger{Type: typ, Skill: skillName, Source: source, ID: id, Data: payload}
+			if skillName != "" && len(args) == 0 {
+				t.Type = ""
 			}
-			subject := b.Subjects.Trigger(typ)
-			if skillName != "" {
-				subject = b.Subjects.TriggerSkill(skillName)
-			}
-			actID := events.ActivationID(source, id)
-
-			var w *watcher
-			if wait {
-				ctx, cancel := context.WithTimeout(ctx, timeout)
-				defer cancel()
-				if w, err = newWatcher(ctx, b, actID, stdout, asJSON); err != nil {
-					return err
-				}
-				defer w.stop()
-			}
-			ack, err := b.JS.PublishMsg(ctx, bus.Encode(subject, id, &e))
+			act, err := cl.Publish(ctx, t)
 			if err != nil {
-				if errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) {
-					return fmt.Errorf("publish %s: no stream takes it (%v); is skillbus running against %s with prefix %q?", subject, err, c.natsURL, c.prefix)
-				}
-				return fmt.Errorf("publish %s: %w", subject, err)
+				return err
 			}
 			if !wait {
 				if asJSON {
-					return json.NewEncoder(stdout).Encode(map[string]any{"id": id, "source": source, "subject": subject, "seq": ack.Sequence, "activation_id": actID})
+					return json.NewEncoder(stdout).Encode(map[string]any{"id": act.EventID, "source": act.Source, "subject": act.Subject, "seq": act.Seq, "activation_id": act.ID})
 				}
-				fmt.Fprintf(stdout, "published %s id=%s seq=%d activation=%s\n", subject, id, ack.Sequence, actID)
+				fmt.Fprintf(stdout, "published %s id=%s seq=%d activation=%s\n", act.Subject, act.EventID, act.Seq, act.ID)
 				return nil
 			}
 			wctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
-			return w.follow(wctx)
+			w := &watcher{out: stdout, asJSON: asJSON}
+			res, err := cl.Follow(wctx, act.ID, w.print)
+			switch {
+			case err != nil && wctx.Err() != nil && ctx.Err() == nil:
+				return &ExitError{Code: exitTimeout, Err: fmt.Errorf("no result for activation %s within %v (see 'skillbus runs list', or raise --timeout)", act.ID, timeout)}
+			case err != nil:
+				return err
+			case res.Unmatched != nil:
+				return &ExitError{Code: exitUnmatched, Err: res.Err(), Quiet: true}
+			case res.Failed != nil:
+				return &ExitError{Code: exitFailed, Err: res.Err(), Quiet: true}
+			}
+			return nil
 		},
 	}
 	f := cmd.Flags()
@@ -154,90 +137,10 @@ func readData(arg string, stdin io.Reader) ([]byte, error) {
 	return b, nil
 }
 
-// watcher follows the events of one activation.
+// watcher prints an activation's events for people (or as JSON lines).
 type watcher struct {
-	b      *bus.Bus
-	actID  string
 	out    io.Writer
 	asJSON bool
-	cons   jetstream.ConsumeContext
-	msgs   chan jetstream.Msg
-}
-
-func newWatcher(ctx context.Context, b *bus.Bus, actID string, out io.Writer, asJSON bool) (*watcher, error) {
-	w := &watcher{b: b, actID: actID, out: out, asJSON: asJSON, msgs: make(chan jetstream.Msg, 256)}
-	if err := w.watch(ctx, actID); err != nil {
-		return nil, err
-	}
-	return w, nil
-}
-
-// watch replaces the consumer by one on the events of id (an activation or an
-// execution), from the start, so nothing published before it is missed.
-func (w *watcher) watch(ctx context.Context, id string) error {
-	if w.cons != nil {
-		w.cons.Stop()
-	}
-	c, err := w.b.JS.OrderedConsumer(ctx, w.b.StreamEvents(), jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{w.b.Subjects.Events(id)},
-		DeliverPolicy:  jetstream.DeliverAllPolicy,
-	})
-	if err != nil {
-		if errors.Is(err, jetstream.ErrStreamNotFound) {
-			return fmt.Errorf("no %s stream: is skillbus running against this NATS server?", w.b.StreamEvents())
-		}
-		return fmt.Errorf("watch events: %w", err)
-	}
-	msgs := w.msgs
-	w.cons, err = c.Consume(func(m jetstream.Msg) { msgs <- m })
-	return err
-}
-
-func (w *watcher) stop() {
-	if w.cons != nil {
-		w.cons.Stop()
-	}
-}
-
-// follow prints events until the activation ends.
-func (w *watcher) follow(ctx context.Context) error {
-	for {
-		var m jetstream.Msg
-		select {
-		case m = <-w.msgs:
-		case <-ctx.Done():
-			return &ExitError{Code: exitTimeout, Err: fmt.Errorf("no result for activation %s yet: %w (see 'skillbus runs' or raise --timeout)", w.actID, ctx.Err())}
-		}
-		e, err := bus.Decode(&nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
-		if err != nil {
-			continue
-		}
-		w.print(e)
-		switch e.Type() {
-		case events.TypeRouteUnmatched:
-			var d events.RouteUnmatched
-			_ = json.Unmarshal(e.Data(), &d)
-			return &ExitError{Code: exitUnmatched, Err: fmt.Errorf("not routed (%s): %s", d.Code, d.Reason), Quiet: true}
-		case events.TypeRouteDecided:
-			var d events.RouteDecided
-			_ = json.Unmarshal(e.Data(), &d)
-			if err := w.watch(ctx, d.Plan.Primary.ExecutionID); err != nil {
-				return err
-			}
-		case events.TypeExecutionFallback:
-			var d events.ExecutionFallback
-			_ = json.Unmarshal(e.Data(), &d)
-			if err := w.watch(ctx, d.NextExecutionID); err != nil {
-				return err
-			}
-		case events.TypeExecutionCompleted:
-			return nil
-		case events.TypeExecutionFailed:
-			var d events.ExecutionFailed
-			_ = json.Unmarshal(e.Data(), &d)
-			return &ExitError{Code: exitFailed, Err: fmt.Errorf("execution failed (%s): %s", d.Class, d.Error), Quiet: true}
-		}
-	}
 }
 
 func (w *watcher) print(e *event.Event) {

@@ -1,0 +1,235 @@
+// Package client publishes triggers to skillbus and follows them to their result. It
+// is what `skillbus trigger --wait` and the skill tool use, and what a Go program
+// embedding skillbus would use:
+//
+//	c := client.New(b)
+//	act, err := c.Publish(ctx, client.Trigger{Skill: "hello", Data: []byte(`{"name":"Ada"}`)})
+//	res, err := c.Follow(ctx, act, nil)
+//	fmt.Println(res.Outputs["greeting"])
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/pkg/bus"
+)
+
+// Client publishes triggers and follows activations.
+type Client struct {
+	b *bus.Bus
+}
+
+// New returns a client on b.
+func New(b *bus.Bus) *Client { return &Client{b: b} }
+
+// Trigger is a trigger to publish.
+type Trigger struct {
+	// Type is the CloudEvent type; default "io.skillbus.invoke" when Skill is set.
+	Type string
+	// Skill, when set, invokes that skill explicitly.
+	Skill string
+	// Source and ID identify the trigger; the same pair is deduplicated. Defaults:
+	// "skillbus-client" and a new UUID.
+	Source, ID string
+	// Data is the event's JSON data (a JSON object becomes the skill's inputs).
+	Data []byte
+	// Extensions are extra CloudEvent extension attributes (lowercase alphanumeric
+	// names).
+	Extensions map[string]string
+	// Meta carries trace context to continue.
+	Meta bus.Meta
+}
+
+// Activation identifies what a published trigger set off.
+type Activation struct {
+	ID      string // the activation id: hash of source and id
+	Subject string
+	Seq     uint64 // the trigger's sequence in the TRIGGERS stream
+	Source  string
+	EventID string
+}
+
+// Publish publishes t and returns its activation.
+func (c *Client) Publish(ctx context.Context, t Trigger) (Activation, error) {
+	if t.Type == "" {
+		if t.Skill == "" {
+			return Activation{}, errors.New("client: a trigger needs a Type or a Skill")
+		}
+		t.Type = "io.skillbus.invoke"
+	}
+	if err := bus.CheckType(t.Type); err != nil {
+		return Activation{}, fmt.Errorf("client: %w", err)
+	}
+	if t.Skill != "" {
+		if err := bus.CheckToken("skill", t.Skill); err != nil {
+			return Activation{}, fmt.Errorf("client: %w", err)
+		}
+	}
+	if t.Source == "" {
+		t.Source = "skillbus-client"
+	}
+	if t.ID == "" {
+		t.ID = uuid.NewString()
+	}
+	e := event.New()
+	e.SetID(t.ID)
+	e.SetSource(t.Source)
+	e.SetType(t.Type)
+	e.SetTime(time.Now())
+	for k, v := range t.Extensions {
+		e.SetExtension(k, v)
+	}
+	for k, v := range map[string]string{"traceparent": t.Meta.TraceParent, "tracestate": t.Meta.TraceState} {
+		if v != "" {
+			e.SetExtension(k, v)
+		}
+	}
+	if err := e.Validate(); err != nil {
+		return Activation{}, fmt.Errorf("client: %w", err)
+	}
+	if len(t.Data) > 0 {
+		e.SetDataContentType("application/json")
+		e.DataEncoded = t.Data
+	}
+	subject := c.b.Subjects.Trigger(t.Type)
+	if t.Skill != "" {
+		subject = c.b.Subjects.TriggerSkill(t.Skill)
+	}
+	ack, err := c.b.JS.PublishMsg(ctx, bus.Encode(subject, t.ID, &e))
+	if err != nil {
+		if errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) {
+			return Activation{}, fmt.Errorf("publish %s: no stream takes it (%v); is skillbus running here, with prefix %q?", subject, err, c.b.Subjects.Prefix)
+		}
+		return Activation{}, fmt.Errorf("publish %s: %w", subject, err)
+	}
+	return Activation{ID: events.ActivationID(t.Source, t.ID), Subject: subject, Seq: ack.Sequence, Source: t.Source, EventID: t.ID}, nil
+}
+
+// Result is how an activation ended.
+type Result struct {
+	// Completed is true when the last execution completed; Outputs are its outputs.
+	Completed   bool
+	Outputs     map[string]any
+	ExecutionID string // the execution that produced the result
+	Skill       string
+	// Failed is set when the activation's last skill failed.
+	Failed *events.ExecutionFailed
+	// Unmatched is set when the router did not route the trigger.
+	Unmatched *events.RouteUnmatched
+}
+
+// Err returns nil for a completed activation, else an error saying why it did not
+// complete.
+func (r *Result) Err() error {
+	switch {
+	case r.Completed:
+		return nil
+	case r.Unmatched != nil:
+		return fmt.Errorf("not routed (%s): %s", r.Unmatched.Code, r.Unmatched.Reason)
+	case r.Failed != nil:
+		return fmt.Errorf("%s failed (%s): %s", r.Failed.Skill, r.Failed.Class, r.Failed.Error)
+	}
+	return errors.New("no result")
+}
+
+// Follow reads the activation's events in order — the routing decision, then each
+// execution's progress, following fallbacks — calling fn (if not nil) with each, and
+// returns when the activation ends or ctx does. Events published before Follow was
+// called are read too.
+func (c *Client) Follow(ctx context.Context, activationID string, fn func(*event.Event)) (*Result, error) {
+	msgs := make(chan jetstream.Msg, 256)
+	done := make(chan struct{})
+	defer close(done)
+	var cons jetstream.ConsumeContext
+	watch := func(id string) error {
+		if cons != nil {
+			cons.Stop()
+		}
+		oc, err := c.b.JS.OrderedConsumer(ctx, c.b.StreamEvents(), jetstream.OrderedConsumerConfig{
+			FilterSubjects: []string{c.b.Subjects.Events(id)},
+			DeliverPolicy:  jetstream.DeliverAllPolicy,
+		})
+		if err != nil {
+			if errors.Is(err, jetstream.ErrStreamNotFound) {
+				return fmt.Errorf("no %s stream: is skillbus running against this NATS server?", c.b.StreamEvents())
+			}
+			return fmt.Errorf("follow %s: %w", id, err)
+		}
+		cons, err = oc.Consume(func(m jetstream.Msg) {
+			select {
+			case msgs <- m:
+			case <-done:
+			}
+		})
+		return err
+	}
+	defer func() {
+		if cons != nil {
+			cons.Stop()
+		}
+	}()
+	if err := watch(activationID); err != nil {
+		return nil, err
+	}
+	for {
+		var m jetstream.Msg
+		select {
+		case m = <-msgs:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("no result for activation %s yet: %w", activationID, ctx.Err())
+		}
+		e, err := bus.Decode(&nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
+		if err != nil {
+			continue
+		}
+		if fn != nil {
+			fn(e)
+		}
+		switch e.Type() {
+		case events.TypeRouteUnmatched:
+			var d events.RouteUnmatched
+			if err := json.Unmarshal(e.Data(), &d); err != nil {
+				return nil, err
+			}
+			return &Result{Unmatched: &d}, nil
+		case events.TypeRouteDecided:
+			var d events.RouteDecided
+			if err := json.Unmarshal(e.Data(), &d); err != nil {
+				return nil, err
+			}
+			if err := watch(d.Plan.Primary.ExecutionID); err != nil {
+				return nil, err
+			}
+		case events.TypeExecutionFallback:
+			var d events.ExecutionFallback
+			if err := json.Unmarshal(e.Data(), &d); err != nil {
+				return nil, err
+			}
+			if err := watch(d.NextExecutionID); err != nil {
+				return nil, err
+			}
+		case events.TypeExecutionCompleted:
+			var d events.ExecutionCompleted
+			if err := json.Unmarshal(e.Data(), &d); err != nil {
+				return nil, err
+			}
+			return &Result{Completed: true, Outputs: d.Outputs, ExecutionID: d.ExecutionID, Skill: d.Skill}, nil
+		case events.TypeExecutionFailed:
+			var d events.ExecutionFailed
+			if err := json.Unmarshal(e.Data(), &d); err != nil {
+				return nil, err
+			}
+			return &Result{Failed: &d, ExecutionID: d.ExecutionID, Skill: d.Skill}, nil
+		}
+	}
+}
