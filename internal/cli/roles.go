@@ -31,6 +31,7 @@ type workerFlags struct {
 	name        string
 	execDir     string
 	execPath    string
+	maxDepth    int
 }
 
 // startRouter starts a router on b with its own catalog watch; stop undoes it.
@@ -69,7 +70,12 @@ func startWorker(ctx context.Context, b *bus.Bus, log *slog.Logger, f workerFlag
 	if f.execPath != "" {
 		execCfg.BaseEnv = []string{"PATH=" + f.execPath}
 	}
-	eng, err := workflow.New(workflow.Config{Tools: tool.Builtins(tool.HTTPConfig{}, execCfg), Log: log})
+	tools, err := tool.NewSet(tool.NewHTTP(tool.HTTPConfig{}), tool.NewExec(execCfg), tool.Echo(), tool.Noop(), worker.SkillTool(b, f.maxDepth))
+	if err != nil {
+		cat.Stop()
+		return nil, err
+	}
+	eng, err := workflow.New(workflow.Config{Tools: tools, Log: log})
 	if err != nil {
 		cat.Stop()
 		return nil, err
@@ -77,7 +83,7 @@ func startWorker(ctx context.Context, b *bus.Bus, log *slog.Logger, f workerFlag
 	w, err := worker.New(worker.Config{
 		Bus: b, Catalog: cat, Engine: eng, Log: log,
 		Pools: f.pools, Concurrency: f.concurrency, AckWait: f.ackWait,
-		Backoff: worker.Backoff{Base: f.backoffBase, Max: f.backoffMax}, Name: f.name,
+		Backoff: worker.Backoff{Base: f.backoffBase, Max: f.backoffMax}, Name: f.name, MaxDepth: f.maxDepth,
 	})
 	if err != nil {
 		cat.Stop()

@@ -199,7 +199,12 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 		Data: events.RouteDecided{ActivationID: actID, Trigger: ref, Plan: plan}}
 	b.PublishEvent(subj.Event(actID, events.TypeRouteDecided), decided)
 
+	depth := 0
+	if d, ok := e.Extensions()["skilldepth"].(string); ok {
+		depth, _ = strconv.Atoi(d)
+	}
 	job := events.Job{
+		Depth:        depth,
 		ExecutionID:  plan.Primary.ExecutionID,
 		ActivationID: actID,
 		Skill:        plan.Primary,

@@ -87,6 +87,9 @@ type Config struct {
 	// CrashAllowance is how many deliveries beyond 1+max_retries a job may have
 	// (deliveries a dying worker used up) before it is dead-lettered unrun; default 2.
 	CrashAllowance int
+	// MaxDepth bounds delegation through the skill tool; a job deeper than this
+	// fails fatally. Default DefaultMaxDepth (2).
+	MaxDepth int
 	// Name identifies this worker in events and heartbeats; default host-pid.
 	Name string
 	// Source is the CloudEvents source of the events the worker writes; default
@@ -136,6 +139,9 @@ func New(cfg Config) (*Worker, error) {
 	}
 	if cfg.CrashAllowance == 0 {
 		cfg.CrashAllowance = 2
+	}
+	if cfg.MaxDepth == 0 {
+		cfg.MaxDepth = DefaultMaxDepth
 	}
 	if cfg.Name == "" {
 		host, _ := os.Hostname()
@@ -270,6 +276,9 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) error {
 	if err != nil {
 		return w.fail(ctx, j, "", failure.Fatalf("%v", err))
 	}
+	if j.data.Depth > w.cfg.MaxDepth {
+		return w.fail(ctx, j, "", failure.Fatalf("delegated %d levels deep through the skill tool; the limit is %d", j.data.Depth, w.cfg.MaxDepth))
+	}
 	if limit := uint64(j.skill.Retries() + 1 + w.cfg.CrashAllowance); j.attempt > limit {
 		return w.fail(ctx, j, "", failure.Fatalf("delivered %d times without an outcome (more than 1 + max_retries %d + crash allowance %d): workers died while running it", j.attempt, j.skill.Retries(), w.cfg.CrashAllowance))
 	}
@@ -286,7 +295,7 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) error {
 	})
 
 	stopBeat := w.keepAlive(msg)
-	outputs, runErr := w.cfg.Engine.Execute(ctx, workflow.Run{
+	outputs, runErr := w.cfg.Engine.Execute(withDepth(ctx, j.data.Depth), workflow.Run{
 		ExecutionID: j.data.ExecutionID,
 		Skill:       j.skill,
 		Inputs:      inputs,

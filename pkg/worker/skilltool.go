@@ -1,0 +1,94 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/client"
+	"github.com/skillbus/skillbus/pkg/failure"
+	"github.com/skillbus/skillbus/pkg/tool"
+)
+
+// DefaultMaxDepth bounds delegation through the skill tool (seed 001's
+// max_skill_delegate_depth).
+const DefaultMaxDepth = 2
+
+// ExtDepth is the trigger extension carrying the delegation depth.
+const ExtDepth = "skilldepth"
+
+type depthKey struct{}
+
+// withDepth records the delegation depth of the running job for the skill tool.
+func withDepth(ctx context.Context, depth int) context.Context {
+	return context.WithValue(ctx, depthKey{}, depth)
+}
+
+func depthOf(ctx context.Context) int {
+	d, _ := ctx.Value(depthKey{}).(int)
+	return d
+}
+
+// SkillTool is the `skill` tool: it invokes another skill over the bus — a trigger on
+// skillbus.trigger.skill.<name>, routed and run like any other — and waits for its
+// result. Args: name (required), inputs (an object; default {}). The child trigger's
+// id is the step's idempotency key, so a retried step finds the child it already
+// started instead of starting another. Delegation deeper than maxDepth fails fatally.
+//
+// The calling job holds its worker slot while it waits, so a fleet whose every slot
+// waits on children that need slots stalls until the step times out: keep delegation
+// shallow and concurrency above the depth of your delegation chains.
+func SkillTool(b *bus.Bus, maxDepth int) tool.Tool {
+	if maxDepth <= 0 {
+		maxDepth = DefaultMaxDepth
+	}
+	c := client.New(b)
+	return tool.Func("skill", func(ctx context.Context, call tool.Call) (any, error) {
+		args := tool.NewArgs("skill", call.Args)
+		if err := args.Only("name", "inputs"); err != nil {
+			return nil, err
+		}
+		name, err := args.String("name")
+		if err != nil {
+			return nil, err
+		}
+		inputs, err := args.OptMap("inputs")
+		if err != nil {
+			return nil, err
+		}
+		if inputs == nil {
+			inputs = map[string]any{}
+		}
+		depth := depthOf(ctx) + 1
+		if depth > maxDepth {
+			return nil, failure.Fatalf("skill: invoking %s would delegate %d levels deep; the limit is %d", name, depth, maxDepth)
+		}
+		data, err := json.Marshal(inputs)
+		if err != nil {
+			return nil, failure.Repair("skill: inputs: %v", err)
+		}
+		act, err := c.Publish(ctx, client.Trigger{
+			Skill: name, Source: "/skillbus/skill-tool", ID: call.IdempotencyKey, Data: data,
+			Extensions: map[string]string{ExtDepth: itoa(depth)},
+		})
+		if err != nil {
+			return nil, failure.Wrap(failure.Retryable, err)
+		}
+		res, err := c.Follow(ctx, act.ID, nil)
+		if err != nil {
+			return nil, failure.Wrap(failure.Retryable, err)
+		}
+		switch {
+		case res.Unmatched != nil:
+			return nil, failure.Fatalf("skill: %v", res.Err())
+		case res.Failed != nil:
+			return nil, failure.New(failure.Class(res.Failed.Class), "skill: %v", res.Err())
+		}
+		return res.Outputs, nil
+	})
+}
+
+func itoa(n int) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}
