@@ -17,6 +17,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"runtime"
 	"slices"
@@ -208,10 +210,18 @@ func Run(ctx context.Context, cfg Config) error {
 	cfg.defaults()
 	fmt.Fprintf(cfg.Out, "skillbus bench: %d rounds of %d executions (window %d) and %d latency samples, concurrency %d, GOMAXPROCS %d\n",
 		cfg.Rounds, cfg.Executions, cfg.Window, cfg.Samples, cfg.Concurrency, runtime.GOMAXPROCS(0))
-	var thr, p50, p99 []float64
-	var last [2]Result
+	// The three-step skill's HTTP step calls this server, in this process.
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"n":%q,"items":[1,2,3]}`, r.URL.Query().Get("n"))
+	}))
+	defer web.Close()
+	three := workflowSkill(web.URL)
+
+	var thr, p50, p99, wf, wf50 []float64
+	var last [3]Result
 	for round := 1; round <= cfg.Rounds; round++ {
-		sb, err := runSkillbus(ctx, cfg)
+		sb, err := runSkillbus(ctx, cfg, "skillbus", noopSkill)
 		if err != nil {
 			return fmt.Errorf("skillbus: %w", err)
 		}
@@ -219,15 +229,24 @@ func Run(ctx context.Context, cfg Config) error {
 		if err != nil {
 			return fmt.Errorf("baseline: %w", err)
 		}
+		sb3, err := runSkillbus(ctx, cfg, "skillbus 3-step", three)
+		if err != nil {
+			return fmt.Errorf("skillbus 3-step: %w", err)
+		}
 		fmt.Fprintf(cfg.Out, "round %d:\n", round)
 		line(cfg.Out, base)
 		line(cfg.Out, sb)
+		line(cfg.Out, sb3)
 		thr = append(thr, sb.PerSecond/base.PerSecond)
 		p50 = append(p50, ratio(base.P50, sb.P50))
 		p99 = append(p99, ratio(base.P99, sb.P99))
-		last = [2]Result{base, sb}
+		wf = append(wf, sb3.PerSecond/sb.PerSecond)
+		wf50 = append(wf50, ratio(sb.P50, sb3.P50))
+		last = [3]Result{base, sb, sb3}
 	}
 	report(cfg, last[1].AvgMsgBytes, median(thr), median(p50), median(p99))
+	fmt.Fprintf(cfg.Out, "ratio 3-step workflow/one-step skill (tool → compute → tool, local HTTP tool; median of %d rounds): throughput %.2f   latency p50 %.2f\n",
+		cfg.Rounds, median(wf), median(wf50))
 	return nil
 }
 

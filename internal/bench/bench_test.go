@@ -25,6 +25,8 @@ func TestBenchRuns(t *testing.T) {
 		`skillbus\s+\d+ exec/s`,
 		`settings: storage=file replicas=1 sync_interval=default \(2m\) persisted_hops=8 msg_size≈\d+B`,
 		`ratio skillbus/bare JetStream \(median of 1 rounds\): throughput \d+\.\d\d`,
+		`skillbus 3-step\s+\d+ exec/s`,
+		`ratio 3-step workflow/one-step skill .*: throughput \d+\.\d\d`,
 	} {
 		if !regexp.MustCompile(re).MatchString(out.String()) {
 			t.Errorf("output lacks %s:\n%s", re, out.String())

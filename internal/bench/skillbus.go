@@ -30,6 +30,23 @@ var noopSkill = &skill.Skill{
 	},
 }
 
+// workflowSkill is the three-step skill: a local HTTP call, a compute step, an echo.
+func workflowSkill(url string) *skill.Skill {
+	return &skill.Skill{
+		Name: "three", Description: "tool, compute, tool", Version: "1.0.0", Kind: skill.KindWorkflow,
+		Digest: "1111111111111111111111111111111111111111111111111111111111111111",
+		Workflow: &skill.Workflow{
+			Inputs: []skill.Input{{Name: "n", Type: "integer", Required: true}},
+			Steps: []skill.Step{
+				{ID: "fetch", Tool: "http", Args: map[string]any{"url": url, "query": map[string]any{"n": "{{ inputs.n | string }}"}}},
+				{ID: "shape", Condition: "fetch.status == 200", Compute: "result = {'n': inputs.n, 'count': len(fetch.body['items'])}"},
+				{ID: "store", Tool: "echo", Args: map[string]any{"n": "{{ shape.n }}", "summary": "{{ shape.count }} items for {{ inputs.n }}"}},
+			},
+			Outputs: []skill.Output{{Name: "n", Value: "{{ inputs.n }}"}, {Name: "summary", Value: "{{ store.summary }}"}},
+		},
+	}
+}
+
 type skillbusSystem struct {
 	js      jetstream.JetStream
 	b       *bus.Bus
@@ -37,9 +54,12 @@ type skillbusSystem struct {
 	stops   []func()
 	sub     *nats.Subscription
 	results chan int
+	skill   string
 }
 
-func runSkillbus(ctx context.Context, cfg Config) (Result, error) {
+// runSkillbus measures skillbus running sk end to end: an embedded server, a router
+// and a worker in this process, triggers published with plain nats.go.
+func runSkillbus(ctx context.Context, cfg Config, name string, sk *skill.Skill) (Result, error) {
 	_, nc, cleanup, err := server(cfg)
 	if err != nil {
 		return Result{}, err
@@ -58,8 +78,9 @@ func runSkillbus(ctx context.Context, cfg Config) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	v, _ := json.Marshal(noopSkill)
-	if _, err := kv.Put(ctx, noopSkill.Name, v); err != nil {
+	s.skill = sk.Name
+	v, _ := json.Marshal(sk)
+	if _, err := kv.Put(ctx, sk.Name, v); err != nil {
 		return Result{}, err
 	}
 	rcat, err := catalog.Watch(ctx, kv, cfg.Log)
@@ -96,7 +117,7 @@ func runSkillbus(ctx context.Context, cfg Config) (Result, error) {
 	total := cfg.Executions + cfg.Samples
 	s.ids = make(map[string]int, total)
 	for i := range total {
-		s.ids[events.ExecutionID("/bench", strconv.Itoa(i), noopSkill.Name)] = i
+		s.ids[events.ExecutionID("/bench", strconv.Itoa(i), sk.Name)] = i
 	}
 	s.results = make(chan int, 1024)
 	s.sub, err = nc.Subscribe("skillbus.events.*.execution.completed", func(m *nats.Msg) {
@@ -107,12 +128,12 @@ func runSkillbus(ctx context.Context, cfg Config) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	return measure(ctx, cfg, "skillbus", s, s.results)
+	return measure(ctx, cfg, name, s, s.results)
 }
 
 func (s *skillbusSystem) trigger(ctx context.Context, i int) error {
 	id := strconv.Itoa(i)
-	m := nats.NewMsg("skillbus.trigger.skill.noop")
+	m := nats.NewMsg("skillbus.trigger.skill." + s.skill)
 	m.Header.Set("ce-specversion", "1.0")
 	m.Header.Set("ce-id", id)
 	m.Header.Set("ce-source", "/bench")

@@ -3,28 +3,55 @@ package workflow
 import (
 	"fmt"
 	"regexp"
+	"slices"
 
 	"github.com/skillbus/skillbus/pkg/expr"
 	"github.com/skillbus/skillbus/pkg/failure"
 	"github.com/skillbus/skillbus/pkg/skill"
 )
 
-// compiled is a workflow with every expression parsed once.
+// compiled is a workflow with every expression parsed once and its dependency graph
+// worked out. It is immutable and shared by every run of the same skill version.
 type compiled struct {
 	steps   []cstep
 	outputs []coutput
 	inputs  []cinput
+	index   map[string]int // step id → index
 }
 
 type cstep struct {
 	step      *skill.Step
+	kind      string // tool | compute
 	condition *expr.Expr
 	args      *expr.Value
 	compute   *expr.Program
 	loop      *expr.Template
 	onError   string // fail | continue | retry
 	retries   int
+	confirm   *cconfirm
+
+	// deps are the steps this one waits for (see doc.go, "Order"), ascending.
+	deps []int
+	// anc are deps and their ancestors, ascending: the steps whose results the step
+	// sees. Whatever else has finished when it starts stays invisible, so what a step
+	// sees never depends on timing.
+	anc []int
+	// condRefs are the earlier steps the condition reads (by id or output name);
+	// refs those every part of the step reads. Both feed the auto-heal rule.
+	condRefs []int
+	refs     []int
+	// keys are the name.get('key'), name['key'] and name.key reads of the
+	// condition, in source order, for the auto-heal failure type.
+	keys []keyRead
 }
+
+type cconfirm struct {
+	message *expr.Template
+	def     bool
+	timeout skill.Duration
+}
+
+type keyRead struct{ name, key string }
 
 type coutput struct {
 	name  string
@@ -37,7 +64,7 @@ type cinput struct {
 }
 
 func compile(wf *skill.Workflow) (*compiled, error) {
-	c := &compiled{}
+	c := &compiled{index: make(map[string]int, len(wf.Steps))}
 	for i := range wf.Inputs {
 		in := &wf.Inputs[i]
 		ci := cinput{in: in}
@@ -50,32 +77,52 @@ func compile(wf *skill.Workflow) (*compiled, error) {
 		}
 		c.inputs = append(c.inputs, ci)
 	}
+	// writers lists, for every name a step binds (its id, its output), the steps
+	// binding it so far, in list order.
+	writers := map[string][]int{}
 	for i := range wf.Steps {
 		st := &wf.Steps[i]
-		cs := cstep{step: st, onError: "fail"}
+		if st.ID == "" {
+			return nil, failure.Repair("step %d has no id", i+1)
+		}
+		if _, dup := c.index[st.ID]; dup {
+			return nil, failure.Repair("step id %s is used twice", st.ID)
+		}
+		c.index[st.ID] = i
+		cs := cstep{step: st, onError: "fail", kind: "tool"}
+		if st.Compute != "" {
+			cs.kind = "compute"
+		}
 		var err error
 		where := func(what string, err error) error {
 			return failure.Wrap(failure.ClassOf(err), fmt.Errorf("step %s: %s: %w", st.ID, what, err))
 		}
+		var refs []string
 		if st.Condition != "" {
 			if cs.condition, err = expr.ParseExpr(st.Condition, expr.WithName("condition")); err != nil {
 				return nil, where("condition", err)
 			}
+			cs.condRefs = resolve(cs.condition.Refs(), writers, st.LoopVar)
+			cs.keys = keyReads(st.Condition)
+			refs = append(refs, cs.condition.Refs()...)
 		}
 		if st.Args != nil {
 			if cs.args, err = expr.CompileValue(st.Args, expr.WithName("args")); err != nil {
 				return nil, where("args", err)
 			}
+			refs = append(refs, cs.args.Refs()...)
 		}
 		if st.Compute != "" {
 			if cs.compute, err = expr.ParseProgram(st.Compute, expr.WithName("compute")); err != nil {
 				return nil, where("compute", err)
 			}
+			refs = append(refs, cs.compute.Refs()...)
 		}
 		if st.Loop != "" {
 			if cs.loop, err = expr.ParseTemplate(st.Loop, expr.WithName("loop")); err != nil {
 				return nil, where("loop", err)
 			}
+			refs = append(refs, cs.loop.Refs()...)
 		}
 		switch policy, n := st.ErrorPolicy(); policy {
 		case "fail", "continue":
@@ -88,7 +135,41 @@ func compile(wf *skill.Workflow) (*compiled, error) {
 		default:
 			return nil, failure.Repair("step %s: on_error %q: want fail, continue or retry:N", st.ID, st.OnError)
 		}
+		cs.refs = resolve(refs, writers, st.LoopVar)
+		if err := cs.order(c, wf.Steps, i); err != nil {
+			return nil, err
+		}
 		c.steps = append(c.steps, cs)
+		writers[st.ID] = append(writers[st.ID], i)
+		if st.Output != "" && st.Output != st.ID {
+			writers[st.Output] = append(writers[st.Output], i)
+		}
+	}
+	for _, cf := range wf.Confirmations {
+		i, ok := c.index[cf.Step]
+		if !ok {
+			return nil, failure.Repair("confirmation names unknown step %s", cf.Step)
+		}
+		cs := &c.steps[i]
+		if cs.confirm != nil {
+			return nil, failure.Repair("step %s is confirmed twice", cf.Step)
+		}
+		t, err := expr.ParseTemplate(cf.Message, expr.WithName("confirmations."+cf.Step+".message"))
+		if err != nil {
+			return nil, failure.Wrap(failure.ClassOf(err), fmt.Errorf("confirmation of %s: %w", cf.Step, err))
+		}
+		cs.confirm = &cconfirm{message: t, def: cf.Default, timeout: cf.Timeout}
+		// The message may read earlier steps: they become dependencies too.
+		extra := resolve(t.Refs(), writersBefore(writers, i), "")
+		if len(extra) > 0 {
+			cs.deps = union(cs.deps, extra)
+			cs.refs = union(cs.refs, extra)
+			cs.anc = ancestors(c.steps, cs.deps)
+			// Later steps' ancestor sets include i's; recompute them.
+			for j := i + 1; j < len(c.steps); j++ {
+				c.steps[j].anc = ancestors(c.steps, c.steps[j].deps)
+			}
+		}
 	}
 	for _, o := range wf.Outputs {
 		v, err := expr.CompileValue(o.Value, expr.WithName("outputs."+o.Name))
@@ -98,4 +179,94 @@ func compile(wf *skill.Workflow) (*compiled, error) {
 		c.outputs = append(c.outputs, coutput{name: o.Name, value: v})
 	}
 	return c, nil
+}
+
+// order works out what step i waits for: its depends_on if it has one, else every
+// earlier step (outside its own parallel group if it has one); and in every case
+// the earlier steps it reads.
+func (cs *cstep) order(c *compiled, steps []skill.Step, i int) error {
+	st := &steps[i]
+	var deps []int
+	if len(st.DependsOn) > 0 {
+		for _, d := range st.DependsOn {
+			j, ok := c.index[d]
+			switch {
+			case !ok && slices.ContainsFunc(steps[i+1:], func(s skill.Step) bool { return s.ID == d }):
+				return failure.Repair("step %s depends on %s, which comes later: steps run in the order they are listed", st.ID, d)
+			case !ok:
+				return failure.Repair("step %s depends on unknown step %s", st.ID, d)
+			case j == i:
+				return failure.Repair("step %s depends on itself", st.ID)
+			case st.ParallelGroup != "" && steps[j].ParallelGroup == st.ParallelGroup:
+				return failure.Repair("step %s depends on %s, but both are in parallel group %s", st.ID, d, st.ParallelGroup)
+			}
+			deps = append(deps, j)
+		}
+	} else {
+		for j := range i {
+			if st.ParallelGroup == "" || steps[j].ParallelGroup != st.ParallelGroup {
+				deps = append(deps, j)
+			}
+		}
+	}
+	cs.deps = union(deps, cs.refs)
+	cs.anc = ancestors(c.steps, cs.deps)
+	return nil
+}
+
+// resolve maps the names an expression reads to the earlier steps binding them:
+// the step with that id and every step with that output name.
+func resolve(names []string, writers map[string][]int, loopVar string) []int {
+	var out []int
+	for _, n := range names {
+		if n == loopVar {
+			continue
+		}
+		out = append(out, writers[n]...)
+	}
+	return union(out, nil)
+}
+
+func writersBefore(writers map[string][]int, i int) map[string][]int {
+	out := make(map[string][]int, len(writers))
+	for n, ws := range writers {
+		for _, w := range ws {
+			if w < i {
+				out[n] = append(out[n], w)
+			}
+		}
+	}
+	return out
+}
+
+// union returns the sorted set of a and b.
+func union(a, b []int) []int {
+	out := append(slices.Clone(a), b...)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func ancestors(steps []cstep, deps []int) []int {
+	out := slices.Clone(deps)
+	for _, d := range deps {
+		out = append(out, steps[d].anc...)
+	}
+	return union(out, nil)
+}
+
+// keyRead finds name.get('key'), name['key'] and name.key in a condition. It is a
+// heuristic for naming an auto-heal's failure type, nothing depends on it being
+// complete: a read it misses only leaves the type to the failure class.
+var keyRe = regexp.MustCompile(`([A-Za-z_][A-Za-z0-9_]*)\s*(?:\.\s*get\s*\(\s*['"]([^'"]+)['"]|\[\s*['"]([^'"]+)['"]\s*\]|\.\s*([A-Za-z_][A-Za-z0-9_]*))`)
+
+func keyReads(src string) []keyRead {
+	var out []keyRead
+	for _, m := range keyRe.FindAllStringSubmatch(src, -1) {
+		key := m[2] + m[3] + m[4]
+		if key == "get" {
+			continue
+		}
+		out = append(out, keyRead{name: m[1], key: key})
+	}
+	return out
 }
