@@ -120,6 +120,8 @@ type StepCompleted struct {
 	Result      any     `json:"result,omitempty"`
 	Error       string  `json:"error,omitempty"` // set when the step failed and on_error let the run continue
 	DurationMS  float64 `json:"duration_ms"`
+	Resumed     bool    `json:"resumed,omitempty"` // done by an earlier delivery; its checkpoint was reused
+	Cached      bool    `json:"cached,omitempty"`  // the cache answered every tool call
 }
 
 // StepSkipped is the data of io.skillbus.step.skipped.

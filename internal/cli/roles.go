@@ -23,15 +23,16 @@ type routerFlags struct {
 
 // workerFlags are the worker's knobs, shared by `worker` and `skillbus dev`.
 type workerFlags struct {
-	pools       []string
-	concurrency int
-	ackWait     time.Duration
-	backoffBase time.Duration
-	backoffMax  time.Duration
-	name        string
-	execDir     string
-	execPath    string
-	maxDepth    int
+	pools          []string
+	concurrency    int
+	ackWait        time.Duration
+	backoffBase    time.Duration
+	backoffMax     time.Duration
+	name           string
+	execDir        string
+	execPath       string
+	maxDepth       int
+	confirmTimeout time.Duration
 }
 
 // startRouter starts a router on b with its own catalog watch; stop undoes it.
@@ -83,7 +84,7 @@ func startWorker(ctx context.Context, b *bus.Bus, log *slog.Logger, f workerFlag
 	w, err := worker.New(worker.Config{
 		Bus: b, Catalog: cat, Engine: eng, Log: log,
 		Pools: f.pools, Concurrency: f.concurrency, AckWait: f.ackWait,
-		Backoff: worker.Backoff{Base: f.backoffBase, Max: f.backoffMax}, Name: f.name, MaxDepth: f.maxDepth,
+		Backoff: worker.Backoff{Base: f.backoffBase, Max: f.backoffMax}, Name: f.name, MaxDepth: f.maxDepth, ConfirmTimeout: f.confirmTimeout,
 	})
 	if err != nil {
 		cat.Stop()

@@ -21,6 +21,7 @@ import (
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/run"
+	"github.com/skillbus/skillbus/pkg/workflow"
 )
 
 func runsCommand(c *common, stdout io.Writer) *cobra.Command {
@@ -158,6 +159,20 @@ func runsShowCommand(c *common, stdout io.Writer) *cobra.Command {
 			for _, e := range evs {
 				fmt.Fprintf(stdout, "%s ", e.Time().Local().Format("15:04:05.000"))
 				w.print(e)
+			}
+			var logJSON json.RawMessage
+			switch {
+			case paused != nil:
+				logJSON = paused.Log
+			case rec != nil:
+				logJSON = rec.Log
+			}
+			var l workflow.Log
+			if len(logJSON) > 0 && json.Unmarshal(logJSON, &l) == nil && len(l.Steps) > 0 {
+				fmt.Fprintln(stdout)
+				if err := workflow.Format(stdout, &l); err != nil {
+					return err
+				}
 			}
 			switch {
 			case paused != nil:

@@ -34,6 +34,7 @@ func (w *workerFlags) register(cmd *cobra.Command) {
 	f.DurationVar(&w.backoffMax, "backoff-max", time.Minute, "longest delay between retries")
 	f.StringVar(&w.name, "name", "", "worker name in events and heartbeats (default host-pid)")
 	f.StringVar(&w.execDir, "exec-dir", "", "working directory of the exec tool's processes (default: a fresh temporary directory per call)")
+	f.DurationVar(&w.confirmTimeout, "confirm-timeout", time.Hour, "how long a confirmation waits for an answer when the skill does not say; unanswered, it is denied")
 	f.IntVar(&w.maxDepth, "max-depth", 2, "how deep skills may invoke skills through the skill tool")
 	f.StringVar(&w.execPath, "exec-path", "", "PATH given to the exec tool's processes (default /usr/local/bin:/usr/bin:/bin)")
 }

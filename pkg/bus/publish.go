@@ -1,9 +1,11 @@
 package bus
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
@@ -82,9 +84,10 @@ func MetaOf(e *event.Event) Meta {
 
 // Batch publishes messages asynchronously and waits for every acknowledgement. It is
 // how a handler persists everything its input causes before acking the input (DESIGN
-// §5.1) without a round trip per message. A Batch is used by one goroutine.
+// §5.1) without a round trip per message. A Batch is safe for concurrent use.
 type Batch struct {
 	js      jetstream.JetStream
+	mu      sync.Mutex
 	futures []jetstream.PubAckFuture
 	err     error
 }
@@ -94,6 +97,8 @@ func (b *Bus) Batch() *Batch { return &Batch{js: b.JS} }
 
 // Publish queues m. Errors are reported by Wait.
 func (bt *Batch) Publish(m *nats.Msg, opts ...jetstream.PublishOpt) {
+	bt.mu.Lock()
+	defer bt.mu.Unlock()
 	if bt.err != nil {
 		return
 	}
@@ -107,28 +112,41 @@ func (bt *Batch) Publish(m *nats.Msg, opts ...jetstream.PublishOpt) {
 
 // PublishEvent encodes e on subject and queues it.
 func (bt *Batch) PublishEvent(subject string, e Event, opts ...jetstream.PublishOpt) {
-	if bt.err != nil {
-		return
-	}
 	m, err := e.Msg(subject)
 	if err != nil {
-		bt.err = err
+		bt.mu.Lock()
+		bt.err = cmp.Or(bt.err, err)
+		bt.mu.Unlock()
 		return
 	}
 	bt.Publish(m, opts...)
 }
 
+// Put queues a write of a KV key: the publish a KeyValue.Put makes, pipelined with
+// the rest of the batch instead of a round trip of its own.
+func (bt *Batch) Put(bucket, key string, value []byte) {
+	bt.Publish(&nats.Msg{Subject: "$KV." + bucket + "." + key, Data: value})
+}
+
 // Len is the number of publishes queued.
-func (bt *Batch) Len() int { return len(bt.futures) }
+func (bt *Batch) Len() int {
+	bt.mu.Lock()
+	defer bt.mu.Unlock()
+	return len(bt.futures)
+}
 
 // Wait blocks until every queued publish is acknowledged by JetStream and returns the
 // first error. A duplicate (the message id was seen within the window) is a success:
 // the message was persisted before.
 func (bt *Batch) Wait(ctx context.Context) error {
-	if bt.err != nil {
-		return bt.err
+	bt.mu.Lock()
+	err, futures := bt.err, bt.futures
+	bt.futures = nil
+	bt.mu.Unlock()
+	if err != nil {
+		return err
 	}
-	for _, f := range bt.futures {
+	for _, f := range futures {
 		select {
 		case <-f.Ok():
 		case err := <-f.Err():
@@ -137,6 +155,5 @@ func (bt *Batch) Wait(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
-	bt.futures = bt.futures[:0]
 	return nil
 }

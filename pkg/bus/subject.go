@@ -41,6 +41,9 @@ func (s Subjects) Event(id, typ string) string {
 // ConfirmationTimeout is the subject of the scheduled message that answers a
 // confirmation with a denial when nobody answers in time.
 func (s Subjects) ConfirmationTimeout(executionID, step string) string {
+	if step == "*" { // the whole skill's approval; "*" is a wildcard in subjects
+		step = "_skill"
+	}
 	return s.Prefix + ".events." + executionID + ".confirmation.timeout." + step
 }
 

@@ -34,11 +34,14 @@ type Record struct {
 	StepID       string         `json:"step_id,omitempty"`
 	Class        string         `json:"class,omitempty"`
 	Error        string         `json:"error,omitempty"`
-	Next         string         `json:"next,omitempty"` // fallback: the execution id of the next skill
+	Next         string         `json:"next,omitempty"`   // fallback: the execution id of the next skill
+	Denied       bool           `json:"denied,omitempty"` // a human denied the skill: no fallback, no dead letter
 	Attempt      uint64         `json:"attempt"`
 	Worker       string         `json:"worker,omitempty"`
 	DurationMS   float64        `json:"duration_ms"`
 	FinishedAt   time.Time      `json:"finished_at"`
+	// Log is the execution log of the delivery that finished (workflow.Log as JSON).
+	Log json.RawMessage `json:"log,omitempty"`
 }
 
 // ResultKey is the runs key of an execution's terminal record.
@@ -92,6 +95,9 @@ type Paused struct {
 	Job         json.RawMessage   `json:"job"`            // the events.Job data
 	Meta        map[string]string `json:"meta,omitempty"` // extension attributes of the job event
 	TimeoutAt   time.Time         `json:"timeout_at"`
+	Message     string            `json:"message,omitempty"`
+	// Log is the execution log up to the pause (workflow.Log as JSON).
+	Log json.RawMessage `json:"log,omitempty"`
 }
 
 // LoadPaused returns the paused record of an execution and its revision, or nil.

@@ -6,6 +6,7 @@ import (
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/failure"
 	"github.com/skillbus/skillbus/pkg/skill"
+	"github.com/skillbus/skillbus/pkg/workflow"
 )
 
 // observer turns step progress into events, queued on the job's batch: they are
@@ -43,5 +44,23 @@ func (o *observer) StepFailed(st *skill.Step, err error, d time.Duration) {
 	o.w.emitID(o.j, o.id(st, "failed"), events.TypeStepFailed, events.StepFailed{
 		ExecutionID: o.j.data.ExecutionID, StepID: st.ID, Error: err.Error(),
 		Class: string(failure.ClassOf(err)), DurationMS: ms(d),
+	})
+}
+
+// StepResumed reports a step an earlier delivery finished; its checkpoint was reused.
+func (o *observer) StepResumed(st *skill.Step, c workflow.Checkpoint) {
+	ev := events.StepCompleted{ExecutionID: o.j.data.ExecutionID, StepID: st.ID, Success: c.Status != workflow.StatusContinued,
+		Result: c.Result, Error: c.Error, Resumed: true, Cached: c.Cached, DurationMS: ms(c.Finished.Sub(c.Started))}
+	if c.Status == workflow.StatusSkipped {
+		o.w.emitID(o.j, o.id(st, "skipped"), events.TypeStepSkipped, events.StepSkipped{ExecutionID: o.j.data.ExecutionID, StepID: st.ID, Reason: c.Reason + " (in an earlier delivery)"})
+		return
+	}
+	o.w.emitID(o.j, o.id(st, "completed"), events.TypeStepCompleted, ev)
+}
+
+// AutoHealTriggered reports the seed-004 auto-heal pattern at work.
+func (o *observer) AutoHealTriggered(h workflow.AutoHeal) {
+	o.w.emitID(o.j, o.id(&skill.Step{ID: h.HealStep}, "autoheal"), events.TypeAutohealTriggered, events.AutohealTriggered{
+		ExecutionID: o.j.data.ExecutionID, StepID: h.Step, FailureType: h.FailureType, Action: h.Action, HealStep: h.HealStep,
 	})
 }

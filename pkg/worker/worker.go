@@ -87,6 +87,10 @@ type Config struct {
 	// CrashAllowance is how many deliveries beyond 1+max_retries a job may have
 	// (deliveries a dying worker used up) before it is dead-lettered unrun; default 2.
 	CrashAllowance int
+	// ConfirmTimeout is how long a confirmation waits for an answer when its skill
+	// does not say; unanswered, it is denied. Default 1h; at most the events
+	// retention (the timeout is a scheduled message in EVENTS).
+	ConfirmTimeout time.Duration
 	// MaxDepth bounds delegation through the skill tool; a job deeper than this
 	// fails fatally. Default DefaultMaxDepth (2).
 	MaxDepth int
@@ -101,6 +105,7 @@ type Config struct {
 type Worker struct {
 	cfg    Config
 	runs   jetstream.KeyValue
+	cache  *cache
 	events jetstream.Stream
 	loops  []*bus.Loop
 	beat   *heartbeat
@@ -140,6 +145,9 @@ func New(cfg Config) (*Worker, error) {
 	if cfg.CrashAllowance == 0 {
 		cfg.CrashAllowance = 2
 	}
+	if cfg.ConfirmTimeout == 0 {
+		cfg.ConfirmTimeout = time.Hour
+	}
 	if cfg.MaxDepth == 0 {
 		cfg.MaxDepth = DefaultMaxDepth
 	}
@@ -178,6 +186,11 @@ func (w *Worker) Start(ctx context.Context) error {
 	if w.runs, err = b.KV(ctx, b.BucketRuns()); err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
+	cacheKV, err := b.KV(ctx, b.BucketCache())
+	if err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	w.cache = &cache{kv: cacheKV}
 	if w.events, err = b.JS.Stream(ctx, b.StreamEvents()); err != nil {
 		return fmt.Errorf("worker: stream %s: %w", b.StreamEvents(), err)
 	}
@@ -227,6 +240,7 @@ type job struct {
 	skill    *skill.Skill
 	batch    *bus.Batch
 	start    time.Time
+	log      json.RawMessage // the execution log of this delivery
 }
 
 func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
@@ -294,8 +308,12 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) error {
 		Inputs: j.data.Inputs, Attempt: j.attempt, Worker: w.cfg.Name,
 	})
 
+	answers := make(map[string]workflow.Answer, len(j.data.Answers))
+	for step, a := range j.data.Answers {
+		answers[step] = workflow.Answer(a)
+	}
 	stopBeat := w.keepAlive(msg)
-	outputs, runErr := w.cfg.Engine.Execute(withDepth(ctx, j.data.Depth), workflow.Run{
+	outputs, log, runErr := w.cfg.Engine.ExecuteLog(withDepth(ctx, j.data.Depth), workflow.Run{
 		ExecutionID: j.data.ExecutionID,
 		Skill:       j.skill,
 		Inputs:      inputs,
@@ -303,15 +321,24 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) error {
 			"id": j.data.Trigger.ID, "source": j.data.Trigger.Source,
 			"type": j.data.Trigger.Type, "subject": j.data.Trigger.Subject,
 		},
-		Attempt:  j.attempt,
-		Observer: &observer{w: w, j: j},
+		Attempt:       j.attempt,
+		Observer:      &observer{w: w, j: j},
+		Confirmations: answers,
+		Checkpoints: &checkpoints{kv: w.runs, bucket: w.cfg.Bus.BucketRuns(), batch: j.batch,
+			fresh: j.attempt == 1 && len(j.data.Answers) == 0},
+		Cache: w.cache,
 	})
 	stopBeat()
+	j.log, _ = json.Marshal(log)
 	if runErr != nil && ctx.Err() != nil {
 		return ctx.Err()
 	}
 	if runErr == nil {
 		return w.complete(ctx, j, outputs)
+	}
+	var paused *workflow.PausedError
+	if errors.As(runErr, &paused) {
+		return w.pause(ctx, j, paused)
 	}
 	var stepID string
 	var se *workflow.StepError
@@ -356,7 +383,7 @@ func (w *Worker) complete(ctx context.Context, j *job, outputs map[string]any) e
 		ExecutionID: j.data.ExecutionID, ActivationID: j.data.ActivationID,
 		Skill: j.skill.Name, Version: j.data.Skill.Version, Status: run.StatusCompleted,
 		Outputs: outputs, Attempt: j.attempt, Worker: w.cfg.Name,
-		DurationMS: ms(time.Since(j.start)), FinishedAt: time.Now().UTC(),
+		DurationMS: ms(time.Since(j.start)), FinishedAt: time.Now().UTC(), Log: j.log,
 	})
 	if err != nil {
 		return err
@@ -380,9 +407,11 @@ func (w *Worker) fail(ctx context.Context, j *job, stepID string, cause error) e
 		Skill: j.data.Skill.Name, Version: j.data.Skill.Version, Status: run.StatusFailed,
 		StepID: stepID, Class: string(class), Error: cause.Error(),
 		Attempt: j.attempt, Worker: w.cfg.Name,
-		DurationMS: ms(time.Since(j.start)), FinishedAt: time.Now().UTC(),
+		DurationMS: ms(time.Since(j.start)), FinishedAt: time.Now().UTC(), Log: j.log,
+		// A human said no: another skill doing the same thing is not the answer.
+		Denied: errors.Is(cause, workflow.ErrDenied),
 	}
-	if len(j.data.Fallback) > 0 {
+	if len(j.data.Fallback) > 0 && !rec.Denied {
 		rec.Status, rec.Next = run.StatusFallback, j.data.Fallback[0].ExecutionID
 	}
 	rec, won, err := run.Claim(ctx, w.runs, rec)
@@ -428,6 +457,10 @@ func (w *Worker) publishFailure(ctx context.Context, j *job, rec *run.Record) er
 		})
 		return nil
 	}
+	if rec.Denied {
+		w.publishTerminal(j, rec)
+		return nil
+	}
 	dead := subj.Dead(rec.Skill)
 	dl := events.DeadLetter{Job: j.data, Class: rec.Class, Reason: rec.Error, StepID: rec.StepID, Deliveries: rec.Attempt, Worker: rec.Worker}
 	dm := j.meta
@@ -456,7 +489,7 @@ func (w *Worker) publishTerminal(j *job, rec *run.Record) {
 	w.emit(j, events.TypeExecutionFailed, "final", events.ExecutionFailed{
 		ExecutionID: rec.ExecutionID, ActivationID: rec.ActivationID, Skill: rec.Skill,
 		Version: rec.Version, StepID: rec.StepID, Class: rec.Class, Error: rec.Error,
-		Attempt: rec.Attempt, History: h, DeadLetter: w.cfg.Bus.Subjects.Dead(rec.Skill),
+		Attempt: rec.Attempt, History: h, DeadLetter: deadLetter(w.cfg.Bus, rec),
 	})
 }
 
@@ -532,6 +565,13 @@ func (w *Worker) emitID(j *job, id, typ string, data any) {
 	m.ExecutionID = j.data.ExecutionID
 	m.CausationID = j.msgID()
 	j.batch.PublishEvent(w.cfg.Bus.Subjects.Event(j.data.ExecutionID, typ), bus.Event{ID: id, Source: w.cfg.Source, Type: typ, Meta: m, Data: data})
+}
+
+func deadLetter(b *bus.Bus, rec *run.Record) string {
+	if rec.Denied {
+		return ""
+	}
+	return b.Subjects.Dead(rec.Skill)
 }
 
 func (j *job) msgID() string { return j.data.ExecutionID + ".job" }

@@ -1,0 +1,165 @@
+package worker_test
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/internal/natstest"
+	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/router"
+	"github.com/skillbus/skillbus/pkg/run"
+	"github.com/skillbus/skillbus/pkg/skill"
+)
+
+// twoSteps: greet, then once-flaky (retryable on its first call), with options.
+func twoSteps(name string, mod func(*skill.Skill)) *skill.Skill {
+	three := 3
+	s := &skill.Skill{Name: name, Description: "d", Kind: skill.KindWorkflow, Version: "1.0.0", MaxRetries: &three,
+		Digest: strings.Repeat("cd", 32),
+		Workflow: &skill.Workflow{Steps: []skill.Step{
+			{ID: "first", Tool: "greet", Args: map[string]any{"who": "{{ inputs.who }}"}},
+			{ID: "second", Tool: "once-flaky", Args: map[string]any{"after": "{{ first }}"}},
+		}}}
+	if mod != nil {
+		mod(s)
+	}
+	return s
+}
+
+// A redelivered job resumes after its last completed step: the first step's tool
+// is not called again.
+func TestRedeliveryResumesFromCheckpoints(t *testing.T) {
+	t.Parallel()
+	f := setup(t, twoSteps("durable", nil))
+	f.start()
+	id := f.job("d1", "durable")
+	done := f.waitEvent(id, events.TypeExecutionCompleted)
+	if done["attempt"].(float64) != 2 {
+		t.Fatalf("completed on attempt %v, want 2", done["attempt"])
+	}
+	if n := f.calls["greet"].Load(); n != 1 {
+		t.Fatalf("the first step ran %d times; its checkpoint should have been reused", n)
+	}
+	resumed := 0
+	for _, e := range f.events(id, events.TypeStepCompleted) {
+		if e["resumed"] == true {
+			resumed++
+		}
+	}
+	if resumed != 1 {
+		t.Fatalf("%d resumed step.completed events, want 1", resumed)
+	}
+	f.drained()
+}
+
+func TestCacheAnswersRepeatedCalls(t *testing.T) {
+	t.Parallel()
+	s := oneStep("cached", "greet", 0)
+	s.Workflow.Steps[0].Cache = skill.Duration(time.Minute)
+	f := setup(t, s)
+	f.start()
+	for _, id := range []string{"c1", "c2"} {
+		f.waitEvent(f.job(id, "cached"), events.TypeExecutionCompleted)
+	}
+	if n := f.calls["greet"].Load(); n != 1 {
+		t.Fatalf("greet called %d times with the same args, want 1 (cached)", n)
+	}
+}
+
+// startRouter runs a router, which resumes paused executions when answered.
+func (f *fixture) startRouter() {
+	f.t.Helper()
+	r, err := router.New(router.Config{Bus: f.b, Catalog: f.cat, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if err := r.Start(f.ctx); err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() { r.Stop(f.ctx) })
+}
+
+func (f *fixture) answer(id, step string, approved bool) {
+	f.t.Helper()
+	bt := f.b.Batch()
+	bt.PublishEvent(f.b.Subjects.Event(id, events.TypeConfirmationRecorded), bus.Event{
+		ID: id + ".answer", Source: "/t", Type: events.TypeConfirmationRecorded,
+		Data: events.ConfirmationRecorded{ExecutionID: id, StepID: step, Answer: events.Answer{Approved: approved, By: "ada"}},
+	})
+	if err := bt.Wait(f.ctx); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func confirmSecond(timeout time.Duration) func(*skill.Skill) {
+	return func(s *skill.Skill) {
+		s.Workflow.Steps[1].Tool = "greet"
+		s.Workflow.Steps[1].Args = map[string]any{"who": "{{ inputs.who }} again"}
+		s.Workflow.Confirmations = []skill.Confirmation{{Step: "second", Message: "Greet {{ inputs.who }} again?", Timeout: skill.Duration(timeout)}}
+	}
+}
+
+func TestConfirmationPausesWithoutHoldingAWorker(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name     string
+		approved bool
+		calls    int64
+		status   string
+	}{
+		{"approved", true, 2, "completed"},
+		{"denied", false, 1, "skipped"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := setup(t, twoSteps("careful", confirmSecond(time.Hour)))
+			f.start()
+			f.startRouter()
+			id := f.job("p-"+tt.name, "careful")
+			req := f.waitEvent(id, events.TypeConfirmationRequested)
+			if req["step_id"] != "second" || req["message"] != "Greet ada again?" {
+				t.Fatalf("confirmation.requested = %v", req)
+			}
+			f.drained() // the job is acked while it waits
+			p, _, err := run.LoadPaused(f.ctx, f.runs, id)
+			if err != nil || p == nil || p.Step != "second" {
+				t.Fatalf("paused record %+v, %v", p, err)
+			}
+			f.answer(id, "second", tt.approved)
+			f.waitEvent(id, events.TypeExecutionCompleted)
+			if n := f.calls["greet"].Load(); n != tt.calls {
+				t.Fatalf("greet called %d times, want %d", n, tt.calls)
+			}
+			rec, err := run.Load(f.ctx, f.runs, id)
+			if err != nil || rec == nil {
+				t.Fatalf("record %v %v", rec, err)
+			}
+			var log struct {
+				Steps []struct{ ID, Status string }
+			}
+			_ = json.Unmarshal(rec.Log, &log)
+			if len(log.Steps) != 2 || log.Steps[1].Status != tt.status {
+				t.Fatalf("log steps %+v, want the second %s", log.Steps, tt.status)
+			}
+			f.drained()
+		})
+	}
+}
+
+func TestUnansweredConfirmationIsDenied(t *testing.T) {
+	t.Parallel()
+	f := setup(t, twoSteps("impatient", confirmSecond(time.Second)))
+	f.start()
+	f.startRouter()
+	id := f.job("t1", "impatient")
+	f.waitEvent(id, events.TypeConfirmationRequested)
+	natstest.Eventually(t, 15*time.Second, func() bool { return len(f.events(id, events.TypeExecutionCompleted)) == 1 }, "not resumed after the deadline")
+	skipped := f.events(id, events.TypeStepSkipped)
+	if len(skipped) != 1 || !strings.Contains(skipped[0]["reason"].(string), "denied by timeout") {
+		t.Fatalf("skipped = %v", skipped)
+	}
+}
