@@ -112,23 +112,38 @@ type StepStarted struct {
 	Tool        string `json:"tool,omitempty"`
 }
 
-// StepCompleted is the data of io.skillbus.step.completed.
+// StepCompleted is the data of io.skillbus.step.completed. It is also the step's
+// checkpoint (DESIGN §5.8): a redelivered job reads its execution's step.completed and
+// step.skipped events back and does not run those steps again.
 type StepCompleted struct {
 	ExecutionID string  `json:"execution_id"`
 	StepID      string  `json:"step_id"`
 	Success     bool    `json:"success"`
+	Status      string  `json:"status"` // completed, or continued: it failed and on_error: continue let the run go on
 	Result      any     `json:"result,omitempty"`
-	Error       string  `json:"error,omitempty"` // set when the step failed and on_error let the run continue
+	Error       string  `json:"error,omitempty"` // status continued: the error
+	Class       string  `json:"class,omitempty"` // status continued: its failure class
 	DurationMS  float64 `json:"duration_ms"`
 	Resumed     bool    `json:"resumed,omitempty"` // done by an earlier delivery; its checkpoint was reused
 	Cached      bool    `json:"cached,omitempty"`  // the cache answered every tool call
+	Calls       int     `json:"calls,omitempty"`   // tool calls made, retries and loop items included
+	// SkillRef is the skill version that ran the step (name@digest prefix); a
+	// checkpoint of another version is not reused.
+	SkillRef string    `json:"skill_ref,omitempty"`
+	Attempt  uint64    `json:"attempt"` // the delivery that ran the step
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished"`
 }
 
-// StepSkipped is the data of io.skillbus.step.skipped.
+// StepSkipped is the data of io.skillbus.step.skipped; like step.completed it is the
+// step's checkpoint.
 type StepSkipped struct {
-	ExecutionID string `json:"execution_id"`
-	StepID      string `json:"step_id"`
-	Reason      string `json:"reason"`
+	ExecutionID string    `json:"execution_id"`
+	StepID      string    `json:"step_id"`
+	Reason      string    `json:"reason"`
+	SkillRef    string    `json:"skill_ref,omitempty"`
+	Attempt     uint64    `json:"attempt,omitempty"`
+	Finished    time.Time `json:"finished,omitzero"`
 }
 
 // StepFailed is the data of io.skillbus.step.failed.

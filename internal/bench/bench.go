@@ -2,12 +2,13 @@
 // in the same run, because absolute figures on shared machines drift (DESIGN §10).
 //
 // A trigger's path through skillbus persists eight messages: the trigger; the router's
-// route.decided and job; the worker's execution.started, step.started, step.completed,
-// the terminal record in KV runs, and execution.completed. The baseline does exactly
-// those eight persisted publishes with plain nats.go — a "router" consumer that
-// publishes two messages and acks, a "worker" consumer that publishes four, creates a
-// KV key and acks — with the same concurrency, message sizes, pipelining (async publish,
-// wait for every ack, then ack the input) and storage. The ratio skillbus/baseline is
+// route.decided and job; the worker's execution.started, step.started, step.completed
+// (which is also the step's checkpoint), the terminal record in KV runs, and
+// execution.completed. The baseline does exactly those eight persisted publishes with
+// plain nats.go — a "router" consumer that publishes two messages and acks, a "worker"
+// consumer that publishes four, creates a KV key and acks — with the same concurrency,
+// message sizes, pipelining (async publish, wait for every ack, then ack the input) and
+// storage. The ratio skillbus/baseline is
 // the cost of everything skillbus adds: CloudEvents, routing, the workflow engine,
 // templates, JSON.
 package bench

@@ -26,19 +26,12 @@ func (o *observer) StepStarted(st *skill.Step, kind string) {
 	})
 }
 
-func (o *observer) StepCompleted(st *skill.Step, result any, err error, d time.Duration) {
-	ev := events.StepCompleted{ExecutionID: o.j.data.ExecutionID, StepID: st.ID, Success: err == nil, Result: result, DurationMS: ms(d)}
-	if err != nil {
-		ev.Error = err.Error()
-	}
-	o.w.emitID(o.j, o.id(st, "completed"), events.TypeStepCompleted, ev)
-}
+// StepCompleted and StepSkipped publish nothing: the engine saves every completed,
+// continued or skipped step as a checkpoint just before, and the checkpoint is the
+// step.completed or step.skipped event (see checkpoints).
+func (o *observer) StepCompleted(*skill.Step, any, error, time.Duration) {}
 
-func (o *observer) StepSkipped(st *skill.Step, reason string) {
-	o.w.emitID(o.j, o.id(st, "skipped"), events.TypeStepSkipped, events.StepSkipped{
-		ExecutionID: o.j.data.ExecutionID, StepID: st.ID, Reason: reason,
-	})
-}
+func (o *observer) StepSkipped(*skill.Step, string) {}
 
 func (o *observer) StepFailed(st *skill.Step, err error, d time.Duration) {
 	o.w.emitID(o.j, o.id(st, "failed"), events.TypeStepFailed, events.StepFailed{
@@ -49,13 +42,13 @@ func (o *observer) StepFailed(st *skill.Step, err error, d time.Duration) {
 
 // StepResumed reports a step an earlier delivery finished; its checkpoint was reused.
 func (o *observer) StepResumed(st *skill.Step, c workflow.Checkpoint) {
-	ev := events.StepCompleted{ExecutionID: o.j.data.ExecutionID, StepID: st.ID, Success: c.Status != workflow.StatusContinued,
-		Result: c.Result, Error: c.Error, Resumed: true, Cached: c.Cached, DurationMS: ms(c.Finished.Sub(c.Started))}
 	if c.Status == workflow.StatusSkipped {
-		o.w.emitID(o.j, o.id(st, "skipped"), events.TypeStepSkipped, events.StepSkipped{ExecutionID: o.j.data.ExecutionID, StepID: st.ID, Reason: c.Reason + " (in an earlier delivery)"})
+		o.w.emitID(o.j, o.id(st, "skipped"), events.TypeStepSkipped, events.StepSkipped{
+			ExecutionID: o.j.data.ExecutionID, StepID: st.ID, Reason: c.Reason, SkillRef: c.Skill, Attempt: c.Attempt, Finished: c.Finished,
+		})
 		return
 	}
-	o.w.emitID(o.j, o.id(st, "completed"), events.TypeStepCompleted, ev)
+	o.w.emitID(o.j, o.id(st, "completed"), events.TypeStepCompleted, stepCompleted(o.j.data.ExecutionID, st.ID, c, true))
 }
 
 // AutoHealTriggered reports the seed-004 auto-heal pattern at work.

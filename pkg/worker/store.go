@@ -4,29 +4,36 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/failure"
+	"github.com/skillbus/skillbus/pkg/skill"
 	"github.com/skillbus/skillbus/pkg/workflow"
 )
 
-// StepKey is the runs key of a step's checkpoint.
-func StepKey(executionID, stepID string) string { return executionID + ".step." + stepID }
-
-// checkpoints stores one job's step checkpoints in KV runs. Saves are queued on the
-// job's batch — pipelined, not a round trip each — and, like everything else the job
-// causes, acknowledged before the job is. A step that runs after a save was queued
-// but before it was acknowledged gains nothing from the checkpoint if the worker dies
-// in between; it runs again, with the same idempotency key, as it would with a
-// synchronous save that died one instruction later.
+// checkpoints keeps a job's step checkpoints as its step.completed and step.skipped
+// events: the event that reports a step is the step's durable record (DESIGN §5.8
+// names KV runs; the events carry exactly the same data, so writing both would be a
+// second persisted hop per step for nothing). A redelivered or resumed job reads them
+// back from EVENTS. That stream keeps them for EventsMaxAge (24h), longer than any
+// execution stays unfinished: retries back off for minutes and a confirmation's
+// timeout is capped below it (see pause).
+//
+// Saves are queued on the job's batch — pipelined, not a round trip each — and, like
+// everything else the job causes, acknowledged before the job is. A step that runs
+// after a save was queued but before it was acknowledged gains nothing from the
+// checkpoint if the worker dies in between; it runs again, with the same idempotency
+// key, as it would after a synchronous save that died one instruction later.
 type checkpoints struct {
-	kv     jetstream.KeyValue
-	bucket string
-	batch  *bus.Batch
+	w *Worker
+	j *job
 	// fresh: this delivery is the execution's first, so there is nothing to load.
 	fresh bool
 }
@@ -36,36 +43,91 @@ func (c *checkpoints) Load(ctx context.Context, executionID string) (map[string]
 	if c.fresh {
 		return out, nil
 	}
-	w, err := c.kv.WatchFiltered(ctx, []string{StepKey(executionID, "*")}, jetstream.IgnoreDeletes())
+	b := c.w.cfg.Bus
+	cons, err := b.JS.OrderedConsumer(ctx, b.StreamEvents(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{
+		b.Subjects.Event(executionID, events.TypeStepCompleted), b.Subjects.Event(executionID, events.TypeStepSkipped),
+	}})
 	if err != nil {
-		return nil, failure.Wrap(failure.Retryable, err)
+		return nil, failure.Wrap(failure.Retryable, fmt.Errorf("load checkpoints: %w", err))
 	}
-	defer w.Stop()
-	prefix := StepKey(executionID, "")
 	for {
-		select {
-		case e, ok := <-w.Updates():
-			if !ok || e == nil {
-				return out, nil
-			}
-			var cp workflow.Checkpoint
-			if err := json.Unmarshal(e.Value(), &cp); err != nil {
+		batch, err := cons.FetchNoWait(256)
+		if err != nil {
+			return nil, failure.Wrap(failure.Retryable, fmt.Errorf("load checkpoints: %w", err))
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			e, err := bus.Decode(&nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
+			if err != nil {
 				continue // a checkpoint we cannot read is a step we run again
 			}
-			out[strings.TrimPrefix(e.Key(), prefix)] = cp
-		case <-ctx.Done():
-			return nil, ctx.Err()
+			if id, cp, ok := checkpointOf(e.Type(), e.Data()); ok {
+				out[id] = cp // later events of a step win
+			}
+		}
+		if n == 0 {
+			return out, nil
 		}
 	}
 }
 
-func (c *checkpoints) Save(_ context.Context, executionID, stepID string, cp workflow.Checkpoint) error {
-	b, err := json.Marshal(cp)
-	if err != nil {
-		return failure.Fatalf("checkpoint of step %s: %v", stepID, err)
+func checkpointOf(typ string, data []byte) (string, workflow.Checkpoint, bool) {
+	switch typ {
+	case events.TypeStepCompleted:
+		var d events.StepCompleted
+		if json.Unmarshal(data, &d) != nil || d.Status == "" {
+			return "", workflow.Checkpoint{}, false
+		}
+		cp := workflow.Checkpoint{Status: workflow.Status(d.Status), Result: d.Result, Error: d.Error, Class: failure.Class(d.Class),
+			Cached: d.Cached, Calls: d.Calls, Skill: d.SkillRef, Attempt: d.Attempt, Started: d.Started, Finished: d.Finished}
+		if cp.Status == workflow.StatusContinued {
+			cp.Result = continuedResult(d.Error)
+		}
+		return d.StepID, cp, true
+	case events.TypeStepSkipped:
+		var d events.StepSkipped
+		if json.Unmarshal(data, &d) != nil || d.SkillRef == "" {
+			return "", workflow.Checkpoint{}, false
+		}
+		return d.StepID, workflow.Checkpoint{Status: workflow.StatusSkipped, Reason: d.Reason, Skill: d.SkillRef, Attempt: d.Attempt, Finished: d.Finished}, true
 	}
-	c.batch.Put(c.bucket, StepKey(executionID, stepID), b)
+	return "", workflow.Checkpoint{}, false
+}
+
+// continuedResult is what later steps see of a step that failed with on_error:
+// continue: its error text, marked as the engine marks it.
+func continuedResult(msg string) string {
+	if strings.HasPrefix(msg, "❌") {
+		return msg
+	}
+	return "❌ " + msg
+}
+
+// Save publishes the step's event, which is its checkpoint.
+func (c *checkpoints) Save(_ context.Context, executionID, stepID string, cp workflow.Checkpoint) error {
+	st := &skill.Step{ID: stepID}
+	o := &observer{w: c.w, j: c.j}
+	if cp.Status == workflow.StatusSkipped {
+		c.w.emitID(c.j, o.id(st, "skipped"), events.TypeStepSkipped, events.StepSkipped{
+			ExecutionID: executionID, StepID: stepID, Reason: cp.Reason, SkillRef: cp.Skill, Attempt: cp.Attempt, Finished: cp.Finished,
+		})
+		return nil
+	}
+	c.w.emitID(c.j, o.id(st, "completed"), events.TypeStepCompleted, stepCompleted(executionID, stepID, cp, false))
 	return nil
+}
+
+func stepCompleted(executionID, stepID string, cp workflow.Checkpoint, resumed bool) events.StepCompleted {
+	ev := events.StepCompleted{
+		ExecutionID: executionID, StepID: stepID, Success: cp.Status == workflow.StatusCompleted, Status: string(cp.Status),
+		Result: cp.Result, Error: cp.Error, Class: string(cp.Class), DurationMS: ms(cp.Finished.Sub(cp.Started)),
+		Resumed: resumed, Cached: cp.Cached, Calls: cp.Calls, SkillRef: cp.Skill, Attempt: cp.Attempt, Started: cp.Started, Finished: cp.Finished,
+	}
+	if cp.Status == workflow.StatusContinued {
+		ev.Result = nil
+	}
+	return ev
 }
 
 // cache keeps step results in KV cache with a TTL per key.

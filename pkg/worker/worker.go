@@ -324,9 +324,8 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) error {
 		Attempt:       j.attempt,
 		Observer:      &observer{w: w, j: j},
 		Confirmations: answers,
-		Checkpoints: &checkpoints{kv: w.runs, bucket: w.cfg.Bus.BucketRuns(), batch: j.batch,
-			fresh: j.attempt == 1 && len(j.data.Answers) == 0},
-		Cache: w.cache,
+		Checkpoints:   &checkpoints{w: w, j: j, fresh: j.attempt == 1 && len(j.data.Answers) == 0},
+		Cache:         w.cache,
 	})
 	stopBeat()
 	j.log, _ = json.Marshal(log)
