@@ -1,12 +1,16 @@
 package worker_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/internal/natstest"
@@ -14,6 +18,9 @@ import (
 	"github.com/skillbus/skillbus/pkg/router"
 	"github.com/skillbus/skillbus/pkg/run"
 	"github.com/skillbus/skillbus/pkg/skill"
+	"github.com/skillbus/skillbus/pkg/tool"
+	"github.com/skillbus/skillbus/pkg/worker"
+	"github.com/skillbus/skillbus/pkg/workflow"
 )
 
 // twoSteps: greet, then once-flaky (retryable on its first call), with options.
@@ -162,4 +169,81 @@ func TestUnansweredConfirmationIsDenied(t *testing.T) {
 	if len(skipped) != 1 || !strings.Contains(skipped[0]["reason"].(string), "denied by timeout") {
 		t.Fatalf("skipped = %v", skipped)
 	}
+}
+
+// A worker that dies in the middle of a job (its connection gone, the job never
+// acked) leaves it to another worker, which resumes after the steps already done.
+func TestWorkerDeathResumesFromCheckpoints(t *testing.T) {
+	t.Parallel()
+	three := 3
+	s := &skill.Skill{Name: "long", Description: "d", Kind: skill.KindWorkflow, Version: "1.0.0", MaxRetries: &three,
+		Digest: strings.Repeat("ef", 32),
+		Workflow: &skill.Workflow{Steps: []skill.Step{
+			{ID: "first", Tool: "greet", Args: map[string]any{"who": "{{ inputs.who }}"}},
+			{ID: "second", Tool: "block"},
+		}}}
+	f := setup(t, s)
+	entered := make(chan struct{}, 1)
+	release := make(chan struct{})
+	var blocked atomic.Int64
+	f.tools = mustSet(t, f.tools, tool.Func("block", func(ctx context.Context, _ tool.Call) (any, error) {
+		if blocked.Add(1) == 1 { // the first worker's call hangs until it "dies"
+			entered <- struct{}{}
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return nil, ctx.Err()
+		}
+		return "done", nil
+	}))
+	// Worker A on a connection of its own, which the test cuts.
+	ncA, err := nats.Connect(f.b.NC.ConnectedUrl())
+	if err != nil {
+		t.Fatal(err)
+	}
+	bA, err := bus.New(ncA, bus.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	engA, _ := workflow.New(workflow.Config{Tools: f.tools, Log: log})
+	wA, err := worker.New(worker.Config{Bus: bA, Catalog: f.cat, Engine: engA, Log: log, AckWait: time.Second, Name: "A"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wA.Start(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	id := f.job("w1", "long")
+	<-entered
+	// first's checkpoint is its step.completed event: wait until it is persisted.
+	natstest.Eventually(t, 10*time.Second, func() bool { return len(f.events(id, events.TypeStepCompleted)) == 1 }, "first step not checkpointed")
+	ncA.Close() // worker A dies: no ack, no more heartbeats
+	close(release)
+	wA.Stop(context.Background())
+
+	f.start() // worker B
+	done := f.waitEvent(id, events.TypeExecutionCompleted)
+	if n := f.calls["greet"].Load(); n != 1 {
+		t.Fatalf("the first step ran %d times; worker B should have resumed after it", n)
+	}
+	if done["attempt"].(float64) < 2 {
+		t.Fatalf("completed on attempt %v", done["attempt"])
+	}
+	f.drained()
+}
+
+func mustSet(t *testing.T, base *tool.Set, extra ...tool.Tool) *tool.Set {
+	t.Helper()
+	var tools []tool.Tool
+	for _, n := range base.Names() {
+		tl, _ := base.Lookup(n)
+		tools = append(tools, tl)
+	}
+	s, err := tool.NewSet(append(tools, extra...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
