@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"runtime/pprof"
@@ -9,21 +10,31 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/skillbus/skillbus/internal/bench"
+	"github.com/skillbus/skillbus/pkg/workflow"
 )
 
 func benchCommand(stdout io.Writer) *cobra.Command {
 	var cfg bench.Config
-	var storage, cpuProfile string
+	var storage, cpuProfile, only string
+	var regSkills, edits int
 	cmd := &cobra.Command{
 		Use:   "bench",
-		Short: "Measure skillbus against bare JetStream doing the same persisted hops",
-		Long: `bench starts an embedded NATS server and measures, in one run, (a) skillbus running a
-one-step no-op skill from trigger to result, and (b) bare JetStream doing the same eight
-persisted publishes with plain nats.go, with the same concurrency, message sizes and
-acknowledgement discipline. It prints executions/s and trigger-to-result latency for
-both, and skillbus's ratio to the baseline, with the settings that produced them.`,
+		Short: "Measure throughput against bare JetStream, engine overhead and registry latency",
+		Long: `bench measures skillbus, on embedded NATS servers, and prints every figure with the
+settings that produced it:
+
+  throughput  skillbus running a one-step no-op skill from trigger to result against
+              bare JetStream doing the same eight persisted publishes with plain
+              nats.go (same concurrency, message sizes, acknowledgement discipline),
+              in alternating rounds, as a ratio; and a three-step workflow (local
+              HTTP tool, compute, echo) against the one-step skill
+  engine      the workflow engine's per-step overhead (template, condition,
+              checkpoint; in memory)
+  registry    loading and validating 10,000 skills, and an edit on disk until the
+              catalogs of a router and 4 workers hold it`,
 		Example: `  skillbus bench
-  skillbus bench --executions 50000 --sync-interval 1s
+  skillbus bench --only throughput --executions 50000 --sync-interval 1s
+  skillbus bench --only registry --registry-skills 20000
   skillbus bench --storage memory`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -50,7 +61,27 @@ both, and skillbus's ratio to the baseline, with the settings that produced them
 				}
 				defer pprof.StopCPUProfile()
 			}
-			return bench.Run(cmd.Context(), cfg)
+			switch only {
+			case "", "throughput", "registry", "engine":
+			default:
+				return usage("--only %q: want throughput, engine or registry", only)
+			}
+			if only == "" || only == "throughput" {
+				if err := bench.Run(cmd.Context(), cfg); err != nil {
+					return err
+				}
+			}
+			if only == "" || only == "engine" {
+				o, err := workflow.MeasureOverhead(cmd.Context(), 20000)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(stdout, o.String())
+			}
+			if only == "" || only == "registry" {
+				return bench.RunRegistry(cmd.Context(), bench.RegistryConfig{Out: stdout, Storage: cfg.Storage, SyncInterval: cfg.SyncInterval, Skills: regSkills, Edits: edits})
+			}
+			return nil
 		},
 	}
 	f := cmd.Flags()
@@ -61,6 +92,9 @@ both, and skillbus's ratio to the baseline, with the settings that produced them
 	f.IntVar(&cfg.Rounds, "rounds", 3, "rounds of (skillbus, baseline), alternating; the report quotes the median ratio")
 	f.DurationVar(&cfg.SyncInterval, "sync-interval", 0, "JetStream fsync interval (0: server default, 2m)")
 	f.StringVar(&storage, "storage", "file", "stream storage: file or memory")
+	f.StringVar(&only, "only", "", "run one part: throughput (skillbus vs bare JetStream, 3-step workflow), engine (per-step overhead) or registry (10k skills load, edit-to-catalog latency)")
+	f.IntVar(&regSkills, "registry-skills", 10000, "skills generated for the registry figures")
+	f.IntVar(&edits, "edits", 100, "edits timed from disk to 5 catalogs")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (server included) to this file")
 	return cmd
 }

@@ -89,10 +89,17 @@ persisted is lost, and the next start carries on where this one stopped.`,
 			if err := b.Ensure(ctx); err != nil {
 				return err
 			}
-			_, rep, err := syncRegistry(ctx, b, log, roots)
+			reg, err := startRegistry(ctx, b, log, roots)
 			if err != nil {
 				return err
 			}
+			defer reg.Stop()
+			rep := reg.Last()
+			tb, err := newToolbox(ctx, b, log, wf)
+			if err != nil {
+				return err
+			}
+			defer tb.close()
 			stopRouter, err := startRouter(ctx, b, log, rf)
 			if err != nil {
 				return err
@@ -104,7 +111,7 @@ persisted is lost, and the next start carries on where this one stopped.`,
 					h, _ := os.Hostname()
 					f.name = fmt.Sprintf("%s-dev-%d", h, i+1)
 				}
-				stop, err := startWorker(ctx, b, log, f)
+				stop, err := startWorker(ctx, b, log, f, tb)
 				if err != nil {
 					shutdown(log, append(stops, stopRouter)...)
 					return err
@@ -128,7 +135,7 @@ persisted is lost, and the next start carries on where this one stopped.`,
 	f.IntVar(&workers, "workers", 2, "workers to run in this process")
 	f.DurationVar(&syncInterval, "sync-interval", 0, "how often JetStream fsyncs (0: the server default, 2m)")
 	rf.register(cmd)
-	wf.register(cmd)
+	wf.register(cmd, getenv)
 	return cmd
 }
 

@@ -7,9 +7,13 @@ import (
 
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/catalog"
+	"github.com/skillbus/skillbus/pkg/instruct"
 	"github.com/skillbus/skillbus/pkg/registry"
 	"github.com/skillbus/skillbus/pkg/router"
 	"github.com/skillbus/skillbus/pkg/tool"
+	"github.com/skillbus/skillbus/pkg/tool/bustool"
+	"github.com/skillbus/skillbus/pkg/tool/llm"
+	"github.com/skillbus/skillbus/pkg/tool/mcptool"
 	"github.com/skillbus/skillbus/pkg/worker"
 	"github.com/skillbus/skillbus/pkg/workflow"
 )
@@ -33,6 +37,14 @@ type workerFlags struct {
 	execPath       string
 	maxDepth       int
 	confirmTimeout time.Duration
+
+	llmURL, llmModel, llmKey string
+	llmTimeout               time.Duration
+	llmMaxTurns              int
+	mcpConfig                string
+	busTools                 bool
+	busToolsInterval         time.Duration
+	getenv                   Env
 }
 
 // startRouter starts a router on b with its own catalog watch; stop undoes it.
@@ -58,7 +70,86 @@ func startRouter(ctx context.Context, b *bus.Bus, log *slog.Logger, f routerFlag
 }
 
 // startWorker starts a worker on b with its own catalog watch and the built-in tools.
-func startWorker(ctx context.Context, b *bus.Bus, log *slog.Logger, f workerFlags) (stop func(context.Context), err error) {
+// toolbox is what a worker process's workers share: the tools (built-ins, the skill
+// tool, the llm tool, MCP servers' tools, and tools discovered on the bus), the
+// workflow engine, the instruction runner and the skill-files reader. `skillbus dev`
+// builds one for all its workers, so MCP servers are started once.
+type toolbox struct {
+	watcher *bustool.Watcher
+	mcp     *mcptool.Client
+	engine  *workflow.Engine
+	runner  *instruct.Runner
+	files   *catalog.Files
+	exec    tool.ExecConfig
+}
+
+func newToolbox(ctx context.Context, b *bus.Bus, log *slog.Logger, f workerFlags) (*toolbox, error) {
+	tb := &toolbox{exec: tool.ExecConfig{WorkDir: f.execDir}}
+	if f.execPath != "" {
+		tb.exec.BaseEnv = []string{"PATH=" + f.execPath}
+	}
+	base := []tool.Tool{tool.NewHTTP(tool.HTTPConfig{}), tool.NewExec(tb.exec), tool.Echo(), tool.Noop(), worker.SkillTool(b, f.maxDepth)}
+	var model instruct.Model
+	if f.llmURL != "" {
+		if f.llmModel == "" {
+			return nil, usage("--llm-url needs --llm-model (or $SKILLBUS_LLM_MODEL)")
+		}
+		c, err := llm.New(llm.Config{URL: f.llmURL, Model: f.llmModel, APIKey: f.llmKey, Timeout: f.llmTimeout})
+		if err != nil {
+			return nil, usage("--llm-url: %v", err)
+		}
+		base, model = append(base, llm.NewTool(c)), c
+	}
+	if f.mcpConfig != "" {
+		cfg, err := mcptool.LoadConfig(f.mcpConfig, f.getenv)
+		if err != nil {
+			return nil, usage("--mcp-config: %v", err)
+		}
+		cfg.Log = log
+		if tb.mcp, err = mcptool.Open(ctx, cfg); err != nil {
+			return nil, err
+		}
+		for _, t := range tb.mcp.Tools() {
+			base = append(base, t)
+		}
+	}
+	var err error
+	tb.watcher, err = bustool.NewWatcher(b.NC, bustool.WatcherConfig{Config: bustool.Config{Prefix: b.Subjects.Prefix}, Interval: f.busToolsInterval, Base: base, Log: log})
+	if err != nil {
+		tb.close()
+		return nil, err
+	}
+	if f.busTools {
+		if err := tb.watcher.Start(ctx); err != nil {
+			log.Warn("worker: tools on the bus will not be discovered", "err", err)
+		}
+	}
+	if tb.engine, err = workflow.New(workflow.Config{Tools: tb.watcher.Set(), Log: log}); err != nil {
+		tb.close()
+		return nil, err
+	}
+	if tb.runner, err = instruct.New(instruct.Config{Model: model, MaxTurns: f.llmMaxTurns, Log: log}); err != nil {
+		tb.close()
+		return nil, usage("%v", err)
+	}
+	if tb.files, err = catalog.NewFiles(catalog.FilesConfig{JS: b.JS, Bucket: catalog.FilesBucket(b)}); err != nil {
+		tb.close()
+		return nil, err
+	}
+	return tb, nil
+}
+
+func (tb *toolbox) close() {
+	if tb.watcher != nil {
+		tb.watcher.Stop()
+	}
+	if tb.mcp != nil {
+		_ = tb.mcp.Close()
+	}
+}
+
+// startWorker starts a worker on b with its own catalog watch and the toolbox's tools.
+func startWorker(ctx context.Context, b *bus.Bus, log *slog.Logger, f workerFlags, tb *toolbox) (stop func(context.Context), err error) {
 	kv, err := b.KV(ctx, b.BucketSkills())
 	if err != nil {
 		return nil, err
@@ -67,22 +158,9 @@ func startWorker(ctx context.Context, b *bus.Bus, log *slog.Logger, f workerFlag
 	if err != nil {
 		return nil, err
 	}
-	execCfg := tool.ExecConfig{WorkDir: f.execDir}
-	if f.execPath != "" {
-		execCfg.BaseEnv = []string{"PATH=" + f.execPath}
-	}
-	tools, err := tool.NewSet(tool.NewHTTP(tool.HTTPConfig{}), tool.NewExec(execCfg), tool.Echo(), tool.Noop(), worker.SkillTool(b, f.maxDepth))
-	if err != nil {
-		cat.Stop()
-		return nil, err
-	}
-	eng, err := workflow.New(workflow.Config{Tools: tools, Log: log})
-	if err != nil {
-		cat.Stop()
-		return nil, err
-	}
 	w, err := worker.New(worker.Config{
-		Bus: b, Catalog: cat, Engine: eng, Log: log,
+		Bus: b, Catalog: cat, Engine: tb.engine, Log: log,
+		Tools: tb.watcher, Files: tb.files, Instruct: tb.runner, Exec: tb.exec,
 		Pools: f.pools, Concurrency: f.concurrency, AckWait: f.ackWait,
 		Backoff: worker.Backoff{Base: f.backoffBase, Max: f.backoffMax}, Name: f.name, MaxDepth: f.maxDepth, ConfirmTimeout: f.confirmTimeout,
 	})
@@ -97,16 +175,15 @@ func startWorker(ctx context.Context, b *bus.Bus, log *slog.Logger, f workerFlag
 	return func(ctx context.Context) { w.Stop(ctx); cat.Stop() }, nil
 }
 
-// syncRegistry loads the skills once and publishes them; it returns the registry for
-// later syncs.
-func syncRegistry(ctx context.Context, b *bus.Bus, log *slog.Logger, roots []string) (*registry.Registry, *registry.Report, error) {
+// startRegistry publishes the skills under roots and keeps publishing their changes
+// (watching the directories) and serves the skillbus-registry micro service.
+func startRegistry(ctx context.Context, b *bus.Bus, log *slog.Logger, roots []string) (*registry.Registry, error) {
 	reg, err := registry.New(registry.Config{Bus: b, Roots: roots, Log: log})
 	if err != nil {
-		return nil, nil, usage("%v", err)
+		return nil, usage("%v", err)
 	}
-	rep, err := reg.Sync(ctx)
-	if err != nil {
-		return nil, nil, err
+	if err := reg.Start(ctx); err != nil {
+		return nil, err
 	}
-	return reg, rep, nil
+	return reg, nil
 }

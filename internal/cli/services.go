@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/registry"
 )
 
 // drainTimeout bounds how long a stopping process waits for in-flight work before
@@ -25,8 +26,17 @@ func (r *routerFlags) register(cmd *cobra.Command) {
 	f.DurationVar(&r.ackWait, "router-ack-wait", 30*time.Second, "how long JetStream waits for a router's ack before redelivering a trigger")
 }
 
-func (w *workerFlags) register(cmd *cobra.Command) {
+func (w *workerFlags) register(cmd *cobra.Command, getenv Env) {
 	f := cmd.Flags()
+	w.getenv = getenv
+	w.llmKey = getenv("SKILLBUS_LLM_API_KEY")
+	f.StringVar(&w.llmURL, "llm-url", getenv("SKILLBUS_LLM_URL"), "OpenAI-compatible chat-completions URL for instruction skills and the llm tool ($SKILLBUS_LLM_URL; the key comes from $SKILLBUS_LLM_API_KEY)")
+	f.StringVar(&w.llmModel, "llm-model", getenv("SKILLBUS_LLM_MODEL"), "chat model name ($SKILLBUS_LLM_MODEL)")
+	f.DurationVar(&w.llmTimeout, "llm-timeout", 2*time.Minute, "timeout of one chat request")
+	f.IntVar(&w.llmMaxTurns, "llm-max-turns", 8, "model turns an instruction skill may take")
+	f.StringVar(&w.mcpConfig, "mcp-config", getenv("SKILLBUS_MCP_CONFIG"), "JSON file of MCP servers (the mcpServers format) whose tools skills may call ($SKILLBUS_MCP_CONFIG)")
+	f.BoolVar(&w.busTools, "bus-tools", true, "discover tools served on the bus (skillbus.tool.<name> micro services)")
+	f.DurationVar(&w.busToolsInterval, "bus-tools-interval", 30*time.Second, "how often to look for tools on the bus")
 	f.StringSliceVar(&w.pools, "pools", []string{"default"}, "worker pools to serve (comma-separated)")
 	f.IntVar(&w.concurrency, "concurrency", 32, "jobs run at once per pool")
 	f.DurationVar(&w.ackWait, "ack-wait", 30*time.Second, "how long JetStream waits for a worker's ack before redelivering a job to another worker; running jobs heartbeat within it")
@@ -112,11 +122,16 @@ Scale by running more workers.`,
 			if err := ensure(cmd.Context(), b, ensureStreams); err != nil {
 				return err
 			}
-			stop, err := startWorker(cmd.Context(), b, log, wf)
+			tb, err := newToolbox(cmd.Context(), b, log, wf)
 			if err != nil {
 				return err
 			}
-			log.Info("worker: running", "nats", c.natsURL, "pools", wf.pools, "concurrency", wf.concurrency)
+			defer tb.close()
+			stop, err := startWorker(cmd.Context(), b, log, wf, tb)
+			if err != nil {
+				return err
+			}
+			log.Info("worker: running", "nats", c.natsURL, "pools", wf.pools, "concurrency", wf.concurrency, "tools", tb.watcher.Set().Names())
 			<-cmd.Context().Done()
 			shutdown(log, stop)
 			return nil
@@ -124,7 +139,7 @@ Scale by running more workers.`,
 	}
 	c.register(cmd, getenv, "json")
 	cmd.Flags().BoolVar(&ensureStreams, "ensure", true, "create or update the streams and buckets at start (turn off where this process's NATS user may not)")
-	wf.register(cmd)
+	wf.register(cmd, getenv)
 	return execute(ctx, cmd, args, stdout, stderr)
 }
 
@@ -139,8 +154,11 @@ func Registry(ctx context.Context, args []string, getenv Env, stdout, stderr io.
 		Short: "Publish skills to the skillbus catalog",
 		Long: `registry loads the skills in the given directories (SKILL.md and skill.yaml), reports
 every invalid file with its line, and publishes each valid skill to the catalog (KV
-bucket "skills"); routers and workers follow the catalog live. Skills removed from disk
-are removed from the catalog. Send SIGHUP to load again.`,
+bucket "skills", with its files in the object store "skill-files"); routers and workers
+follow the catalog live. It keeps watching the directories: an edit, a new skill or a
+deletion is published within moments; a skill made invalid keeps its last good version
+serving. It also serves the skillbus-registry micro service (list, get, search,
+validate), which 'skillbus skills' uses. Send SIGHUP to load everything again.`,
 		Example: `  registry --skills ./skills
   registry --skills ./skills --skills /etc/agent/skills --once`,
 		Args: cobra.NoArgs,
@@ -160,10 +178,23 @@ are removed from the catalog. Send SIGHUP to load again.`,
 			if err := ensure(cmd.Context(), b, ensureStreams); err != nil {
 				return err
 			}
-			reg, _, err := syncRegistry(cmd.Context(), b, log, roots)
-			if err != nil || once {
+			if once {
+				reg, err := registry.New(registry.Config{Bus: b, Roots: roots, Log: log})
+				if err != nil {
+					return usage("%v", err)
+				}
+				rep, err := reg.Sync(cmd.Context())
+				if err == nil && rep.Diagnostics.HasErrors() {
+					return &ExitError{Code: 1, Err: fmt.Errorf("%d skills published; some files have errors (see the log)", len(rep.Loaded))}
+				}
 				return err
 			}
+			reg, err := startRegistry(cmd.Context(), b, log, roots)
+			if err != nil {
+				return err
+			}
+			defer reg.Stop()
+			log.Info("registry: running: watching the skills and serving skillbus-registry", "roots", roots)
 			hup := make(chan os.Signal, 1)
 			signal.Notify(hup, syscall.SIGHUP)
 			defer signal.Stop(hup)
@@ -172,9 +203,7 @@ are removed from the catalog. Send SIGHUP to load again.`,
 				case <-cmd.Context().Done():
 					return nil
 				case <-hup:
-					if _, err := reg.Sync(cmd.Context()); err != nil {
-						log.Error("registry: sync", "err", err)
-					}
+					reg.Resync()
 				}
 			}
 		},

@@ -1,6 +1,11 @@
 // Package catalog keeps an in-memory copy of the skill catalog (KV bucket "skills")
 // current by watching the bucket, so routers and workers follow every change the
 // registry publishes without a restart.
+//
+// The catalog holds metadata and compiled workflows only. A run pinned to an older
+// version finds it with LookupVersion; bodies, scripts and references are fetched on
+// demand from the object store with Files (progressive disclosure). layout.go names
+// the keys and objects.
 package catalog
 
 import (
@@ -9,7 +14,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -30,12 +37,23 @@ type Catalog struct {
 
 	watcher jetstream.KeyWatcher
 	done    chan struct{}
+
+	versions *lru[versionID, *skill.Skill] // old versions read by LookupVersion; immutable
 }
 
-// Watch loads the catalog and keeps following it until ctx ends or Stop. It returns
-// once the current contents are loaded.
+type versionID struct{ name, digest string }
+
+// versionCacheSize bounds how many old versions a catalog keeps decoded in memory.
+const versionCacheSize = 256
+
+// Watch loads the catalog and keeps following it until Stop. It returns once the
+// current contents are loaded. Only the current version of each skill is followed
+// (the one-token keys); kept versions are read on demand by LookupVersion.
 func Watch(ctx context.Context, kv jetstream.KeyValue, log *slog.Logger) (*Catalog, error) {
-	w, err := kv.WatchAll(context.WithoutCancel(ctx))
+	if log == nil {
+		log = slog.Default()
+	}
+	w, err := kv.Watch(context.WithoutCancel(ctx), CurrentKeys)
 	if err != nil {
 		return nil, fmt.Errorf("catalog: watch %s: %w", kv.Bucket(), err)
 	}
@@ -47,6 +65,7 @@ func Watch(ctx context.Context, kv jetstream.KeyValue, log *slog.Logger) (*Catal
 		notify:    make(chan struct{}),
 		watcher:   w,
 		done:      make(chan struct{}),
+		versions:  newLRU[versionID, *skill.Skill](versionCacheSize, func(*skill.Skill) int64 { return 1 }),
 	}
 	ready := make(chan struct{})
 	go c.run(ready)
@@ -83,32 +102,60 @@ func (c *Catalog) apply(e jetstream.KeyValueEntry) {
 	key := e.Key()
 	switch e.Operation() {
 	case jetstream.KeyValueDelete, jetstream.KeyValuePurge:
-		delete(c.byName, skill.NormalizeName(key))
+		n := skill.NormalizeName(key)
+		c.unindex(c.byName[n])
+		delete(c.byName, n)
 	default:
 		var s skill.Skill
 		if err := json.Unmarshal(e.Value(), &s); err != nil {
 			c.log.Error("catalog: skipping an entry that does not decode", "key", key, "revision", e.Revision(), "err", err)
 			return
 		}
-		c.byName[skill.NormalizeName(s.Name)] = &s
+		n := skill.NormalizeName(s.Name)
+		c.unindex(c.byName[n])
+		c.byName[n] = &s
+		c.index(&s)
 	}
 	c.revision = e.Revision()
-	c.reindex()
 	close(c.notify)
 	c.notify = make(chan struct{})
 }
 
-func (c *Catalog) reindex() {
-	idx := make(map[string][]*skill.Skill, len(c.byTrigger))
-	for _, s := range c.byName {
-		for _, t := range s.Triggers {
-			idx[t] = append(idx[t], s)
+// The trigger index is updated one skill at a time, copying only the lists that
+// change (callers of ByTrigger may hold the old ones), so that a catalog of 10,000
+// skills loads and follows edits in time linear in the changes.
+
+func (c *Catalog) unindex(s *skill.Skill) {
+	if s == nil {
+		return
+	}
+	for _, t := range s.Triggers {
+		old := c.byTrigger[t]
+		ss := make([]*skill.Skill, 0, len(old))
+		for _, x := range old {
+			if x != s {
+				ss = append(ss, x)
+			}
+		}
+		if len(ss) == 0 {
+			delete(c.byTrigger, t)
+		} else {
+			c.byTrigger[t] = ss
 		}
 	}
-	for _, ss := range idx {
-		sort.Slice(ss, func(i, j int) bool { return ss[i].Name < ss[j].Name })
+}
+
+func (c *Catalog) index(s *skill.Skill) {
+	for _, t := range s.Triggers {
+		old := c.byTrigger[t]
+		if slices.Contains(old, s) {
+			continue // a trigger listed twice
+		}
+		i := sort.Search(len(old), func(i int) bool { return old[i].Name >= s.Name })
+		ss := make([]*skill.Skill, 0, len(old)+1)
+		ss = append(append(append(ss, old[:i]...), s), old[i:]...)
+		c.byTrigger[t] = ss
 	}
-	c.byTrigger = idx
 }
 
 // Get returns the skill of that name (any case, '-' or '_').
@@ -125,18 +172,75 @@ func (c *Catalog) Lookup(ctx context.Context, name string) (*skill.Skill, error)
 	if s, ok := c.Get(name); ok {
 		return s, nil
 	}
-	e, err := c.kv.Get(ctx, name)
-	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
-		return nil, fmt.Errorf("skill %q is not in the catalog", name)
+	if !skill.ValidName(name) {
+		return nil, fmt.Errorf("skill %q is not in the catalog: %w", name, ErrNotFound)
 	}
+	s, err := c.get(ctx, name)
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+		return nil, fmt.Errorf("skill %q is not in the catalog: %w", name, ErrNotFound)
+	}
+	return s, err
+}
+
+// LookupVersion returns the version of the skill with that digest: the version a
+// run was pinned to when it was planned (events.SkillRef.Digest), even after the
+// skill changed or was removed, for as long as the registry keeps it (see
+// docs/registry.md). An empty digest means the current version. It fails with
+// ErrVersionNotFound when the version is no longer kept, and with ErrNotFound when
+// the skill never was in the catalog.
+func (c *Catalog) LookupVersion(ctx context.Context, name, digest string) (*skill.Skill, error) {
+	if digest == "" {
+		return c.Lookup(ctx, name)
+	}
+	cur, curOK := c.Get(name)
+	if curOK && cur.Digest == digest {
+		return cur, nil
+	}
+	if !skill.ValidName(name) || strings.ContainsAny(digest, ".*> ") {
+		return nil, fmt.Errorf("skill %q version %s: %w", name, short(digest), ErrVersionNotFound)
+	}
+	// Version keys use the name as published; the caller may spell it with the
+	// other separator.
+	exact := name
+	if curOK {
+		exact = cur.Name
+	}
+	id := versionID{exact, digest}
+	if s, ok := c.versions.get(id); ok {
+		return s, nil
+	}
+	s, err := c.get(ctx, VersionKey(exact, digest))
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted):
+		// A skill published before versions were kept has its current key only.
+		if cur, cerr := c.Lookup(ctx, name); cerr == nil && cur.Digest == digest {
+			return cur, nil
+		}
+		return nil, fmt.Errorf("skill %q version %s: %w", name, short(digest), ErrVersionNotFound)
+	case err != nil:
+		return nil, err
+	}
+	c.versions.put(id, s)
+	return s, nil
+}
+
+func (c *Catalog) get(ctx context.Context, key string) (*skill.Skill, error) {
+	e, err := c.kv.Get(ctx, key)
 	if err != nil {
-		return nil, fmt.Errorf("catalog: get %s: %w", name, err)
+		return nil, fmt.Errorf("catalog: get %s: %w", key, err)
 	}
 	var s skill.Skill
 	if err := json.Unmarshal(e.Value(), &s); err != nil {
-		return nil, fmt.Errorf("catalog: skill %s does not decode: %w", name, err)
+		return nil, fmt.Errorf("catalog: %s does not decode: %w", key, err)
 	}
 	return &s, nil
+}
+
+func short(digest string) string {
+	if len(digest) > 12 {
+		return digest[:12]
+	}
+	return digest
 }
 
 // ByTrigger returns the skills whose triggers list the event type, by name.

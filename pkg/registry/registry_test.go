@@ -3,19 +3,24 @@ package registry_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
 
 	"github.com/skillbus/skillbus/internal/natstest"
 	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/catalog"
 	"github.com/skillbus/skillbus/pkg/registry"
 	"github.com/skillbus/skillbus/pkg/skill"
 )
@@ -36,56 +41,161 @@ func skillMD(name, desc string) string {
 	return "---\nname: " + name + "\ndescription: " + desc + "\n---\n\n# " + name + "\n\nInstructions long enough to pass the length check of the validator.\n"
 }
 
-func TestSync(t *testing.T) {
-	t.Parallel()
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// env is what a test of the registry needs.
+type env struct {
+	t   *testing.T
+	ctx context.Context
+	b   *bus.Bus
+	dir string
+	kv  jetstream.KeyValue
+	obs func() jetstream.ObjectStore
+}
+
+func setup(t *testing.T) *env {
+	t.Helper()
 	srv := natstest.Start(t)
 	b := srv.Bus(t, bus.Config{})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	dir := t.TempDir()
-	write(t, filepath.Join(dir, "alpha", "SKILL.md"), skillMD("alpha", "first"))
-	write(t, filepath.Join(dir, "beta", "SKILL.md"), skillMD("beta", "second"))
-	write(t, filepath.Join(dir, "broken", "SKILL.md"), "---\nname: broken\ndescription: [unclosed\n---\nbody\n")
-	reg, err := registry.New(registry.Config{Bus: b, Roots: []string{dir}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	kv, err := b.KV(ctx, b.BucketSkills())
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := reg.Sync(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := cmp.Diff([]string{"alpha", "beta"}, rep.Published); d != "" {
-		t.Fatalf("published (-want +got)\n%s", d)
-	}
-	var broken []string
-	for _, d := range rep.Diagnostics.Errors() {
-		if strings.Contains(d.File, "broken") && d.Line > 0 {
-			broken = append(broken, d.String())
+	e := &env{t: t, ctx: ctx, b: b, dir: t.TempDir(), kv: kv}
+	e.obs = func() jetstream.ObjectStore {
+		obs, err := b.JS.ObjectStore(ctx, catalog.FilesBucket(b))
+		if err != nil {
+			t.Fatal(err)
 		}
+		return obs
 	}
-	if len(broken) == 0 {
-		t.Fatalf("the broken skill was not reported with a line: %v", rep.Diagnostics)
+	return e
+}
+
+func (e *env) registry(cfg registry.Config) *registry.Registry {
+	e.t.Helper()
+	cfg.Bus = e.b
+	if cfg.Roots == nil {
+		cfg.Roots = []string{e.dir}
 	}
-	kv, _ := b.KV(ctx, b.BucketSkills())
-	e, err := kv.Get(ctx, "alpha")
+	if cfg.Log == nil {
+		cfg.Log = quiet
+	}
+	reg, err := registry.New(cfg)
 	if err != nil {
-		t.Fatal(err)
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(reg.Stop)
+	return reg
+}
+
+func (e *env) catalog() *catalog.Catalog {
+	e.t.Helper()
+	c, err := catalog.Watch(e.ctx, e.kv, quiet)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(c.Stop)
+	return c
+}
+
+func (e *env) entry(key string) *skill.Skill {
+	e.t.Helper()
+	en, err := e.kv.Get(e.ctx, key)
+	if err != nil {
+		e.t.Fatalf("get %s: %v", key, err)
 	}
 	var s skill.Skill
-	if err := json.Unmarshal(e.Value(), &s); err != nil || s.Description != "first" || s.Digest == "" {
-		t.Fatalf("catalog entry %s (%v)", e.Value(), err)
+	if err := json.Unmarshal(en.Value(), &s); err != nil {
+		e.t.Fatal(err)
+	}
+	return &s
+}
+
+// wait waits until cond holds for the catalog.
+func wait(t *testing.T, c *catalog.Catalog, what string, cond func(*catalog.Catalog) bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := c.Wait(ctx, cond); err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+func has(name, desc string) func(*catalog.Catalog) bool {
+	return func(c *catalog.Catalog) bool {
+		s, ok := c.Get(name)
+		return ok && s.Description == desc
+	}
+}
+
+func TestSync(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	write(t, filepath.Join(e.dir, "alpha", "SKILL.md"), skillMD("alpha", "first"))
+	write(t, filepath.Join(e.dir, "alpha", "scripts", "run.sh"), "#!/bin/sh\necho hi\n")
+	write(t, filepath.Join(e.dir, "alpha", "assets", "logo.png"), "\x89PNG\r\n\x1a\n\x00\x00binary")
+	write(t, filepath.Join(e.dir, "beta", "SKILL.md"), skillMD("beta", "second"))
+	write(t, filepath.Join(e.dir, "single.md"), skillMD("single", "a single file"))
+	write(t, filepath.Join(e.dir, "broken", "SKILL.md"), "---\nname: broken\ndescription: [unclosed\n---\nbody\n")
+	reg := e.registry(registry.Config{})
+	rep, err := reg.Sync(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]string{"alpha", "beta", "single"}, rep.Published); d != "" {
+		t.Fatalf("published (-want +got)\n%s", d)
+	}
+	if !slices.ContainsFunc(rep.Diagnostics.Errors(), func(d skill.Diagnostic) bool { return strings.Contains(d.File, "broken") && d.Line > 0 }) {
+		t.Fatalf("the broken skill was not reported with a line: %v", rep.Diagnostics)
+	}
+
+	// The catalog entry: metadata, no body; the same under the version key.
+	s := e.entry("alpha")
+	if s.Description != "first" || s.Digest == "" || s.Body != "" || s.BodyLine == 0 || len(s.Resources) != 2 {
+		t.Fatalf("catalog entry %+v", s)
+	}
+	if v := e.entry(catalog.VersionKey("alpha", s.Digest)); v.Digest != s.Digest {
+		t.Fatalf("version entry %+v", v)
+	}
+	// The files: every one, binary too, and the body.
+	obs := e.obs()
+	for rel, want := range map[string]string{
+		"SKILL.md":           skillMD("alpha", "first"),
+		"scripts/run.sh":     "#!/bin/sh\necho hi\n",
+		"assets/logo.png":    "\x89PNG\r\n\x1a\n\x00\x00binary",
+		catalog.BodyFile:     "\n# alpha\n\nInstructions long enough to pass the length check of the validator.\n",
+		"missing-never-made": "",
+	} {
+		got, err := obs.GetString(e.ctx, catalog.ObjectName("alpha", s.Digest, rel))
+		if want == "" {
+			if !errors.Is(err, jetstream.ErrObjectNotFound) {
+				t.Errorf("%s: %v", rel, err)
+			}
+			continue
+		}
+		if err != nil || got != want {
+			t.Errorf("object %s = %q, %v; want %q", rel, got, err, want)
+		}
+	}
+	single := e.entry("single")
+	if got, err := obs.GetString(e.ctx, catalog.ObjectName("single", single.Digest, "single.md")); err != nil || got != skillMD("single", "a single file") {
+		t.Errorf("single-file skill's file: %q, %v", got, err)
 	}
 
 	// Nothing changed: nothing is published again.
-	if rep, err = reg.Sync(ctx); err != nil || len(rep.Published)+len(rep.Removed) != 0 {
+	if rep, err = reg.Sync(e.ctx); err != nil || len(rep.Published)+len(rep.Removed) != 0 {
 		t.Fatalf("idle sync: %+v %v", rep, err)
 	}
-	// An edit republishes that skill; a removal deletes it.
-	write(t, filepath.Join(dir, "alpha", "SKILL.md"), skillMD("alpha", "edited"))
-	if err := os.RemoveAll(filepath.Join(dir, "beta")); err != nil {
+	// An edit publishes a new version and keeps the old one; a removal deletes the
+	// current key only.
+	write(t, filepath.Join(e.dir, "alpha", "SKILL.md"), skillMD("alpha", "edited"))
+	if err := os.RemoveAll(filepath.Join(e.dir, "beta")); err != nil {
 		t.Fatal(err)
 	}
-	if rep, err = reg.Sync(ctx); err != nil {
+	if rep, err = reg.Sync(e.ctx); err != nil {
 		t.Fatal(err)
 	}
 	if d := cmp.Diff([]string{"alpha"}, rep.Published); d != "" {
@@ -94,7 +204,118 @@ func TestSync(t *testing.T) {
 	if d := cmp.Diff([]string{"beta"}, rep.Removed); d != "" {
 		t.Errorf("removed (-want +got)\n%s", d)
 	}
-	if _, err := kv.Get(ctx, "beta"); err == nil {
-		t.Error("beta is still in the catalog")
+	if _, err := e.kv.Get(e.ctx, "beta"); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Errorf("beta is still in the catalog: %v", err)
+	}
+	if s2 := e.entry("alpha"); s2.Description != "edited" || s2.Digest == s.Digest {
+		t.Errorf("alpha after the edit: %+v", s2)
+	}
+	if old := e.entry(catalog.VersionKey("alpha", s.Digest)); old.Description != "first" {
+		t.Errorf("the old version is not kept: %+v", old)
+	}
+	if got, err := obs.GetString(e.ctx, catalog.ObjectName("alpha", s.Digest, "SKILL.md")); err != nil || !strings.Contains(got, "first") {
+		t.Errorf("the old version's files are not kept: %q, %v", got, err)
+	}
+}
+
+// A registry restarted against a catalog it published earlier publishes nothing.
+func TestSyncAfterRestart(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	write(t, filepath.Join(e.dir, "alpha", "SKILL.md"), skillMD("alpha", "first"))
+	if _, err := e.registry(registry.Config{}).Sync(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := e.registry(registry.Config{}).Sync(e.ctx)
+	if err != nil || len(rep.Published)+len(rep.Removed) != 0 || !slices.Equal(rep.Loaded, []string{"alpha"}) {
+		t.Fatalf("second registry: %+v, %v", rep, err)
+	}
+}
+
+func TestGC(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	reg := e.registry(registry.Config{Now: clock, Retention: registry.Retention{Keep: 2, For: 24 * time.Hour, Max: 4}})
+	p := filepath.Join(e.dir, "alpha", "SKILL.md")
+	var digests []string
+	for i := range 6 {
+		write(t, p, skillMD("alpha", "version "+string(rune('a'+i))))
+		if _, err := reg.Sync(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+		digests = append(digests, e.entry("alpha").Digest)
+	}
+	write(t, filepath.Join(e.dir, "gone", "SKILL.md"), skillMD("gone", "removed soon"))
+	if _, err := reg.Sync(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	gone := e.entry("gone").Digest
+	os.RemoveAll(filepath.Join(e.dir, "gone"))
+	if _, err := reg.Sync(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	kept := func(name, digest string) bool {
+		_, err := e.kv.Get(e.ctx, catalog.VersionKey(name, digest))
+		return err == nil
+	}
+	objects := func(name, digest string) int {
+		objs, _ := e.obs().List(e.ctx)
+		n := 0
+		for _, o := range objs {
+			if strings.HasPrefix(o.Name, catalog.VersionPrefix(name, digest)) {
+				n++
+			}
+		}
+		return n
+	}
+
+	// Young versions are kept, but no more than Max per skill.
+	rep, err := reg.GC(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Versions) != 2 || kept("alpha", digests[0]) || kept("alpha", digests[1]) || !kept("alpha", digests[2]) {
+		t.Fatalf("first gc: %+v", rep)
+	}
+	if objects("alpha", digests[0]) != 0 || objects("alpha", digests[2]) == 0 {
+		t.Fatalf("files of collected versions remain, or of kept ones are gone")
+	}
+	// A day later, only the Keep newest of a live skill stay; a removed skill's
+	// versions go a day after its removal.
+	advance(25 * time.Hour)
+	if _, err := reg.GC(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range digests {
+		if want := i >= 4; kept("alpha", d) != want {
+			t.Errorf("version %d kept = %v, want %v", i, !want, want)
+		}
+	}
+	if kept("gone", gone) || objects("gone", gone) != 0 {
+		t.Error("the removed skill's version outlived the retention")
+	}
+	// The catalog still serves the current version with its files.
+	files, _ := catalog.NewFiles(catalog.FilesConfig{JS: e.b.JS, Bucket: catalog.FilesBucket(e.b)})
+	if body, err := files.Body(e.ctx, e.entry("alpha")); err != nil || !strings.Contains(body, "Instructions") {
+		t.Fatalf("current body after gc: %q, %v", body, err)
+	}
+}
+
+func TestConfig(t *testing.T) {
+	t.Parallel()
+	if _, err := registry.New(registry.Config{Roots: []string{"x"}}); err == nil {
+		t.Error("no bus accepted")
+	}
+	srv := natstest.Start(t)
+	b := srv.Bus(t, bus.Config{})
+	if _, err := registry.New(registry.Config{Bus: b}); err == nil {
+		t.Error("no roots accepted")
+	}
+	if _, err := registry.New(registry.Config{Bus: b, Roots: []string{"x"}, Retention: registry.Retention{Keep: 5, Max: 2}}); err == nil {
+		t.Error("Max < Keep accepted")
 	}
 }

@@ -39,14 +39,17 @@ import (
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/failure"
+	"github.com/skillbus/skillbus/pkg/instruct"
 	"github.com/skillbus/skillbus/pkg/run"
 	"github.com/skillbus/skillbus/pkg/skill"
+	"github.com/skillbus/skillbus/pkg/tool"
 	"github.com/skillbus/skillbus/pkg/workflow"
 )
 
-// Catalog is where a worker finds the skill a job names; *catalog.Catalog implements it.
+// Catalog is where a worker finds the skill a job names, at the version its plan
+// pinned; *catalog.Catalog implements it.
 type Catalog interface {
-	Lookup(ctx context.Context, name string) (*skill.Skill, error)
+	LookupVersion(ctx context.Context, name, digest string) (*skill.Skill, error)
 }
 
 // Backoff is the delay before a retryable failure is retried: Base·2^(attempt-1),
@@ -73,6 +76,18 @@ type Config struct {
 	Bus     *bus.Bus
 	Catalog Catalog
 	Engine  *workflow.Engine
+	// Tools, when set, gives each job the worker's current tools (including tools
+	// discovered on the bus since start); otherwise the Engine's tools are used.
+	Tools Tools
+	// Files reads skill bodies and files for instruction and script skills; without
+	// it, instruction skills get the catalog's Body and script skills cannot run.
+	Files Files
+	// Instruct runs instruction skills; nil: they fail fatally (no chat model), so
+	// the plan falls back.
+	Instruct *instruct.Runner
+	// Exec configures the processes of script skills (their working directory is
+	// always a fresh copy of the skill's files).
+	Exec tool.ExecConfig
 	// Log receives the worker's logs; default slog.Default().
 	Log *slog.Logger
 	// Pools this worker serves; default ["default"].
@@ -286,7 +301,8 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) error {
 			return w.redrive(ctx, j, rec)
 		}
 	}
-	j.skill, err = w.cfg.Catalog.Lookup(ctx, j.data.Skill.Name)
+	// The version the plan pinned: a skill edited since keeps its runs on the old one.
+	j.skill, err = w.cfg.Catalog.LookupVersion(ctx, j.data.Skill.Name, j.data.Skill.Digest)
 	if err != nil {
 		return w.fail(ctx, j, "", failure.Fatalf("%v", err))
 	}
@@ -312,23 +328,42 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) error {
 	for step, a := range j.data.Answers {
 		answers[step] = workflow.Answer(a)
 	}
+	var tools *tool.Set
+	if w.cfg.Tools != nil {
+		tools = w.cfg.Tools.Ensure(ctx, toolNames(j.skill)...)
+	}
+	obs := &observer{w: w, j: j}
+	rctx := withDepth(ctx, j.data.Depth)
 	stopBeat := w.keepAlive(msg)
-	outputs, log, runErr := w.cfg.Engine.ExecuteLog(withDepth(ctx, j.data.Depth), workflow.Run{
-		ExecutionID: j.data.ExecutionID,
-		Skill:       j.skill,
-		Inputs:      inputs,
-		Trigger: map[string]any{
-			"id": j.data.Trigger.ID, "source": j.data.Trigger.Source,
-			"type": j.data.Trigger.Type, "subject": j.data.Trigger.Subject,
-		},
-		Attempt:       j.attempt,
-		Observer:      &observer{w: w, j: j},
-		Confirmations: answers,
-		Checkpoints:   &checkpoints{w: w, j: j, fresh: j.attempt == 1 && len(j.data.Answers) == 0},
-		Cache:         w.cache,
-	})
+	var outputs map[string]any
+	var log *workflow.Log
+	var runErr error
+	switch {
+	case j.skill.Workflow == nil && j.skill.Kind == skill.KindInstruction && w.cfg.Instruct != nil:
+		outputs, runErr = w.runInstruction(rctx, j, inputs, tools)
+	case j.skill.Workflow == nil && j.skill.Kind == skill.KindScript:
+		outputs, runErr = w.runScript(rctx, j, inputs, obs)
+	default:
+		outputs, log, runErr = w.cfg.Engine.ExecuteLog(rctx, workflow.Run{
+			ExecutionID: j.data.ExecutionID,
+			Skill:       j.skill,
+			Inputs:      inputs,
+			Trigger: map[string]any{
+				"id": j.data.Trigger.ID, "source": j.data.Trigger.Source,
+				"type": j.data.Trigger.Type, "subject": j.data.Trigger.Subject,
+			},
+			Attempt:       j.attempt,
+			Observer:      obs,
+			Confirmations: answers,
+			Checkpoints:   &checkpoints{w: w, j: j, fresh: j.attempt == 1 && len(j.data.Answers) == 0},
+			Cache:         w.cache,
+			Tools:         tools,
+		})
+	}
 	stopBeat()
-	j.log, _ = json.Marshal(log)
+	if log != nil {
+		j.log, _ = json.Marshal(log)
+	}
 	if runErr != nil && ctx.Err() != nil {
 		return ctx.Err()
 	}

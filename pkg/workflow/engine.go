@@ -75,6 +75,9 @@ func New(cfg Config) (*Engine, error) {
 // Run is one execution of a skill, or one attempt at it: running the same
 // ExecutionID again with the same Checkpoints resumes it.
 type Run struct {
+	// Tools, when set, are the tools this run may call instead of Config.Tools: a
+	// worker passes the set that includes tools discovered since it started.
+	Tools       *tool.Set
 	ExecutionID string
 	Skill       *skill.Skill
 	Inputs      map[string]any
@@ -135,7 +138,11 @@ func (e *Engine) execute(ctx context.Context, r Run, l *Log) (map[string]any, er
 			return nil, failure.Fatalf("skill %s has no workflow steps and kind %q cannot run on this worker", s.Name, s.Kind)
 		}
 	}
-	if err := e.checkTools(s); err != nil {
+	tools := r.Tools
+	if tools == nil {
+		tools = e.tools
+	}
+	if err := checkTools(s, tools); err != nil {
 		return nil, err
 	}
 	c, err := e.compile(s)
@@ -168,7 +175,7 @@ func (e *Engine) execute(ctx context.Context, r Run, l *Log) (map[string]any, er
 	defer cancel()
 
 	x := &execution{
-		e: e, c: c, r: r, ctx: ctx, log: l,
+		e: e, c: c, r: r, ctx: ctx, log: l, tools: tools,
 		obs:         newSyncObserver(r.Observer),
 		checkpoints: e.checkpoints,
 		cache:       e.cache,
@@ -208,10 +215,10 @@ func skillRef(s *skill.Skill) string {
 
 // checkTools enforces required_tools, disallowed_tools and allowed-tools before
 // anything runs.
-func (e *Engine) checkTools(s *skill.Skill) error {
+func checkTools(s *skill.Skill, tools *tool.Set) error {
 	var missing []string
 	for _, t := range s.RequiredTools {
-		if _, ok := e.tools.Lookup(t); !ok {
+		if _, ok := tools.Lookup(t); !ok {
 			missing = append(missing, t)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/skillbus/skillbus/pkg/expr"
 	"github.com/skillbus/skillbus/pkg/failure"
+	"github.com/skillbus/skillbus/pkg/tool"
 )
 
 // execution is one Run in progress. The goroutine that called Execute coordinates:
@@ -17,6 +18,7 @@ import (
 // entry of the log.
 type execution struct {
 	e           *Engine
+	tools       *tool.Set
 	c           *compiled
 	r           Run
 	ctx         context.Context

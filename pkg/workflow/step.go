@@ -207,9 +207,9 @@ func (x *execution) once(ctx context.Context, key string, cs *cstep, env expr.En
 	if cs.compute != nil {
 		return cs.compute.Run(ctx, env)
 	}
-	t, ok := x.e.tools.Lookup(st.Tool)
+	t, ok := x.tools.Lookup(st.Tool)
 	if !ok {
-		return nil, failure.Fatalf("tool %q is not available on this worker (it has: %s)", st.Tool, strings.Join(x.e.tools.Names(), ", "))
+		return nil, failure.Fatalf("tool %q is not available on this worker (it has: %s)", st.Tool, strings.Join(x.tools.Names(), ", "))
 	}
 	var args map[string]any
 	if cs.args != nil {

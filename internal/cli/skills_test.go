@@ -1,0 +1,261 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skillbus/skillbus/internal/cli"
+	"github.com/skillbus/skillbus/internal/natstest"
+	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/registry"
+)
+
+const fixtures = "../../testdata/skills-fixtures"
+
+func skillbus(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := cli.Skillbus(ctx, args, noEnv, &out, &out)
+	return out.String(), err
+}
+
+func TestValidate(t *testing.T) {
+	t.Parallel()
+	compiler := regexp.MustCompile(`(?m)^\S+:\d+:\d+: error: .+$`)
+	tests := []struct {
+		name  string
+		args  []string
+		code  int
+		check func(t *testing.T, out string)
+	}{
+		{"good skills", []string{filepath.Join(fixtures, "good")}, 0, func(t *testing.T, out string) {
+			if !strings.Contains(out, "skills valid in") || !strings.Contains(out, "0 errors") {
+				t.Errorf("output:\n%s", out)
+			}
+		}},
+		{"the seeds and the example skills together", []string{"../../testdata/skills", filepath.Join(fixtures, "seeds", "004")}, 0, nil},
+		{"bad front matter", []string{filepath.Join(fixtures, "bad", "md")}, 1, func(t *testing.T, out string) {
+			if !compiler.MatchString(out) || !strings.Contains(out, "(hint: ") {
+				t.Errorf("no compiler-style errors with hints:\n%s", out)
+			}
+		}},
+		{"bad workflows", []string{filepath.Join(fixtures, "bad", "yaml", "templates.yaml")}, 1, func(t *testing.T, out string) {
+			if !strings.Contains(out, "templates.yaml:") || !strings.Contains(out, "did you mean") {
+				t.Errorf("output:\n%s", out)
+			}
+		}},
+		{"bad directories", []string{filepath.Join(fixtures, "bad", "dirs")}, 1, nil},
+		{"a dependency cycle", []string{filepath.Join(fixtures, "catalog", "root1")}, 1, func(t *testing.T, out string) {
+			if !strings.Contains(out, "dependency cycle: cycle-a → cycle-b → cycle-c → cycle-a") {
+				t.Errorf("output:\n%s", out)
+			}
+		}},
+		{"warnings only pass", []string{filepath.Join(fixtures, "bad", "md", "unknown-keys.md")}, 0, func(t *testing.T, out string) {
+			if !strings.Contains(out, ": warning: ") || !strings.Contains(out, "0 errors, 3 warnings") {
+				t.Errorf("output:\n%s", out)
+			}
+		}},
+		{"warnings fail with --strict", []string{"--strict", filepath.Join(fixtures, "bad", "md", "unknown-keys.md")}, 1, nil},
+		{"unknown tools with --known-tools", []string{"--known-tools", "echo", filepath.Join(fixtures, "good", "triage-issue")}, 1, func(t *testing.T, out string) {
+			if !strings.Contains(out, "error: ") {
+				t.Errorf("output:\n%s", out)
+			}
+		}},
+		{"no PATH", nil, 2, nil},
+		{"a PATH that does not exist", []string{"/nonexistent/skills"}, 2, nil},
+		{"a directory without skills", []string{t.TempDir()}, 1, func(t *testing.T, out string) {
+			if !strings.Contains(out, "no skills found") {
+				t.Errorf("output:\n%s", out)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			out, err := skillbus(t, append([]string{"skills", "validate"}, tt.args...)...)
+			if code := cli.ExitCode(err); code != tt.code {
+				t.Fatalf("exit code %d, want %d (%v):\n%s", code, tt.code, err, out)
+			}
+			if tt.check != nil {
+				tt.check(t, out)
+			}
+		})
+	}
+}
+
+func TestValidateJSON(t *testing.T) {
+	t.Parallel()
+	out, err := skillbus(t, "skills", "validate", "--json", filepath.Join(fixtures, "bad", "md"), filepath.Join(fixtures, "good"))
+	if cli.ExitCode(err) != 1 {
+		t.Fatalf("exit code %d: %v", cli.ExitCode(err), err)
+	}
+	var resp registry.ValidateResponse
+	if err := json.Unmarshal([]byte(out), &resp); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	if resp.Valid || resp.Errors == 0 || resp.Warnings == 0 || len(resp.Skills) < 7 {
+		t.Fatalf("verdict %+v", resp)
+	}
+	d := resp.Diagnostics[0]
+	if d.File == "" || d.Line == 0 || d.Severity == "" || d.Message == "" {
+		t.Errorf("first diagnostic %+v", d)
+	}
+	out, err = skillbus(t, "skills", "validate", "--json", filepath.Join(fixtures, "good"))
+	if err != nil || !strings.Contains(out, `"valid": true`) {
+		t.Fatalf("good: %v\n%s", err, out)
+	}
+}
+
+// catalogServer runs NATS with a registry over the example skills, serving or not.
+func catalogServer(t *testing.T, serve bool) (url string, reg *registry.Registry, dir string) {
+	t.Helper()
+	srv := natstest.Start(t)
+	b := srv.Bus(t, bus.Config{})
+	dir = t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS("../../testdata/skills")); err != nil {
+		t.Fatal(err)
+	}
+	reg, err := registry.New(registry.Config{Bus: b, Roots: []string{dir}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Debounce: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(reg.Stop)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if serve {
+		err = reg.Start(ctx)
+	} else {
+		_, err = reg.Sync(ctx)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv.URL(), reg, dir
+}
+
+func TestSkillsAgainstACatalog(t *testing.T) {
+	t.Parallel()
+	for _, serve := range []bool{true, false} {
+		name := "from the service"
+		if !serve {
+			name = "from the bucket, no registry answering"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			url, _, _ := catalogServer(t, serve)
+			run := func(args ...string) (string, error) {
+				return skillbus(t, append(args, "--nats-url", url)...)
+			}
+			out, err := run("skills", "list")
+			if err != nil || !strings.Contains(out, "STATE") || !strings.Contains(out, "hello") || !strings.Contains(out, "com.example.order.created") {
+				t.Errorf("list: %v\n%s", err, out)
+			}
+			out, err = run("skills", "list", "--json")
+			var infos []registry.SkillInfo
+			if err != nil || json.Unmarshal([]byte(out), &infos) != nil || len(infos) != 5 || infos[0].State != registry.StateOK {
+				t.Errorf("list --json: %v\n%s", err, out)
+			}
+
+			out, err = run("skills", "show", "hello")
+			if err != nil || !strings.Contains(out, "name:") || !strings.Contains(out, "steps:") || !strings.Contains(out, "compose (compute)") ||
+				!strings.Contains(out, "versions:") || strings.Contains(out, "\n---\n") {
+				t.Errorf("show: %v\n%s", err, out)
+			}
+			out, err = run("skills", "show", "hello", "--body")
+			if err != nil || !strings.Contains(out, "\n---\n") || !strings.Contains(out, "# ") {
+				t.Errorf("show --body: %v\n%s", err, out)
+			}
+			out, err = run("skills", "show", "hello", "--json", "--body")
+			var got registry.GetResponse
+			if err != nil || json.Unmarshal([]byte(out), &got) != nil || got.Skill.Name != "hello" || got.Skill.Body == "" || len(got.Versions) != 1 {
+				t.Errorf("show --json: %v\n%s", err, out)
+			}
+			if out, err = run("skills", "show", "nosuch"); cli.ExitCode(err) != 1 || !strings.Contains(err.Error(), "not in the catalog") {
+				t.Errorf("show nosuch: %v\n%s", err, out)
+			}
+			if _, err = run("skills", "show", "Bad Name"); cli.ExitCode(err) != 2 {
+				t.Errorf("show 'Bad Name': %v", err)
+			}
+
+			out, err = run("skills", "search", "--trigger", "com.example.order.created")
+			if err != nil || !strings.Contains(out, "reserve-stock") || !strings.Contains(out, "queue-backorder") || strings.Contains(out, "hello") {
+				t.Errorf("search --trigger: %v\n%s", err, out)
+			}
+			out, err = run("skills", "search", "hello", "--json")
+			var res []registry.SearchResult
+			if err != nil || json.Unmarshal([]byte(out), &res) != nil || len(res) == 0 || res[0].Name != "hello" {
+				t.Errorf("search hello: %v\n%s", err, out)
+			}
+			if out, err = run("skills", "search", "zzzqqq"); err != nil || !strings.Contains(out, "no skill matches") {
+				t.Errorf("search without a match: %v\n%s", err, out)
+			}
+			if _, err = run("skills", "search"); cli.ExitCode(err) != 2 {
+				t.Errorf("search without a query: %v", err)
+			}
+			if _, err = run("skills", "search", "--trigger", "a.>.b"); cli.ExitCode(err) != 2 {
+				t.Errorf("search with a bad pattern: %v", err)
+			}
+		})
+	}
+}
+
+// An invalid skill shows in list with its state and problems, and keeps serving.
+func TestSkillsListInvalid(t *testing.T) {
+	t.Parallel()
+	url, reg, dir := catalogServer(t, true)
+	if err := os.WriteFile(filepath.Join(dir, "hello", "SKILL.md"), []byte("---\nname: hello\ndescription: [broken\n---\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	natstest.Eventually(t, 20*time.Second, func() bool {
+		for _, s := range reg.List().Skills {
+			if s.Name == "hello" && s.State == registry.StateInvalid {
+				return true
+			}
+		}
+		return false
+	}, "hello never became invalid")
+	out, err := skillbus(t, "skills", "list", "--nats-url", url)
+	if err != nil || !regexp.MustCompile(`hello\s+\S+\s+workflow\s+default\s+invalid`).MatchString(out) ||
+		!strings.Contains(out, "problems:") || !strings.Contains(out, filepath.Join("hello", "SKILL.md")+":3:") {
+		t.Errorf("list:\n%s", out)
+	}
+}
+
+func TestValidateRemote(t *testing.T) {
+	t.Parallel()
+	url, _, _ := catalogServer(t, true)
+	out, err := skillbus(t, "skills", "validate", "--remote", "--nats-url", url, filepath.Join(fixtures, "good"))
+	if err != nil || !strings.Contains(out, "0 errors") {
+		t.Errorf("good: %v\n%s", err, out)
+	}
+	out, err = skillbus(t, "skills", "validate", "--remote", "--json", "--nats-url", url, filepath.Join(fixtures, "bad", "md"))
+	var resp registry.ValidateResponse
+	if cli.ExitCode(err) != 1 || json.Unmarshal([]byte(out), &resp) != nil || resp.Errors == 0 {
+		t.Fatalf("bad: %v\n%s", err, out)
+	}
+	// Named as the local run names them, below the PATH's parent.
+	if !strings.HasPrefix(resp.Diagnostics[0].File, "md/") {
+		t.Errorf("diagnostic %s", resp.Diagnostics[0])
+	}
+}
+
+func TestSkillsHelp(t *testing.T) {
+	t.Parallel()
+	for _, sub := range []string{"list", "show", "search", "validate"} {
+		out, err := skillbus(t, "skills", sub, "--help")
+		if err != nil || !strings.Contains(out, "Examples:") || !strings.Contains(out, "skillbus skills "+sub) {
+			t.Errorf("skills %s --help: %v\n%s", sub, err, out)
+		}
+	}
+}
