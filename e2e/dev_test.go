@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/skillbus/skillbus/internal/natstest"
+	"github.com/skillbus/skillbus/pkg/tool/llm/llmtest"
 )
 
 func freePort(t *testing.T) int {
@@ -53,8 +55,16 @@ func skillbus(t *testing.T, args ...string) (string, int) {
 func TestDevAndTrigger(t *testing.T) {
 	port := freePort(t)
 	url := "--nats-url=nats://127.0.0.1:" + strconv.Itoa(port)
+	// A chat-completions server with the model's side of summarize-ticket scripted:
+	// call echo, read the style guide, answer.
+	model := llmtest.Script(t,
+		llmtest.Calls(llmtest.ToolCall("c1", "echo", map[string]any{"note": "checking"})),
+		llmtest.Calls(llmtest.ToolCall("c2", "read_reference", map[string]any{"path": "references/style.md"})),
+		llmtest.Text(`{"summary": "Ada cannot log in since the upgrade.", "severity": "high"}`),
+	)
 	dev := start(t, "skillbus", "dev", "--port", strconv.Itoa(port), "--store", t.TempDir(),
-		"--skills", "testdata/skills", "--skills", "testdata/e2e", "--backoff-base=20ms", "--backoff-max=50ms")
+		"--skills", "testdata/skills", "--skills", "testdata/e2e", "--backoff-base=20ms", "--backoff-max=50ms",
+		"--llm-url", model.URL(), "--llm-model", "scripted")
 	natstest.Eventually(t, 30*time.Second, func() bool {
 		return strings.Contains(dev.out.String(), "skillbus dev is running")
 	}, "skillbus dev did not start:\n%s", dev.out.String())
@@ -100,12 +110,28 @@ func TestDevAndTrigger(t *testing.T) {
 		{"unknown skill", []string{"trigger", "--skill", "nosuch", "--wait"}, 3, []string{"unknown_skill"}},
 		{"bad json", []string{"trigger", "--skill", "hello", "--data", `{nope`}, 2, []string{"not valid JSON"}},
 		{"skills list", []string{"skills", "list"}, 0, []string{"hello", "word-count", "com.example.order.created"}},
+		{"instruction skill", []string{"trigger", "com.example.ticket.opened", "--data", `{"title":"login broken","customer":"Ada"}`, "--wait"}, 0,
+			[]string{"turn-1 (model)", "turn-1.call-0 (tool echo)", "turn-2.call-0 (tool read_reference)", `"severity": "high"`}},
+		{"script skill", []string{"trigger", "com.example.upload.received", "--data", `{"name":"x"}`, "--wait"}, 0,
+			[]string{"entrypoint-default (tool exec)", `"bytes": 12`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			out, code := skillbus(t, append(tt.args, url)...)
 			if code != tt.code {
 				t.Fatalf("exit code %d, want %d\n%s", code, tt.code, out)
+			}
+			if tt.name == "instruction skill" {
+				// The model got the body as its system prompt and the reference on request.
+				reqs := model.Requests()
+				if len(reqs) != 3 {
+					t.Fatalf("the model was asked %d times, want 3", len(reqs))
+				}
+				first, _ := json.Marshal(reqs[0])
+				last, _ := json.Marshal(reqs[2])
+				if !strings.Contains(string(first), "You summarise support tickets") || !strings.Contains(string(last), "at most 20 words") {
+					t.Errorf("system prompt or reference missing:\n%s\n%s", first, last)
+				}
 			}
 			for _, w := range tt.want {
 				if !strings.Contains(out, w) {
