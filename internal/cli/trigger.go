@@ -191,6 +191,17 @@ func (w *watcher) print(e *event.Event) {
 		fmt.Fprintf(w.out, "  ↻ retrying in %.0fms (attempt %v of %v): %s\n", num("delay_ms"), num("attempt"), num("max_retries")+1, str("error"))
 	case events.TypeExecutionFallback:
 		fmt.Fprintf(w.out, "  ↪ %s failed (%s), falling back to %s: %s\n", str("skill"), str("class"), str("next"), str("error"))
+	case events.TypeConfirmationRequested:
+		fmt.Fprintf(w.out, "  ⏸ waiting for confirmation of step %s: %s\n    answer with: skillbus runs confirm %s   (or --deny); unanswered, denied at %s\n",
+			str("step_id"), str("message"), str("execution_id"), str("timeout_at"))
+	case events.TypeConfirmationRecorded:
+		verdict := "denied"
+		if d["approved"] == true {
+			verdict = "approved"
+		}
+		fmt.Fprintf(w.out, "  ▶ step %s %s by %s\n", str("step_id"), verdict, str("by"))
+	case events.TypeAutohealTriggered:
+		fmt.Fprintf(w.out, "    ✚ auto-heal: %s failed (%s), running %s\n", str("step_id"), str("failure_type"), str("action"))
 	case events.TypeExecutionDeadlettered:
 		fmt.Fprintf(w.out, "  ☠ dead-lettered to %s\n", str("subject"))
 	case events.TypeExecutionCompleted:

@@ -170,9 +170,11 @@ func (w *Watcher) refreshLocked(ctx context.Context) error {
 }
 
 // Ensure returns the current set, first discovering the tools again if one of
-// names is not in it, unless a discovery ended less than MinInterval ago. A
-// worker calls it with a skill's tools before running the skill, so a tool
-// service started a moment ago is found without waiting for the next Interval.
+// names is not in it. Discoveries are at least MinInterval apart: a caller that
+// comes sooner waits for the next one (or ctx), so a tool service started a moment
+// ago is found, and a flood of jobs naming a tool nobody serves costs one
+// discovery per MinInterval. A worker calls it with a skill's tools before running
+// the skill.
 func (w *Watcher) Ensure(ctx context.Context, names ...string) *tool.Set {
 	set := w.Set()
 	if !missing(set, names) {
@@ -180,8 +182,17 @@ func (w *Watcher) Ensure(ctx context.Context, names ...string) *tool.Set {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if set = w.Set(); !missing(set, names) || time.Since(w.lastEnd) < w.cfg.MinInterval {
+	if set = w.Set(); !missing(set, names) {
 		return set
+	}
+	if wait := w.cfg.MinInterval - time.Since(w.lastEnd); wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return w.Set()
+		}
 	}
 	_ = w.refreshLocked(ctx)
 	return w.Set()
