@@ -88,7 +88,12 @@ func NewHTTP(cfg HTTPConfig) Tool {
 	if hc == nil {
 		hc = &http.Client{}
 		if t, ok := http.DefaultTransport.(*http.Transport); ok {
-			hc.Transport = t.Clone()
+			t = t.Clone()
+			// A worker runs many jobs at once against the same few APIs; the default
+			// of 2 idle connections per host would open a new connection for most
+			// calls under load.
+			t.MaxIdleConns, t.MaxIdleConnsPerHost = 256, 64
+			hc.Transport = t
 		}
 	}
 	if cfg.Timeout <= 0 {
