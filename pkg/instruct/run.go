@@ -176,7 +176,7 @@ func (r *Runner) Execute(ctx context.Context, run Run) (*Result, error) {
 		functions = append(functions, readReferenceFunction(paths))
 	}
 
-	user, err := marshal(orEmpty(run.Inputs))
+	user, err := tool.MarshalJSON(orEmpty(run.Inputs))
 	if err != nil {
 		return nil, failure.Repair("instruct: skill %s: the inputs do not encode as JSON: %v", s.Name, err)
 	}
@@ -318,7 +318,7 @@ func parseArgs(s string) (map[string]any, error) {
 	if strings.TrimSpace(s) == "" {
 		return map[string]any{}, nil
 	}
-	v, err := decodeValue([]byte(s))
+	v, err := tool.DecodeJSON([]byte(s))
 	if err != nil {
 		return nil, err
 	}
@@ -338,7 +338,7 @@ func resultText(v any) string {
 	if s, ok := v.(string); ok {
 		return strings.ToValidUTF8(s, "\uFFFD")
 	}
-	b, err := marshal(v)
+	b, err := tool.MarshalJSON(v)
 	if err != nil {
 		return fmt.Sprintf("(a result that does not encode as JSON: %v)", err)
 	}

@@ -93,7 +93,7 @@ func (e *execTool) run(parent context.Context, r *execRequest, path, dir string)
 			"truncated": stdout.truncated() || stderr.truncated(),
 		}
 		if out := bytes.TrimSpace(stdout.buf); len(out) > 0 && !stdout.truncated() {
-			if v, err := decodeJSON(out); err == nil {
+			if v, err := DecodeJSON(out); err == nil {
 				res["json"] = v
 			}
 		}

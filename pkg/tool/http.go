@@ -380,7 +380,7 @@ func responseBody(contentType string, b []byte) any {
 	mt, _, _ := mime.ParseMediaType(contentType)
 	if mt == "application/json" || strings.HasSuffix(mt, "+json") {
 		if len(bytes.TrimSpace(b)) > 0 {
-			if v, err := decodeJSON(b); err == nil {
+			if v, err := DecodeJSON(b); err == nil {
 				return v
 			}
 		}

@@ -3,6 +3,7 @@ package tool
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -60,13 +61,17 @@ func at(path string) string {
 	return strings.TrimPrefix(path, ".") + ": "
 }
 
-// decodeJSON decodes exactly one JSON value from data into JSON-like values:
-// integers that fit become int64, other numbers float64.
-func decodeJSON(data []byte) (any, error) {
+// DecodeJSON decodes exactly one JSON value from data into JSON-like values:
+// integers that fit become int64, other numbers float64. Tool providers use it
+// for whatever JSON they receive.
+func DecodeJSON(data []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("empty JSON document")
+		}
 		return nil, err
 	}
 	if _, err := dec.Token(); err != io.EOF {
@@ -101,6 +106,18 @@ func normalizeNumbers(v any) (any, error) {
 		}
 	}
 	return v, nil
+}
+
+// MarshalJSON encodes v as JSON without escaping <, > and & (tool arguments and
+// results are data, not HTML) and without a trailing newline.
+func MarshalJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // text makes output bytes a JSON-safe string: invalid UTF-8 becomes U+FFFD.

@@ -11,12 +11,12 @@ func FuzzDecodeJSON(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		v, err := decodeJSON(data)
+		v, err := DecodeJSON(data)
 		if err != nil {
 			return
 		}
 		if err := CheckValue(v); err != nil {
-			t.Fatalf("decodeJSON(%q) = %#v, not JSON-like: %v", data, v, err)
+			t.Fatalf("DecodeJSON(%q) = %#v, not JSON-like: %v", data, v, err)
 		}
 	})
 }

@@ -125,7 +125,7 @@ func (t *Tool) Call(ctx context.Context, c tool.Call) (any, error) {
 			return nil, failure.Repair("bustool: tool %s: argument %q is not a JSON value: %v", t.name, k, err)
 		}
 	}
-	body, err := marshal(args)
+	body, err := tool.MarshalJSON(args)
 	if err != nil {
 		return nil, failure.Repair("bustool: tool %s: the arguments do not encode as JSON: %v", t.name, err)
 	}
@@ -196,7 +196,7 @@ func toolFromInfo(nc *nats.Conn, cfg Config, subject string, meta map[string]str
 	}
 	t := &Tool{nc: nc, name: name, subject: subject, description: meta[MetaDescription], timeout: cfg.CallTimeout}
 	if s := meta[MetaSchema]; s != "" {
-		v, err := decodeValue([]byte(s))
+		v, err := tool.DecodeJSON([]byte(s))
 		if err != nil {
 			return nil, fmt.Errorf("tool %s: its schema is not JSON: %v", name, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/skillbus/skillbus/pkg/tool"
 	"regexp"
 	"strconv"
 	"strings"
@@ -92,7 +93,7 @@ func errorReply(err error) (code, description string, body []byte) {
 	if msg == "" {
 		msg = "error"
 	}
-	body, _ = marshal(errorBody{Class: class, Message: msg})
+	body, _ = tool.MarshalJSON(errorBody{Class: class, Message: msg})
 	return string(class), oneLine(msg, 1024), body
 }
 
@@ -122,16 +123,16 @@ func oneLine(s string, n int) string {
 //     repairable; 408, 429 and 5xx but 501 retryable; other 4xx and 501 fatal),
 //     else what failure.ClassOf makes of the message.
 //   - anything else is a result: one JSON value (an empty payload is null).
-func parseReply(tool string, msg *nats.Msg) (any, error) {
+func parseReply(name string, msg *nats.Msg) (any, error) {
 	if code := msg.Header.Get(micro.ErrorCodeHeader); code != "" || msg.Header.Get(micro.ErrorHeader) != "" {
-		return nil, replyError(tool, code, msg.Header.Get(micro.ErrorHeader), msg.Data)
+		return nil, replyError(name, code, msg.Header.Get(micro.ErrorHeader), msg.Data)
 	}
 	if len(strings.TrimSpace(string(msg.Data))) == 0 {
 		return nil, nil
 	}
-	v, err := decodeValue(msg.Data)
+	v, err := tool.DecodeJSON(msg.Data)
 	if err != nil {
-		return nil, failure.Fatalf("bustool: tool %s replied with a result that is not JSON: %v", tool, err)
+		return nil, failure.Fatalf("bustool: tool %s replied with a result that is not JSON: %v", name, err)
 	}
 	return v, nil
 }

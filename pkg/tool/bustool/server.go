@@ -175,7 +175,7 @@ func schemaJSON(schema any) ([]byte, error) {
 	if schema == nil {
 		return []byte(`{"type":"object"}`), nil
 	}
-	b, err := marshal(schema)
+	b, err := tool.MarshalJSON(schema)
 	if err != nil {
 		return nil, fmt.Errorf("schema does not marshal to JSON: %w", err)
 	}
@@ -246,7 +246,7 @@ func (s *Server) handle(t tool.Tool, r micro.Request) {
 		s.respondError(name, r, err)
 		return
 	}
-	b, err := marshal(res)
+	b, err := tool.MarshalJSON(res)
 	if err != nil {
 		s.respondError(name, r, failure.Fatalf("%s: the result does not encode as JSON: %v", name, err))
 		return
@@ -265,7 +265,7 @@ func decodeArgs(name string, data []byte) (map[string]any, error) {
 	if len(data) == 0 {
 		return map[string]any{}, nil
 	}
-	v, err := decodeValue(data)
+	v, err := tool.DecodeJSON(data)
 	if err != nil {
 		return nil, failure.Repair("%s: the arguments are not valid JSON: %v", name, err)
 	}

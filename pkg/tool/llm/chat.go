@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/skillbus/skillbus/pkg/tool"
 	"io"
 	"net/http"
 	"net/url"
@@ -236,7 +237,7 @@ func (c *Client) Chat(ctx context.Context, req Request) (*Response, error) {
 	if len(req.Messages) == 0 {
 		return nil, failure.Repair("llm: a chat request needs at least one message")
 	}
-	body, err := marshal(req)
+	body, err := tool.MarshalJSON(req)
 	if err != nil {
 		return nil, failure.Repair("llm: the request does not encode as JSON: %v", err)
 	}

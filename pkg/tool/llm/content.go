@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"github.com/skillbus/skillbus/pkg/tool"
 	"regexp"
 	"strings"
 )
@@ -20,7 +21,7 @@ func ParseJSON(text string) (any, bool) {
 	if s == "" || (s[0] != '{' && s[0] != '[') {
 		return nil, false
 	}
-	v, err := decodeValue([]byte(s))
+	v, err := tool.DecodeJSON([]byte(s))
 	if err != nil {
 		return nil, false
 	}

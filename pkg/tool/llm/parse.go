@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/skillbus/skillbus/pkg/tool"
 	"strings"
 	"unicode/utf8"
 )
@@ -77,7 +78,7 @@ func (m Message) MarshalJSON() ([]byte, error) {
 	if m.Content == "" && len(m.ToolCalls) > 0 {
 		content = nil
 	}
-	return marshal(struct {
+	return tool.MarshalJSON(struct {
 		plain
 		Content any `json:"content"`
 	}{plain(m), content})

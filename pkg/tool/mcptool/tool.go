@@ -250,5 +250,5 @@ func toValue(v any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return decodeValue(b)
+	return tool.DecodeJSON(b)
 }
