@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -24,6 +25,7 @@ import (
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/internal/natstest"
 	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/run"
 )
 
 var binDir string
@@ -305,10 +307,29 @@ func TestTwoHundredTriggers(t *testing.T) {
 	// redelivered to the other worker after AckWait, and still every trigger has
 	// exactly one terminal result.
 	f.publish("kill", n, "slow-hello")
+	// Kill a worker that is busy with the run: one that has finished some of its
+	// executions (their terminal records name it) while most are still to do.
+	runs, err := f.b.KV(f.ctx, f.b.BucketRuns())
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim := -1
 	natstest.Eventually(t, 60*time.Second, func() bool {
-		return len(f.results("kill").completed) >= n/5
+		done := f.results("kill").completed
+		if len(done) < n/5 {
+			return false
+		}
+		for id := range done {
+			if rec, err := run.Load(f.ctx, runs, id); err == nil && rec != nil {
+				if i, err := strconv.Atoi(strings.TrimPrefix(rec.Worker, "w")); err == nil {
+					victim = i - 1
+					return true
+				}
+			}
+		}
+		return false
 	}, "the kill run did not start")
-	if err := f.workers[0].cmd.Process.Kill(); err != nil {
+	if err := f.workers[victim].cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	res := f.waitResults("kill", n)
