@@ -316,7 +316,7 @@ func TestTwoHundredTriggers(t *testing.T) {
 	victim := -1
 	natstest.Eventually(t, 60*time.Second, func() bool {
 		done := f.results("kill").completed
-		if len(done) < n/5 {
+		if len(done) < 10 { // of 200 × 0.5 s on 16 slots: the run has seconds to go
 			return false
 		}
 		for id := range done {

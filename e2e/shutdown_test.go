@@ -33,7 +33,7 @@ func TestDevShutdownLosesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := &fleet{t: t, b: b, ctx: context.Background(), natsConn: nc}
-	const n = 100 // 100 × 100 ms on 2 workers × 4: about 1.3 s of work
+	const n = 100 // 100 × 0.5 s on 2 workers × 4: about 6 s of work
 	f.publish("stop", n, "slow-hello")
 	natstest.Eventually(t, 60*time.Second, func() bool { return len(f.results("stop").completed) >= 10 }, "the run did not start")
 	nc.Close()
