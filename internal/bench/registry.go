@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/skillbus/skillbus/internal/skillgen"
 	"io"
 	"log/slog"
 	"os"
@@ -89,7 +90,7 @@ func RunRegistry(ctx context.Context, cfg RegistryConfig) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	if err := GenerateSkills(dir, cfg.Skills); err != nil {
+	if err := skillgen.Generate(dir, cfg.Skills); err != nil {
 		return err
 	}
 	start := time.Now()
@@ -108,7 +109,7 @@ func RunRegistry(ctx context.Context, cfg RegistryConfig) error {
 			return err
 		}
 		defer os.RemoveAll(dir)
-		if err := GenerateSkills(dir, cfg.CatalogSkills); err != nil {
+		if err := skillgen.Generate(dir, cfg.CatalogSkills); err != nil {
 			return err
 		}
 	}
@@ -203,7 +204,7 @@ func measureEdits(ctx context.Context, cfg RegistryConfig, dir string) ([]time.D
 		}
 		name := skillName(n)
 		desc := "Edited " + strconv.Itoa(i) + " times for the watch benchmark."
-		p := filepath.Join(dir, category(n), name, "SKILL.md")
+		p := filepath.Join(dir, skillgen.Category(n), name, "SKILL.md")
 		data, err := os.ReadFile(p)
 		if err != nil {
 			return nil, 0, err
@@ -254,8 +255,7 @@ func loadAverage() string {
 	return ", load average " + strings.Join(f[:3], " ")
 }
 
-func skillName(i int) string { return fmt.Sprintf("skill-%05d", i) }
-func category(i int) string  { return fmt.Sprintf("cat-%03d", i/100) }
+func skillName(i int) string { return skillgen.Name(i) }
 
 // setDescription rewrites the description line of a generated SKILL.md.
 func setDescription(data []byte, desc string) ([]byte, error) {
@@ -285,79 +285,3 @@ func setDescription(data []byte, desc string) ([]byte, error) {
 	}
 	return nil, errors.New("generated SKILL.md has no description line")
 }
-
-// GenerateSkills writes n valid skills under root: in equal parts instruction skills
-// with a reference, workflows (SKILL.md beside skill.yaml), script skills and
-// single-file skills, in categories of 100, each depending on its predecessor in the
-// category.
-func GenerateSkills(root string, n int) error {
-	write := func(p, text string) error {
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return err
-		}
-		return os.WriteFile(p, []byte(text), 0o644)
-	}
-	for i := range n {
-		name := skillName(i)
-		cat := filepath.Join(root, category(i))
-		deps := ""
-		if i%100 > 0 {
-			deps = fmt.Sprintf("dependencies: [%s]\n", skillName(i-1))
-		}
-		front := fmt.Sprintf("---\nname: %s\ndescription: Generated skill number %d for the registry benchmark.\nversion: 1.0.%d\n"+
-			"triggers: [io.skillbus.bench.t%d]\ntags: [bench, generated]\n%s", name, i, i, i%50, deps)
-		body := "# Instructions\n\nRead [the notes](references/notes.md), then do the work in three steps:\n\n" +
-			"1. Gather the inputs.\n2. Do the thing.\n3. Report.\n\n```bash\necho done\n```\n"
-		var err error
-		switch i % 4 {
-		case 0:
-			err = errors.Join(
-				write(filepath.Join(cat, name, "SKILL.md"), front+"---\n"+body),
-				write(filepath.Join(cat, name, "references", "notes.md"), "# Notes\n\nSome notes.\n"))
-		case 1:
-			err = errors.Join(
-				write(filepath.Join(cat, name, "SKILL.md"), front+"---\n"+body),
-				write(filepath.Join(cat, name, "references", "notes.md"), "# Notes\n"),
-				write(filepath.Join(cat, name, "skill.yaml"), benchWorkflow))
-		case 2:
-			err = errors.Join(
-				write(filepath.Join(cat, name, "SKILL.md"), front+"entrypoints:\n  - name: default\n    command: scripts/run.sh\n---\n"+body),
-				write(filepath.Join(cat, name, "references", "notes.md"), "# Notes\n"),
-				write(filepath.Join(cat, name, "scripts", "run.sh"), "#!/bin/sh\necho run\n"))
-		case 3:
-			err = write(filepath.Join(cat, name+".md"), front+"---\nDo the work in three steps and report what you did, briefly.\n")
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-const benchWorkflow = `inputs:
-  - name: issue_key
-    type: string
-    required: true
-    pattern: "^[A-Z]+-\\d+$"
-  - name: prefix
-    default: feature
-    enum: [feature, fix]
-steps:
-  - id: get_issue
-    tool: jira_view_issue
-    args:
-      issue_key: "{{ inputs.issue_key }}"
-    output: issue_data
-  - id: build_name
-    compute: |
-      result = inputs.prefix + "/" + inputs.issue_key
-    output: branch_name
-  - id: create_branch
-    condition: "issue_data and branch_name"
-    tool: git_create_branch
-    args:
-      branch: "{{ branch_name }}"
-    on_error: retry:2
-outputs:
-  branch: "{{ branch_name }}"
-`

@@ -1,77 +1,16 @@
 package skill
 
 import (
-	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
+
+	"github.com/skillbus/skillbus/internal/skillgen"
 )
 
-// writeSkills generates n skills under root: a mix of instruction skills with a
-// reference, workflows (SKILL.md + skill.yaml), script skills and single files, in
-// categories of 100, with dependencies between neighbours.
 func writeSkills(tb testing.TB, root string, n int) {
 	tb.Helper()
-	write := func(p, text string) {
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			tb.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	for i := range n {
-		name := fmt.Sprintf("skill-%05d", i)
-		cat := filepath.Join(root, fmt.Sprintf("cat-%03d", i/100))
-		deps := ""
-		if i%100 > 0 {
-			deps = fmt.Sprintf("dependencies: [skill-%05d]\n", i-1)
-		}
-		front := fmt.Sprintf("---\nname: %s\ndescription: Generated skill number %d for the load benchmark.\nversion: 1.0.%d\n"+
-			"triggers: [io.skillbus.bench.t%d]\ntags: [bench, generated]\n%s", name, i, i, i%50, deps)
-		body := "# Instructions\n\nRead [the notes](references/notes.md), then do the work in three steps:\n\n" +
-			"1. Gather the inputs.\n2. Do the thing.\n3. Report.\n\n```bash\necho done\n```\n"
-		switch i % 4 {
-		case 0: // instruction skill with a reference
-			write(filepath.Join(cat, name, "SKILL.md"), front+"---\n"+body)
-			write(filepath.Join(cat, name, "references", "notes.md"), "# Notes\n\nSome notes.\n")
-		case 1: // workflow
-			write(filepath.Join(cat, name, "SKILL.md"), front+"---\n"+body)
-			write(filepath.Join(cat, name, "references", "notes.md"), "# Notes\n")
-			write(filepath.Join(cat, name, "skill.yaml"), `inputs:
-  - name: issue_key
-    type: string
-    required: true
-    pattern: "^[A-Z]+-\\d+$"
-  - name: prefix
-    default: feature
-    enum: [feature, fix]
-steps:
-  - id: get_issue
-    tool: jira_view_issue
-    args:
-      issue_key: "{{ inputs.issue_key }}"
-    output: issue_data
-  - id: build_name
-    compute: |
-      result = inputs.prefix + "/" + inputs.issue_key
-    output: branch_name
-  - id: create_branch
-    condition: "issue_data and branch_name"
-    tool: git_create_branch
-    args:
-      branch: "{{ branch_name }}"
-    on_error: retry:2
-outputs:
-  branch: "{{ branch_name }}"
-`)
-		case 2: // script skill
-			write(filepath.Join(cat, name, "SKILL.md"), front+"entrypoints:\n  - name: default\n    command: scripts/run.sh\n---\n"+body)
-			write(filepath.Join(cat, name, "references", "notes.md"), "# Notes\n")
-			write(filepath.Join(cat, name, "scripts", "run.sh"), "#!/bin/sh\necho run\n")
-		case 3: // single file
-			write(filepath.Join(cat, name+".md"), front+"---\n"+"Do the work in three steps and report what you did, briefly.\n")
-		}
+	if err := skillgen.Generate(root, n); err != nil {
+		tb.Fatal(err)
 	}
 }
 
