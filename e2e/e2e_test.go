@@ -309,7 +309,7 @@ func TestTwoHundredTriggers(t *testing.T) {
 	f.publish("kill", n, "slow-hello")
 	// Kill a worker that is busy with the run: one that has finished some of its
 	// executions (their terminal records name it) while most are still to do.
-	runs, err := f.b.KV(f.ctx, f.b.BucketRuns())
+	evs, err := f.b.JS.Stream(f.ctx, f.b.StreamEvents())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +320,7 @@ func TestTwoHundredTriggers(t *testing.T) {
 			return false
 		}
 		for id := range done {
-			if rec, err := run.Load(f.ctx, runs, id); err == nil && rec != nil {
+			if rec, err := run.Load(f.ctx, evs, f.b.Subjects, id); err == nil && rec != nil {
 				if i, err := strconv.Atoi(strings.TrimPrefix(rec.Worker, "w")); err == nil {
 					victim = i - 1
 					return true

@@ -169,12 +169,20 @@ type ExecutionRetrying struct {
 // ExecutionFallback is the data of io.skillbus.execution.fallback: the skill failed for
 // good and the job moved to the next skill of the chain.
 type ExecutionFallback struct {
-	ExecutionID     string `json:"execution_id"`
-	Skill           string `json:"skill"`
-	Next            string `json:"next"`
-	NextExecutionID string `json:"next_execution_id"`
-	Class           string `json:"class"`
-	Error           string `json:"error"`
+	ExecutionID     string  `json:"execution_id"`
+	ActivationID    string  `json:"activation_id,omitempty"`
+	Skill           string  `json:"skill"`
+	Version         string  `json:"version,omitempty"`
+	Next            string  `json:"next"`
+	NextExecutionID string  `json:"next_execution_id"`
+	StepID          string  `json:"step_id,omitempty"`
+	Class           string  `json:"class"`
+	Error           string  `json:"error"`
+	Attempt         uint64  `json:"attempt,omitempty"`
+	DurationMS      float64 `json:"duration_ms,omitempty"`
+	Worker          string  `json:"worker,omitempty"`
+	// Log is the execution log of the delivery that failed.
+	Log json.RawMessage `json:"log,omitempty"`
 }
 
 // ExecutionCompleted is the data of io.skillbus.execution.completed.
@@ -186,6 +194,10 @@ type ExecutionCompleted struct {
 	Outputs      map[string]any `json:"outputs"`
 	DurationMS   float64        `json:"duration_ms"`
 	Attempt      uint64         `json:"attempt"`
+	Worker       string         `json:"worker,omitempty"`
+	// Log is the execution log (each step's status, timing and an excerpt of its
+	// result) of the delivery that finished.
+	Log json.RawMessage `json:"log,omitempty"`
 }
 
 // ExecutionFailed is the data of io.skillbus.execution.failed: the activation's last
@@ -201,6 +213,13 @@ type ExecutionFailed struct {
 	Attempt      uint64    `json:"attempt"`
 	History      []Attempt `json:"history,omitempty"`
 	DeadLetter   string    `json:"dead_letter,omitempty"` // subject of the DLQ entry
+	// Denied is set when a person denied the run: nothing falls back and nothing is
+	// dead-lettered.
+	Denied     bool    `json:"denied,omitempty"`
+	DurationMS float64 `json:"duration_ms,omitempty"`
+	Worker     string  `json:"worker,omitempty"`
+	// Log is the execution log of the delivery that failed.
+	Log json.RawMessage `json:"log,omitempty"`
 }
 
 // ExecutionDeadlettered is the data of io.skillbus.execution.deadlettered.

@@ -39,6 +39,7 @@ func runsCommand(c *common, stdout io.Writer) *cobra.Command {
 
 func runsListCommand(c *common, stdout io.Writer) *cobra.Command {
 	var limit int
+	var since time.Duration
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "list",
@@ -57,34 +58,42 @@ func runsListCommand(c *common, stdout io.Writer) *cobra.Command {
 			}
 			defer b.NC.Close()
 			type row struct {
-				ID, Skill, Status, Detail string
-				At                        time.Time
+				ID     string    `json:"execution_id"`
+				Skill  string    `json:"skill"`
+				Status string    `json:"status"`
+				Detail string    `json:"detail"`
+				At     time.Time `json:"at"`
 			}
 			var rows []row
+			outcomes, err := recentOutcomes(ctx, b, since)
+			if err != nil {
+				return err
+			}
+			for _, r := range outcomes {
+				detail := r.Error
+				switch r.Status {
+				case run.StatusCompleted:
+					detail = fmt.Sprintf("%.1fms, attempt %d", r.DurationMS, r.Attempt)
+				case run.StatusFallback:
+					detail = "fell back: " + r.Error
+				}
+				rows = append(rows, row{r.ExecutionID, r.Skill, r.Status, detail, r.FinishedAt})
+			}
 			lister, err := kv.ListKeys(ctx)
 			if err != nil {
 				return err
 			}
 			for k := range lister.Keys() {
+				if !strings.HasSuffix(k, ".paused") {
+					continue
+				}
 				e, err := kv.Get(ctx, k)
 				if err != nil {
 					continue
 				}
-				switch {
-				case strings.HasSuffix(k, ".result"):
-					var r run.Record
-					if json.Unmarshal(e.Value(), &r) == nil {
-						detail := r.Error
-						if r.Status == run.StatusCompleted {
-							detail = fmt.Sprintf("%.1fms, attempt %d", r.DurationMS, r.Attempt)
-						}
-						rows = append(rows, row{r.ExecutionID, r.Skill, r.Status, detail, r.FinishedAt})
-					}
-				case strings.HasSuffix(k, ".paused"):
-					var p run.Paused
-					if json.Unmarshal(e.Value(), &p) == nil {
-						rows = append(rows, row{p.ExecutionID, skillOf(p.Job), "paused", "confirm step " + p.Step + " by " + p.TimeoutAt.Format(time.RFC3339), e.Created()})
-					}
+				var p run.Paused
+				if json.Unmarshal(e.Value(), &p) == nil {
+					rows = append(rows, row{p.ExecutionID, skillOf(p.Job), "paused", "confirm step " + p.Step + " by " + p.TimeoutAt.Format(time.RFC3339), e.Created()})
 				}
 			}
 			sort.Slice(rows, func(i, j int) bool { return rows[i].At.After(rows[j].At) })
@@ -108,6 +117,7 @@ func runsListCommand(c *common, stdout io.Writer) *cobra.Command {
 		},
 	}
 	cmd.Flags().IntVar(&limit, "limit", 20, "how many executions to list, newest first")
+	cmd.Flags().DurationVar(&since, "since", 24*time.Hour, "list executions that ended within this long")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
@@ -137,7 +147,11 @@ func runsShowCommand(c *common, stdout io.Writer) *cobra.Command {
 				return err
 			}
 			defer b.NC.Close()
-			rec, err := run.Load(ctx, kv, id)
+			evStream, err := b.JS.Stream(ctx, b.StreamEvents())
+			if err != nil {
+				return fmt.Errorf("no %s stream: is skillbus running there? %w", b.StreamEvents(), err)
+			}
+			rec, err := run.Load(ctx, evStream, b.Subjects, id)
 			if err != nil {
 				return err
 			}
@@ -150,7 +164,7 @@ func runsShowCommand(c *common, stdout io.Writer) *cobra.Command {
 				return err
 			}
 			if rec == nil && paused == nil && len(evs) == 0 {
-				return &ExitError{Code: 1, Err: fmt.Errorf("no execution %s (records are kept 7 days, events 24 hours)", id)}
+				return &ExitError{Code: 1, Err: fmt.Errorf("no execution %s (outcomes and events are kept as long as the events stream keeps them: 7 days by default)", id)}
 			}
 			if asJSON {
 				return json.NewEncoder(stdout).Encode(map[string]any{"record": rec, "paused": paused, "events": evs})
@@ -292,3 +306,40 @@ func (c *common) runsBucket(ctx context.Context) (*bus.Bus, jetstream.KeyValue, 
 	}
 	return b, kv, nil
 }
+
+// recentOutcomes reads the outcome events of executions that ended within since.
+func recentOutcomes(ctx context.Context, b *bus.Bus, since time.Duration) ([]*run.Record, error) {
+	var filters []string
+	for _, typ := range []string{events.TypeExecutionCompleted, events.TypeExecutionFailed, events.TypeExecutionFallback} {
+		filters = append(filters, b.Subjects.Event("*", typ))
+	}
+	cons, err := b.JS.OrderedConsumer(ctx, b.StreamEvents(), jetstream.OrderedConsumerConfig{
+		FilterSubjects: filters, DeliverPolicy: jetstream.DeliverByStartTimePolicy, OptStartTime: ptr(time.Now().Add(-since)),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read outcomes: %w", err)
+	}
+	var out []*run.Record
+	for {
+		batch, err := cons.FetchNoWait(512)
+		if err != nil {
+			return nil, fmt.Errorf("read outcomes: %w", err)
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			md, err := m.Metadata()
+			if err != nil {
+				continue
+			}
+			if r, err := run.FromEvent(m.Headers().Get("ce-type"), m.Data(), md.Timestamp); err == nil {
+				out = append(out, r)
+			}
+		}
+		if n == 0 {
+			return out, nil
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -74,11 +74,11 @@ failed, 3 when no skill took the trigger, 4 on --timeout.`,
 			if skillName != "" && len(args) == 0 {
 				t.Type = ""
 			}
-			act, err := cl.Publish(ctx, t)
-			if err != nil {
-				return err
-			}
 			if !wait {
+				act, err := cl.Publish(ctx, t)
+				if err != nil {
+					return err
+				}
 				if asJSON {
 					return json.NewEncoder(stdout).Encode(map[string]any{"id": act.EventID, "source": act.Source, "subject": act.Subject, "seq": act.Seq, "activation_id": act.ID})
 				}
@@ -88,7 +88,7 @@ failed, 3 when no skill took the trigger, 4 on --timeout.`,
 			wctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
 			w := &watcher{out: stdout, asJSON: asJSON}
-			res, err := cl.Follow(wctx, act.ID, w.print)
+			act, res, err := cl.Run(wctx, t, w.print)
 			switch {
 			case err != nil && wctx.Err() != nil && ctx.Err() == nil:
 				return &ExitError{Code: exitTimeout, Err: fmt.Errorf("no result for activation %s within %v (see 'skillbus runs list', or raise --timeout)", act.ID, timeout)}
@@ -203,11 +203,14 @@ func (w *watcher) print(e *event.Event) {
 	case events.TypeAutohealTriggered:
 		fmt.Fprintf(w.out, "    ✚ auto-heal: %s failed (%s), running %s\n", str("step_id"), str("failure_type"), str("action"))
 	case events.TypeExecutionDeadlettered:
-		fmt.Fprintf(w.out, "  ☠ dead-lettered to %s\n", str("subject"))
+		// Printed with execution.failed, which names the dead letter and comes first.
 	case events.TypeExecutionCompleted:
 		out, _ := json.MarshalIndent(d["outputs"], "", "  ")
 		fmt.Fprintf(w.out, "✔ %s completed in %.1fms\n%s\n", str("skill"), num("duration_ms"), out)
 	case events.TypeExecutionFailed:
+		if dl := str("dead_letter"); dl != "" {
+			fmt.Fprintf(w.out, "  ☠ dead-lettered to %s\n", dl)
+		}
 		fmt.Fprintf(w.out, "✘ %s failed (%s): %s\n", str("skill"), str("class"), str("error"))
 	}
 }

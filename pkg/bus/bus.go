@@ -28,7 +28,10 @@ type Config struct {
 	// default 2m.
 	DuplicateWindow time.Duration
 	// TriggerMaxAge, DeadMaxAge and EventsMaxAge bound how long triggers, dead letters
-	// and events are kept; defaults 7 days, 30 days and 24 hours.
+	// and events are kept; defaults 7 days, 30 days and 7 days. Events include each
+	// execution's outcome and each activation's routing decision, so EventsMaxAge is
+	// also how long a trigger published again with the same source and id is
+	// answered with its first result instead of running again.
 	TriggerMaxAge, DeadMaxAge, EventsMaxAge time.Duration
 }
 
@@ -55,7 +58,7 @@ func (c *Config) setDefaults() error {
 		c.DeadMaxAge = 30 * 24 * time.Hour
 	}
 	if c.EventsMaxAge == 0 {
-		c.EventsMaxAge = 24 * time.Hour
+		c.EventsMaxAge = 7 * 24 * time.Hour
 	}
 	return nil
 }
@@ -151,7 +154,7 @@ func (b *Bus) Buckets() []jetstream.KeyValueConfig {
 	}
 	skills := kv(b.BucketSkills(), "skillbus catalog: one compiled skill per key")
 	skills.History = 16
-	runs := kv(b.BucketRuns(), "skillbus execution records and step checkpoints")
+	runs := kv(b.BucketRuns(), "skillbus execution claims and paused executions")
 	runs.TTL = 7 * 24 * time.Hour
 	stats := kv(b.BucketStats(), "skillbus per-skill success and latency aggregates")
 	workers := kv(b.BucketWorkers(), "skillbus worker heartbeats")

@@ -17,6 +17,9 @@ import (
 // Header names.
 const (
 	HeaderMsgID       = "Nats-Msg-Id"
+	// HeaderRecovered marks a job published again while recovering from a crash
+	// (the previous copy may have run): workers take the claim path for it.
+	HeaderRecovered = "Skillbus-Recovered"
 	HeaderContentType = "Content-Type"
 	ceHeaderPrefix    = "ce-"
 	structuredJSON    = "application/cloudevents+json"
@@ -58,11 +61,11 @@ func Encode(subject, msgID string, e *event.Event) *nats.Msg {
 	h := m.Header
 	h[HeaderMsgID] = []string{msgID}
 	h["ce-specversion"] = []string{e.SpecVersion()}
-	h["ce-id"] = []string{e.ID()}
-	h["ce-source"] = []string{e.Source()}
+	h["ce-id"] = []string{escapeHeader(e.ID())}
+	h["ce-source"] = []string{escapeHeader(e.Source())}
 	h["ce-type"] = []string{e.Type()}
 	if s := e.Subject(); s != "" {
-		h["ce-subject"] = []string{s}
+		h["ce-subject"] = []string{escapeHeader(s)}
 	}
 	if t := e.Time(); !t.IsZero() {
 		h["ce-time"] = []string{types.FormatTime(t)}
@@ -78,10 +81,69 @@ func Encode(subject, msgID string, e *event.Event) *nats.Msg {
 		if err != nil {
 			s = fmt.Sprint(v)
 		}
-		h[ceHeaderPrefix+k] = []string{s}
+		h[ceHeaderPrefix+k] = []string{escapeHeader(s)}
 	}
 	m.Data = e.Data()
 	return m
+}
+
+// escapeHeader percent-encodes a CloudEvents attribute for a ce- header as the
+// protocol bindings ask: space, '"', '%' and every byte outside printable ASCII.
+// Decode undoes it, so an attribute reads back the same whichever binding or SDK
+// wrote it, and ids derived from it (the activation id) agree.
+func escapeHeader(v string) string {
+	n := 0
+	for i := 0; i < len(v); i++ {
+		if needsEscape(v[i]) {
+			n++
+		}
+	}
+	if n == 0 {
+		return v
+	}
+	const hex = "0123456789ABCDEF"
+	b := make([]byte, 0, len(v)+2*n)
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if needsEscape(c) {
+			b = append(b, '%', hex[c>>4], hex[c&15])
+		} else {
+			b = append(b, c)
+		}
+	}
+	return string(b)
+}
+
+func needsEscape(c byte) bool { return c <= ' ' || c >= 0x7f || c == '"' || c == '%' }
+
+// unescapeHeader decodes %XX sequences in a ce- header value; a '%' not followed by
+// two hex digits is kept as it is.
+func unescapeHeader(v string) string {
+	if strings.IndexByte(v, '%') < 0 {
+		return v
+	}
+	b := make([]byte, 0, len(v))
+	for i := 0; i < len(v); i++ {
+		if v[i] == '%' && i+2 < len(v) && isHex(v[i+1]) && isHex(v[i+2]) {
+			b = append(b, unhex(v[i+1])<<4|unhex(v[i+2]))
+			i += 2
+			continue
+		}
+		b = append(b, v[i])
+	}
+	return string(b)
+}
+
+func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
+
+func unhex(c byte) byte {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0'
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10
+	}
+	return c - 'A' + 10
 }
 
 // Decode reads a CloudEvent from a NATS message in binary content mode (a
@@ -157,6 +219,7 @@ func decodeBinary(specversion, contentType string, ce map[string]string, data []
 	e := event.New(specversion)
 	bad := map[string]string{}
 	for name, v := range ce {
+		v = unescapeHeader(v)
 		switch name {
 		case "id":
 			e.SetID(v)

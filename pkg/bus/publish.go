@@ -66,6 +66,36 @@ func (e Event) Msg(subject string) (*nats.Msg, error) {
 	return &nats.Msg{Subject: subject, Header: h, Data: data}, nil
 }
 
+// TooLargeError is a message bigger than the server accepts (its max_payload).
+type TooLargeError struct {
+	Subject     string
+	Size, Limit int
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("result_too_large: the message for %s would be %d bytes; the NATS server accepts at most %d (max_payload)", e.Subject, e.Size, e.Limit)
+}
+
+// Fits returns a *TooLargeError when m is bigger than the connected server's
+// max_payload, so a caller can fail clearly instead of having the publish fail on
+// every retry.
+func (b *Bus) Fits(m *nats.Msg) error {
+	limit := int(b.NC.MaxPayload())
+	if limit <= 0 {
+		return nil
+	}
+	size := len(m.Data) + len(m.Subject)
+	for k, vs := range m.Header {
+		for _, v := range vs {
+			size += len(k) + len(v) + 4
+		}
+	}
+	if size > limit {
+		return &TooLargeError{Subject: m.Subject, Size: size, Limit: limit}
+	}
+	return nil
+}
+
 // MetaOf reads the extension attributes of e.
 func MetaOf(e *event.Event) Meta {
 	ext := e.Extensions()
@@ -90,6 +120,7 @@ type Batch struct {
 	mu      sync.Mutex
 	futures []jetstream.PubAckFuture
 	err     error
+	dups    map[string]bool // message ids JetStream acknowledged as duplicates
 }
 
 // Batch starts a batch of publishes.
@@ -128,6 +159,14 @@ func (bt *Batch) Put(bucket, key string, value []byte) {
 	bt.Publish(&nats.Msg{Subject: "$KV." + bucket + "." + key, Data: value})
 }
 
+// Duplicate reports whether a publish with message id id, waited for by Wait, was
+// dropped by JetStream as a repeat of one it had persisted before.
+func (bt *Batch) Duplicate(id string) bool {
+	bt.mu.Lock()
+	defer bt.mu.Unlock()
+	return bt.dups[id]
+}
+
 // Len is the number of publishes queued.
 func (bt *Batch) Len() int {
 	bt.mu.Lock()
@@ -148,7 +187,15 @@ func (bt *Batch) Wait(ctx context.Context) error {
 	}
 	for _, f := range futures {
 		select {
-		case <-f.Ok():
+		case a := <-f.Ok():
+			if a.Duplicate {
+				bt.mu.Lock()
+				if bt.dups == nil {
+					bt.dups = map[string]bool{}
+				}
+				bt.dups[f.Msg().Header.Get(HeaderMsgID)] = true
+				bt.mu.Unlock()
+			}
 		case err := <-f.Err():
 			return fmt.Errorf("publish %s: %w", f.Msg().Subject, err)
 		case <-ctx.Done():

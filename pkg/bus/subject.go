@@ -50,6 +50,19 @@ func (s Subjects) ConfirmationTimeout(executionID, step string) string {
 // Events matches every event of one execution or activation.
 func (s Subjects) Events(id string) string { return s.Prefix + ".events." + id + ".>" }
 
+// Live is the subject of an event of type typ about an execution of an activation
+// that is published but not persisted (see events.Level): no stream captures it, so
+// only current subscribers see it. The activation id comes first so that a publisher
+// can subscribe to everything its trigger sets off before the executions are known.
+func (s Subjects) Live(activationID, executionID, typ string) string {
+	return s.Prefix + ".live." + activationID + "." + executionID + "." + eventsKind(typ)
+}
+
+// LiveEvents matches every live event of one activation.
+func (s Subjects) LiveEvents(activationID string) string {
+	return s.Prefix + ".live." + activationID + ".>"
+}
+
 func eventsKind(typ string) string {
 	const p = "io.skillbus."
 	if strings.HasPrefix(typ, p) {

@@ -59,6 +59,53 @@ type Activation struct {
 	EventID string
 }
 
+func (t *Trigger) defaults() {
+	if t.Source == "" {
+		t.Source = "skillbus-client"
+	}
+	if t.ID == "" {
+		t.ID = uuid.NewString()
+	}
+}
+
+// Run publishes t and follows its activation to the result, like Publish and then
+// Follow, but subscribes to the live progress events first, so that fn sees every
+// one of them however fast the skill runs.
+func (c *Client) Run(ctx context.Context, t Trigger, fn func(*event.Event)) (Activation, *Result, error) {
+	t.defaults()
+	live, err := c.subscribeLive(ctx, events.ActivationID(t.Source, t.ID))
+	if err != nil {
+		return Activation{}, nil, err
+	}
+	defer func() { _ = live.sub.Unsubscribe() }()
+	act, err := c.Publish(ctx, t)
+	if err != nil {
+		return act, nil, err
+	}
+	res, err := c.follow(ctx, act.ID, fn, live.ch)
+	return act, res, err
+}
+
+type liveSub struct {
+	sub *nats.Subscription
+	ch  chan *nats.Msg
+}
+
+// subscribeLive subscribes to an activation's live events and waits until the server
+// has the subscription.
+func (c *Client) subscribeLive(ctx context.Context, activationID string) (*liveSub, error) {
+	ch := make(chan *nats.Msg, 1024)
+	sub, err := c.b.NC.ChanSubscribe(c.b.Subjects.LiveEvents(activationID), ch)
+	if err != nil {
+		return nil, fmt.Errorf("follow %s: %w", activationID, err)
+	}
+	if err := c.b.NC.FlushWithContext(ctx); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, fmt.Errorf("follow %s: %w", activationID, err)
+	}
+	return &liveSub{sub: sub, ch: ch}, nil
+}
+
 // Publish publishes t and returns its activation.
 func (c *Client) Publish(ctx context.Context, t Trigger) (Activation, error) {
 	if t.Type == "" {
@@ -75,12 +122,7 @@ func (c *Client) Publish(ctx context.Context, t Trigger) (Activation, error) {
 			return Activation{}, fmt.Errorf("client: %w", err)
 		}
 	}
-	if t.Source == "" {
-		t.Source = "skillbus-client"
-	}
-	if t.ID == "" {
-		t.ID = uuid.NewString()
-	}
+	t.defaults()
 	e := event.New()
 	e.SetID(t.ID)
 	e.SetSource(t.Source)
@@ -144,9 +186,19 @@ func (r *Result) Err() error {
 
 // Follow reads the activation's events in order — the routing decision, then each
 // execution's progress, following fallbacks — calling fn (if not nil) with each, and
-// returns when the activation ends or ctx does. Events published before Follow was
-// called are read too.
+// returns when the activation ends or ctx does. Persisted events published before
+// Follow was called are read too; live progress events (see events.Level) only from
+// when it subscribes, which Run does before publishing.
 func (c *Client) Follow(ctx context.Context, activationID string, fn func(*event.Event)) (*Result, error) {
+	live, err := c.subscribeLive(ctx, activationID)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = live.sub.Unsubscribe() }()
+	return c.follow(ctx, activationID, fn, live.ch)
+}
+
+func (c *Client) follow(ctx context.Context, activationID string, fn func(*event.Event), live <-chan *nats.Msg) (*Result, error) {
 	msgs := make(chan jetstream.Msg, 256)
 	done := make(chan struct{})
 	defer close(done)
@@ -178,17 +230,32 @@ func (c *Client) Follow(ctx context.Context, activationID string, fn func(*event
 			cons.Stop()
 		}
 	}()
+	// Progress that the fleet's events level does not persist arrives on live, to
+	// fn only: it never decides the result.
 	if err := watch(activationID); err != nil {
 		return nil, err
 	}
 	for {
-		var m jetstream.Msg
+		var nm *nats.Msg
 		select {
-		case m = <-msgs:
+		case m := <-msgs:
+			if m.Headers().Get(jetstream.ScheduleHeader) != "" {
+				// A scheduled message waiting for its time (a confirmation's timeout)
+				// is not an event yet; it becomes one if it fires.
+				continue
+			}
+			nm = &nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}
+		case lm := <-live:
+			if fn != nil {
+				if e, err := bus.Decode(lm); err == nil {
+					fn(e)
+				}
+			}
+			continue
 		case <-ctx.Done():
 			return nil, fmt.Errorf("no result for activation %s yet: %w", activationID, ctx.Err())
 		}
-		e, err := bus.Decode(&nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
+		e, err := bus.Decode(nm)
 		if err != nil {
 			continue
 		}

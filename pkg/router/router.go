@@ -194,10 +194,8 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 	}
 	plan.Primary, plan.FallbackChain = refs[0], refs[1:]
 
-	b := r.cfg.Bus.Batch()
 	decided := bus.Event{ID: actID + ".route.decided", Source: r.cfg.Source, Type: events.TypeRouteDecided, Meta: meta,
 		Data: events.RouteDecided{ActivationID: actID, Trigger: ref, Plan: plan}}
-	b.PublishEvent(subj.Event(actID, events.TypeRouteDecided), decided)
 
 	depth := 0
 	if d, ok := e.Extensions()["skilldepth"].(string); ok {
@@ -215,12 +213,67 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 	jm := meta
 	jm.ExecutionID = job.ExecutionID
 	jm.CausationID = decided.ID
-	b.PublishEvent(subj.Exec(plan.Primary.Pool, plan.Primary.Name),
-		bus.Event{ID: job.ExecutionID + ".job", Source: r.cfg.Source, Type: events.TypeJob, Meta: jm, Data: job})
+	jobMsg, err := bus.Event{ID: job.ExecutionID + ".job", Source: r.cfg.Source, Type: events.TypeJob, Meta: jm, Data: job}.
+		Msg(subj.Exec(plan.Primary.Pool, plan.Primary.Name))
+	if err != nil {
+		return err
+	}
+	if err := r.cfg.Bus.Fits(jobMsg); err != nil {
+		return r.reject(ctx, msg, ref, events.UnmatchedTooLarge, err.Error(), size)
+	}
+
+	// The decision is the activation's record, written once: a create-only publish
+	// on its subject. If it exists, this trigger was routed before — either by an
+	// earlier delivery of this same message that died before acking it, or as an
+	// earlier message with the same source and id, published again after the
+	// duplicate window. Either way no second execution starts; the publisher finds
+	// the first one's events, and its result, under the same activation id.
+	b := r.cfg.Bus.Batch()
+	b.PublishEvent(subj.Event(actID, events.TypeRouteDecided), decided, jetstream.WithExpectLastSequencePerSubject(0))
+	if err := b.Wait(ctx); err != nil {
+		if !isWrongLastSequence(err) {
+			return err
+		}
+		return r.routedBefore(ctx, msg, ref, actID, jobMsg)
+	}
+	b.Publish(jobMsg)
 	if err := b.Wait(ctx); err != nil {
 		return err
 	}
 	return msg.Ack()
+}
+
+// routedBefore settles a trigger whose activation already has its decision. When the
+// decision came from this very message (its earlier delivery died between the
+// decision and the job), the job is published again — as recovered, so workers make
+// sure it has not run — and the duplicate window drops it if it was persisted.
+func (r *Router) routedBefore(ctx context.Context, msg jetstream.Msg, ref events.TriggerRef, actID string, job *nats.Msg) error {
+	m, err := r.events.GetLastMsgForSubject(ctx, r.cfg.Bus.Subjects.Event(actID, events.TypeRouteDecided))
+	if err != nil {
+		return fmt.Errorf("read the earlier decision of activation %s: %w", actID, err)
+	}
+	var prev events.RouteDecided
+	if err := json.Unmarshal(m.Data, &prev); err != nil {
+		return fmt.Errorf("read the earlier decision of activation %s: %w", actID, err)
+	}
+	if prev.Trigger.Seq == ref.Seq {
+		job.Header.Set(bus.HeaderRecovered, "1")
+		b := r.cfg.Bus.Batch()
+		b.Publish(job)
+		if err := b.Wait(ctx); err != nil {
+			return err
+		}
+		return msg.Ack()
+	}
+	r.cfg.Log.Info("router: trigger routed before; its first activation answers it",
+		"activation", actID, "source", ref.Source, "id", ref.ID, "first_seq", prev.Trigger.Seq, "seq", ref.Seq)
+	return msg.Ack()
+}
+
+func isWrongLastSequence(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
 }
 
 func skillRef(c route.Candidate, e *event.Event) events.SkillRef {

@@ -1,7 +1,12 @@
-// Package run holds the records of executions in KV bucket "runs": the terminal
-// record that makes each execution's result unique, and the paused record of an
-// execution waiting for a human's confirmation. Workers write them; routers and the
-// CLI read them.
+// Package run reads and writes the records of executions.
+//
+// An execution's outcome is its outcome event in the EVENTS stream —
+// execution.completed, execution.failed or execution.fallback — published once, under
+// the message id "<executionid>.outcome" that the three share, so JetStream keeps the
+// first and drops any later one as a duplicate. Outcome events are kept as long as
+// EVENTS keeps events (7 days by default). KV bucket "runs" holds what is not an
+// event: the claim of an execution taken over after a redelivery (see package
+// worker) and the paused record of an execution waiting for a person's confirmation.
 package run
 
 import (
@@ -11,6 +16,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillbus/skillbus/events"
 )
 
 // Record statuses.
@@ -20,10 +27,7 @@ const (
 	StatusFallback  = "fallback"
 )
 
-// Record is the terminal record of an execution in KV runs under "<executionid>.result".
-// It is created once (compare-and-set): whoever creates it owns the execution's
-// outcome, so each execution has exactly one terminal result however many times its job
-// is delivered.
+// Record is an execution's outcome, as read back from its outcome event.
 type Record struct {
 	ExecutionID  string         `json:"execution_id"`
 	ActivationID string         `json:"activation_id"`
@@ -44,43 +48,62 @@ type Record struct {
 	Log json.RawMessage `json:"log,omitempty"`
 }
 
-// ResultKey is the runs key of an execution's terminal record.
-func ResultKey(executionID string) string { return executionID + ".result" }
+// OutcomeID is the message id every outcome event of an execution is published
+// under, so that only the first is kept.
+func OutcomeID(executionID string) string { return executionID + ".outcome" }
 
-// Claim creates rec; if a record exists already it returns that one and false.
-func Claim(ctx context.Context, kv jetstream.KeyValue, rec *Record) (*Record, bool, error) {
-	b, err := json.Marshal(rec)
-	if err != nil {
-		return nil, false, err
-	}
-	_, err = kv.Create(ctx, ResultKey(rec.ExecutionID), b)
-	if err == nil {
-		return rec, true, nil
-	}
-	if !errors.Is(err, jetstream.ErrKeyExists) {
-		return nil, false, err
-	}
-	prev, err := Load(ctx, kv, rec.ExecutionID)
-	if err != nil {
-		return nil, false, err
-	}
-	return prev, false, nil
+// Subjects is how Load finds an execution's events: bus.Subjects implements it.
+type Subjects interface {
+	Event(id, typ string) string
 }
 
-// Load returns the terminal record of an execution, or nil if there is none.
-func Load(ctx context.Context, kv jetstream.KeyValue, executionID string) (*Record, error) {
-	e, err := kv.Get(ctx, ResultKey(executionID))
-	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
-		return nil, nil
+// Load returns the outcome of an execution from the events stream, or nil if it has
+// none (yet, or any more).
+func Load(ctx context.Context, stream jetstream.Stream, subj Subjects, executionID string) (*Record, error) {
+	for _, typ := range []string{events.TypeExecutionCompleted, events.TypeExecutionFailed, events.TypeExecutionFallback} {
+		m, err := stream.GetLastMsgForSubject(ctx, subj.Event(executionID, typ))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return FromEvent(typ, m.Data, m.Time)
 	}
-	if err != nil {
-		return nil, err
+	return nil, nil
+}
+
+// FromEvent reads an outcome event's data as a Record.
+func FromEvent(typ string, data []byte, at time.Time) (*Record, error) {
+	r := &Record{FinishedAt: at}
+	switch typ {
+	case events.TypeExecutionCompleted:
+		var d events.ExecutionCompleted
+		if err := json.Unmarshal(data, &d); err != nil {
+			return nil, err
+		}
+		r.ExecutionID, r.ActivationID, r.Skill, r.Version = d.ExecutionID, d.ActivationID, d.Skill, d.Version
+		r.Status, r.Outputs, r.Attempt, r.Worker, r.DurationMS, r.Log = StatusCompleted, d.Outputs, d.Attempt, d.Worker, d.DurationMS, d.Log
+	case events.TypeExecutionFailed:
+		var d events.ExecutionFailed
+		if err := json.Unmarshal(data, &d); err != nil {
+			return nil, err
+		}
+		r.ExecutionID, r.ActivationID, r.Skill, r.Version = d.ExecutionID, d.ActivationID, d.Skill, d.Version
+		r.Status, r.StepID, r.Class, r.Error, r.Denied = StatusFailed, d.StepID, d.Class, d.Error, d.Denied
+		r.Attempt, r.Worker, r.DurationMS, r.Log = d.Attempt, d.Worker, d.DurationMS, d.Log
+	case events.TypeExecutionFallback:
+		var d events.ExecutionFallback
+		if err := json.Unmarshal(data, &d); err != nil {
+			return nil, err
+		}
+		r.ExecutionID, r.ActivationID, r.Skill, r.Version = d.ExecutionID, d.ActivationID, d.Skill, d.Version
+		r.Status, r.StepID, r.Class, r.Error, r.Next = StatusFallback, d.StepID, d.Class, d.Error, d.NextExecutionID
+		r.Attempt, r.Worker, r.DurationMS, r.Log = d.Attempt, d.Worker, d.DurationMS, d.Log
+	default:
+		return nil, errors.New("run: " + typ + " is not an outcome event")
 	}
-	var r Record
-	if err := json.Unmarshal(e.Value(), &r); err != nil {
-		return nil, err
-	}
-	return &r, nil
+	return r, nil
 }
 
 // PausedKey is the runs key of an execution paused for a confirmation.

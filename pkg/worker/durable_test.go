@@ -141,7 +141,7 @@ func TestConfirmationPausesWithoutHoldingAWorker(t *testing.T) {
 			if n := f.calls["greet"].Load(); n != tt.calls {
 				t.Fatalf("greet called %d times, want %d", n, tt.calls)
 			}
-			rec, err := run.Load(f.ctx, f.runs, id)
+			rec, err := f.outcome(id)
 			if err != nil || rec == nil {
 				t.Fatalf("record %v %v", rec, err)
 			}

@@ -22,7 +22,7 @@ import (
 // events: the event that reports a step is the step's durable record (DESIGN §5.8
 // names KV runs; the events carry exactly the same data, so writing both would be a
 // second persisted hop per step for nothing). A redelivered or resumed job reads them
-// back from EVENTS. That stream keeps them for EventsMaxAge (24h), longer than any
+// back from EVENTS. That stream keeps them for EventsMaxAge (7 days), longer than any
 // execution stays unfinished: retries back off for minutes and a confirmation's
 // timeout is capped below it (see pause).
 //
@@ -104,18 +104,38 @@ func continuedResult(msg string) string {
 	return "❌ " + msg
 }
 
-// Save publishes the step's event, which is its checkpoint.
+// Save publishes the step's event, which is its checkpoint. Whether it is persisted
+// depends on the events level: at "full" always; at "steps" only where it saves
+// work a redelivery would otherwise repeat — a tool step (a side effect) that is not
+// the run's last (the outcome follows a last step at once, and records it); at
+// "terminal" never. Conditions and compute blocks are evaluated again on a
+// redelivery instead: they are deterministic over the checkpointed results.
+//
+// A result larger than the server accepts fails the step once, fatally, with
+// result_too_large: retrying would only hit the same limit.
 func (c *checkpoints) Save(_ context.Context, executionID, stepID string, cp workflow.Checkpoint) error {
 	st := &skill.Step{ID: stepID}
 	o := &observer{w: c.w, j: c.j}
-	if cp.Status == workflow.StatusSkipped {
-		c.w.emitID(c.j, o.id(st, "skipped"), events.TypeStepSkipped, events.StepSkipped{
-			ExecutionID: executionID, StepID: stepID, Reason: cp.Reason, SkillRef: cp.Skill, Attempt: cp.Attempt, Finished: cp.Finished,
-		})
-		return nil
+	var persist bool
+	switch c.w.cfg.Events {
+	case events.LevelFull:
+		persist = true
+	case events.LevelSteps:
+		persist = cp.Status != workflow.StatusSkipped && cp.Kind != "compute" && !cp.Final
 	}
-	c.w.emitID(c.j, o.id(st, "completed"), events.TypeStepCompleted, stepCompleted(executionID, stepID, cp, false))
-	return nil
+	var err error
+	if cp.Status == workflow.StatusSkipped {
+		err = c.w.publish(c.j, o.id(st, "skipped"), events.TypeStepSkipped, events.StepSkipped{
+			ExecutionID: executionID, StepID: stepID, Reason: cp.Reason, SkillRef: cp.Skill, Attempt: cp.Attempt, Finished: cp.Finished,
+		}, persist)
+	} else {
+		err = c.w.publish(c.j, o.id(st, "completed"), events.TypeStepCompleted, stepCompleted(executionID, stepID, cp, false), persist)
+	}
+	var tl *bus.TooLargeError
+	if errors.As(err, &tl) {
+		return failure.Fatalf("step %s: %v", stepID, err)
+	}
+	return err
 }
 
 func stepCompleted(executionID, stepID string, cp workflow.Checkpoint, resumed bool) events.StepCompleted {

@@ -40,7 +40,6 @@ import (
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/failure"
 	"github.com/skillbus/skillbus/pkg/instruct"
-	"github.com/skillbus/skillbus/pkg/run"
 	"github.com/skillbus/skillbus/pkg/skill"
 	"github.com/skillbus/skillbus/pkg/tool"
 	"github.com/skillbus/skillbus/pkg/workflow"
@@ -109,6 +108,13 @@ type Config struct {
 	// MaxDepth bounds delegation through the skill tool; a job deeper than this
 	// fails fatally. Default DefaultMaxDepth (2).
 	MaxDepth int
+	// Events is which events are persisted and which only published live; default
+	// events.DefaultLevel (see events.Level for what each costs and keeps).
+	Events events.Level
+	// ReclaimGrace is how long after its connection to the server comes back a worker
+	// lets the first delivery of an older job wait, so that a worker that was running
+	// it before a server restart can claim it first. Default 5s.
+	ReclaimGrace time.Duration
 	// Name identifies this worker in events and heartbeats; default host-pid.
 	Name string
 	// Source is the CloudEvents source of the events the worker writes; default
@@ -118,12 +124,15 @@ type Config struct {
 
 // Worker runs jobs.
 type Worker struct {
-	cfg    Config
-	runs   jetstream.KeyValue
-	cache  *cache
-	events jetstream.Stream
-	loops  []*bus.Loop
-	beat   *heartbeat
+	cfg      Config
+	runs     jetstream.KeyValue
+	cache    *cache
+	events   jetstream.Stream
+	loops    []*bus.Loop
+	beat     *heartbeat
+	epoch    *epoch
+	inflight sync.Map // execution id → *job running in this process
+	status   chan nats.Status
 }
 
 // New validates cfg and returns a Worker; Start begins consuming.
@@ -173,6 +182,14 @@ func New(cfg Config) (*Worker, error) {
 	if cfg.Source == "" {
 		cfg.Source = "/skillbus/worker"
 	}
+	if cfg.ReclaimGrace == 0 {
+		cfg.ReclaimGrace = 5 * time.Second
+	}
+	lvl, err := events.ParseLevel(string(cfg.Events))
+	if err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
+	cfg.Events = lvl
 	if cfg.Concurrency < 0 || cfg.CrashAllowance < 0 || cfg.Backoff.Base < 0 || cfg.Backoff.Max < cfg.Backoff.Base {
 		return nil, errors.New("worker: Concurrency, CrashAllowance and Backoff must be positive, with Backoff.Max ≥ Backoff.Base")
 	}
@@ -209,6 +226,22 @@ func (w *Worker) Start(ctx context.Context) error {
 	if w.events, err = b.JS.Stream(ctx, b.StreamEvents()); err != nil {
 		return fmt.Errorf("worker: stream %s: %w", b.StreamEvents(), err)
 	}
+	jobs, err := b.JS.Stream(ctx, b.StreamJobs())
+	if err != nil {
+		return fmt.Errorf("worker: stream %s: %w", b.StreamJobs(), err)
+	}
+	w.epoch = &epoch{nc: b.NC, stream: func(ctx context.Context) (uint64, error) {
+		info, err := jobs.Info(ctx)
+		if err != nil {
+			return 0, err
+		}
+		return info.State.LastSeq, nil
+	}}
+	// Learn the epoch before the first job arrives: jobs stored before this worker
+	// started take the claim path.
+	w.epoch.fresh(ctx, 0)
+	w.status = b.NC.StatusChanged(nats.CONNECTED)
+	go w.watchReconnects(w.status)
 	for _, pool := range w.cfg.Pools {
 		c, err := b.JS.CreateOrUpdateConsumer(ctx, b.StreamJobs(), w.ConsumerConfig(pool))
 		if err != nil {
@@ -239,6 +272,10 @@ func (w *Worker) Stop(ctx context.Context) {
 		w.beat.stop()
 		w.beat = nil
 	}
+	if w.status != nil {
+		w.cfg.Bus.NC.RemoveStatusListener(w.status)
+		w.status = nil
+	}
 }
 
 // job is one delivery of a job message being handled.
@@ -256,6 +293,11 @@ type job struct {
 	batch    *bus.Batch
 	start    time.Time
 	log      json.RawMessage // the execution log of this delivery
+	// fast: the first delivery of a job stored in the worker's current epoch; it runs
+	// unclaimed (see claim.go). reconnects is the connection's count when it began.
+	fast       bool
+	reconnects uint64
+	claim      claimState
 }
 
 func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
@@ -266,6 +308,12 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 	if ctx.Err() != nil {
 		// Shutting down: hand the job back at once for another worker.
 		_ = msg.Nak()
+		return
+	}
+	if errors.Is(err, errLostClaim) {
+		// Whoever holds the execution now settles it; this delivery comes back to
+		// find its outcome.
+		_ = msg.NakWithDelay(w.cfg.AckWait)
 		return
 	}
 	w.cfg.Log.Error("worker: job handed back", "subject", msg.Subject(), "err", err)
@@ -291,14 +339,12 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) error {
 		}
 		return w.poison(ctx, msg, fmt.Errorf("job data: %w", err))
 	}
-	if j.attempt > 1 {
-		// A redelivery: the execution may have ended already.
-		rec, err := run.Load(ctx, w.runs, j.data.ExecutionID)
-		if err != nil {
+	j.reconnects = w.cfg.Bus.NC.Stats().Reconnects
+	j.fast = j.attempt == 1 && len(j.data.Answers) == 0 && msg.Headers().Get(bus.HeaderRecovered) == "" &&
+		w.epoch.fresh(ctx, md.Sequence.Stream)
+	if !j.fast {
+		if handled, err := w.claim(ctx, j); handled || err != nil {
 			return err
-		}
-		if rec != nil {
-			return w.redrive(ctx, j, rec)
 		}
 	}
 	// The version the plan pinned: a skill edited since keeps its runs on the old one.
@@ -333,8 +379,14 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) error {
 		tools = w.cfg.Tools.Ensure(ctx, toolNames(j.skill)...)
 	}
 	obs := &observer{w: w, j: j}
-	rctx := withDepth(ctx, j.data.Depth)
-	stopBeat := w.keepAlive(msg)
+	rctx, cancel := context.WithCancel(withDepth(ctx, j.data.Depth))
+	defer cancel()
+	j.claim.mu.Lock()
+	j.claim.cancel = cancel
+	j.claim.mu.Unlock()
+	w.inflight.Store(j.data.ExecutionID, j)
+	defer w.inflight.CompareAndDelete(j.data.ExecutionID, j)
+	stopBeat := w.keepAlive(ctx, j)
 	var outputs map[string]any
 	var log *workflow.Log
 	var runErr error
@@ -355,7 +407,7 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) error {
 			Attempt:       j.attempt,
 			Observer:      obs,
 			Confirmations: answers,
-			Checkpoints:   &checkpoints{w: w, j: j, fresh: j.attempt == 1 && len(j.data.Answers) == 0},
+			Checkpoints:   &checkpoints{w: w, j: j, fresh: j.fast},
 			Cache:         w.cache,
 			Tools:         tools,
 		})
@@ -366,6 +418,9 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) error {
 	}
 	if runErr != nil && ctx.Err() != nil {
 		return ctx.Err()
+	}
+	if j.isLost() {
+		return errLostClaim
 	}
 	if runErr == nil {
 		return w.complete(ctx, j, outputs)
@@ -380,6 +435,9 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) error {
 		stepID = se.Step
 	}
 	if failure.ClassOf(runErr) == failure.Retryable && j.attempt <= uint64(j.skill.Retries()) {
+		if err := w.ensureClaim(ctx, j); err != nil {
+			return err
+		}
 		delay := w.cfg.Backoff.Delay(j.attempt)
 		w.emit(j, events.TypeExecutionRetrying, "", events.ExecutionRetrying{
 			ExecutionID: j.data.ExecutionID, Skill: j.skill.Name, Attempt: j.attempt,
@@ -393,8 +451,9 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) error {
 	return w.fail(ctx, j, stepID, runErr)
 }
 
-// keepAlive tells JetStream the job is still being worked on, well within AckWait.
-func (w *Worker) keepAlive(msg jetstream.Msg) (stop func()) {
+// keepAlive tells JetStream the job is still being worked on, well within AckWait,
+// and renews the execution's claim if it holds one.
+func (w *Worker) keepAlive(ctx context.Context, j *job) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -403,161 +462,14 @@ func (w *Worker) keepAlive(msg jetstream.Msg) (stop func()) {
 		for {
 			select {
 			case <-t.C:
-				_ = msg.InProgress()
+				_ = j.msg.InProgress()
+				w.renew(ctx, j)
 			case <-done:
 				return
 			}
 		}
 	})
 	return func() { close(done); wg.Wait() }
-}
-
-func (w *Worker) complete(ctx context.Context, j *job, outputs map[string]any) error {
-	rec, won, err := run.Claim(ctx, w.runs, &run.Record{
-		ExecutionID: j.data.ExecutionID, ActivationID: j.data.ActivationID,
-		Skill: j.skill.Name, Version: j.data.Skill.Version, Status: run.StatusCompleted,
-		Outputs: outputs, Attempt: j.attempt, Worker: w.cfg.Name,
-		DurationMS: ms(time.Since(j.start)), FinishedAt: time.Now().UTC(), Log: j.log,
-	})
-	if err != nil {
-		return err
-	}
-	if !won {
-		return w.redrive(ctx, j, rec)
-	}
-	w.publishTerminal(j, rec)
-	if err := j.batch.Wait(ctx); err != nil {
-		return err
-	}
-	return j.msg.Ack()
-}
-
-// fail ends the execution of this skill for good: fall back to the next skill of the
-// chain, or dead-letter the job.
-func (w *Worker) fail(ctx context.Context, j *job, stepID string, cause error) error {
-	class := failure.ClassOf(cause)
-	rec := &run.Record{
-		ExecutionID: j.data.ExecutionID, ActivationID: j.data.ActivationID,
-		Skill: j.data.Skill.Name, Version: j.data.Skill.Version, Status: run.StatusFailed,
-		StepID: stepID, Class: string(class), Error: cause.Error(),
-		Attempt: j.attempt, Worker: w.cfg.Name,
-		DurationMS: ms(time.Since(j.start)), FinishedAt: time.Now().UTC(), Log: j.log,
-		// A human said no: another skill doing the same thing is not the answer.
-		Denied: errors.Is(cause, workflow.ErrDenied),
-	}
-	if len(j.data.Fallback) > 0 && !rec.Denied {
-		rec.Status, rec.Next = run.StatusFallback, j.data.Fallback[0].ExecutionID
-	}
-	rec, won, err := run.Claim(ctx, w.runs, rec)
-	if err != nil {
-		return err
-	}
-	if !won {
-		return w.redrive(ctx, j, rec)
-	}
-	if err := w.publishFailure(ctx, j, rec); err != nil {
-		return err
-	}
-	if err := j.batch.Wait(ctx); err != nil {
-		return err
-	}
-	return j.msg.Ack()
-}
-
-// publishFailure queues what a failed record causes: the next job of the chain, or
-// the dead letter and the terminal failure.
-func (w *Worker) publishFailure(ctx context.Context, j *job, rec *run.Record) error {
-	subj := w.cfg.Bus.Subjects
-	attempt := events.Attempt{Skill: rec.Skill, ExecutionID: rec.ExecutionID, Class: rec.Class, Error: rec.Error, Deliveries: rec.Attempt}
-	if rec.Status == run.StatusFallback {
-		next := j.data.Fallback[0]
-		if prev, err := run.Load(ctx, w.runs, next.ExecutionID); err != nil {
-			return err
-		} else if prev != nil {
-			return nil // the next skill ran already
-		}
-		nj := events.Job{
-			ExecutionID: next.ExecutionID, ActivationID: j.data.ActivationID, Skill: next,
-			Inputs: j.data.Inputs, Trigger: j.data.Trigger, Fallback: j.data.Fallback[1:],
-			History: append(append([]events.Attempt(nil), j.data.History...), attempt),
-		}
-		m := j.meta
-		m.ExecutionID, m.CausationID = next.ExecutionID, j.msgID()
-		j.batch.PublishEvent(subj.Exec(next.Pool, next.Name),
-			bus.Event{ID: next.ExecutionID + ".job", Source: w.cfg.Source, Type: events.TypeJob, Meta: m, Data: nj})
-		w.emit(j, events.TypeExecutionFallback, "", events.ExecutionFallback{
-			ExecutionID: rec.ExecutionID, Skill: rec.Skill, Next: next.Name,
-			NextExecutionID: next.ExecutionID, Class: rec.Class, Error: rec.Error,
-		})
-		return nil
-	}
-	if rec.Denied {
-		w.publishTerminal(j, rec)
-		return nil
-	}
-	dead := subj.Dead(rec.Skill)
-	dl := events.DeadLetter{Job: j.data, Class: rec.Class, Reason: rec.Error, StepID: rec.StepID, Deliveries: rec.Attempt, Worker: rec.Worker}
-	dm := j.meta
-	dm.ExecutionID, dm.CausationID = rec.ExecutionID, j.msgID()
-	j.batch.PublishEvent(dead, bus.Event{ID: rec.ExecutionID + ".dead", Source: w.cfg.Source, Type: events.TypeJob, Meta: dm, Data: dl})
-	w.emit(j, events.TypeExecutionDeadlettered, "", events.ExecutionDeadlettered{
-		ExecutionID: rec.ExecutionID, Skill: rec.Skill, Subject: dead, Class: rec.Class, Reason: rec.Error,
-	})
-	w.publishTerminal(j, rec)
-	return nil
-}
-
-// publishTerminal queues the terminal event of a record. Its id depends only on the
-// execution and the status, so a repeat is dropped as a duplicate.
-func (w *Worker) publishTerminal(j *job, rec *run.Record) {
-	if rec.Status == run.StatusCompleted {
-		w.emit(j, events.TypeExecutionCompleted, "final", events.ExecutionCompleted{
-			ExecutionID: rec.ExecutionID, ActivationID: rec.ActivationID, Skill: rec.Skill,
-			Version: rec.Version, Outputs: rec.Outputs, DurationMS: rec.DurationMS, Attempt: rec.Attempt,
-		})
-		return
-	}
-	h := append(append([]events.Attempt(nil), j.data.History...), events.Attempt{
-		Skill: rec.Skill, ExecutionID: rec.ExecutionID, Class: rec.Class, Error: rec.Error, Deliveries: rec.Attempt,
-	})
-	w.emit(j, events.TypeExecutionFailed, "final", events.ExecutionFailed{
-		ExecutionID: rec.ExecutionID, ActivationID: rec.ActivationID, Skill: rec.Skill,
-		Version: rec.Version, StepID: rec.StepID, Class: rec.Class, Error: rec.Error,
-		Attempt: rec.Attempt, History: h, DeadLetter: deadLetter(w.cfg.Bus, rec),
-	})
-}
-
-// redrive finishes what an earlier delivery claimed but may not have published
-// (its worker died between the claim and the ack), then acks.
-func (w *Worker) redrive(ctx context.Context, j *job, rec *run.Record) error {
-	switch rec.Status {
-	case run.StatusCompleted:
-		if !w.published(ctx, rec.ExecutionID, events.TypeExecutionCompleted) {
-			w.publishTerminal(j, rec)
-		}
-	case run.StatusFailed:
-		if !w.published(ctx, rec.ExecutionID, events.TypeExecutionFailed) {
-			if err := w.publishFailure(ctx, j, rec); err != nil {
-				return err
-			}
-		}
-	case run.StatusFallback:
-		// Republishing the next job is a no-op when it ran already (publishFailure
-		// checks its record) or is still in the duplicate window.
-		if err := w.publishFailure(ctx, j, rec); err != nil {
-			return err
-		}
-	}
-	if err := j.batch.Wait(ctx); err != nil {
-		return err
-	}
-	return j.msg.Ack()
-}
-
-// published reports whether the EVENTS stream holds the execution's event of type typ.
-func (w *Worker) published(ctx context.Context, executionID, typ string) bool {
-	_, err := w.events.GetLastMsgForSubject(ctx, w.cfg.Bus.Subjects.Event(executionID, typ))
-	return err == nil
 }
 
 // poison records a job message that cannot be read at all and terminates it.
@@ -582,30 +494,6 @@ func (w *Worker) poison(ctx context.Context, msg jetstream.Msg, cause error) err
 	}
 	w.cfg.Log.Error("worker: unreadable job dead-lettered", "subject", msg.Subject(), "seq", seq, "err", cause)
 	return msg.TermWithReason("unreadable job")
-}
-
-// emit queues one of the execution's events. Ids are unique per delivery unless tag
-// says the event is final for the execution.
-func (w *Worker) emit(j *job, typ, tag string, data any) {
-	id := j.data.ExecutionID + "." + events.Kind(typ)
-	if tag == "" {
-		id += "." + j.delivery
-	}
-	w.emitID(j, id, typ, data)
-}
-
-func (w *Worker) emitID(j *job, id, typ string, data any) {
-	m := j.meta
-	m.ExecutionID = j.data.ExecutionID
-	m.CausationID = j.msgID()
-	j.batch.PublishEvent(w.cfg.Bus.Subjects.Event(j.data.ExecutionID, typ), bus.Event{ID: id, Source: w.cfg.Source, Type: typ, Meta: m, Data: data})
-}
-
-func deadLetter(b *bus.Bus, rec *run.Record) string {
-	if rec.Denied {
-		return ""
-	}
-	return b.Subjects.Dead(rec.Skill)
 }
 
 func (j *job) msgID() string { return j.data.ExecutionID + ".job" }

@@ -38,6 +38,8 @@ type fixture struct {
 	w     *worker.Worker
 	cat   *catalog.Catalog
 	tools *tool.Set
+	// level is the workers' events level; tests that count progress events use full.
+	level events.Level
 }
 
 // step returns a one-step workflow skill calling tool t.
@@ -55,7 +57,7 @@ func setup(t *testing.T, skills ...*skill.Skill) *fixture {
 	b := srv.Bus(t, bus.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
-	f := &fixture{t: t, b: b, ctx: ctx, calls: map[string]*atomic.Int64{}}
+	f := &fixture{t: t, b: b, ctx: ctx, calls: map[string]*atomic.Int64{}, level: events.LevelFull}
 	var err error
 	if f.kv, err = b.KV(ctx, b.BucketSkills()); err != nil {
 		t.Fatal(err)
@@ -106,7 +108,7 @@ func (f *fixture) start() {
 	}
 	f.w, err = worker.New(worker.Config{
 		Bus: f.b, Catalog: f.cat, Engine: eng, Log: log, AckWait: time.Second,
-		Backoff: worker.Backoff{Base: 5 * time.Millisecond, Max: 20 * time.Millisecond}, Name: "test",
+		Backoff: worker.Backoff{Base: 5 * time.Millisecond, Max: 20 * time.Millisecond}, Name: "test", Events: f.level,
 	})
 	if err != nil {
 		f.t.Fatal(err)
@@ -175,6 +177,15 @@ func (f *fixture) waitEvent(id, typ string) map[string]any {
 	return evs[0]
 }
 
+// outcome reads the execution's outcome from EVENTS.
+func (f *fixture) outcome(id string) (*run.Record, error) {
+	s, err := f.b.JS.Stream(f.ctx, f.b.StreamEvents())
+	if err != nil {
+		return nil, err
+	}
+	return run.Load(f.ctx, s, f.b.Subjects, id)
+}
+
 // drained waits until the JOBS stream is empty (every job acked or terminated).
 func (f *fixture) drained() {
 	f.t.Helper()
@@ -219,12 +230,10 @@ func TestSuccess(t *testing.T) {
 			t.Errorf("%d %s events, want 1", n, typ)
 		}
 	}
-	e, err := f.runs.Get(f.ctx, run.ResultKey(id))
-	if err != nil {
-		t.Fatal(err)
+	rec, err := f.outcome(id)
+	if err != nil || rec == nil {
+		t.Fatalf("outcome %v, %v", rec, err)
 	}
-	var rec run.Record
-	_ = json.Unmarshal(e.Value(), &rec)
 	if rec.Status != run.StatusCompleted || rec.Worker != "test" {
 		t.Fatalf("record = %+v", rec)
 	}
@@ -323,14 +332,16 @@ func TestUnreadableJobIsTerminated(t *testing.T) {
 	}
 }
 
-// A job whose execution already has a terminal record (its worker died after
-// claiming it, before acking) publishes the recorded result, once.
+// A job whose execution already has an outcome (its worker died after publishing
+// it, before acking) is not run again, and the outcome stays the only one.
 func TestRecordedResultWins(t *testing.T) {
 	t.Parallel()
 	f := setup(t, oneStep("hello", "greet", 3))
 	id := events.ExecutionID("/t", "6", "hello")
-	rec, _ := json.Marshal(run.Record{ExecutionID: id, Skill: "hello", Status: run.StatusCompleted, Outputs: map[string]any{"only": "earlier"}, Attempt: 1})
-	if _, err := f.runs.Create(f.ctx, run.ResultKey(id), rec); err != nil {
+	bt := f.b.Batch()
+	bt.PublishEvent(f.b.Subjects.Event(id, events.TypeExecutionCompleted), bus.Event{ID: run.OutcomeID(id), Source: "/t",
+		Type: events.TypeExecutionCompleted, Data: events.ExecutionCompleted{ExecutionID: id, Skill: "hello", Outputs: map[string]any{"only": "earlier"}, Attempt: 1}})
+	if err := bt.Wait(f.ctx); err != nil {
 		t.Fatal(err)
 	}
 	f.start()

@@ -43,6 +43,13 @@ type Checkpoint struct {
 	Attempt  uint64    `json:"attempt"` // the attempt (job delivery) that ran the step
 	Started  time.Time `json:"started"`
 	Finished time.Time `json:"finished"`
+
+	// Kind is the step's kind (tool, compute, skill, ...), and Final is set when no
+	// other step of the run was left to run when this one finished: the run's outcome
+	// follows at once. A store may use them to skip checkpoints a redelivery would
+	// not need; they are not stored.
+	Kind  string `json:"-"`
+	Final bool   `json:"-"`
 }
 
 // Checkpoints stores the checkpoints of executions. The worker implements it over KV

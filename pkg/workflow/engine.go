@@ -175,7 +175,7 @@ func (e *Engine) execute(ctx context.Context, r Run, l *Log) (map[string]any, er
 	defer cancel()
 
 	x := &execution{
-		e: e, c: c, r: r, ctx: ctx, log: l, tools: tools,
+		e: e, c: c, r: r, ctx: ctx, log: l, tools: tools, final: -1,
 		obs:         newSyncObserver(r.Observer),
 		checkpoints: e.checkpoints,
 		cache:       e.cache,

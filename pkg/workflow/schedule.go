@@ -27,6 +27,9 @@ type execution struct {
 	checkpoints Checkpoints
 	cache       Cache
 	ref         string // skill version, for checkpoints
+	// final is the step running alone with no other step left to run, or -1;
+	// written by the coordinator only while no step runs in a goroutine.
+	final int
 	base        expr.Env
 	saved       map[string]Checkpoint
 
@@ -115,8 +118,17 @@ func (x *execution) run() {
 		}
 		if running == 0 && len(startable) == 1 {
 			i := startable[0]
+			x.final = i
+			for k := range n {
+				if k != i && x.pending(k) {
+					x.final = -1
+					break
+				}
+			}
 			env, heal, retryOf := x.prepare(i)
-			x.settle(i, x.step(i, env, heal, retryOf))
+			s := x.step(i, env, heal, retryOf)
+			x.final = -1
+			x.settle(i, s)
 			continue
 		}
 		for _, i := range startable {

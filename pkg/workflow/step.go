@@ -80,7 +80,7 @@ func (x *execution) step(i int, env expr.Env, heal *AutoHeal, retryOf string) (s
 		txt := errorText(err)
 		cl := failure.ClassOf(err)
 		ck := Checkpoint{Status: StatusContinued, Result: txt, Error: err.Error(), Class: cl, Calls: n.made,
-			Skill: x.ref, Attempt: x.r.Attempt, Started: start, Finished: fin}
+			Skill: x.ref, Attempt: x.r.Attempt, Started: start, Finished: fin, Kind: cs.kind, Final: x.final == i}
 		if serr := x.save(st.ID, ck); serr != nil {
 			return x.fail(i, serr, start, true)
 		}
@@ -90,7 +90,7 @@ func (x *execution) step(i int, env expr.Env, heal *AutoHeal, retryOf string) (s
 		return stepState{status: StatusContinued, bound: true, value: txt, err: err, errText: err.Error(), class: cl}
 	}
 	ck := Checkpoint{Status: StatusCompleted, Result: res, Cached: sl.Cached, Calls: n.made,
-		Skill: x.ref, Attempt: x.r.Attempt, Started: start, Finished: fin}
+		Skill: x.ref, Attempt: x.r.Attempt, Started: start, Finished: fin, Kind: cs.kind, Final: x.final == i}
 	if serr := x.save(st.ID, ck); serr != nil {
 		return x.fail(i, serr, start, true)
 	}
@@ -126,7 +126,8 @@ func (x *execution) fail(i int, err error, start time.Time, ran bool) stepState 
 func (x *execution) skip(i int, reason string, start time.Time) stepState {
 	st := x.c.steps[i].step
 	fin := time.Now()
-	ck := Checkpoint{Status: StatusSkipped, Reason: reason, Skill: x.ref, Attempt: x.r.Attempt, Started: start, Finished: fin}
+	ck := Checkpoint{Status: StatusSkipped, Reason: reason, Skill: x.ref, Attempt: x.r.Attempt, Started: start, Finished: fin,
+		Kind: x.c.steps[i].kind, Final: x.final == i}
 	if err := x.save(st.ID, ck); err != nil {
 		return x.fail(i, err, start, false)
 	}

@@ -1,0 +1,288 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillbus/skillbus/pkg/run"
+)
+
+// Who runs an execution.
+//
+// JetStream hands a job to one worker at a time and counts its deliveries, and that
+// is enough while the server keeps its consumer state. When nats-server is killed and
+// restarts, the deliveries of its last moments can be forgotten: a job that a worker
+// is still running comes back with NumDelivered == 1, to another worker. So the
+// delivery count alone never decides that an execution is new.
+//
+// The fast path, taken by almost every job: the first delivery of a job that was
+// stored after this worker's connection epoch began (the JOBS stream's last sequence
+// when the worker started, or when its connection to the server was last
+// re-established). Such a job cannot have been handed to anyone before a server
+// restart, so it runs with no claim and no checkpoint to load: no write and no read
+// beyond the job itself.
+//
+// Every other delivery (a redelivery, a resumed confirmation, a recovered job, or a
+// first delivery of a job older than the epoch) takes the claim path: the execution's
+// outcome is looked up first (it may have ended already), then the worker claims the
+// execution in KV runs with a create-only write or a compare-and-set on an expired
+// lease. A claim is a lease renewed with the job's heartbeats; another worker that
+// finds a live lease hands the job back with a delay instead of running it. A worker
+// whose renewal fails (someone else holds the execution now) stops its run.
+//
+// When a worker's connection comes back after a disconnect, it claims every
+// execution it is running on the fast path at once, before the server could hand
+// their jobs to someone else; a first delivery of an old job arriving within
+// ReclaimGrace of such a reconnect waits for those claims instead of racing them.
+
+// claimKey is the runs key of an execution's claim.
+func claimKey(executionID string) string { return executionID + ".claim" }
+
+// claimRecord is an execution's claim in KV runs.
+type claimRecord struct {
+	ExecutionID string    `json:"execution_id"`
+	Worker      string    `json:"worker"`
+	Delivery    string    `json:"delivery"`
+	LeaseUntil  time.Time `json:"lease_until"`
+}
+
+// errLostClaim means another worker holds the execution: this delivery must stop
+// without publishing anything.
+var errLostClaim = errors.New("another worker holds this execution")
+
+// epoch tracks the JOBS stream's last sequence as of the start of this worker's
+// current connection to the server.
+type epoch struct {
+	nc     *nats.Conn
+	stream func(ctx context.Context) (uint64, error) // the JOBS stream's last sequence
+
+	mu         sync.Mutex
+	known      bool
+	reconnects uint64
+	seq        uint64
+	restartAt  time.Time // when a reconnect began the epoch; zero for the first
+}
+
+// fresh reports whether a job stored at stream sequence seq was stored during the
+// current epoch, refreshing the epoch first if the connection was re-established.
+// An epoch it cannot learn counts as not fresh (the claim path is always safe).
+func (e *epoch) fresh(ctx context.Context, seq uint64) bool {
+	r := e.nc.Stats().Reconnects
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.known || e.reconnects != r {
+		last, err := e.stream(ctx)
+		if err != nil {
+			e.known = false
+			return false
+		}
+		if e.known || r > 0 {
+			e.restartAt = time.Now()
+		}
+		e.known, e.reconnects, e.seq = true, r, last
+	}
+	return seq > e.seq
+}
+
+// invalidate makes the next fresh refresh the epoch.
+func (e *epoch) invalidate() {
+	e.mu.Lock()
+	e.known = false
+	e.restartAt = time.Now()
+	e.mu.Unlock()
+}
+
+// young reports how much longer the grace after a reconnect lasts, or 0.
+func (e *epoch) young(grace time.Duration) time.Duration {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.restartAt.IsZero() {
+		return 0
+	}
+	return max(0, grace-time.Since(e.restartAt))
+}
+
+// claim takes the claim path for j. It returns handled == true when it settled the
+// delivery itself (the execution had ended, or someone else holds it); otherwise j
+// holds the execution's claim and runs.
+func (w *Worker) claim(ctx context.Context, j *job) (handled bool, err error) {
+	out, err := run.Load(ctx, w.events, w.cfg.Bus.Subjects, j.data.ExecutionID)
+	if err != nil {
+		return false, err
+	}
+	if out != nil {
+		return true, w.redrive(ctx, j, out)
+	}
+	if _, busy := w.inflight.Load(j.data.ExecutionID); busy {
+		// This worker runs it already (the server handed the job out again).
+		return true, j.msg.NakWithDelay(w.leaseFor(j) / 2)
+	}
+	key := claimKey(j.data.ExecutionID)
+	e, err := w.runs.Get(ctx, key)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted):
+		if wait := w.epoch.young(w.cfg.ReclaimGrace); wait > 0 && j.attempt == 1 {
+			// A worker that was running this job before the server restarted is
+			// claiming its executions right now; give it the time to.
+			return true, j.msg.NakWithDelay(wait)
+		}
+		rev, err := w.runs.Create(ctx, key, w.claimValue(j))
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			return true, j.msg.NakWithDelay(w.cfg.Backoff.Base)
+		}
+		if err != nil {
+			return false, err
+		}
+		j.setClaim(rev)
+	case err != nil:
+		return false, err
+	default:
+		var c claimRecord
+		if err := json.Unmarshal(e.Value(), &c); err == nil && c.Worker != w.cfg.Name && time.Now().Before(c.LeaseUntil) {
+			w.cfg.Log.Info("worker: execution held by another worker; handed back", "execution", j.data.ExecutionID, "holder", c.Worker, "until", c.LeaseUntil)
+			return true, j.msg.NakWithDelay(min(time.Until(c.LeaseUntil)+time.Second, w.cfg.AckWait))
+		}
+		rev, err := w.runs.Update(ctx, key, w.claimValue(j), e.Revision())
+		if err != nil {
+			if isWrongLastSequence(err) {
+				return true, j.msg.NakWithDelay(w.cfg.Backoff.Base)
+			}
+			return false, err
+		}
+		j.setClaim(rev)
+	}
+	return false, nil
+}
+
+// upgrade claims an execution j runs on the fast path, because the connection was
+// re-established while it ran. When someone else holds it, j's run is stopped.
+func (w *Worker) upgrade(ctx context.Context, j *job) error {
+	if _, ok := j.claimRev(); ok {
+		return nil
+	}
+	rev, err := w.runs.Create(ctx, claimKey(j.data.ExecutionID), w.claimValue(j))
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		w.cfg.Log.Warn("worker: execution claimed by another worker after a reconnect; stopping this run", "execution", j.data.ExecutionID)
+		j.lost()
+		return errLostClaim
+	}
+	if err != nil {
+		return fmt.Errorf("claim after reconnect: %w", err)
+	}
+	j.setClaim(rev)
+	return nil
+}
+
+// renew extends j's lease; a failed compare-and-set means another worker took the
+// execution over, and j's run stops.
+func (w *Worker) renew(ctx context.Context, j *job) {
+	rev, ok := j.claimRev()
+	if !ok {
+		return
+	}
+	next, err := w.runs.Update(ctx, claimKey(j.data.ExecutionID), w.claimValue(j), rev)
+	if err != nil {
+		if isWrongLastSequence(err) {
+			w.cfg.Log.Warn("worker: lost the claim of a running execution; stopping it", "execution", j.data.ExecutionID)
+			j.lost()
+		}
+		return
+	}
+	j.setClaim(next)
+}
+
+// ensureClaim is called before a fast-path job publishes what it caused: if the
+// connection was re-established since the job started, the execution is claimed
+// first, so a copy the server may have handed out meanwhile cannot also publish.
+func (w *Worker) ensureClaim(ctx context.Context, j *job) error {
+	if j.isLost() {
+		return errLostClaim
+	}
+	if !j.fast || w.cfg.Bus.NC.Stats().Reconnects == j.reconnects {
+		return nil
+	}
+	return w.upgrade(ctx, j)
+}
+
+// watchReconnects claims every fast-path execution in flight as soon as the
+// connection is re-established.
+func (w *Worker) watchReconnects(ch chan nats.Status) {
+	for range ch {
+		w.epoch.invalidate()
+		w.inflight.Range(func(_, v any) bool {
+			j := v.(*job)
+			if j.fast {
+				go func() {
+					ctx, cancel := context.WithTimeout(context.Background(), w.cfg.AckWait)
+					defer cancel()
+					if err := w.upgrade(ctx, j); err != nil && !errors.Is(err, errLostClaim) {
+						w.cfg.Log.Warn("worker: could not claim a running execution after a reconnect", "execution", j.data.ExecutionID, "err", err)
+					}
+				}()
+			}
+			return true
+		})
+	}
+}
+
+func (w *Worker) claimValue(j *job) []byte {
+	b, _ := json.Marshal(claimRecord{ExecutionID: j.data.ExecutionID, Worker: w.cfg.Name, Delivery: j.delivery, LeaseUntil: time.Now().Add(w.leaseFor(j))})
+	return b
+}
+
+// leaseFor is how long a claim holds without renewal: as long as JetStream waits
+// for the job's ack, so a dead holder's lease ends when its job comes back.
+func (w *Worker) leaseFor(*job) time.Duration { return w.cfg.AckWait }
+
+func isWrongLastSequence(err error) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
+	}
+	return errors.Is(err, jetstream.ErrKeyExists)
+}
+
+// claim state of a job, shared by its handler, its heartbeat and the reconnect
+// watcher.
+type claimState struct {
+	mu     sync.Mutex
+	rev    uint64
+	held   bool
+	gone   bool
+	cancel context.CancelFunc
+}
+
+func (j *job) setClaim(rev uint64) {
+	j.claim.mu.Lock()
+	j.claim.rev, j.claim.held = rev, true
+	j.claim.mu.Unlock()
+}
+
+func (j *job) claimRev() (uint64, bool) {
+	j.claim.mu.Lock()
+	defer j.claim.mu.Unlock()
+	return j.claim.rev, j.claim.held
+}
+
+func (j *job) lost() {
+	j.claim.mu.Lock()
+	j.claim.gone = true
+	cancel := j.claim.cancel
+	j.claim.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+func (j *job) isLost() bool {
+	j.claim.mu.Lock()
+	defer j.claim.mu.Unlock()
+	return j.claim.gone
+}

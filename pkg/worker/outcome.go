@@ -1,0 +1,281 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/failure"
+	"github.com/skillbus/skillbus/pkg/run"
+	"github.com/skillbus/skillbus/pkg/workflow"
+)
+
+// An execution ends with exactly one outcome event — execution.completed,
+// execution.failed or execution.fallback — published under the message id
+// run.OutcomeID, which the three share. The outcome is published and acknowledged
+// before anything it causes (the next skill's job, the dead letter), and all of it
+// before the job is acked. A delivery whose outcome JetStream reports as a duplicate
+// lost to an earlier one: it looks that one up and finishes what it caused instead.
+
+// complete publishes the execution's completed outcome and acks the job.
+func (w *Worker) complete(ctx context.Context, j *job, outputs map[string]any) error {
+	if err := w.ensureClaim(ctx, j); err != nil {
+		return err
+	}
+	ev := events.ExecutionCompleted{
+		ExecutionID: j.data.ExecutionID, ActivationID: j.data.ActivationID, Skill: j.skill.Name,
+		Version: j.data.Skill.Version, Outputs: outputs, DurationMS: ms(time.Since(j.start)), Attempt: j.attempt,
+		Worker: w.cfg.Name, Log: j.log,
+	}
+	m, err := w.outcomeMsg(j, events.TypeExecutionCompleted, ev)
+	var tl *bus.TooLargeError
+	if errors.As(err, &tl) {
+		return w.fail(ctx, j, "", failure.Fatalf("%v", err))
+	}
+	if err != nil {
+		return err
+	}
+	lost, err := w.publishOutcome(ctx, j, m)
+	if err != nil || lost {
+		return err
+	}
+	return j.msg.Ack()
+}
+
+// fail ends the execution of this skill for good: fall back to the next skill of the
+// chain, or dead-letter the job.
+func (w *Worker) fail(ctx context.Context, j *job, stepID string, cause error) error {
+	if err := w.ensureClaim(ctx, j); err != nil {
+		return err
+	}
+	class := failure.ClassOf(cause)
+	rec := &run.Record{
+		ExecutionID: j.data.ExecutionID, ActivationID: j.data.ActivationID,
+		Skill: j.data.Skill.Name, Version: j.data.Skill.Version, Status: run.StatusFailed,
+		StepID: stepID, Class: string(class), Error: cause.Error(),
+		Attempt: j.attempt, Worker: w.cfg.Name,
+		DurationMS: ms(time.Since(j.start)), FinishedAt: time.Now().UTC(), Log: j.log,
+		// A human said no: another skill doing the same thing is not the answer.
+		Denied: errors.Is(cause, workflow.ErrDenied),
+	}
+	if len(j.data.Fallback) > 0 && !rec.Denied {
+		rec.Status, rec.Next = run.StatusFallback, j.data.Fallback[0].ExecutionID
+	}
+	m, err := w.outcomeMsg(j, outcomeType(rec), w.outcomeData(j, rec))
+	var tl *bus.TooLargeError
+	if errors.As(err, &tl) {
+		// The log is what can grow; the outcome without it still says everything.
+		rec.Log = nil
+		m, err = w.outcomeMsg(j, outcomeType(rec), w.outcomeData(j, rec))
+	}
+	if err != nil {
+		return err
+	}
+	lost, err := w.publishOutcome(ctx, j, m)
+	if err != nil || lost {
+		return err
+	}
+	w.consequences(ctx, j, rec, false)
+	if err := j.batch.Wait(ctx); err != nil {
+		return err
+	}
+	return j.msg.Ack()
+}
+
+// publishOutcome publishes the outcome with everything already queued on the job's
+// batch and waits for all of it. lost reports that an earlier delivery's outcome
+// stands instead; the job has then been settled by redrive.
+func (w *Worker) publishOutcome(ctx context.Context, j *job, m *nats.Msg) (lost bool, err error) {
+	j.batch.Publish(m)
+	if err := j.batch.Wait(ctx); err != nil {
+		return false, err
+	}
+	if !j.batch.Duplicate(run.OutcomeID(j.data.ExecutionID)) {
+		return false, nil
+	}
+	prev, err := run.Load(ctx, w.events, w.cfg.Bus.Subjects, j.data.ExecutionID)
+	if err != nil {
+		return true, err
+	}
+	if prev == nil {
+		// Kept only in the duplicate window's memory, no longer in the stream: the
+		// outcome was written and has expired since. Nothing is left to do.
+		return true, j.msg.Ack()
+	}
+	w.cfg.Log.Info("worker: execution had an outcome already; finishing what it caused", "execution", j.data.ExecutionID, "outcome", prev.Status)
+	return true, w.redrive(ctx, j, prev)
+}
+
+// consequences queues what a failed outcome causes: the next skill's job, or the dead
+// letter and its event. recovered marks a republished next job, which workers then
+// take through the claim path.
+func (w *Worker) consequences(ctx context.Context, j *job, rec *run.Record, recovered bool) {
+	subj := w.cfg.Bus.Subjects
+	switch {
+	case rec.Status == run.StatusFallback && len(j.data.Fallback) > 0:
+		next := j.data.Fallback[0]
+		attempt := events.Attempt{Skill: rec.Skill, ExecutionID: rec.ExecutionID, Class: rec.Class, Error: rec.Error, Deliveries: rec.Attempt}
+		nj := events.Job{
+			ExecutionID: next.ExecutionID, ActivationID: j.data.ActivationID, Skill: next,
+			Inputs: j.data.Inputs, Trigger: j.data.Trigger, Fallback: j.data.Fallback[1:], Depth: j.data.Depth,
+			History: append(append([]events.Attempt(nil), j.data.History...), attempt),
+		}
+		m := j.meta
+		m.ExecutionID, m.CausationID = next.ExecutionID, j.msgID()
+		msg, err := bus.Event{ID: next.ExecutionID + ".job", Source: w.cfg.Source, Type: events.TypeJob, Meta: m, Data: nj}.Msg(subj.Exec(next.Pool, next.Name))
+		if err != nil {
+			j.batch.Publish(&nats.Msg{Subject: subj.Exec(next.Pool, next.Name)}) // reported by Wait as a bad message
+			return
+		}
+		if recovered {
+			msg.Header.Set(bus.HeaderRecovered, "1")
+		}
+		j.batch.Publish(msg)
+	case rec.Status == run.StatusFailed && !rec.Denied:
+		dead := subj.Dead(rec.Skill)
+		dl := events.DeadLetter{Job: j.data, Class: rec.Class, Reason: rec.Error, StepID: rec.StepID, Deliveries: rec.Attempt, Worker: rec.Worker}
+		dm := j.meta
+		dm.ExecutionID, dm.CausationID = rec.ExecutionID, j.msgID()
+		j.batch.PublishEvent(dead, bus.Event{ID: rec.ExecutionID + ".dead", Source: w.cfg.Source, Type: events.TypeJob, Meta: dm, Data: dl})
+		w.emit(j, events.TypeExecutionDeadlettered, "final", events.ExecutionDeadlettered{
+			ExecutionID: rec.ExecutionID, Skill: rec.Skill, Subject: dead, Class: rec.Class, Reason: rec.Error,
+		})
+	}
+}
+
+// redrive finishes what an earlier delivery's outcome caused but may not have
+// published (its worker died between the outcome and the ack), then acks.
+func (w *Worker) redrive(ctx context.Context, j *job, rec *run.Record) error {
+	switch rec.Status {
+	case run.StatusFallback:
+		if len(j.data.Fallback) > 0 {
+			next, err := run.Load(ctx, w.events, w.cfg.Bus.Subjects, j.data.Fallback[0].ExecutionID)
+			if err != nil {
+				return err
+			}
+			if next == nil {
+				w.consequences(ctx, j, rec, true)
+			}
+		}
+	case run.StatusFailed:
+		if !rec.Denied && !w.published(ctx, rec.ExecutionID, events.TypeExecutionDeadlettered) {
+			w.consequences(ctx, j, rec, true)
+		}
+	}
+	if err := j.batch.Wait(ctx); err != nil {
+		return err
+	}
+	return j.msg.Ack()
+}
+
+// published reports whether the EVENTS stream holds the execution's event of type typ.
+func (w *Worker) published(ctx context.Context, executionID, typ string) bool {
+	_, err := w.events.GetLastMsgForSubject(ctx, w.cfg.Bus.Subjects.Event(executionID, typ))
+	return err == nil
+}
+
+func outcomeType(rec *run.Record) string {
+	switch rec.Status {
+	case run.StatusCompleted:
+		return events.TypeExecutionCompleted
+	case run.StatusFallback:
+		return events.TypeExecutionFallback
+	}
+	return events.TypeExecutionFailed
+}
+
+func (w *Worker) outcomeData(j *job, rec *run.Record) any {
+	switch rec.Status {
+	case run.StatusFallback:
+		next := j.data.Fallback[0]
+		return events.ExecutionFallback{
+			ExecutionID: rec.ExecutionID, ActivationID: rec.ActivationID, Skill: rec.Skill, Version: rec.Version,
+			Next: next.Name, NextExecutionID: next.ExecutionID, StepID: rec.StepID, Class: rec.Class, Error: rec.Error,
+			Attempt: rec.Attempt, DurationMS: rec.DurationMS, Worker: rec.Worker, Log: rec.Log,
+		}
+	default:
+		h := append(append([]events.Attempt(nil), j.data.History...), events.Attempt{
+			Skill: rec.Skill, ExecutionID: rec.ExecutionID, Class: rec.Class, Error: rec.Error, Deliveries: rec.Attempt,
+		})
+		return events.ExecutionFailed{
+			ExecutionID: rec.ExecutionID, ActivationID: rec.ActivationID, Skill: rec.Skill,
+			Version: rec.Version, StepID: rec.StepID, Class: rec.Class, Error: rec.Error,
+			Attempt: rec.Attempt, History: h, DeadLetter: deadLetter(w.cfg.Bus, rec), Denied: rec.Denied,
+			DurationMS: rec.DurationMS, Worker: rec.Worker, Log: rec.Log,
+		}
+	}
+}
+
+// outcomeMsg encodes an outcome event and checks that the server will take it.
+func (w *Worker) outcomeMsg(j *job, typ string, data any) (*nats.Msg, error) {
+	m := j.meta
+	m.ExecutionID, m.CausationID = j.data.ExecutionID, j.msgID()
+	msg, err := bus.Event{ID: run.OutcomeID(j.data.ExecutionID), Source: w.cfg.Source, Type: typ, Meta: m, Data: data}.
+		Msg(w.cfg.Bus.Subjects.Event(j.data.ExecutionID, typ))
+	if err != nil {
+		return nil, err
+	}
+	if err := w.cfg.Bus.Fits(msg); err != nil {
+		return nil, err
+	}
+	return msg, nil
+}
+
+// emit publishes one of the execution's events: persisted on the job's batch when the
+// fleet's events level keeps it, else live. Ids are unique per delivery unless tag
+// says the event is final for the execution.
+func (w *Worker) emit(j *job, typ, tag string, data any) {
+	id := j.data.ExecutionID + "." + events.Kind(typ)
+	if tag == "" {
+		id += "." + j.delivery
+	}
+	w.emitID(j, id, typ, data)
+}
+
+func (w *Worker) emitID(j *job, id, typ string, data any) {
+	_ = w.publish(j, id, typ, data, w.cfg.Events.Persisted(typ))
+}
+
+// publish encodes an event of the job's execution and queues it on the job's batch
+// (persist) or publishes it live. A persisted event the server would refuse as too
+// large is an error; a live one is dropped with a log line.
+func (w *Worker) publish(j *job, id, typ string, data any, persist bool) error {
+	m := j.meta
+	m.ExecutionID = j.data.ExecutionID
+	m.CausationID = j.msgID()
+	ev := bus.Event{ID: id, Source: w.cfg.Source, Type: typ, Meta: m, Data: data}
+	subj := w.cfg.Bus.Subjects
+	if !persist {
+		msg, err := ev.Msg(subj.Live(j.data.ActivationID, j.data.ExecutionID, typ))
+		if err == nil {
+			err = w.cfg.Bus.Fits(msg)
+		}
+		if err == nil {
+			err = w.cfg.Bus.NC.PublishMsg(msg)
+		}
+		if err != nil {
+			w.cfg.Log.Debug("worker: live event not published", "type", typ, "execution", j.data.ExecutionID, "err", err)
+		}
+		return nil
+	}
+	msg, err := ev.Msg(subj.Event(j.data.ExecutionID, typ))
+	if err != nil {
+		return err
+	}
+	if err := w.cfg.Bus.Fits(msg); err != nil {
+		return err
+	}
+	j.batch.Publish(msg)
+	return nil
+}
+
+func deadLetter(b *bus.Bus, rec *run.Record) string {
+	if rec.Denied {
+		return ""
+	}
+	return b.Subjects.Dead(rec.Skill)
+}
