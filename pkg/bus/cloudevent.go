@@ -16,10 +16,10 @@ import (
 
 // Header names.
 const (
-	HeaderMsgID       = "Nats-Msg-Id"
+	HeaderMsgID = "Nats-Msg-Id"
 	// HeaderRecovered marks a job published again while recovering from a crash
 	// (the previous copy may have run): workers take the claim path for it.
-	HeaderRecovered = "Skillbus-Recovered"
+	HeaderRecovered   = "Skillbus-Recovered"
 	HeaderContentType = "Content-Type"
 	ceHeaderPrefix    = "ce-"
 	structuredJSON    = "application/cloudevents+json"

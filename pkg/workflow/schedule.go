@@ -30,8 +30,8 @@ type execution struct {
 	// final is the step running alone with no other step left to run, or -1;
 	// written by the coordinator only while no step runs in a goroutine.
 	final int
-	base        expr.Env
-	saved       map[string]Checkpoint
+	base  expr.Env
+	saved map[string]Checkpoint
 
 	state []stepState
 	// taint[i] lists the steps that failed with on_error: continue whose failure
