@@ -85,6 +85,10 @@ type Job struct {
 	// Depth is how many skills invoked this one through the skill tool (0 for a
 	// trigger's own skill).
 	Depth int `json:"depth,omitempty"`
+	// Live asks the worker to publish the progress its events level does not persist
+	// on the live subjects: the trigger carried the "progress" extension set to
+	// "live", because someone follows it.
+	Live bool `json:"live,omitempty"`
 }
 
 // Answer is a human's (or a timeout's) answer to a confirmation.

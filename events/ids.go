@@ -3,6 +3,7 @@ package events
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"strings"
 )
 
 // idLen is the length of activation and execution ids in hex characters (128 bits).
@@ -10,14 +11,51 @@ const idLen = 32
 
 // ActivationID names everything one trigger causes: the hash of the trigger's source
 // and id. It is the correlation id of the activation.
+//
+// The source is hashed in its canonical form (CanonicalSource), so the same event
+// gets the same id whichever binding or SDK carried it: one may write the source
+// percent-encoded, another not.
 func ActivationID(source, id string) string {
-	return hash(source, id)
+	return hash(CanonicalSource(source), id)
 }
 
 // ExecutionID names the execution of one skill for one trigger: the hash of the
 // trigger's source and id and the skill's name (DESIGN §5.2).
 func ExecutionID(source, id, skill string) string {
-	return hash(source, id, skill)
+	return hash(CanonicalSource(source), id, skill)
+}
+
+// CanonicalSource is a CloudEvents source with its percent-encoded octets decoded:
+// "/orders%20eu/caf%C3%A9" and "/orders eu/café" name the same source. The
+// CloudEvents SDK re-encodes a source it parses as a URI; header bindings encode
+// some characters and not others; this form is what they all agree on. A '%' not
+// followed by two hex digits is kept.
+func CanonicalSource(s string) string {
+	if strings.IndexByte(s, '%') < 0 {
+		return s
+	}
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
+			b = append(b, unhex(s[i+1])<<4|unhex(s[i+2]))
+			i += 2
+			continue
+		}
+		b = append(b, s[i])
+	}
+	return string(b)
+}
+
+func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
+
+func unhex(c byte) byte {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0'
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10
+	}
+	return c - 'A' + 10
 }
 
 func hash(parts ...string) string {

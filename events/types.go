@@ -45,4 +45,9 @@ const (
 	ExtTraceState    = "tracestate"
 	// ExtSkill on a trigger asks for explicit invocation of the named skill.
 	ExtSkill = "skill"
+	// ExtProgress set to ProgressLive on a trigger asks for its progress events on
+	// the live subjects (see Level): a follower is listening. Without it, progress
+	// that the events level does not persist is not published at all.
+	ExtProgress  = "progress"
+	ProgressLive = "live"
 )

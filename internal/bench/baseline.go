@@ -11,7 +11,29 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// baseline is bare JetStream doing skillbus's persisted hops with plain nats.go.
+// Shape is what a bare-JetStream baseline persists per execution.
+type Shape int
+
+const (
+	// Minimal is the least the system's shape needs: the trigger; a "router" that
+	// publishes the job; a "worker" that publishes the result. Three persisted
+	// publishes, two pull consumers, explicit acks.
+	Minimal Shape = iota
+	// SameWrites persists what skillbus persists at its default events level: the
+	// trigger; a router that publishes the decision (create-only) and then the job;
+	// a worker that publishes the outcome. Four. The ratio to it is the client's own
+	// overhead: CloudEvents, routing, the engine, JSON.
+	SameWrites
+)
+
+func (s Shape) String() string {
+	if s == SameWrites {
+		return "bare JetStream ×4"
+	}
+	return "bare JetStream"
+}
+
+// baseline is bare JetStream doing a pipeline's persisted hops with plain nats.go.
 type baseline struct {
 	nc      *nats.Conn
 	js      jetstream.JetStream
@@ -23,7 +45,7 @@ type baseline struct {
 	cleanup func()
 }
 
-func runBaseline(ctx context.Context, cfg Config, msgBytes int) (Result, error) {
+func runBaseline(ctx context.Context, cfg Config, shape Shape, msgBytes int) (Result, error) {
 	_, nc, cleanup, err := server(cfg)
 	if err != nil {
 		return Result{}, err
@@ -47,10 +69,6 @@ func runBaseline(ctx context.Context, cfg Config, msgBytes int) (Result, error) 
 			return Result{}, err
 		}
 	}
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "base_runs", Storage: cfg.Storage})
-	if err != nil {
-		return Result{}, err
-	}
 	consumer := func(stream, name, filter string) (jetstream.Consumer, error) {
 		return js.CreateOrUpdateConsumer(ctx, stream, jetstream.ConsumerConfig{
 			Durable: name, FilterSubject: filter, AckPolicy: jetstream.AckExplicitPolicy,
@@ -66,26 +84,27 @@ func runBaseline(ctx context.Context, cfg Config, msgBytes int) (Result, error) 
 		return Result{}, err
 	}
 
-	// The "router": two publishes, then the ack.
+	// The "router": (the decision, create-only, acknowledged first,) the job, then
+	// the ack.
 	b.loop(rc, cfg.Concurrency, func(m jetstream.Msg) []jetstream.PubAckFuture {
 		id := m.Headers().Get("Bench-I")
-		return []jetstream.PubAckFuture{
-			b.publish("base.events."+id+".decided", id, "decided"),
-			b.publish("base.exec.default.noop", id, "job"),
+		if shape == SameWrites {
+			f := b.publish("base.events."+id+".decided", id, "decided", jetstream.WithExpectLastSequencePerSubject(0))
+			if f == nil {
+				return nil
+			}
+			select {
+			case <-f.Ok():
+			case <-f.Err():
+				return nil
+			}
 		}
+		return []jetstream.PubAckFuture{b.publish("base.exec.default.noop", id, "job")}
 	})
-	// The "worker": three events, the terminal record, the result, then the ack.
+	// The "worker": the result, then the ack.
 	b.loop(wc, cfg.Concurrency, func(m jetstream.Msg) []jetstream.PubAckFuture {
 		id := m.Headers().Get("Bench-I")
-		fs := []jetstream.PubAckFuture{
-			b.publish("base.events."+id+".started", id, "started"),
-			b.publish("base.events."+id+".step.started", id, "step.started"),
-			b.publish("base.events."+id+".step.completed", id, "step.completed"),
-		}
-		if _, err := kv.Create(ctx, "r"+id+".result", b.pad); err != nil {
-			return nil
-		}
-		return append(fs, b.publish("base.events."+id+".completed", id, "completed"))
+		return []jetstream.PubAckFuture{b.publish("base.events."+id+".completed", id, "completed")}
 	})
 
 	results := make(chan int, 1024)
@@ -99,15 +118,15 @@ func runBaseline(ctx context.Context, cfg Config, msgBytes int) (Result, error) 
 	if err != nil {
 		return Result{}, err
 	}
-	return measure(ctx, cfg, "bare JetStream", b, results)
+	return measure(ctx, cfg, shape.String(), b, results)
 }
 
-func (b *baseline) publish(subject, id, stage string) jetstream.PubAckFuture {
+func (b *baseline) publish(subject, id, stage string, opts ...jetstream.PublishOpt) jetstream.PubAckFuture {
 	m := nats.NewMsg(subject)
 	m.Header.Set("Nats-Msg-Id", id+"."+stage)
 	m.Header.Set("Bench-I", id)
 	m.Data = b.pad
-	f, err := b.js.PublishMsgAsync(m)
+	f, err := b.js.PublishMsgAsync(m, opts...)
 	if err != nil {
 		return nil
 	}
@@ -162,6 +181,8 @@ func (b *baseline) trigger(ctx context.Context, i int) error {
 }
 
 func (b *baseline) msgBytes(ctx context.Context) int { return len(b.pad) + 60 }
+
+func (b *baseline) jetstream() jetstream.JetStream { return b.js }
 
 func (b *baseline) stop() {
 	if b.sub != nil {

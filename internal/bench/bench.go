@@ -1,16 +1,17 @@
-// Package bench measures skillbus against bare JetStream doing the same persisted hops
-// in the same run, because absolute figures on shared machines drift (DESIGN §10).
+// Package bench measures skillbus against bare JetStream in the same run, because
+// absolute figures on shared machines drift.
 //
-// A trigger's path through skillbus persists eight messages: the trigger; the router's
-// route.decided and job; the worker's execution.started, step.started, step.completed
-// (which is also the step's checkpoint), the terminal record in KV runs, and
-// execution.completed. The baseline does exactly those eight persisted publishes with
-// plain nats.go — a "router" consumer that publishes two messages and acks, a "worker"
-// consumer that publishes four, creates a KV key and acks — with the same concurrency,
-// message sizes, pipelining (async publish, wait for every ack, then ack the input) and
-// storage. The ratio skillbus/baseline is
-// the cost of everything skillbus adds: CloudEvents, routing, the workflow engine,
-// templates, JSON.
+// The headline baseline is the minimal pipeline the system's shape needs, written
+// with plain nats.go: a trigger stream, a "router" consumer that publishes a job, a
+// "worker" consumer that publishes the result — three persisted publishes, two pull
+// consumers, explicit acks after every pub-ack, the same concurrency, message sizes
+// and storage as skillbus. Every persisted publish skillbus adds shows up as a lower
+// ratio. A second baseline doing skillbus's own four writes (the decision, create-
+// only, besides the three) separates the cost of that write from the client's own
+// overhead (CloudEvents, routing, the engine, JSON).
+//
+// Persisted publishes per execution are counted by the server: the sum of every
+// stream's last sequence (KV buckets included) before and after the throughput phase.
 package bench
 
 import (
@@ -30,7 +31,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/skill"
 )
 
 // Config configures a benchmark run.
@@ -49,6 +52,11 @@ type Config struct {
 	Rounds int
 	// SyncInterval of the embedded server; 0 keeps the default (2m).
 	SyncInterval time.Duration
+	// SyncAlways makes the server fsync every write (the durable mode).
+	SyncAlways bool
+	// Durable, when set, adds rounds with SyncAlways of this many executions (fsync
+	// per write is slow, so fewer than Executions); 0 skips them.
+	Durable int
 	// Storage is file (default) or memory.
 	Storage jetstream.StorageType
 	// Out receives the report.
@@ -88,6 +96,7 @@ type Result struct {
 	P50, P99    time.Duration // unloaded trigger-to-result latency
 	LoadedP50   time.Duration // latency inside the throughput phase
 	AvgMsgBytes int           // average persisted message (headers + data)
+	Persisted   float64       // persisted publishes per execution, counted by the server
 }
 
 // system is one side of the comparison.
@@ -98,6 +107,19 @@ type system interface {
 	stop()
 	// msgBytes is the average size of the messages persisted so far.
 	msgBytes(ctx context.Context) int
+	// jetstream is the system's connection, for counting what the server persisted.
+	jetstream() jetstream.JetStream
+}
+
+// persisted is the number of messages the server has ever stored in any stream
+// (KV buckets and object stores are streams too): the sum of their last sequences.
+func persisted(ctx context.Context, js jetstream.JetStream) (uint64, error) {
+	var n uint64
+	l := js.ListStreams(ctx)
+	for info := range l.Info() {
+		n += info.State.LastSeq
+	}
+	return n, l.Err()
 }
 
 // measure drives a system: a throughput phase with a bounded window, then a latency
@@ -128,6 +150,10 @@ func measure(ctx context.Context, cfg Config, name string, sys system, results <
 			}
 		}
 	}()
+	before, err := persisted(ctx, sys.jetstream())
+	if err != nil {
+		return r, err
+	}
 	start := time.Now()
 	for i := range cfg.Executions {
 		select {
@@ -149,6 +175,11 @@ func measure(ctx context.Context, cfg Config, name string, sys system, results <
 	}
 	elapsed := time.Since(start)
 	r.PerSecond = float64(cfg.Executions) / elapsed.Seconds()
+	after, err := persisted(ctx, sys.jetstream())
+	if err != nil {
+		return r, err
+	}
+	r.Persisted = float64(after-before) / float64(cfg.Executions)
 	mu.Lock()
 	loaded := slices.Clone(lat)
 	lat = lat[:0]
@@ -190,7 +221,7 @@ func server(cfg Config) (*bus.Embedded, *nats.Conn, func(), error) {
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	srv, err := bus.StartEmbedded(bus.EmbedConfig{Port: -1, StoreDir: dir, SyncInterval: cfg.SyncInterval})
+	srv, err := bus.StartEmbedded(bus.EmbedConfig{Port: -1, StoreDir: dir, SyncInterval: cfg.SyncInterval, SyncAlways: cfg.SyncAlways})
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, nil, nil, err
@@ -204,9 +235,9 @@ func server(cfg Config) (*bus.Embedded, *nats.Conn, func(), error) {
 	return srv, nc, func() { nc.Close(); srv.Shutdown(); os.RemoveAll(dir) }, nil
 }
 
-// Run measures skillbus and the baseline in alternating rounds, each on a fresh server,
-// and prints the report. Alternating keeps a slow stretch of a shared machine from
-// landing on one side only; the median ratio is the figure to quote.
+// Run measures skillbus and the baselines in alternating rounds, each on a fresh
+// server, and prints the report. Alternating keeps a slow stretch of a shared machine
+// from landing on one side only; the median ratio is the figure to quote.
 func Run(ctx context.Context, cfg Config) error {
 	cfg.defaults()
 	fmt.Fprintf(cfg.Out, "skillbus bench: %d rounds of %d executions (window %d) and %d latency samples, concurrency %d, GOMAXPROCS %d\n",
@@ -219,57 +250,120 @@ func Run(ctx context.Context, cfg Config) error {
 	defer web.Close()
 	three := workflowSkill(web.URL)
 
-	var thr, p50, p99, wf, wf50 []float64
-	var last [3]Result
+	type figure struct {
+		name string
+		run  func() (Result, error)
+	}
+	var msgBytes int
+	sb := func(name string, sk *skill.Skill, level events.Level) figure {
+		return figure{name, func() (Result, error) {
+			r, err := runSkillbus(ctx, cfg, name, sk, level)
+			if msgBytes == 0 {
+				msgBytes = r.AvgMsgBytes
+			}
+			return r, err
+		}}
+	}
+	base := func(shape Shape) figure {
+		return figure{shape.String(), func() (Result, error) { return runBaseline(ctx, cfg, shape, msgBytes) }}
+	}
+	figures := []figure{
+		sb("skillbus", noopSkill, events.DefaultLevel),
+		base(Minimal),
+		base(SameWrites),
+		sb("skillbus 3-step", three, events.DefaultLevel),
+		sb("skillbus full", noopSkill, events.LevelFull),
+		sb("skillbus terminal", noopSkill, events.LevelTerminal),
+	}
+	rounds := make([]map[string]Result, 0, cfg.Rounds)
 	for round := 1; round <= cfg.Rounds; round++ {
-		sb, err := runSkillbus(ctx, cfg, "skillbus", noopSkill)
-		if err != nil {
-			return fmt.Errorf("skillbus: %w", err)
-		}
-		base, err := runBaseline(ctx, cfg, sb.AvgMsgBytes)
-		if err != nil {
-			return fmt.Errorf("baseline: %w", err)
-		}
-		sb3, err := runSkillbus(ctx, cfg, "skillbus 3-step", three)
-		if err != nil {
-			return fmt.Errorf("skillbus 3-step: %w", err)
-		}
+		got := map[string]Result{}
 		fmt.Fprintf(cfg.Out, "round %d:\n", round)
+		for _, f := range figures {
+			r, err := f.run()
+			if err != nil {
+				return fmt.Errorf("%s: %w", f.name, err)
+			}
+			got[f.name] = r
+			line(cfg.Out, r)
+		}
+		rounds = append(rounds, got)
+	}
+	med := func(num, den string, f func(a, b Result) float64) float64 {
+		var xs []float64
+		for _, r := range rounds {
+			xs = append(xs, f(r[num], r[den]))
+		}
+		return median(xs)
+	}
+	thr := func(a, b Result) float64 { return a.PerSecond / b.PerSecond }
+	p50 := func(a, b Result) float64 { return ratio(b.P50, a.P50) }
+	p99 := func(a, b Result) float64 { return ratio(b.P99, a.P99) }
+	last := rounds[len(rounds)-1]
+	settings(cfg, msgBytes, false)
+	w := cfg.Out
+	fmt.Fprintf(w, "persisted publishes per execution (counted by the server): minimal %.2f, skillbus one-step %.2f, three-step %.2f; events level full %.2f, terminal %.2f\n",
+		last["bare JetStream"].Persisted, last["skillbus"].Persisted, last["skillbus 3-step"].Persisted, last["skillbus full"].Persisted, last["skillbus terminal"].Persisted)
+	fmt.Fprintf(w, "ratio skillbus/minimal JetStream pipeline (median of %d rounds): throughput %.2f   latency p50 %.2f  p99 %.2f   (1.00 = no overhead)\n",
+		cfg.Rounds, med("skillbus", "bare JetStream", thr), med("skillbus", "bare JetStream", p50), med("skillbus", "bare JetStream", p99))
+	fmt.Fprintf(w, "ratio skillbus/bare JetStream doing skillbus's 4 writes (client overhead): throughput %.2f   latency p50 %.2f\n",
+		med("skillbus", "bare JetStream ×4", thr), med("skillbus", "bare JetStream ×4", p50))
+	fmt.Fprintf(w, "ratio by events level, one-step skill / minimal pipeline: full %.2f   steps (default) %.2f   terminal %.2f\n",
+		med("skillbus full", "bare JetStream", thr), med("skillbus", "bare JetStream", thr), med("skillbus terminal", "bare JetStream", thr))
+	fmt.Fprintf(w, "ratio 3-step workflow/one-step skill (tool → compute → tool, local HTTP tool; median of %d rounds): throughput %.2f   latency p50 %.2f\n",
+		cfg.Rounds, med("skillbus 3-step", "skillbus", thr), med("skillbus 3-step", "skillbus", func(a, b Result) float64 { return ratio(b.P50, a.P50) }))
+	if cfg.Durable > 0 {
+		return runDurable(ctx, cfg)
+	}
+	return nil
+}
+
+// runDurable measures skillbus against the minimal pipeline with every write fsynced.
+func runDurable(ctx context.Context, cfg Config) error {
+	d := cfg
+	d.SyncAlways, d.Executions, d.Samples = true, cfg.Durable, min(cfg.Samples, 100)
+	d.Window = min(cfg.Window, cfg.Durable)
+	var thr []float64
+	var sbMsg int
+	for round := 1; round <= cfg.Rounds; round++ {
+		sb, err := runSkillbus(ctx, d, "skillbus durable", noopSkill, events.DefaultLevel)
+		if err != nil {
+			return fmt.Errorf("skillbus durable: %w", err)
+		}
+		sbMsg = sb.AvgMsgBytes
+		base, err := runBaseline(ctx, d, Minimal, sb.AvgMsgBytes)
+		if err != nil {
+			return fmt.Errorf("baseline durable: %w", err)
+		}
+		fmt.Fprintf(cfg.Out, "durable round %d:\n", round)
 		line(cfg.Out, base)
 		line(cfg.Out, sb)
-		line(cfg.Out, sb3)
 		thr = append(thr, sb.PerSecond/base.PerSecond)
-		p50 = append(p50, ratio(base.P50, sb.P50))
-		p99 = append(p99, ratio(base.P99, sb.P99))
-		wf = append(wf, sb3.PerSecond/sb.PerSecond)
-		wf50 = append(wf50, ratio(sb.P50, sb3.P50))
-		last = [3]Result{base, sb, sb3}
 	}
-	report(cfg, last[1].AvgMsgBytes, median(thr), median(p50), median(p99))
-	fmt.Fprintf(cfg.Out, "ratio 3-step workflow/one-step skill (tool → compute → tool, local HTTP tool; median of %d rounds): throughput %.2f   latency p50 %.2f\n",
-		cfg.Rounds, median(wf), median(wf50))
+	settings(d, sbMsg, true)
+	fmt.Fprintf(cfg.Out, "ratio skillbus/minimal JetStream pipeline, sync_interval=always (median of %d rounds of %d): throughput %.2f\n", cfg.Rounds, d.Executions, median(thr))
 	return nil
 }
 
 func line(w io.Writer, r Result) {
-	fmt.Fprintf(w, "  %-16s %7.0f exec/s   latency p50 %8s  p99 %8s   (p50 under load %s)\n",
-		r.Name, r.PerSecond, r.P50.Round(time.Microsecond), r.P99.Round(time.Microsecond), r.LoadedP50.Round(time.Millisecond))
+	fmt.Fprintf(w, "  %-18s %7.0f exec/s   latency p50 %8s  p99 %8s   (p50 under load %s)   %.2f persisted/exec\n",
+		r.Name, r.PerSecond, r.P50.Round(time.Microsecond), r.P99.Round(time.Microsecond), r.LoadedP50.Round(time.Millisecond), r.Persisted)
 }
 
-func report(cfg Config, msgBytes int, thr, p50, p99 float64) {
+func settings(cfg Config, msgBytes int, durable bool) {
 	storage := "file"
 	if cfg.Storage == jetstream.MemoryStorage {
 		storage = "memory"
 	}
 	sync := "default (2m)"
-	if cfg.SyncInterval > 0 {
+	switch {
+	case durable || cfg.SyncAlways:
+		sync = "always"
+	case cfg.SyncInterval > 0:
 		sync = cfg.SyncInterval.String()
 	}
-	w := cfg.Out
-	fmt.Fprintf(w, "settings: storage=%s replicas=1 sync_interval=%s persisted_hops=8 msg_size≈%dB (baseline padded to match) ack=explicit, after every pub-ack of the hop's publishes (async publish)\n",
-		storage, sync, msgBytes)
-	fmt.Fprintf(w, "ratio skillbus/bare JetStream (median of %d rounds): throughput %.2f   latency p50 %.2f  p99 %.2f   (1.00 = no overhead)\n",
-		cfg.Rounds, thr, p50, p99)
+	fmt.Fprintf(cfg.Out, "settings: storage=%s replicas=1 sync_interval=%s msg_size≈%dB (baselines padded to match) ack=explicit, after every pub-ack of the hop's publishes (async publish); events level %s unless named\n",
+		storage, sync, msgBytes, events.DefaultLevel)
 }
 
 func median(xs []float64) float64 {

@@ -16,15 +16,18 @@ func TestBenchRuns(t *testing.T) {
 	var out bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	err := bench.Run(ctx, bench.Config{Executions: 300, Window: 50, Samples: 10, Concurrency: 8, Rounds: 1, Out: &out})
+	err := bench.Run(ctx, bench.Config{Executions: 300, Window: 50, Samples: 10, Concurrency: 8, Rounds: 1, Durable: 100, Out: &out})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	for _, re := range []string{
 		`bare JetStream\s+\d+ exec/s\s+latency p50`,
 		`skillbus\s+\d+ exec/s`,
-		`settings: storage=file replicas=1 sync_interval=default \(2m\) persisted_hops=8 msg_size≈\d+B`,
-		`ratio skillbus/bare JetStream \(median of 1 rounds\): throughput \d+\.\d\d`,
+		`settings: storage=file replicas=1 sync_interval=default \(2m\) msg_size≈\d+B`,
+		`ratio skillbus/minimal JetStream pipeline \(median of 1 rounds\): throughput \d+\.\d\d`,
+		`persisted publishes per execution \(counted by the server\): minimal 3\.00, skillbus one-step 4\.00, three-step 5\.00`,
+		`ratio by events level, one-step skill / minimal pipeline: full \d+\.\d\d   steps \(default\) \d+\.\d\d   terminal \d+\.\d\d`,
+		`ratio skillbus/minimal JetStream pipeline, sync_interval=always .*: throughput \d+\.\d\d`,
 		`skillbus 3-step\s+\d+ exec/s`,
 		`ratio 3-step workflow/one-step skill .*: throughput \d+\.\d\d`,
 	} {

@@ -59,7 +59,7 @@ type skillbusSystem struct {
 
 // runSkillbus measures skillbus running sk end to end: an embedded server, a router
 // and a worker in this process, triggers published with plain nats.go.
-func runSkillbus(ctx context.Context, cfg Config, name string, sk *skill.Skill) (Result, error) {
+func runSkillbus(ctx context.Context, cfg Config, name string, sk *skill.Skill, level events.Level) (Result, error) {
 	_, nc, cleanup, err := server(cfg)
 	if err != nil {
 		return Result{}, err
@@ -105,7 +105,7 @@ func runSkillbus(ctx context.Context, cfg Config, name string, sk *skill.Skill) 
 	if err != nil {
 		return Result{}, err
 	}
-	w, err := worker.New(worker.Config{Bus: b, Catalog: wcat, Engine: eng, Log: cfg.Log, Concurrency: cfg.Concurrency})
+	w, err := worker.New(worker.Config{Bus: b, Catalog: wcat, Engine: eng, Log: cfg.Log, Concurrency: cfg.Concurrency, Events: level})
 	if err != nil {
 		return Result{}, err
 	}
@@ -165,6 +165,8 @@ func (s *skillbusSystem) msgBytes(ctx context.Context) int {
 	}
 	return int(bytes / msgs)
 }
+
+func (s *skillbusSystem) jetstream() jetstream.JetStream { return s.js }
 
 func (s *skillbusSystem) stop() {
 	if s.sub != nil {

@@ -24,10 +24,13 @@ func benchCommand(stdout io.Writer) *cobra.Command {
 settings that produced it:
 
   throughput  skillbus running a one-step no-op skill from trigger to result against
-              bare JetStream doing the same eight persisted publishes with plain
-              nats.go (same concurrency, message sizes, acknowledgement discipline),
-              in alternating rounds, as a ratio; and a three-step workflow (local
-              HTTP tool, compute, echo) against the one-step skill
+              the minimal pipeline in bare JetStream (trigger → job → result, three
+              persisted publishes with plain nats.go; same concurrency, message
+              sizes, acknowledgement discipline), in alternating rounds, as a ratio;
+              the same against bare JetStream doing skillbus's own four writes; each
+              events level; a three-step workflow (local HTTP tool, compute, echo)
+              against the one-step skill; persisted publishes per execution counted
+              by the server; and the ratio with every write fsynced (--durable)
   engine      the workflow engine's per-step overhead (template, condition,
               checkpoint; in memory)
   registry    loading and validating 10,000 skills, and an edit on disk until the
@@ -91,6 +94,7 @@ settings that produced it:
 	f.IntVar(&cfg.Concurrency, "concurrency", 64, "router and worker concurrency")
 	f.IntVar(&cfg.Rounds, "rounds", 3, "rounds of (skillbus, baseline), alternating; the report quotes the median ratio")
 	f.DurationVar(&cfg.SyncInterval, "sync-interval", 0, "JetStream fsync interval (0: server default, 2m)")
+	f.IntVar(&cfg.Durable, "durable", 2000, "executions per round of the durable figure (sync_interval always: every write fsynced); 0 skips it")
 	f.StringVar(&storage, "storage", "file", "stream storage: file or memory")
 	f.StringVar(&only, "only", "", "run one part: throughput (skillbus vs bare JetStream, 3-step workflow), engine (per-step overhead) or registry (10k skills load, edit-to-catalog latency)")
 	f.IntVar(&regSkills, "registry-skills", 10000, "skills generated for the registry figures")

@@ -12,6 +12,8 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/cloudevents/sdk-go/v2/types"
 	"github.com/nats-io/nats.go"
+
+	"github.com/skillbus/skillbus/events"
 )
 
 // Header names.
@@ -116,35 +118,9 @@ func escapeHeader(v string) string {
 
 func needsEscape(c byte) bool { return c <= ' ' || c >= 0x7f || c == '"' || c == '%' }
 
-// unescapeHeader decodes %XX sequences in a ce- header value; a '%' not followed by
-// two hex digits is kept as it is.
-func unescapeHeader(v string) string {
-	if strings.IndexByte(v, '%') < 0 {
-		return v
-	}
-	b := make([]byte, 0, len(v))
-	for i := 0; i < len(v); i++ {
-		if v[i] == '%' && i+2 < len(v) && isHex(v[i+1]) && isHex(v[i+2]) {
-			b = append(b, unhex(v[i+1])<<4|unhex(v[i+2]))
-			i += 2
-			continue
-		}
-		b = append(b, v[i])
-	}
-	return string(b)
-}
-
-func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
-
-func unhex(c byte) byte {
-	switch {
-	case c >= '0' && c <= '9':
-		return c - '0'
-	case c >= 'a' && c <= 'f':
-		return c - 'a' + 10
-	}
-	return c - 'A' + 10
-}
+// unescapeHeader decodes %XX sequences in a ce- header value (see
+// events.CanonicalSource).
+func unescapeHeader(v string) string { return events.CanonicalSource(v) }
 
 // Decode reads a CloudEvent from a NATS message in binary content mode (a
 // ce-specversion header) or structured mode (Content-Type application/cloudevents+json,

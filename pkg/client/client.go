@@ -73,6 +73,14 @@ func (t *Trigger) defaults() {
 // one of them however fast the skill runs.
 func (c *Client) Run(ctx context.Context, t Trigger, fn func(*event.Event)) (Activation, *Result, error) {
 	t.defaults()
+	if fn != nil {
+		ext := make(map[string]string, len(t.Extensions)+1)
+		for k, v := range t.Extensions {
+			ext[k] = v
+		}
+		ext[events.ExtProgress] = events.ProgressLive
+		t.Extensions = ext
+	}
 	live, err := c.subscribeLive(ctx, events.ActivationID(t.Source, t.ID))
 	if err != nil {
 		return Activation{}, nil, err

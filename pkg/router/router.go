@@ -209,6 +209,7 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 		Inputs:       inputs,
 		Trigger:      ref,
 		Fallback:     plan.FallbackChain,
+		Live:         e.Extensions()[events.ExtProgress] == events.ProgressLive,
 	}
 	jm := meta
 	jm.ExecutionID = job.ExecutionID

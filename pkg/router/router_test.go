@@ -35,8 +35,13 @@ type fixture struct {
 
 func setup(t *testing.T, skills ...*skill.Skill) *fixture {
 	t.Helper()
+	return setupBus(t, bus.Config{}, skills...)
+}
+
+func setupBus(t *testing.T, cfg bus.Config, skills ...*skill.Skill) *fixture {
+	t.Helper()
 	srv := natstest.Start(t)
-	b := srv.Bus(t, bus.Config{})
+	b := srv.Bus(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	kv, err := b.KV(ctx, b.BucketSkills())
@@ -232,6 +237,55 @@ func TestRepublishedTriggerMakesOneJob(t *testing.T) {
 	}
 	if info.State.Msgs != 1 {
 		t.Fatalf("JOBS holds %d messages, want 1", info.State.Msgs)
+	}
+}
+
+// A trigger published again after the duplicate window (same source and id) finds
+// its activation's decision and starts nothing: the decision is written
+// create-only, and it outlives the window.
+func TestTriggerRepeatedAfterDuplicateWindowMakesNoJob(t *testing.T) {
+	t.Parallel()
+	const window = 100 * time.Millisecond
+	f := setupBus(t, bus.Config{DuplicateWindow: window}, hello)
+	f.publish("skillbus.trigger.skill.hello", ce("7", "io.skillbus.invoke"), `{}`)
+	f.settled()
+	time.Sleep(3 * window) // not waiting for anything to happen: letting both streams forget the ids
+	h := ce("7", "io.skillbus.invoke")
+	h["Nats-Msg-Id"] = "a-retry"
+	f.publish("skillbus.trigger.skill.hello", h, `{}`)
+	f.settled()
+	for name, want := range map[string]uint64{f.b.StreamTriggers(): 2, f.b.StreamJobs(): 1} {
+		s, _ := f.b.JS.Stream(f.ctx, name)
+		info, err := s.Info(f.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.State.LastSeq != want {
+			t.Errorf("%s has stored %d messages, want %d", name, info.State.LastSeq, want)
+		}
+	}
+}
+
+// The same event with a source that needs percent-encoding in a header gets one
+// activation id whether it arrives in binary mode (encoded header) or structured
+// mode (plain JSON).
+func TestActivationIDUsesTheCanonicalSource(t *testing.T) {
+	t.Parallel()
+	f := setup(t, hello)
+	h := ce("8", "io.skillbus.invoke")
+	h["ce-source"] = "/orders%20eu/caf%C3%A9"
+	f.publish("skillbus.trigger.skill.hello", h, `{}`)
+	var rd events.RouteDecided
+	f.event(events.ActivationID("/orders eu/café", "8"), events.TypeRouteDecided, &rd)
+	if events.CanonicalSource(rd.Trigger.Source) != "/orders eu/café" {
+		t.Fatalf("trigger source %q", rd.Trigger.Source)
+	}
+	f.publish("skillbus.trigger.skill.hello", map[string]string{"Content-Type": "application/cloudevents+json"},
+		`{"specversion":"1.0","id":"8","source":"/orders eu/café","type":"io.skillbus.invoke","data":{}}`)
+	f.settled()
+	s, _ := f.b.JS.Stream(f.ctx, f.b.StreamJobs())
+	if info, err := s.Info(f.ctx); err != nil || info.State.LastSeq != 1 {
+		t.Fatalf("JOBS stored %v messages (%v), want 1: the two encodings got two activation ids", info.State.LastSeq, err)
 	}
 }
 

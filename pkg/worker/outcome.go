@@ -121,7 +121,7 @@ func (w *Worker) consequences(ctx context.Context, j *job, rec *run.Record, reco
 		attempt := events.Attempt{Skill: rec.Skill, ExecutionID: rec.ExecutionID, Class: rec.Class, Error: rec.Error, Deliveries: rec.Attempt}
 		nj := events.Job{
 			ExecutionID: next.ExecutionID, ActivationID: j.data.ActivationID, Skill: next,
-			Inputs: j.data.Inputs, Trigger: j.data.Trigger, Fallback: j.data.Fallback[1:], Depth: j.data.Depth,
+			Inputs: j.data.Inputs, Trigger: j.data.Trigger, Fallback: j.data.Fallback[1:], Depth: j.data.Depth, Live: j.data.Live,
 			History: append(append([]events.Attempt(nil), j.data.History...), attempt),
 		}
 		m := j.meta
@@ -250,6 +250,9 @@ func (w *Worker) publish(j *job, id, typ string, data any, persist bool) error {
 	ev := bus.Event{ID: id, Source: w.cfg.Source, Type: typ, Meta: m, Data: data}
 	subj := w.cfg.Bus.Subjects
 	if !persist {
+		if !j.data.Live {
+			return nil // nobody follows this activation live
+		}
 		msg, err := ev.Msg(subj.Live(j.data.ActivationID, j.data.ExecutionID, typ))
 		if err == nil {
 			err = w.cfg.Bus.Fits(msg)

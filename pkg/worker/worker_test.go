@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+
 	"log/slog"
 	"strings"
 	"sync/atomic"
@@ -29,6 +30,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 type fixture struct {
+	srv   *natstest.Server
 	t     *testing.T
 	b     *bus.Bus
 	kv    jetstream.KeyValue
@@ -40,6 +42,9 @@ type fixture struct {
 	tools *tool.Set
 	// level is the workers' events level; tests that count progress events use full.
 	level events.Level
+	// The "wait" tool signals blocked when called and returns when release closes.
+	release chan struct{}
+	blocked chan struct{}
 }
 
 // step returns a one-step workflow skill calling tool t.
@@ -57,7 +62,8 @@ func setup(t *testing.T, skills ...*skill.Skill) *fixture {
 	b := srv.Bus(t, bus.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
-	f := &fixture{t: t, b: b, ctx: ctx, calls: map[string]*atomic.Int64{}, level: events.LevelFull}
+	f := &fixture{srv: srv, t: t, b: b, ctx: ctx, calls: map[string]*atomic.Int64{}, level: events.LevelFull,
+		release: make(chan struct{}), blocked: make(chan struct{}, 16)}
 	var err error
 	if f.kv, err = b.KV(ctx, b.BucketSkills()); err != nil {
 		t.Fatal(err)
@@ -87,6 +93,12 @@ func setup(t *testing.T, skills ...*skill.Skill) *fixture {
 			return "ok", nil
 		}),
 		counted("broken", func(c tool.Call, _ int64) (any, error) { return nil, failure.Fatalf("permission denied") }),
+		counted("wait", func(c tool.Call, _ int64) (any, error) {
+			f.blocked <- struct{}{}
+			<-f.release
+			return "released", nil
+		}),
+		counted("big", func(c tool.Call, _ int64) (any, error) { return strings.Repeat("x", 9<<20), nil }),
 	)
 	if err != nil {
 		t.Fatal(err)

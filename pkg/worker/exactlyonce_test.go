@@ -1,0 +1,177 @@
+package worker_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/internal/natstest"
+	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/run"
+)
+
+// A job that another worker holds (its claim's lease is live) is not run, even on a
+// first delivery: after a server restart a job still running elsewhere comes back
+// with NumDelivered == 1. When the holder publishes the outcome, the job is acked
+// without running.
+func TestHeldExecutionIsNotRunTwice(t *testing.T) {
+	t.Parallel()
+	f := setup(t, oneStep("hello", "greet", 3))
+	id := events.ExecutionID("/t", "held", "hello")
+	claim, _ := json.Marshal(map[string]any{"execution_id": id, "worker": "other", "lease_until": time.Now().Add(time.Hour)})
+	if _, err := f.runs.Create(f.ctx, id+".claim", claim); err != nil {
+		t.Fatal(err)
+	}
+	// Stored before the worker starts: older than its epoch, so not provably new.
+	f.job("held", "hello")
+	f.start()
+	cons, err := f.b.JS.Consumer(f.ctx, f.b.StreamJobs(), "worker-default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		info, err := cons.Info(f.ctx)
+		return err == nil && info.NumRedelivered > 0 || err == nil && info.NumAckPending == 0 && info.NumPending == 0 && info.Delivered.Consumer > 0
+	}, "the job was never handed back")
+	if n := f.calls["greet"].Load(); n != 0 {
+		t.Fatalf("greet called %d times while another worker held the execution", n)
+	}
+	// The holder finishes.
+	bt := f.b.Batch()
+	bt.PublishEvent(f.b.Subjects.Event(id, events.TypeExecutionCompleted), bus.Event{ID: run.OutcomeID(id), Source: "/t",
+		Type: events.TypeExecutionCompleted, Data: events.ExecutionCompleted{ExecutionID: id, Skill: "hello", Outputs: map[string]any{"only": "by other"}, Attempt: 1}})
+	if err := bt.Wait(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.drained()
+	if n := f.calls["greet"].Load(); n != 0 {
+		t.Fatalf("greet called %d times; the execution had finished elsewhere", n)
+	}
+	if done := f.events(id, events.TypeExecutionCompleted); len(done) != 1 {
+		t.Fatalf("%d outcomes, want the holder's one", len(done))
+	}
+}
+
+// A job stored before the worker started, with no claim, is claimed, run once, and
+// its claim names the worker.
+func TestOldJobIsClaimed(t *testing.T) {
+	t.Parallel()
+	f := setup(t, oneStep("hello", "greet", 3))
+	id := f.job("old", "hello")
+	f.start()
+	f.waitEvent(id, events.TypeExecutionCompleted)
+	f.drained()
+	e, err := f.runs.Get(f.ctx, id+".claim")
+	if err != nil {
+		t.Fatalf("no claim for a job older than the worker: %v", err)
+	}
+	if !strings.Contains(string(e.Value()), `"worker":"test"`) {
+		t.Fatalf("claim %s", e.Value())
+	}
+	if n := f.calls["greet"].Load(); n != 1 {
+		t.Fatalf("greet called %d times, want 1", n)
+	}
+}
+
+// The fast path writes nothing but the outcome: no claim.
+func TestNewJobRunsUnclaimed(t *testing.T) {
+	t.Parallel()
+	f := setup(t, oneStep("hello", "greet", 3))
+	f.start()
+	id := f.job("new", "hello")
+	f.waitEvent(id, events.TypeExecutionCompleted)
+	f.drained()
+	if _, err := f.runs.Get(f.ctx, id+".claim"); err == nil {
+		t.Fatal("a job stored after the worker started was claimed: the fast path should write nothing")
+	}
+}
+
+// When nats-server restarts while a job runs, the worker claims the execution as
+// soon as it is connected again, and the run still ends with one outcome and one
+// call.
+func TestServerRestartClaimsRunningExecutions(t *testing.T) {
+	f := setup(t, oneStep("slow", "wait", 3))
+	f.start()
+	id := f.job("restart", "slow")
+	<-f.blocked
+	f.srv.Restart()
+	natstest.Eventually(t, 20*time.Second, func() bool {
+		e, err := f.runs.Get(f.ctx, id+".claim")
+		return err == nil && strings.Contains(string(e.Value()), `"worker":"test"`)
+	}, "the running execution was not claimed after the reconnect")
+	close(f.release)
+	f.waitEvent(id, events.TypeExecutionCompleted)
+	f.drained()
+	if n := f.calls["wait"].Load(); n != 1 {
+		t.Fatalf("wait called %d times, want 1", n)
+	}
+	if n := len(f.events(id, events.TypeExecutionCompleted)); n != 1 {
+		t.Fatalf("%d outcomes, want 1", n)
+	}
+}
+
+// At the default events level a one-step execution persists only its outcome; its
+// progress goes live, and only when the trigger asked for it.
+func TestStepsLevelPersistsOnlyWhatRecoveryNeeds(t *testing.T) {
+	t.Parallel()
+	f := setup(t, oneStep("hello", "greet", 3), twoSteps("pair", nil))
+	f.level = events.LevelSteps
+	f.start()
+	nc := f.srv.Conn(t)
+	live, err := nc.SubscribeSync(f.b.Subjects.LiveEvents(">"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = nc.Flush()
+	id := f.job("lvl", "hello")
+	f.waitEvent(id, events.TypeExecutionCompleted)
+	pair := f.job("lvl2", "pair")
+	f.waitEvent(pair, events.TypeExecutionCompleted)
+	f.drained()
+	for _, typ := range []string{events.TypeExecutionStarted, events.TypeStepStarted, events.TypeStepCompleted} {
+		if n := len(f.events(id, typ)); n != 0 {
+			t.Errorf("one-step: %d %s events persisted, want 0", n, typ)
+		}
+	}
+	// The two-step skill checkpoints its first tool step only: the second is last.
+	cps := f.events(pair, events.TypeStepCompleted)
+	if len(cps) != 1 || cps[0]["step_id"] != "first" {
+		t.Errorf("two-step checkpoints %v, want the first step's only", cps)
+	}
+	if m, err := live.NextMsg(100 * time.Millisecond); err == nil {
+		t.Errorf("live event %s published although nobody asked", m.Subject)
+	}
+}
+
+// A result larger than the server's max_payload (8 MiB in tests) fails the execution once, fatally,
+// with result_too_large — it is not retried as if a worker had died.
+func TestResultTooLargeFailsOnce(t *testing.T) {
+	t.Parallel()
+	for _, steps := range []int{1, 2} { // the outcome too large; a checkpoint too large
+		t.Run(strings.Repeat("step", steps), func(t *testing.T) {
+			t.Parallel()
+			sk := oneStep("huge", "big", 3)
+			if steps == 2 {
+				sk.Workflow.Steps = append(sk.Workflow.Steps, sk.Workflow.Steps[0])
+				sk.Workflow.Steps[1].ID = "again"
+			}
+			f := setup(t, sk)
+			f.level = events.LevelSteps
+			f.start()
+			id := f.job("big", "huge")
+			failed := f.waitEvent(id, events.TypeExecutionFailed)
+			f.drained()
+			if failed["class"] != "fatal" || !strings.Contains(failed["error"].(string), "result_too_large") {
+				t.Fatalf("failed = %v", failed)
+			}
+			if n := f.calls["big"].Load(); n != 1 {
+				t.Fatalf("big called %d times, want 1", n)
+			}
+			if n := len(f.dead("skillbus.dead.huge")); n != 1 {
+				t.Fatalf("%d dead letters, want 1", n)
+			}
+		})
+	}
+}
