@@ -2,9 +2,12 @@ package worker_test
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/internal/natstest"
@@ -173,5 +176,39 @@ func TestResultTooLargeFailsOnce(t *testing.T) {
 				t.Fatalf("%d dead letters, want 1", n)
 			}
 		})
+	}
+}
+
+// A skill with max_concurrent: 2 runs at most two at once across two workers, and
+// nothing strands: its pool is served by the workers of its base pool.
+func TestMaxConcurrentBoundsTheFleet(t *testing.T) {
+	t.Parallel()
+	sk := oneStep("scarce", "wait", 0)
+	sk.MaxConcurrent = 2
+	f := setup(t, sk)
+	f.start()
+	f.startWorker("second")
+	pool := sk.PoolName()
+	for i := range 6 {
+		f.jobIn(pool, "mc"+strconv.Itoa(i), "", "scarce")
+	}
+	<-f.blocked
+	<-f.blocked
+	cons, err := f.b.JS.Consumer(f.ctx, f.b.StreamJobs(), "worker-"+pool)
+	if err != nil {
+		t.Fatalf("no consumer for pool %s: %v", pool, err)
+	}
+	var info *jetstream.ConsumerInfo
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		info, err = cons.Info(f.ctx)
+		return err == nil && info.NumAckPending == 2 && info.NumPending == 4
+	}, "consumer %+v: want 2 handed out and 4 waiting", info)
+	if n := f.calls["wait"].Load(); n != 2 {
+		t.Fatalf("%d running at once, want 2", n)
+	}
+	close(f.release)
+	f.drained()
+	if n := f.calls["wait"].Load(); n != 6 {
+		t.Fatalf("%d ran, want 6", n)
 	}
 }

@@ -133,6 +133,9 @@ type Worker struct {
 	epoch    *epoch
 	inflight sync.Map // execution id → *job running in this process
 	status   chan nats.Status
+	solo     solo
+	cancel   context.CancelFunc // ends the solo-pool watch
+	watching sync.WaitGroup
 }
 
 // New validates cfg and returns a Worker; Start begins consuming.
@@ -255,6 +258,12 @@ func (w *Worker) Start(ctx context.Context) error {
 		}
 		w.loops = append(w.loops, l)
 	}
+	if cat, ok := w.cfg.Catalog.(Skills); ok {
+		wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		w.cancel = cancel
+		w.syncSolo(ctx, cat.All())
+		w.watching.Go(func() { w.watchSolo(wctx, cat) })
+	}
 	w.beat = startHeartbeat(ctx, b, w.cfg)
 	return nil
 }
@@ -262,6 +271,12 @@ func (w *Worker) Start(ctx context.Context) error {
 // Stop stops taking jobs and waits for those in hand to finish until ctx ends; then
 // the rest are handed back to the broker for another worker.
 func (w *Worker) Stop(ctx context.Context) {
+	if w.cancel != nil {
+		w.cancel()
+		w.watching.Wait()
+		w.cancel = nil
+	}
+	w.stopSolo(ctx)
 	var wg sync.WaitGroup
 	for _, l := range w.loops {
 		wg.Go(func() { l.Stop(ctx) })
