@@ -128,16 +128,16 @@ func (e *execTool) newCmd(ctx context.Context, r *execRequest, path, dir string,
 		Credential: sb.cred,
 		Cloneflags: flags,
 	}
-	if flags&unix.CLONE_NEWUSER != 0 {
-		// The process's user and group are the same inside and outside, and no
-		// other ID exists inside. A root worker may let it drop root's groups.
-		uid, gid := os.Geteuid(), os.Getegid()
-		if sb.cred != nil {
-			uid, gid = int(sb.cred.Uid), int(sb.cred.Gid)
-		}
+	if flags&unix.CLONE_NEWUSER != 0 && sb.cred != nil {
+		// A root worker maps the user the process becomes to itself, so that the
+		// process can drop root's IDs and groups inside. A worker that is not root
+		// writes no map: it could not write the process's uid_map, which is
+		// root's while the process, like the worker, is not dumpable. Such a
+		// process keeps the worker's IDs, but sees them as 65534 (the overflow ID).
+		uid, gid := int(sb.cred.Uid), int(sb.cred.Gid)
 		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
 		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
-		attr.GidMappingsEnableSetgroups = sb.cred != nil
+		attr.GidMappingsEnableSetgroups = true
 	}
 	cmd.SysProcAttr = attr
 	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
