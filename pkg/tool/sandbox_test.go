@@ -261,4 +261,3 @@ func TestExecStepCannotReachTheWorkersSecrets(t *testing.T) {
 		}
 	})
 }
-
