@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -661,6 +662,58 @@ func TestExecMisconfigured(t *testing.T) {
 		_, err := tool.NewExec(cfg).Call(t.Context(), cmdCall("true"))
 		if err == nil || classOf(t, err) != failure.Fatal || !strings.Contains(err.Error(), "misconfigured") {
 			t.Errorf("%+v: error %v, want fatal misconfigured", cfg, err)
+		}
+	}
+}
+
+func TestExecEnvironmentPermissions(t *testing.T) {
+	t.Setenv("TOOLTEST_ALLOWED", "yes")
+	t.Setenv("TOOLTEST_OTHER", "no")
+	t.Setenv("SKILLBUS_NATS_PASSWORD", "sekrit")
+	ctx := tool.WithPermissions(t.Context(), tool.Permissions{Env: []string{"TOOLTEST_ALLOWED", "SKILLBUS_NATS_PASSWORD", "TOOLTEST_MISSING"}})
+	res, err := tool.NewExec(tool.ExecConfig{}).Call(ctx, withArgs(cmdCall("/usr/bin/env"), "env", map[string]any{"FOO": "bar"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Fields(res.(map[string]any)["stdout"].(string))
+	want := []string{"FOO=bar", "PATH=/usr/local/bin:/usr/bin:/bin", "TOOLTEST_ALLOWED=yes"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the process's environment (-want +got):\n%s", diff)
+	}
+}
+
+// TestExecNetworkPermission: without network permission a process has no route
+// anywhere, not even to the worker's loopback; with it, it has the worker's.
+func TestExecNetworkPermission(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("hello\n"))
+			c.Close()
+		}
+	}()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	// bash's /dev/tcp, so that no client program is needed.
+	c := cmdCall("/bin/bash", "-c", `exec 3<>/dev/tcp/127.0.0.1/`+port+` && head -n1 <&3`)
+	for _, tc := range []struct {
+		perms tool.Permissions
+		ok    bool
+	}{{tool.Permissions{}, false}, {tool.Permissions{Network: true}, true}} {
+		res, err := tool.NewExec(tool.ExecConfig{}).Call(tool.WithPermissions(t.Context(), tc.perms), c)
+		switch {
+		case tc.ok && (err != nil || res.(map[string]any)["stdout"] != "hello\n"):
+			t.Errorf("with network permission: %v, %v", res, err)
+		case !tc.ok && (err == nil || !strings.Contains(err.Error(), "Network is unreachable")):
+			t.Errorf("without network permission: %v, %v; want unreachable", res, err)
 		}
 	}
 }
