@@ -88,24 +88,41 @@ type sandbox struct {
 // it has; processes are then started without them.
 var nsRefused atomic.Pointer[error]
 
-// cloneflags are the namespaces a process gets: a user namespace, a PID
-// namespace, whose processes all die when the process (its init) dies, and a
-// network namespace unless the skill may use the network.
+// cloneflags are the namespaces a process gets: a PID namespace, whose processes
+// all die when the process (its init) dies, and a network namespace unless the
+// skill may use the network.
 //
-// The user namespace lets a worker that is not root create the others. It also
-// serves a root worker: the worker owns the namespace, so it holds every
-// capability inside, CAP_SYS_RESOURCE included, which prlimit(2) needs to limit a
-// process of another user and which containers often take from root.
-func (sb sandbox) cloneflags() uintptr {
+// A worker that is not root needs a user namespace to create them; inside one,
+// the process cannot read or ptrace the worker even as the same user. A root
+// worker uses one only to set resource limits on a process of another user
+// without CAP_SYS_RESOURCE (containers often take it from root): as the owner of
+// the namespace it holds every capability inside. Otherwise it avoids one: with a
+// new user namespace Go must fork the whole worker rather than vfork, which costs
+// milliseconds per process.
+func (sb sandbox) cloneflags(limited bool) uintptr {
 	if nsRefused.Load() != nil {
 		return 0
 	}
-	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWPID)
+	flags := uintptr(unix.CLONE_NEWPID)
 	if !sb.network {
 		flags |= unix.CLONE_NEWNET
 	}
+	if os.Geteuid() != 0 || limited && sb.cred != nil && sb.cred.Uid != 0 && !hasCapSysResource() {
+		flags |= unix.CLONE_NEWUSER
+	}
 	return flags
 }
+
+var capSysResource = sync.OnceValue(func() bool {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return false
+	}
+	return data[unix.CAP_SYS_RESOURCE/32].Effective&(1<<(unix.CAP_SYS_RESOURCE%32)) != 0
+})
+
+func hasCapSysResource() bool { return capSysResource() }
 
 func (e *execTool) newCmd(ctx context.Context, r *execRequest, path, dir string, sb sandbox, flags uintptr, traced bool) (*exec.Cmd, *capWriter, *capWriter) {
 	cmd := exec.CommandContext(ctx, path)
@@ -130,7 +147,7 @@ func (e *execTool) newCmd(ctx context.Context, r *execRequest, path, dir string,
 	}
 	if flags&unix.CLONE_NEWUSER != 0 && sb.cred != nil {
 		// A root worker maps the user the process becomes to itself, so that the
-		// process can drop root's IDs and groups inside. A worker that is not root
+		// process can take that user's IDs, and drop root's groups, inside. A worker that is not root
 		// writes no map: it could not write the process's uid_map, which is
 		// root's while the process, like the worker, is not dumpable. Such a
 		// process keeps the worker's IDs, but sees them as 65534 (the overflow ID).
@@ -159,7 +176,7 @@ func (e *execTool) run(parent context.Context, r *execRequest, path, dir string,
 	th := spawner.hold()
 	defer spawner.release()
 
-	flags := sb.cloneflags()
+	flags := sb.cloneflags(limited)
 	if flags&unix.CLONE_NEWNET == 0 && !sb.network {
 		return nil, noNetnsError(name)
 	}
@@ -185,8 +202,13 @@ func (e *execTool) run(parent context.Context, r *execRequest, path, dir string,
 			_ = killGroup(cmd.Process.Pid)
 			_ = cmd.Wait()
 		}
-		if fe := (*failure.Error)(nil); errors.As(err, &fe) {
+		switch fe := (*failure.Error)(nil); {
+		case errors.As(err, &fe):
 			return nil, err
+		case parent.Err() != nil:
+			return nil, failure.Wrap(failure.Retryable, fmt.Errorf("exec: %q: %w", name, parent.Err()))
+		case ctx.Err() != nil:
+			return nil, failure.Wrap(failure.Retryable, fmt.Errorf("exec: %q timed out after %s before it started: %w", name, r.timeout, ctx.Err()))
 		}
 		return nil, startError(name, err, limited)
 	}

@@ -717,3 +717,33 @@ func TestExecNetworkPermission(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkExec measures one exec call of /bin/true: the namespaces, the user
+// switch and the start from the spawner thread, serial and 8 at a time.
+func BenchmarkExec(b *testing.B) {
+	for _, tc := range []struct {
+		name  string
+		perms tool.Permissions
+	}{{"no network", tool.Permissions{}}, {"network", tool.Permissions{Network: true}}} {
+		e := tool.NewExec(tool.ExecConfig{})
+		ctx := tool.WithPermissions(b.Context(), tc.perms)
+		b.Run(tc.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := e.Call(ctx, cmdCall("/bin/true")); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(tc.name+" parallel 8", func(b *testing.B) {
+			b.SetParallelism(8)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := e.Call(ctx, cmdCall("/bin/true")); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
