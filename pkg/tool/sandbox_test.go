@@ -33,7 +33,7 @@ func init() {
 }
 
 // workerRole is a worker in miniature: it loads the skill TOOLTEST_SKILL, runs it
-// with the exec tool under the skill's permissions, as a worker does, with
+// with the workflow engine and the exec tool, as a worker does, with
 // inputs TOOLTEST_INPUTS (JSON), and prints {"outputs": ..., "error": ...}.
 func workerRole() {
 	out := map[string]any{}
@@ -54,8 +54,8 @@ func workerRole() {
 		out["error"] = err.Error()
 		return
 	}
-	ctx := tool.WithPermissions(context.Background(), tool.SkillPermissions(s))
-	res, err := eng.Execute(ctx, workflow.Run{ExecutionID: "ex1", Skill: s, Inputs: inputs})
+	// The engine gives the tools the skill's permissions.
+	res, err := eng.Execute(context.Background(), workflow.Run{ExecutionID: "ex1", Skill: s, Inputs: inputs})
 	out["outputs"] = res
 	if err != nil {
 		out["error"] = err.Error()
