@@ -34,8 +34,9 @@
 //
 // The http and exec tools act on the world from the worker itself, so they act
 // only as far as the skill they run for is allowed to: its `permissions` field,
-// which reaches them in the call's context (WithPermissions, SkillPermissions).
-// A call whose context carries none is granted nothing.
+// which reaches them in the call's context (WithPermissions, SkillPermissions;
+// the workflow engine and the instruction runner put it there). A call whose
+// context carries none is granted nothing.
 //
 //	network: {outbound: true}   http may send requests; exec processes share the
 //	                            worker's network. Without it http refuses (Fatal,

@@ -32,9 +32,10 @@ const ReservedEnvPrefix = "SKILLBUS_"
 
 type permissionsKey struct{}
 
-// WithPermissions returns a context that makes tool calls with it act under p. A
-// worker wraps each job's context with the permissions of the job's skill
-// (SkillPermissions).
+// WithPermissions returns a context that makes tool calls with it act under p.
+// The workflow engine and the instruction runner wrap a run's context with the
+// permissions of its skill (SkillPermissions); so must anything else that calls
+// these tools for a skill, such as a worker running a script skill's entrypoint.
 func WithPermissions(ctx context.Context, p Permissions) context.Context {
 	p.Env = slices.Clone(p.Env)
 	return context.WithValue(ctx, permissionsKey{}, p)
