@@ -13,6 +13,7 @@ import (
 	"github.com/skillbus/skillbus/internal/natstest"
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/run"
+	"github.com/skillbus/skillbus/pkg/skill"
 )
 
 // A job that another worker holds (its claim's lease is live) is not run, even on a
@@ -210,5 +211,24 @@ func TestMaxConcurrentBoundsTheFleet(t *testing.T) {
 	f.drained()
 	if n := f.calls["wait"].Load(); n != 6 {
 		t.Fatalf("%d ran, want 6", n)
+	}
+}
+
+// A skill whose prerequisites are not met fails before running anything, fatally,
+// naming what is missing.
+func TestUnmetPrerequisitesFailBeforeRunning(t *testing.T) {
+	t.Parallel()
+	sk := oneStep("needy", "greet", 3)
+	sk.Prerequisites = []skill.Prerequisite{{Kind: skill.PrerequisiteEnv, Name: "SKILLBUS_TEST_SURELY_UNSET"}}
+	f := setup(t, sk)
+	f.start()
+	id := f.job("pre", "needy")
+	failed := f.waitEvent(id, events.TypeExecutionFailed)
+	f.drained()
+	if failed["class"] != "fatal" || !strings.Contains(failed["error"].(string), "SKILLBUS_TEST_SURELY_UNSET") {
+		t.Fatalf("failed = %v", failed)
+	}
+	if n := f.calls["greet"].Load(); n != 0 {
+		t.Fatalf("greet called %d times", n)
 	}
 }

@@ -393,8 +393,12 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) error {
 	if w.cfg.Tools != nil {
 		tools = w.cfg.Tools.Ensure(ctx, toolNames(j.skill)...)
 	}
+	if err := tool.CheckPrerequisites(j.skill, tool.Host{Tools: tools, Exec: w.cfg.Exec}); err != nil {
+		return w.fail(ctx, j, "", err) // fatal: the plan falls back
+	}
 	obs := &observer{w: w, j: j}
-	rctx, cancel := context.WithCancel(withDepth(ctx, j.data.Depth))
+	// Tool calls act under the skill's permissions (network, environment).
+	rctx, cancel := context.WithCancel(tool.WithPermissions(withDepth(ctx, j.data.Depth), tool.SkillPermissions(j.skill)))
 	defer cancel()
 	j.claim.mu.Lock()
 	j.claim.cancel = cancel
