@@ -199,8 +199,12 @@ func (x *Selector) Select(req Request, env Env) (*Decision, error) {
 				if a == nil {
 					continue
 				}
-				intent := h.Coverage * (1 - cfg.Relative + cfg.Relative*h.BM25/hits[0].BM25)
-				a.add(SourceLexical, math.Min(1, intent), 0.6, "")
+				ev := h.Coverage
+				if cfg.Strength > 0 {
+					ev = math.Max(ev, math.Min(1, h.Strength/cfg.Strength))
+				}
+				ev *= 1 - cfg.Relative + cfg.Relative*h.BM25/hits[0].BM25
+				a.add(SourceLexical, clamp01((ev-cfg.IntentFloor)/(cfg.IntentFull-cfg.IntentFloor)), 0.6, "")
 				a.matched = append(a.matched, h.Matched...)
 			}
 			for _, r := range req.Recalled {

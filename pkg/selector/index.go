@@ -24,8 +24,9 @@ type Weights struct {
 	Name, Description, Tags, Triggers, Capabilities, Examples float32
 }
 
-// DefaultWeights favour a skill's name and tags over its prose.
-var DefaultWeights = Weights{Name: 3, Description: 1, Tags: 2, Triggers: 1, Capabilities: 1, Examples: 1}
+// DefaultWeights favour a skill's name and tags over its prose, and its prose over
+// its examples, whose incidental words (tell, team, green) are weak evidence.
+var DefaultWeights = Weights{Name: 3, Description: 1, Tags: 2, Triggers: 1, Capabilities: 1, Examples: 0.5}
 
 // Index is a BM25 keyword index of skills, updated one skill at a time. Terms are
 // stemmed (Terms); a query word the index does not hold is matched to an indexed
@@ -37,7 +38,8 @@ type Index struct {
 	free     []int32
 	byName   map[string]int32
 	postings map[string][]posting
-	deletes  map[string][]string // a term with one letter deleted -> terms
+	words    map[string]*word    // surface words of the documents -> their term
+	deletes  map[string][]string // a surface word with one letter deleted -> words
 	totalLen float64
 	n        int
 	scratch  sync.Pool
@@ -45,9 +47,15 @@ type Index struct {
 
 type doc struct {
 	name  string
+	words []string // distinct surface words, for typo tolerance
 	terms map[string]float32
 	len   float32
 	live  bool
+}
+
+type word struct {
+	term string
+	refs int
 }
 
 type posting struct {
@@ -60,7 +68,7 @@ func NewIndex(w Weights) *Index {
 	if w == (Weights{}) {
 		w = DefaultWeights
 	}
-	return &Index{w: w, byName: map[string]int32{}, postings: map[string][]posting{}, deletes: map[string][]string{}}
+	return &Index{w: w, byName: map[string]int32{}, postings: map[string][]posting{}, words: map[string]*word{}, deletes: map[string][]string{}}
 }
 
 // Len is the number of documents.
@@ -70,16 +78,22 @@ func (x *Index) Len() int {
 	return x.n
 }
 
-func (x *Index) analyse(f Fields) (map[string]float32, float32) {
+func (x *Index) analyse(f Fields) (map[string]float32, float32, map[string]string) {
 	tf := map[string]float32{}
+	surface := map[string]string{}
 	var total float32
 	add := func(text string, w float32) {
 		if w == 0 || text == "" {
 			return
 		}
-		for _, t := range Terms(text) {
+		for _, wd := range Words(text) {
+			t, ok := Term(wd)
+			if !ok {
+				continue
+			}
 			tf[t] += w
 			total += w
+			surface[wd] = t
 		}
 	}
 	add(f.Name, x.w.Name)
@@ -88,30 +102,38 @@ func (x *Index) analyse(f Fields) (map[string]float32, float32) {
 	add(f.Triggers, x.w.Triggers)
 	add(f.Capabilities, x.w.Capabilities)
 	add(f.Examples, x.w.Examples)
-	return tf, total
+	return tf, total, surface
 }
 
 // Put adds or replaces the document of name.
 func (x *Index) Put(name string, f Fields) {
-	tf, total := x.analyse(f)
+	tf, total, surface := x.analyse(f)
+	ws := make([]string, 0, len(surface))
+	for w := range surface {
+		ws = append(ws, w)
+	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.remove(name)
 	var id int32
 	if k := len(x.free); k > 0 {
 		id, x.free = x.free[k-1], x.free[:k-1]
-		x.docs[id] = doc{name: name, terms: tf, len: total, live: true}
+		x.docs[id] = doc{name: name, words: ws, terms: tf, len: total, live: true}
 	} else {
 		id = int32(len(x.docs))
-		x.docs = append(x.docs, doc{name: name, terms: tf, len: total, live: true})
+		x.docs = append(x.docs, doc{name: name, words: ws, terms: tf, len: total, live: true})
+	}
+	for w, t := range surface {
+		if sw := x.words[w]; sw != nil {
+			sw.refs++
+		} else {
+			x.words[w] = &word{term: t, refs: 1}
+			x.addDeletes(w)
+		}
 	}
 	x.byName[name] = id
 	for t, n := range tf {
-		ps := x.postings[t]
-		if len(ps) == 0 {
-			x.addDeletes(t)
-		}
-		x.postings[t] = append(ps, posting{doc: id, tf: n})
+		x.postings[t] = append(x.postings[t], posting{doc: id, tf: n})
 	}
 	x.totalLen += float64(total)
 	x.n++
@@ -141,9 +163,16 @@ func (x *Index) remove(name string) {
 		}
 		if len(ps) == 0 {
 			delete(x.postings, t)
-			x.dropDeletes(t)
 		} else {
 			x.postings[t] = ps
+		}
+	}
+	for _, w := range d.words {
+		if sw := x.words[w]; sw != nil {
+			if sw.refs--; sw.refs == 0 {
+				delete(x.words, w)
+				x.dropDeletes(w)
+			}
 		}
 	}
 	x.totalLen -= float64(d.len)
@@ -153,8 +182,9 @@ func (x *Index) remove(name string) {
 	delete(x.byName, name)
 }
 
-// minTypoLen is the shortest word matched to a term one edit away.
-const minTypoLen = 4
+// minTypoLen is the shortest word matched to a word one edit away: shorter words
+// have too many neighbours (tall, table).
+const minTypoLen = 5
 
 func deletions(t string, f func(string)) {
 	if len(t) < minTypoLen || !isASCIILetters(t) {
@@ -186,23 +216,24 @@ func (x *Index) dropDeletes(t string) {
 	})
 }
 
-// typoOf returns the indexed term one edit from t with the most documents, if any.
-func (x *Index) typoOf(t string) string {
+// typoOf returns the term of the indexed word one edit from w (a letter missing,
+// extra, different, or two swapped), preferring the term in most documents.
+func (x *Index) typoOf(w string) string {
 	best, bestDF := "", 0
 	try := func(u string) {
-		if df := len(x.postings[u]); df > bestDF || df == bestDF && df > 0 && u < best {
-			best, bestDF = u, df
+		sw := x.words[u]
+		if sw == nil {
+			return
+		}
+		if df := len(x.postings[sw.term]); df > bestDF || df == bestDF && df > 0 && sw.term < best {
+			best, bestDF = sw.term, df
 		}
 	}
-	if ts, ok := x.deletes[t]; ok { // t is an indexed term with a letter missing
-		for _, u := range ts {
-			try(u)
-		}
+	for _, u := range x.deletes[w] { // w is an indexed word with a letter missing
+		try(u)
 	}
-	deletions(t, func(k string) {
-		if _, ok := x.postings[k]; ok { // t has a letter too many
-			try(k)
-		}
+	deletions(w, func(k string) {
+		try(k)                           // w has a letter too many
 		for _, u := range x.deletes[k] { // a letter differs, or two are swapped
 			try(u)
 		}
@@ -219,6 +250,10 @@ type Hit struct {
 	// matches, each matched term counting at most once: 1 when every query term is in
 	// the document, 0 when none is. Unknown query words count with UnknownWeight.
 	Coverage float64
+	// Strength is the matched query weight (IDF) as a share of the highest IDF: 1 is
+	// one perfectly rare term, 2 two of them. Unlike Coverage it does not drop when
+	// the request holds words no skill knows.
+	Strength float64
 	// Matched lists the document's terms the query matched, typo corrections as
 	// "word~term".
 	Matched []string
@@ -252,7 +287,13 @@ func (x *Index) Search(text string, q Query) []Hit {
 	if q.TypoDiscount == 0 {
 		q.TypoDiscount = 0.8
 	}
-	terms := Terms(text)
+	type qterm struct{ word, term string }
+	var terms []qterm
+	for _, w := range Words(text) {
+		if t, ok := Term(w); ok {
+			terms = append(terms, qterm{w, t})
+		}
+	}
 	if len(terms) == 0 {
 		return nil
 	}
@@ -275,7 +316,8 @@ func (x *Index) Search(text string, q Query) []Hit {
 	maxIDF := math.Log(1 + (N+0.5)/0.5)
 	var mass float64
 	seen := make(map[string]bool, len(terms))
-	for _, t := range terms {
+	for _, qt := range terms {
+		t := qt.term
 		if seen[t] {
 			continue
 		}
@@ -283,8 +325,9 @@ func (x *Index) Search(text string, q Query) []Hit {
 		label, disc := t, 1.0
 		ps, ok := x.postings[t]
 		if !ok {
-			if u := x.typoOf(t); u != "" {
-				label, disc, ps = t+"~"+u, q.TypoDiscount, x.postings[u]
+			if u := x.typoOf(qt.word); u != "" && !seen[u] {
+				seen[u] = true
+				label, disc, ps = qt.word+"~"+u, q.TypoDiscount, x.postings[u]
 			}
 		}
 		if len(ps) == 0 {
@@ -308,7 +351,7 @@ func (x *Index) Search(text string, q Query) []Hit {
 	}
 	hits := make([]Hit, 0, min(q.K, len(s.touched)))
 	for _, id := range s.touched {
-		h := Hit{Name: x.docs[id].name, BM25: s.score[id], Coverage: s.cover[id] / mass}
+		h := Hit{Name: x.docs[id].name, BM25: s.score[id], Coverage: s.cover[id] / mass, Strength: s.cover[id] / maxIDF}
 		if len(hits) < q.K || better(h, hits[len(hits)-1]) {
 			h.Matched = append([]string(nil), s.matched[id]...)
 			hits = insertHit(hits, h, q.K)

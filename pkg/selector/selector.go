@@ -76,9 +76,17 @@ type Config struct {
 	// UnknownWeight and TypoDiscount tune the keyword index (see Query).
 	UnknownWeight, TypoDiscount float64
 	// Relative is the share of lexical intent that comes from a candidate's BM25
-	// relative to the best hit; the rest is its coverage of the request. 0 means 0.25;
+	// relative to the best hit; the rest is its coverage of the request. 0 means 0.5;
 	// negative means none.
 	Relative float64
+	// IntentFloor and IntentFull map lexical evidence to intent: evidence at or below
+	// the floor is intent 0, at or above full is 1, linear between. 0 means 0.05 and
+	// 0.6 (tuned on the tuning half of testdata/routing).
+	IntentFloor, IntentFull float64
+	// Strength is how many perfectly rare matched terms make full lexical evidence
+	// on their own, however many unknown words the request holds; 0 means 1.5,
+	// negative means coverage alone counts.
+	Strength float64
 }
 
 func (c Config) withDefaults() Config {
@@ -97,8 +105,17 @@ func (c Config) withDefaults() Config {
 	if c.Recall == 0 {
 		c.Recall = 10
 	}
+	if c.Strength == 0 {
+		c.Strength = 1.5
+	}
+	if c.IntentFloor == 0 {
+		c.IntentFloor = 0.05
+	}
+	if c.IntentFull == 0 {
+		c.IntentFull = 0.6
+	}
 	if c.Relative == 0 {
-		c.Relative = 0.25
+		c.Relative = 0.5
 	} else if c.Relative < 0 {
 		c.Relative = 0
 	}

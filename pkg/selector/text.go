@@ -7,6 +7,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/kljensen/snowball/english"
+	"golang.org/x/text/runes"
+	"golang.org/x/text/transform"
+	"golang.org/x/text/unicode/norm"
 )
 
 // DefaultTextFields are the data fields a trigger's routing text is taken from, in
@@ -165,10 +168,29 @@ func Words(text string) []string {
 
 func appendWord(out []string, w string, lower bool) []string {
 	if !lower {
-		w = strings.ToLower(w)
+		w = fold(strings.ToLower(w))
 	}
 	return append(out, w)
 }
+
+// fold removes diacritics from Latin letters (résumé → resume), so accented and
+// plain spellings meet.
+func fold(w string) string {
+	ascii := true
+	for i := 0; i < len(w); i++ {
+		ascii = ascii && w[i] < utf8.RuneSelf
+	}
+	if ascii {
+		return w
+	}
+	out, _, err := transform.String(folder, w)
+	if err != nil {
+		return w
+	}
+	return out
+}
+
+var folder = transform.Chain(norm.NFD, runes.Remove(runes.In(unicode.Mn)), norm.NFC)
 
 // Terms turns text into index terms: words without stop words, stemmed with the
 // Snowball English stemmer. Words with digits or non-ASCII letters are kept as they
