@@ -2,6 +2,8 @@ package router_test
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -10,9 +12,13 @@ import (
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/internal/natstest"
 	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/embed"
+	"github.com/skillbus/skillbus/pkg/llmrecall"
 	"github.com/skillbus/skillbus/pkg/router"
 	"github.com/skillbus/skillbus/pkg/selector"
 	"github.com/skillbus/skillbus/pkg/skill"
+	"github.com/skillbus/skillbus/pkg/tool/llm"
+	"github.com/skillbus/skillbus/pkg/tool/llm/llmtest"
 )
 
 var (
@@ -155,5 +161,51 @@ func TestParallelGroupRunsAsConcurrentJobsAndEndsOnce(t *testing.T) {
 	f.event(act, events.TypeActivationCompleted, &ac)
 	if ac.Outcome != events.OutcomePartial || len(ac.Executions) != 2 || ac.Executions[1].Error != "boom" {
 		t.Fatalf("activation.completed = %+v", ac)
+	}
+}
+
+func TestRecallSourcesHelpAndDegrade(t *testing.T) {
+	t.Parallel()
+	invoice := &skill.Skill{Name: "invoice-generator", Version: "1.0.0", Description: "Generate an invoice for a customer.", Kind: skill.KindInstruction, Digest: "i1"}
+	// A chat model that knows "bill the client" means invoicing; an embeddings
+	// endpoint that fails; a chat model that never answers.
+	good := llmtest.New(t, func(*llmtest.Request) llmtest.Reply {
+		return llmtest.Text(`{"matched_skills": [{"name": "invoice-generator", "description": "..."}]}`)
+	})
+	slow := llmtest.New(t, func(*llmtest.Request) llmtest.Reply { return llmtest.Reply{Wait: true} })
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "down", http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(failing.Close)
+	recallers := func(t *testing.T, chat *llmtest.Server) []router.Recaller {
+		c, err := llm.New(chat.Config("m"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lr, _ := llmrecall.New(llmrecall.Config{Chat: c})
+		er, err := embed.New(embed.Config{URL: failing.URL + "/v1", Model: "e", Client: failing.Client()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return []router.Recaller{lr, er}
+	}
+	f := setupWith(t, func(c *router.Config) { c.Recallers = recallers(t, good); c.RecallTimeout = 5 * time.Second }, invoice, pdf)
+	f.heartbeat("w1", "default")
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		return f.ask("bill acme for ten hours").Primary == "invoice-generator"
+	}, "the model's recall did not route the request")
+	c := f.ask("bill acme for ten hours").Candidate("invoice-generator")
+	if c.Source != selector.SourceLLM || c.Components.Intent != 0.9 {
+		t.Fatalf("candidate = %+v", c)
+	}
+
+	// A slow model and a failing embedder: the trigger is routed by the keyword index.
+	g := setupWith(t, func(c *router.Config) { c.Recallers = recallers(t, slow); c.RecallTimeout = 100 * time.Millisecond }, invoice, pdf)
+	g.heartbeat("w1", "default")
+	g.publish("skillbus.trigger.io.skillbus.request", ce("s1", "io.skillbus.request"), `{"text":"summarize this pdf"}`)
+	var rd events.RouteDecided
+	g.event(events.ActivationID("/test", "s1"), events.TypeRouteDecided, &rd)
+	if rd.Plan.Primary.Name != "pdf-summarizer" {
+		t.Fatalf("plan = %+v", rd.Plan)
 	}
 }

@@ -35,6 +35,12 @@ type fixture struct {
 
 func setup(t *testing.T, skills ...*skill.Skill) *fixture {
 	t.Helper()
+	return setupWith(t, nil, skills...)
+}
+
+// setupWith is setup with changes to the router's configuration.
+func setupWith(t *testing.T, configure func(*router.Config), skills ...*skill.Skill) *fixture {
+	t.Helper()
 	srv := natstest.Start(t)
 	b := srv.Bus(t, bus.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -53,7 +59,11 @@ func setup(t *testing.T, skills ...*skill.Skill) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(f.cat.Stop)
-	r, err := router.New(router.Config{Bus: b, Catalog: f.cat, Log: log, MaxEventBytes: 4096})
+	cfg := router.Config{Bus: b, Catalog: f.cat, Log: log, MaxEventBytes: 4096}
+	if configure != nil {
+		configure(&cfg)
+	}
+	r, err := router.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
