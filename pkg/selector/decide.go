@@ -1,6 +1,7 @@
 package selector
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"sort"
@@ -515,4 +516,17 @@ func costRank(cost string) int {
 	default:
 		return 1
 	}
+}
+
+// MarshalJSON writes Primary as null when nothing passed the threshold.
+func (d *Decision) MarshalJSON() ([]byte, error) {
+	type plain Decision
+	var primary *string
+	if d.Primary != "" {
+		primary = &d.Primary
+	}
+	return json.Marshal(struct {
+		Primary *string `json:"primary"`
+		*plain
+	}{primary, (*plain)(d)})
 }
