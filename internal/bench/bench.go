@@ -248,6 +248,7 @@ func Run(ctx context.Context, cfg Config) error {
 	report(cfg, last[1].AvgMsgBytes, median(thr), median(p50), median(p99))
 	fmt.Fprintf(cfg.Out, "ratio 3-step workflow/one-step skill (tool → compute → tool, local HTTP tool; median of %d rounds): throughput %.2f   latency p50 %.2f\n",
 		cfg.Rounds, median(wf), median(wf50))
+	PrintRoute(cfg.Out, RunRoute(10000, 5000, 100))
 	return nil
 }
 

@@ -61,6 +61,7 @@ type word struct {
 type posting struct {
 	doc int32
 	tf  float32
+	len float32 // the document's length, kept here for locality
 }
 
 // NewIndex returns an empty index; w zero means DefaultWeights.
@@ -133,7 +134,7 @@ func (x *Index) Put(name string, f Fields) {
 	}
 	x.byName[name] = id
 	for t, n := range tf {
-		x.postings[t] = append(x.postings[t], posting{doc: id, tf: n})
+		x.postings[t] = append(x.postings[t], posting{doc: id, tf: n, len: total})
 	}
 	x.totalLen += float64(total)
 	x.n++
@@ -271,9 +272,15 @@ type Query struct {
 }
 
 type scratch struct {
-	score, cover []float64
-	touched      []int32
-	matched      [][]string
+	acc     []acc2
+	touched []int32
+}
+
+type acc2 struct{ score, cover float64 }
+
+type queryTerm struct {
+	label, term string
+	disc        float64
 }
 
 // Search returns the documents matching text, best BM25 first.
@@ -287,14 +294,8 @@ func (x *Index) Search(text string, q Query) []Hit {
 	if q.TypoDiscount == 0 {
 		q.TypoDiscount = 0.8
 	}
-	type qterm struct{ word, term string }
-	var terms []qterm
-	for _, w := range Words(text) {
-		if t, ok := Term(w); ok {
-			terms = append(terms, qterm{w, t})
-		}
-	}
-	if len(terms) == 0 {
+	words := Words(text)
+	if len(words) == 0 {
 		return nil
 	}
 	x.mu.RLock()
@@ -306,61 +307,130 @@ func (x *Index) Search(text string, q Query) []Hit {
 	if s == nil {
 		s = &scratch{}
 	}
-	if len(s.score) < len(x.docs) {
-		s.score = make([]float64, len(x.docs))
-		s.cover = make([]float64, len(x.docs))
-		s.matched = make([][]string, len(x.docs))
+	if len(s.acc) < len(x.docs) {
+		s.acc = make([]acc2, len(x.docs)+len(x.docs)/4)
 	}
 	N := float64(x.n)
 	avg := x.totalLen / N
 	maxIDF := math.Log(1 + (N+0.5)/0.5)
 	var mass float64
-	seen := make(map[string]bool, len(terms))
-	for _, qt := range terms {
-		t := qt.term
-		if seen[t] {
+	qts := make([]queryTerm, 0, len(words))
+	seen := func(t string) bool {
+		for _, qt := range qts {
+			if qt.term == t {
+				return true
+			}
+		}
+		return false
+	}
+	for _, w := range words {
+		t, ok := cachedTerm(w)
+		if !ok || seen(t) {
 			continue
 		}
-		seen[t] = true
-		label, disc := t, 1.0
+		qt := queryTerm{label: t, term: t, disc: 1}
 		ps, ok := x.postings[t]
 		if !ok {
-			if u := x.typoOf(qt.word); u != "" && !seen[u] {
-				seen[u] = true
-				label, disc, ps = qt.word+"~"+u, q.TypoDiscount, x.postings[u]
+			if u := x.typoOf(w); u != "" && !seen(u) {
+				qt = queryTerm{label: w + "~" + u, term: u, disc: q.TypoDiscount}
+				ps = x.postings[u]
 			}
 		}
 		if len(ps) == 0 {
 			mass += q.UnknownWeight * maxIDF
+			qts = append(qts, queryTerm{term: t})
 			continue
 		}
+		qts = append(qts, qt)
 		df := float64(len(ps))
 		idf := math.Log(1 + (N-df+0.5)/(df+0.5))
 		mass += idf
+		k := bm25K1 * (1 - bm25B)
+		kl := bm25K1 * bm25B / avg
+		w := qt.disc * idf
+		acc := s.acc
 		for _, p := range ps {
-			d := &x.docs[p.doc]
 			tf := float64(p.tf)
-			part := tf * (bm25K1 + 1) / (tf + bm25K1*(1-bm25B+bm25B*float64(d.len)/avg))
-			if s.score[p.doc] == 0 && s.cover[p.doc] == 0 {
+			part := tf * (bm25K1 + 1) / (tf + k + kl*float64(p.len))
+			a := &acc[p.doc]
+			if a.cover == 0 {
 				s.touched = append(s.touched, p.doc)
 			}
-			s.score[p.doc] += disc * idf * part
-			s.cover[p.doc] += disc * idf * math.Min(1, part)
-			s.matched[p.doc] = append(s.matched[p.doc], label)
+			a.score += w * part
+			a.cover += w * min(1, part)
 		}
 	}
-	hits := make([]Hit, 0, min(q.K, len(s.touched)))
+	type top struct {
+		id    int32
+		score float64
+	}
+	best := make([]top, 0, q.K+1)
+	// Ties keep the document found first; Select orders equal scores by name.
 	for _, id := range s.touched {
-		h := Hit{Name: x.docs[id].name, BM25: s.score[id], Coverage: s.cover[id] / mass, Strength: s.cover[id] / maxIDF}
-		if len(hits) < q.K || better(h, hits[len(hits)-1]) {
-			h.Matched = append([]string(nil), s.matched[id]...)
-			hits = insertHit(hits, h, q.K)
+		sc := s.acc[id].score
+		if len(best) == q.K && sc <= best[len(best)-1].score {
+			continue
 		}
-		s.score[id], s.cover[id], s.matched[id] = 0, 0, s.matched[id][:0]
+		i := len(best)
+		for i > 0 && sc > best[i-1].score {
+			i--
+		}
+		if len(best) < q.K {
+			best = append(best, top{})
+		}
+		copy(best[i+1:], best[i:])
+		best[i] = top{id, sc}
+	}
+	hits := make([]Hit, len(best))
+	for i, b := range best {
+		d := &x.docs[b.id]
+		h := Hit{Name: d.name, BM25: b.score, Coverage: s.acc[b.id].cover / mass, Strength: s.acc[b.id].cover / maxIDF}
+		for _, qt := range qts {
+			if qt.label != "" {
+				if _, ok := d.terms[qt.term]; ok {
+					h.Matched = append(h.Matched, qt.label)
+				}
+			}
+		}
+		hits[i] = h
+	}
+	for _, id := range s.touched {
+		s.acc[id] = acc2{}
 	}
 	s.touched = s.touched[:0]
 	x.scratch.Put(s)
 	return hits
+}
+
+// stems caches the terms of query words: stemming is the costliest part of reading
+// a short request.
+var stems struct {
+	sync.RWMutex
+	m map[string]termEntry
+}
+
+type termEntry struct {
+	t  string
+	ok bool
+}
+
+const maxStems = 50000
+
+func cachedTerm(w string) (string, bool) {
+	stems.RLock()
+	e, hit := stems.m[w]
+	stems.RUnlock()
+	if hit {
+		return e.t, e.ok
+	}
+	t, ok := Term(w)
+	stems.Lock()
+	if stems.m == nil || len(stems.m) >= maxStems {
+		stems.m = make(map[string]termEntry, 1024)
+	}
+	stems.m[w] = termEntry{t, ok}
+	stems.Unlock()
+	return t, ok
 }
 
 func better(a, b Hit) bool {
