@@ -269,3 +269,23 @@ func TestReadCasesErrors(t *testing.T) {
 		t.Fatalf("cases %+v, err %v", cs, err)
 	}
 }
+
+// A skill file may list trigger patterns, and the selector matches them.
+func TestPatternTriggersFromFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	body := "---\nname: orders\ndescription: Handle every order event.\ntriggers: [com.example.order.*, \"io.example.>\"]\n---\nHandle the order event that arrived and report what was done with it.\n"
+	if err := os.WriteFile(dir+"/orders.md", []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cat, ds := skill.Discover(dir)
+	if ds.HasErrors() || len(cat.Skills) != 1 {
+		t.Fatalf("%v", ds)
+	}
+	x := newSel(t, selector.Config{}, cat.Skills...)
+	for typ, want := range map[string]string{"com.example.order.created": "orders", "io.example.a.b": "orders", "com.example.order.a.b": ""} {
+		if d := decide(t, x, selector.Request{Type: typ}, selector.Env{}); d.Primary != want {
+			t.Errorf("%s: primary %q, want %q", typ, d.Primary, want)
+		}
+	}
+}
