@@ -24,6 +24,7 @@ type routerFlags struct {
 	concurrency   int
 	maxEventBytes int
 	ackWait       time.Duration
+	routing       routingFlags
 }
 
 // workerFlags are the worker's knobs, shared by `worker` and `skillbus dev`.
@@ -59,7 +60,12 @@ func startRouter(ctx context.Context, b *bus.Bus, log *slog.Logger, f routerFlag
 	if err != nil {
 		return nil, err
 	}
-	r, err := router.New(router.Config{Bus: b, Catalog: cat, Log: log, MaxEventBytes: f.maxEventBytes, Concurrency: f.concurrency, AckWait: f.ackWait})
+	rc := router.Config{Bus: b, Catalog: cat, Log: log, MaxEventBytes: f.maxEventBytes, Concurrency: f.concurrency, AckWait: f.ackWait}
+	if err := f.routing.apply(&rc, log); err != nil {
+		cat.Stop()
+		return nil, err
+	}
+	r, err := router.New(rc)
 	if err != nil {
 		cat.Stop()
 		return nil, usage("%v", err)

@@ -25,6 +25,7 @@ func (r *routerFlags) register(cmd *cobra.Command) {
 	f.IntVar(&r.concurrency, "router-concurrency", 64, "triggers routed at once")
 	f.IntVar(&r.maxEventBytes, "max-event-bytes", 256<<10, "largest trigger accepted (headers and data); larger ones are rejected and recorded")
 	f.DurationVar(&r.ackWait, "router-ack-wait", 30*time.Second, "how long JetStream waits for a router's ack before redelivering a trigger")
+	r.routing.register(cmd)
 }
 
 func (w *workerFlags) register(cmd *cobra.Command, getenv Env) {
@@ -61,8 +62,10 @@ func Router(ctx context.Context, args []string, getenv Env, stdout, stderr io.Wr
 		Short: "Route skillbus triggers to skills",
 		Long: `router consumes trigger events from the TRIGGERS stream (durable consumer "router",
 shared by every router), decides which skills handle each one, and publishes the
-activation plan (io.skillbus.route.decided) and the primary skill's job. Run as many as
-you like: JetStream spreads the triggers between them.`,
+activation plan (io.skillbus.route.decided) and the jobs that run at once. Triggers with
+text (data query, text, message or prompt) are routed by relevance: rules, a keyword
+index, and optionally embeddings (--embed-url) and a chat model (--recall-llm-url);
+see docs/routing.md. Run as many as you like: JetStream spreads the triggers between them.`,
 		Example: `  router --nats-url nats://nats:4222
   SKILLBUS_NATS_URL=nats://a:4222,nats://b:4222 router --log-level debug`,
 		Args: cobra.NoArgs,

@@ -107,6 +107,9 @@ func validateLocal(paths, tools []string) *registry.ValidateResponse {
 		resp.Skills = append(resp.Skills, s.Name)
 	}
 	resp.Diagnostics = append(resp.Diagnostics, ds...)
+	if !ds.HasErrors() {
+		resp.Diagnostics = append(resp.Diagnostics, routingWarnings(cat.Skills)...)
+	}
 	if len(cat.Skills) == 0 && !ds.HasErrors() {
 		// An empty directory gates nothing: most likely the wrong PATH.
 		resp.Diagnostics = append(resp.Diagnostics, skill.Diagnostic{File: strings.Join(paths, ", "), Severity: skill.SeverityError,

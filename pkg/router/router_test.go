@@ -35,13 +35,24 @@ type fixture struct {
 
 func setup(t *testing.T, skills ...*skill.Skill) *fixture {
 	t.Helper()
-	return setupBus(t, bus.Config{}, skills...)
+	return setupWith(t, nil, skills...)
 }
 
 func setupBus(t *testing.T, cfg bus.Config, skills ...*skill.Skill) *fixture {
 	t.Helper()
+	return setupFull(t, cfg, nil, skills...)
+}
+
+// setupWith is setup with changes to the router's configuration.
+func setupWith(t *testing.T, configure func(*router.Config), skills ...*skill.Skill) *fixture {
+	t.Helper()
+	return setupFull(t, bus.Config{}, configure, skills...)
+}
+
+func setupFull(t *testing.T, bcfg bus.Config, configure func(*router.Config), skills ...*skill.Skill) *fixture {
+	t.Helper()
 	srv := natstest.Start(t)
-	b := srv.Bus(t, cfg)
+	b := srv.Bus(t, bcfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	kv, err := b.KV(ctx, b.BucketSkills())
@@ -58,7 +69,11 @@ func setupBus(t *testing.T, cfg bus.Config, skills ...*skill.Skill) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(f.cat.Stop)
-	r, err := router.New(router.Config{Bus: b, Catalog: f.cat, Log: log, MaxEventBytes: 4096})
+	cfg := router.Config{Bus: b, Catalog: f.cat, Log: log, MaxEventBytes: 4096}
+	if configure != nil {
+		configure(&cfg)
+	}
+	r, err := router.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -131,7 +131,9 @@
 //
 // A trigger is a CloudEvent type that activates the skill: com.github.push,
 // io.skillbus.release.tagged. Its dots become NATS subject tokens, so it may hold only
-// letters, digits, '_', '-' and '.', without empty tokens. Types starting with
+// letters, digits, '_', '-' and '.', without empty tokens. A trigger may be a pattern:
+// a token "*" matches one token of the type, a final token ">" one or more
+// (com.example.order.*, com.example.>). Types starting with
 // "skill." are reserved for explicit invocation (skillbus.trigger.skill.<name>).
 // Seed 000 required triggers; here they are optional: a skill without them runs only
 // when invoked explicitly or when always: true. Natural-language phrases (seed 001's

@@ -129,7 +129,7 @@ func metaFieldList(withWorkflow bool) []*field {
 			items, _ := d.strList(p.v, "triggers")
 			b.s.Triggers = b.unique(d, "triggers", items, func(i int, it item) bool {
 				f := fmt.Sprintf("triggers[%d]", i)
-				if prob := subjectTokenProblem(it.s); prob != "" {
+				if prob := subjectTokenProblem(patternTokens(it.s)); prob != "" {
 					hint := "triggers are CloudEvent types such as com.github.push; put trigger phrases under examples.positive"
 					d.errAt(it.n, f, hint, "trigger %q %s", it.s, prob)
 					return false
@@ -668,4 +668,16 @@ func decodeEntrypoints(b *builder, d *decoder, p pair) {
 		b.pos["entrypoints."+ep.Name] = d.pos(cmdNode)
 		b.s.Entrypoints = append(b.s.Entrypoints, ep)
 	}
+}
+
+// patternTokens replaces the wildcards of a trigger pattern (a "*" token, a final ">"
+// token) by a plain token, so the rest is checked like a CloudEvent type.
+func patternTokens(t string) string {
+	toks := strings.Split(t, ".")
+	for i, tok := range toks {
+		if tok == "*" || tok == ">" && i == len(toks)-1 {
+			toks[i] = "x"
+		}
+	}
+	return strings.Join(toks, ".")
 }
