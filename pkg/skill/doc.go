@@ -296,4 +296,28 @@
 //   - Unknown keys warn (DESIGN §6) rather than fail; misspelt values of known keys
 //     (priority: urgent) are errors.
 //   - Seed 001's skill.yaml spec.type is not read: the kind follows from the files.
+//
+// # Where things are
+//
+// One concern per file, so that "where is skill.yaml's loop decoded" has a
+// one-glance answer (workflow_steps.go, the "loop" row of stepFields):
+//
+//   - skill.go: the model (Skill, Workflow, Step, Input, ...); json.go its JSON.
+//   - discover.go: walking roots into a Set; discover_resolve.go: shadowing,
+//     name conflicts and dependency cycles across skills.
+//   - load.go: reading one skill directory or file; parse.go: SKILL.md and
+//     skill.yaml into one builder; markdown.go: front matter and the body.
+//   - fields.go: the table of top-level fields and the decoder of each;
+//     fields_meta.go: decoders of the structured ones (permissions,
+//     prerequisites, execution, entrypoints, examples); tools.go: tool lists.
+//   - builder.go: the checks across fields once every field is decoded.
+//   - workflow.go: the workflow's checks across steps; workflow_inputs.go,
+//     workflow_steps.go (one decoder per step field), workflow_outputs.go
+//     (outputs and confirmations): their decoders; workflow_sites.go and
+//     workflow_refs.go: templates and expressions, compiled by package expr,
+//     and the names they read.
+//   - yaml_decoder.go: typed reads of YAML nodes with positions;
+//     yaml_errors.go: YAML syntax errors made readable.
+//   - diagnostic.go, suggest.go, name.go: messages, "did you mean", names.
+//   - subagent.go: subagents/*.md.
 package skill
