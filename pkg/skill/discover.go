@@ -30,8 +30,9 @@ func DefaultRoots(workspace, home string) []string {
 	return append(roots, filepath.Join(string(filepath.Separator), "etc", "agent", "skills"))
 }
 
-// Catalog is the set of valid skills and subagents found under some roots.
-type Catalog struct {
+// Set is what Discover found: the valid skills and subagents under some roots,
+// looked up by name. The registry publishes its skills to the fleet's catalog.
+type Set struct {
 	Skills    []*Skill    // in discovery order: by root, then by path
 	Subagents []*Subagent // in discovery order
 	Roots     []string    // the roots that exist, in order, duplicates removed
@@ -42,18 +43,18 @@ type Catalog struct {
 }
 
 // Get returns the skill with the name, matched as NormalizeName does, or nil.
-func (c *Catalog) Get(name string) *Skill {
+func (c *Set) Get(name string) *Skill {
 	c.index()
 	return c.byName[NormalizeName(name)]
 }
 
 // Subagent returns the subagent with the name, matched as NormalizeName does, or nil.
-func (c *Catalog) Subagent(name string) *Subagent {
+func (c *Set) Subagent(name string) *Subagent {
 	c.index()
 	return c.byAgent[NormalizeName(name)]
 }
 
-func (c *Catalog) index() {
+func (c *Set) index() {
 	c.indexOnce.Do(func() {
 		c.byName = make(map[string]*Skill, len(c.Skills))
 		for _, s := range c.Skills {
@@ -72,7 +73,7 @@ func (c *Catalog) index() {
 
 // Discover loads every skill under the roots with the zero LoadOptions. See
 // LoadOptions.Discover.
-func Discover(roots ...string) (*Catalog, Diagnostics) {
+func Discover(roots ...string) (*Set, Diagnostics) {
 	return LoadOptions{}.Discover(roots...)
 }
 
@@ -90,10 +91,10 @@ func Discover(roots ...string) (*Catalog, Diagnostics) {
 //
 // Directories are read and skills parsed concurrently (LoadOptions.Concurrency);
 // the result and the diagnostics do not depend on the order work finishes in.
-func (o LoadOptions) Discover(roots ...string) (*Catalog, Diagnostics) {
+func (o LoadOptions) Discover(roots ...string) (*Set, Diagnostics) {
 	sc := &scan{opts: o.withDefaults(), seen: map[string]bool{}, visited: map[string]bool{}}
 	sc.sem = make(chan struct{}, sc.opts.Concurrency)
-	cat := &Catalog{}
+	cat := &Set{}
 	seenRoots := map[string]bool{}
 	for i, root := range roots {
 		real, err := filepath.EvalSymlinks(root)

@@ -13,7 +13,7 @@
 // Each returns Diagnostics: errors and warnings with file, line, column, the field,
 // a message and a hint, printed like a compiler's ("a/SKILL.md:3:7: error: ...").
 // An error rejects the skill (the *Skill is nil; Discover leaves it out of the
-// Catalog); a warning does not. Knobs (known tools, size limits, concurrency) are in
+// Set); a warning does not. Knobs (known tools, size limits, concurrency) are in
 // LoadOptions, whose zero value is the default; its methods mirror the functions.
 //
 // # Where skills live
@@ -85,7 +85,7 @@
 //	anti_triggers    phrases that argue against activation (seed 001)
 //	tags             list of text
 //	examples         positive: and negative: lists of trigger phrases, for routing evals
-//	dependencies     names of skills this one needs; see Catalog
+//	dependencies     names of skills this one needs; see Discover
 //	required_tools   tools that must be present (seed 000)
 //	disallowed_tools tools the skill must not get (seed 000)
 //	cacheable        boolean; default false (see Choices)
@@ -240,7 +240,7 @@
 //   - YAML aliases may expand to at most 100,000 nodes per file; duplicate keys are
 //     errors; anchors, aliases and merge keys (<<) otherwise work.
 //
-// # Catalog
+// # Discovery
 //
 // Discover reads directories and loads skills concurrently (LoadOptions.Concurrency,
 // default twice GOMAXPROCS), then checks the catalog as a whole, in discovery order

@@ -18,6 +18,133 @@ func identHint(s string) string {
 	return "use letters, digits and '_', not starting with a digit"
 }
 
+// stepField decodes one field of a step into the step being built.
+type stepField struct {
+	key    string
+	decode func(sb *stepBuild, d *decoder, e pair, field string)
+}
+
+// stepBuild is a step while its fields are decoded: the step, what later checks
+// need, and the nodes of the fields the checks after decoding look at.
+type stepBuild struct {
+	st   Step
+	info stepInfo
+
+	idN, toolN, computeN, loopN, onErrN, argsN, condN *yaml.Node
+}
+
+// stepFields are the fields of a step, in the order hints list them. Each row
+// is the one place its field is read.
+var stepFields = []stepField{
+	{"id", func(sb *stepBuild, d *decoder, e pair, f string) {
+		sb.idN = e.v
+		sb.st.ID, _ = d.str(e.v, f)
+	}},
+	{"description", func(sb *stepBuild, d *decoder, e pair, f string) {
+		sb.st.Description, _ = d.str(e.v, f)
+	}},
+	{"tool", func(sb *stepBuild, d *decoder, e pair, f string) {
+		sb.toolN = e.v
+		sb.st.Tool, _ = d.strictStr(e.v, f, "write the tool's name")
+	}},
+	{"args", decodeStepArgs},
+	{"compute", func(sb *stepBuild, d *decoder, e pair, f string) {
+		sb.computeN = e.v
+		sb.st.Compute, _ = d.strictStr(e.v, f, "write the code as a block: compute: |")
+	}},
+	{"condition", decodeStepCondition},
+	{"loop", func(sb *stepBuild, d *decoder, e pair, f string) {
+		sb.loopN = e.v
+		sb.st.Loop, _ = d.strictStr(e.v, f, "write the collection as a template: loop: \"{{ items }}\"")
+	}},
+	{"loop_var", func(sb *stepBuild, d *decoder, e pair, f string) {
+		sb.info.loopVarN = e.v
+		sb.st.LoopVar, _ = d.str(e.v, f)
+	}},
+	{"output", func(sb *stepBuild, d *decoder, e pair, f string) {
+		sb.info.outputN = e.v
+		sb.st.Output, _ = d.str(e.v, f)
+	}},
+	{"on_error", func(sb *stepBuild, d *decoder, e pair, f string) {
+		sb.onErrN = e.v
+		sb.st.OnError, _ = d.str(e.v, f)
+	}},
+	{"timeout", func(sb *stepBuild, d *decoder, e pair, f string) {
+		sb.info.timeoutN = e.v
+		var ok bool
+		if sb.st.Timeout, ok = d.duration(e.v, f); ok && sb.st.Timeout == 0 {
+			d.errAt(e.v, f, "omit it to use the skill's timeout", "step timeout must be positive")
+		}
+	}},
+	{"parallel_group", decodeStepParallelGroup},
+	{"depends_on", func(sb *stepBuild, d *decoder, e pair, f string) {
+		sb.info.dependsOn, _ = d.strList(e.v, f)
+		for _, it := range sb.info.dependsOn {
+			sb.st.DependsOn = append(sb.st.DependsOn, it.s)
+		}
+	}},
+	{"cache", decodeStepCache},
+}
+
+var (
+	stepKeys       []string
+	stepFieldByKey = map[string]stepField{}
+)
+
+func init() {
+	for _, sf := range stepFields {
+		stepKeys = append(stepKeys, sf.key)
+		stepFieldByKey[sf.key] = sf
+	}
+}
+
+func decodeStepArgs(sb *stepBuild, d *decoder, e pair, f string) {
+	sb.argsN = e.v
+	v, ok := d.value(e.v, f)
+	if !ok || v == nil {
+		return
+	}
+	m, isMap := v.(map[string]any)
+	if !isMap {
+		d.errAt(e.v, f, "write the tool's arguments as name: value pairs", "args must be a mapping, not %s", describe(d.resolve(e.v)))
+		return
+	}
+	sb.st.Args = m
+}
+
+func decodeStepCondition(sb *stepBuild, d *decoder, e pair, f string) {
+	sb.condN = e.v
+	if r := d.resolve(e.v); r != nil && r.Kind == yaml.ScalarNode && r.ShortTag() == "!!bool" {
+		b, _ := strconv.ParseBool(r.Value)
+		sb.st.Condition = map[bool]string{true: "True", false: "False"}[b]
+		return
+	}
+	sb.st.Condition, _ = d.str(e.v, f)
+}
+
+func decodeStepParallelGroup(sb *stepBuild, d *decoder, e pair, f string) {
+	sb.info.group = e.v
+	r := d.resolve(e.v)
+	if r == nil || r.Kind != yaml.ScalarNode || isNull(r) {
+		d.errAt(e.v, f, "write a number or a name", "parallel_group must be a number or a name, not %s", describe(r))
+		return
+	}
+	sb.st.ParallelGroup = r.Value
+}
+
+func decodeStepCache(sb *stepBuild, d *decoder, e pair, f string) {
+	if r := d.resolve(e.v); r != nil && r.Kind == yaml.ScalarNode && r.ShortTag() == "!!bool" {
+		d.errAt(e.v, f, "write the TTL in seconds, e.g. cache: 300", "cache takes how long to keep the result, not %s", describe(r))
+		return
+	}
+	var ok bool
+	if sb.st.Cache, ok = d.duration(e.v, f); ok && sb.st.Cache == 0 {
+		d.errAt(e.v, f, "omit cache to not cache", "cache TTL must be positive")
+	}
+}
+
+// decodeSteps decodes steps: each field through stepFields, then the checks of
+// one step on its own; the checks across steps wait for workflowBuilder.finish.
 func decodeSteps(b *builder, d *decoder, p pair) {
 	wb := b.workflow(d)
 	wb.stepsKey = p.k
@@ -29,177 +156,134 @@ func decodeSteps(b *builder, d *decoder, p pair) {
 		if !ok {
 			continue
 		}
-		st := Step{Line: n.Line}
+		sb := &stepBuild{st: Step{Line: n.Line}, info: stepInfo{n: n, field: f}}
 		if r := d.resolve(n); r != nil {
-			st.Line = r.Line
+			sb.st.Line = r.Line
 		}
-		info := stepInfo{n: n, field: f}
-		var idN, toolN, computeN, loopN, onErrN, argsN, condN *yaml.Node
 		for _, e := range ps {
 			ef := f + "." + e.key
-			switch e.key {
-			case "id":
-				idN = e.v
-				st.ID, _ = d.str(e.v, ef)
-			case "description":
-				st.Description, _ = d.str(e.v, ef)
-			case "tool":
-				toolN = e.v
-				st.Tool, _ = d.strictStr(e.v, ef, "write the tool's name")
-			case "args":
-				argsN = e.v
-				v, ok := d.value(e.v, ef)
-				if !ok || v == nil {
-					continue
-				}
-				m, isMap := v.(map[string]any)
-				if !isMap {
-					d.errAt(e.v, ef, "write the tool's arguments as name: value pairs", "args must be a mapping, not %s", describe(d.resolve(e.v)))
-					continue
-				}
-				st.Args = m
-			case "compute":
-				computeN = e.v
-				st.Compute, _ = d.strictStr(e.v, ef, "write the code as a block: compute: |")
-			case "condition":
-				condN = e.v
-				if r := d.resolve(e.v); r != nil && r.Kind == yaml.ScalarNode && r.ShortTag() == "!!bool" {
-					b, _ := strconv.ParseBool(r.Value)
-					st.Condition = map[bool]string{true: "True", false: "False"}[b]
-				} else {
-					st.Condition, _ = d.str(e.v, ef)
-				}
-			case "loop":
-				loopN = e.v
-				st.Loop, _ = d.strictStr(e.v, ef, "write the collection as a template: loop: \"{{ items }}\"")
-			case "loop_var":
-				info.loopVarN = e.v
-				st.LoopVar, _ = d.str(e.v, ef)
-			case "output":
-				info.outputN = e.v
-				st.Output, _ = d.str(e.v, ef)
-			case "on_error":
-				onErrN = e.v
-				st.OnError, _ = d.str(e.v, ef)
-			case "timeout":
-				info.timeoutN = e.v
-				var ok bool
-				if st.Timeout, ok = d.duration(e.v, ef); ok && st.Timeout == 0 {
-					d.errAt(e.v, ef, "omit it to use the skill's timeout", "step timeout must be positive")
-				}
-			case "parallel_group":
-				info.group = e.v
-				r := d.resolve(e.v)
-				if r == nil || r.Kind != yaml.ScalarNode || isNull(r) {
-					d.errAt(e.v, ef, "write a number or a name", "parallel_group must be a number or a name, not %s", describe(r))
-					continue
-				}
-				st.ParallelGroup = r.Value
-			case "depends_on":
-				info.dependsOn, _ = d.strList(e.v, ef)
-				for _, it := range info.dependsOn {
-					st.DependsOn = append(st.DependsOn, it.s)
-				}
-			case "cache":
-				if r := d.resolve(e.v); r != nil && r.Kind == yaml.ScalarNode && r.ShortTag() == "!!bool" {
-					d.errAt(e.v, ef, "write the TTL in seconds, e.g. cache: 300", "cache takes how long to keep the result, not %s", describe(r))
-					continue
-				}
-				var ok bool
-				if st.Cache, ok = d.duration(e.v, ef); ok && st.Cache == 0 {
-					d.errAt(e.v, ef, "omit cache to not cache", "cache TTL must be positive")
-				}
-			default:
+			sf, known := stepFieldByKey[e.key]
+			if !known {
 				d.warnAt(e.k, ef, hintFor(e.key, stepKeys), "unknown field %s; it is ignored", ef)
+				continue
 			}
+			sf.decode(sb, d, e, ef)
 		}
-		// Identity.
-		switch {
-		case st.ID == "":
-			d.errAt(n, f+".id", "give every step an id: - id: fetch_issue", "%s has no id", f)
-		case !isIdent(st.ID):
-			d.errAt(idN, f+".id", identHint(st.ID), "step id %q is not an identifier (letters, digits, '_'; not starting with a digit)", st.ID)
-		case slices.Contains(reservedNames, st.ID):
-			d.errAt(idN, f+".id", "rename the step", "step id %s is reserved: templates use it for the engine's %s", st.ID, st.ID)
-		default:
-			if prev, dup := ids[st.ID]; dup {
-				d.errAt(idN, f+".id", "give each step its own id", "step id %s is used twice (first at line %d)", st.ID, prev.Line)
-			} else {
-				ids[st.ID] = idN
-			}
-		}
-		label := st.ID
-		if label == "" {
-			label = f
-		}
-		// What the step does.
-		switch {
-		case st.Tool != "" && st.Compute != "":
-			d.errAt(computeN, f, "split it into two steps", "step %s has both tool and compute; a step does one of them", label)
-		case st.Tool == "" && st.Compute == "" && toolN == nil && computeN == nil:
-			d.errAt(n, f, "add tool: NAME (with args:) or compute: |", "step %s has neither tool nor compute", label)
-		}
-		if argsN != nil && st.Tool == "" && st.Compute != "" {
-			d.warnAt(argsN, f+".args", "compute reads names directly; remove args", "args are for tool steps; step %s computes", label)
-		}
-		if st.Tool != "" {
-			b.stepTools = append(b.stepTools, toolRef{name: st.Tool, field: f + ".tool", at: d.pos(toolN)})
-		}
-		// Loops.
-		switch {
-		case loopN != nil && st.LoopVar == "":
-			d.errAt(loopN, f+".loop_var", "add loop_var: item, the name each element is bound to", "step %s loops but has no loop_var", label)
-		case loopN == nil && info.loopVarN != nil:
-			d.errAt(info.loopVarN, f+".loop_var", "add loop: \"{{ items }}\" or remove loop_var", "step %s has loop_var but no loop", label)
-		case st.LoopVar != "" && !isIdent(st.LoopVar):
-			d.errAt(info.loopVarN, f+".loop_var", identHint(st.LoopVar), "loop_var %q is not an identifier", st.LoopVar)
-		case st.LoopVar != "" && slices.Contains(reservedNames, st.LoopVar):
-			d.errAt(info.loopVarN, f+".loop_var", "pick another name", "loop_var %s hides the engine's %s", st.LoopVar, st.LoopVar)
-		}
-		// Output.
-		if info.outputN != nil {
-			switch {
-			case !isIdent(st.Output):
-				d.errAt(info.outputN, f+".output", identHint(st.Output), "output name %q is not an identifier", st.Output)
-			case slices.Contains(reservedNames, st.Output):
-				d.errAt(info.outputN, f+".output", "pick another name", "output name %s is reserved for the engine's %s", st.Output, st.Output)
-			}
-		}
-		// Error policy.
-		if onErrN != nil && st.OnError != "" {
-			if prob, hint := onErrorProblem(st.OnError); prob != "" {
-				d.errAt(onErrN, f+".on_error", hint, "on_error %q %s", st.OnError, prob)
-			}
-		}
-		// Templates and expressions, checked once every step is known.
-		idx := len(wb.w.Steps)
-		if condN != nil && st.Condition != "" {
-			wb.newSite(siteExpr, st.Condition, f+".condition", condN, idx, st.LoopVar)
-		}
-		if computeN != nil && st.Compute != "" {
-			wb.newSite(siteProgram, st.Compute, f+".compute", computeN, idx, st.LoopVar)
-		}
-		if loopN != nil && st.Loop != "" {
-			if !strings.Contains(st.Loop, "{{") {
-				d.errAt(loopN, f+".loop", fmt.Sprintf("write loop: \"{{ %s }}\"", strings.TrimSpace(st.Loop)),
-					"loop is the text %q, not a template giving a list", st.Loop)
-			} else {
-				wb.newSite(siteTemplate, st.Loop, f+".loop", loopN, idx, "")
-			}
-		}
-		if argsN != nil {
-			wb.templates(d, argsN, f+".args", idx, st.LoopVar)
-		}
-		wb.steps = append(wb.steps, info)
-		wb.w.Steps = append(wb.w.Steps, st)
+		sb.checkID(d, ids)
+		sb.checkKind(b, d)
+		sb.checkLoop(d)
+		sb.checkOutput(d)
+		sb.checkOnError(d)
+		sb.addSites(wb, d)
+		wb.steps = append(wb.steps, sb.info)
+		wb.w.Steps = append(wb.w.Steps, sb.st)
 	}
 	if len(nodes) == 0 {
 		d.errAt(p.k, "steps", "add steps, or remove steps: for a skill without a workflow", "steps is empty")
 	}
 }
 
-var stepKeys = []string{"id", "description", "tool", "args", "compute", "condition", "loop", "loop_var",
-	"output", "on_error", "timeout", "parallel_group", "depends_on", "cache"}
+// label names the step in messages: its id, or its place.
+func (sb *stepBuild) label() string {
+	if sb.st.ID == "" {
+		return sb.info.field
+	}
+	return sb.st.ID
+}
+
+// checkID checks the step's identity; ids holds the ids of earlier steps.
+func (sb *stepBuild) checkID(d *decoder, ids map[string]*yaml.Node) {
+	st, f := &sb.st, sb.info.field
+	switch {
+	case st.ID == "":
+		d.errAt(sb.info.n, f+".id", "give every step an id: - id: fetch_issue", "%s has no id", f)
+	case !isIdent(st.ID):
+		d.errAt(sb.idN, f+".id", identHint(st.ID), "step id %q is not an identifier (letters, digits, '_'; not starting with a digit)", st.ID)
+	case slices.Contains(reservedNames, st.ID):
+		d.errAt(sb.idN, f+".id", "rename the step", "step id %s is reserved: templates use it for the engine's %s", st.ID, st.ID)
+	default:
+		if prev, dup := ids[st.ID]; dup {
+			d.errAt(sb.idN, f+".id", "give each step its own id", "step id %s is used twice (first at line %d)", st.ID, prev.Line)
+		} else {
+			ids[st.ID] = sb.idN
+		}
+	}
+}
+
+// checkKind checks what the step does: a tool or a computation.
+func (sb *stepBuild) checkKind(b *builder, d *decoder) {
+	st, f := &sb.st, sb.info.field
+	switch {
+	case st.Tool != "" && st.Compute != "":
+		d.errAt(sb.computeN, f, "split it into two steps", "step %s has both tool and compute; a step does one of them", sb.label())
+	case st.Tool == "" && st.Compute == "" && sb.toolN == nil && sb.computeN == nil:
+		d.errAt(sb.info.n, f, "add tool: NAME (with args:) or compute: |", "step %s has neither tool nor compute", sb.label())
+	}
+	if sb.argsN != nil && st.Tool == "" && st.Compute != "" {
+		d.warnAt(sb.argsN, f+".args", "compute reads names directly; remove args", "args are for tool steps; step %s computes", sb.label())
+	}
+	if st.Tool != "" {
+		b.stepTools = append(b.stepTools, toolRef{name: st.Tool, field: f + ".tool", at: d.pos(sb.toolN)})
+	}
+}
+
+func (sb *stepBuild) checkLoop(d *decoder) {
+	st, f, varN := &sb.st, sb.info.field, sb.info.loopVarN
+	switch {
+	case sb.loopN != nil && st.LoopVar == "":
+		d.errAt(sb.loopN, f+".loop_var", "add loop_var: item, the name each element is bound to", "step %s loops but has no loop_var", sb.label())
+	case sb.loopN == nil && varN != nil:
+		d.errAt(varN, f+".loop_var", "add loop: \"{{ items }}\" or remove loop_var", "step %s has loop_var but no loop", sb.label())
+	case st.LoopVar != "" && !isIdent(st.LoopVar):
+		d.errAt(varN, f+".loop_var", identHint(st.LoopVar), "loop_var %q is not an identifier", st.LoopVar)
+	case st.LoopVar != "" && slices.Contains(reservedNames, st.LoopVar):
+		d.errAt(varN, f+".loop_var", "pick another name", "loop_var %s hides the engine's %s", st.LoopVar, st.LoopVar)
+	}
+}
+
+func (sb *stepBuild) checkOutput(d *decoder) {
+	st, f, n := &sb.st, sb.info.field, sb.info.outputN
+	switch {
+	case n == nil:
+	case !isIdent(st.Output):
+		d.errAt(n, f+".output", identHint(st.Output), "output name %q is not an identifier", st.Output)
+	case slices.Contains(reservedNames, st.Output):
+		d.errAt(n, f+".output", "pick another name", "output name %s is reserved for the engine's %s", st.Output, st.Output)
+	}
+}
+
+func (sb *stepBuild) checkOnError(d *decoder) {
+	if sb.onErrN == nil || sb.st.OnError == "" {
+		return
+	}
+	if prob, hint := onErrorProblem(sb.st.OnError); prob != "" {
+		d.errAt(sb.onErrN, sb.info.field+".on_error", hint, "on_error %q %s", sb.st.OnError, prob)
+	}
+}
+
+// addSites records the step's templates and expressions, checked once every
+// step is known.
+func (sb *stepBuild) addSites(wb *workflowBuilder, d *decoder) {
+	st, f := &sb.st, sb.info.field
+	idx := len(wb.w.Steps)
+	if sb.condN != nil && st.Condition != "" {
+		wb.newSite(siteExpr, st.Condition, f+".condition", sb.condN, idx, st.LoopVar)
+	}
+	if sb.computeN != nil && st.Compute != "" {
+		wb.newSite(siteProgram, st.Compute, f+".compute", sb.computeN, idx, st.LoopVar)
+	}
+	if sb.loopN != nil && st.Loop != "" {
+		if !strings.Contains(st.Loop, "{{") {
+			d.errAt(sb.loopN, f+".loop", fmt.Sprintf("write loop: \"{{ %s }}\"", strings.TrimSpace(st.Loop)),
+				"loop is the text %q, not a template giving a list", st.Loop)
+		} else {
+			wb.newSite(siteTemplate, st.Loop, f+".loop", sb.loopN, idx, "")
+		}
+	}
+	if sb.argsN != nil {
+		wb.templates(d, sb.argsN, f+".args", idx, st.LoopVar)
+	}
+}
 
 func onErrorProblem(s string) (problem, hint string) {
 	switch {
