@@ -147,7 +147,7 @@ func (x *xform) expr(e syntax.Expr) syntax.Expr {
 	case *syntax.DotExpr:
 		e.X = x.expr(e.X)
 		if guardedMethods[e.Name.Name] {
-			return call("|attr", e.Dot, e.X, strLit(e.Name.Name, e.NamePos))
+			return call("|attr", e.Dot, e.X, strLit(e.Name.Name, e.Name.NamePos))
 		}
 	case *syntax.IndexExpr:
 		e.X = x.expr(e.X)

@@ -43,7 +43,7 @@ func (wb *workflowBuilder) checkReferences(b *builder, index map[string]int) {
 				scope = k
 			}
 		}
-		refs, err := compileSite(s)
+		refs, reads, err := compileSite(s)
 		if err != nil {
 			wb.reportCompileError(s, err)
 			continue
@@ -51,7 +51,6 @@ func (wb *workflowBuilder) checkReferences(b *builder, index map[string]int) {
 		if len(refs) == 0 {
 			continue
 		}
-		idents := scanIdents(s.src, s.kind == siteTemplate)
 		var visible []string
 		for i := range scope {
 			if id := w.Steps[i].ID; id != "" {
@@ -69,7 +68,7 @@ func (wb *workflowBuilder) checkReferences(b *builder, index map[string]int) {
 			if slices.Contains(known, name) {
 				continue
 			}
-			p := wb.identPos(s, idents, name)
+			p := wb.readPos(s, reads, name)
 			k, defined := definedBy[name]
 			switch {
 			case defined && k == scope && s.scope >= 0:
@@ -98,17 +97,17 @@ func (wb *workflowBuilder) checkReferences(b *builder, index map[string]int) {
 		if !slices.Contains(refs, "inputs") {
 			continue
 		}
-		for _, id := range idents {
-			if id.name != "inputs" || id.attr == "" || slices.Contains(inputNames, id.attr) {
+		for _, r := range reads {
+			if r.Name != "inputs" || r.Key == "" || slices.Contains(inputNames, r.Key) {
 				continue
 			}
-			p := wb.offsetPos(s, id.attrOff)
+			p := wb.srcPos(s, r.KeyLine, r.KeyCol)
 			switch {
 			case len(inputNames) == 0:
-				d.add(SeverityError, p.line, p.col, s.field, "declare it under inputs:", "unknown input %s: the skill declares no inputs", id.attr)
+				d.add(SeverityError, p.line, p.col, s.field, "declare it under inputs:", "unknown input %s: the skill declares no inputs", r.Key)
 			default:
 				d.add(SeverityError, p.line, p.col, s.field, "declared inputs: "+strings.Join(inputNames, ", "),
-					"unknown input %s%s", id.attr, didYouMean(id.attr, inputNames))
+					"unknown input %s%s", r.Key, didYouMean(r.Key, inputNames))
 			}
 		}
 	}
@@ -121,27 +120,28 @@ func knownHint(known []string) string {
 	return "names available here: " + strings.Join(known, ", ")
 }
 
-// compileSite compiles a site and returns the names it reads.
-func compileSite(s site) ([]string, error) {
+// compileSite compiles a site with the parser that runs it, and returns the
+// names it reads and where it reads them.
+func compileSite(s site) ([]string, []expr.Read, error) {
 	switch s.kind {
 	case siteExpr:
 		e, err := expr.ParseExpr(s.src)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return e.Refs(), nil
+		return e.Refs(), e.Reads(), nil
 	case siteProgram:
 		p, err := expr.ParseProgram(s.src)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return p.Refs(), nil
+		return p.Refs(), p.Reads(), nil
 	}
 	t, err := expr.ParseTemplate(s.src)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return t.Refs(), nil
+	return t.Refs(), t.Reads(), nil
 }
 
 func (wb *workflowBuilder) reportCompileError(s site, err error) {
@@ -165,22 +165,14 @@ func (wb *workflowBuilder) reportCompileError(s site, err error) {
 	wb.d.add(SeverityError, p.line, p.col, s.field, hint, "invalid %s: %s", what, e.Msg)
 }
 
-// identPos is where name first appears in a site's source.
-func (wb *workflowBuilder) identPos(s site, idents []ident, name string) at {
-	for _, id := range idents {
-		if id.name == name {
-			return wb.offsetPos(s, id.off)
+// readPos is where a site first reads name.
+func (wb *workflowBuilder) readPos(s site, reads []expr.Read, name string) at {
+	for _, r := range reads {
+		if r.Name == name {
+			return wb.srcPos(s, r.Line, r.Col)
 		}
 	}
 	return s.at
-}
-
-// offsetPos maps a byte offset in a site's source to a file position.
-func (wb *workflowBuilder) offsetPos(s site, off int) at {
-	off = min(max(off, 0), len(s.src))
-	line := 1 + strings.Count(s.src[:off], "\n")
-	start := strings.LastIndexByte(s.src[:off], '\n') + 1
-	return wb.srcPos(s, line, 1+utf8.RuneCountInString(s.src[start:off]))
 }
 
 // srcPos maps a 1-based line and column of a site's source to a file position: for
@@ -205,205 +197,6 @@ func (wb *workflowBuilder) srcPos(s site, line, col int) at {
 		p.col = 0
 	}
 	return p
-}
-
-// ident is a name read in a source: a bare identifier (not an attribute of
-// something else), and for inputs the attribute or key read from it.
-type ident struct {
-	name    string
-	off     int
-	attr    string
-	attrOff int
-}
-
-// dictMethods are methods of inputs, not inputs.
-var dictMethods = []string{"get", "keys", "values", "items"}
-
-// scanIdents lists the bare identifiers of a source, outside string literals and
-// comments; for a template, inside its {{ }} and {% %} parts only. It is a scanner,
-// not a parser: the expression package has checked the syntax and found the free
-// names; this finds where they are, and what inputs.x reads.
-func scanIdents(src string, template bool) []ident {
-	if !template {
-		return scanCode(src, 0, len(src), nil)
-	}
-	var out []ident
-	for i := 0; i+1 < len(src); {
-		j := strings.Index(src[i:], "{")
-		if j < 0 {
-			break
-		}
-		start := i + j
-		if start+1 >= len(src) || src[start+1] != '{' && src[start+1] != '%' {
-			i = start + 1
-			continue
-		}
-		closer := "}}"
-		if src[start+1] == '%' {
-			closer = "%}"
-		}
-		end := strings.Index(src[start+2:], closer)
-		if end < 0 {
-			end = len(src)
-		} else {
-			end += start + 2
-		}
-		out = scanCode(src, start+2, end, out)
-		i = end + 2
-	}
-	return out
-}
-
-func isIdentStart(c byte) bool { return c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
-func isIdentByte(c byte) bool  { return isIdentStart(c) || '0' <= c && c <= '9' }
-
-// scanCode scans src[from:to] as expression code.
-func scanCode(src string, from, to int, out []ident) []ident {
-	prevDot := false
-	for i := from; i < to; {
-		c := src[i]
-		switch {
-		case c == '#':
-			for i < to && src[i] != '\n' {
-				i++
-			}
-		case c == '"' || c == '\'':
-			i = skipString(src, i, to, "", &out)
-			prevDot = false
-		case isIdentStart(c):
-			j := i
-			for j < to && isIdentByte(src[j]) {
-				j++
-			}
-			word := src[i:j]
-			if j < to && (src[j] == '"' || src[j] == '\'') && len(word) <= 2 && strings.Trim(strings.ToLower(word), "rbfu") == "" {
-				i = skipString(src, j, to, strings.ToLower(word), &out)
-				prevDot = false
-				continue
-			}
-			if !prevDot {
-				id := ident{name: word, off: i}
-				if word == "inputs" {
-					id.attr, id.attrOff = inputAttr(src, j, to)
-				}
-				out = append(out, id)
-			}
-			prevDot = false
-			i = j
-		case c == '.':
-			prevDot = true
-			i++
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
-			i++
-		case '0' <= c && c <= '9':
-			for i < to && (isIdentByte(src[i]) || src[i] == '.') {
-				i++
-			}
-			prevDot = false
-		default:
-			prevDot = false
-			i++
-		}
-	}
-	return out
-}
-
-// inputAttr reads what follows inputs at i: .name, ["name"] or .get("name").
-func inputAttr(src string, i, to int) (string, int) {
-	skip := func(i int) int {
-		for i < to && (src[i] == ' ' || src[i] == '\t') {
-			i++
-		}
-		return i
-	}
-	literal := func(i int) (string, int) {
-		i = skip(i)
-		if i >= to || src[i] != '"' && src[i] != '\'' {
-			return "", 0
-		}
-		q := src[i]
-		j := i + 1
-		for j < to && src[j] != q && src[j] != '\\' && src[j] != '\n' {
-			j++
-		}
-		if j >= to || src[j] != q {
-			return "", 0
-		}
-		return src[i+1 : j], i + 1
-	}
-	i = skip(i)
-	if i >= to {
-		return "", 0
-	}
-	switch src[i] {
-	case '[':
-		return literal(i + 1)
-	case '.':
-		j := skip(i + 1)
-		k := j
-		for k < to && isIdentByte(src[k]) {
-			k++
-		}
-		name := src[j:k]
-		if !slices.Contains(dictMethods, name) {
-			return name, j
-		}
-		if name == "get" {
-			if k = skip(k); k < to && src[k] == '(' {
-				return literal(k + 1)
-			}
-		}
-	}
-	return "", 0
-}
-
-// skipString skips a string literal starting at the quote at i and returns the
-// offset after it. The replacement fields of an f-string are code and are scanned.
-func skipString(src string, i, to int, prefix string, out *[]ident) int {
-	q := src[i]
-	raw := strings.Contains(prefix, "r")
-	fstr := strings.Contains(prefix, "f")
-	triple := i+2 < to && src[i+1] == q && src[i+2] == q
-	j := i + 1
-	if triple {
-		j = i + 3
-	}
-	for j < to {
-		c := src[j]
-		switch {
-		case c == '\\' && !raw:
-			j += 2
-			continue
-		case c == q && (!triple || j+2 < to && src[j+1] == q && src[j+2] == q):
-			if triple {
-				return j + 3
-			}
-			return j + 1
-		case c == '\n' && !triple:
-			return j
-		case fstr && c == '{':
-			if j+1 < to && src[j+1] == '{' {
-				j += 2
-				continue
-			}
-			end := j + 1
-			depth := 1
-			for end < to && depth > 0 && src[end] != q {
-				switch src[end] {
-				case '{':
-					depth++
-				case '}':
-					depth--
-				}
-				end++
-			}
-			*out = scanCode(src, j+1, max(end-1, j+1), *out)
-			j = end
-			continue
-		}
-		j++
-	}
-	return to
 }
 
 // line returns the text of a line of the decoder's file, when it has the source.
