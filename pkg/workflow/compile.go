@@ -103,7 +103,7 @@ func compile(wf *skill.Workflow) (*compiled, error) {
 				return nil, where("condition", err)
 			}
 			cs.condRefs = resolve(cs.condition.Refs(), writers, st.LoopVar)
-			cs.keys = keyReads(st.Condition)
+			cs.keys = keyReads(cs.condition.Reads())
 			refs = append(refs, cs.condition.Refs()...)
 		}
 		if st.Args != nil {
@@ -254,19 +254,15 @@ func ancestors(steps []cstep, deps []int) []int {
 	return union(out, nil)
 }
 
-// keyRead finds name.get('key'), name['key'] and name.key in a condition. It is a
-// heuristic for naming an auto-heal's failure type, nothing depends on it being
-// complete: a read it misses only leaves the type to the failure class.
-var keyRe = regexp.MustCompile(`([A-Za-z_][A-Za-z0-9_]*)\s*(?:\.\s*get\s*\(\s*['"]([^'"]+)['"]|\[\s*['"]([^'"]+)['"]\s*\]|\.\s*([A-Za-z_][A-Za-z0-9_]*))`)
-
-func keyReads(src string) []keyRead {
+// keyReads are the constant keys a condition reads of names, in source order,
+// as the expression parser found them (name.get('key'), name['key'],
+// name.key). They name an auto-heal's failure type.
+func keyReads(reads []expr.Read) []keyRead {
 	var out []keyRead
-	for _, m := range keyRe.FindAllStringSubmatch(src, -1) {
-		key := m[2] + m[3] + m[4]
-		if key == "get" {
-			continue
+	for _, r := range reads {
+		if r.Key != "" {
+			out = append(out, keyRead{name: r.Name, key: r.Key})
 		}
-		out = append(out, keyRead{name: m[1], key: key})
 	}
 	return out
 }
