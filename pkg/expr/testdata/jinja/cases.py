@@ -94,7 +94,8 @@ GROUPS = [
    "l | join", "l | join(', ')", "users | map(attribute='name') | join(',')",
    "users | sum(attribute='age')", "users | sort(attribute='age') | map(attribute='name') | join(',')",
    "users | join(',', attribute='name')", "['a', 'b'] | map('upper') | join",
-   "l | list | length", "users | first | length",
+   "l | list | length", "users | first | length", "[1, 'a'] | tojson", "m | tojson",
+   "m | tojson(2)", "users | map(attribute='age') | max",
  ]),
  ("List of Builtin Filters › numbers", [
    "'42' | int", "'3.7' | int", "'abc' | int", "3.9 | int", "'2.5' | float",
