@@ -20,6 +20,70 @@ var inputTypeAliases = map[string]string{
 	"bool": "boolean", "list": "array", "dict": "object", "map": "object",
 }
 
+// inputBuild is an input while its fields are decoded, with the nodes the
+// checks after decoding point at.
+type inputBuild struct {
+	in    Input
+	field string
+	typ   string         // the checked type: "string" when omitted, "" when unknown
+	re    *regexp.Regexp // the compiled pattern
+
+	nameN, typeN, defN, enumN, patN, maxN *yaml.Node
+	enumNodes                             []*yaml.Node
+}
+
+// inputField decodes one field of an input.
+type inputField struct {
+	key    string
+	decode func(ib *inputBuild, d *decoder, e pair, field string)
+}
+
+// inputFields are the fields of an input, in the order hints list them. Each row
+// is the one place its field is read.
+var inputFields = []inputField{
+	{"name", func(ib *inputBuild, d *decoder, e pair, f string) {
+		ib.nameN = e.v
+		ib.in.Name, _ = d.str(e.v, f)
+	}},
+	{"type", func(ib *inputBuild, d *decoder, e pair, f string) {
+		ib.typeN = e.v
+		ib.in.Type, _ = d.str(e.v, f)
+	}},
+	{"required", func(ib *inputBuild, d *decoder, e pair, f string) {
+		ib.in.Required, _ = d.boolean(e.v, f)
+	}},
+	{"default", func(ib *inputBuild, d *decoder, e pair, f string) {
+		if !isNull(d.resolve(e.v)) {
+			ib.defN = e.v
+		}
+	}},
+	{"enum", func(ib *inputBuild, d *decoder, e pair, f string) {
+		ib.enumN = e.v
+		ib.enumNodes, _ = d.seq(e.v, f, "write a list of allowed values: [a, b]")
+	}},
+	{"pattern", func(ib *inputBuild, d *decoder, e pair, f string) {
+		ib.patN = e.v
+		ib.in.Pattern, _ = d.strictStr(e.v, f, "quote the pattern")
+	}},
+	{"max_length", func(ib *inputBuild, d *decoder, e pair, f string) {
+		ib.maxN = e.v
+		ib.in.MaxLength, _ = d.integer(e.v, f)
+	}},
+	{"description", func(ib *inputBuild, d *decoder, e pair, f string) {
+		ib.in.Description, _ = d.str(e.v, f)
+	}},
+}
+
+var inputKeys = func() []string {
+	keys := make([]string, len(inputFields))
+	for i, f := range inputFields {
+		keys[i] = f.key
+	}
+	return keys
+}()
+
+// decodeInputs decodes inputs: each field through inputFields, then the checks
+// of one input, its enum and its default.
 func decodeInputs(b *builder, d *decoder, p pair) {
 	wb := b.workflow(d)
 	nodes, _ := d.seq(p.v, "inputs", "write a list such as - name: issue_key")
@@ -29,151 +93,168 @@ func decodeInputs(b *builder, d *decoder, p pair) {
 		if !ok {
 			continue
 		}
-		in := Input{}
-		var nameN, typeN, defN, enumN, patN, maxN *yaml.Node
-		var enumNodes []*yaml.Node
+		ib := &inputBuild{field: f}
 		for _, e := range ps {
 			ef := f + "." + e.key
-			switch e.key {
-			case "name":
-				nameN = e.v
-				in.Name, _ = d.str(e.v, ef)
-			case "type":
-				typeN = e.v
-				in.Type, _ = d.str(e.v, ef)
-			case "required":
-				in.Required, _ = d.boolean(e.v, ef)
-			case "default":
-				if !isNull(d.resolve(e.v)) {
-					defN = e.v
-				}
-			case "enum":
-				enumN = e.v
-				enumNodes, _ = d.seq(e.v, ef, "write a list of allowed values: [a, b]")
-			case "pattern":
-				patN = e.v
-				in.Pattern, _ = d.strictStr(e.v, ef, "quote the pattern")
-			case "max_length":
-				maxN = e.v
-				in.MaxLength, _ = d.integer(e.v, ef)
-			case "description":
-				in.Description, _ = d.str(e.v, ef)
-			default:
-				d.warnAt(e.k, ef, hintFor(e.key, []string{"name", "type", "required", "default", "enum", "pattern", "max_length", "description"}),
-					"unknown field %s; it is ignored", ef)
+			k := slices.IndexFunc(inputFields, func(x inputField) bool { return x.key == e.key })
+			if k < 0 {
+				d.warnAt(e.k, ef, hintFor(e.key, inputKeys), "unknown field %s; it is ignored", ef)
+				continue
 			}
+			inputFields[k].decode(ib, d, e, ef)
 		}
+		if !ib.checkName(d, n, wb.inputNodes) {
+			continue
+		}
+		wb.inputNodes[ib.in.Name] = n
+		ib.checkType(d)
+		ib.checkPattern(d)
+		ib.checkMaxLength(d)
+		ib.decodeEnum(d)
+		ib.decodeDefault(d)
+		wb.w.Inputs = append(wb.w.Inputs, ib.in)
+	}
+}
+
+// checkName reports whether the input has a usable name, not used before.
+func (ib *inputBuild) checkName(d *decoder, n *yaml.Node, seen map[string]*yaml.Node) bool {
+	in, f := &ib.in, ib.field
+	switch {
+	case in.Name == "":
+		d.errAt(n, f+".name", "add name: issue_key, the name templates read as inputs.issue_key", "%s has no name", f)
+		return false
+	case !isIdent(in.Name):
+		d.errAt(ib.nameN, f+".name", identHint(in.Name), "input name %q is not an identifier (letters, digits, '_'; not starting with a digit)", in.Name)
+		return false
+	}
+	if prev, dup := seen[in.Name]; dup {
+		d.errAt(ib.nameN, f+".name", "rename one of them", "input %s is defined twice (first at line %d)", in.Name, prev.Line)
+		return false
+	}
+	return true
+}
+
+func (ib *inputBuild) checkType(d *decoder) {
+	ib.typ = ib.in.Type
+	switch {
+	case ib.typ == "":
+		ib.typ = "string"
+	case !slices.Contains(inputTypes, ib.typ):
+		hint := "use one of " + strings.Join(inputTypes, ", ")
+		if a, ok := inputTypeAliases[strings.ToLower(ib.typ)]; ok {
+			hint = "write " + a
+		} else if c := closest(ib.typ, inputTypes); c != "" {
+			hint = "did you mean " + c + "?"
+		}
+		d.errAt(ib.typeN, ib.field+".type", hint, "input %s has unknown type %q", ib.in.Name, ib.typ)
+		ib.typ = ""
+	}
+}
+
+func (ib *inputBuild) checkPattern(d *decoder) {
+	in, f := &ib.in, ib.field
+	if ib.patN == nil || in.Pattern == "" {
+		return
+	}
+	re, err := regexp.Compile(in.Pattern)
+	if err != nil {
+		d.errAt(ib.patN, f+".pattern", regexpHint(err), "input %s: pattern does not compile: %v", in.Name, err)
+	} else {
+		ib.re = re
+	}
+	if ib.typ != "" && ib.typ != "string" {
+		d.warnAt(ib.patN, f+".pattern", "remove it, or make the input a string", "pattern applies to string inputs; %s is %s", in.Name, ib.typ)
+	}
+}
+
+func (ib *inputBuild) checkMaxLength(d *decoder) {
+	in, f := &ib.in, ib.field
+	switch {
+	case ib.maxN == nil:
+	case in.MaxLength < 0:
+		d.errAt(ib.maxN, f+".max_length", "omit it for no limit", "max_length must not be negative")
+		in.MaxLength = 0
+	case ib.typ != "" && ib.typ != "string" && ib.typ != "array":
+		d.warnAt(ib.maxN, f+".max_length", "remove it", "max_length applies to strings and arrays; %s is %s", in.Name, ib.typ)
+	}
+}
+
+// check decodes a value given for the input (an enum value or the default) and
+// checks it against the input's type, pattern and max_length.
+func (ib *inputBuild) check(d *decoder, v *yaml.Node, what, field string) (any, bool) {
+	in, typ := &ib.in, ib.typ
+	val, ok := d.value(v, field)
+	if !ok {
+		return nil, false
+	}
+	r := d.resolve(v)
+	if typ != "" && !matchesType(r, typ) {
+		hint := "change the value, or the input's type"
 		switch {
-		case in.Name == "":
-			d.errAt(n, f+".name", "add name: issue_key, the name templates read as inputs.issue_key", "%s has no name", f)
+		case typ == "string" && r.Kind == yaml.ScalarNode:
+			hint = "quote it: \"" + r.Value + "\""
+		case r.Kind == yaml.ScalarNode && r.ShortTag() == "!!str" && matchesType(&yaml.Node{Kind: yaml.ScalarNode, Tag: resolveTag(r.Value)}, typ):
+			hint = "write " + r.Value + " without quotes"
+		}
+		d.errAt(v, field, hint, "%s of input %s is %s, but the input is %s %s", what, in.Name, describe(r), article(typ), typ)
+		return nil, false
+	}
+	if s, isStr := val.(string); isStr {
+		if ib.re != nil && !ib.re.MatchString(s) {
+			d.errAt(v, field, "change the value, or the pattern", "%s %q of input %s does not match its pattern %s", what, s, in.Name, in.Pattern)
+			return nil, false
+		}
+		if in.MaxLength > 0 && utf8.RuneCountInString(s) > in.MaxLength {
+			d.errAt(v, field, "", "%s of input %s is longer than its max_length %d", what, in.Name, in.MaxLength)
+			return nil, false
+		}
+	}
+	if arr, isArr := val.([]any); isArr && in.MaxLength > 0 && len(arr) > in.MaxLength {
+		d.errAt(v, field, "", "%s of input %s has more than max_length %d items", what, in.Name, in.MaxLength)
+		return nil, false
+	}
+	return val, true
+}
+
+func (ib *inputBuild) decodeEnum(d *decoder) {
+	in, f := &ib.in, ib.field
+	if ib.enumN == nil {
+		return
+	}
+	if r := d.resolve(ib.enumN); len(ib.enumNodes) == 0 && !isNull(r) && r.Kind == yaml.SequenceNode {
+		d.errAt(ib.enumN, f+".enum", "list the allowed values, or remove enum", "enum of input %s is empty", in.Name)
+	}
+	for j, en := range ib.enumNodes {
+		ef := fmt.Sprintf("%s.enum[%d]", f, j)
+		v, ok := ib.check(d, en, "enum value", ef)
+		if !ok {
 			continue
-		case !isIdent(in.Name):
-			d.errAt(nameN, f+".name", identHint(in.Name), "input name %q is not an identifier (letters, digits, '_'; not starting with a digit)", in.Name)
+		}
+		if slices.ContainsFunc(in.Enum, func(o any) bool { return reflect.DeepEqual(o, v) }) {
+			d.warnAt(en, ef, "remove the duplicate", "enum of input %s lists %v twice", in.Name, v)
 			continue
 		}
-		if prev, dup := wb.inputNodes[in.Name]; dup {
-			d.errAt(nameN, f+".name", "rename one of them", "input %s is defined twice (first at line %d)", in.Name, prev.Line)
-			continue
-		}
-		wb.inputNodes[in.Name] = n
-		typ := in.Type
-		if typ == "" {
-			typ = "string"
-		} else if !slices.Contains(inputTypes, typ) {
-			hint := "use one of " + strings.Join(inputTypes, ", ")
-			if a, ok := inputTypeAliases[strings.ToLower(typ)]; ok {
-				hint = "write " + a
-			} else if c := closest(typ, inputTypes); c != "" {
-				hint = "did you mean " + c + "?"
-			}
-			d.errAt(typeN, f+".type", hint, "input %s has unknown type %q", in.Name, typ)
-			typ = ""
-		}
-		var re *regexp.Regexp
-		if patN != nil && in.Pattern != "" {
-			var err error
-			re, err = regexp.Compile(in.Pattern)
-			if err != nil {
-				d.errAt(patN, f+".pattern", regexpHint(err), "input %s: pattern does not compile: %v", in.Name, err)
-				re = nil
-			}
-			if typ != "" && typ != "string" {
-				d.warnAt(patN, f+".pattern", "remove it, or make the input a string", "pattern applies to string inputs; %s is %s", in.Name, typ)
-			}
-		}
-		if maxN != nil {
-			switch {
-			case in.MaxLength < 0:
-				d.errAt(maxN, f+".max_length", "omit it for no limit", "max_length must not be negative")
-				in.MaxLength = 0
-			case typ != "" && typ != "string" && typ != "array":
-				d.warnAt(maxN, f+".max_length", "remove it", "max_length applies to strings and arrays; %s is %s", in.Name, typ)
-			}
-		}
-		check := func(v *yaml.Node, what, field string) (any, bool) {
-			val, ok := d.value(v, field)
-			if !ok {
-				return nil, false
-			}
-			r := d.resolve(v)
-			if typ != "" && !matchesType(r, typ) {
-				hint := "change the value, or the input's type"
-				switch {
-				case typ == "string" && r.Kind == yaml.ScalarNode:
-					hint = "quote it: \"" + r.Value + "\""
-				case r.Kind == yaml.ScalarNode && r.ShortTag() == "!!str" && matchesType(&yaml.Node{Kind: yaml.ScalarNode, Tag: resolveTag(r.Value)}, typ):
-					hint = "write " + r.Value + " without quotes"
-				}
-				d.errAt(v, field, hint, "%s of input %s is %s, but the input is %s %s", what, in.Name, describe(r), article(typ), typ)
-				return nil, false
-			}
-			if s, isStr := val.(string); isStr {
-				if re != nil && !re.MatchString(s) {
-					d.errAt(v, field, "change the value, or the pattern", "%s %q of input %s does not match its pattern %s", what, s, in.Name, in.Pattern)
-					return nil, false
-				}
-				if in.MaxLength > 0 && utf8.RuneCountInString(s) > in.MaxLength {
-					d.errAt(v, field, "", "%s of input %s is longer than its max_length %d", what, in.Name, in.MaxLength)
-					return nil, false
-				}
-			}
-			if arr, isArr := val.([]any); isArr && in.MaxLength > 0 && len(arr) > in.MaxLength {
-				d.errAt(v, field, "", "%s of input %s has more than max_length %d items", what, in.Name, in.MaxLength)
-				return nil, false
-			}
-			return val, true
-		}
-		if enumN != nil {
-			if len(enumNodes) == 0 && !isNull(d.resolve(enumN)) && d.resolve(enumN).Kind == yaml.SequenceNode {
-				d.errAt(enumN, f+".enum", "list the allowed values, or remove enum", "enum of input %s is empty", in.Name)
-			}
-			for j, en := range enumNodes {
-				v, ok := check(en, "enum value", fmt.Sprintf("%s.enum[%d]", f, j))
-				if !ok {
-					continue
-				}
-				if slices.ContainsFunc(in.Enum, func(o any) bool { return reflect.DeepEqual(o, v) }) {
-					d.warnAt(en, fmt.Sprintf("%s.enum[%d]", f, j), "remove the duplicate", "enum of input %s lists %v twice", in.Name, v)
-					continue
-				}
-				in.Enum = append(in.Enum, v)
-			}
-		}
-		if defN != nil {
-			if v, ok := check(defN, "default", f+".default"); ok {
-				switch {
-				case len(in.Enum) > 0 && !slices.ContainsFunc(in.Enum, func(o any) bool { return reflect.DeepEqual(o, v) }):
-					d.errAt(defN, f+".default", "use one of the enum values", "default %v of input %s is not one of its enum values%s",
-						v, in.Name, didYouMean(fmt.Sprint(v), enumStrings(in.Enum)))
-				default:
-					in.Default = v
-				}
-				if in.Required {
-					d.warnAt(defN, f+".default", "remove required: true or the default", "input %s is required, so its default is never used", in.Name)
-				}
-			}
-		}
-		wb.w.Inputs = append(wb.w.Inputs, in)
+		in.Enum = append(in.Enum, v)
+	}
+}
+
+func (ib *inputBuild) decodeDefault(d *decoder) {
+	in, f := &ib.in, ib.field
+	if ib.defN == nil {
+		return
+	}
+	v, ok := ib.check(d, ib.defN, "default", f+".default")
+	if !ok {
+		return
+	}
+	if len(in.Enum) > 0 && !slices.ContainsFunc(in.Enum, func(o any) bool { return reflect.DeepEqual(o, v) }) {
+		d.errAt(ib.defN, f+".default", "use one of the enum values", "default %v of input %s is not one of its enum values%s",
+			v, in.Name, didYouMean(fmt.Sprint(v), enumStrings(in.Enum)))
+	} else {
+		in.Default = v
+	}
+	if in.Required {
+		d.warnAt(ib.defN, f+".default", "remove required: true or the default", "input %s is required, so its default is never used", in.Name)
 	}
 }
 
