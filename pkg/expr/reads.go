@@ -53,36 +53,13 @@ func (u *unit) findReads(f *syntax.File) {
 		}
 		return id
 	}
-	type key struct {
-		name  string
-		pos   syntax.Position
-		quote bool
-	}
-	keys := map[*syntax.Ident]key{}
+	keys := map[*syntax.Ident]keyRead{}
 	var idents []*syntax.Ident
 	syntax.Walk(f, func(n syntax.Node) bool {
-		switch n := n.(type) {
-		case *syntax.Ident:
-			if free(n) != nil {
-				idents = append(idents, n)
-			}
-		case *syntax.DotExpr:
-			if id := free(n.X); id != nil {
-				keys[id] = key{n.Name.Name, n.Name.NamePos, false}
-			}
-		case *syntax.IndexExpr:
-			if id, lit := free(n.X), strLiteral(n.Y); id != nil && lit != nil {
-				keys[id] = key{lit.Value.(string), lit.TokenPos, true}
-			}
-		case *syntax.CallExpr:
-			// x.get("k") and the guarded attributes (x.count) are internal calls
-			fn, ok := n.Fn.(*syntax.Ident)
-			if !ok || len(n.Args) < 2 || fn.Name != "|attr" && fn.Name != "|m.get" {
-				break
-			}
-			if id, lit := free(n.Args[0]), strLiteral(n.Args[1]); id != nil && lit != nil {
-				keys[id] = key{lit.Value.(string), lit.TokenPos, fn.Name == "|m.get"}
-			}
+		if id, ok := n.(*syntax.Ident); ok && free(id) != nil {
+			idents = append(idents, id)
+		} else if id, k, ok := readsKey(n, free); ok {
+			keys[id] = k
 		}
 		return true
 	})
@@ -99,7 +76,7 @@ func (u *unit) findReads(f *syntax.File) {
 		}
 		if k, has := keys[id]; has {
 			skip := 0
-			if k.quote {
+			if k.quoted {
 				skip = 1
 			}
 			if line, col, ok := u.position(k.pos, skip); ok {
@@ -139,4 +116,36 @@ func strLiteral(e syntax.Expr) *syntax.Literal {
 		return nil
 	}
 	return lit
+}
+
+// A keyRead is a constant key read from a name: where it is, and whether the
+// position is a string's opening quote.
+type keyRead struct {
+	name   string
+	pos    syntax.Position
+	quoted bool
+}
+
+// readsKey reports whether n reads a constant key from a free name: x.key,
+// x["key"], and the internal calls that x.get("key") and x.count become.
+func readsKey(n syntax.Node, free func(syntax.Expr) *syntax.Ident) (*syntax.Ident, keyRead, bool) {
+	switch n := n.(type) {
+	case *syntax.DotExpr:
+		if id := free(n.X); id != nil {
+			return id, keyRead{n.Name.Name, n.Name.NamePos, false}, true
+		}
+	case *syntax.IndexExpr:
+		if id, lit := free(n.X), strLiteral(n.Y); id != nil && lit != nil {
+			return id, keyRead{lit.Value.(string), lit.TokenPos, true}, true
+		}
+	case *syntax.CallExpr:
+		fn, ok := n.Fn.(*syntax.Ident)
+		if !ok || len(n.Args) < 2 || fn.Name != "|attr" && fn.Name != "|m.get" {
+			break
+		}
+		if id, lit := free(n.Args[0]), strLiteral(n.Args[1]); id != nil && lit != nil {
+			return id, keyRead{lit.Value.(string), lit.TokenPos, fn.Name == "|m.get"}, true
+		}
+	}
+	return nil, keyRead{}, false
 }

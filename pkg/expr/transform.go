@@ -133,29 +133,14 @@ func (x *xform) expr(e syntax.Expr) syntax.Expr {
 	case *syntax.BinaryExpr:
 		return x.binary(e)
 	case *syntax.CallExpr:
-		if id, ok := e.Fn.(*syntax.Ident); ok && id.Name == definedName && len(e.Args) == 1 {
-			if lambda, ok := e.Args[0].(*syntax.LambdaExpr); ok {
-				return x.lazy("|defined", id.NamePos, lambda.Body)
-			}
-		}
-		if dot, ok := e.Fn.(*syntax.DotExpr); ok && callMethods[dot.Name.Name] {
-			args := append([]syntax.Expr{x.expr(dot.X)}, x.exprs(e.Args)...)
-			return &syntax.CallExpr{Fn: ident("|m."+dot.Name.Name, dot.Dot), Lparen: dot.Dot, Args: args, Rparen: e.Rparen}
-		}
-		e.Fn = x.expr(e.Fn)
-		e.Args = x.exprs(e.Args)
+		return x.call(e)
 	case *syntax.DotExpr:
 		e.X = x.expr(e.X)
 		if guardedMethods[e.Name.Name] {
 			return call("|attr", e.Dot, e.X, strLit(e.Name.Name, e.Name.NamePos))
 		}
 	case *syntax.IndexExpr:
-		e.X = x.expr(e.X)
-		e.Y = x.expr(e.Y)
-		if lit, ok := e.Y.(*syntax.Literal); !ok || lit.Token != syntax.STRING {
-			// s[i] is the i-th character, not byte, of a string
-			return &syntax.CallExpr{Fn: ident("|index", e.Lbrack), Lparen: e.Lbrack, Args: []syntax.Expr{e.X, e.Y}, Rparen: e.Rbrack}
-		}
+		return x.index(e)
 	case *syntax.SliceExpr:
 		// s[a:b] slices a string by characters, not bytes
 		args := []syntax.Expr{x.expr(e.X), orNone(x.expr(e.Lo), e.Lbrack), orNone(x.expr(e.Hi), e.Lbrack), orNone(x.expr(e.Step), e.Lbrack)}
@@ -191,6 +176,34 @@ func (x *xform) expr(e syntax.Expr) syntax.Expr {
 		e.Body = x.expr(e.Body)
 	}
 	return e
+}
+
+// call transforms a call: the `is defined` rewrite's, and method calls that go
+// through internals (see callMethods).
+func (x *xform) call(e *syntax.CallExpr) syntax.Expr {
+	if id, ok := e.Fn.(*syntax.Ident); ok && id.Name == definedName && len(e.Args) == 1 {
+		if lambda, ok := e.Args[0].(*syntax.LambdaExpr); ok {
+			return x.lazy("|defined", id.NamePos, lambda.Body)
+		}
+	}
+	if dot, ok := e.Fn.(*syntax.DotExpr); ok && callMethods[dot.Name.Name] {
+		args := append([]syntax.Expr{x.expr(dot.X)}, x.exprs(e.Args)...)
+		return &syntax.CallExpr{Fn: ident("|m."+dot.Name.Name, dot.Dot), Lparen: dot.Dot, Args: args, Rparen: e.Rparen}
+	}
+	e.Fn = x.expr(e.Fn)
+	e.Args = x.exprs(e.Args)
+	return e
+}
+
+// index transforms x[i]; s[i] is the i-th character, not byte, of a string. A
+// constant string key needs no help.
+func (x *xform) index(e *syntax.IndexExpr) syntax.Expr {
+	e.X = x.expr(e.X)
+	e.Y = x.expr(e.Y)
+	if strLiteral(e.Y) != nil {
+		return e
+	}
+	return &syntax.CallExpr{Fn: ident("|index", e.Lbrack), Lparen: e.Lbrack, Args: []syntax.Expr{e.X, e.Y}, Rparen: e.Rbrack}
 }
 
 func (x *xform) binary(e *syntax.BinaryExpr) syntax.Expr {
