@@ -111,40 +111,49 @@ var semver = regexp.MustCompile(`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)` +
 // finish checks what needs more than one field, derives the kind and fills in the
 // defaults.
 func (b *builder) finish(r report) {
+	b.checkIdentity(r)
+	if b.wf != nil {
+		b.wf.finish(b)
+	}
+	b.deriveKind(r)
+	b.checkTools()
+	b.applyDefaults()
+}
+
+// posOr is where a field was set, or the file's start.
+func (b *builder) posOr(r report, key string) at {
+	if p, ok := b.pos[key]; ok {
+		return p
+	}
+	return at{file: r.file, line: 1, col: 1}
+}
+
+// reported says whether a field's value was wrong and has been reported.
+func (b *builder) reported(key string) bool {
+	set, ok := b.set[key]
+	return ok && !isNull(set.d.resolve(set.val))
+}
+
+// checkIdentity checks name, description, version and timeout.
+func (b *builder) checkIdentity(r report) {
 	s := b.s
-	d := b.mainDecoder
-	if d == nil {
-		d = newDecoder(r.file, b.ds)
-	}
-	posOr := func(key string) at {
-		if p, ok := b.pos[key]; ok {
-			return p
-		}
-		return at{file: r.file, line: 1, col: 1}
-	}
-	// reported says whether a field's value was wrong and has been reported.
-	reported := func(key string) bool {
-		set, ok := b.set[key]
-		return ok && !isNull(set.d.resolve(set.val))
-	}
-	// Identity.
 	switch {
-	case s.Name == "" && reported("name"):
+	case s.Name == "" && b.reported("name"):
 	case s.Name == "":
-		p := posOr("name")
+		p := b.posOr(r, "name")
 		*b.ds = append(*b.ds, p.diag(SeverityError, "name", "add name: my-skill (lowercase letters, digits, '-' and '_')", "name is required"))
 	default:
 		if prob := nameProblem(s.Name); prob != "" {
-			*b.ds = append(*b.ds, posOr("name").diag(SeverityError, "name", nameHint(s.Name), "name %q %s", s.Name, prob))
+			*b.ds = append(*b.ds, b.posOr(r, "name").diag(SeverityError, "name", nameHint(s.Name), "name %q %s", s.Name, prob))
 		}
 	}
 	switch n := utf8.RuneCountInString(s.Description); {
-	case s.Description == "" && reported("description"):
+	case s.Description == "" && b.reported("description"):
 	case strings.TrimSpace(s.Description) == "":
-		*b.ds = append(*b.ds, posOr("description").diag(SeverityError, "description",
+		*b.ds = append(*b.ds, b.posOr(r, "description").diag(SeverityError, "description",
 			"add description: saying what the skill does and when to use it", "description is required"))
 	case n > maxDescription:
-		*b.ds = append(*b.ds, posOr("description").diag(SeverityWarning, "description",
+		*b.ds = append(*b.ds, b.posOr(r, "description").diag(SeverityWarning, "description",
 			"keep it to what the skill does and when to use it", "description is %d characters; Agent Skills allows %d", n, maxDescription))
 	}
 	if s.Version != "" && !semver.MatchString(s.Version) {
@@ -154,23 +163,23 @@ func (b *builder) finish(r report) {
 		} else if v := strings.TrimPrefix(s.Version, "v"); v != s.Version && semver.MatchString(v) {
 			hint = "write " + v
 		}
-		*b.ds = append(*b.ds, posOr("version").diag(SeverityWarning, "version", hint,
+		*b.ds = append(*b.ds, b.posOr(r, "version").diag(SeverityWarning, "version", hint,
 			"version %q is not a semantic version", s.Version))
 	}
 	if s.Timeout != 0 && (time.Duration(s.Timeout) < minTimeout || time.Duration(s.Timeout) > maxTimeout) {
-		*b.ds = append(*b.ds, posOr("timeout").diag(SeverityWarning, "timeout", "use a timeout from 1s to 5m",
+		*b.ds = append(*b.ds, b.posOr(r, "timeout").diag(SeverityWarning, "timeout", "use a timeout from 1s to 5m",
 			"timeout %s is outside 1s–5m", s.Timeout))
 	}
-	// Workflow.
-	if b.wf != nil {
-		b.wf.finish(b)
-	}
-	// Kind.
+}
+
+// deriveKind sets the kind from what the skill has to run.
+func (b *builder) deriveKind(r report) {
+	s := b.s
 	switch {
 	case s.Workflow != nil:
 		s.Kind = KindWorkflow
 		if len(s.Entrypoints) > 0 {
-			*b.ds = append(*b.ds, posOr("entrypoints").diag(SeverityWarning, "entrypoints", "remove them, or the steps",
+			*b.ds = append(*b.ds, b.posOr(r, "entrypoints").diag(SeverityWarning, "entrypoints", "remove them, or the steps",
 				"entrypoints are never run: a skill with steps runs its workflow"))
 		}
 	case len(s.Entrypoints) > 0:
@@ -184,12 +193,14 @@ func (b *builder) finish(r report) {
 	}
 	if k := Kind(s.Type); k == KindWorkflow || k == KindScript || k == KindInstruction {
 		if k != s.Kind {
-			*b.ds = append(*b.ds, posOr("type").diag(SeverityWarning, "type", kindHint(s.Kind),
+			*b.ds = append(*b.ds, b.posOr(r, "type").diag(SeverityWarning, "type", kindHint(s.Kind),
 				"type %s names an executor, but this skill runs as %s", s.Type, s.Kind))
 		}
 	}
-	b.checkTools()
-	// Defaults.
+}
+
+func (b *builder) applyDefaults() {
+	s := b.s
 	if s.Priority == "" {
 		s.Priority = DefaultPriority
 	}

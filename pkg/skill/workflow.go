@@ -50,11 +50,10 @@ func (b *builder) workflow(d *decoder) *workflowBuilder {
 // finish checks what needs the whole workflow: references between steps,
 // confirmations, parallel groups, then templates.
 func (wb *workflowBuilder) finish(b *builder) {
-	d := wb.d
 	w := wb.w
 	if len(w.Steps) == 0 {
 		if wb.stepsKey == nil {
-			d.add(SeverityError, 1, 1, "steps", "add steps:, or remove inputs, outputs and confirmations", "the workflow has no steps")
+			wb.d.add(SeverityError, 1, 1, "steps", "add steps:, or remove inputs, outputs and confirmations", "the workflow has no steps")
 		}
 		return
 	}
@@ -73,8 +72,18 @@ func (wb *workflowBuilder) finish(b *builder) {
 			}
 		}
 	})
-	// depends_on: earlier steps only, so the order is the list order and no cycle
-	// can form.
+	wb.checkDependsOn(index, ids)
+	wb.checkGroups()
+	wb.checkTimeouts(b)
+	wb.checkOutputNames(index)
+	wb.checkConfirmations(index, ids)
+	wb.checkReferences(b, index)
+}
+
+// checkDependsOn checks depends_on: earlier steps only, so the order is the
+// list order and no cycle can form.
+func (wb *workflowBuilder) checkDependsOn(index map[string]int, ids []string) {
+	d, w := wb.d, wb.w
 	for i, st := range w.Steps {
 		info := wb.steps[i]
 		for j, dep := range info.dependsOn {
@@ -94,7 +103,12 @@ func (wb *workflowBuilder) finish(b *builder) {
 			}
 		}
 	}
-	// Parallel groups run their steps together, so their steps are listed together.
+}
+
+// checkGroups checks that the steps of a parallel group, which run together,
+// are listed together.
+func (wb *workflowBuilder) checkGroups() {
+	w := wb.w
 	seen := map[string]bool{}
 	for i, st := range w.Steps {
 		g := st.ParallelGroup
@@ -102,23 +116,30 @@ func (wb *workflowBuilder) finish(b *builder) {
 			continue
 		}
 		if seen[g] {
-			d.warnAt(wb.steps[i].group, wb.steps[i].field+".parallel_group", "list the steps of a group one after another",
+			wb.d.warnAt(wb.steps[i].group, wb.steps[i].field+".parallel_group", "list the steps of a group one after another",
 				"parallel group %s is split: step %s is apart from the group's earlier steps", g, st.ID)
 		}
 		seen[g] = true
 	}
-	// A step cannot outlast its skill.
+}
+
+// checkTimeouts checks that no step outlasts its skill.
+func (wb *workflowBuilder) checkTimeouts(b *builder) {
 	limit := b.s.Timeout
 	if limit == 0 {
 		limit = Duration(DefaultTimeout)
 	}
-	for i, st := range w.Steps {
+	for i, st := range wb.w.Steps {
 		if st.Timeout > limit {
-			d.warnAt(wb.steps[i].timeoutN, wb.steps[i].field+".timeout", "raise the skill's timeout, or lower the step's",
+			wb.d.warnAt(wb.steps[i].timeoutN, wb.steps[i].field+".timeout", "raise the skill's timeout, or lower the step's",
 				"step %s may run %s, longer than the skill's timeout %s", st.ID, st.Timeout, limit)
 		}
 	}
-	// Output names: a name means one thing.
+}
+
+// checkOutputNames checks that an output name means one thing.
+func (wb *workflowBuilder) checkOutputNames(index map[string]int) {
+	d, w := wb.d, wb.w
 	outputs := map[string]int{}
 	for i, st := range w.Steps {
 		if st.Output == "" || !isIdent(st.Output) {
@@ -136,18 +157,20 @@ func (wb *workflowBuilder) finish(b *builder) {
 		}
 		outputs[st.Output] = i
 	}
-	// Confirmations name existing steps, once each.
+}
+
+// checkConfirmations checks that confirmations name existing steps, once each.
+func (wb *workflowBuilder) checkConfirmations(index map[string]int, ids []string) {
 	confirmed := map[string]bool{}
-	for i, c := range w.Confirmations {
+	for i, c := range wb.w.Confirmations {
 		ci := wb.confirms[i]
 		if _, ok := index[c.Step]; !ok {
-			d.errAt(ci.stepN, ci.field+".step", "step: names a step id", "confirmation names unknown step %s%s", c.Step, didYouMean(c.Step, ids))
+			wb.d.errAt(ci.stepN, ci.field+".step", "step: names a step id", "confirmation names unknown step %s%s", c.Step, didYouMean(c.Step, ids))
 			continue
 		}
 		if confirmed[c.Step] {
-			d.errAt(ci.stepN, ci.field+".step", "merge the two confirmations", "step %s is confirmed twice", c.Step)
+			wb.d.errAt(ci.stepN, ci.field+".step", "merge the two confirmations", "step %s is confirmed twice", c.Step)
 		}
 		confirmed[c.Step] = true
 	}
-	wb.checkReferences(b, index)
 }

@@ -16,33 +16,19 @@ import (
 // inputs must be declared inputs.
 func (wb *workflowBuilder) checkReferences(b *builder, index map[string]int) {
 	w := wb.w
-	d := wb.d
-	inputNames := make([]string, 0, len(w.Inputs))
+	nc := nameCheck{definedBy: map[string]int{}}
 	for _, in := range w.Inputs {
-		inputNames = append(inputNames, in.Name)
+		nc.inputNames = append(nc.inputNames, in.Name)
 	}
 	// definedBy maps each name a step defines to the first step defining it.
-	definedBy := map[string]int{}
 	for i, st := range w.Steps {
 		for _, n := range []string{st.ID, st.Output} {
-			if n != "" {
-				if _, ok := definedBy[n]; !ok {
-					definedBy[n] = i
-				}
+			if _, ok := nc.definedBy[n]; n != "" && !ok {
+				nc.definedBy[n] = i
 			}
 		}
 	}
 	for _, s := range wb.sites {
-		scope := s.scope
-		switch scope {
-		case scopeAll:
-			scope = len(w.Steps)
-		case scopeConfirm:
-			scope = len(w.Steps)
-			if k, ok := index[w.Confirmations[s.confirm].Step]; ok {
-				scope = k
-			}
-		}
 		refs, reads, err := compileSite(s)
 		if err != nil {
 			wb.reportCompileError(s, err)
@@ -51,64 +37,98 @@ func (wb *workflowBuilder) checkReferences(b *builder, index map[string]int) {
 		if len(refs) == 0 {
 			continue
 		}
-		var visible []string
-		for i := range scope {
-			if id := w.Steps[i].ID; id != "" {
-				visible = append(visible, id)
-			}
-			if out := w.Steps[i].Output; out != "" {
-				visible = append(visible, out)
-			}
-		}
-		known := append(slices.Clone(reservedNames), visible...)
+		scope := wb.scopeOf(s, index)
+		known := append(slices.Clone(reservedNames), wb.visible(scope)...)
 		if s.loopVar != "" {
 			known = append(known, s.loopVar)
 		}
 		for _, name := range refs {
-			if slices.Contains(known, name) {
-				continue
-			}
-			p := wb.readPos(s, reads, name)
-			k, defined := definedBy[name]
-			switch {
-			case defined && k == scope && s.scope >= 0:
-				d.add(SeverityError, p.line, p.col, s.field, "a step cannot read its own result; use it in a later step",
-					"%s is the result of this step, which is not available yet", name)
-			case defined && k >= scope:
-				what := fmt.Sprintf("step %s (line %d)", name, w.Steps[k].Line)
-				if name != w.Steps[k].ID {
-					what = fmt.Sprintf("%s comes from step %s (line %d), which", name, w.Steps[k].ID, w.Steps[k].Line)
-				}
-				if s.scope == scopeConfirm {
-					d.add(SeverityError, p.line, p.col, s.field, "a confirmation is asked before its step runs; it can use earlier steps only",
-						"%s has not run when this confirmation is asked", what)
-					break
-				}
-				d.add(SeverityError, p.line, p.col, s.field, "move the step that uses it after "+w.Steps[k].ID,
-					"%s runs later", what)
-			case slices.Contains(inputNames, name):
-				d.add(SeverityError, p.line, p.col, s.field, "inputs are read through inputs",
-					"unknown step or name %s; did you mean inputs.%s?", name, name)
-			default:
-				d.add(SeverityError, p.line, p.col, s.field, knownHint(known),
-					"unknown step or name %s%s", name, didYouMean(name, known))
+			if !slices.Contains(known, name) {
+				wb.reportName(s, nc, scope, known, name, wb.readPos(s, reads, name))
 			}
 		}
-		if !slices.Contains(refs, "inputs") {
+		if slices.Contains(refs, "inputs") {
+			wb.checkInputReads(s, nc.inputNames, reads)
+		}
+	}
+}
+
+// nameCheck is what checking a name needs to know of the workflow.
+type nameCheck struct {
+	inputNames []string
+	definedBy  map[string]int // each name a step defines → the first step defining it
+}
+
+// scopeOf is how many steps, from the first, a site sees.
+func (wb *workflowBuilder) scopeOf(s site, index map[string]int) int {
+	switch s.scope {
+	case scopeAll:
+		return len(wb.w.Steps)
+	case scopeConfirm:
+		if k, ok := index[wb.w.Confirmations[s.confirm].Step]; ok {
+			return k
+		}
+		return len(wb.w.Steps)
+	}
+	return s.scope
+}
+
+// visible are the names the first scope steps define.
+func (wb *workflowBuilder) visible(scope int) []string {
+	var out []string
+	for _, st := range wb.w.Steps[:scope] {
+		if st.ID != "" {
+			out = append(out, st.ID)
+		}
+		if st.Output != "" {
+			out = append(out, st.Output)
+		}
+	}
+	return out
+}
+
+// reportName reports a name a site reads that it cannot see, saying why.
+func (wb *workflowBuilder) reportName(s site, nc nameCheck, scope int, known []string, name string, p at) {
+	d, w := wb.d, wb.w
+	k, defined := nc.definedBy[name]
+	switch {
+	case defined && k == scope && s.scope >= 0:
+		d.add(SeverityError, p.line, p.col, s.field, "a step cannot read its own result; use it in a later step",
+			"%s is the result of this step, which is not available yet", name)
+	case defined && k >= scope:
+		what := fmt.Sprintf("step %s (line %d)", name, w.Steps[k].Line)
+		if name != w.Steps[k].ID {
+			what = fmt.Sprintf("%s comes from step %s (line %d), which", name, w.Steps[k].ID, w.Steps[k].Line)
+		}
+		if s.scope == scopeConfirm {
+			d.add(SeverityError, p.line, p.col, s.field, "a confirmation is asked before its step runs; it can use earlier steps only",
+				"%s has not run when this confirmation is asked", what)
+			return
+		}
+		d.add(SeverityError, p.line, p.col, s.field, "move the step that uses it after "+w.Steps[k].ID,
+			"%s runs later", what)
+	case slices.Contains(nc.inputNames, name):
+		d.add(SeverityError, p.line, p.col, s.field, "inputs are read through inputs",
+			"unknown step or name %s; did you mean inputs.%s?", name, name)
+	default:
+		d.add(SeverityError, p.line, p.col, s.field, knownHint(known),
+			"unknown step or name %s%s", name, didYouMean(name, known))
+	}
+}
+
+// checkInputReads checks that the keys a site reads of inputs are declared.
+func (wb *workflowBuilder) checkInputReads(s site, inputNames []string, reads []expr.Read) {
+	for _, r := range reads {
+		if r.Name != "inputs" || r.Key == "" || slices.Contains(inputNames, r.Key) {
 			continue
 		}
-		for _, r := range reads {
-			if r.Name != "inputs" || r.Key == "" || slices.Contains(inputNames, r.Key) {
-				continue
-			}
-			p := wb.srcPos(s, r.KeyLine, r.KeyCol)
-			switch {
-			case len(inputNames) == 0:
-				d.add(SeverityError, p.line, p.col, s.field, "declare it under inputs:", "unknown input %s: the skill declares no inputs", r.Key)
-			default:
-				d.add(SeverityError, p.line, p.col, s.field, "declared inputs: "+strings.Join(inputNames, ", "),
-					"unknown input %s%s", r.Key, didYouMean(r.Key, inputNames))
-			}
+		p := wb.srcPos(s, r.KeyLine, r.KeyCol)
+		switch {
+		case len(inputNames) == 0:
+			wb.d.add(SeverityError, p.line, p.col, s.field, "declare it under inputs:", "unknown input %s: the skill declares no inputs", r.Key)
+		default:
+			wb.d.add(SeverityError, p.line, p.col, s.field, "declared inputs: "+strings.Join(inputNames, ", "),
+				"unknown input %s%s", r.Key, didYouMean(r.Key, inputNames))
 		}
 	}
 }
