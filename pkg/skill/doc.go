@@ -201,8 +201,8 @@
 // # Templates and names
 //
 // Args, loop, outputs and confirmation messages are text with {{ expression }}
-// templates; condition is one expression and compute a block of statements (DESIGN
-// §7: the seed's Python-like syntax, run hermetically). The names they use must
+// templates; condition is one expression and compute a block of statements (the
+// seeds' Jinja and Python-like syntax, run hermetically). The names they use must
 // exist where they are used; an unknown one is an error with a suggestion:
 // "{{ get_isue.branch }}" → unknown step or name get_isue; did you mean get_issue?
 // The names a step can use:
@@ -216,11 +216,14 @@
 //
 // Outputs see every step; a confirmation sees the steps before the one it
 // confirms. Only the first name of a chain is checked, except for inputs
-// (inputs.x, inputs["x"] and inputs.get("x") all name input x). Builtins and
-// filters (len, str, default, lower, ...) are always available. A syntax error in a
-// template, condition or compute block is an error at its line and column (inside a
-// compute block, the line of the block). Templates are compiled with package expr,
-// the same code the engine runs them with, so what validates here parses there.
+// (inputs.x, inputs["x"] and inputs.get("x") all name input x, and so does
+// inputs.items: a key wins over a dict method; inputs.items() is the method).
+// Builtins and filters (len, str, default, lower, ...) are always available. A
+// syntax error in a template, condition or compute block is an error at its line
+// and column (inside a compute block, the line of the block). Templates are
+// compiled with package expr, the same code the engine runs them with, and the
+// names and their positions come from expr's Reads, so what validates here is
+// what runs there.
 //
 // # Safety and limits
 //
