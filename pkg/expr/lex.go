@@ -361,9 +361,16 @@ func (ts *tokens) unaryStart(i int, d dialect) int {
 
 // unaryEnd returns the index of the last token of Jinja's unary expression that
 // starts at token i, filters included, or -1.
-func (ts *tokens) unaryEnd(i int, d dialect) int {
+func (ts *tokens) unaryEnd(i int, d dialect) int { return ts.filterChainEnd(i, d, nil) }
+
+// filterChainEnd is unaryEnd, calling pipe with the index of each | of the
+// filters it passes.
+func (ts *tokens) filterChainEnd(i int, d dialect, pipe func(int)) int {
 	e := ts.postfixEnd(i)
 	for e >= 0 && ts.filterAt(e+1, d) {
+		if pipe != nil {
+			pipe(e + 1)
+		}
 		e += 2
 		if e+1 < len(ts.t) && ts.t[e+1].is(tkOp, "(") && ts.match[e+1] > e+1 {
 			e = ts.match[e+1]

@@ -318,20 +318,19 @@ func (r *rewriter) filterBinding() error {
 		return nil
 	}
 	ts := r.ts
-	done := map[int]bool{}
+	done := map[int]bool{} // the | of chains already wrapped
 	for i := range ts.t {
-		if !ts.filterAt(i, r.d) {
+		if done[i] || !ts.filterAt(i, r.d) {
 			continue
 		}
 		s := ts.unaryStart(i-1, r.d)
-		if s < 0 || done[s] {
+		if s < 0 {
 			continue
 		}
-		e := ts.unaryEnd(s, r.d)
+		e := ts.filterChainEnd(s, r.d, func(k int) { done[k] = true })
 		if e < i {
 			continue
 		}
-		done[s] = true
 		r.wrap(ts.t[s].start, ts.t[e].end, "(", ")")
 	}
 	return nil
