@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"mime"
-	"strings"
+	"net/textproto"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/cloudevents/sdk-go/v2/types"
@@ -30,6 +30,9 @@ var w3c propagation.TraceContext
 // InjectEvent sets the traceparent and tracestate extensions of e to the span in
 // ctx; without a valid span context it leaves e alone.
 func InjectEvent(ctx context.Context, e *event.Event) {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return
+	}
 	w3c.Inject(ctx, eventCarrier{e})
 }
 
@@ -64,18 +67,28 @@ func Extract(ctx context.Context, traceparent, tracestate string) context.Contex
 // InjectHeader sets the W3C traceparent and tracestate headers of h (a plain NATS
 // request, as bus tools send it) to the span in ctx.
 func InjectHeader(ctx context.Context, h nats.Header) {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return
+	}
 	w3c.Inject(ctx, headerCarrier{h: h})
 }
 
 // ExtractHeader returns ctx with the remote span context of the W3C traceparent
-// and tracestate headers of h, matched without regard to case.
+// and tracestate headers of h, lowercase or in canonical MIME form (Traceparent).
 func ExtractHeader(ctx context.Context, h nats.Header) context.Context {
-	return w3c.Extract(ctx, headerCarrier{h: h})
+	tp := headerValue(h, TraceParent)
+	if tp == "" {
+		return ctx
+	}
+	return Extract(ctx, tp, headerValue(h, TraceState))
 }
 
 // InjectCE sets the ce-traceparent and ce-tracestate headers of h, the trace
 // extensions of a binary-mode CloudEvent, to the span in ctx.
 func InjectCE(ctx context.Context, h nats.Header) {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return
+	}
 	w3c.Inject(ctx, headerCarrier{h: h, prefix: "ce-"})
 }
 
@@ -88,9 +101,8 @@ func ExtractMsg(ctx context.Context, m *nats.Msg) context.Context {
 	if m == nil {
 		return ctx
 	}
-	h := headerCarrier{h: m.Header, prefix: "ce-"}
-	if h.Get(TraceParent) != "" {
-		return w3c.Extract(ctx, h)
+	if tp := headerValue(m.Header, CETraceParent); tp != "" {
+		return Extract(ctx, tp, headerValue(m.Header, CETraceState))
 	}
 	if structured(m) {
 		var attrs struct {
@@ -106,7 +118,7 @@ func ExtractMsg(ctx context.Context, m *nats.Msg) context.Context {
 
 // structured reports whether m may be a structured-mode CloudEvent.
 func structured(m *nats.Msg) bool {
-	ct := headerValue(m.Header, "Content-Type")
+	ct := headerValue(m.Header, "content-type")
 	if ct != "" {
 		mt, _, _ := mime.ParseMediaType(ct)
 		return mt == "application/cloudevents+json"
@@ -168,7 +180,7 @@ func (c *strCarrier) Set(key, value string) {
 func (c *strCarrier) Keys() []string { return []string{TraceParent, TraceState} }
 
 // headerCarrier reads and writes NATS headers under prefix+key, lowercase as the
-// bus writes them; reading falls back to a match without regard to case.
+// bus writes them; reading also finds their canonical MIME form.
 type headerCarrier struct {
 	h      nats.Header
 	prefix string
@@ -187,16 +199,29 @@ func (c headerCarrier) Set(key, value string) {
 
 func (c headerCarrier) Keys() []string { return []string{TraceParent, TraceState} }
 
-// headerValue returns the first value of header name (lowercase or canonical) in h,
-// else of any key equal to it without regard to case.
+// headerValue returns the first value of header name in h, looked up as given
+// (lowercase, as the bus writes it) and in its canonical MIME form
+// (Ce-Traceparent), as HTTP-minded publishers write it. No scan of every key: this
+// runs on every message, traced or not.
 func headerValue(h nats.Header, name string) string {
 	if v := h[name]; len(v) > 0 {
 		return v[0]
 	}
-	for k, v := range h {
-		if len(v) > 0 && len(k) == len(name) && strings.EqualFold(k, name) {
-			return v[0]
-		}
+	c, ok := canonical[name]
+	if !ok {
+		c = textproto.CanonicalMIMEHeaderKey(name)
+	}
+	if v := h[c]; len(v) > 0 {
+		return v[0]
 	}
 	return ""
+}
+
+var canonical = map[string]string{
+	TraceParent:      "Traceparent",
+	TraceState:       "Tracestate",
+	CETraceParent:    "Ce-Traceparent",
+	CETraceState:     "Ce-Tracestate",
+	"content-type":   "Content-Type",
+	"ce-specversion": "Ce-Specversion",
 }

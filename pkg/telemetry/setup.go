@@ -76,13 +76,14 @@ type Telemetry struct {
 	// Health holds the readiness checks /readyz runs.
 	Health *Health
 
-	tp   *sdktrace.TracerProvider
-	mp   *sdkmetric.MeterProvider
-	log  *slog.Logger
-	mu   sync.Mutex
-	srv  []*http.Server
-	once sync.Once
-	err  error
+	active *activeTracer
+	tp     *sdktrace.TracerProvider
+	mp     *sdkmetric.MeterProvider
+	log    *slog.Logger
+	mu     sync.Mutex
+	srv    []*http.Server
+	once   sync.Once
+	err    error
 }
 
 // Setup configures tracing from the OTEL_* environment and metrics with a
@@ -152,6 +153,8 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 		return nil, err
 	}
 
+	t.active = &activeTracer{off: !t.Tracing, tracer: t.Tracer()}
+	active.Store(t.active)
 	otel.SetTracerProvider(t.TracerProvider)
 	otel.SetMeterProvider(t.mp)
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
@@ -190,6 +193,7 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	t.once.Do(func() {
+		active.CompareAndSwap(t.active, nil)
 		var errs []error
 		t.mu.Lock()
 		srvs := t.srv

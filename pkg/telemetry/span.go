@@ -3,12 +3,14 @@ package telemetry
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/skillbus/skillbus/pkg/failure"
 )
@@ -128,12 +130,47 @@ func (m Message) spanName(op string) string {
 	return op + " " + d
 }
 
-func tracer() trace.Tracer { return otel.Tracer(ScopeName) }
+// active is the tracer Setup installed: nil before Setup (and after Shutdown), when
+// the helpers use the global provider, so that a program with its own SDK gets its
+// spans; a disabled tracer when Setup turned tracing off, when the helpers return at
+// once.
+var active atomic.Pointer[activeTracer]
+
+type activeTracer struct {
+	off    bool
+	tracer trace.Tracer
+}
+
+func tracer() trace.Tracer {
+	if a := active.Load(); a != nil {
+		return a.tracer
+	}
+	return otel.Tracer(ScopeName)
+}
+
+// off reports whether Setup turned tracing off; then a helper returns ctx and the
+// span already in it, which, not recording, ends as a no-op, and whose span context
+// (an incoming traceparent) Inject still passes on.
+func off(ctx context.Context) (trace.Span, bool) {
+	a := active.Load()
+	if a == nil || !a.off {
+		return nil, false
+	}
+	s := trace.SpanFromContext(ctx)
+	if s.IsRecording() {
+		// A span of some other provider: do not hand it out to be ended twice.
+		return noop.Span{}, true
+	}
+	return s, true
+}
 
 // StartPublish starts the PRODUCER span of publishing m ("publish <subject>"), a
 // child of the span in ctx. Inject the returned context into the event
 // (InjectEvent, InjectCE or Inject into bus.Meta) so consumers continue from it.
 func StartPublish(ctx context.Context, m Message, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	if s, ok := off(ctx); ok {
+		return ctx, s
+	}
 	return tracer().Start(ctx, m.spanName("publish"),
 		trace.WithSpanKind(trace.SpanKindProducer),
 		trace.WithAttributes(m.attrs(semconv.MessagingOperationTypeSend, "publish", attrs)...))
@@ -144,6 +181,9 @@ func StartPublish(ctx context.Context, m Message, attrs ...attribute.KeyValue) (
 // Extract), which becomes the parent; links name earlier spans this one follows
 // from without being their child (see Link).
 func StartProcess(ctx context.Context, m Message, links []trace.Link, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	if s, ok := off(ctx); ok {
+		return ctx, s
+	}
 	return tracer().Start(ctx, m.spanName("process"),
 		trace.WithSpanKind(trace.SpanKindConsumer),
 		trace.WithLinks(links...),
@@ -153,6 +193,9 @@ func StartProcess(ctx context.Context, m Message, links []trace.Link, attrs ...a
 // StartReceive starts the CONSUMER span of receiving m ("receive <subject>"), for a
 // consumer that fetches a message before deciding what to do with it.
 func StartReceive(ctx context.Context, m Message, links []trace.Link, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	if s, ok := off(ctx); ok {
+		return ctx, s
+	}
 	return tracer().Start(ctx, m.spanName("receive"),
 		trace.WithSpanKind(trace.SpanKindConsumer),
 		trace.WithLinks(links...),
@@ -162,6 +205,9 @@ func StartReceive(ctx context.Context, m Message, links []trace.Link, attrs ...a
 // StartSettle starts the CLIENT span of settling m: op names how ("ack", "nak",
 // "term", "in_progress"), and names the span ("ack <subject>").
 func StartSettle(ctx context.Context, m Message, op string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	if s, ok := off(ctx); ok {
+		return ctx, s
+	}
 	return tracer().Start(ctx, m.spanName(op),
 		trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(m.attrs(semconv.MessagingOperationTypeSettle, op, attrs)...))
@@ -169,6 +215,9 @@ func StartSettle(ctx context.Context, m Message, op string, attrs ...attribute.K
 
 // StartStep starts the INTERNAL span of one step of a skill ("step <id>").
 func StartStep(ctx context.Context, id, kind string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	if s, ok := off(ctx); ok {
+		return ctx, s
+	}
 	kv := make([]attribute.KeyValue, 0, 2+len(attrs))
 	kv = append(kv, AttrStepID.String(id))
 	if kind != "" {
@@ -182,6 +231,9 @@ func StartStep(ctx context.Context, id, kind string, attrs ...attribute.KeyValue
 // Start starts an INTERNAL span named name, for work that is not a message or a step
 // (routing a trigger, executing a skill).
 func Start(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	if s, ok := off(ctx); ok {
+		return ctx, s
+	}
 	return tracer().Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
 }
 
