@@ -213,6 +213,38 @@ func StartSettle(ctx context.Context, m Message, op string, attrs ...attribute.K
 		trace.WithAttributes(m.attrs(semconv.MessagingOperationTypeSettle, op, attrs)...))
 }
 
+// StartRequest starts the CLIENT span of a NATS request that waits for its reply,
+// such as a bus tool call ("send <subject>"). Put its context on the request with
+// InjectHeader.
+func StartRequest(ctx context.Context, m Message, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	if s, ok := off(ctx); ok {
+		return ctx, s
+	}
+	return tracer().Start(ctx, m.spanName("send"),
+		trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(m.attrs(semconv.MessagingOperationTypeSend, "send", attrs)...))
+}
+
+// StartServe starts the SERVER span of answering a NATS request ("process
+// <subject>"); ctx should carry the request's context (ExtractHeader).
+func StartServe(ctx context.Context, m Message, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	if s, ok := off(ctx); ok {
+		return ctx, s
+	}
+	return tracer().Start(ctx, m.spanName("process"),
+		trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(m.attrs(semconv.MessagingOperationTypeProcess, "process", attrs)...))
+}
+
+// StartClient starts a CLIENT span named name, for a call to another service over
+// a protocol that is not NATS (an MCP tools/call).
+func StartClient(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	if s, ok := off(ctx); ok {
+		return ctx, s
+	}
+	return tracer().Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+}
+
 // StartStep starts the INTERNAL span of one step of a skill ("step <id>").
 func StartStep(ctx context.Context, id, kind string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
 	if s, ok := off(ctx); ok {

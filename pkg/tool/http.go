@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 
 	"github.com/skillbus/skillbus/pkg/failure"
 )
@@ -93,7 +94,9 @@ func NewHTTP(cfg HTTPConfig) Tool {
 			// of 2 idle connections per host would open a new connection for most
 			// calls under load.
 			t.MaxIdleConns, t.MaxIdleConnsPerHost = 256, 64
-			hc.Transport = t
+			// W3C trace headers and a client span per request (a no-op span with
+			// tracing off).
+			hc.Transport = otelhttp.NewTransport(t)
 		}
 	}
 	if cfg.Timeout <= 0 {
