@@ -26,7 +26,7 @@ type HTTPConfig struct {
 	// Client sends the requests; wrap its Transport for tracing (otelhttp) or
 	// proxies, or give it a dialer that refuses private addresses: the tool
 	// itself reaches any host the worker can. Nil: a client of the tool's own,
-	// with a pooled transport cloned from http.DefaultTransport.
+	// with a pooled transport cloned from http.DefaultTransport and traced by otelhttp.
 	Client *http.Client
 	// Timeout bounds one call, from sending the request to reading the whole
 	// response; a call's "timeout" argument replaces it. Zero: 30s.
