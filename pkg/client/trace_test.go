@@ -93,6 +93,10 @@ func TestOneTrace(t *testing.T) {
 	step.End()
 	proc.End()
 
+	// The service answers before its span ends: let its calls finish first.
+	if err := svc.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if err := tel.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
