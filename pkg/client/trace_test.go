@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -96,6 +97,18 @@ func TestOneTrace(t *testing.T) {
 	// The service answers before its span ends: let its calls finish first.
 	if err := svc.Shutdown(ctx); err != nil {
 		t.Fatal(err)
+	}
+	// The http tool's requests are measured too.
+	mfs, err := tel.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, mf := range mfs {
+		names = append(names, mf.GetName())
+	}
+	if !slices.Contains(names, "http_client_request_duration_seconds") {
+		t.Errorf("no http_client_request_duration_seconds among %v", names)
 	}
 	if err := tel.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
