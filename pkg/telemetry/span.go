@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync/atomic"
 
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -322,4 +324,35 @@ func RecordError(span trace.Span, err error) {
 	span.RecordError(err)
 	span.SetStatus(codes.Error, err.Error())
 	span.SetAttributes(semconv.ErrorTypeKey.String(string(class)), AttrFailureClass.String(string(class)))
+}
+
+// MessageOf describes m for a messaging span: its subject, its id (the CloudEvent
+// id of a binary-mode event, else Nats-Msg-Id) and its payload size; group is the
+// durable consumer reading it ("" for a publication).
+func MessageOf(m *nats.Msg, group string) Message {
+	id := headerValue(m.Header, "ce-id")
+	if id == "" {
+		id = headerValue(m.Header, "Nats-Msg-Id")
+	}
+	return Message{Destination: m.Subject, ID: id, ConsumerGroup: group, BodySize: len(m.Data)}
+}
+
+// StartConsume continues the trace a consumed message carries (ExtractMsg) with the
+// CONSUMER span of processing it (StartProcess): the one call a router or worker
+// makes per delivery. links name earlier spans this one follows from (Link).
+func StartConsume(ctx context.Context, m *nats.Msg, group string, links []trace.Link, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	ctx = ExtractMsg(ctx, m)
+	if s, ok := off(ctx); ok {
+		return ctx, s
+	}
+	return StartProcess(ctx, MessageOf(m, group), links, attrs...)
+}
+
+// StartPublishEvent starts the PRODUCER span of publishing e on subject and sets
+// e's traceparent and tracestate to it, so whoever consumes e continues from this
+// span. Encode e after this call.
+func StartPublishEvent(ctx context.Context, subject string, e *event.Event, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	ctx, span := StartPublish(ctx, Message{Destination: subject, ID: e.ID(), BodySize: len(e.Data())}, attrs...)
+	InjectEvent(ctx, e)
+	return ctx, span
 }
