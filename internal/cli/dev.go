@@ -125,9 +125,9 @@ persisted is lost, and the next start carries on where this one stopped.`,
 				}
 				stops = append(stops, stop)
 			}
-			watchConsumer(tel, b, b.StreamTriggers(), "router")
+			watchConsumer(tel, b, "", b.StreamTriggers(), "router")
 			for _, p := range wf.pools {
-				watchConsumer(tel, b, b.StreamJobs(), "worker-"+p)
+				watchConsumer(tel, b, p, b.StreamJobs(), "worker-"+p)
 			}
 			fmt.Fprint(stderr, banner(srv.URL(), abs, roots, rep, workers))
 			<-ctx.Done()

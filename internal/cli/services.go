@@ -88,7 +88,7 @@ you like: JetStream spreads the triggers between them.`,
 			if err != nil {
 				return err
 			}
-			watchConsumer(tel, b, b.StreamTriggers(), "router")
+			watchConsumer(tel, b, "", b.StreamTriggers(), "router")
 			log.Info("router: running", "nats", c.natsURL)
 			<-cmd.Context().Done()
 			shutdown(log, stop)
@@ -148,7 +148,7 @@ Scale by running more workers.`,
 				return err
 			}
 			for _, p := range wf.pools {
-				watchConsumer(tel, b, b.StreamJobs(), "worker-"+p)
+				watchConsumer(tel, b, p, b.StreamJobs(), "worker-"+p)
 			}
 			log.Info("worker: running", "nats", c.natsURL, "pools", wf.pools, "concurrency", wf.concurrency, "tools", tb.watcher.Set().Names())
 			<-cmd.Context().Done()

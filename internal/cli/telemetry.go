@@ -67,7 +67,10 @@ func watchBus(tel *telemetry.Telemetry, b *bus.Bus) {
 	tel.Health.Add("streams", telemetry.StreamsReachable(b.JS, names...))
 }
 
-// watchConsumer makes readiness depend on a durable consumer the process reads.
-func watchConsumer(tel *telemetry.Telemetry, b *bus.Bus, stream, consumer string) {
+// watchConsumer makes readiness depend on a durable consumer the process reads, and
+// reports its pending and ack-pending counts as metrics; pool is "" for the router.
+func watchConsumer(tel *telemetry.Telemetry, b *bus.Bus, pool, stream, consumer string) {
 	tel.Health.Add("consumer "+consumer, telemetry.ConsumerReachable(b.JS, stream, consumer))
+	// Cannot fail: the instruments are the ones NewMetrics made.
+	_, _ = tel.Metrics.ObserveConsumers(telemetry.ConsumerInfo(b.JS, telemetry.Consumer{Pool: pool, Stream: stream, Name: consumer}))
 }

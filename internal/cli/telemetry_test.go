@@ -108,6 +108,10 @@ func TestDevObservability(t *testing.T) {
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
+	if !strings.Contains(string(b), `skillbus_consumer_pending{messaging_consumer_group_name="worker-default"`) ||
+		!strings.Contains(string(b), `skillbus_consumer_ack_pending{messaging_consumer_group_name="router"`) {
+		t.Errorf("/metrics lacks the consumers' backlog:\n%.3000s", b)
+	}
 	if !strings.Contains(string(b), "go_goroutines") || !strings.Contains(string(b), `target_info{`) || !strings.Contains(string(b), `service_name="skillbus-dev"`) {
 		t.Errorf("/metrics lacks the runtime metrics or the service's target_info:\n%.2000s", b)
 	}
