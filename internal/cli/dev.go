@@ -28,6 +28,7 @@ func devCommand(c *common, getenv Env, stderr io.Writer) *cobra.Command {
 		syncInterval time.Duration
 		rf           routerFlags
 		wf           workerFlags
+		o            observe
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -79,6 +80,11 @@ persisted is lost, and the next start carries on where this one stopped.`,
 				return fmt.Errorf("--store: %w", err)
 			}
 			abs, _ := filepath.Abs(store)
+			tel, log, stopTel, err := o.start(ctx, "skillbus-dev", log)
+			if err != nil {
+				return err
+			}
+			defer stopTel()
 			srv, err := bus.StartEmbedded(bus.EmbedConfig{Host: host, Port: port, StoreDir: abs, SyncInterval: syncInterval})
 			if err != nil {
 				return err
@@ -93,6 +99,7 @@ persisted is lost, and the next start carries on where this one stopped.`,
 			if err := b.Ensure(ctx); err != nil {
 				return err
 			}
+			watchBus(tel, b)
 			reg, err := startRegistry(ctx, b, log, roots)
 			if err != nil {
 				return err
@@ -122,6 +129,10 @@ persisted is lost, and the next start carries on where this one stopped.`,
 				}
 				stops = append(stops, stop)
 			}
+			watchConsumer(tel, b, "", b.StreamTriggers(), "router")
+			for _, p := range wf.pools {
+				watchConsumer(tel, b, p, b.StreamJobs(), "worker-"+p)
+			}
 			fmt.Fprint(stderr, banner(srv.URL(), abs, roots, rep, workers))
 			<-ctx.Done()
 			// Router first, so no new jobs appear while the workers drain.
@@ -140,6 +151,7 @@ persisted is lost, and the next start carries on where this one stopped.`,
 	f.DurationVar(&syncInterval, "sync-interval", 0, "how often JetStream fsyncs (0: the server default, 2m)")
 	rf.register(cmd)
 	wf.register(cmd, getenv)
+	o.register(cmd, getenv)
 	return cmd
 }
 

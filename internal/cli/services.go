@@ -55,6 +55,7 @@ func (w *workerFlags) register(cmd *cobra.Command, getenv Env) {
 // Router is the main of cmd/router.
 func Router(ctx context.Context, args []string, getenv Env, stdout, stderr io.Writer) error {
 	var c common
+	var o observe
 	var rf routerFlags
 	var ensureStreams bool
 	cmd := &cobra.Command{
@@ -74,11 +75,17 @@ see docs/routing.md. Run as many as you like: JetStream spreads the triggers bet
 			if err != nil {
 				return err
 			}
+			tel, log, stopTel, err := o.start(cmd.Context(), "skillbus-router", log)
+			if err != nil {
+				return err
+			}
+			defer stopTel()
 			b, err := c.connect("skillbus-router")
 			if err != nil {
 				return err
 			}
 			defer b.NC.Drain()
+			watchBus(tel, b)
 			if err := ensure(cmd.Context(), b, ensureStreams); err != nil {
 				return err
 			}
@@ -86,6 +93,7 @@ see docs/routing.md. Run as many as you like: JetStream spreads the triggers bet
 			if err != nil {
 				return err
 			}
+			watchConsumer(tel, b, "", b.StreamTriggers(), "router")
 			log.Info("router: running", "nats", c.natsURL)
 			<-cmd.Context().Done()
 			shutdown(log, stop)
@@ -95,12 +103,14 @@ see docs/routing.md. Run as many as you like: JetStream spreads the triggers bet
 	c.register(cmd, getenv, "json")
 	cmd.Flags().BoolVar(&ensureStreams, "ensure", true, "create or update the streams and buckets at start (turn off where this process's NATS user may not)")
 	rf.register(cmd)
+	o.register(cmd, getenv)
 	return execute(ctx, cmd, args, stdout, stderr)
 }
 
 // Worker is the main of cmd/worker.
 func Worker(ctx context.Context, args []string, getenv Env, stdout, stderr io.Writer) error {
 	var c common
+	var o observe
 	var wf workerFlags
 	var ensureStreams bool
 	cmd := &cobra.Command{
@@ -122,11 +132,17 @@ Scale by running more workers.`,
 			if err != nil {
 				return err
 			}
+			tel, log, stopTel, err := o.start(cmd.Context(), "skillbus-worker", log)
+			if err != nil {
+				return err
+			}
+			defer stopTel()
 			b, err := c.connect("skillbus-worker")
 			if err != nil {
 				return err
 			}
 			defer b.NC.Drain()
+			watchBus(tel, b)
 			if err := ensure(cmd.Context(), b, ensureStreams); err != nil {
 				return err
 			}
@@ -139,6 +155,9 @@ Scale by running more workers.`,
 			if err != nil {
 				return err
 			}
+			for _, p := range wf.pools {
+				watchConsumer(tel, b, p, b.StreamJobs(), "worker-"+p)
+			}
 			log.Info("worker: running", "nats", c.natsURL, "pools", wf.pools, "concurrency", wf.concurrency, "tools", tb.watcher.Set().Names())
 			<-cmd.Context().Done()
 			shutdown(log, stop)
@@ -148,12 +167,14 @@ Scale by running more workers.`,
 	c.register(cmd, getenv, "json")
 	cmd.Flags().BoolVar(&ensureStreams, "ensure", true, "create or update the streams and buckets at start (turn off where this process's NATS user may not)")
 	wf.register(cmd, getenv)
+	o.register(cmd, getenv)
 	return execute(ctx, cmd, args, stdout, stderr)
 }
 
 // Registry is the main of cmd/registry.
 func Registry(ctx context.Context, args []string, getenv Env, stdout, stderr io.Writer) error {
 	var c common
+	var o observe
 	var ensureStreams bool
 	var roots []string
 	var once bool
@@ -178,11 +199,17 @@ validate), which 'skillbus skills' uses. Send SIGHUP to load everything again.`,
 			if err != nil {
 				return err
 			}
+			tel, log, stopTel, err := o.start(cmd.Context(), "skillbus-registry", log)
+			if err != nil {
+				return err
+			}
+			defer stopTel()
 			b, err := c.connect("skillbus-registry")
 			if err != nil {
 				return err
 			}
 			defer b.NC.Drain()
+			watchBus(tel, b)
 			if err := ensure(cmd.Context(), b, ensureStreams); err != nil {
 				return err
 			}
@@ -220,6 +247,7 @@ validate), which 'skillbus skills' uses. Send SIGHUP to load everything again.`,
 	cmd.Flags().BoolVar(&ensureStreams, "ensure", true, "create or update the streams and buckets at start (turn off where this process's NATS user may not)")
 	cmd.Flags().StringArrayVar(&roots, "skills", nil, "directory of skills (repeatable; the first definition of a name wins)")
 	cmd.Flags().BoolVar(&once, "once", false, "publish once and exit")
+	o.register(cmd, getenv)
 	return execute(ctx, cmd, args, stdout, stderr)
 }
 

@@ -26,6 +26,6 @@ another terminal with 'skillbus trigger'.`,
   skillbus skills list`,
 	}
 	c.register(root, getenv, "text")
-	root.AddCommand(devCommand(&c, getenv, stderr), triggerCommand(&c, stdout), skillsCommand(&c, stdout), runsCommand(&c, stdout), benchCommand(stdout), routeCommand(&c, stdout))
+	root.AddCommand(devCommand(&c, getenv, stderr), triggerCommand(&c, getenv, stdout), skillsCommand(&c, stdout), runsCommand(&c, stdout), benchCommand(stdout), routeCommand(&c, stdout))
 	return execute(ctx, root, args, stdout, stderr)
 }
