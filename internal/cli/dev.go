@@ -111,7 +111,7 @@ persisted is lost, and the next start carries on where this one stopped.`,
 				return err
 			}
 			defer tb.close()
-			stopRouter, err := startRouter(ctx, b, log, rf)
+			stopRouter, err := startRouter(ctx, b, log, rf, tel.Metrics)
 			if err != nil {
 				return err
 			}
@@ -122,7 +122,7 @@ persisted is lost, and the next start carries on where this one stopped.`,
 					h, _ := os.Hostname()
 					f.name = fmt.Sprintf("%s-dev-%d", h, i+1)
 				}
-				stop, err := startWorker(ctx, b, log, f, tb)
+				stop, err := startWorker(ctx, b, log, f, tb, tel.Metrics)
 				if err != nil {
 					shutdown(log, append(stops, stopRouter)...)
 					return err

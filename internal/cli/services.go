@@ -89,7 +89,7 @@ see docs/routing.md. Run as many as you like: JetStream spreads the triggers bet
 			if err := ensure(cmd.Context(), b, ensureStreams); err != nil {
 				return err
 			}
-			stop, err := startRouter(cmd.Context(), b, log, rf)
+			stop, err := startRouter(cmd.Context(), b, log, rf, tel.Metrics)
 			if err != nil {
 				return err
 			}
@@ -151,7 +151,7 @@ Scale by running more workers.`,
 				return err
 			}
 			defer tb.close()
-			stop, err := startWorker(cmd.Context(), b, log, wf, tb)
+			stop, err := startWorker(cmd.Context(), b, log, wf, tb, tel.Metrics)
 			if err != nil {
 				return err
 			}

@@ -30,6 +30,7 @@ import (
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/selector"
+	"github.com/skillbus/skillbus/pkg/telemetry"
 	"github.com/skillbus/skillbus/pkg/skill"
 )
 
@@ -79,6 +80,8 @@ type Config struct {
 	// Source is the CloudEvents source of the events the router writes; default
 	// "/skillbus/router".
 	Source string
+	// Metrics receives routing decisions and latency; nil records nothing.
+	Metrics *telemetry.Metrics
 }
 
 // Router routes triggers.
@@ -204,7 +207,18 @@ func (r *Router) Stop(ctx context.Context) {
 }
 
 func (r *Router) handle(ctx context.Context, msg jetstream.Msg) {
-	if err := r.route(ctx, msg); err != nil {
+	// The trigger's CONSUMER span continues the publisher's trace (or starts one);
+	// the decision and the jobs carry it on.
+	start := time.Now()
+	ctx, span := telemetry.StartConsume(ctx, &nats.Msg{Subject: msg.Subject(), Header: msg.Headers(), Data: msg.Data()}, r.cfg.Durable, nil)
+	err := r.route(ctx, msg)
+	telemetry.End(span, err)
+	outcome := telemetry.OutcomeRouted
+	if err != nil {
+		outcome = telemetry.OutcomeFailed
+	}
+	r.cfg.Metrics.Route(ctx, outcome, "", time.Since(start))
+	if err != nil {
 		// Nothing was lost: the trigger stays in the stream and comes back.
 		r.cfg.Log.Warn("router: will retry trigger", "subject", msg.Subject(), "err", err)
 		_ = msg.NakWithDelay(time.Second)
@@ -254,6 +268,9 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 	meta := bus.MetaOf(e)
 	meta.CorrelationID = actID
 	meta.CausationID = e.ID()
+	if tp, ts := telemetry.Inject(ctx); tp != "" {
+		meta.TraceParent, meta.TraceState = tp, ts
+	}
 
 	d, err := r.decide(ctx, req)
 	var unknown *selector.UnknownSkillError

@@ -44,6 +44,7 @@ import (
 	"github.com/skillbus/skillbus/pkg/failure"
 	"github.com/skillbus/skillbus/pkg/instruct"
 	"github.com/skillbus/skillbus/pkg/skill"
+	"github.com/skillbus/skillbus/pkg/telemetry"
 	"github.com/skillbus/skillbus/pkg/tool"
 	"github.com/skillbus/skillbus/pkg/workflow"
 )
@@ -118,6 +119,9 @@ type Config struct {
 	// lets the first delivery of an older job wait, so that a worker that was running
 	// it before a server restart can claim it first. Default 5s.
 	ReclaimGrace time.Duration
+	// Metrics receives the worker's measurements (executions, steps, retries,
+	// fallbacks, dead letters); nil records nothing.
+	Metrics *telemetry.Metrics
 	// Name identifies this worker in events and heartbeats; default host-pid.
 	Name string
 	// Source is the CloudEvents source of the events the worker writes; default
@@ -340,12 +344,13 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 
 // process handles one delivery. It returns an error only when the delivery must be handed
 // back without an outcome (a publish failed, or shutdown).
-func (w *Worker) process(ctx context.Context, msg jetstream.Msg) error {
+func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 	md, err := msg.Metadata()
 	if err != nil {
 		return err
 	}
-	e, err := bus.Decode(&nats.Msg{Subject: msg.Subject(), Header: msg.Headers(), Data: msg.Data()})
+	nm := &nats.Msg{Subject: msg.Subject(), Header: msg.Headers(), Data: msg.Data()}
+	e, err := bus.Decode(nm)
 	if err != nil {
 		return w.poison(ctx, msg, err)
 	}
@@ -356,6 +361,16 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) error {
 			err = errors.New("job has no execution_id or skill")
 		}
 		return w.poison(ctx, msg, fmt.Errorf("job data: %w", err))
+	}
+	// The delivery's CONSUMER span continues the trace the job carries; everything
+	// this delivery publishes carries the span on.
+	ctx, span := telemetry.StartConsume(ctx, nm, md.Consumer, nil, telemetry.Job{
+		Skill: j.data.Skill.Name, Version: j.data.Skill.Version, ActivationID: j.data.ActivationID,
+		ExecutionID: j.data.ExecutionID, Attempt: int(j.attempt), Pool: j.data.Skill.Pool,
+	}.Attributes()...)
+	defer func() { telemetry.End(span, err) }()
+	if tp, ts := telemetry.Inject(ctx); tp != "" {
+		j.meta.TraceParent, j.meta.TraceState = tp, ts
 	}
 	j.reconnects = w.cfg.Bus.NC.Stats().Reconnects
 	j.fast = j.attempt == 1 && len(j.data.Answers) == 0 && msg.Headers().Get(bus.HeaderRecovered) == "" &&
@@ -430,6 +445,7 @@ func (w *Worker) settle(ctx context.Context, j *job, d Decision) error {
 		if err := w.ensureClaim(ctx, j); err != nil {
 			return err
 		}
+		w.cfg.Metrics.Retry(ctx, j.skill.Name, string(failure.ClassOf(d.Err)))
 		w.emit(j, events.TypeExecutionRetrying, "", events.ExecutionRetrying{
 			ExecutionID: j.data.ExecutionID, Skill: j.skill.Name, Attempt: j.attempt,
 			MaxRetries: j.skill.Retries(), DelayMS: ms(d.Delay), Error: d.Err.Error(),
