@@ -57,8 +57,11 @@ func runsListCommand(c *common, stdout io.Writer) *cobra.Command {
 			}
 			defer b.NC.Close()
 			type row struct {
-				ID, Skill, Status, Detail string
-				At                        time.Time
+				ID     string    `json:"id"`
+				Skill  string    `json:"skill"`
+				Status string    `json:"status"`
+				Detail string    `json:"detail"`
+				At     time.Time `json:"at"`
 			}
 			var rows []row
 			lister, err := kv.ListKeys(ctx)
