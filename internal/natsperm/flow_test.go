@@ -195,7 +195,9 @@ func (f *fleet) service(main func(context.Context, []string, cli.Env, io.Writer,
 	var logs bytes.Buffer
 	var mu sync.Mutex
 	w := writerFunc(func(p []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return logs.Write(p) })
-	go func() { done <- main(ctx, append(args, "--log-format", "text", "--log-level", "warn"), f.env(role), w, w) }()
+	go func() {
+		done <- main(ctx, append(args, "--log-format", "text", "--log-level", "warn"), f.env(role), w, w)
+	}()
 	f.t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
