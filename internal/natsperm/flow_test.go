@@ -513,3 +513,48 @@ func TestRolesRunTheWholeSystem(t *testing.T) {
 	}
 	f.denied("tool", "publish a trigger", "skillbus.trigger.skill.hello", err)
 }
+
+// TestShippedConfigLoads loads deploy/base/nats.conf as the pods do: with the generated
+// accounts next to it, TLS files where the Secret nats-tls is mounted (here: test
+// certificates), and the passwords and pod name in the environment.
+func TestShippedConfigLoads(t *testing.T) {
+	dir := t.TempDir()
+	certs := natstest.NewCerts(t)
+	conf, err := os.ReadFile(filepath.Join(repoRoot(), "deploy", "base", "nats.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	accounts, err := os.ReadFile(filepath.Join(repoRoot(), "deploy", "base", "nats-accounts.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.NewReplacer(
+		"/etc/nats/tls/tls.crt", certs.ServerCert, "/etc/nats/tls/tls.key", certs.ServerKey, "/etc/nats/tls/ca.crt", certs.CA,
+		`"/data"`, fmt.Sprintf("%q", filepath.Join(dir, "data")),
+	).Replace(string(conf))
+	for _, p := range []string{"/etc/nats/tls/", "/data"} {
+		if !strings.Contains(string(conf), p) {
+			t.Fatalf("nats.conf no longer mentions %s; update this test", p)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "nats.conf"), []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "nats-accounts.conf"), accounts, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("POD_NAME", "nats-0")
+	for _, r := range natsperm.Roles("skillbus") {
+		t.Setenv(r.PasswordVar(), password(r.Name))
+	}
+	opts, err := server.ProcessConfigFile(filepath.Join(dir, "nats.conf"))
+	if err != nil {
+		t.Fatalf("deploy/base/nats.conf does not load: %v", err)
+	}
+	if opts.ServerName != "nats-0" || opts.TLSConfig == nil || !opts.JetStream || opts.Cluster.Name != "skillbus" || len(opts.Routes) != 3 || len(opts.Users) != len(natsperm.Roles("skillbus")) {
+		t.Fatalf("nats.conf: name %q, tls %v, jetstream %v, cluster %q, %d routes, %d users", opts.ServerName, opts.TLSConfig != nil, opts.JetStream, opts.Cluster.Name, len(opts.Routes), len(opts.Users))
+	}
+	if _, err := server.NewServer(opts); err != nil {
+		t.Fatalf("nats-server rejects deploy/base/nats.conf: %v", err)
+	}
+}
