@@ -288,7 +288,11 @@ func TestEvents(t *testing.T) {
 		want   string
 	}{
 		{"no token", "/events", map[string]string{"ce-specversion": "1.0", "ce-id": "x", "ce-source": "/s", "ce-type": "t"}, `{}`, 401, "Bearer"},
-		{"wrong token", "/events", func() map[string]string { h := binary("x", "t"); h["Authorization"] = "Bearer nope-nope-nope-nope"; return h }(), `{}`, 401, "Bearer"},
+		{"wrong token", "/events", func() map[string]string {
+			h := binary("x", "t")
+			h["Authorization"] = "Bearer nope-nope-nope-nope"
+			return h
+		}(), `{}`, 401, "Bearer"},
 		{"a signature without a secret configured", "/events", map[string]string{"X-Hub-Signature-256": gateway.Sign([]byte("k"), []byte("{}")), "ce-specversion": "1.0"}, `{}`, 401, "Bearer"},
 		{"not a CloudEvent", "/events", map[string]string{"Authorization": "Bearer " + token, "Content-Type": "application/json"}, `{"hello":1}`, 415, "ce-specversion"},
 		{"binary without ce-id", "/events", map[string]string{"Authorization": "Bearer " + token, "ce-specversion": "1.0", "ce-source": "/s", "ce-type": "t"}, `{}`, 400, "id"},
