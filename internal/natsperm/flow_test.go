@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -189,14 +191,14 @@ func (f *fleet) denied(role, action, subject string, err error) {
 }
 
 // service runs a service main (registry, router, worker) until the test ends.
-func (f *fleet) service(main func(context.Context, []string, cli.Env, io.Writer, io.Writer) error, role string, args ...string) {
+func (f *fleet) service(main func(context.Context, []string, cli.Env, io.Writer, io.Writer) error, role string, args ...string) (logged func() string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	var logs bytes.Buffer
 	var mu sync.Mutex
 	w := writerFunc(func(p []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return logs.Write(p) })
 	go func() {
-		done <- main(ctx, append(args, "--log-format", "text", "--log-level", "warn"), f.env(role), w, w)
+		done <- main(ctx, append(args, "--log-format", "text", "--log-level", "info"), f.env(role), w, w)
 	}()
 	f.t.Cleanup(func() {
 		cancel()
@@ -205,10 +207,11 @@ func (f *fleet) service(main func(context.Context, []string, cli.Env, io.Writer,
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		if logs.Len() > 0 {
+		if logs.Len() > 0 && f.t.Failed() {
 			f.t.Logf("%s log:\n%s", role, logs.String())
 		}
 	})
+	return func() string { mu.Lock(); defer mu.Unlock(); return logs.String() }
 }
 
 type writerFunc func([]byte) (int, error)
@@ -445,6 +448,27 @@ func TestRolesRunTheWholeSystem(t *testing.T) {
 	f.clean("router", "resume a confirmed run: read and delete KV runs, purge the timeout")
 	f.clean("publisher", "trigger --wait through a confirmation")
 
+	// The HTTP gateway publishes and follows as the publisher.
+	gwLog := f.service(func(ctx context.Context, args []string, env cli.Env, o, e io.Writer) error {
+		return cli.Skillbus(ctx, append([]string{"gateway"}, args...), env, o, e)
+	}, "publisher", "--listen", "127.0.0.1:0")
+	addr := regexp.MustCompile(`listening" addr=(127\.0\.0\.1:\d+)`)
+	natstest.Eventually(t, 20*time.Second, func() bool { return addr.MatchString(gwLog()) }, "the gateway did not start: %s", stringer(gwLog))
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr.FindStringSubmatch(gwLog())[1]+"/events?wait=30s", strings.NewReader(`{"name":"Web"}`))
+	for k, val := range map[string]string{"ce-specversion": "1.0", "ce-id": "web-1", "ce-source": "/curl", "ce-type": "com.example.greet", "Content-Type": "application/json"} {
+		req.Header.Set(k, val)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "Hello, Web!") {
+		t.Fatalf("gateway: %d %s", resp.StatusCode, body)
+	}
+	f.clean("publisher", "HTTP gateway: POST /events?wait, publish and follow")
+
 	// Hot reload: a skill added while everything runs.
 	writeSkill(t, f.skills, "late", "skill.yaml", lateSkill)
 	natstest.Eventually(t, 20*time.Second, func() bool {
@@ -558,3 +582,8 @@ func TestShippedConfigLoads(t *testing.T) {
 		t.Fatalf("nats-server rejects deploy/base/nats.conf: %v", err)
 	}
 }
+
+// stringer defers a log's reading to when a failure message is printed.
+type stringer func() string
+
+func (s stringer) String() string { return s() }
