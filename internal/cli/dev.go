@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/skillbus/skillbus/events"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -29,6 +30,8 @@ func devCommand(c *common, getenv Env, stderr io.Writer) *cobra.Command {
 		rf           routerFlags
 		wf           workerFlags
 		o            observe
+		gatewayAddr  string
+		gf           gatewayFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -134,7 +137,21 @@ persisted is lost, and the next start carries on where this one stopped.`,
 				watchConsumer(tel, b, p, b.StreamJobs(), "worker-"+p)
 			}
 			fmt.Fprint(stderr, banner(srv.URL(), abs, roots, rep, workers))
+			var gatewayDone <-chan error
+			if gatewayAddr != "" {
+				var addr net.Addr
+				addr, gatewayDone, err = gf.start(ctx, gatewayAddr, b, log)
+				if err != nil {
+					shutdown(log, stopRouter)
+					shutdown(log, stops...)
+					return err
+				}
+				fmt.Fprint(stderr, gatewayBanner(addr.String()))
+			}
 			<-ctx.Done()
+			if gatewayDone != nil {
+				<-gatewayDone
+			}
 			// Router first, so no new jobs appear while the workers drain.
 			shutdown(log, stopRouter)
 			shutdown(log, stops...)
@@ -149,10 +166,20 @@ persisted is lost, and the next start carries on where this one stopped.`,
 	f.StringArrayVar(&roots, "skills", nil, "directory of skills (repeatable; the first definition of a name wins)")
 	f.IntVar(&workers, "workers", 2, "workers to run in this process")
 	f.DurationVar(&syncInterval, "sync-interval", 0, "how often JetStream fsyncs (0: the server default, 2m)")
+	f.StringVar(&gatewayAddr, "gateway", "", "also serve the HTTP ingress (POST /events, /hooks/<name>) on this address, e.g. 127.0.0.1:8080; see 'skillbus gateway --help'")
 	rf.register(cmd)
 	wf.register(cmd, getenv)
 	o.register(cmd, getenv)
+	gf.register(cmd, getenv)
 	return cmd
+}
+
+func gatewayBanner(addr string) string {
+	return fmt.Sprintf(`HTTP gateway on http://%s — post a CloudEvent:
+  curl -X POST 'http://%s/events?wait=30s' -H 'ce-specversion: 1.0' -H 'ce-id: 1' \
+    -H 'ce-source: /curl' -H 'ce-type: com.example.greet' -H 'Content-Type: application/json' -d '{"name":"Ada"}'
+
+`, addr, addr)
 }
 
 // banner tells the user what is running, what is wrong with their skills, and what

@@ -2,14 +2,17 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"github.com/skillbus/skillbus/events"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/skillbus/skillbus/pkg/bus"
@@ -80,13 +83,13 @@ see docs/routing.md. Run as many as you like: JetStream spreads the triggers bet
 				return err
 			}
 			defer stopTel()
-			b, err := c.connect("skillbus-router")
+			b, err := c.connectWait(cmd.Context(), "skillbus-router", log)
 			if err != nil {
 				return err
 			}
 			defer b.NC.Drain()
 			watchBus(tel, b)
-			if err := ensure(cmd.Context(), b, ensureStreams); err != nil {
+			if err := ensure(cmd.Context(), b, ensureStreams, log); err != nil {
 				return err
 			}
 			stop, err := startRouter(cmd.Context(), b, log, rf, tel.Metrics)
@@ -137,13 +140,13 @@ Scale by running more workers.`,
 				return err
 			}
 			defer stopTel()
-			b, err := c.connect("skillbus-worker")
+			b, err := c.connectWait(cmd.Context(), "skillbus-worker", log)
 			if err != nil {
 				return err
 			}
 			defer b.NC.Drain()
 			watchBus(tel, b)
-			if err := ensure(cmd.Context(), b, ensureStreams); err != nil {
+			if err := ensure(cmd.Context(), b, ensureStreams, log); err != nil {
 				return err
 			}
 			tb, err := newToolbox(cmd.Context(), b, log, wf)
@@ -204,13 +207,13 @@ validate), which 'skillbus skills' uses. Send SIGHUP to load everything again.`,
 				return err
 			}
 			defer stopTel()
-			b, err := c.connect("skillbus-registry")
+			b, err := c.connectWait(cmd.Context(), "skillbus-registry", log)
 			if err != nil {
 				return err
 			}
 			defer b.NC.Drain()
 			watchBus(tel, b)
-			if err := ensure(cmd.Context(), b, ensureStreams); err != nil {
+			if err := ensure(cmd.Context(), b, ensureStreams, log); err != nil {
 				return err
 			}
 			if once {
@@ -262,14 +265,29 @@ func shutdown(log interface{ Info(string, ...any) }, stops ...func(context.Conte
 }
 
 // ensure creates the streams and buckets, or, when that is another process's job,
-// checks that they exist.
-func ensure(ctx context.Context, b *bus.Bus, create bool) error {
+// waits until they exist: started together, the router and workers wait for the
+// registry.
+func ensure(ctx context.Context, b *bus.Bus, create bool, log *slog.Logger) error {
 	if create {
 		return b.Ensure(ctx)
 	}
+	wait := connectRetryMin
 	for _, sc := range b.Streams() {
-		if _, err := b.JS.Stream(ctx, sc.Name); err != nil {
-			return fmt.Errorf("stream %s: %w (start the registry, which creates it, or run with --ensure)", sc.Name, err)
+		for {
+			_, err := b.JS.Stream(ctx, sc.Name)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, jetstream.ErrStreamNotFound) {
+				return fmt.Errorf("stream %s: %w", sc.Name, err)
+			}
+			log.Warn("waiting for the stream to be created (by the registry, or a process run with --ensure)", "stream", sc.Name, "retry_in", wait)
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(wait):
+			}
+			wait = min(2*wait, connectRetryMax)
 		}
 	}
 	return nil
