@@ -158,23 +158,20 @@ func (x *Selector) Select(req Request, env Env) (*Decision, error) {
 	var words []string
 	if !forced {
 		// Rules: the event type.
+		// Rules: the event type. A skill listing the type is subscribed to it.
 		if typ != "" {
-			intent := 0.5
-			if req.Text == "" {
-				intent = 1
-			}
 			for _, k := range x.byType[typ] {
 				if a := get(k); a != nil {
-					a.add(SourceRule, intent, 0.9, fmt.Sprintf("trigger %s", typ))
-					a.subscrib = req.Text == ""
+					a.add(SourceRule, 1, 0.9, fmt.Sprintf("trigger %s", typ))
+					a.subscrib = true
 				}
 			}
 			for p, ks := range x.patterns {
 				if MatchType(p, typ) {
 					for _, k := range ks {
 						if a := get(k); a != nil {
-							a.add(SourceRule, intent, 0.9, fmt.Sprintf("trigger %s matches %s", p, typ))
-							a.subscrib = req.Text == ""
+							a.add(SourceRule, 1, 0.9, fmt.Sprintf("trigger %s matches %s", p, typ))
+							a.subscrib = true
 						}
 					}
 				}
@@ -235,12 +232,19 @@ func (x *Selector) Select(req Request, env Env) (*Decision, error) {
 	for _, a := range cands {
 		d.Candidates = append(d.Candidates, x.score(a, req, words, env))
 	}
+	// With text, the best score goes first. Without, every candidate is a subscriber
+	// of the type and the authors' priority goes first; the score breaks ties.
+	byPriority := req.Text == ""
 	sort.Slice(d.Candidates, func(i, j int) bool {
 		a, b := &d.Candidates[i], &d.Candidates[j]
+		pa, pb := rank(a.Skill.Priority), rank(b.Skill.Priority)
+		if byPriority && pa != pb {
+			return pa < pb
+		}
 		if a.Score != b.Score {
 			return a.Score > b.Score
 		}
-		if pa, pb := rank(a.Skill.Priority), rank(b.Skill.Priority); pa != pb {
+		if pa != pb {
 			return pa < pb
 		}
 		if ca, cb := costRank(a.Skill.CostHint), costRank(b.Skill.CostHint); ca != cb {

@@ -20,6 +20,7 @@
 // halved. Candidates at or above the threshold are selected, at most MaxActive; the
 // best is the primary, consecutive parallel_safe skills form groups of at most two,
 // and the rest form the fallback chain. Explicitly invoked skills are selected
-// whatever their score, and a trigger without text that a skill lists by type is a
-// subscription: it is selected whatever its score, as event-driven routing always was.
+// whatever their score, and a skill that lists the trigger's type is subscribed to it:
+// it is selected whatever its score, as event-driven routing always was. Without text,
+// subscribers are ordered by priority first, then score.
 package selector

@@ -343,3 +343,42 @@ func (b *Baseline) Search(text string, k int) []string {
 	}
 	return out
 }
+
+// ExampleWarnings are warnings for skill examples that route elsewhere: a positive
+// example whose primary is another skill (or none), a negative one this skill takes.
+func ExampleWarnings(skills []*skill.Skill) skill.Diagnostics {
+	if len(skills) < 2 {
+		return nil
+	}
+	sel := New(Config{})
+	sel.Sync(skills)
+	results, _ := Evaluate(sel, ExampleCases(skills), Env{})
+	by := map[string]*skill.Skill{}
+	for _, s := range skills {
+		by[s.Name] = s
+	}
+	var ds skill.Diagnostics
+	for _, r := range results {
+		if r.OK {
+			continue
+		}
+		got := "no skill"
+		if r.Primary != nil {
+			got = *r.Primary
+		}
+		if r.Expect != nil {
+			s := by[*r.Expect]
+			ds = append(ds, skill.Diagnostic{File: s.Source, Severity: skill.SeverityWarning, Field: "examples.positive",
+				Message: fmt.Sprintf("example %q routes to %s, not to %s", r.Query, got, s.Name),
+				Hint:    "make the description, tags or examples say it; 'skillbus route --explain' shows the scores"})
+		} else {
+			name := got
+			if s := by[name]; s != nil {
+				ds = append(ds, skill.Diagnostic{File: s.Source, Severity: skill.SeverityWarning, Field: "examples.negative",
+					Message: fmt.Sprintf("negative example %q routes to %s itself", r.Query, name),
+					Hint:    "add an anti_triggers phrase, or narrow the description"})
+			}
+		}
+	}
+	return ds
+}
