@@ -49,7 +49,7 @@ func (l *live) start(ctx context.Context) error {
 	b := l.r.cfg.Bus
 	p := b.Subjects.Prefix + ".events.*."
 	c, err := b.JS.OrderedConsumer(ctx, b.StreamEvents(), jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{p + events.Kind(events.TypeExecutionCompleted), p + events.Kind(events.TypeExecutionFailed)},
+		FilterSubjects: []string{p + events.Kind(events.TypeExecutionCompleted), p + events.Kind(events.TypeExecutionFailed), p + events.Kind(events.TypeExecutionFallback)},
 		DeliverPolicy:  jetstream.DeliverByStartTimePolicy,
 		OptStartTime:   ptr(time.Now().Add(-l.r.cfg.StatsWindow)),
 	})
@@ -112,8 +112,16 @@ func (l *live) terminal(ctx context.Context, m jetstream.Msg) {
 	}
 	var res events.ActivationResult
 	var actID, name, version string
-	ok := false
+	ok, ended := false, true
 	switch e.Type() {
+	case events.TypeExecutionFallback:
+		// The skill failed; the activation goes on with the next skill of the chain,
+		// whose own outcome ends it.
+		var d events.ExecutionFallback
+		if e.DataAs(&d) != nil {
+			return
+		}
+		name, version, ended = d.Skill, d.Version, false
 	case events.TypeExecutionCompleted:
 		var d events.ExecutionCompleted
 		if e.DataAs(&d) != nil {
@@ -142,7 +150,7 @@ func (l *live) terminal(ctx context.Context, m jetstream.Msg) {
 		t.ok++
 	}
 	var finished *activation
-	if a := l.pending[actID]; a != nil {
+	if a := l.pending[actID]; a != nil && ended {
 		a.got = append(a.got, res)
 		if len(a.got) >= len(a.want) {
 			finished = a
