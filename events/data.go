@@ -52,6 +52,7 @@ type RouteDecided struct {
 const (
 	UnmatchedNoSkill      = "no_skill"      // no skill was recalled, or none scored above the threshold
 	UnmatchedUnknownSkill = "unknown_skill" // explicit invocation of a skill not in the catalog
+	UnmatchedInvalidSkill = "invalid_skill" // explicit invocation of a skill whose files never validated; the reason holds the errors
 	UnmatchedInvalid      = "invalid_event" // not a valid CloudEvent (missing id, source, type, specversion, ...)
 	UnmatchedTooLarge     = "too_large"     // over the router's size limit
 	UnmatchedBadType      = "bad_type"      // the type cannot become a subject, or does not match the subject

@@ -276,6 +276,9 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 	var unknown *selector.UnknownSkillError
 	switch {
 	case errors.As(err, &unknown):
+		if why, ok := r.invalidSkill(ctx, unknown.Name); ok {
+			return r.reject(ctx, msg, ref, events.UnmatchedInvalidSkill, why, size)
+		}
 		return r.reject(ctx, msg, ref, events.UnmatchedUnknownSkill, err.Error(), size)
 	case err != nil:
 		return err
