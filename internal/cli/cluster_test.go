@@ -35,7 +35,9 @@ func TestClusterSurvivesANodeMidRun(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		logs := &syncBuffer{}
 		done := make(chan error, 1)
-		go func() { done <- main(ctx, append(args, "--log-format", "text", "--log-level", "info"), env, logs, logs) }()
+		go func() {
+			done <- main(ctx, append(args, "--log-format", "text", "--log-level", "info"), env, logs, logs)
+		}()
 		t.Cleanup(func() {
 			cancel()
 			if err := <-done; err != nil || t.Failed() {
