@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -55,15 +56,20 @@ func (c *common) natsOptions() ([]nats.Option, error) {
 		return nil, usage("--tls-cert and --tls-key go together: give both, or neither")
 	}
 	if log := c.log; log != nil {
+		// Once disconnected the connection no longer names its server: remember it.
+		var last atomic.Value
+		last.Store("")
 		opts = append(opts,
+			nats.ConnectHandler(func(nc *nats.Conn) { last.Store(nc.ConnectedUrlRedacted()) }),
 			nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
 				if err != nil {
-					log.Warn("NATS disconnected; reconnecting", "server", nc.ConnectedUrlRedacted(), "err", err)
+					log.Warn("NATS disconnected; reconnecting", "server", last.Load(), "err", err)
 				} else if !nc.IsClosed() {
-					log.Warn("NATS disconnected; reconnecting", "server", nc.ConnectedUrlRedacted())
+					log.Warn("NATS disconnected; reconnecting", "server", last.Load())
 				}
 			}),
 			nats.ReconnectHandler(func(nc *nats.Conn) {
+				last.Store(nc.ConnectedUrlRedacted())
 				log.Info("NATS reconnected", "server", nc.ConnectedUrlRedacted(), "server_name", nc.ConnectedServerName())
 			}),
 			nats.ErrorHandler(func(nc *nats.Conn, sub *nats.Subscription, err error) {

@@ -86,7 +86,7 @@ func TestWaitsForNATSAndLogsReconnects(t *testing.T) {
 	srv.Restart()
 	natstest.Eventually(t, 30*time.Second, func() bool {
 		l := logs.String()
-		return strings.Contains(l, "NATS disconnected") && strings.Contains(l, "NATS reconnected") && strings.Contains(l, "server="+url)
+		return strings.Contains(l, `msg="NATS disconnected; reconnecting" server=`+url) && strings.Contains(l, `msg="NATS reconnected" server=`+url)
 	}, "no disconnect and reconnect lines naming the server:\n%s", logs)
 }
 
