@@ -39,8 +39,11 @@ import (
 //
 // When a worker's connection comes back after a disconnect, it claims every
 // execution it is running on the fast path at once, before the server could hand
-// their jobs to someone else; a first delivery of an old job arriving within
-// ReclaimGrace of such a reconnect waits for those claims instead of racing them.
+// their jobs to someone else; a delivery of an unclaimed job arriving within
+// ReclaimGrace of such a reconnect waits for those claims instead of racing them
+// (after a restart the server may have kept the delivery count or forgotten it:
+// either way it is no proof). A worker that finishes while the server is away keeps
+// the finished work and publishes it when the server is back (see settle).
 
 // claimKey is the runs key of an execution's claim.
 func claimKey(executionID string) string { return executionID + ".claim" }
@@ -128,7 +131,7 @@ func (w *Worker) claim(ctx context.Context, j *job) (handled bool, err error) {
 	e, err := w.runs.Get(ctx, key)
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted):
-		if wait := w.epoch.young(w.cfg.ReclaimGrace); wait > 0 && j.attempt == 1 {
+		if wait := w.epoch.young(w.cfg.ReclaimGrace); wait > 0 {
 			// A worker that was running this job before the server restarted is
 			// claiming its executions right now; give it the time to.
 			return true, j.msg.NakWithDelay(wait)

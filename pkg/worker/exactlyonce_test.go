@@ -232,3 +232,23 @@ func TestUnmetPrerequisitesFailBeforeRunning(t *testing.T) {
 		t.Fatalf("greet called %d times", n)
 	}
 }
+
+// A run that finishes while the server is away keeps its result and publishes it
+// when the server is back: the step is not run again.
+func TestFinishedWhileServerAwayIsNotRunAgain(t *testing.T) {
+	f := setup(t, oneStep("slow", "wait", 3))
+	f.start()
+	id := f.job("away", "slow")
+	<-f.blocked
+	f.srv.Stop()
+	close(f.release) // the step finishes while nobody can hear it
+	f.srv.Start()
+	f.waitEvent(id, events.TypeExecutionCompleted)
+	f.drained()
+	if n := f.calls["wait"].Load(); n != 1 {
+		t.Fatalf("wait called %d times, want 1: finished work was handed back and run again", n)
+	}
+	if n := len(f.events(id, events.TypeExecutionCompleted)); n != 1 {
+		t.Fatalf("%d outcomes, want 1", n)
+	}
+}

@@ -44,12 +44,24 @@ func (c *checkpoints) Load(ctx context.Context, executionID string) (map[string]
 		return out, nil
 	}
 	b := c.w.cfg.Bus
-	cons, err := b.JS.OrderedConsumer(ctx, b.StreamEvents(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{
-		b.Subjects.Event(executionID, events.TypeStepCompleted), b.Subjects.Event(executionID, events.TypeStepSkipped),
-	}})
+	// An ephemeral consumer of its own, deleted when read: a backlog of redeliveries
+	// after a server restart must not pile up consumers on EVENTS (the server caps
+	// them per stream), and one left behind expires on its own.
+	cons, err := b.JS.CreateConsumer(ctx, b.StreamEvents(), jetstream.ConsumerConfig{
+		FilterSubjects: []string{
+			b.Subjects.Event(executionID, events.TypeStepCompleted), b.Subjects.Event(executionID, events.TypeStepSkipped),
+		},
+		AckPolicy: jetstream.AckNonePolicy, DeliverPolicy: jetstream.DeliverAllPolicy,
+		InactiveThreshold: 10 * time.Second, MemoryStorage: true,
+	})
 	if err != nil {
 		return nil, failure.Wrap(failure.Retryable, fmt.Errorf("load checkpoints: %w", err))
 	}
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = b.JS.DeleteConsumer(dctx, b.StreamEvents(), cons.CachedInfo().Name)
+	}()
 	for {
 		batch, err := cons.FetchNoWait(256)
 		if err != nil {

@@ -435,7 +435,53 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 // settle turns an execution's decision into what it causes — persisted events, the
 // next job, a dead letter, a paused record — and then acks or naks the job. It is
 // the only place that does: a new kind of decision is a new case here.
+//
+// Work that finished while the server is away is not handed back to be run again:
+// settle waits for the connection (up to AckWait, the time the job is held) and
+// publishes again. Every publish carries its deterministic message id, so what had
+// been persisted before the connection dropped is not persisted twice.
 func (w *Worker) settle(ctx context.Context, j *job, d Decision) error {
+	deadline := time.Now().Add(w.cfg.AckWait)
+	for {
+		err := w.settleOnce(ctx, j, d)
+		if err == nil || ctx.Err() != nil || errors.Is(err, errLostClaim) || !w.connectionTrouble(err) || time.Now().After(deadline) {
+			return err
+		}
+		w.cfg.Log.Warn("worker: the server is away; keeping the finished execution to publish it when it is back",
+			"execution", j.data.ExecutionID, "err", err)
+		if !w.waitConnected(ctx, deadline) {
+			return err
+		}
+		j.batch = w.cfg.Bus.Batch()
+	}
+}
+
+// connectionTrouble reports whether err is the server being away (a publish that
+// could not reach it or got no answer) rather than a refusal.
+func (w *Worker) connectionTrouble(err error) bool {
+	return !w.cfg.Bus.NC.IsConnected() || errors.Is(err, nats.ErrDisconnected) || errors.Is(err, nats.ErrConnectionReconnecting) ||
+		errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, jetstream.ErrAsyncPublishTimeout) || errors.Is(err, jetstream.ErrNoStreamResponse)
+}
+
+// waitConnected waits until the connection is up, or deadline or ctx passes.
+func (w *Worker) waitConnected(ctx context.Context, deadline time.Time) bool {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for !w.cfg.Bus.NC.IsConnected() {
+		select {
+		case <-ctx.Done():
+			return false
+		case now := <-t.C:
+			if now.After(deadline) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func (w *Worker) settleOnce(ctx context.Context, j *job, d Decision) error {
 	switch d := d.(type) {
 	case Complete:
 		return w.complete(ctx, j, d.Outputs)
