@@ -46,6 +46,9 @@ type Config struct {
 	Grace time.Duration
 	// Stall ends the wait for outcomes when none arrived for this long; default 3m.
 	Stall time.Duration
+	// Timeout ends the wait for outcomes this long after the run began, whatever
+	// is still arriving; default 1h.
+	Timeout time.Duration
 	// Settle is how long to keep the fleet running after the last outcome, to catch
 	// late duplicates; default 2·AckWait + 5s.
 	Settle time.Duration
@@ -90,6 +93,9 @@ func (c *Config) defaults() error {
 	}
 	if c.Stall == 0 {
 		c.Stall = 3 * time.Minute
+	}
+	if c.Timeout == 0 {
+		c.Timeout = time.Hour
 	}
 	if c.Settle == 0 {
 		c.Settle = 2*c.AckWait + 5*time.Second

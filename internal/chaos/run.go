@@ -137,7 +137,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		case <-time.After(2 * time.Second): // polling interval of the events stream
 		}
 		if err := rd.poll(ctx); err != nil {
+			// Not a stall of the fleet: the server is down or slow to answer.
 			log.Debug("chaos: reading outcomes", "err", err)
+			lastProgress = time.Now()
 		}
 		final = len(r.triggers) - rd.out.Count(r.triggers).Lost
 		if final != lastFinal {
@@ -156,7 +158,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			<-faultsDone
 			log.Info("chaos: faults stopped; waiting for the rest", "final_outcomes", final, "of", len(r.triggers))
 		}
-		if !faultsOn && (final == len(r.triggers) || time.Since(lastProgress) > cfg.Stall) {
+		if !faultsOn && (final == len(r.triggers) || time.Since(lastProgress) > cfg.Stall || time.Since(began) > cfg.Timeout) {
 			break
 		}
 	}
@@ -412,10 +414,11 @@ func (r *runner) publish(ctx context.Context) {
 				case <-ctx.Done():
 					return
 				}
+				// Unconfirmed within the publish timeout: send it again at once (the
+				// timeout was the wait); send itself backs off while publishing fails.
 				r.mu.Lock()
 				r.faults.PublishRetries++
 				r.mu.Unlock()
-				time.Sleep(250 * time.Millisecond) // a publisher's retry delay
 				p.f = send(p.i)
 			}
 		}

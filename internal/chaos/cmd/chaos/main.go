@@ -43,6 +43,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&cfg.Limited, "limited", false, "add chaos-limited (max_concurrent: 2) to the mix, as every 20th trigger")
 	fs.DurationVar(&cfg.Grace, "grace", 0, "how long after a step ended a SIGKILL of its worker explains a second run (default 2s)")
 	fs.DurationVar(&cfg.Stall, "stall", 0, "give up waiting when no outcome arrived for this long (default 3m)")
+	fs.DurationVar(&cfg.Timeout, "timeout", 0, "stop waiting for outcomes this long after the start (default 1h)")
 	fs.DurationVar(&cfg.Settle, "settle", 0, "keep the fleet running this long after the last outcome, for late duplicates (default 2·ack-wait+5s)")
 	fs.Uint64Var(&cfg.Seed, "seed", 0, "seed of the fault schedule and trigger mix (default: the time)")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the directory even after a clean run")
