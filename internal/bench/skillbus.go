@@ -34,7 +34,8 @@ var noopSkill = &skill.Skill{
 func workflowSkill(url string) *skill.Skill {
 	return &skill.Skill{
 		Name: "three", Description: "tool, compute, tool", Version: "1.0.0", Kind: skill.KindWorkflow,
-		Digest: "1111111111111111111111111111111111111111111111111111111111111111",
+		Digest:      "1111111111111111111111111111111111111111111111111111111111111111",
+		Permissions: skill.Permissions{Network: skill.NetworkPermissions{Outbound: true}}, // the http step
 		Workflow: &skill.Workflow{
 			Inputs: []skill.Input{{Name: "n", Type: "integer", Required: true}},
 			Steps: []skill.Step{

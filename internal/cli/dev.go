@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/skillbus/skillbus/events"
 	"io"
 	"os"
 	"path/filepath"
@@ -46,6 +47,9 @@ persisted is lost, and the next start carries on where this one stopped.`,
   skillbus dev --port 14222 --store /tmp/skillbus --workers 4`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if _, err := events.ParseLevel(wf.events); err != nil {
+				return usage("--events: %v", err)
+			}
 			ctx := cmd.Context()
 			log, err := c.logger(stderr)
 			if err != nil {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"github.com/skillbus/skillbus/events"
 	"log/slog"
 	"time"
 
@@ -37,6 +38,7 @@ type workerFlags struct {
 	execPath       string
 	maxDepth       int
 	confirmTimeout time.Duration
+	events         string
 
 	llmURL, llmModel, llmKey string
 	llmTimeout               time.Duration
@@ -163,6 +165,7 @@ func startWorker(ctx context.Context, b *bus.Bus, log *slog.Logger, f workerFlag
 		Tools: tb.watcher, Files: tb.files, Instruct: tb.runner, Exec: tb.exec,
 		Pools: f.pools, Concurrency: f.concurrency, AckWait: f.ackWait,
 		Backoff: worker.Backoff{Base: f.backoffBase, Max: f.backoffMax}, Name: f.name, MaxDepth: f.maxDepth, ConfirmTimeout: f.confirmTimeout,
+		Events: events.Level(f.events),
 	})
 	if err != nil {
 		cat.Stop()

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/user"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -262,7 +264,7 @@ timeout passes.`,
 				step = p.Step
 			}
 			if by == "" {
-				by = os.Getenv("USER")
+				by = whoAmI()
 			}
 			ans := events.ConfirmationRecorded{ExecutionID: id, StepID: step, Answer: events.Answer{Approved: !deny, By: by, Reason: reason}}
 			m, err := bus.Event{ID: id + ".answer." + uuid.NewString(), Source: "skillbus-cli", Type: events.TypeConfirmationRecorded,
@@ -284,7 +286,7 @@ timeout passes.`,
 	f := cmd.Flags()
 	f.StringVar(&step, "step", "", "the step to answer (default: the one the execution is paused at)")
 	f.BoolVar(&deny, "deny", false, "deny instead of approving")
-	f.StringVar(&by, "by", "", "who answers (default $USER)")
+	f.StringVar(&by, "by", "", "who answers (default: $USER, else the login name, else user@host)")
 	f.StringVar(&reason, "reason", "", "why, for the record")
 	return cmd
 }
@@ -343,3 +345,16 @@ func recentOutcomes(ctx context.Context, b *bus.Bus, since time.Duration) ([]*ru
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// whoAmI names the person answering when --by is not given: the recorded answer
+// always says who.
+func whoAmI() string {
+	if u := os.Getenv("USER"); u != "" {
+		return u
+	}
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	host, _ := os.Hostname()
+	return "uid" + strconv.Itoa(os.Getuid()) + "@" + host
+}

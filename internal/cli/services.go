@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/skillbus/skillbus/events"
 	"io"
 	"os"
 	"os/signal"
@@ -47,6 +48,7 @@ func (w *workerFlags) register(cmd *cobra.Command, getenv Env) {
 	f.DurationVar(&w.confirmTimeout, "confirm-timeout", time.Hour, "how long a confirmation waits for an answer when the skill does not say; unanswered, it is denied")
 	f.IntVar(&w.maxDepth, "max-depth", 2, "how deep skills may invoke skills through the skill tool")
 	f.StringVar(&w.execPath, "exec-path", "", "PATH given to the exec tool's processes (default /usr/local/bin:/usr/bin:/bin)")
+	f.StringVar(&w.events, "events", string(events.DefaultLevel), "which events are persisted: full (every progress event), steps (decisions, outcomes and the checkpoints a redelivery needs) or terminal (no checkpoints); the rest go live to followers only")
 }
 
 // Router is the main of cmd/router.
@@ -110,6 +112,9 @@ Scale by running more workers.`,
   worker --pools default,gpu --concurrency 8`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if _, err := events.ParseLevel(wf.events); err != nil {
+				return usage("--events: %v", err)
+			}
 			log, err := c.logger(stderr)
 			if err != nil {
 				return err

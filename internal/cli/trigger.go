@@ -199,7 +199,11 @@ func (w *watcher) print(e *event.Event) {
 		if d["approved"] == true {
 			verdict = "approved"
 		}
-		fmt.Fprintf(w.out, "  ▶ step %s %s by %s\n", str("step_id"), verdict, str("by"))
+		by := str("by")
+		if by == "" {
+			by = "someone unnamed"
+		}
+		fmt.Fprintf(w.out, "  ▶ step %s %s by %s\n", str("step_id"), verdict, by)
 	case events.TypeAutohealTriggered:
 		fmt.Fprintf(w.out, "    ✚ auto-heal: %s failed (%s), running %s\n", str("step_id"), str("failure_type"), str("action"))
 	case events.TypeExecutionDeadlettered:

@@ -286,6 +286,11 @@ func (c *Catalog) Wait(ctx context.Context, cond func(*Catalog) bool) error {
 	}
 }
 
+// Changed blocks until the catalog's revision is past after, or ctx ends.
+func (c *Catalog) Changed(ctx context.Context, after uint64) error {
+	return c.Wait(ctx, func(c *Catalog) bool { return c.Revision() > after })
+}
+
 // Stop ends the watch. It is idempotent.
 func (c *Catalog) Stop() {
 	_ = c.watcher.Stop()

@@ -134,6 +134,8 @@ func (r *Runner) Execute(ctx context.Context, run Run) (*Result, error) {
 	if s == nil {
 		return nil, failure.Fatalf("instruct: no skill to run")
 	}
+	// The http and exec tools act only as far as the skill's permissions allow.
+	ctx = tool.WithPermissions(ctx, tool.SkillPermissions(s))
 	if r.cfg.Model == nil {
 		return nil, failure.Wrap(failure.Fatal, fmt.Errorf("instruct: skill %s is an instruction skill, and this worker has %w", s.Name, ErrNoModel))
 	}

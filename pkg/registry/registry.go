@@ -18,7 +18,9 @@
 //
 // A skill whose files become invalid keeps its last good version serving: it stays
 // in the catalog, and list and get report it with state "invalid" and its current
-// diagnostics. A skill whose files are gone is removed from the catalog (its kept
+// diagnostics. A registry deletes only skills it published from its own roots, and
+// never because a whole root reads as empty or unreadable (see apply). A skill whose
+// files are gone is removed from the catalog (its kept
 // versions stay for pinned runs until the retention collects them).
 //
 // # Watching
@@ -357,6 +359,37 @@ func (r *Registry) unitOf(p string) (string, bool) {
 	}
 }
 
+// rootOf returns the root of this registry that unit u is in, or "".
+func (r *Registry) rootOf(u string) string {
+	if u == "" || u == "." {
+		return ""
+	}
+	au, err := filepath.Abs(u)
+	if err != nil {
+		return ""
+	}
+	for _, root := range r.cfg.Roots {
+		if ar, err := filepath.Abs(root); err == nil && within(au, ar) {
+			return root
+		}
+	}
+	return ""
+}
+
+// emptyRoots are the roots in which skills (the valid skills just found) has none.
+func (r *Registry) emptyRoots(skills []*skill.Skill) map[string]bool {
+	empty := make(map[string]bool, len(r.cfg.Roots))
+	for _, root := range r.cfg.Roots {
+		empty[root] = true
+	}
+	for _, s := range skills {
+		if root := r.rootOf(unit(s)); root != "" {
+			empty[root] = false
+		}
+	}
+	return empty
+}
+
 // unit is where a skill lives: its directory, or its file for a single-file skill.
 func unit(s *skill.Skill) string {
 	if s.Dir != "" {
@@ -418,9 +451,26 @@ func (r *Registry) apply(ctx context.Context, skills []*skill.Skill, diags skill
 		}
 	}
 	sort.Strings(gone)
+	empty := r.emptyRoots(skills)
 	for _, name := range gone {
 		p := r.pub[name]
 		u := p.unit
+		root := r.rootOf(u)
+		if root == "" {
+			// Published by another registry, from roots this one does not read:
+			// not this registry's to delete.
+			continue
+		}
+		if empty[root] {
+			// A root that reads as empty or unreadable — an unmounted volume, a
+			// ConfigMap mid-swap, a typo in --skills — never wipes the catalog.
+			if !p.invalid {
+				r.cfg.Log.Warn("registry: skills root is empty or unreadable; its skills keep serving", "root", root, "skill", name)
+			}
+			p.invalid = true
+			rep.Invalid = append(rep.Invalid, name)
+			continue
+		}
 		if _, err := os.Stat(u); err == nil && slices.ContainsFunc(diags, func(d skill.Diagnostic) bool {
 			return d.Severity == skill.SeverityError && within(d.File, u)
 		}) {

@@ -319,3 +319,51 @@ func TestConfig(t *testing.T) {
 		t.Error("Max < Keep accepted")
 	}
 }
+
+// A registry deletes only what it published from its own roots: a second registry
+// started on an empty directory leaves the fleet's catalog alone, and a root that
+// reads as empty on reload (an unmounted volume) wipes nothing.
+func TestRegistryNeverWipesWhatIsNotItsOwn(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	write(t, filepath.Join(e.dir, "alpha", "SKILL.md"), skillMD("alpha", "first"))
+	first := e.registry(registry.Config{})
+	if _, err := first.Sync(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	other := e.registry(registry.Config{Roots: []string{t.TempDir()}})
+	rep, err := other.Sync(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Removed) != 0 {
+		t.Fatalf("a registry with an empty root removed %v", rep.Removed)
+	}
+	e.entry("alpha")
+
+	if err := os.RemoveAll(filepath.Join(e.dir, "alpha")); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = first.Sync(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Removed) != 0 || !slices.Contains(rep.Invalid, "alpha") {
+		t.Fatalf("emptied root: removed %v, invalid %v; want alpha kept and reported", rep.Removed, rep.Invalid)
+	}
+	e.entry("alpha")
+
+	// With another skill left in the root, removing one is a real removal.
+	write(t, filepath.Join(e.dir, "alpha", "SKILL.md"), skillMD("alpha", "first"))
+	write(t, filepath.Join(e.dir, "beta", "SKILL.md"), skillMD("beta", "second"))
+	if _, err := first.Sync(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(e.dir, "alpha")); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = first.Sync(e.ctx)
+	if err != nil || !slices.Equal(rep.Removed, []string{"alpha"}) {
+		t.Fatalf("removed %v (%v), want alpha", rep.Removed, err)
+	}
+}

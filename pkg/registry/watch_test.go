@@ -181,12 +181,14 @@ func TestWatchDebounces(t *testing.T) {
 }
 
 // Roots that do not exist yet are loaded when they appear, and a root removed and
-// made again is followed.
+// made again is followed. A root that disappears does not wipe its skills (an
+// unmounted volume is not a decision to delete them); once it is back, what it no
+// longer holds is removed.
 func TestWatchMissingRoot(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	root := filepath.Join(e.dir, "not", "yet", "skills")
-	e.started(registry.Config{Roots: []string{root}})
+	_, syncs := e.started(registry.Config{Roots: []string{root}})
 	cat := e.catalog()
 	write(t, filepath.Join(root, "late", "SKILL.md"), skillMD("late", "arrived"))
 	wait(t, cat, "the skill of the new root", has("late", "arrived"))
@@ -196,9 +198,23 @@ func TestWatchMissingRoot(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(e.dir, "not")); err != nil {
 		t.Fatal(err)
 	}
-	wait(t, cat, "the removal of the root", func(c *catalog.Catalog) bool { return len(c.All()) == 0 })
+	for {
+		r := next(t, syncs)
+		if slices.Contains(r.Invalid, "late") {
+			if len(r.Removed) != 0 {
+				t.Fatalf("a vanished root removed %v", r.Removed)
+			}
+			break
+		}
+	}
+	if _, ok := cat.Get("late"); !ok {
+		t.Fatal("the skills of a vanished root were wiped")
+	}
 	write(t, filepath.Join(root, "again", "SKILL.md"), skillMD("again", "back"))
-	wait(t, cat, "the root made again", has("again", "back"))
+	wait(t, cat, "the root made again", func(c *catalog.Catalog) bool {
+		_, late := c.Get("late")
+		return has("again", "back")(c) && !late
+	})
 }
 
 // A skill file given as a root is watched.

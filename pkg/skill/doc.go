@@ -97,10 +97,14 @@
 //	parallel_safe    boolean; default false (seed 001)
 //	always           boolean: consider on every event; default false (seed 001)
 //	prerequisites    list of - env: NAME | - command: NAME | - tool: NAME | - file: PATH, each
-//	                 with an optional description: (seed 001)
-//	permissions      filesystem: {read: [..], write: [..]}, network: {outbound: bool},
-//	                 environment: {allow: [..]}; default nothing granted (seed 001)
-//	execution        sandbox: none | process | container (default process), approval:
+//	                 with an optional description: (seed 001); checked by the worker
+//	                 before a run (tool.CheckPrerequisites)
+//	permissions      network: {outbound: bool}, environment: {allow: [..]}; default
+//	                 nothing granted (seed 001); enforced by the http and exec tools.
+//	                 filesystem: is an error: not supported yet. allow may not name
+//	                 SKILLBUS_ variables
+//	execution        sandbox: process (the default; none and container are errors: not
+//	                 supported), approval:
 //	                 auto | ask (default auto), timeout: (the skill's timeout); also
 //	                 execution_policy (seed 001)
 //	entrypoints      list of name:, command:, description:; see Kinds

@@ -106,6 +106,7 @@ func TestGolden(t *testing.T) {
 			{"bad/md/alias-conflict.md:7:1", SeverityError, "timeout_ms (20s) contradicts the timeout set before (10s)"},
 		}},
 		{path: "bad/md/policies.md", want: []diag{
+			{"bad/md/policies.md:5:3", SeverityError, "permissions.filesystem is not supported yet"},
 			{"bad/md/policies.md:6:11", SeverityError, "permissions.filesystem.read must be a list"},
 			{"bad/md/policies.md:7:12", SeverityError, `permissions.network must be a mapping, not the string "yes"`},
 			{"bad/md/policies.md:8:3", SeverityWarning, "unknown field permissions.enviroment"},
@@ -117,6 +118,15 @@ func TestGolden(t *testing.T) {
 			{"bad/md/policies.md:17:7", SeverityError, `pool "gpu.large" is not a NATS subject token`},
 			{"bad/md/policies.md:19:13", SeverityError, "examples.positive must be a list"},
 			{"bad/md/policies.md:20:3", SeverityWarning, "unknown field examples.neutral"},
+		}},
+		// What skillbus cannot enforce yet is rejected, not ignored.
+		{path: "bad/md/unsupported.md", want: []diag{
+			{"bad/md/unsupported.md:5:3", SeverityError, "permissions.filesystem is not supported yet: skillbus cannot confine a process to paths"},
+			{"bad/md/unsupported.md:8:19", SeverityError, "permissions.environment.allow names SKILLBUS_NATS_PASSWORD: variables starting with SKILLBUS_ configure skillbus itself"},
+			{"bad/md/unsupported.md:10:12", SeverityError, "execution.sandbox container is not supported yet"},
+		}},
+		{path: "bad/md/no-sandbox.md", want: []diag{
+			{"bad/md/no-sandbox.md:5:12", SeverityError, "execution.sandbox none is not supported: every exec step and entrypoint runs in the process sandbox"},
 		}},
 		{path: "bad/md/workflow-in-md.md", want: []diag{
 			{"bad/md/workflow-in-md.md:4:1", SeverityError, "steps belongs in skill.yaml, not in front matter"},

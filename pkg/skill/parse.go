@@ -308,6 +308,7 @@ func (b *builder) finish(r report) {
 		}
 	}
 	b.checkTools()
+	b.checkSupported()
 	// Defaults.
 	if s.Priority == "" {
 		s.Priority = DefaultPriority

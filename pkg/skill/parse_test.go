@@ -163,7 +163,6 @@ func TestSeed001(t *testing.T) {
 		t.Errorf("source %s body %q", s.Source, s.Body)
 	}
 	wantPerm := Permissions{
-		Filesystem:  FilesystemPermissions{Read: []string{"."}},
 		Network:     NetworkPermissions{Outbound: true},
 		Environment: EnvironmentPermissions{Allow: []string{"GITHUB_TOKEN"}},
 	}

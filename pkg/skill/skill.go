@@ -202,19 +202,27 @@ func (s *Skill) ExecTimeout() time.Duration {
 	return time.Duration(s.Timeout)
 }
 
-// PoolName is the worker pool that runs the skill. A skill with max_concurrent and no
-// pool gets a pool of its own, so that one consumer's MaxAckPending enforces the limit
-// across the whole fleet.
+// PoolName is the worker pool whose jobs subject the skill's jobs go to. A skill with
+// max_concurrent gets a pool of its own ("solo-<name>"), so that one consumer's
+// MaxAckPending enforces the limit across the whole fleet; the workers of its
+// BasePool serve that pool.
 func (s *Skill) PoolName() string {
-	switch {
-	case s.Pool != "":
-		return s.Pool
-	case s.MaxConcurrent > 0:
-		return soloPoolPrefix + s.Name
-	default:
-		return DefaultPool
+	if s.MaxConcurrent > 0 {
+		return SoloPool(s.Name)
 	}
+	return s.BasePool()
 }
+
+// BasePool is the pool whose workers run the skill: the one it names, or "default".
+func (s *Skill) BasePool() string {
+	if s.Pool != "" {
+		return s.Pool
+	}
+	return DefaultPool
+}
+
+// SoloPool is the pool of a skill with max_concurrent.
+func SoloPool(name string) string { return soloPoolPrefix + name }
 
 // Ref is the pinned name@version of the skill, the version being its digest when it
 // declares none.

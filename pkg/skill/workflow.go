@@ -152,6 +152,8 @@ func decodeInputs(b *builder, d *decoder, p pair) {
 		case in.Name == "":
 			d.errAt(n, f+".name", "add name: issue_key, the name templates read as inputs.issue_key", "%s has no name", f)
 			continue
+		case in.Name == AnyInput:
+			// accepts undeclared fields; see AnyInput
 		case !isIdent(in.Name):
 			d.errAt(nameN, f+".name", identHint(in.Name), "input name %q is not an identifier (letters, digits, '_'; not starting with a digit)", in.Name)
 			continue

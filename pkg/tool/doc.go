@@ -30,6 +30,25 @@
 // Func turns a function into a Tool; NewSet collects tools; Builtins returns the
 // four built in here.
 //
+// # Permissions
+//
+// The http and exec tools act on the world from the worker itself, so they act
+// only as far as the skill they run for is allowed to: its `permissions` field,
+// which reaches them in the call's context (WithPermissions, SkillPermissions;
+// the workflow engine and the instruction runner put it there). A call whose
+// context carries none is granted nothing.
+//
+//	network: {outbound: true}   http may send requests; exec processes share the
+//	                            worker's network. Without it http refuses (Fatal,
+//	                            ErrNoNetwork) and exec processes get a network
+//	                            namespace with nothing in it.
+//	environment: {allow: [..]}  exec processes get these variables of the worker's
+//	                            environment; never ones starting with SKILLBUS_.
+//
+// Tools served by other processes (bus, MCP) are not bound by them: they run with
+// whatever their own process may do. CheckPrerequisites checks a skill's
+// prerequisites on a worker before it runs.
+//
 // # http
 //
 // NewHTTP sends one request per call (see NewHTTP for the arguments) with
@@ -46,9 +65,9 @@
 //	bad or missing argument, URL not http(s)         Repairable
 //
 // Non-GET/HEAD requests carry Call.IdempotencyKey as the Idempotency-Key header.
-// The tool reaches any address the worker can, loopback and cloud metadata
-// included; give HTTPConfig.Client a dialer that refuses them where skills are
-// not trusted.
+// A skill without network permission gets a Fatal ErrNoNetwork. One with it
+// reaches any address the worker can, loopback and cloud metadata included; give
+// HTTPConfig.Client a dialer that refuses them where skills are not trusted.
 //
 // # exec
 //
@@ -72,8 +91,10 @@
 //   - No shell: the vector goes to execve as is, so "; rm -rf" in an argument is
 //     just text. A program name without a slash is looked up in the PATH of the
 //     process's own environment (absolute entries only), not the worker's.
-//   - Environment: exactly ExecConfig.BaseEnv plus the call's "env", nothing of
-//     the worker's, whose environment holds its credentials. Of the worker's
+//   - Environment: exactly ExecConfig.BaseEnv, the variables the skill's
+//     permissions.environment.allow names (if the worker has them), and the
+//     call's "env"; nothing else of the worker's, whose environment holds its
+//     credentials. Of the worker's
 //     open files only stdin, stdout and stderr are passed, as pipes; everything
 //     Go opens is close-on-exec. (Descriptors the worker itself inherited without
 //     close-on-exec do pass on; a worker's main can mark them with
@@ -97,17 +118,49 @@
 //     children first. This needs ptrace to be permitted (some container seccomp
 //     profiles forbid it; calls with limits then fail as Fatal, with a hint). When
 //     no limit is set, no ptrace is used.
+//   - Namespaces: the process starts in a user namespace, a PID namespace and,
+//     unless the skill has network permission, a network namespace of its own
+//     (holding only a loopback interface that is down: no route to NATS, to the
+//     metadata service, to anything). The program is its PID namespace's init:
+//     when it exits, or is killed, the kernel kills everything it started, even
+//     descendants that left its process group with setsid. Like any init, it
+//     ignores signals it has no handler for that come from inside its namespace
+//     (kill $$ in a shell does nothing), and SIGXCPU at the soft CPU limit: the
+//     hard limit, a second later, ends it with SIGKILL.
+//   - Death with the worker: processes have SIGKILL as their parent-death signal.
+//     The kernel sends it when the thread that started the process exits, not the
+//     process (golang.org/issue/27505), so processes are started from one OS
+//     thread kept alive while any of them runs; when the worker dies, even by
+//     SIGKILL, its processes die, and with them everything they started. A job
+//     redelivered to another worker cannot meet a copy of its step still running.
+//   - User: when the worker runs as root, processes run as nobody (65534:65534,
+//     ExecConfig.RunAs), without root's groups; the working directory is given to
+//     that user. Otherwise they run as the worker's user, seen inside as 65534.
+//   - The worker's secrets: NewExec makes the worker non-dumpable
+//     (PR_SET_DUMPABLE 0), so /proc/<worker>/environ and mem belong to root and
+//     ptrace needs CAP_SYS_PTRACE. A process in a user namespace of its own cannot
+//     read or ptrace the worker even as the same user, and a process of another
+//     user never could: it can neither read the NATS password or model key from
+//     the worker's environment or memory, nor, without network permission, reach
+//     NATS. (The worker's environment block still holds what it was started with;
+//     a worker that drops its secrets after reading them closes that door too.)
 //
-// What it does not do: it is not a security boundary against a hostile program.
-// The process runs as the worker's user, so it can read whatever the worker can:
-// files, and even /proc/<worker pid>/environ unless the worker made itself
-// non-dumpable. It can leave the directory (cd ..) and use the network. A
-// descendant that calls setsid or setpgid leaves the group and survives the kill.
-// RLIMIT_NPROC counts all processes of the user and does not bind root;
-// RLIMIT_AS limits address space, not resident memory. For untrusted code run the
-// worker as a dedicated user in a container or VM, or make the command a
-// sandboxing tool such as bwrap or nsjail; this package is the last line, not the
-// only one.
+// Hosts that refuse namespaces (a container without CAP_SYS_ADMIN, user
+// namespaces switched off): processes then start without them, and a skill
+// without network permission cannot run exec at all: its calls fail, Fatal,
+// saying why, rather than run with a network it was not granted. Resource limits
+// on a process of another user need CAP_SYS_RESOURCE over it, which the worker has
+// inside the user namespace it owns; without namespaces a root worker lacking
+// CAP_SYS_RESOURCE cannot set them, and such calls fail.
+//
+// What it does not do: confine a process to paths. It can read whatever its user
+// can, leave its directory (cd ..) and write wherever its user may (/tmp). So
+// skills' permissions.filesystem, and execution.sandbox container, are rejected
+// when a skill is loaded, as not supported yet. Cgroups are not used: a cgroup
+// kills nothing by itself when the worker dies, while the PID namespace does.
+// RLIMIT_NPROC counts the processes of the user. RLIMIT_AS limits address space,
+// not resident memory. Under a hostile program the kernel is the boundary: run
+// workers in a VM or gVisor where skills are not trusted.
 //
 // # echo and noop
 //

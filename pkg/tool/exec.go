@@ -34,7 +34,22 @@ type ExecConfig struct {
 	MaxOutputBytes int
 	// Limits are resource limits on the process and everything it starts.
 	Limits Limits
+	// RunAs is the user and group processes run as. Nil: when the worker runs as
+	// root, NobodyID:NobodyID, so that a process can read neither the worker's
+	// memory and environment nor its files; otherwise the worker's own user (only
+	// root can run processes as another). The working directory is given to this
+	// user. &RunAs{} runs processes as root.
+	RunAs *RunAs
 }
+
+// RunAs is a user and group ID.
+type RunAs struct {
+	UID, GID uint32
+}
+
+// NobodyID is the user and group ID of "nobody", as whom a worker running as root
+// runs processes unless ExecConfig.RunAs says otherwise.
+const NobodyID = 65534
 
 // Limits are per-process resource limits (setrlimit(2)). Zero means unlimited,
 // that is, whatever the worker itself has. Children inherit them.
@@ -117,6 +132,7 @@ const waitDelay = 2 * time.Second
 // plus "json" with the decoded value when stdout is a JSON document. See the
 // package documentation for the sandbox.
 func NewExec(cfg ExecConfig) Tool {
+	protectWorker()
 	t := &execTool{cfg: cfg}
 	if cfg.Timeout <= 0 {
 		t.cfg.Timeout = DefaultExecTimeout
@@ -153,6 +169,7 @@ func (*execTool) Name() string { return "exec" }
 
 type execRequest struct {
 	argv    []string
+	callEnv map[string]string // the call's "env"
 	env     []string
 	stdin   string
 	timeout time.Duration
@@ -189,7 +206,7 @@ func (e *execTool) parse(c Call) (*execRequest, error) {
 			return nil, a.Errorf("env", "has a NUL byte in %q", k)
 		}
 	}
-	r.env = mergeEnv(e.cfg.BaseEnv, env)
+	r.callEnv = env
 	if r.stdin, err = a.OptString("stdin", ""); err != nil {
 		return nil, err
 	}
@@ -205,20 +222,36 @@ func (e *execTool) parse(c Call) (*execRequest, error) {
 	return r, nil
 }
 
+// grantedEnv is the part of the worker's environment that p lets processes see.
+func grantedEnv(p Permissions) map[string]string {
+	m := map[string]string{}
+	for _, k := range p.Env {
+		if strings.HasPrefix(k, ReservedEnvPrefix) || !validEnvName(k) {
+			continue
+		}
+		if v, ok := os.LookupEnv(k); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
 func validEnvName(k string) bool {
 	return k != "" && !strings.ContainsAny(k, "=\x00")
 }
 
-// mergeEnv returns base with extra laid over it, sorted by name. It is never nil:
-// a nil Cmd.Env would hand the process the worker's own environment.
-func mergeEnv(base []string, extra map[string]string) []string {
-	m := make(map[string]string, len(base)+len(extra))
+// mergeEnv returns base with the layers laid over it in order, sorted by name. It
+// is never nil: a nil Cmd.Env would hand the process the worker's own environment.
+func mergeEnv(base []string, layers ...map[string]string) []string {
+	m := make(map[string]string, len(base))
 	for _, kv := range base {
 		k, v, _ := strings.Cut(kv, "=")
 		m[k] = v
 	}
-	for k, v := range extra {
-		m[k] = v
+	for _, l := range layers {
+		for k, v := range l {
+			m[k] = v
+		}
 	}
 	env := make([]string, 0, len(m))
 	for _, k := range sortedKeys(m) {

@@ -9,7 +9,10 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -28,7 +31,13 @@ func (e *execTool) Call(ctx context.Context, c Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	perms := PermissionsFrom(ctx)
+	r.env = mergeEnv(e.cfg.BaseEnv, grantedEnv(perms), r.callEnv)
 	path, err := lookPath(r.argv[0], r.env)
+	if err != nil {
+		return nil, err
+	}
+	cred, err := e.credential()
 	if err != nil {
 		return nil, err
 	}
@@ -37,18 +46,85 @@ func (e *execTool) Call(ctx context.Context, c Call) (any, error) {
 		return nil, err
 	}
 	defer cleanup()
+	if cred != nil {
+		// The process must be able to work in its directory; only the directory
+		// itself changes hands, not what is in it.
+		if err := os.Chown(root, int(cred.Uid), int(cred.Gid)); err != nil {
+			return nil, failure.Fatalf("exec: misconfigured: giving the working directory to user %d: %v", cred.Uid, err)
+		}
+	}
 	dir, err := confine(root, r.dir)
 	if err != nil {
 		return nil, err
 	}
-	return e.run(ctx, r, path, dir)
+	return e.run(ctx, r, path, dir, sandbox{cred: cred, network: perms.Network})
 }
 
-func (e *execTool) run(parent context.Context, r *execRequest, path, dir string) (any, error) {
-	ctx, cancel := context.WithTimeout(parent, r.timeout)
-	defer cancel()
-	name := r.argv[0]
+// credential is the user processes run as, or nil for the worker's own.
+func (e *execTool) credential() (*syscall.Credential, error) {
+	euid := uint32(os.Geteuid())
+	ra := e.cfg.RunAs
+	switch {
+	case ra == nil && euid != 0:
+		return nil, nil
+	case ra == nil:
+		ra = &RunAs{UID: NobodyID, GID: NobodyID}
+	case euid != 0 && (ra.UID != euid || ra.GID != uint32(os.Getegid())):
+		return nil, failure.Fatalf("exec: misconfigured: RunAs %d:%d, but only a worker running as root can run processes as another user (it runs as %d)", ra.UID, ra.GID, euid)
+	case euid != 0:
+		return nil, nil
+	}
+	// Groups is empty, not nil: the process drops root's supplementary groups.
+	return &syscall.Credential{Uid: ra.UID, Gid: ra.GID, Groups: []uint32{}}, nil
+}
 
+// sandbox is how one process is confined.
+type sandbox struct {
+	cred    *syscall.Credential // nil: the worker's user
+	network bool                // keep the worker's network namespace
+}
+
+// nsRefused is the error with which the host refused to create namespaces, once
+// it has; processes are then started without them.
+var nsRefused atomic.Pointer[error]
+
+// cloneflags are the namespaces a process gets: a PID namespace, whose processes
+// all die when the process (its init) dies, and a network namespace unless the
+// skill may use the network.
+//
+// A worker that is not root needs a user namespace to create them; inside one,
+// the process cannot read or ptrace the worker even as the same user. A root
+// worker uses one only to set resource limits on a process of another user
+// without CAP_SYS_RESOURCE (containers often take it from root): as the owner of
+// the namespace it holds every capability inside. Otherwise it avoids one: with a
+// new user namespace Go must fork the whole worker rather than vfork, which costs
+// milliseconds per process.
+func (sb sandbox) cloneflags(limited bool) uintptr {
+	if nsRefused.Load() != nil {
+		return 0
+	}
+	flags := uintptr(unix.CLONE_NEWPID)
+	if !sb.network {
+		flags |= unix.CLONE_NEWNET
+	}
+	if os.Geteuid() != 0 || limited && sb.cred != nil && sb.cred.Uid != 0 && !hasCapSysResource() {
+		flags |= unix.CLONE_NEWUSER
+	}
+	return flags
+}
+
+var capSysResource = sync.OnceValue(func() bool {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return false
+	}
+	return data[unix.CAP_SYS_RESOURCE/32].Effective&(1<<(unix.CAP_SYS_RESOURCE%32)) != 0
+})
+
+func hasCapSysResource() bool { return capSysResource() }
+
+func (e *execTool) newCmd(ctx context.Context, r *execRequest, path, dir string, sb sandbox, flags uintptr, traced bool) (*exec.Cmd, *capWriter, *capWriter) {
 	cmd := exec.CommandContext(ctx, path)
 	cmd.Args = r.argv
 	cmd.Env = r.env
@@ -59,15 +135,80 @@ func (e *execTool) run(parent context.Context, r *execRequest, path, dir string)
 	stdout := &capWriter{max: e.cfg.MaxOutputBytes}
 	stderr := &capWriter{max: e.cfg.MaxOutputBytes, tail: stderrTail}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	limited := e.cfg.Limits.any()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Ptrace: limited}
+	attr := &syscall.SysProcAttr{
+		Setpgid: true,
+		// The kernel kills the process when the thread that started it exits:
+		// processes are started from a thread that lives as long as they do
+		// (spawner), so this fires when the worker dies, even by SIGKILL.
+		Pdeathsig:  syscall.SIGKILL,
+		Ptrace:     traced,
+		Credential: sb.cred,
+		Cloneflags: flags,
+	}
+	if flags&unix.CLONE_NEWUSER != 0 && sb.cred != nil {
+		// A root worker maps the user the process becomes to itself, so that the
+		// process can take that user's IDs, and drop root's groups, inside. A worker that is not root
+		// writes no map: it could not write the process's uid_map, which is
+		// root's while the process, like the worker, is not dumpable. Such a
+		// process keeps the worker's IDs, but sees them as 65534 (the overflow ID).
+		uid, gid := int(sb.cred.Uid), int(sb.cred.Gid)
+		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
+		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
+		attr.GidMappingsEnableSetgroups = true
+	}
+	cmd.SysProcAttr = attr
 	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
 	cmd.WaitDelay = waitDelay
+	return cmd, stdout, stderr
+}
 
-	if started, err := e.start(cmd, limited); err != nil {
+// nsErrors are the errors with which clone(2) refuses namespaces: no permission
+// (no CAP_SYS_ADMIN, user namespaces disabled or forbidden by seccomp), not
+// built into the kernel, or the per-user limit reached.
+var nsErrors = []error{syscall.EPERM, syscall.EINVAL, syscall.ENOSPC, syscall.EUSERS, syscall.ENOSYS, syscall.EACCES}
+
+func (e *execTool) run(parent context.Context, r *execRequest, path, dir string, sb sandbox) (any, error) {
+	ctx, cancel := context.WithTimeout(parent, r.timeout)
+	defer cancel()
+	name := r.argv[0]
+	limited := e.cfg.Limits.any()
+
+	th := spawner.hold()
+	defer spawner.release()
+
+	flags := sb.cloneflags(limited)
+	if flags&unix.CLONE_NEWNET == 0 && !sb.network {
+		return nil, noNetnsError(name)
+	}
+	cmd, stdout, stderr := e.newCmd(ctx, r, path, dir, sb, flags, limited)
+	started, err := e.start(th, cmd, limited, nil)
+	if err != nil && !started && flags != 0 && slices.ContainsFunc(nsErrors, func(t error) bool { return errors.Is(err, t) }) {
+		// Perhaps the host forbids namespaces (a container without CAP_SYS_ADMIN,
+		// user namespaces switched off). Try without, but traced, so that the
+		// process stops before its first instruction: if it starts, namespaces
+		// were the cause, and the process runs only if it may run without them.
+		nsErr := fmt.Errorf("creating namespaces (%s): %w", nsNames(flags), err)
+		cmd, stdout, stderr = e.newCmd(ctx, r, path, dir, sb, 0, true)
+		started, err = e.start(th, cmd, limited, func() error {
+			nsRefused.CompareAndSwap(nil, &nsErr)
+			if !sb.network {
+				return noNetnsError(name)
+			}
+			return nil
+		})
+	}
+	if err != nil {
 		if started {
 			_ = killGroup(cmd.Process.Pid)
 			_ = cmd.Wait()
+		}
+		switch fe := (*failure.Error)(nil); {
+		case errors.As(err, &fe):
+			return nil, err
+		case parent.Err() != nil:
+			return nil, failure.Wrap(failure.Retryable, fmt.Errorf("exec: %q: %w", name, parent.Err()))
+		case ctx.Err() != nil:
+			return nil, failure.Wrap(failure.Retryable, fmt.Errorf("exec: %q timed out after %s before it started: %w", name, r.timeout, ctx.Err()))
 		}
 		return nil, startError(name, err, limited)
 	}
@@ -75,7 +216,8 @@ func (e *execTool) run(parent context.Context, r *execRequest, path, dir string)
 
 	// Wait for the process to exit without reaping it. While it is a zombie its
 	// pid, which is also its process group's id, cannot be reused, so killing the
-	// group now reaches the descendants it left behind and nobody else.
+	// group now reaches the descendants it left behind and nobody else. (In a PID
+	// namespace the kernel has killed them already: they died with its init.)
 	var info unix.Siginfo
 	_ = waitid(pid, unix.WEXITED|unix.WNOWAIT, &info)
 	_ = killGroup(pid)
@@ -122,37 +264,124 @@ func (e *execTool) run(parent context.Context, r *execRequest, path, dir string)
 	return nil, failure.Wrap(class, xe)
 }
 
-// start starts cmd. With limits, the process is started traced (PTRACE_TRACEME),
-// so the kernel stops it right after execve, before the program's first
-// instruction; the limits are set on it with prlimit(2) while it is stopped, and
-// then it is let go (PTRACE_DETACH). A prlimit after a plain Start would leave a
-// window in which the program runs, and forks, without limits. started reports
-// whether the process exists, so that the caller must reap it.
-func (e *execTool) start(cmd *exec.Cmd, limited bool) (started bool, err error) {
-	if !limited {
-		return false, cmd.Start()
+func nsNames(flags uintptr) string {
+	var names []string
+	for _, n := range []struct {
+		flag uintptr
+		name string
+	}{{unix.CLONE_NEWUSER, "user"}, {unix.CLONE_NEWPID, "pid"}, {unix.CLONE_NEWNET, "network"}} {
+		if flags&n.flag != 0 {
+			names = append(names, n.name)
+		}
 	}
-	// ptrace requests must come from the thread that started the tracee.
+	return strings.Join(names, ", ")
+}
+
+// start starts cmd on the spawner thread th. A traced process (PTRACE_TRACEME) is
+// stopped by the kernel right after execve, before the program's first
+// instruction: then gate, if any, decides whether it may run, the limits are set
+// on it with prlimit(2) if limited, and it is let go (PTRACE_DETACH). A prlimit
+// after a plain Start would leave a window in which the program runs, and forks,
+// without limits. started reports whether the process exists, so that the caller
+// must reap it.
+func (e *execTool) start(th chan<- func(), cmd *exec.Cmd, limited bool, gate func() error) (started bool, err error) {
+	spawner.do(th, func() {
+		if err = cmd.Start(); err != nil {
+			return
+		}
+		started = true
+		if !cmd.SysProcAttr.Ptrace {
+			return
+		}
+		// ptrace requests must come from the thread that started the tracee,
+		// which this is.
+		pid := cmd.Process.Pid
+		var info unix.Siginfo
+		if err = waitid(pid, unix.WEXITED|unix.WSTOPPED|unix.WNOWAIT, &info); err != nil {
+			err = fmt.Errorf("waiting for the process to stop: %w", err)
+			return
+		}
+		if info.Code != cldTrapped && info.Code != cldStopped {
+			return // killed before it ran, by Cancel; Wait reports it
+		}
+		if gate != nil {
+			if err = gate(); err != nil {
+				return
+			}
+		}
+		if limited {
+			if err = setLimits(pid, e.cfg.Limits); err != nil {
+				return
+			}
+		}
+		if err = unix.PtraceDetach(pid); err != nil {
+			err = fmt.Errorf("ptrace detach: %w", err)
+		}
+	})
+	return started, err
+}
+
+func noNetnsError(name string) error {
+	reason := "the host does not allow network namespaces"
+	if p := nsRefused.Load(); p != nil {
+		reason += " (" + (*p).Error() + ")"
+	}
+	return failure.Fatalf("exec: cannot run %q without network access, as the skill's permissions require, because %s; grant the skill permissions.network.outbound, or run the worker where it may create namespaces (as root, or with user namespaces enabled)", name, reason)
+}
+
+// spawner is the OS thread processes are started from. The kernel delivers a
+// process's parent-death signal when the *thread* that forked it exits, not the
+// process (golang.org/issue/27505), and the Go runtime ends a thread when a
+// goroutine locked to it returns. So one goroutine, locked to its thread, starts
+// every process, and returns (ending the thread) only when every process it
+// started has been reaped.
+var spawner spawnThread
+
+type spawnThread struct {
+	mu    sync.Mutex
+	work  chan func()
+	users int // calls between hold and release
+}
+
+// hold returns the spawner thread's queue, starting the thread if there is none.
+// Every hold must be followed by a release once the processes started through it
+// have been reaped.
+func (s *spawnThread) hold() chan<- func() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.work == nil {
+		s.work = make(chan func())
+		go spawnLoop(s.work)
+	}
+	s.users++
+	return s.work
+}
+
+func (s *spawnThread) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.users--; s.users == 0 {
+		close(s.work)
+		s.work = nil
+	}
+}
+
+// do runs fn on the spawner thread and waits for it.
+func (s *spawnThread) do(th chan<- func(), fn func()) {
+	done := make(chan struct{})
+	th <- func() {
+		defer close(done)
+		fn()
+	}
+	<-done
+}
+
+func spawnLoop(work <-chan func()) {
+	// Never unlocked: when the loop ends, the thread ends with the goroutine.
 	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	if err := cmd.Start(); err != nil {
-		return false, err
+	for fn := range work {
+		fn()
 	}
-	pid := cmd.Process.Pid
-	var info unix.Siginfo
-	if err := waitid(pid, unix.WEXITED|unix.WSTOPPED|unix.WNOWAIT, &info); err != nil {
-		return true, fmt.Errorf("waiting for the process to stop: %w", err)
-	}
-	if info.Code != cldTrapped && info.Code != cldStopped {
-		return true, nil // killed before it ran, by Cancel; Wait reports it
-	}
-	if err := setLimits(pid, e.cfg.Limits); err != nil {
-		return true, err
-	}
-	if err := unix.PtraceDetach(pid); err != nil {
-		return true, fmt.Errorf("ptrace detach: %w", err)
-	}
-	return true, nil
 }
 
 // si_code values of SIGCHLD (not exported by x/sys/unix).
@@ -223,4 +452,15 @@ func startError(name string, err error, limited bool) error {
 		hint = " (resource limits are applied under ptrace(2); is it forbidden here?)"
 	}
 	return failure.Wrap(class, fmt.Errorf("exec: starting %q: %w%s", name, err, hint))
+}
+
+var protectOnce sync.Once
+
+// protectWorker makes the worker process non-dumpable (PR_SET_DUMPABLE 0): then
+// /proc/<worker>/environ, mem, maps and fd belong to root, and ptrace(2) needs
+// CAP_SYS_PTRACE, so a process of the worker's own user cannot read the worker's
+// credentials from its environment or memory. Processes it starts are dumpable
+// again after their execve, as usual.
+func protectWorker() {
+	protectOnce.Do(func() { _ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0) })
 }

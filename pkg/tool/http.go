@@ -49,6 +49,10 @@ const (
 	DefaultUserAgent        = "skillbus"
 )
 
+// ErrNoNetwork is wrapped by the http tool's error for a call whose skill has no
+// network permission (see Permissions).
+var ErrNoNetwork = errors.New("refused: the skill has no network permission")
+
 // StatusError is the error, inside a *failure.Error, for a response whose status
 // is a failure: 4xx, 5xx (and 429). Use errors.As to read the status.
 type StatusError struct {
@@ -147,6 +151,9 @@ func (h *httpTool) Call(ctx context.Context, c Call) (any, error) {
 	safeURL := redactURL(r.url)
 	fail := func(class failure.Class, format string, args ...any) error {
 		return failure.New(class, "http: %s %s: "+format, append([]any{r.method, safeURL}, args...)...)
+	}
+	if !PermissionsFrom(ctx).Network {
+		return nil, failure.Wrap(failure.Fatal, fmt.Errorf("http: %s %s: %w; grant it with permissions: {network: {outbound: true}}", r.method, safeURL, ErrNoNetwork))
 	}
 
 	callCtx, cancel := context.WithTimeout(ctx, r.timeout)

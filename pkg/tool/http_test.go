@@ -111,7 +111,7 @@ func TestHTTPConformance(t *testing.T) {
 		srv := newHTTPServer(t)
 		return tooltest.Fixture{
 			// The default client: the suite must also pass without one given.
-			Tool: tool.NewHTTP(tool.HTTPConfig{}),
+			Tool: granted(tool.NewHTTP(tool.HTTPConfig{})),
 			OK:   httpCall(map[string]any{"url": srv.URL + "/echo", "json": map[string]any{"a": []any{int64(1), 2.5}}}),
 			CheckOK: func(t *testing.T, res any) {
 				body := res.(map[string]any)["body"].(map[string]any)
@@ -148,7 +148,7 @@ func TestHTTPStatusClasses(t *testing.T) {
 	} {
 		t.Run(strconv.Itoa(tc.status), func(t *testing.T) {
 			t.Parallel()
-			res, err := h.Call(t.Context(), httpCall(map[string]any{"url": srv.URL + "/status/" + strconv.Itoa(tc.status)}))
+			res, err := h.Call(netCtx(t), httpCall(map[string]any{"url": srv.URL + "/status/" + strconv.Itoa(tc.status)}))
 			if tc.class == "" {
 				if err != nil {
 					t.Fatalf("status %d failed: %v", tc.status, err)
@@ -217,7 +217,7 @@ func TestHTTPIdempotencyKey(t *testing.T) {
 		seen.Store(r.Header.Values("Idempotency-Key"))
 	}))
 	defer head.Close()
-	if _, err := h.Call(t.Context(), httpCall(map[string]any{"url": head.URL, "method": "HEAD"})); err != nil {
+	if _, err := h.Call(netCtx(t), httpCall(map[string]any{"url": head.URL, "method": "HEAD"})); err != nil {
 		t.Fatal(err)
 	}
 	if got := seen.Load().([]string); len(got) != 0 {
@@ -228,7 +228,7 @@ func TestHTTPIdempotencyKey(t *testing.T) {
 // echoed calls /echo and returns what the server saw.
 func echoed(t *testing.T, h tool.Tool, c tool.Call) map[string]any {
 	t.Helper()
-	res, err := h.Call(t.Context(), c)
+	res, err := h.Call(netCtx(t), c)
 	if err != nil {
 		t.Fatalf("call failed: %v", err)
 	}
@@ -240,7 +240,7 @@ func TestHTTPRequestAndResult(t *testing.T) {
 	srv := newHTTPServer(t)
 	h := tool.NewHTTP(tool.HTTPConfig{Client: srv.Client()})
 
-	res, err := h.Call(t.Context(), httpCall(map[string]any{
+	res, err := h.Call(netCtx(t), httpCall(map[string]any{
 		"url":     srv.URL + "/echo?keep=1",
 		"json":    map[string]any{"n": int64(1), "f": 0.5, "l": []any{"x", nil, true}},
 		"query":   map[string]any{"q": "a b", "n": int64(2), "many": []any{"x", "y"}, "b": false},
@@ -287,7 +287,7 @@ func TestHTTPRequestAndResult(t *testing.T) {
 		"/text":    `{"not":"decoded"}`, // not declared JSON: a string
 		"/badjson": `{"broken":`,        // declared JSON but invalid: a string
 	} {
-		res, err := h.Call(t.Context(), httpCall(map[string]any{"url": srv.URL + path}))
+		res, err := h.Call(netCtx(t), httpCall(map[string]any{"url": srv.URL + path}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -323,7 +323,7 @@ func TestHTTPBadArguments(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := h.Call(t.Context(), httpCall(tc.args))
+			_, err := h.Call(netCtx(t), httpCall(tc.args))
 			if err == nil || err.Error() != tc.want {
 				t.Fatalf("error = %v\nwant %q", err, tc.want)
 			}
@@ -347,7 +347,7 @@ func TestHTTPResponseLimit(t *testing.T) {
 		{"n=101", "response body of 101 bytes exceeds the limit of 100 bytes"},
 		{"n=101&chunked", "response body exceeds the limit of 100 bytes"},
 	} {
-		_, err := h.Call(t.Context(), httpCall(map[string]any{"url": srv.URL + "/big?" + tc.query}))
+		_, err := h.Call(netCtx(t), httpCall(map[string]any{"url": srv.URL + "/big?" + tc.query}))
 		if tc.want == "" {
 			if err != nil {
 				t.Errorf("%s: %v", tc.query, err)
@@ -368,7 +368,7 @@ func TestHTTPTimeout(t *testing.T) {
 	t.Parallel()
 	srv := newHTTPServer(t)
 	h := tool.NewHTTP(tool.HTTPConfig{Client: srv.Client(), Timeout: time.Hour})
-	_, err := h.Call(t.Context(), httpCall(map[string]any{"url": srv.URL + "/block", "timeout": "100ms"}))
+	_, err := h.Call(netCtx(t), httpCall(map[string]any{"url": srv.URL + "/block", "timeout": "100ms"}))
 	if got := classOf(t, err); got != failure.Retryable {
 		t.Errorf("class %q, want retryable", got)
 	}
@@ -381,7 +381,7 @@ func TestHTTPTimeout(t *testing.T) {
 
 	// The config's timeout applies when the call names none.
 	h = tool.NewHTTP(tool.HTTPConfig{Client: srv.Client(), Timeout: 100 * time.Millisecond})
-	_, err = h.Call(t.Context(), httpCall(map[string]any{"url": srv.URL + "/block"}))
+	_, err = h.Call(netCtx(t), httpCall(map[string]any{"url": srv.URL + "/block"}))
 	if !errors.Is(err, context.DeadlineExceeded) || classOf(t, err) != failure.Retryable {
 		t.Errorf("error %v, want a retryable deadline error", err)
 	}
@@ -396,7 +396,7 @@ func TestHTTPConnectionErrorIsRetryable(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close() // nothing listens there now
 
-	_, err = tool.NewHTTP(tool.HTTPConfig{}).Call(t.Context(),
+	_, err = tool.NewHTTP(tool.HTTPConfig{}).Call(netCtx(t),
 		httpCall(map[string]any{"url": "http://admin:s3cret@" + addr + "/x?token=t0ken"}))
 	if got := classOf(t, err); got != failure.Retryable {
 		t.Errorf("class %q, want retryable (error %v)", got, err)
@@ -418,7 +418,7 @@ func TestHTTPErrorsHideCredentials(t *testing.T) {
 		{"url": base + "/block?token=t0ken", "timeout": "50ms"},
 		{"url": "http://admin:s3cret@[::1/?token=t0ken"},
 	} {
-		_, err := h.Call(t.Context(), httpCall(args))
+		_, err := h.Call(netCtx(t), httpCall(args))
 		if err == nil {
 			t.Fatalf("%v succeeded", args)
 		}
@@ -441,7 +441,7 @@ func TestHTTPRetriesWhenConfigured(t *testing.T) {
 
 	srv.flaky.Store(2)
 	res, err := tool.NewHTTP(tool.HTTPConfig{Client: srv.Client(), Retries: 2}).
-		Call(t.Context(), httpCall(map[string]any{"url": srv.URL + "/flaky"}))
+		Call(netCtx(t), httpCall(map[string]any{"url": srv.URL + "/flaky"}))
 	if err != nil {
 		t.Fatalf("with 2 retries, 2 failures then success: %v", err)
 	}
@@ -452,9 +452,45 @@ func TestHTTPRetriesWhenConfigured(t *testing.T) {
 	// By default the first failure is reported: the broker retries.
 	srv.flaky.Store(1)
 	_, err = tool.NewHTTP(tool.HTTPConfig{Client: srv.Client()}).
-		Call(t.Context(), httpCall(map[string]any{"url": srv.URL + "/flaky"}))
+		Call(netCtx(t), httpCall(map[string]any{"url": srv.URL + "/flaky"}))
 	var se *tool.StatusError
 	if !errors.As(err, &se) || se.Status != 503 || classOf(t, err) != failure.Retryable {
 		t.Errorf("default config: error %v, want a retryable 503", err)
+	}
+}
+
+// netCtx is the context of a call by a skill with network permission.
+func netCtx(t *testing.T) context.Context {
+	return tool.WithPermissions(t.Context(), tool.Permissions{Network: true})
+}
+
+// granted calls t with network permission.
+func granted(t tool.Tool) tool.Tool {
+	return tool.Func(t.Name(), func(ctx context.Context, c tool.Call) (any, error) {
+		return t.Call(tool.WithPermissions(ctx, tool.Permissions{Network: true}), c)
+	})
+}
+
+func TestHTTPNeedsNetworkPermission(t *testing.T) {
+	t.Parallel()
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	t.Cleanup(srv.Close)
+	h := tool.NewHTTP(tool.HTTPConfig{Client: srv.Client()})
+	for _, ctx := range []context.Context{t.Context(), tool.WithPermissions(t.Context(), tool.Permissions{Env: []string{"HOME"}})} {
+		_, err := h.Call(ctx, httpCall(map[string]any{"url": srv.URL + "/x?token=secret", "method": "POST", "body": "x"}))
+		if !errors.Is(err, tool.ErrNoNetwork) || classOf(t, err) != failure.Fatal {
+			t.Errorf("error %v, want fatal ErrNoNetwork", err)
+		}
+		want := "http: POST " + srv.URL + "/x?…: refused: the skill has no network permission; grant it with permissions: {network: {outbound: true}}"
+		if err == nil || err.Error() != want {
+			t.Errorf("message %v\nwant %q", err, want)
+		}
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("the server got %d requests", n)
+	}
+	if _, err := h.Call(netCtx(t), httpCall(map[string]any{"url": srv.URL})); err != nil || hits.Load() != 1 {
+		t.Errorf("with permission: error %v, %d requests", err, hits.Load())
 	}
 }

@@ -2,14 +2,18 @@ package worker_test
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/internal/natstest"
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/run"
+	"github.com/skillbus/skillbus/pkg/skill"
 )
 
 // A job that another worker holds (its claim's lease is live) is not run, even on a
@@ -173,5 +177,58 @@ func TestResultTooLargeFailsOnce(t *testing.T) {
 				t.Fatalf("%d dead letters, want 1", n)
 			}
 		})
+	}
+}
+
+// A skill with max_concurrent: 2 runs at most two at once across two workers, and
+// nothing strands: its pool is served by the workers of its base pool.
+func TestMaxConcurrentBoundsTheFleet(t *testing.T) {
+	t.Parallel()
+	sk := oneStep("scarce", "wait", 0)
+	sk.MaxConcurrent = 2
+	f := setup(t, sk)
+	f.start()
+	f.startWorker("second")
+	pool := sk.PoolName()
+	for i := range 6 {
+		f.jobIn(pool, "mc"+strconv.Itoa(i), "", "scarce")
+	}
+	<-f.blocked
+	<-f.blocked
+	cons, err := f.b.JS.Consumer(f.ctx, f.b.StreamJobs(), "worker-"+pool)
+	if err != nil {
+		t.Fatalf("no consumer for pool %s: %v", pool, err)
+	}
+	var info *jetstream.ConsumerInfo
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		info, err = cons.Info(f.ctx)
+		return err == nil && info.NumAckPending == 2 && info.NumPending == 4
+	}, "consumer %+v: want 2 handed out and 4 waiting", info)
+	if n := f.calls["wait"].Load(); n != 2 {
+		t.Fatalf("%d running at once, want 2", n)
+	}
+	close(f.release)
+	f.drained()
+	if n := f.calls["wait"].Load(); n != 6 {
+		t.Fatalf("%d ran, want 6", n)
+	}
+}
+
+// A skill whose prerequisites are not met fails before running anything, fatally,
+// naming what is missing.
+func TestUnmetPrerequisitesFailBeforeRunning(t *testing.T) {
+	t.Parallel()
+	sk := oneStep("needy", "greet", 3)
+	sk.Prerequisites = []skill.Prerequisite{{Kind: skill.PrerequisiteEnv, Name: "SKILLBUS_TEST_SURELY_UNSET"}}
+	f := setup(t, sk)
+	f.start()
+	id := f.job("pre", "needy")
+	failed := f.waitEvent(id, events.TypeExecutionFailed)
+	f.drained()
+	if failed["class"] != "fatal" || !strings.Contains(failed["error"].(string), "SKILLBUS_TEST_SURELY_UNSET") {
+		t.Fatalf("failed = %v", failed)
+	}
+	if n := f.calls["greet"].Load(); n != 0 {
+		t.Fatalf("greet called %d times", n)
 	}
 }

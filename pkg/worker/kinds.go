@@ -41,6 +41,11 @@ func toolNames(s *skill.Skill) []string {
 			}
 		}
 	}
+	for _, p := range s.Prerequisites {
+		if p.Kind == skill.PrerequisiteTool {
+			names = append(names, p.Name)
+		}
+	}
 	return names
 }
 

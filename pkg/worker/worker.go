@@ -133,6 +133,9 @@ type Worker struct {
 	epoch    *epoch
 	inflight sync.Map // execution id → *job running in this process
 	status   chan nats.Status
+	solo     solo
+	cancel   context.CancelFunc // ends the solo-pool watch
+	watching sync.WaitGroup
 }
 
 // New validates cfg and returns a Worker; Start begins consuming.
@@ -255,6 +258,12 @@ func (w *Worker) Start(ctx context.Context) error {
 		}
 		w.loops = append(w.loops, l)
 	}
+	if cat, ok := w.cfg.Catalog.(Skills); ok {
+		wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		w.cancel = cancel
+		w.syncSolo(ctx, cat.All())
+		w.watching.Go(func() { w.watchSolo(wctx, cat) })
+	}
 	w.beat = startHeartbeat(ctx, b, w.cfg)
 	return nil
 }
@@ -262,6 +271,12 @@ func (w *Worker) Start(ctx context.Context) error {
 // Stop stops taking jobs and waits for those in hand to finish until ctx ends; then
 // the rest are handed back to the broker for another worker.
 func (w *Worker) Stop(ctx context.Context) {
+	if w.cancel != nil {
+		w.cancel()
+		w.watching.Wait()
+		w.cancel = nil
+	}
+	w.stopSolo(ctx)
 	var wg sync.WaitGroup
 	for _, l := range w.loops {
 		wg.Go(func() { l.Stop(ctx) })
@@ -378,8 +393,12 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) error {
 	if w.cfg.Tools != nil {
 		tools = w.cfg.Tools.Ensure(ctx, toolNames(j.skill)...)
 	}
+	if err := tool.CheckPrerequisites(j.skill, tool.Host{Tools: tools, Exec: w.cfg.Exec}); err != nil {
+		return w.fail(ctx, j, "", err) // fatal: the plan falls back
+	}
 	obs := &observer{w: w, j: j}
-	rctx, cancel := context.WithCancel(withDepth(ctx, j.data.Depth))
+	// Tool calls act under the skill's permissions (network, environment).
+	rctx, cancel := context.WithCancel(tool.WithPermissions(withDepth(ctx, j.data.Depth), tool.SkillPermissions(j.skill)))
 	defer cancel()
 	j.claim.mu.Lock()
 	j.claim.cancel = cancel

@@ -113,22 +113,29 @@ func setup(t *testing.T, skills ...*skill.Skill) *fixture {
 
 func (f *fixture) start() {
 	f.t.Helper()
+	f.w = f.startWorker("test")
+}
+
+// startWorker starts one more worker on the fixture's bus and catalog.
+func (f *fixture) startWorker(name string) *worker.Worker {
+	f.t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	eng, err := workflow.New(workflow.Config{Tools: f.tools, Log: log})
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	f.w, err = worker.New(worker.Config{
+	w, err := worker.New(worker.Config{
 		Bus: f.b, Catalog: f.cat, Engine: eng, Log: log, AckWait: time.Second,
-		Backoff: worker.Backoff{Base: 5 * time.Millisecond, Max: 20 * time.Millisecond}, Name: "test", Events: f.level,
+		Backoff: worker.Backoff{Base: 5 * time.Millisecond, Max: 20 * time.Millisecond}, Name: name, Events: f.level,
 	})
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	if err := f.w.Start(f.ctx); err != nil {
+	if err := w.Start(f.ctx); err != nil {
 		f.t.Fatal(err)
 	}
-	f.t.Cleanup(func() { f.w.Stop(context.Background()) })
+	f.t.Cleanup(func() { w.Stop(context.Background()) })
+	return w
 }
 
 // job publishes a job for the named skills: the first runs, the rest are its chain.
@@ -141,14 +148,20 @@ func (f *fixture) job(id string, names ...string) string {
 // if after the duplicate window.
 func (f *fixture) jobMsgID(id, suffix string, names ...string) string {
 	f.t.Helper()
+	return f.jobIn("default", id, suffix, names...)
+}
+
+// jobIn publishes a job to a pool.
+func (f *fixture) jobIn(pool, id, suffix string, names ...string) string {
+	f.t.Helper()
 	refs := make([]events.SkillRef, len(names))
 	for i, n := range names {
-		refs[i] = events.SkillRef{Name: n, Pool: "default", ExecutionID: events.ExecutionID("/t", id, n), Version: "1.0.0"}
+		refs[i] = events.SkillRef{Name: n, Pool: pool, ExecutionID: events.ExecutionID("/t", id, n), Version: "1.0.0"}
 	}
 	j := events.Job{ExecutionID: refs[0].ExecutionID, ActivationID: events.ActivationID("/t", id), Skill: refs[0],
 		Inputs: json.RawMessage(`{"who":"ada"}`), Trigger: events.TriggerRef{ID: id, Source: "/t", Subject: "x"}, Fallback: refs[1:]}
 	bt := f.b.Batch()
-	bt.PublishEvent(f.b.Subjects.Exec("default", names[0]), bus.Event{ID: j.ExecutionID + ".job" + suffix, Source: "/t", Type: events.TypeJob, Meta: bus.Meta{ExecutionID: j.ExecutionID}, Data: j})
+	bt.PublishEvent(f.b.Subjects.Exec(pool, names[0]), bus.Event{ID: j.ExecutionID + ".job" + suffix, Source: "/t", Type: events.TypeJob, Meta: bus.Meta{ExecutionID: j.ExecutionID}, Data: j})
 	if err := bt.Wait(f.ctx); err != nil {
 		f.t.Fatal(err)
 	}

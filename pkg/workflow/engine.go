@@ -130,6 +130,8 @@ func (e *Engine) execute(ctx context.Context, r Run, l *Log) (map[string]any, er
 	if s == nil {
 		return nil, failure.Fatalf("workflow: Run.Skill is nil")
 	}
+	// The http and exec tools act only as far as the skill's permissions allow.
+	ctx = tool.WithPermissions(ctx, tool.SkillPermissions(s))
 	if s.Workflow == nil {
 		switch s.Kind {
 		case skill.KindInstruction:

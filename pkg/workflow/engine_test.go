@@ -177,11 +177,26 @@ func TestInputs(t *testing.T) {
 		{map[string]any{"issue_key": "A-1", "branch_prefix": "chore"}, "chore is not one of [feature fix]"},
 		{map[string]any{"issue_key": "A-1", "n": 1.5}, "input n: want integer"},
 		{map[string]any{"issue_key": "A-1", "note": "toolong"}, "more than max_length 5"},
+		{map[string]any{"issue_key": "A-1", "isue_key": "A-2"}, "input isue_key is not declared by the skill; did you mean issue_key?"},
 	} {
 		_, err := e.Execute(context.Background(), workflow.Run{Skill: s, Inputs: tt.inputs})
 		if err == nil || !strings.Contains(err.Error(), tt.want) || failure.ClassOf(err) != failure.Fatal {
 			t.Errorf("inputs %v: err %v, want a fatal error containing %q", tt.inputs, err, tt.want)
 		}
+	}
+}
+
+// A skill that declares the input "*" takes fields it does not declare.
+func TestAnyInput(t *testing.T) {
+	t.Parallel()
+	s := wf([]skill.Step{{ID: "x", Tool: "echo", Args: map[string]any{"extra": "{{ inputs.extra }}"}}})
+	s.Workflow.Inputs = []skill.Input{{Name: "key"}, {Name: skill.AnyInput}}
+	out, err := engine(t).Execute(context.Background(), workflow.Run{Skill: s, Inputs: map[string]any{"key": "k", "extra": "e"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(map[string]any{"extra": "e"}, out["x"]); d != "" {
+		t.Errorf("(-want +got)\n%s", d)
 	}
 }
 

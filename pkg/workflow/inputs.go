@@ -4,22 +4,57 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
+	"sort"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/skillbus/skillbus/pkg/failure"
+	"github.com/skillbus/skillbus/pkg/skill"
 )
 
 // validateInputs checks given against the declared inputs and returns the inputs the
-// run sees: given values plus defaults. Undeclared inputs pass through unchanged (a
-// trigger's data often carries more than a skill uses). Every violation is Fatal: the
-// same inputs will fail again.
+// run sees: given values plus defaults. A skill that declares inputs rejects fields
+// it does not declare, unless it declares the input "*" (skill.AnyInput); a skill that
+// declares none takes anything. Every violation is Fatal: the same inputs will fail
+// again.
 func validateInputs(decl []cinput, given map[string]any) (map[string]any, error) {
 	out := make(map[string]any, len(given)+len(decl))
 	for k, v := range given {
 		out[k] = v
 	}
+	if len(decl) > 0 {
+		names := make([]string, 0, len(decl))
+		anyInput := false
+		for _, ci := range decl {
+			if ci.in.Name == skill.AnyInput {
+				anyInput = true
+			}
+			names = append(names, ci.in.Name)
+		}
+		if !anyInput {
+			keys := make([]string, 0, len(given))
+			for k := range given {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				if !slices.Contains(names, k) {
+					hint := ""
+					if c := skill.Closest(k, names); c != "" {
+						hint = "; did you mean " + c + "?"
+					}
+					return nil, failure.Fatalf("input %s is not declared by the skill%s (declared: %s; a skill that takes other fields declares an input named \"*\")",
+						k, hint, strings.Join(names, ", "))
+				}
+			}
+		}
+	}
 	for _, ci := range decl {
 		in := ci.in
+		if in.Name == skill.AnyInput {
+			continue
+		}
 		v, ok := out[in.Name]
 		if !ok || v == nil {
 			if in.Default != nil {

@@ -1,0 +1,63 @@
+package tool
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"github.com/skillbus/skillbus/pkg/skill"
+)
+
+// Permissions are what the skill on whose behalf a tool is called may do through
+// the tools that act on the world from the worker itself: http and exec. The zero
+// value grants nothing, and it is what a call gets when its context carries no
+// Permissions.
+type Permissions struct {
+	// Network allows outbound connections: requests of the http tool, and a
+	// network for exec processes. Without it the http tool refuses every request,
+	// and exec processes run in a network namespace of their own that holds only
+	// an unconfigured loopback interface: they cannot reach the NATS server, the
+	// cloud metadata service or anything else.
+	Network bool
+	// Env names variables of the worker's environment that exec processes get,
+	// when the worker has them. Names starting with ReservedEnvPrefix are never
+	// passed: they are the worker's own configuration and credentials.
+	Env []string
+}
+
+// ReservedEnvPrefix starts the names of the variables that configure skillbus's
+// own processes (SKILLBUS_NATS_PASSWORD, SKILLBUS_LLM_API_KEY, ...). A skill's
+// permissions cannot pass them on.
+const ReservedEnvPrefix = "SKILLBUS_"
+
+type permissionsKey struct{}
+
+// WithPermissions returns a context that makes tool calls with it act under p.
+// The workflow engine and the instruction runner wrap a run's context with the
+// permissions of its skill (SkillPermissions); so must anything else that calls
+// these tools for a skill, such as a worker running a script skill's entrypoint.
+func WithPermissions(ctx context.Context, p Permissions) context.Context {
+	p.Env = slices.Clone(p.Env)
+	return context.WithValue(ctx, permissionsKey{}, p)
+}
+
+// PermissionsFrom returns the permissions a call with ctx acts under: those of
+// WithPermissions, else none.
+func PermissionsFrom(ctx context.Context) Permissions {
+	p, _ := ctx.Value(permissionsKey{}).(Permissions)
+	return p
+}
+
+// SkillPermissions are the permissions a skill's `permissions` field grants.
+func SkillPermissions(s *skill.Skill) Permissions {
+	if s == nil {
+		return Permissions{}
+	}
+	var env []string
+	for _, name := range s.Permissions.Environment.Allow {
+		if !strings.HasPrefix(name, ReservedEnvPrefix) {
+			env = append(env, name)
+		}
+	}
+	return Permissions{Network: s.Permissions.Network.Outbound, Env: env}
+}

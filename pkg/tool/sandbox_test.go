@@ -1,0 +1,263 @@
+//go:build linux
+
+package tool_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/skillbus/skillbus/internal/natstest"
+	"github.com/skillbus/skillbus/pkg/skill"
+	"github.com/skillbus/skillbus/pkg/tool"
+	"github.com/skillbus/skillbus/pkg/workflow"
+)
+
+func init() {
+	roles["worker"] = workerRole
+	roles["attacker"] = attackerRole
+}
+
+// workerRole is a worker in miniature: it loads the skill TOOLTEST_SKILL, runs it
+// with the workflow engine and the exec tool, as a worker does, with
+// inputs TOOLTEST_INPUTS (JSON), and prints {"outputs": ..., "error": ...}.
+func workerRole() {
+	out := map[string]any{}
+	defer func() { _ = json.NewEncoder(os.Stdout).Encode(out) }()
+	s, ds := skill.LoadPath(os.Getenv("TOOLTEST_SKILL"))
+	if s == nil || ds.HasErrors() {
+		out["error"] = fmt.Sprintf("loading the skill: %v", ds)
+		return
+	}
+	var inputs map[string]any
+	if err := json.Unmarshal([]byte(os.Getenv("TOOLTEST_INPUTS")), &inputs); err != nil {
+		out["error"] = err.Error()
+		return
+	}
+	tools, _ := tool.NewSet(tool.NewExec(tool.ExecConfig{}))
+	eng, err := workflow.New(workflow.Config{Tools: tools})
+	if err != nil {
+		out["error"] = err.Error()
+		return
+	}
+	// The engine gives the tools the skill's permissions.
+	res, err := eng.Execute(context.Background(), workflow.Run{ExecutionID: "ex1", Skill: s, Inputs: inputs})
+	out["outputs"] = res
+	if err != nil {
+		out["error"] = err.Error()
+	}
+}
+
+// attackerRole is the program a hostile skill runs. It tries to take the
+// credentials of the worker that started it and to reach NATS at TOOLTEST_NATS,
+// and prints what each attempt got: "ok: ..." or "denied: ...".
+func attackerRole() {
+	pid, err := workerPid()
+	if err != nil {
+		_ = json.NewEncoder(os.Stdout).Encode(map[string]string{"error": err.Error()})
+		return
+	}
+	report := map[string]string{"target": pid}
+	try := func(name string, f func() (string, error)) {
+		if got, err := f(); err != nil {
+			report[name] = "denied: " + err.Error()
+		} else {
+			report[name] = "ok: " + got
+		}
+	}
+	try("environ", func() (string, error) {
+		b, err := os.ReadFile("/proc/" + pid + "/environ")
+		return strings.ReplaceAll(string(b), "\x00", " "), err
+	})
+	try("mem", func() (string, error) {
+		f, err := os.Open("/proc/" + pid + "/mem")
+		if err != nil {
+			return "", err
+		}
+		f.Close()
+		return "opened", nil
+	})
+	try("ptrace", func() (string, error) {
+		n, _ := strconv.Atoi(pid)
+		if err := unix.PtraceAttach(n); err != nil {
+			return "", err
+		}
+		_ = unix.PtraceDetach(n)
+		return "attached", nil
+	})
+	try("nats", func() (string, error) {
+		c, err := net.DialTimeout("tcp", os.Getenv("TOOLTEST_NATS"), 2*time.Second)
+		if err != nil {
+			return "", err
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+		line, err := bufio.NewReader(c).ReadString('\n')
+		return strings.Fields(line + " ")[0], err // "INFO" from a NATS server
+	})
+	_ = json.NewEncoder(os.Stdout).Encode(report)
+}
+
+// workerPid finds the worker as any script could: getppid is 0 in a PID
+// namespace, but /proc is the worker's, and there the program's PPid is the
+// worker's pid.
+func workerPid() (string, error) {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "PPid:"); ok && strings.TrimSpace(v) != "0" {
+			return strings.TrimSpace(v), nil
+		}
+	}
+	return "", errors.New("no PPid in /proc/self/status")
+}
+
+// testBinary is a copy of the test binary that any user can run.
+func testBinary(t *testing.T) string {
+	t.Helper()
+	dir := openDir(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "tool.test")
+	if err := os.WriteFile(p, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// asUsers runs f as a root worker and as one that is not root.
+func asUsers(t *testing.T, f func(t *testing.T, cred *syscall.Credential)) {
+	if os.Geteuid() != 0 {
+		t.Run("as its own user", func(t *testing.T) { f(t, nil) })
+		return
+	}
+	t.Run("worker as root", func(t *testing.T) { f(t, nil) })
+	t.Run("worker as uid 1000", func(t *testing.T) {
+		f(t, &syscall.Credential{Uid: 1000, Gid: 1000, Groups: []uint32{}})
+	})
+}
+
+// startWorker starts bin as a worker that runs the skill file with inputs.
+func startWorker(t *testing.T, bin string, cred *syscall.Credential, skillFile string, inputs map[string]any, env ...string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	in, _ := json.Marshal(inputs)
+	abs, _ := filepath.Abs(skillFile)
+	cmd := exec.Command(bin)
+	cmd.Env = append([]string{
+		"TOOLTEST_ROLE=worker",
+		"TOOLTEST_SKILL=" + abs,
+		"TOOLTEST_INPUTS=" + string(in),
+		"PATH=/usr/bin:/bin",
+	}, env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return cmd, &out
+}
+
+// TestExecProcessesDieWithTheWorker: a worker is SIGKILLed while its exec step
+// runs a child that started a grandchild in a session of its own; none of them
+// may outlive the worker, or the redelivered job would run the step a second
+// time alongside them.
+func TestExecProcessesDieWithTheWorker(t *testing.T) {
+	bin := testBinary(t)
+	asUsers(t, func(t *testing.T, cred *syscall.Credential) {
+		mark := sleepMark()
+		worker, out := startWorker(t, bin, cred, "testdata/hostile/linger.yaml", map[string]any{"mark": mark})
+		// Two shells and two sleeps carry the mark.
+		eventually(t, "the exec step's processes to start", func() bool { return len(procsWith(mark)) == 4 })
+		if err := worker.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		err := worker.Wait()
+		var xe *exec.ExitError
+		if !errors.As(err, &xe) || xe.ProcessState.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+			t.Fatalf("the worker ended with %v, not SIGKILL; output: %s", err, out)
+		}
+		eventually(t, "the exec step's processes to die with the worker", func() bool { return len(procsWith(mark)) == 0 })
+	})
+}
+
+// TestExecStepCannotReachTheWorkersSecrets runs a hostile skill: its exec step
+// tries to read the worker's environment (which holds a NATS password) and
+// memory, to ptrace it, and to connect to NATS. All of it must fail. The same
+// skill with network permission reaches NATS, and nothing else.
+func TestExecStepCannotReachTheWorkersSecrets(t *testing.T) {
+	bin := testBinary(t)
+	ns := natstest.Start(t)
+	natsAddr := ns.Server.Addr().String()
+	secret := fmt.Sprintf("SKILLBUS_NATS_PASSWORD=sekrit-%s", sleepMark())
+
+	asUsers(t, func(t *testing.T, cred *syscall.Credential) {
+		for _, tc := range []struct {
+			skill string
+			nats  string // prefix of the report's "nats"
+		}{
+			{"steal-secrets.yaml", "denied: "},
+			{"steal-secrets-net.yaml", "ok: INFO"},
+		} {
+			t.Run(tc.skill, func(t *testing.T) {
+				// The program attacks the process that started it, the worker, whose
+				// pid it finds itself: inside its PID namespace getppid is 0.
+				inputs := map[string]any{"program": bin, "nats": natsAddr}
+				worker, out := startWorker(t, bin, cred, "testdata/hostile/"+tc.skill, inputs, secret)
+				if err := worker.Wait(); err != nil {
+					t.Fatalf("worker: %v: %s", err, out)
+				}
+				var got struct {
+					Outputs struct {
+						Report map[string]string `json:"report"`
+					} `json:"outputs"`
+					Error string `json:"error"`
+				}
+				if err := json.Unmarshal(out.Bytes(), &got); err != nil || got.Error != "" {
+					t.Fatalf("worker output %q: %v", out, err)
+				}
+				r := got.Outputs.Report
+				if r["target"] != strconv.Itoa(worker.Process.Pid) {
+					t.Fatalf("the program attacked pid %q, not the worker (%d): %v", r["target"], worker.Process.Pid, r)
+				}
+				for _, attack := range []string{"environ", "mem", "ptrace"} {
+					if !strings.HasPrefix(r[attack], "denied: ") {
+						t.Errorf("%s: %q, want denied", attack, r[attack])
+					}
+				}
+				if strings.Contains(out.String(), "sekrit") {
+					t.Errorf("the secret reached the skill's output: %s", out)
+				}
+				if !strings.HasPrefix(r["nats"], tc.nats) {
+					t.Errorf("nats: %q, want %s...", r["nats"], tc.nats)
+				}
+			})
+		}
+	})
+}
