@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -13,16 +14,16 @@ import (
 
 func TestParseEffects(t *testing.T) {
 	in := strings.Join([]string{
-		"B e1 work 1 100 1700000000.000001",
-		"E e1 work 1 100 1700000000.000001 1700000000.250000",
-		"B e2 work 1 100 1700000001.5",
+		"B e1 work 1 w1.2 1700000000.000001",
+		"E e1 work 1 w1.2 1700000000.000001 1700000000.250000",
+		"B e2 work 1 w1.2 1700000001.5",
 		"", // a blank line is nothing
 	}, "\n")
 	done, begun, err := ParseEffects("chaos-once", strings.NewReader(in))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Effect{{Skill: "chaos-once", Execution: "e1", Step: "work", Attempt: 1, PID: 100,
+	want := []Effect{{Skill: "chaos-once", Execution: "e1", Step: "work", Attempt: 1, Worker: "w1.2",
 		Start: time.Unix(1700000000, 1000), End: time.Unix(1700000000, 250000000)}}
 	if diff := cmp.Diff(want, done); diff != "" {
 		t.Errorf("effects (-want +got):\n%s", diff)
@@ -40,10 +41,10 @@ func TestParseEffects(t *testing.T) {
 func at(ms int) time.Time { return time.Unix(1700000000, 0).Add(time.Duration(ms) * time.Millisecond) }
 
 func TestRepeats(t *testing.T) {
-	eff := func(exec string, pid, from, to int) Effect {
-		return Effect{Execution: exec, Step: "s", PID: pid, Start: at(from), End: at(to)}
+	eff := func(exec string, worker, from, to int) Effect {
+		return Effect{Execution: exec, Step: "s", Worker: fmt.Sprintf("w%d.1", worker), Start: at(from), End: at(to)}
 	}
-	kills := Kills{1: at(150), 3: at(10_000)}
+	kills := Kills{"w1.1": at(150), "w3.1": at(10_000)}
 	got := Repeats([]Effect{
 		eff("once", 2, 0, 100),
 		eff("killed", 1, 100, 200), eff("killed", 2, 6000, 6100), // worker 1 died mid-step

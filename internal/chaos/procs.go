@@ -50,7 +50,8 @@ func (p *proc) start() error {
 	}
 	cmd := exec.Command(p.bin, p.args(inc)...)
 	cmd.Dir = p.workdir
-	cmd.Env = p.env
+	// CHAOS_WORKER names the incarnation to the chaos skills' steps (they are allowed it).
+	cmd.Env = append(append([]string(nil), p.env...), "CHAOS_WORKER="+inc)
 	cmd.Stdout, cmd.Stderr = out, out
 	// The fleet dies with the driver; its exec children do not die with a worker
 	// (that is the worker's business, and part of what a chaos run checks).

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -112,6 +113,13 @@ func (r *runner) verify(ctx context.Context) (*Report, error) {
 		p.mu.Unlock()
 	}
 	r.mu.Unlock()
+	for i, e := range all {
+		if pid, err := strconv.Atoi(strings.TrimPrefix(e.Worker, "pid")); err == nil && strings.HasPrefix(e.Worker, "pid") {
+			if name, ok := rep.names[pid]; ok {
+				all[i].Worker = name
+			}
+		}
+	}
 	rep.Repeats = Repeats(all, rep.kills, r.cfg.Grace)
 	for _, x := range rep.Repeats {
 		switch {
@@ -198,10 +206,10 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintf(w, "repeated: %s execution %s step %s:\n", x.Copies[0].Skill, x.Execution, x.Step)
 		for _, c := range x.Copies {
 			kill := ""
-			if at, ok := r.kills[c.PID]; ok {
+			if at, ok := r.kills[c.Worker]; ok {
 				kill = fmt.Sprintf(", worker SIGKILLed at %s", at.Format("15:04:05.000"))
 			}
-			fmt.Fprintf(w, "  attempt %d on %s (pid %d) %s–%s%s%s\n", c.Attempt, r.names[c.PID], c.PID,
+			fmt.Fprintf(w, "  attempt %d on %s %s–%s%s%s\n", c.Attempt, c.Worker,
 				c.Start.Format("15:04:05.000000"), c.End.Format("15:04:05.000000"), kill, r.outage(c.Start, c.End.Add(5*time.Second)))
 		}
 	}

@@ -91,10 +91,21 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		r.dir = d
 	}
+	// The sink is written by the skills' exec steps, which run as nobody when the
+	// worker runs as root.
+	if err := os.MkdirAll(r.dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(r.dir, 0o755); err != nil {
+		return nil, err
+	}
 	for _, d := range []string{"bin", "nats", "logs", "sink", "home"} {
 		if err := os.MkdirAll(filepath.Join(r.dir, d), 0o755); err != nil {
 			return nil, err
 		}
+	}
+	if err := os.Chmod(filepath.Join(r.dir, "sink"), 0o777); err != nil {
+		return nil, err
 	}
 	repo, err := filepath.Abs(cfg.Repo)
 	if err != nil {
@@ -491,10 +502,10 @@ func (r *runner) fault(ctx context.Context, kind string) error {
 		}
 		r.mu.Lock()
 		*count++
-		if sig == syscall.SIGKILL {
-			r.kills[pid] = at
-		}
 		name := r.names[pid]
+		if sig == syscall.SIGKILL {
+			r.kills[name] = at
+		}
 		r.mu.Unlock()
 		r.cfg.Log.Info("chaos: fault", "fault", kind, "process", name, "down_for", down.Round(time.Millisecond))
 		time.Sleep(down) // how long the process stays down
@@ -573,7 +584,9 @@ func (r *runner) duplicate(ctx context.Context) error {
 }
 
 // reader reads the outcome events from the EVENTS stream, each poll from where the
-// last one stopped.
+// last one stopped. It reads message by message (a direct get per sequence) rather
+// than through a consumer: the stream's consumers are limited (1,000 by default on
+// nats-server 2.15), and the fleet's own must not be crowded out.
 type reader struct {
 	b    *bus.Bus
 	last uint64
@@ -581,43 +594,36 @@ type reader struct {
 }
 
 func (rd *reader) poll(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	subj := rd.b.Subjects
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{
-		subj.Event("*", events.TypeExecutionCompleted), subj.Event("*", events.TypeExecutionFailed), subj.Event("*", events.TypeExecutionFallback),
-	}}
-	if rd.last > 0 {
-		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, rd.last+1
-	}
-	c, err := rd.b.JS.OrderedConsumer(ctx, rd.b.StreamEvents(), cfg)
+	st, err := rd.b.JS.Stream(ctx, rd.b.StreamEvents())
 	if err != nil {
 		return err
 	}
-	for {
-		batch, err := c.FetchNoWait(1000)
+	info, err := st.Info(ctx)
+	if err != nil {
+		return err
+	}
+	prefix := rd.b.Subjects.Prefix + ".events."
+	for seq := max(rd.last+1, info.State.FirstSeq); seq <= info.State.LastSeq; seq++ {
+		m, err := st.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			rd.last = seq
+			continue
+		}
 		if err != nil {
 			return err
 		}
-		n := 0
-		for m := range batch.Messages() {
-			md, err := m.Metadata()
-			if err != nil {
-				return err
-			}
-			rec, err := run.FromEvent(m.Headers().Get("ce-type"), m.Data(), md.Timestamp)
-			if err != nil {
-				return fmt.Errorf("outcome at sequence %d: %w", md.Sequence.Stream, err)
-			}
-			rd.out.Add(rec)
-			rd.last = md.Sequence.Stream
-			n++
+		rd.last = seq
+		typ := m.Header.Get("ce-type")
+		if !strings.HasPrefix(m.Subject, prefix) || !events.Outcome(typ) {
+			continue
 		}
-		if err := batch.Error(); err != nil {
-			return err
+		rec, err := run.FromEvent(typ, m.Data, m.Time)
+		if err != nil {
+			return fmt.Errorf("outcome at sequence %d: %w", seq, err)
 		}
-		if n == 0 {
-			return nil
-		}
+		rd.out.Add(rec)
 	}
+	return nil
 }

@@ -23,7 +23,7 @@ type Effect struct {
 	Execution string
 	Step      string
 	Attempt   int
-	PID       int // the worker that ran it
+	Worker    string // the worker process that ran it
 	Start     time.Time
 	End       time.Time
 }
@@ -49,11 +49,11 @@ func ParseEffects(skill string, r io.Reader) (done []Effect, begun int, err erro
 			return nil, 0, fmt.Errorf("%s sink line %d: %q is neither a begin nor an end record", skill, line, sc.Text())
 		}
 		e := Effect{Skill: skill, Execution: f[1], Step: f[2]}
-		var errs [4]error
+		var errs [3]error
 		e.Attempt, errs[0] = strconv.Atoi(f[3])
-		e.PID, errs[1] = strconv.Atoi(f[4])
-		e.Start, errs[2] = parseEpoch(f[5])
-		e.End, errs[3] = parseEpoch(f[6])
+		e.Worker = f[4]
+		e.Start, errs[1] = parseEpoch(f[5])
+		e.End, errs[2] = parseEpoch(f[6])
 		for _, err := range errs {
 			if err != nil {
 				return nil, 0, fmt.Errorf("%s sink line %d: %w", skill, line, err)
@@ -93,8 +93,8 @@ type Repeat struct {
 	Concurrent bool
 }
 
-// Kills says when a worker process was SIGKILLed.
-type Kills map[int]time.Time
+// Kills says when each worker process (by incarnation) was SIGKILLed.
+type Kills map[string]time.Time
 
 // Repeats finds every step whose side effect happened more than once and says why.
 // grace is how long after a step ended its worker may die before the step is
@@ -119,7 +119,7 @@ func Repeats(effects []Effect, kills Kills, grace time.Duration) []Repeat {
 			if i == len(cs)-1 {
 				break
 			}
-			at, ok := kills[c.PID]
+			at, ok := kills[c.Worker]
 			if !ok || at.Before(c.Start) || at.After(c.End.Add(grace)) {
 				r.Killed = false
 			}
