@@ -594,19 +594,21 @@ type reader struct {
 }
 
 func (rd *reader) poll(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	st, err := rd.b.JS.Stream(ctx, rd.b.StreamEvents())
+	st, err := rd.b.JS.Stream(ictx, rd.b.StreamEvents())
 	if err != nil {
 		return err
 	}
-	info, err := st.Info(ctx)
+	info, err := st.Info(ictx)
 	if err != nil {
 		return err
 	}
 	prefix := rd.b.Subjects.Prefix + ".events."
 	for seq := max(rd.last+1, info.State.FirstSeq); seq <= info.State.LastSeq; seq++ {
-		m, err := st.GetMsg(ctx, seq)
+		gctx, gcancel := context.WithTimeout(ctx, 5*time.Second) // a reply lost to a server restart
+		m, err := st.GetMsg(gctx, seq)
+		gcancel()
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			rd.last = seq
 			continue
