@@ -24,6 +24,9 @@ type Report struct {
 	// record them, Unexplained were not, and Concurrent ran two copies at once.
 	Repeats                         []Repeat
 	Killed, Unexplained, Concurrent int
+	// NearOutage of the Unexplained: an earlier copy ended at most 10s before, or
+	// during, a nats-server outage, so its worker could not record it.
+	NearOutage int
 	// Effects is how many side effects happened; Interrupted how many began and
 	// never finished (their worker's process was killed... or they were).
 	Effects, Interrupted int
@@ -129,6 +132,12 @@ func (r *runner) verify(ctx context.Context) (*Report, error) {
 			rep.Killed++
 		default:
 			rep.Unexplained++
+			for _, c := range x.Copies[:len(x.Copies)-1] {
+				if rep.outage(c.Start, c.End.Add(10*time.Second)) != "" {
+					rep.NearOutage++
+					break
+				}
+			}
 		}
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -166,7 +175,8 @@ func (r *Report) Print(w io.Writer) {
 	line("lost", r.Lost, "")
 	line("duplicate terminals", r.Duplicates, "")
 	line("side effects run more than once", r.Unexplained+r.Concurrent,
-		fmt.Sprintf("%d concurrent copies; not counted: %d re-run after the worker running them was SIGKILLed mid-step", r.Concurrent, r.Killed))
+		fmt.Sprintf("%d concurrent copies, %d ran just before or during a nats-server outage; not counted: %d re-run after the worker running them was SIGKILLed mid-step",
+			r.Concurrent, r.NearOutage, r.Killed))
 	if len(r.MaxConcurrent) == 0 {
 		line("max concurrent chaos-limited", "-", "not in the mix: run with -limited")
 	}
