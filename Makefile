@@ -5,15 +5,20 @@ SKILLS ?= testdata/skills
 BENCH_FLAGS ?=
 CHAOS_FLAGS ?=
 
-.PHONY: run test bench chaos build vet fuzz clean
+.PHONY: run test bench chaos build vet fuzz clean deploy-check
 
 ## run: start everything (embedded NATS, registry, router, workers) with the example skills
 run:
 	$(GO) run ./cmd/skillbus dev --skills $(SKILLS)
 
-## test: vet, then every test (unit, integration against embedded JetStream, end-to-end with the real binaries)
+## test: vet, then every test (unit, integration against embedded JetStream, end-to-end with the real binaries), then build and check every Kubernetes overlay
 test: vet
 	$(GO) test -race -timeout 15m ./...
+	$(MAKE) deploy-check
+
+## deploy-check: `kubectl kustomize` every overlay of deploy/ (kustomize's Go packages) and check each object strictly against the Kubernetes API types
+deploy-check:
+	cd deploy/check && $(GO) vet ./... && $(GO) test ./... && $(GO) run . ../overlays/*
 
 ## bench: throughput and latency against bare JetStream doing the same persisted hops
 bench:

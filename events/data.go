@@ -22,7 +22,7 @@ type SkillRef struct {
 	Digest      string  `json:"digest,omitempty"`
 	Pool        string  `json:"pool"`
 	ExecutionID string  `json:"execution_id"`
-	Source      string  `json:"source,omitempty"` // how it was recalled: forced | rule
+	Source      string  `json:"source,omitempty"` // how it was recalled: forced | rule | lexical | semantic | llm | always
 	Score       float64 `json:"score,omitempty"`
 }
 
@@ -32,6 +32,10 @@ type Plan struct {
 	Primary        SkillRef   `json:"primary"`
 	FallbackChain  []SkillRef `json:"fallback_chain,omitempty"`
 	ParallelGroups [][]string `json:"parallel_groups,omitempty"`
+	// Always are always-skills that run beside the primary, each as a job of its own.
+	Always        []SkillRef     `json:"always,omitempty"`
+	EstimatedCost int            `json:"estimated_cost,omitempty"`
+	Parameters    map[string]any `json:"parameters,omitempty"`
 }
 
 // RouteDecided is the data of io.skillbus.route.decided.
@@ -39,12 +43,16 @@ type RouteDecided struct {
 	ActivationID string     `json:"activation_id"`
 	Trigger      TriggerRef `json:"trigger"`
 	Plan         Plan       `json:"plan"`
+	// Threshold and Candidates explain the plan: every recalled skill, best first.
+	Threshold  float64     `json:"threshold,omitempty"`
+	Candidates []Candidate `json:"candidates,omitempty"`
 }
 
 // Reasons a trigger is not routed, in RouteUnmatched.Code.
 const (
-	UnmatchedNoSkill      = "no_skill"      // no skill's triggers name the event type
+	UnmatchedNoSkill      = "no_skill"      // no skill was recalled, or none scored above the threshold
 	UnmatchedUnknownSkill = "unknown_skill" // explicit invocation of a skill not in the catalog
+	UnmatchedInvalidSkill = "invalid_skill" // explicit invocation of a skill whose files never validated; the reason holds the errors
 	UnmatchedInvalid      = "invalid_event" // not a valid CloudEvent (missing id, source, type, specversion, ...)
 	UnmatchedTooLarge     = "too_large"     // over the router's size limit
 	UnmatchedBadType      = "bad_type"      // the type cannot become a subject, or does not match the subject
@@ -58,6 +66,9 @@ type RouteUnmatched struct {
 	Reason       string     `json:"reason"`
 	Trigger      TriggerRef `json:"trigger"`
 	Size         int        `json:"size,omitempty"`
+	// Threshold and Candidates (no_skill): the best candidates and their scores.
+	Threshold  float64     `json:"threshold,omitempty"`
+	Candidates []Candidate `json:"candidates,omitempty"`
 }
 
 // Attempt records one skill's try in an activation's fallback history.

@@ -13,6 +13,10 @@
 //	    args: {text: "{{ inputs.title }}"}
 //
 // Run as many copies as you like: they share the calls.
+//
+// With OTEL_EXPORTER_OTLP_ENDPOINT set, each call is a span continuing the
+// caller's trace (the worker's step), and --metrics-addr serves /metrics, /livez
+// and /readyz.
 package main
 
 import (
@@ -30,6 +34,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/skillbus/skillbus/pkg/telemetry"
 	"github.com/skillbus/skillbus/pkg/tool/bustool"
 )
 
@@ -56,6 +61,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	prefix := fs.String("prefix", bustool.DefaultPrefix, "subject prefix: tools are served on <prefix>.tool.<name>")
 	name := fs.String("name", "example-tools", "micro service name")
 	grace := fs.Duration("grace", 10*time.Second, "how long running calls may finish after a stop signal")
+	metricsAddr := fs.String("metrics-addr", getenv("SKILLBUS_METRICS_ADDR"), "address serving /metrics, /livez and /readyz (empty: none)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -63,11 +69,30 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 
+	// Tracing from the OTEL_* variables; off without an endpoint.
+	tel, err := telemetry.Setup(ctx, telemetry.Config{ServiceName: *name, Getenv: getenv})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = tel.Shutdown(fctx)
+	}()
+
 	nc, err := nats.Connect(*url, nats.Name(*name), nats.MaxReconnects(-1))
 	if err != nil {
 		return fmt.Errorf("connecting to %s: %w", *url, err)
 	}
 	defer nc.Close()
+	tel.Health.Add("nats", telemetry.NATSConnected(nc))
+	if *metricsAddr != "" {
+		addr, err := tel.Serve(*metricsAddr)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "metrics on http://%s/metrics\n", addr)
+	}
 
 	srv, err := bustool.Serve(nc, bustool.ServerConfig{
 		Name:        *name,

@@ -12,7 +12,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/skillbus/skillbus/internal/natstest"
+	"github.com/skillbus/skillbus/internal/otlptest"
 	"github.com/skillbus/skillbus/pkg/failure"
+	"github.com/skillbus/skillbus/pkg/telemetry"
 	"github.com/skillbus/skillbus/pkg/tool"
 	"github.com/skillbus/skillbus/pkg/tool/bustool"
 	"github.com/skillbus/skillbus/pkg/tool/tooltest"
@@ -203,5 +205,55 @@ func check(t *testing.T, got, want any) {
 	t.Helper()
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// TestRunContinuesTrace calls a tool with a trace context and finds the service's
+// span in that trace, exported over OTLP when the service stops.
+func TestRunContinuesTrace(t *testing.T) {
+	rcv := otlptest.Start(t)
+	srv := natstest.Start(t)
+	nc := srv.Conn(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	env := map[string]string{"NATS_URL": srv.URL()}
+	for _, e := range rcv.Env("example-tools") {
+		k, v, _ := strings.Cut(e, "=")
+		env[k] = v
+	}
+	var stdout, stderr syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"--name", "example-traced"}, func(k string) string { return env[k] }, &stdout, &stderr)
+	}()
+	slug, err := bustool.New(nc, "slugify", bustool.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const trace, parent = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+	callCtx := telemetry.Extract(t.Context(), "00-"+trace+"-"+parent+"-01", "")
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		res, err := slug.Call(callCtx, tool.Call{Args: map[string]any{"text": "A B"}})
+		return err == nil && res == "a-b"
+	}, "slugify never answered; stderr: %s", &stderr)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	spans := otlptest.InTrace(rcv.Spans(), trace)
+	serve := otlptest.Must(t, spans, "process skillbus.tool.slugify")
+	// Eventually may have called before the service served: the successful call is
+	// the one the service's span continues.
+	var send otlptest.Span
+	for _, s := range spans {
+		if s.Name == "send skillbus.tool.slugify" && s.SpanID == serve.ParentSpanID {
+			send = s
+		}
+	}
+	if send.SpanID == "" {
+		t.Fatalf("the service's span is not a child of a call's span:\n%s", otlptest.Tree(spans))
+	}
+	if send.ParentSpanID != parent || serve.Service != "example-tools" || serve.Attrs["skillbus.tool.name"] != "slugify" {
+		t.Errorf("send %v, serve %v %v", send, serve, serve.Attrs)
 	}
 }

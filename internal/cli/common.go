@@ -64,9 +64,13 @@ type common struct {
 	creds     string
 	replicas  int
 	tlsCA     string
+	tlsCert   string
+	tlsKey    string
+	nkey      string
 	user      string
 	password  string
-	envErr    error // a malformed environment variable, reported when the command runs
+	envErr    error        // a malformed environment variable, reported when the command runs
+	log       *slog.Logger // set by logger: where connection events are logged
 }
 
 func (c *common) register(cmd *cobra.Command, getenv Env, defaultFormat string) {
@@ -79,6 +83,9 @@ func (c *common) register(cmd *cobra.Command, getenv Env, defaultFormat string) 
 	c.user, c.password = getenv("SKILLBUS_NATS_USER"), getenv("SKILLBUS_NATS_PASSWORD")
 	f.StringVar(&c.logLevel, "log-level", envOr(getenv, "SKILLBUS_LOG_LEVEL", "info"), "log level: debug, info, warn, error ($SKILLBUS_LOG_LEVEL)")
 	f.StringVar(&c.logFormat, "log-format", envOr(getenv, "SKILLBUS_LOG_FORMAT", defaultFormat), "log format: json or text ($SKILLBUS_LOG_FORMAT)")
+	c.registerAuth(cmd, getenv)
+	cmd.Version = version()
+	cmd.SetVersionTemplate("{{.Name}} {{.Version}}\n")
 }
 
 func (c *common) logger(w io.Writer) (*slog.Logger, error) {
@@ -89,11 +96,13 @@ func (c *common) logger(w io.Writer) (*slog.Logger, error) {
 	opts := &slog.HandlerOptions{Level: lvl}
 	switch c.logFormat {
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
+		c.log = slog.New(slog.NewJSONHandler(w, opts))
 	case "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
+		c.log = slog.New(slog.NewTextHandler(w, opts))
+	default:
+		return nil, usage("--log-format %q: want json or text", c.logFormat)
 	}
-	return nil, usage("--log-format %q: want json or text", c.logFormat)
+	return c.log, nil
 }
 
 // connect dials NATS and wraps it in a Bus.
@@ -101,19 +110,13 @@ func (c *common) connect(name string) (*bus.Bus, error) {
 	if c.envErr != nil {
 		return nil, c.envErr
 	}
-	var opts []nats.Option
-	if c.creds != "" {
-		opts = append(opts, nats.UserCredentials(c.creds))
-	}
-	if c.user != "" {
-		opts = append(opts, nats.UserInfo(c.user, c.password))
-	}
-	if c.tlsCA != "" {
-		opts = append(opts, nats.RootCAs(c.tlsCA))
+	opts, err := c.natsOptions()
+	if err != nil {
+		return nil, err
 	}
 	nc, err := bus.Connect(c.natsURL, name, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("%w (is a NATS server running there? 'skillbus dev' starts one; or point --nats-url at yours)", err)
+		return nil, connectError(c.natsURL, err)
 	}
 	b, err := bus.New(nc, bus.Config{Prefix: c.prefix, Replicas: c.replicas})
 	if err != nil {

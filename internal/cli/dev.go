@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/skillbus/skillbus/events"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -28,6 +29,9 @@ func devCommand(c *common, getenv Env, stderr io.Writer) *cobra.Command {
 		syncInterval time.Duration
 		rf           routerFlags
 		wf           workerFlags
+		o            observe
+		gatewayAddr  string
+		gf           gatewayFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -79,6 +83,11 @@ persisted is lost, and the next start carries on where this one stopped.`,
 				return fmt.Errorf("--store: %w", err)
 			}
 			abs, _ := filepath.Abs(store)
+			tel, log, stopTel, err := o.start(ctx, "skillbus-dev", log)
+			if err != nil {
+				return err
+			}
+			defer stopTel()
 			srv, err := bus.StartEmbedded(bus.EmbedConfig{Host: host, Port: port, StoreDir: abs, SyncInterval: syncInterval})
 			if err != nil {
 				return err
@@ -93,6 +102,7 @@ persisted is lost, and the next start carries on where this one stopped.`,
 			if err := b.Ensure(ctx); err != nil {
 				return err
 			}
+			watchBus(tel, b)
 			reg, err := startRegistry(ctx, b, log, roots)
 			if err != nil {
 				return err
@@ -104,7 +114,7 @@ persisted is lost, and the next start carries on where this one stopped.`,
 				return err
 			}
 			defer tb.close()
-			stopRouter, err := startRouter(ctx, b, log, rf)
+			stopRouter, err := startRouter(ctx, b, log, rf, tel.Metrics)
 			if err != nil {
 				return err
 			}
@@ -115,15 +125,33 @@ persisted is lost, and the next start carries on where this one stopped.`,
 					h, _ := os.Hostname()
 					f.name = fmt.Sprintf("%s-dev-%d", h, i+1)
 				}
-				stop, err := startWorker(ctx, b, log, f, tb)
+				stop, err := startWorker(ctx, b, log, f, tb, tel.Metrics)
 				if err != nil {
 					shutdown(log, append(stops, stopRouter)...)
 					return err
 				}
 				stops = append(stops, stop)
 			}
+			watchConsumer(tel, b, "", b.StreamTriggers(), "router")
+			for _, p := range wf.pools {
+				watchConsumer(tel, b, p, b.StreamJobs(), "worker-"+p)
+			}
 			fmt.Fprint(stderr, banner(srv.URL(), abs, roots, rep, workers))
+			var gatewayDone <-chan error
+			if gatewayAddr != "" {
+				var addr net.Addr
+				addr, gatewayDone, err = gf.start(ctx, gatewayAddr, b, log)
+				if err != nil {
+					shutdown(log, stopRouter)
+					shutdown(log, stops...)
+					return err
+				}
+				fmt.Fprint(stderr, gatewayBanner(addr.String()))
+			}
 			<-ctx.Done()
+			if gatewayDone != nil {
+				<-gatewayDone
+			}
 			// Router first, so no new jobs appear while the workers drain.
 			shutdown(log, stopRouter)
 			shutdown(log, stops...)
@@ -138,9 +166,20 @@ persisted is lost, and the next start carries on where this one stopped.`,
 	f.StringArrayVar(&roots, "skills", nil, "directory of skills (repeatable; the first definition of a name wins)")
 	f.IntVar(&workers, "workers", 2, "workers to run in this process")
 	f.DurationVar(&syncInterval, "sync-interval", 0, "how often JetStream fsyncs (0: the server default, 2m)")
+	f.StringVar(&gatewayAddr, "gateway", "", "also serve the HTTP ingress (POST /events, /hooks/<name>) on this address, e.g. 127.0.0.1:8080; see 'skillbus gateway --help'")
 	rf.register(cmd)
 	wf.register(cmd, getenv)
+	o.register(cmd, getenv)
+	gf.register(cmd, getenv)
 	return cmd
+}
+
+func gatewayBanner(addr string) string {
+	return fmt.Sprintf(`HTTP gateway on http://%s — post a CloudEvent:
+  curl -X POST 'http://%s/events?wait=30s' -H 'ce-specversion: 1.0' -H 'ce-id: 1' \
+    -H 'ce-source: /curl' -H 'ce-type: com.example.greet' -H 'Content-Type: application/json' -d '{"name":"Ada"}'
+
+`, addr, addr)
 }
 
 // banner tells the user what is running, what is wrong with their skills, and what

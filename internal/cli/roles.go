@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/pkg/telemetry"
 	"log/slog"
 	"time"
 
@@ -24,6 +25,7 @@ type routerFlags struct {
 	concurrency   int
 	maxEventBytes int
 	ackWait       time.Duration
+	routing       routingFlags
 }
 
 // workerFlags are the worker's knobs, shared by `worker` and `skillbus dev`.
@@ -50,7 +52,7 @@ type workerFlags struct {
 }
 
 // startRouter starts a router on b with its own catalog watch; stop undoes it.
-func startRouter(ctx context.Context, b *bus.Bus, log *slog.Logger, f routerFlags) (stop func(context.Context), err error) {
+func startRouter(ctx context.Context, b *bus.Bus, log *slog.Logger, f routerFlags, m *telemetry.Metrics) (stop func(context.Context), err error) {
 	kv, err := b.KV(ctx, b.BucketSkills())
 	if err != nil {
 		return nil, err
@@ -59,7 +61,12 @@ func startRouter(ctx context.Context, b *bus.Bus, log *slog.Logger, f routerFlag
 	if err != nil {
 		return nil, err
 	}
-	r, err := router.New(router.Config{Bus: b, Catalog: cat, Log: log, MaxEventBytes: f.maxEventBytes, Concurrency: f.concurrency, AckWait: f.ackWait})
+	rc := router.Config{Bus: b, Catalog: cat, Log: log, MaxEventBytes: f.maxEventBytes, Concurrency: f.concurrency, AckWait: f.ackWait, Metrics: m}
+	if err := f.routing.apply(&rc, log); err != nil {
+		cat.Stop()
+		return nil, err
+	}
+	r, err := router.New(rc)
 	if err != nil {
 		cat.Stop()
 		return nil, usage("%v", err)
@@ -151,7 +158,7 @@ func (tb *toolbox) close() {
 }
 
 // startWorker starts a worker on b with its own catalog watch and the toolbox's tools.
-func startWorker(ctx context.Context, b *bus.Bus, log *slog.Logger, f workerFlags, tb *toolbox) (stop func(context.Context), err error) {
+func startWorker(ctx context.Context, b *bus.Bus, log *slog.Logger, f workerFlags, tb *toolbox, m *telemetry.Metrics) (stop func(context.Context), err error) {
 	kv, err := b.KV(ctx, b.BucketSkills())
 	if err != nil {
 		return nil, err
@@ -165,7 +172,7 @@ func startWorker(ctx context.Context, b *bus.Bus, log *slog.Logger, f workerFlag
 		Tools: tb.watcher, Files: tb.files, Instruct: tb.runner, Exec: tb.exec,
 		Pools: f.pools, Concurrency: f.concurrency, AckWait: f.ackWait,
 		Backoff: worker.Backoff{Base: f.backoffBase, Max: f.backoffMax}, Name: f.name, MaxDepth: f.maxDepth, ConfirmTimeout: f.confirmTimeout,
-		Events: events.Level(f.events),
+		Events: events.Level(f.events), Metrics: m,
 	})
 	if err != nil {
 		cat.Stop()

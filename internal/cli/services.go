@@ -2,14 +2,17 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"github.com/skillbus/skillbus/events"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/skillbus/skillbus/pkg/bus"
@@ -25,6 +28,7 @@ func (r *routerFlags) register(cmd *cobra.Command) {
 	f.IntVar(&r.concurrency, "router-concurrency", 64, "triggers routed at once")
 	f.IntVar(&r.maxEventBytes, "max-event-bytes", 256<<10, "largest trigger accepted (headers and data); larger ones are rejected and recorded")
 	f.DurationVar(&r.ackWait, "router-ack-wait", 30*time.Second, "how long JetStream waits for a router's ack before redelivering a trigger")
+	r.routing.register(cmd)
 }
 
 func (w *workerFlags) register(cmd *cobra.Command, getenv Env) {
@@ -54,6 +58,7 @@ func (w *workerFlags) register(cmd *cobra.Command, getenv Env) {
 // Router is the main of cmd/router.
 func Router(ctx context.Context, args []string, getenv Env, stdout, stderr io.Writer) error {
 	var c common
+	var o observe
 	var rf routerFlags
 	var ensureStreams bool
 	cmd := &cobra.Command{
@@ -61,8 +66,10 @@ func Router(ctx context.Context, args []string, getenv Env, stdout, stderr io.Wr
 		Short: "Route skillbus triggers to skills",
 		Long: `router consumes trigger events from the TRIGGERS stream (durable consumer "router",
 shared by every router), decides which skills handle each one, and publishes the
-activation plan (io.skillbus.route.decided) and the primary skill's job. Run as many as
-you like: JetStream spreads the triggers between them.`,
+activation plan (io.skillbus.route.decided) and the jobs that run at once. Triggers with
+text (data query, text, message or prompt) are routed by relevance: rules, a keyword
+index, and optionally embeddings (--embed-url) and a chat model (--recall-llm-url);
+see docs/routing.md. Run as many as you like: JetStream spreads the triggers between them.`,
 		Example: `  router --nats-url nats://nats:4222
   SKILLBUS_NATS_URL=nats://a:4222,nats://b:4222 router --log-level debug`,
 		Args: cobra.NoArgs,
@@ -71,18 +78,25 @@ you like: JetStream spreads the triggers between them.`,
 			if err != nil {
 				return err
 			}
-			b, err := c.connect("skillbus-router")
+			tel, log, stopTel, err := o.start(cmd.Context(), "skillbus-router", log)
+			if err != nil {
+				return err
+			}
+			defer stopTel()
+			b, err := c.connectWait(cmd.Context(), "skillbus-router", log)
 			if err != nil {
 				return err
 			}
 			defer b.NC.Drain()
-			if err := ensure(cmd.Context(), b, ensureStreams); err != nil {
+			watchBus(tel, b)
+			if err := ensure(cmd.Context(), b, ensureStreams, log); err != nil {
 				return err
 			}
-			stop, err := startRouter(cmd.Context(), b, log, rf)
+			stop, err := startRouter(cmd.Context(), b, log, rf, tel.Metrics)
 			if err != nil {
 				return err
 			}
+			watchConsumer(tel, b, "", b.StreamTriggers(), "router")
 			log.Info("router: running", "nats", c.natsURL)
 			<-cmd.Context().Done()
 			shutdown(log, stop)
@@ -92,12 +106,14 @@ you like: JetStream spreads the triggers between them.`,
 	c.register(cmd, getenv, "json")
 	cmd.Flags().BoolVar(&ensureStreams, "ensure", true, "create or update the streams and buckets at start (turn off where this process's NATS user may not)")
 	rf.register(cmd)
+	o.register(cmd, getenv)
 	return execute(ctx, cmd, args, stdout, stderr)
 }
 
 // Worker is the main of cmd/worker.
 func Worker(ctx context.Context, args []string, getenv Env, stdout, stderr io.Writer) error {
 	var c common
+	var o observe
 	var wf workerFlags
 	var ensureStreams bool
 	cmd := &cobra.Command{
@@ -119,12 +135,18 @@ Scale by running more workers.`,
 			if err != nil {
 				return err
 			}
-			b, err := c.connect("skillbus-worker")
+			tel, log, stopTel, err := o.start(cmd.Context(), "skillbus-worker", log)
+			if err != nil {
+				return err
+			}
+			defer stopTel()
+			b, err := c.connectWait(cmd.Context(), "skillbus-worker", log)
 			if err != nil {
 				return err
 			}
 			defer b.NC.Drain()
-			if err := ensure(cmd.Context(), b, ensureStreams); err != nil {
+			watchBus(tel, b)
+			if err := ensure(cmd.Context(), b, ensureStreams, log); err != nil {
 				return err
 			}
 			tb, err := newToolbox(cmd.Context(), b, log, wf)
@@ -132,9 +154,12 @@ Scale by running more workers.`,
 				return err
 			}
 			defer tb.close()
-			stop, err := startWorker(cmd.Context(), b, log, wf, tb)
+			stop, err := startWorker(cmd.Context(), b, log, wf, tb, tel.Metrics)
 			if err != nil {
 				return err
+			}
+			for _, p := range wf.pools {
+				watchConsumer(tel, b, p, b.StreamJobs(), "worker-"+p)
 			}
 			log.Info("worker: running", "nats", c.natsURL, "pools", wf.pools, "concurrency", wf.concurrency, "tools", tb.watcher.Set().Names())
 			<-cmd.Context().Done()
@@ -145,12 +170,14 @@ Scale by running more workers.`,
 	c.register(cmd, getenv, "json")
 	cmd.Flags().BoolVar(&ensureStreams, "ensure", true, "create or update the streams and buckets at start (turn off where this process's NATS user may not)")
 	wf.register(cmd, getenv)
+	o.register(cmd, getenv)
 	return execute(ctx, cmd, args, stdout, stderr)
 }
 
 // Registry is the main of cmd/registry.
 func Registry(ctx context.Context, args []string, getenv Env, stdout, stderr io.Writer) error {
 	var c common
+	var o observe
 	var ensureStreams bool
 	var roots []string
 	var once bool
@@ -175,12 +202,18 @@ validate), which 'skillbus skills' uses. Send SIGHUP to load everything again.`,
 			if err != nil {
 				return err
 			}
-			b, err := c.connect("skillbus-registry")
+			tel, log, stopTel, err := o.start(cmd.Context(), "skillbus-registry", log)
+			if err != nil {
+				return err
+			}
+			defer stopTel()
+			b, err := c.connectWait(cmd.Context(), "skillbus-registry", log)
 			if err != nil {
 				return err
 			}
 			defer b.NC.Drain()
-			if err := ensure(cmd.Context(), b, ensureStreams); err != nil {
+			watchBus(tel, b)
+			if err := ensure(cmd.Context(), b, ensureStreams, log); err != nil {
 				return err
 			}
 			if once {
@@ -217,6 +250,7 @@ validate), which 'skillbus skills' uses. Send SIGHUP to load everything again.`,
 	cmd.Flags().BoolVar(&ensureStreams, "ensure", true, "create or update the streams and buckets at start (turn off where this process's NATS user may not)")
 	cmd.Flags().StringArrayVar(&roots, "skills", nil, "directory of skills (repeatable; the first definition of a name wins)")
 	cmd.Flags().BoolVar(&once, "once", false, "publish once and exit")
+	o.register(cmd, getenv)
 	return execute(ctx, cmd, args, stdout, stderr)
 }
 
@@ -231,14 +265,29 @@ func shutdown(log interface{ Info(string, ...any) }, stops ...func(context.Conte
 }
 
 // ensure creates the streams and buckets, or, when that is another process's job,
-// checks that they exist.
-func ensure(ctx context.Context, b *bus.Bus, create bool) error {
+// waits until they exist: started together, the router and workers wait for the
+// registry.
+func ensure(ctx context.Context, b *bus.Bus, create bool, log *slog.Logger) error {
 	if create {
 		return b.Ensure(ctx)
 	}
+	wait := connectRetryMin
 	for _, sc := range b.Streams() {
-		if _, err := b.JS.Stream(ctx, sc.Name); err != nil {
-			return fmt.Errorf("stream %s: %w (start the registry, which creates it, or run with --ensure)", sc.Name, err)
+		for {
+			_, err := b.JS.Stream(ctx, sc.Name)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, jetstream.ErrStreamNotFound) {
+				return fmt.Errorf("stream %s: %w", sc.Name, err)
+			}
+			log.Warn("waiting for the stream to be created (by the registry, or a process run with --ensure)", "stream", sc.Name, "retry_in", wait)
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(wait):
+			}
+			wait = min(2*wait, connectRetryMax)
 		}
 	}
 	return nil

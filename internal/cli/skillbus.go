@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"io"
 
 	"github.com/spf13/cobra"
@@ -24,8 +25,15 @@ another terminal with 'skillbus trigger'.`,
   skillbus trigger --skill hello --data '{"name":"Ada"}' --wait
   skillbus trigger com.example.order.created --data @order.json --wait
   skillbus skills list`,
+		// No command is a usage error: say what there is, and exit 2.
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cmd.SetOut(cmd.ErrOrStderr())
+			_ = cmd.Help()
+			return &ExitError{Code: 2, Err: errors.New("no command given"), Quiet: true}
+		},
 	}
 	c.register(root, getenv, "text")
-	root.AddCommand(devCommand(&c, getenv, stderr), triggerCommand(&c, stdout), skillsCommand(&c, stdout), runsCommand(&c, stdout), benchCommand(stdout))
+	root.AddCommand(devCommand(&c, getenv, stderr), triggerCommand(&c, getenv, stdout), skillsCommand(&c, stdout), runsCommand(&c, stdout), benchCommand(stdout), routeCommand(&c, stdout), versionCommand(stdout),
+		gatewayCommand(&c, getenv, stderr))
 	return execute(ctx, root, args, stdout, stderr)
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -274,4 +275,36 @@ func exampleSkills(t *testing.T) int {
 		}
 	}
 	return n
+}
+
+// A skills directory mounted from a Kubernetes ConfigMap is links into a hidden
+// ..data directory; --remote sends what they point at, as the registry reads it.
+func TestValidateRemoteFollowsLinks(t *testing.T) {
+	t.Parallel()
+	url, _, _ := catalogServer(t, true)
+	root := filepath.Join(t.TempDir(), "skills")
+	stamp := filepath.Join(root, "..2026_01_01_00_00_00.1", "hello")
+	if err := os.MkdirAll(stamp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"SKILL.md", "skill.yaml"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "skills", "hello", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(stamp, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("..2026_01_01_00_00_00.1", filepath.Join(root, "..data")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join("..data", "hello"), filepath.Join(root, "hello")); err != nil {
+		t.Fatal(err)
+	}
+	out, err := skillbus(t, "skills", "validate", "--remote", "--json", "--nats-url", url, root)
+	var resp registry.ValidateResponse
+	if err != nil || json.Unmarshal([]byte(out), &resp) != nil || !slices.Equal(resp.Skills, []string{"hello"}) || resp.Errors != 0 {
+		t.Fatalf("validate --remote of a ConfigMap volume: %v\n%s", err, out)
+	}
 }

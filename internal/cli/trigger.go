@@ -15,6 +15,7 @@ import (
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/client"
+	"github.com/skillbus/skillbus/pkg/telemetry"
 )
 
 // Exit codes of `skillbus trigger --wait`.
@@ -24,7 +25,7 @@ const (
 	exitTimeout   = 4 // no result within --timeout
 )
 
-func triggerCommand(c *common, stdout io.Writer) *cobra.Command {
+func triggerCommand(c *common, getenv Env, stdout io.Writer) *cobra.Command {
 	var (
 		skillName, data, source, id string
 		wait, asJSON                bool
@@ -69,6 +70,17 @@ failed, 3 when no skill took the trigger, 4 on --timeout.`,
 				return err
 			}
 			defer b.NC.Close()
+			// The publish span, exported when OTEL_EXPORTER_OTLP_ENDPOINT is set, is
+			// the root of the activation's trace.
+			tel, err := telemetry.Setup(ctx, telemetry.Config{ServiceName: "skillbus-cli", Getenv: getenv})
+			if err != nil {
+				return usage("%v", err)
+			}
+			defer func() {
+				fctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
+				defer cancel()
+				_ = tel.Shutdown(fctx)
+			}()
 			cl := client.New(b)
 			t := client.Trigger{Type: typ, Skill: skillName, Source: source, ID: id, Data: payload}
 			if skillName != "" && len(args) == 0 {

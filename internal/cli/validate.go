@@ -107,6 +107,9 @@ func validateLocal(paths, tools []string) *registry.ValidateResponse {
 		resp.Skills = append(resp.Skills, s.Name)
 	}
 	resp.Diagnostics = append(resp.Diagnostics, ds...)
+	if !ds.HasErrors() {
+		resp.Diagnostics = append(resp.Diagnostics, routingWarnings(cat.Skills)...)
+	}
 	if len(cat.Skills) == 0 && !ds.HasErrors() {
 		// An empty directory gates nothing: most likely the wrong PATH.
 		resp.Diagnostics = append(resp.Diagnostics, skill.Diagnostic{File: strings.Join(paths, ", "), Severity: skill.SeverityError,
@@ -128,19 +131,7 @@ func validateRemote(cmd *cobra.Command, c *common, paths, tools []string) (*regi
 	req := registry.ValidateRequest{Files: map[string]string{}, Binary: map[string][]byte{}, KnownTools: tools}
 	for _, p := range paths {
 		base := filepath.Dir(filepath.Clean(p))
-		err := filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if path != p && strings.HasPrefix(d.Name(), ".") {
-				if d.IsDir() {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-			if !d.Type().IsRegular() {
-				return nil
-			}
+		err := walkFiles(p, func(path string) error {
 			rel, err := filepath.Rel(base, path)
 			if err != nil {
 				return err
@@ -175,4 +166,46 @@ func validateRemote(cmd *cobra.Command, c *common, paths, tools []string) (*regi
 		return nil, usage("%s", se.Description)
 	}
 	return resp, err
+}
+
+// walkFiles calls fn with every regular file under root, following symbolic links
+// (as the registry does: a Kubernetes ConfigMap volume is all links into a hidden
+// ..data directory) but each directory once, and skipping hidden names below root.
+func walkFiles(root string, fn func(path string) error) error {
+	seen := map[string]bool{}
+	var walk func(p string, top bool) error
+	walk = func(p string, top bool) error {
+		if !top && strings.HasPrefix(filepath.Base(p), ".") {
+			return nil
+		}
+		info, err := os.Stat(p) // follows links
+		if err != nil {
+			return err
+		}
+		if !info.IsDir() {
+			if info.Mode().IsRegular() {
+				return fn(p)
+			}
+			return nil
+		}
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			return err
+		}
+		if seen[real] {
+			return nil
+		}
+		seen[real] = true
+		entries, err := os.ReadDir(p)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if err := walk(filepath.Join(p, e.Name()), false); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return walk(root, true)
 }

@@ -24,6 +24,13 @@ type Server struct {
 // Start starts a JetStream server on a random loopback port.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	return StartWith(t, nil)
+}
+
+// StartWith starts a JetStream server like Start after edit has changed its options
+// (a fixed port, TLS, users).
+func StartWith(t testing.TB, edit func(*server.Options)) *Server {
+	t.Helper()
 	s := &Server{t: t, opts: server.Options{
 		ServerName: "test",
 		Host:       "127.0.0.1",
@@ -34,6 +41,9 @@ func Start(t testing.TB) *Server {
 		NoLog:      true,
 		MaxPayload: 8 << 20,
 	}}
+	if edit != nil {
+		edit(&s.opts)
+	}
 	s.start()
 	t.Cleanup(s.Shutdown)
 	return s

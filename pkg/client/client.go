@@ -19,9 +19,11 @@ import (
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/telemetry"
 )
 
 // Client publishes triggers and follows activations.
@@ -46,7 +48,9 @@ type Trigger struct {
 	// Extensions are extra CloudEvent extension attributes (lowercase alphanumeric
 	// names).
 	Extensions map[string]string
-	// Meta carries trace context to continue.
+	// Meta carries trace context to continue: a Meta.TraceParent (and TraceState)
+	// parents the publish span; without one, the span in ctx does, and without
+	// that the publish span starts a trace.
 	Meta bus.Meta
 }
 
@@ -114,8 +118,10 @@ func (c *Client) subscribeLive(ctx context.Context, activationID string) (*liveS
 	return &liveSub{sub: sub, ch: ch}, nil
 }
 
-// Publish publishes t and returns its activation.
-func (c *Client) Publish(ctx context.Context, t Trigger) (Activation, error) {
+// Publish publishes t and returns its activation. It records the PRODUCER span of
+// the publication, whose context the trigger carries in its traceparent
+// extension, so the whole activation joins one trace.
+func (c *Client) Publish(ctx context.Context, t Trigger) (act Activation, err error) {
 	if t.Type == "" {
 		if t.Skill == "" {
 			return Activation{}, errors.New("client: a trigger needs a Type or a Skill")
@@ -139,21 +145,32 @@ func (c *Client) Publish(ctx context.Context, t Trigger) (Activation, error) {
 	for k, v := range t.Extensions {
 		e.SetExtension(k, v)
 	}
+	subject := c.b.Subjects.Trigger(t.Type)
+	if t.Skill != "" {
+		subject = c.b.Subjects.TriggerSkill(t.Skill)
+	}
+	if t.Meta.TraceParent != "" {
+		ctx = telemetry.Extract(ctx, t.Meta.TraceParent, t.Meta.TraceState)
+	}
+	var attrs []attribute.KeyValue
+	if t.Skill != "" {
+		attrs = append(attrs, telemetry.AttrSkillName.String(t.Skill))
+	}
+	ctx, span := telemetry.StartPublish(ctx, telemetry.Message{Destination: subject, ID: t.ID, BodySize: len(t.Data)}, attrs...)
+	defer func() { telemetry.End(span, err) }()
 	for k, v := range map[string]string{"traceparent": t.Meta.TraceParent, "tracestate": t.Meta.TraceState} {
 		if v != "" {
 			e.SetExtension(k, v)
 		}
 	}
+	// The publish span's context, which replaces Meta's when tracing is on.
+	telemetry.InjectEvent(ctx, &e)
 	if err := e.Validate(); err != nil {
 		return Activation{}, fmt.Errorf("client: %w", err)
 	}
 	if len(t.Data) > 0 {
 		e.SetDataContentType("application/json")
 		e.DataEncoded = t.Data
-	}
-	subject := c.b.Subjects.Trigger(t.Type)
-	if t.Skill != "" {
-		subject = c.b.Subjects.TriggerSkill(t.Skill)
 	}
 	ack, err := c.b.JS.PublishMsg(ctx, bus.Encode(subject, t.ID, &e))
 	if err != nil {

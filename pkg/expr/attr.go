@@ -55,8 +55,8 @@ var (
 	_ starlark.Comparable      = (*attrdict)(nil)
 )
 
-// attrdictMethods are the dict methods of an attrdict; they win over keys of the
-// same name.
+// attrdictMethods are the dict methods of an attrdict. A key of the same name
+// wins for attribute access (d.items), a method for a call (d.items()).
 var attrdictMethods = map[string]*starlark.Builtin{
 	"get": starlark.NewBuiltin("get", func(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 		var key string
@@ -154,15 +154,19 @@ func (d *attrdict) keys() []string {
 	return keys
 }
 
+// Attr reads d.name: the key name when d has it, so that inputs.items is the
+// input named items; a dict method otherwise. A call d.name(...) is compiled
+// to a method call (see callMethods), so d.items() is the method even when d has
+// a key items.
 func (d *attrdict) Attr(name string) (starlark.Value, error) {
+	if v, ok := d.m[name]; ok {
+		return toStarlark(v, origin{parent: d, name: name}), nil
+	}
 	if b, ok := attrdictMethods[name]; ok {
 		return b.BindReceiver(d), nil
 	}
 	if readOnlyMethods[name] {
 		return nil, readOnlyErr(d, d.path(), "change")
-	}
-	if v, ok := d.m[name]; ok {
-		return toStarlark(v, origin{parent: d, name: name}), nil
 	}
 	return nil, d.missing(name)
 }
@@ -192,8 +196,14 @@ func (d *attrdict) missing(key string) error {
 	default:
 		fmt.Fprintf(&b, "; its keys include: %s, … (%d in all)", strings.Join(keys[:30], ", "), len(keys))
 	}
-	return fmt.Errorf("%s", b.String())
+	return &missingError{b.String()}
 }
+
+// A missingError is a read of a key, attribute or index that is not there: what
+// Jinja calls undefined, so that `x.key is defined` is false rather than an error.
+type missingError struct{ msg string }
+
+func (e *missingError) Error() string { return e.msg }
 
 func (d *attrdict) Get(k starlark.Value) (starlark.Value, bool, error) {
 	key, ok := k.(starlark.String)

@@ -100,6 +100,7 @@ func makeBuiltins() map[string]starlark.Value {
 	b["any"] = sized("any", 0)
 	b["all"] = sized("all", 0)
 	b["str"] = starlark.NewBuiltin("str", bStr)
+	b["len"] = starlark.NewBuiltin("len", bLen)
 	b["repr"] = starlark.NewBuiltin("repr", bRepr)
 	b["print"] = starlark.NewBuiltin("print", bPrint)
 	b["pow"] = starlark.NewBuiltin("pow", bPow)
@@ -117,26 +118,36 @@ func makeBuiltins() map[string]starlark.Value {
 
 func makeInternals() map[string]starlark.Value {
 	in := map[string]starlark.Value{
-		"|add":    binop("+", add),
-		"|iadd":   binop("+=", iadd),
-		"|mul":    binop("*", mul),
-		"|mod":    binop("%", mod),
-		"|lsh":    binop("<<", lsh),
-		"|pow":    binop("**", pow),
-		"|concat": binop("~", concat),
-		"|eq":     binop("==", eq),
-		"|in":     binop("in", in),
-		"|notin":  binop("not in", notIn),
-		"|ne":     binop("!=", ne),
-		"|render": starlark.NewBuiltin("render", render),
-		"|attr":   starlark.NewBuiltin("getattr", attr),
+		"|add":     binop("+", add),
+		"|iadd":    binop("+=", iadd),
+		"|mul":     binop("*", mul),
+		"|mod":     binop("%", mod),
+		"|lsh":     binop("<<", lsh),
+		"|pow":     binop("**", pow),
+		"|concat":  binop("~", concat),
+		"|eq":      binop("==", eq),
+		"|in":      binop("in", in),
+		"|notin":   binop("not in", notIn),
+		"|ne":      binop("!=", ne),
+		"|render":  starlark.NewBuiltin("render", render),
+		"|attr":    starlark.NewBuiltin("getattr", attr),
+		"|defined": starlark.NewBuiltin("defined", isDefined),
+		"|index":   starlark.NewBuiltin("index", index),
+		"|slice":   starlark.NewBuiltin("slice", slice),
+		"|iter":    starlark.NewBuiltin("iter", iterText),
+		"|lazy":    starlark.NewBuiltin("default", lazyValue),
 	}
-	for name := range guardedMethods {
+	for name := range callMethods {
 		in["|m."+name] = method(name)
 	}
 	for name, f := range filters {
 		in["|"+name] = f
 	}
+	// Where Jinja's filter and Python's function of the same name differ, the
+	// filter is Jinja's: 2.5 | round is 2.0, '3.7' | int is 3.
+	in["|round"] = starlark.NewBuiltin("round", fRound)
+	in["|int"] = starlark.NewBuiltin("int", fInt)
+	in["|float"] = starlark.NewBuiltin("float", fFloat)
 	return in
 }
 
@@ -154,6 +165,15 @@ func binop(op string, fn func(th *starlark.Thread, x, y starlark.Value) (starlar
 func sized(name string, perElem int64) *starlark.Builtin {
 	u := starlark.Universe[name].(*starlark.Builtin)
 	return starlark.NewBuiltin(name, func(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+		if len(args) > 0 && iteratesText[name] {
+			if s, ok := args[0].(starlark.String); ok {
+				chars, err := characters(th, s)
+				if err != nil {
+					return nil, err
+				}
+				args = append(starlark.Tuple{chars}, args[1:]...)
+			}
+		}
 		for _, a := range args {
 			if _, ok := a.(starlark.String); ok {
 				continue

@@ -34,6 +34,7 @@ type unit struct {
 	prog   *starlark.Program
 	free   []freeVar // names resolved as predeclared, filled in at each evaluation
 	refs   []string  // the free names that are not builtins
+	reads  []Read    // where refs are read, in source order
 	parts  []*part
 	cfg    *config
 	result string   // the global holding the value
@@ -298,6 +299,7 @@ func buildUnit(cfg *config, parts []*part, f *syntax.File, result string) (*unit
 			u.refs = append(u.refs, name)
 		}
 	}
+	u.findReads(f)
 	return u, nil
 }
 

@@ -1,5 +1,5 @@
 // Package expr evaluates the expressions that skills are written with: {{ }}
-// templates in args and outputs, conditions, and compute blocks (DESIGN §7). They
+// templates in args and outputs, conditions, and compute blocks. They
 // run in Starlark (go.starlark.net), a hermetic, Python-like language, with a
 // bridge for the Python and Jinja the skills are written in. Go's text/template is
 // never used: it cannot be stopped.
@@ -35,15 +35,24 @@
 //	message: "Create branch {{ branch_name }}?"
 //
 // Expressions are Python expressions, as in Jinja: attribute access on dicts
-// (inputs.issue_key is inputs["issue_key"]), indexing, slicing, comparisons,
-// `a if c else b`, list and dict comprehensions, and Jinja's filters, which are
-// functions called with the filtered value first: x | replace(' ', '-') is
-// replace(x, ' ', '-'). A filter binds tighter than comparisons and `and`/`or`,
-// looser than arithmetic: x | length > 0 compares the length, a + b | upper
-// upper-cases the sum. Jinja's lower-case true, false and none, the tests
-// `is defined`, `is none` and `is not defined`, concatenation with ~, comments
-// {# #} and whitespace control {{- -}} work too. Jinja statements ({% if %},
-// {% for %}) do not: use a compute step, or a condition on the step.
+// (inputs.issue_key is inputs["issue_key"]; a key wins over a dict method of the
+// same name, so inputs.items is the input named items, while inputs.items() is
+// the method), indexing, slicing, comparisons, `a if c else b`, list and dict
+// comprehensions, and Jinja's filters, which are functions called with the
+// filtered value first: x | replace(' ', '-') is replace(x, ' ', '-').
+//
+// Precedence is Jinja's: a filter, and a test such as `is defined`, applies to
+// the operand just before it, with its attributes, calls and unary signs, and
+// binds tighter than every binary operator: -x | abs is abs(-x), 2 - x | abs is
+// 2 - abs(x), 'a' ~ b | upper upper-cases b only, and x | length > 0 compares
+// the length. In templates ** is Jinja's too: left-associative, with unary
+// operands, so -2 ** 2 is 4 and 2 ** 3 ** 2 is 64. Jinja's lower-case true,
+// false and none, concatenation with ~, comments {# #} and whitespace control
+// {{- -}} work. The tests are `is defined`, `is undefined` (and their `is not`
+// forms), `is none`, `is true` and `is false`: x.key is defined is false when
+// x has no key "key", and a name set to None is defined. Jinja statements
+// ({% if %}, {% for %}) do not work: use a compute step, or a condition on the
+// step.
 //
 // The filters are default(value, default_value="", boolean=False), lower,
 // upper, title, capitalize, trim (and strip), replace(s, old, new[, count]),
@@ -51,9 +60,13 @@
 // fromjson, first, last, int, float, string, list, sort(reverse=False,
 // case_sensitive=False, attribute=None), sorted, unique, split(sep=None,
 // maxsplit=-1), truncate(length=255, killwords=False, end="...", leeway=0),
-// abs, round, sum(start=0, attribute=None), min, max, map(filter_name or
-// attribute=) and reverse. All of them are also functions in conditions and
-// compute blocks. String filters take None as "".
+// abs, round(precision=0, method="common"), sum(start=0, attribute=None), min,
+// max, map(filter_name or attribute=) and reverse; d is default. All of them are
+// also functions in conditions and compute blocks, where round, int and float
+// are Python's (round(2.5) is 2) and the filters Jinja's (2.5 | round is 2.0,
+// '3.7' | int is 3). String filters take None as "". The default filter's value
+// is the default when its operand is undefined (a missing name, key, attribute
+// or index) or None.
 //
 // # Conditions
 //
@@ -65,7 +78,8 @@
 //
 // A name that is not in the Env is None, as an undefined name is in Jinja, so a
 // condition on the output of a skipped step is simply false. Refs lists the
-// names an expression uses, for callers that check them when a skill is loaded.
+// names an expression uses, and Reads where it reads them and which keys, for
+// callers that check them when a skill is loaded.
 //
 // # Compute blocks
 //
@@ -90,11 +104,26 @@
 //
 // # Differences from Python and Jinja
 //
-// Expressions are Starlark underneath, so a few things differ:
+// Templates give Jinja2's answers; conformance_test.go checks 243 expressions
+// against the text Jinja2 3.1 renders. Where they differ, on purpose:
 //
-//   - Strings are sequences of bytes: len("é") is 2 and s[:40] may cut a
-//     character in two (the length filter counts characters). Strings are not
-//     iterable; use s.elems() or list filters.
+//   - A template renders None as nothing (Jinja2: None), lists and dicts as
+//     JSON, and a template that is one expression alone gives its value.
+//   - Attribute access on a dict reads the key before the method (Jinja2 tries
+//     the method first, so its inputs.items is a bound method).
+//   - default replaces None as well as undefined.
+//   - A missing name is None, but reading a missing key, attribute or index is an
+//     error naming the keys there are (Jinja2 gives an undefined that renders as
+//     nothing), except under is defined, is undefined and default.
+//   - ~ binds like + (Jinja2: between + and *); they differ only where Jinja2
+//     fails, as in 1 + 2 ~ 'a'.
+//   - No chained comparisons (a < b < c), no `a if c` without else, no adjacent
+//     string literals ('a' 'b'), and only the tests and filters listed above.
+//
+// Expressions are Starlark underneath, so in compute blocks and conditions:
+//
+//   - Strings are text: len, indexing, slicing and iteration count characters,
+//     but find, index and friends return byte offsets (the same for ASCII).
 //   - No try/except, classes, with, yield, global, del, or chained comparisons
 //     (a < b < c); fail(msg) stops a block with an error.
 //   - `is` is equality, so use it only with None, True and False.
@@ -108,9 +137,10 @@
 //     reads the Env's value (or None) every time round.
 //   - An Env name hides a builtin or filter of the same name; IsBuiltin and
 //     Builtins let callers keep step ids off those names.
+//   - In a compute block | is Python's operator with Python's precedence (a
+//     filter when its right side names one), and ** is Python's.
 //   - round halves to even, as Python's does, and returns an int without
-//     ndigits; Jinja's truncate leeway is 0, not 5; sort is Jinja's
-//     (case-insensitive) and sorted is Python's.
+//     ndigits; sort is Jinja's (case-insensitive) and sorted is Python's.
 //   - json.dumps leaves non-ASCII text as it is.
 //
 // # Limits

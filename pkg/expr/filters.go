@@ -311,7 +311,7 @@ func fSplit(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwarg
 // with end. Jinja's default leeway is 5; ours is 0.
 func fTruncate(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	var v starlark.Value
-	length, leeway := 255, 0
+	length, leeway := 255, 5 // Jinja's defaults
 	killwords, end := false, "..."
 	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "value", &v, "length?", &length, "killwords?", &killwords,
 		"end?", &end, "leeway?", &leeway); err != nil {
@@ -449,4 +449,69 @@ func bPow(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs 
 		r.Add(r, mi.BigInt())
 	}
 	return starlark.MakeBigInt(r), nil
+}
+
+// fRound is Jinja's round filter: round(value, precision=0, method="common"),
+// where common rounds as Python's round does and floor and ceil round down and
+// up; a float stays a float.
+func fRound(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var x starlark.Value
+	precision, method := 0, "common"
+	if err := starlark.UnpackArgs("round", args, kwargs, "value", &x, "precision?", &precision, "method?", &method); err != nil {
+		return nil, err
+	}
+	if method != "common" && method != "floor" && method != "ceil" {
+		return nil, fmt.Errorf("round: method must be common, floor or ceil, not %q", method)
+	}
+	if method == "common" {
+		return bRound(th, b, starlark.Tuple{x, starlark.MakeInt(precision)}, nil)
+	}
+	f, ok := starlark.AsFloat(x)
+	if !ok {
+		return nil, fmt.Errorf("round: got %s, want a number", x.Type())
+	}
+	p := math.Pow(10, float64(precision))
+	if method == "floor" {
+		return starlark.Float(math.Floor(f*p) / p), nil
+	}
+	return starlark.Float(math.Ceil(f*p) / p), nil
+}
+
+// fInt is Jinja's int filter: int(value, default=0, base=10). A string that is
+// not an integer is read as a float and truncated; a value that is not a number
+// at all gives the default.
+func fInt(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var x starlark.Value
+	var dflt starlark.Value = starlark.MakeInt(0)
+	base := 10
+	if err := starlark.UnpackArgs("int", args, kwargs, "value", &x, "default?", &dflt, "base?", &base); err != nil {
+		return nil, err
+	}
+	intOf := starlark.Universe["int"].(*starlark.Builtin)
+	if s, ok := x.(starlark.String); ok {
+		if v, err := starlark.Call(th, intOf, starlark.Tuple{starlark.String(strings.TrimSpace(string(s))), starlark.MakeInt(base)}, nil); err == nil {
+			return v, nil
+		}
+		if f, err := strconv.ParseFloat(strings.TrimSpace(string(s)), 64); err == nil && !math.IsInf(f, 0) && !math.IsNaN(f) {
+			return starlark.NumberToInt(starlark.Float(f))
+		}
+		return dflt, nil
+	}
+	if v, err := starlark.Call(th, intOf, starlark.Tuple{x}, nil); err == nil {
+		return v, nil
+	}
+	return dflt, nil
+}
+
+// fFloat is Jinja's float filter: float(value, default=0.0).
+func fFloat(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var x starlark.Value
+	var dflt starlark.Value = starlark.Float(0)
+	if err := starlark.UnpackArgs("float", args, kwargs, "value", &x, "default?", &dflt); err != nil {
+		return nil, err
+	}
+	if v, err := starlark.Call(th, starlark.Universe["float"], starlark.Tuple{x}, nil); err == nil {
+		return v, nil
+	}
+	return dflt, nil
 }

@@ -65,10 +65,19 @@ func FuzzParseTemplate(f *testing.F) {
 		"{{ namespace | default('default') }}", "Create branch {{ branch_name }}?",
 		"{{ f'{a}-{b!r}' }}", "{{ x ** 2 ** 3 }}", "{{ a ~ b }}", "{% if %}", "{# c #}{{ 1 }}",
 		"{{- x -}}", "{{ {'a': {'b': 1}} }}", "{{ '}}' }}", "{{ any(x for x in y) }}",
+		"{{ -x | abs ** 2 | string }}", "{{ a.b[0] is not defined }}", "{{ s[::-1] ~ s[1] }}",
 	} {
 		f.Add(s)
 	}
+	// The Jinja2 conformance cases, each alone and with text around it.
+	for _, c := range jinjaCases {
+		f.Add("{{ " + c.src + " }}")
+		f.Add("<{{ " + c.src + " }}>")
+	}
 	env := fuzzEnv()
+	for k, v := range jinjaEnv() {
+		env[k] = v
+	}
 	f.Fuzz(func(t *testing.T, src string) {
 		tm, err := ParseTemplate(src, fuzzLimits, WithName("t"))
 		if err != nil {
@@ -76,6 +85,7 @@ func FuzzParseTemplate(f *testing.F) {
 			return
 		}
 		tm.Refs()
+		tm.Reads()
 		run(t, func(ctx context.Context) (any, error) { return tm.Eval(ctx, env) })
 	})
 }
@@ -85,10 +95,17 @@ func FuzzParseExpr(f *testing.F) {
 		"not check_existing_branch or '✅' not in str(check_existing_branch)",
 		"failure_info and failure_info.get('needs_vpn')", "pods and len(pods) > 0",
 		"x is not None", "{{ x | length > 0 }}", "a if b else c", "(x for x in y)",
+		"inputs.items is defined and 2 - n | abs > 0", "len(s[1:]) == len('é')",
 	} {
 		f.Add(s)
 	}
+	for _, c := range jinjaCases {
+		f.Add(c.src)
+	}
 	env := fuzzEnv()
+	for k, v := range jinjaEnv() {
+		env[k] = v
+	}
 	f.Fuzz(func(t *testing.T, src string) {
 		e, err := ParseExpr(src, fuzzLimits)
 		if err != nil {
@@ -96,6 +113,7 @@ func FuzzParseExpr(f *testing.F) {
 			return
 		}
 		e.Refs()
+		e.Reads()
 		run(t, func(ctx context.Context) (any, error) { return e.Eval(ctx, env) })
 		run(t, func(ctx context.Context) (any, error) { return e.EvalBool(ctx, env) })
 	})
@@ -105,6 +123,8 @@ func FuzzProgram(f *testing.F) {
 	for _, s := range []string{buildBranchName, detectFailure, failurePatterns, analyzePods, complexTemplate,
 		"import json\nfrom math import floor as fl\nresult = fl(2.5)", "while True:\n    pass",
 		"x = [0]\nwhile True:\n    x += x", "result = f\"{'a'!r:>3}\"", "def f(x):\n    return x ** 2\nresult = f(3)",
+		"result = [c for c in 'héllo'][1] + 'héllo'[-1:] + str(len('é'))", "for c in s:\n    result = c",
+		"result = inputs.items if inputs.items is defined else inputs.get('x')",
 	} {
 		f.Add(s)
 	}
@@ -116,6 +136,7 @@ func FuzzProgram(f *testing.F) {
 			return
 		}
 		p.Refs()
+		p.Reads()
 		run(t, func(ctx context.Context) (any, error) { return p.Run(ctx, env) })
 	})
 }

@@ -377,6 +377,9 @@ func getAttr(x starlark.Value, name string) (starlark.Value, error) {
 
 // handles reports whether the guarded implementation of method name applies to x.
 func handles(x starlark.Value, name string) bool {
+	if !guardedMethods[name] {
+		return false
+	}
 	switch x.(type) {
 	case starlark.String:
 		switch name {
@@ -405,6 +408,11 @@ func method(name string) *starlark.Builtin {
 				return nil, fmt.Errorf("internal error: method %s without receiver", name)
 			}
 			recv, args = args[0], args[1:]
+		}
+		if d, ok := recv.(*attrdict); ok {
+			if m, ok := attrdictMethods[name]; ok {
+				return starlark.Call(th, m.BindReceiver(d), args, kwargs)
+			}
 		}
 		if !handles(recv, name) {
 			m, err := getAttr(recv, name)

@@ -312,3 +312,69 @@ func (ts *tokens) postfixEnd(i int) int {
 	}
 	return i
 }
+
+// isUnaryOp reports whether token i is a unary + or -, not a binary one.
+func (ts *tokens) isUnaryOp(i int) bool {
+	if i < 0 || i >= len(ts.t) {
+		return false
+	}
+	t := ts.t[i]
+	return t.kind == tkOp && (t.text == "-" || t.text == "+") && !ts.operandEnd(i-1)
+}
+
+// filterAt reports whether token i is a '|' that applies a filter: it follows an
+// operand and a filter name follows it. In a template every | is a filter; in a
+// condition only a | followed by a filter's name is (otherwise it is Python's or).
+func (ts *tokens) filterAt(i int, d dialect) bool {
+	if i <= 0 || i+1 >= len(ts.t) || !ts.t[i].is(tkOp, "|") || !ts.operandEnd(i-1) {
+		return false
+	}
+	n := ts.t[i+1]
+	if n.kind != tkName || keywords[n.text] || i+2 < len(ts.t) && ts.t[i+2].is(tkOp, ".") {
+		return false
+	}
+	return d == dialectTemplate || filters[n.text] != nil || filterAliases[n.text] != ""
+}
+
+// unaryStart returns the index of the first token of Jinja's unary expression
+// that ends at token i: an operand with its attributes, calls and subscripts, the
+// filters applied to it, and the unary signs before it. Jinja binds a filter (and
+// a test) tighter than any operator but those signs: -x | abs is abs(-x), and
+// 2 - x | abs is 2 - abs(x). It returns -1 if there is none.
+func (ts *tokens) unaryStart(i int, d dialect) int {
+	s := ts.postfixStart(i)
+	for s >= 2 && ts.filterAt(s-1, d) {
+		p := ts.postfixStart(s - 2)
+		if p < 0 {
+			break
+		}
+		s = p
+	}
+	if s < 0 {
+		return -1
+	}
+	for ts.isUnaryOp(s - 1) {
+		s--
+	}
+	return s
+}
+
+// unaryEnd returns the index of the last token of Jinja's unary expression that
+// starts at token i, filters included, or -1.
+func (ts *tokens) unaryEnd(i int, d dialect) int { return ts.filterChainEnd(i, d, nil) }
+
+// filterChainEnd is unaryEnd, calling pipe with the index of each | of the
+// filters it passes.
+func (ts *tokens) filterChainEnd(i int, d dialect, pipe func(int)) int {
+	e := ts.postfixEnd(i)
+	for e >= 0 && ts.filterAt(e+1, d) {
+		if pipe != nil {
+			pipe(e + 1)
+		}
+		e += 2
+		if e+1 < len(ts.t) && ts.t[e+1].is(tkOp, "(") && ts.match[e+1] > e+1 {
+			e = ts.match[e+1]
+		}
+	}
+	return e
+}

@@ -28,8 +28,12 @@ const (
 	dialectProgram                 // Python statements: a compute block
 )
 
-// powName is the identifier the ** rewrite calls; the AST pass renames it.
-const powName = "__skillbus_pow__"
+// powName is the identifier the ** rewrite calls, and definedName the one the
+// `is defined` rewrite calls; the AST pass renames them to internals.
+const (
+	powName     = "__skillbus_pow__"
+	definedName = "__skillbus_defined__"
+)
 
 // maxFStringNesting bounds f-strings within f-strings.
 const maxFStringNesting = 8
@@ -72,7 +76,7 @@ func rewrite(src string, d dialect, depth int) (rewritten, error) {
 		return rewritten{}, &srcError{0, "f-strings are nested too deeply"}
 	}
 	r := &rewriter{src: src, d: d, ts: newTokens(tokenize(src)), depth: depth}
-	passes := []func() error{r.imports, r.is, r.jinjaLiterals, r.tildeConcat, r.genexps, r.pows, r.fstrings}
+	passes := []func() error{r.imports, r.is, r.jinjaLiterals, r.tildeConcat, r.filterBinding, r.genexps, r.pows, r.fstrings}
 	for _, pass := range passes {
 		if err := pass(); err != nil {
 			return rewritten{}, err
@@ -264,10 +268,13 @@ func (r *rewriter) is() error {
 		text, end := eq, ts[j-1].end
 		if j < len(ts) && ts[j].kind == tkName && (j+1 >= len(ts) || !ts[j+1].is(tkOp, ".") && !ts[j+1].is(tkOp, "(")) {
 			switch name := ts[j].text; {
-			case name == "None" || name == "none" || name == "undefined":
+			case name == "defined" || name == "undefined":
+				if err := r.defined(i, j, neg != (name == "undefined")); err != nil {
+					return err
+				}
+				continue
+			case name == "None" || name == "none":
 				text, end = eq+" None", ts[j].end
-			case name == "defined":
-				text, end = ne+" None", ts[j].end
 			case name == "true" || name == "True":
 				text, end = eq+" True", ts[j].end
 			case name == "false" || name == "False":
@@ -278,6 +285,53 @@ func (r *rewriter) is() error {
 			}
 		}
 		r.replace(t.start, end, text)
+	}
+	return nil
+}
+
+// defined rewrites `X is defined` (the is at token i, defined at token j) as
+// __skillbus_defined__(lambda: X), negated with not: the AST pass turns it into a
+// call that evaluates X and reports whether every name, key, attribute and index
+// it reads exists. X is Jinja's unary operand of the test, as for a filter.
+func (r *rewriter) defined(i, j int, neg bool) error {
+	ts := r.ts
+	s := ts.unaryStart(i-1, r.d)
+	if s < 0 {
+		return &srcError{ts.t[i].start, "`is defined` needs a name before it, as in x is defined"}
+	}
+	open := "(" + definedName + "(lambda: "
+	if neg {
+		open = "(not " + definedName + "(lambda: "
+	}
+	r.seq++
+	r.edits = append(r.edits, edit{pos: ts.t[s].start, end: ts.t[s].start, class: 1, k1: -ts.t[j].end, k2: r.seq, text: open})
+	r.replace(ts.t[i].start, ts.t[j].end, "))")
+	return nil
+}
+
+// filterBinding gives filters Jinja's precedence in templates and conditions by
+// parenthesizing each filtered operand with its filters (see unaryStart):
+// 2 - x | abs becomes 2 - (x | abs), which Starlark would otherwise read as
+// (2 - x) | abs. Compute blocks are Python, where | is an operator like any other.
+func (r *rewriter) filterBinding() error {
+	if r.d == dialectProgram {
+		return nil
+	}
+	ts := r.ts
+	done := map[int]bool{} // the | of chains already wrapped
+	for i := range ts.t {
+		if done[i] || !ts.filterAt(i, r.d) {
+			continue
+		}
+		s := ts.unaryStart(i-1, r.d)
+		if s < 0 {
+			continue
+		}
+		e := ts.filterChainEnd(s, r.d, func(k int) { done[k] = true })
+		if e < i {
+			continue
+		}
+		r.wrap(ts.t[s].start, ts.t[e].end, "(", ")")
 	}
 	return nil
 }
@@ -357,6 +411,9 @@ func (r *rewriter) genexps() error {
 // pows rewrites the power operator, which Starlark lacks, as a call. ** binds
 // tighter than unary minus on its left and is right-associative.
 func (r *rewriter) pows() error {
+	if r.d == dialectTemplate {
+		return r.jinjaPows()
+	}
 	ts := r.ts
 	chainEnd := map[int]int{} // for each rewritten **, where its right operand ends
 	for i := len(ts.t) - 1; i >= 0; i-- {
@@ -375,6 +432,30 @@ func (r *rewriter) pows() error {
 		chainEnd[i] = re
 		r.wrap(ts.t[ls].start, ts.t[re].end, powName+"(", ")")
 		r.replace(t.start, t.end, ", ")
+	}
+	return nil
+}
+
+// jinjaPows rewrites ** in templates as Jinja reads it: left-associative, with
+// unary operands, signs and filters included: -2 ** 2 is 4 and 2 ** 3 ** 2 is 64.
+func (r *rewriter) jinjaPows() error {
+	ts := r.ts
+	startOf := map[int]int{} // for the last token of a rewritten **, where it starts
+	for i := range ts.t {
+		if !ts.t[i].is(tkOp, "**") || !ts.operandEnd(i-1) {
+			continue
+		}
+		ls := ts.unaryStart(i-1, r.d)
+		re := ts.unaryEnd(i+1, r.d)
+		if ls < 0 || re < 0 {
+			continue
+		}
+		if s, ok := startOf[i-1]; ok {
+			ls = s // left-associative: (a ** b) ** c
+		}
+		startOf[re] = ls
+		r.wrap(ts.t[ls].start, ts.t[re].end, powName+"(", ")")
+		r.replace(ts.t[i].start, ts.t[i].end, ", ")
 	}
 	return nil
 }

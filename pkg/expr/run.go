@@ -240,7 +240,7 @@ func (u *unit) evalFast(env Env) (any, bool) {
 	}
 	for _, key := range u.fast[1:] {
 		m, ok := v.(map[string]any)
-		if !ok || attrdictMethods[key] != nil || readOnlyMethods[key] {
+		if !ok {
 			return nil, false
 		}
 		if v, ok = m[key]; !ok {

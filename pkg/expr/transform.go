@@ -34,6 +34,17 @@ var guardedMethods = map[string]bool{
 	"partition": true, "rpartition": true, "removeprefix": true, "removesuffix": true,
 }
 
+// callMethods are the methods whose calls x.name(...) become |m.NAME(x, ...): the
+// guarded methods, and the dict methods, which a call reaches even when the
+// mapping has a key of the same name (attribute access reads the key).
+var callMethods = func() map[string]bool {
+	m := map[string]bool{"get": true, "keys": true, "values": true, "items": true}
+	for name := range guardedMethods {
+		m[name] = true
+	}
+	return m
+}()
+
 type xform struct {
 	p     *part
 	d     dialect
@@ -122,25 +133,18 @@ func (x *xform) expr(e syntax.Expr) syntax.Expr {
 	case *syntax.BinaryExpr:
 		return x.binary(e)
 	case *syntax.CallExpr:
-		if dot, ok := e.Fn.(*syntax.DotExpr); ok && guardedMethods[dot.Name.Name] {
-			args := append([]syntax.Expr{x.expr(dot.X)}, x.exprs(e.Args)...)
-			return &syntax.CallExpr{Fn: ident("|m."+dot.Name.Name, dot.Dot), Lparen: e.Lparen, Args: args, Rparen: e.Rparen}
-		}
-		e.Fn = x.expr(e.Fn)
-		e.Args = x.exprs(e.Args)
+		return x.call(e)
 	case *syntax.DotExpr:
 		e.X = x.expr(e.X)
 		if guardedMethods[e.Name.Name] {
-			return call("|attr", e.Dot, e.X, strLit(e.Name.Name, e.NamePos))
+			return call("|attr", e.Dot, e.X, strLit(e.Name.Name, e.Name.NamePos))
 		}
 	case *syntax.IndexExpr:
-		e.X = x.expr(e.X)
-		e.Y = x.expr(e.Y)
+		return x.index(e)
 	case *syntax.SliceExpr:
-		e.X = x.expr(e.X)
-		e.Lo = x.expr(e.Lo)
-		e.Hi = x.expr(e.Hi)
-		e.Step = x.expr(e.Step)
+		// s[a:b] slices a string by characters, not bytes
+		args := []syntax.Expr{x.expr(e.X), orNone(x.expr(e.Lo), e.Lbrack), orNone(x.expr(e.Hi), e.Lbrack), orNone(x.expr(e.Step), e.Lbrack)}
+		return &syntax.CallExpr{Fn: ident("|slice", e.Lbrack), Lparen: e.Lbrack, Args: args, Rparen: e.Rbrack}
 	case *syntax.CondExpr:
 		e.Cond = x.expr(e.Cond)
 		e.True = x.expr(e.True)
@@ -162,7 +166,7 @@ func (x *xform) expr(e syntax.Expr) syntax.Expr {
 			switch c := c.(type) {
 			case *syntax.ForClause:
 				c.Vars = x.target(c.Vars)
-				c.X = x.expr(c.X)
+				c.X = call("|iter", c.For, x.expr(c.X))
 			case *syntax.IfClause:
 				c.Cond = x.expr(c.Cond)
 			}
@@ -172,6 +176,34 @@ func (x *xform) expr(e syntax.Expr) syntax.Expr {
 		e.Body = x.expr(e.Body)
 	}
 	return e
+}
+
+// call transforms a call: the `is defined` rewrite's, and method calls that go
+// through internals (see callMethods).
+func (x *xform) call(e *syntax.CallExpr) syntax.Expr {
+	if id, ok := e.Fn.(*syntax.Ident); ok && id.Name == definedName && len(e.Args) == 1 {
+		if lambda, ok := e.Args[0].(*syntax.LambdaExpr); ok {
+			return x.lazy("|defined", id.NamePos, lambda.Body)
+		}
+	}
+	if dot, ok := e.Fn.(*syntax.DotExpr); ok && callMethods[dot.Name.Name] {
+		args := append([]syntax.Expr{x.expr(dot.X)}, x.exprs(e.Args)...)
+		return &syntax.CallExpr{Fn: ident("|m."+dot.Name.Name, dot.Dot), Lparen: dot.Dot, Args: args, Rparen: e.Rparen}
+	}
+	e.Fn = x.expr(e.Fn)
+	e.Args = x.exprs(e.Args)
+	return e
+}
+
+// index transforms x[i]; s[i] is the i-th character, not byte, of a string. A
+// constant string key needs no help.
+func (x *xform) index(e *syntax.IndexExpr) syntax.Expr {
+	e.X = x.expr(e.X)
+	e.Y = x.expr(e.Y)
+	if strLiteral(e.Y) != nil {
+		return e
+	}
+	return &syntax.CallExpr{Fn: ident("|index", e.Lbrack), Lparen: e.Lbrack, Args: []syntax.Expr{e.X, e.Y}, Rparen: e.Rbrack}
 }
 
 func (x *xform) binary(e *syntax.BinaryExpr) syntax.Expr {
@@ -238,6 +270,9 @@ func (x *xform) filter(e *syntax.BinaryExpr) syntax.Expr {
 			name, args, lparen, rparen = id, y.Args, y.Lparen, y.Rparen
 		}
 	}
+	if name != nil && filterAliases[name.Name] != "" && !x.bound[name.Name] {
+		name = ident(filterAliases[name.Name], name.NamePos)
+	}
 	if x.d != dialectTemplate {
 		if name == nil || filters[name.Name] == nil || x.bound[name.Name] {
 			return nil
@@ -253,9 +288,55 @@ func (x *xform) filter(e *syntax.BinaryExpr) syntax.Expr {
 		x.fail(name.NamePos, "%s", msg)
 		return nil
 	}
-	operand := x.expr(e.X)
+	var operand syntax.Expr
+	if name.Name == "default" {
+		operand = x.lazy("|lazy", e.OpPos, e.X) // an undefined operand is None
+	} else {
+		operand = x.expr(e.X)
+	}
 	args = append([]syntax.Expr{operand}, x.exprs(args)...)
 	return &syntax.CallExpr{Fn: ident("|"+name.Name, name.NamePos), Lparen: lparen, Args: args, Rparen: rparen}
+}
+
+func orNone(e syntax.Expr, pos syntax.Position) syntax.Expr {
+	if e == nil {
+		return ident("None", pos)
+	}
+	return e
+}
+
+// filterAliases are Jinja's other names of filters, which are not builtins.
+var filterAliases = map[string]string{"d": "default"}
+
+// lazy returns a call of the internal fn (|defined or |lazy) with the name e's
+// value starts from, when that is a name from env, and e as a function of no
+// arguments, so that fn can tell a missing name, key, attribute or index from
+// any other failure.
+func (x *xform) lazy(fn string, pos syntax.Position, e syntax.Expr) syntax.Expr {
+	root := ""
+	for r := e; r != nil; {
+		switch v := r.(type) {
+		case *syntax.ParenExpr:
+			r = v.X
+		case *syntax.DotExpr:
+			r = v.X
+		case *syntax.IndexExpr:
+			r = v.X
+		case *syntax.SliceExpr:
+			r = v.X
+		case *syntax.CallExpr:
+			r = v.Fn
+		case *syntax.Ident:
+			if !x.bound[v.Name] {
+				root = v.Name
+			}
+			r = nil
+		default:
+			r = nil
+		}
+	}
+	body := x.expr(e)
+	return call(fn, pos, strLit(root, pos), &syntax.LambdaExpr{Lambda: pos, Body: body})
 }
 
 // target transforms the subexpressions of an assignment target.
@@ -329,7 +410,7 @@ func (x *xform) stmts(stmts []syntax.Stmt) {
 			x.stmts(s.False)
 		case *syntax.ForStmt:
 			s.Vars = x.target(s.Vars)
-			s.X = x.expr(s.X)
+			s.X = call("|iter", s.For, x.expr(s.X))
 			x.stmts(s.Body)
 		case *syntax.WhileStmt:
 			s.Cond = x.expr(s.Cond)

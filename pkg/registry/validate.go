@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/skillbus/skillbus/pkg/selector"
 	"github.com/skillbus/skillbus/pkg/skill"
 )
 
@@ -115,6 +116,13 @@ func Validate(req ValidateRequest, opts skill.LoadOptions) (*ValidateResponse, e
 		if d.Severity == skill.SeverityError {
 			resp.Errors++
 		} else {
+			resp.Warnings++
+		}
+	}
+	if !ds.HasErrors() {
+		for _, d := range selector.ExampleWarnings(cat.Skills) {
+			d.File = filepath.ToSlash(strip(d.File))
+			resp.Diagnostics = append(resp.Diagnostics, d)
 			resp.Warnings++
 		}
 	}

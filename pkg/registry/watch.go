@@ -202,6 +202,26 @@ func (w *watch) relevant(p string) (ok, forPending bool) {
 	return false, false
 }
 
+// dataSwap reports whether p is the ..data link at the top of a root, and if so
+// watches what it now points at. Kubernetes updates a ConfigMap volume by pointing
+// that hidden link at a new hidden directory: the skills (reached through links
+// into ..data) all change at once, and the old directories watched go away.
+func (w *watch) dataSwap(p string) bool {
+	if filepath.Base(p) != "..data" {
+		return false
+	}
+	for _, root := range w.r.cfg.Roots {
+		if filepath.Clean(root) == filepath.Dir(p) {
+			if real, err := filepath.EvalSymlinks(root); err == nil {
+				delete(w.visited, real)
+			}
+			w.addTree(root)
+			return true
+		}
+	}
+	return false
+}
+
 func (w *watch) loop(ctx context.Context) {
 	r := w.r
 	defer close(r.done)
@@ -286,6 +306,11 @@ func (w *watch) loop(ctx context.Context) {
 			}
 			p := filepath.Clean(ev.Name)
 			if ev.Op == fsnotify.Chmod {
+				continue
+			}
+			if w.dataSwap(p) {
+				full = true
+				schedule()
 				continue
 			}
 			ok, forPending := w.relevant(p)

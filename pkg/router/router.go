@@ -1,7 +1,11 @@
 // Package router is the router process: a durable consumer on the TRIGGERS stream that
-// validates each trigger, routes it (package route) against the live catalog, and
-// publishes the activation plan (route.decided) and the primary skill's job, acking the
-// trigger only after both are persisted. A trigger that is not a valid CloudEvent, is
+// validates each trigger, decides its activation plan (package selector) against the
+// live catalog, and publishes the plan (route.decided) and the jobs that run at once
+// (the primary, its parallel partners and always-skills), acking the trigger only
+// after all are persisted. While it runs it follows terminal results per skill
+// version and worker heartbeats, which feed the success-rate and availability parts
+// of the score, and publishes activation.completed when an activation that ran
+// several jobs at once has seen all of them end. A trigger that is not a valid CloudEvent, is
 // too large, or explicitly names an unknown skill is terminated and recorded
 // (route.unmatched, and the raw message in the DLQ under dead._trigger); a valid
 // trigger that no skill wants is acked and recorded as route.unmatched.
@@ -14,24 +18,53 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
-	"github.com/skillbus/skillbus/pkg/route"
+	"github.com/skillbus/skillbus/pkg/selector"
 	"github.com/skillbus/skillbus/pkg/skill"
+	"github.com/skillbus/skillbus/pkg/telemetry"
 )
+
+// Catalog is what the router reads; *catalog.Catalog implements it.
+type Catalog interface {
+	All() []*skill.Skill
+	Revision() uint64
+}
+
+// Recaller is an optional recall source (embeddings, a chat model). An error or a
+// timeout only drops its candidates; the trigger is routed with the other sources.
+type Recaller interface {
+	Name() string
+	Recall(ctx context.Context, text string, skills []*skill.Skill) ([]selector.Recall, error)
+}
 
 // Config configures a Router.
 type Config struct {
 	// Bus is the connection; required.
 	Bus *bus.Bus
 	// Catalog is the live skill catalog; required.
-	Catalog route.Catalog
+	Catalog Catalog
+	// Selector configures the routing decision (weights, threshold, maxActive, ...);
+	// the zero value is the documented default.
+	Selector selector.Config
+	// TextFields are the data fields a trigger's routing text comes from; nil means
+	// selector.DefaultTextFields.
+	TextFields []string
+	// Recallers are optional recall sources, asked in parallel for triggers with text.
+	Recallers []Recaller
+	// RecallTimeout bounds each Recaller; default 2s.
+	RecallTimeout time.Duration
+	// StatsWindow is how far back terminal results are read at start; default 24h.
+	StatsWindow time.Duration
 	// Log receives the router's logs; default slog.Default().
 	Log *slog.Logger
 	// MaxEventBytes bounds a trigger (headers and data); larger ones are terminated.
@@ -47,11 +80,18 @@ type Config struct {
 	// Source is the CloudEvents source of the events the router writes; default
 	// "/skillbus/router".
 	Source string
+	// Metrics receives routing decisions and latency; nil records nothing.
+	Metrics *telemetry.Metrics
 }
 
 // Router routes triggers.
 type Router struct {
 	cfg     Config
+	sel     *selector.Selector
+	syncMu  sync.Mutex
+	synced  atomic.Uint64
+	live    *live
+	svc     micro.Service
 	loop    *bus.Loop
 	answers *bus.Loop
 	runs    jetstream.KeyValue
@@ -81,10 +121,34 @@ func New(cfg Config) (*Router, error) {
 	if cfg.Source == "" {
 		cfg.Source = "/skillbus/router"
 	}
+	if cfg.RecallTimeout == 0 {
+		cfg.RecallTimeout = 2 * time.Second
+	}
+	if cfg.StatsWindow == 0 {
+		cfg.StatsWindow = 24 * time.Hour
+	}
 	if cfg.MaxEventBytes < 0 || cfg.Concurrency < 0 || cfg.AckWait < 0 {
 		return nil, errors.New("router: MaxEventBytes, Concurrency and AckWait must not be negative")
 	}
-	return &Router{cfg: cfg}, nil
+	r := &Router{cfg: cfg, sel: selector.New(cfg.Selector)}
+	r.live = newLive(r)
+	return r, nil
+}
+
+// sync brings the selector up to the catalog's revision, re-indexing only the
+// skills whose digest changed.
+func (r *Router) sync() {
+	rev := r.cfg.Catalog.Revision()
+	if rev == r.synced.Load() && rev != 0 {
+		return
+	}
+	r.syncMu.Lock()
+	defer r.syncMu.Unlock()
+	if rev = r.cfg.Catalog.Revision(); rev == r.synced.Load() && rev != 0 {
+		return
+	}
+	r.sel.Sync(r.cfg.Catalog.All())
+	r.synced.Store(rev)
 }
 
 // ConsumerConfig is the durable consumer every router shares.
@@ -110,8 +174,20 @@ func (r *Router) Start(ctx context.Context) error {
 	if err := r.startConfirmations(ctx); err != nil {
 		return fmt.Errorf("router: %w", err)
 	}
+	r.sync()
+	if err := r.live.start(ctx); err != nil {
+		r.answers.Stop(ctx)
+		return fmt.Errorf("router: following results and workers: %w", err)
+	}
+	if err := r.startService(ctx); err != nil {
+		r.live.stop()
+		r.answers.Stop(ctx)
+		return fmt.Errorf("router: %w", err)
+	}
 	r.loop, err = bus.Consume(c, r.cfg.Concurrency, r.handle, r.cfg.Log)
 	if err != nil {
+		r.stopService()
+		r.live.stop()
 		r.answers.Stop(ctx)
 		return fmt.Errorf("router: %w", err)
 	}
@@ -126,10 +202,23 @@ func (r *Router) Stop(ctx context.Context) {
 	if r.answers != nil {
 		r.answers.Stop(ctx)
 	}
+	r.stopService()
+	r.live.stop()
 }
 
 func (r *Router) handle(ctx context.Context, msg jetstream.Msg) {
-	if err := r.route(ctx, msg); err != nil {
+	// The trigger's CONSUMER span continues the publisher's trace (or starts one);
+	// the decision and the jobs carry it on.
+	start := time.Now()
+	ctx, span := telemetry.StartConsume(ctx, &nats.Msg{Subject: msg.Subject(), Header: msg.Headers(), Data: msg.Data()}, r.cfg.Durable, nil)
+	err := r.route(ctx, msg)
+	telemetry.End(span, err)
+	outcome := telemetry.OutcomeRouted
+	if err != nil {
+		outcome = telemetry.OutcomeFailed
+	}
+	r.cfg.Metrics.Route(ctx, outcome, "", time.Since(start))
+	if err != nil {
 		// Nothing was lost: the trigger stays in the stream and comes back.
 		r.cfg.Log.Warn("router: will retry trigger", "subject", msg.Subject(), "err", err)
 		_ = msg.NakWithDelay(time.Second)
@@ -155,72 +244,110 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 	ref.ID, ref.Source, ref.Type = e.ID(), e.Source(), e.Type()
 
 	subj := r.cfg.Bus.Subjects
-	t := route.Trigger{Type: e.Type()}
+	req := selector.Request{Type: e.Type()}
 	if err := bus.CheckType(e.Type()); err != nil {
 		return r.reject(ctx, msg, ref, events.UnmatchedBadType, err.Error(), size)
 	}
 	if name, ok := subj.SkillFromTrigger(msg.Subject()); ok {
-		t.Skill = name
+		req.Skill = name
 	} else if typ, _ := subj.TypeFromTrigger(msg.Subject()); typ != e.Type() {
 		return r.reject(ctx, msg, ref, events.UnmatchedBadType,
 			fmt.Sprintf("event type %q does not match its subject %s; publish it on %s", e.Type(), msg.Subject(), subj.Trigger(e.Type())), size)
 	}
-	if s, ok := e.Extensions()[events.ExtSkill].(string); ok && s != "" && t.Skill == "" {
-		t.Skill = s
+	if s, ok := e.Extensions()[events.ExtSkill].(string); ok && s != "" && req.Skill == "" {
+		req.Skill = s
 	}
 	inputs, err := inputsOf(e)
 	if err != nil {
 		return r.reject(ctx, msg, ref, events.UnmatchedInvalid, err.Error(), size)
 	}
+	req.Text = selector.TextOf(inputs, r.cfg.TextFields)
+	_ = json.Unmarshal(inputs, &req.Data)
 
 	actID := events.ActivationID(e.Source(), e.ID())
 	meta := bus.MetaOf(e)
 	meta.CorrelationID = actID
 	meta.CausationID = e.ID()
+	if tp, ts := telemetry.Inject(ctx); tp != "" {
+		meta.TraceParent, meta.TraceState = tp, ts
+	}
 
-	cands, err := route.Route(r.cfg.Catalog, t)
-	var unknown *route.UnknownSkillError
+	d, err := r.decide(ctx, req)
+	var unknown *selector.UnknownSkillError
 	switch {
 	case errors.As(err, &unknown):
+		if why, ok := r.invalidSkill(ctx, unknown.Name); ok {
+			return r.reject(ctx, msg, ref, events.UnmatchedInvalidSkill, why, size)
+		}
 		return r.reject(ctx, msg, ref, events.UnmatchedUnknownSkill, err.Error(), size)
 	case err != nil:
-		return r.unmatched(ctx, msg, ref, actID, meta, events.UnmatchedNoSkill, err.Error())
+		return err
+	case d.Primary == "":
+		reason := "no skill matches"
+		if req.Text != "" {
+			reason += " the text"
+		}
+		if req.Type != "" && req.Type != selector.RequestType {
+			reason += fmt.Sprintf(" event type %q", req.Type)
+		}
+		if len(d.Candidates) > 0 {
+			reason = fmt.Sprintf("no skill scored above the threshold %.2f; best: %s %.3f", d.Threshold, d.Candidates[0].Name, d.Candidates[0].Score)
+		}
+		return r.unmatched(ctx, msg, ref, actID, meta, d, reason)
 	}
 
-	plan := events.Plan{}
-	refs := make([]events.SkillRef, len(cands))
-	for i, c := range cands {
-		refs[i] = skillRef(c, e)
+	refOf := func(name string) events.SkillRef {
+		c := d.Candidate(name)
+		if c == nil { // the generic skill, appended to the chain without being recalled
+			s, _ := r.sel.Get(name)
+			return skillRef(selector.Candidate{Name: s.Name, Skill: s, Source: "generic"}, e)
+		}
+		return skillRef(*c, e)
 	}
-	plan.Primary, plan.FallbackChain = refs[0], refs[1:]
+	plan := events.Plan{Primary: refOf(d.Primary), ParallelGroups: d.ParallelGroups, EstimatedCost: d.EstimatedCost, Parameters: d.Parameters}
+	for _, n := range d.Fallback {
+		plan.FallbackChain = append(plan.FallbackChain, refOf(n))
+	}
+	for _, n := range d.Always {
+		plan.Always = append(plan.Always, refOf(n))
+	}
+	data := events.RouteDecided{ActivationID: actID, Trigger: ref, Plan: plan, Threshold: d.Threshold, Candidates: candidates(d)}
 
-	decided := bus.Event{ID: actID + ".route.decided", Source: r.cfg.Source, Type: events.TypeRouteDecided, Meta: meta,
-		Data: events.RouteDecided{ActivationID: actID, Trigger: ref, Plan: plan}}
+	decided := bus.Event{ID: actID + ".route.decided", Source: r.cfg.Source, Type: events.TypeRouteDecided, Meta: meta, Data: data}
 
 	depth := 0
 	if d, ok := e.Extensions()["skilldepth"].(string); ok {
 		depth, _ = strconv.Atoi(d)
 	}
-	job := events.Job{
-		Depth:        depth,
-		ExecutionID:  plan.Primary.ExecutionID,
-		ActivationID: actID,
-		Skill:        plan.Primary,
-		Inputs:       inputs,
-		Trigger:      ref,
-		Fallback:     plan.FallbackChain,
-		Live:         e.Extensions()[events.ExtProgress] == events.ProgressLive,
-	}
-	jm := meta
-	jm.ExecutionID = job.ExecutionID
-	jm.CausationID = decided.ID
-	jobMsg, err := bus.Event{ID: job.ExecutionID + ".job", Source: r.cfg.Source, Type: events.TypeJob, Meta: jm, Data: job}.
-		Msg(subj.Exec(plan.Primary.Pool, plan.Primary.Name))
-	if err != nil {
-		return err
-	}
-	if err := r.cfg.Bus.Fits(jobMsg); err != nil {
-		return r.reject(ctx, msg, ref, events.UnmatchedTooLarge, err.Error(), size)
+	running := d.Running()
+	live := e.Extensions()[events.ExtProgress] == events.ProgressLive
+	jobs := make([]*nats.Msg, 0, len(running))
+	for i, name := range running {
+		sr := refOf(name)
+		job := events.Job{
+			Depth:        depth,
+			ExecutionID:  sr.ExecutionID,
+			ActivationID: actID,
+			Skill:        sr,
+			Inputs:       inputs,
+			Trigger:      ref,
+			Live:         live,
+		}
+		if i == 0 {
+			job.Fallback = plan.FallbackChain // only the primary's job falls back
+		}
+		jm := meta
+		jm.ExecutionID = job.ExecutionID
+		jm.CausationID = decided.ID
+		jobMsg, err := bus.Event{ID: job.ExecutionID + ".job", Source: r.cfg.Source, Type: events.TypeJob, Meta: jm, Data: job}.
+			Msg(subj.Exec(sr.Pool, sr.Name))
+		if err != nil {
+			return err
+		}
+		if err := r.cfg.Bus.Fits(jobMsg); err != nil {
+			return r.reject(ctx, msg, ref, events.UnmatchedTooLarge, err.Error(), size)
+		}
+		jobs = append(jobs, jobMsg)
 	}
 
 	// The decision is the activation's record, written once: a create-only publish
@@ -235,9 +362,14 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 		if !isWrongLastSequence(err) {
 			return err
 		}
-		return r.routedBefore(ctx, msg, ref, actID, jobMsg)
+		return r.routedBefore(ctx, msg, ref, actID, jobs)
 	}
-	b.Publish(jobMsg)
+	if len(running) > 1 {
+		r.live.track(actID, running, meta)
+	}
+	for _, m := range jobs {
+		b.Publish(m)
+	}
 	if err := b.Wait(ctx); err != nil {
 		return err
 	}
@@ -248,7 +380,7 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 // decision came from this very message (its earlier delivery died between the
 // decision and the job), the job is published again — as recovered, so workers make
 // sure it has not run — and the duplicate window drops it if it was persisted.
-func (r *Router) routedBefore(ctx context.Context, msg jetstream.Msg, ref events.TriggerRef, actID string, job *nats.Msg) error {
+func (r *Router) routedBefore(ctx context.Context, msg jetstream.Msg, ref events.TriggerRef, actID string, jobs []*nats.Msg) error {
 	m, err := r.events.GetLastMsgForSubject(ctx, r.cfg.Bus.Subjects.Event(actID, events.TypeRouteDecided))
 	if err != nil {
 		return fmt.Errorf("read the earlier decision of activation %s: %w", actID, err)
@@ -258,9 +390,11 @@ func (r *Router) routedBefore(ctx context.Context, msg jetstream.Msg, ref events
 		return fmt.Errorf("read the earlier decision of activation %s: %w", actID, err)
 	}
 	if prev.Trigger.Seq == ref.Seq {
-		job.Header.Set(bus.HeaderRecovered, "1")
 		b := r.cfg.Bus.Batch()
-		b.Publish(job)
+		for _, job := range jobs {
+			job.Header.Set(bus.HeaderRecovered, "1")
+			b.Publish(job)
+		}
 		if err := b.Wait(ctx); err != nil {
 			return err
 		}
@@ -277,7 +411,51 @@ func isWrongLastSequence(err error) bool {
 		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
 }
 
-func skillRef(c route.Candidate, e *event.Event) events.SkillRef {
+// decide runs the optional recall sources (each bounded by RecallTimeout, their
+// failures logged and ignored), then the selector.
+func (r *Router) decide(ctx context.Context, req selector.Request) (*selector.Decision, error) {
+	r.sync()
+	if req.Text != "" && req.Skill == "" && len(r.cfg.Recallers) > 0 {
+		skills := r.sel.Skills()
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for _, rc := range r.cfg.Recallers {
+			wg.Go(func() {
+				rctx, cancel := context.WithTimeout(ctx, r.cfg.RecallTimeout)
+				defer cancel()
+				got, err := rc.Recall(rctx, req.Text, skills)
+				if err != nil {
+					r.cfg.Log.Warn("router: recall source failed; routing without it", "source", rc.Name(), "err", err)
+					return
+				}
+				mu.Lock()
+				req.Recalled = append(req.Recalled, got...)
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+	}
+	return r.sel.Select(req, r.live.env())
+}
+
+// Decide routes a request the way a trigger is routed, without publishing anything;
+// `skillbus route --nats-url` asks it through the router's service.
+func (r *Router) Decide(ctx context.Context, req selector.Request) (*selector.Decision, error) {
+	return r.decide(ctx, req)
+}
+
+func candidates(d *selector.Decision) []events.Candidate {
+	out := make([]events.Candidate, len(d.Candidates))
+	for i, c := range d.Candidates {
+		out[i] = events.Candidate{
+			Name: c.Name, Version: c.Version, Source: c.Source, Sources: c.Sources, Score: c.Score,
+			Components: events.ScoreComponents(c.Components), Selected: c.Selected, Role: c.Role, Reason: c.Reason,
+		}
+	}
+	return out
+}
+
+func skillRef(c selector.Candidate, e *event.Event) events.SkillRef {
 	s := c.Skill
 	v := s.Version
 	if v == "" {
@@ -359,12 +537,20 @@ func (r *Router) reject(ctx context.Context, msg jetstream.Msg, ref events.Trigg
 	return msg.TermWithReason(code)
 }
 
-// unmatched records a valid trigger no skill wants, and acks it.
-func (r *Router) unmatched(ctx context.Context, msg jetstream.Msg, ref events.TriggerRef, actID string, meta bus.Meta, code, reason string) error {
+// maxUnmatchedCandidates bounds the candidates route.unmatched lists.
+const maxUnmatchedCandidates = 5
+
+// unmatched records a valid trigger no skill wants, with the best candidates, and
+// acks it.
+func (r *Router) unmatched(ctx context.Context, msg jetstream.Msg, ref events.TriggerRef, actID string, meta bus.Meta, d *selector.Decision, reason string) error {
+	cs := candidates(d)
+	if len(cs) > maxUnmatchedCandidates {
+		cs = cs[:maxUnmatchedCandidates]
+	}
 	b := r.cfg.Bus.Batch()
 	b.PublishEvent(r.cfg.Bus.Subjects.Event(actID, events.TypeRouteUnmatched), bus.Event{
 		ID: actID + ".route.unmatched", Source: r.cfg.Source, Type: events.TypeRouteUnmatched, Meta: meta,
-		Data: events.RouteUnmatched{ActivationID: actID, Code: code, Reason: reason, Trigger: ref},
+		Data: events.RouteUnmatched{ActivationID: actID, Code: events.UnmatchedNoSkill, Reason: reason, Trigger: ref, Threshold: d.Threshold, Candidates: cs},
 	})
 	if err := b.Wait(ctx); err != nil {
 		return err

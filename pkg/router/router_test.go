@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +20,7 @@ import (
 	"github.com/skillbus/skillbus/internal/natstest"
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/catalog"
+	"github.com/skillbus/skillbus/pkg/registry"
 	"github.com/skillbus/skillbus/pkg/router"
 	"github.com/skillbus/skillbus/pkg/skill"
 )
@@ -35,13 +38,24 @@ type fixture struct {
 
 func setup(t *testing.T, skills ...*skill.Skill) *fixture {
 	t.Helper()
-	return setupBus(t, bus.Config{}, skills...)
+	return setupWith(t, nil, skills...)
 }
 
 func setupBus(t *testing.T, cfg bus.Config, skills ...*skill.Skill) *fixture {
 	t.Helper()
+	return setupFull(t, cfg, nil, skills...)
+}
+
+// setupWith is setup with changes to the router's configuration.
+func setupWith(t *testing.T, configure func(*router.Config), skills ...*skill.Skill) *fixture {
+	t.Helper()
+	return setupFull(t, bus.Config{}, configure, skills...)
+}
+
+func setupFull(t *testing.T, bcfg bus.Config, configure func(*router.Config), skills ...*skill.Skill) *fixture {
+	t.Helper()
 	srv := natstest.Start(t)
-	b := srv.Bus(t, cfg)
+	b := srv.Bus(t, bcfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	kv, err := b.KV(ctx, b.BucketSkills())
@@ -58,7 +72,11 @@ func setupBus(t *testing.T, cfg bus.Config, skills ...*skill.Skill) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(f.cat.Stop)
-	r, err := router.New(router.Config{Bus: b, Catalog: f.cat, Log: log, MaxEventBytes: 4096})
+	cfg := router.Config{Bus: b, Catalog: f.cat, Log: log, MaxEventBytes: 4096}
+	if configure != nil {
+		configure(&cfg)
+	}
+	r, err := router.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,5 +378,33 @@ func TestBadTriggersAreTerminatedAndRecorded(t *testing.T) {
 	}
 	if info.State.Msgs != uint64(len(tests)) {
 		t.Fatalf("%d route.unmatched events, want %d", info.State.Msgs, len(tests))
+	}
+}
+
+// A skill invoked by name whose files never validated is reported as invalid_skill
+// with its errors, not as unknown.
+func TestInvalidSkillInvokedByName(t *testing.T) {
+	t.Parallel()
+	f := setup(t, hello)
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "broken"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "broken", "SKILL.md"), []byte("---\nname: broken\n---\nno description\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reg, err := registry.New(registry.Config{Bus: f.b, Roots: []string{dir}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Start(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(reg.Stop)
+	f.publish("skillbus.trigger.skill.broken", ce("inv", "io.skillbus.invoke"), `{}`)
+	var un events.RouteUnmatched
+	f.event(events.ActivationID("/test", "inv"), events.TypeRouteUnmatched, &un)
+	if un.Code != events.UnmatchedInvalidSkill || !strings.Contains(un.Reason, "SKILL.md") || !strings.Contains(un.Reason, "description") {
+		t.Fatalf("unmatched %s: %s", un.Code, un.Reason)
 	}
 }

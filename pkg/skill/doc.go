@@ -13,7 +13,7 @@
 // Each returns Diagnostics: errors and warnings with file, line, column, the field,
 // a message and a hint, printed like a compiler's ("a/SKILL.md:3:7: error: ...").
 // An error rejects the skill (the *Skill is nil; Discover leaves it out of the
-// Catalog); a warning does not. Knobs (known tools, size limits, concurrency) are in
+// Set); a warning does not. Knobs (known tools, size limits, concurrency) are in
 // LoadOptions, whose zero value is the default; its methods mirror the functions.
 //
 // # Where skills live
@@ -85,7 +85,7 @@
 //	anti_triggers    phrases that argue against activation (seed 001)
 //	tags             list of text
 //	examples         positive: and negative: lists of trigger phrases, for routing evals
-//	dependencies     names of skills this one needs; see Catalog
+//	dependencies     names of skills this one needs; see Discover
 //	required_tools   tools that must be present (seed 000)
 //	disallowed_tools tools the skill must not get (seed 000)
 //	cacheable        boolean; default false (see Choices)
@@ -131,7 +131,9 @@
 //
 // A trigger is a CloudEvent type that activates the skill: com.github.push,
 // io.skillbus.release.tagged. Its dots become NATS subject tokens, so it may hold only
-// letters, digits, '_', '-' and '.', without empty tokens. Types starting with
+// letters, digits, '_', '-' and '.', without empty tokens. A trigger may be a pattern:
+// a token "*" matches one token of the type, a final token ">" one or more
+// (com.example.order.*, com.example.>). Types starting with
 // "skill." are reserved for explicit invocation (skillbus.trigger.skill.<name>).
 // Seed 000 required triggers; here they are optional: a skill without them runs only
 // when invoked explicitly or when always: true. Natural-language phrases (seed 001's
@@ -205,8 +207,8 @@
 // # Templates and names
 //
 // Args, loop, outputs and confirmation messages are text with {{ expression }}
-// templates; condition is one expression and compute a block of statements (DESIGN
-// §7: the seed's Python-like syntax, run hermetically). The names they use must
+// templates; condition is one expression and compute a block of statements (the
+// seeds' Jinja and Python-like syntax, run hermetically). The names they use must
 // exist where they are used; an unknown one is an error with a suggestion:
 // "{{ get_isue.branch }}" → unknown step or name get_isue; did you mean get_issue?
 // The names a step can use:
@@ -220,11 +222,14 @@
 //
 // Outputs see every step; a confirmation sees the steps before the one it
 // confirms. Only the first name of a chain is checked, except for inputs
-// (inputs.x, inputs["x"] and inputs.get("x") all name input x). Builtins and
-// filters (len, str, default, lower, ...) are always available. A syntax error in a
-// template, condition or compute block is an error at its line and column (inside a
-// compute block, the line of the block). Templates are compiled with package expr,
-// the same code the engine runs them with, so what validates here parses there.
+// (inputs.x, inputs["x"] and inputs.get("x") all name input x, and so does
+// inputs.items: a key wins over a dict method; inputs.items() is the method).
+// Builtins and filters (len, str, default, lower, ...) are always available. A
+// syntax error in a template, condition or compute block is an error at its line
+// and column (inside a compute block, the line of the block). Templates are
+// compiled with package expr, the same code the engine runs them with, and the
+// names and their positions come from expr's Reads, so what validates here is
+// what runs there.
 //
 // # Safety and limits
 //
@@ -244,7 +249,7 @@
 //   - YAML aliases may expand to at most 100,000 nodes per file; duplicate keys are
 //     errors; anchors, aliases and merge keys (<<) otherwise work.
 //
-// # Catalog
+// # Discovery
 //
 // Discover reads directories and loads skills concurrently (LoadOptions.Concurrency,
 // default twice GOMAXPROCS), then checks the catalog as a whole, in discovery order
@@ -300,4 +305,28 @@
 //   - Unknown keys warn (DESIGN §6) rather than fail; misspelt values of known keys
 //     (priority: urgent) are errors.
 //   - Seed 001's skill.yaml spec.type is not read: the kind follows from the files.
+//
+// # Where things are
+//
+// One concern per file, so that "where is skill.yaml's loop decoded" has a
+// one-glance answer (workflow_steps.go, the "loop" row of stepFields):
+//
+//   - skill.go: the model (Skill, Workflow, Step, Input, ...); json.go its JSON.
+//   - discover.go: walking roots into a Set; discover_resolve.go: shadowing,
+//     name conflicts and dependency cycles across skills.
+//   - load.go: reading one skill directory or file; parse.go: SKILL.md and
+//     skill.yaml into one builder; markdown.go: front matter and the body.
+//   - fields.go: the table of top-level fields and the decoder of each;
+//     fields_meta.go: decoders of the structured ones (permissions,
+//     prerequisites, execution, entrypoints, examples); tools.go: tool lists.
+//   - builder.go: the checks across fields once every field is decoded.
+//   - workflow.go: the workflow's checks across steps; workflow_inputs.go,
+//     workflow_steps.go (one decoder per step field), workflow_outputs.go
+//     (outputs and confirmations): their decoders; workflow_sites.go and
+//     workflow_refs.go: templates and expressions, compiled by package expr,
+//     and the names they read.
+//   - yaml_decoder.go: typed reads of YAML nodes with positions;
+//     yaml_errors.go: YAML syntax errors made readable.
+//   - diagnostic.go, suggest.go, name.go: messages, "did you mean", names.
+//   - subagent.go: subagents/*.md.
 package skill

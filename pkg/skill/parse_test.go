@@ -371,3 +371,32 @@ outputs:
 		t.Errorf("subagent (-before +after):\n%s", diff)
 	}
 }
+
+// TestInputReadsByKey checks that the names templates read are found by the
+// parser that runs them: inputs.items reads the input named items (a key wins
+// over the dict method of the same name), inputs.items() is the method, and a
+// read of an undeclared input is reported where its key is.
+func TestInputReadsByKey(t *testing.T) {
+	t.Parallel()
+	src := `name: lists
+description: lists things
+inputs:
+  - name: items
+    type: array
+steps:
+  - id: show
+    tool: say
+    args:
+      all: "{{ inputs.items | join(', ') }}"
+      pairs: "{{ inputs.items() | length }}"
+      bad: "{{ inputs.keys }} {{ inputs['valeus'] }}"
+`
+	_, ds := ParseWorkflow("lists.yaml", []byte(src))
+	want := []diag{
+		{"lists.yaml:12:23", SeverityError, "unknown input keys"},
+		{"lists.yaml:12:42", SeverityError, "unknown input valeus"},
+	}
+	if diff := cmp.Diff(want, project(ds, ".", want)); diff != "" {
+		t.Errorf("diagnostics (-want +got):\n%s", diff)
+	}
+}

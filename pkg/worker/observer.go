@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"time"
 
 	"github.com/skillbus/skillbus/events"
@@ -29,11 +30,25 @@ func (o *observer) StepStarted(st *skill.Step, kind string) {
 // StepCompleted and StepSkipped publish nothing: the engine saves every completed,
 // continued or skipped step as a checkpoint just before, and the checkpoint is the
 // step.completed or step.skipped event (see checkpoints).
-func (o *observer) StepCompleted(*skill.Step, any, error, time.Duration) {}
+func (o *observer) StepCompleted(st *skill.Step, _ any, err error, d time.Duration) {
+	outcome := "completed"
+	if err != nil {
+		outcome = "continued"
+	}
+	o.w.cfg.Metrics.Step(context.Background(), o.j.data.Skill.Name, stepKind(st), outcome, d)
+}
+
+func stepKind(st *skill.Step) string {
+	if st.Tool != "" {
+		return "tool"
+	}
+	return "compute"
+}
 
 func (o *observer) StepSkipped(*skill.Step, string) {}
 
 func (o *observer) StepFailed(st *skill.Step, err error, d time.Duration) {
+	o.w.cfg.Metrics.Step(context.Background(), o.j.data.Skill.Name, stepKind(st), "failed", d)
 	o.w.emitID(o.j, o.id(st, "failed"), events.TypeStepFailed, events.StepFailed{
 		ExecutionID: o.j.data.ExecutionID, StepID: st.ID, Error: err.Error(),
 		Class: string(failure.ClassOf(err)), DurationMS: ms(d),

@@ -43,6 +43,7 @@ func (w *Worker) complete(ctx context.Context, j *job, outputs map[string]any) e
 	if err != nil || lost {
 		return err
 	}
+	w.cfg.Metrics.Execution(ctx, j.skill.Name, j.data.Skill.Version, run.StatusCompleted, time.Since(j.start))
 	return j.msg.Ack()
 }
 
@@ -82,6 +83,13 @@ func (w *Worker) fail(ctx context.Context, j *job, stepID string, cause error) e
 	w.consequences(ctx, j, rec, false)
 	if err := j.batch.Wait(ctx); err != nil {
 		return err
+	}
+	w.cfg.Metrics.Execution(ctx, rec.Skill, rec.Version, rec.Status, time.Since(j.start))
+	switch {
+	case rec.Status == run.StatusFallback:
+		w.cfg.Metrics.Fallback(ctx, rec.Skill, rec.Class)
+	case !rec.Denied:
+		w.cfg.Metrics.DeadLetter(ctx, rec.Skill, rec.Class)
 	}
 	return j.msg.Ack()
 }

@@ -1,21 +1,24 @@
 // Package worker is the worker process: durable consumers on the JOBS stream, one per
-// pool it serves, that run each job's skill and turn the outcome into persisted events
-// before acking the job (DESIGN §5).
+// pool it serves, that run each job's skill and turn what it came to into persisted
+// events before acking the job.
 //
-// Outcomes, by failure class (package failure):
+// A delivery goes through three stages. Admission (claim.go): the first delivery of a
+// job stored in the worker's connection epoch runs at once; any other delivery finds
+// the execution's outcome or claims the execution first. Execution (execute.go): the
+// skill runs and returns a Decision. Settlement (settle, outcome.go), by decision:
 //
-//   - success: the terminal record is created in KV runs (compare-and-set), then
-//     execution.completed is published, then the job is acked.
-//   - retryable, with retries left (the skill's max_retries, default 3): execution.retrying
-//     is published and the job is handed back with NakWithDelay(backoff); the broker
-//     redelivers it. No retry state lives in memory.
-//   - fatal, repairable, or out of retries: if the plan's fallback chain has a next
-//     skill, its job is published to skillbus.exec.<pool>.<next> (the rest of the chain
-//     and the attempt history travel in the job), with execution.fallback; otherwise the
-//     job goes to the DLQ (skillbus.dead.<skill>) with its reason, and
-//     execution.deadlettered and execution.failed are published. Either way the
-//     terminal record is claimed first.
+//   - Complete: the execution.completed outcome is published, then the job is acked.
+//   - Retry (a retryable failure with the skill's max_retries left, default 3):
+//     execution.retrying is published and the job is handed back with
+//     NakWithDelay(backoff); the broker redelivers it. No retry state lives in memory.
+//   - Fail (fatal, repairable, or out of retries): if the plan's fallback chain has a
+//     next skill, the execution.fallback outcome is published, then the next skill's
+//     job on skillbus.exec.<pool>.<next> (the rest of the chain and the attempt
+//     history travel in it); otherwise the execution.failed outcome, then the dead
+//     letter (skillbus.dead.<skill>) and execution.deadlettered.
+//   - Pause: the job is parked for a person's confirmation (pause.go).
 //
+// An execution has exactly one outcome: the three outcome events share one message id.
 // A job delivered more often than its retries explain (a worker died holding it each
 // time) is dead-lettered without running again, so a job that crashes workers cannot
 // loop forever.
@@ -41,6 +44,7 @@ import (
 	"github.com/skillbus/skillbus/pkg/failure"
 	"github.com/skillbus/skillbus/pkg/instruct"
 	"github.com/skillbus/skillbus/pkg/skill"
+	"github.com/skillbus/skillbus/pkg/telemetry"
 	"github.com/skillbus/skillbus/pkg/tool"
 	"github.com/skillbus/skillbus/pkg/workflow"
 )
@@ -115,6 +119,9 @@ type Config struct {
 	// lets the first delivery of an older job wait, so that a worker that was running
 	// it before a server restart can claim it first. Default 5s.
 	ReclaimGrace time.Duration
+	// Metrics receives the worker's measurements (executions, steps, retries,
+	// fallbacks, dead letters); nil records nothing.
+	Metrics *telemetry.Metrics
 	// Name identifies this worker in events and heartbeats; default host-pid.
 	Name string
 	// Source is the CloudEvents source of the events the worker writes; default
@@ -337,12 +344,13 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 
 // process handles one delivery. It returns an error only when the delivery must be handed
 // back without an outcome (a publish failed, or shutdown).
-func (w *Worker) process(ctx context.Context, msg jetstream.Msg) error {
+func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 	md, err := msg.Metadata()
 	if err != nil {
 		return err
 	}
-	e, err := bus.Decode(&nats.Msg{Subject: msg.Subject(), Header: msg.Headers(), Data: msg.Data()})
+	nm := &nats.Msg{Subject: msg.Subject(), Header: msg.Headers(), Data: msg.Data()}
+	e, err := bus.Decode(nm)
 	if err != nil {
 		return w.poison(ctx, msg, err)
 	}
@@ -353,6 +361,16 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) error {
 			err = errors.New("job has no execution_id or skill")
 		}
 		return w.poison(ctx, msg, fmt.Errorf("job data: %w", err))
+	}
+	// The delivery's CONSUMER span continues the trace the job carries; everything
+	// this delivery publishes carries the span on.
+	ctx, span := telemetry.StartConsume(ctx, nm, md.Consumer, nil, telemetry.Job{
+		Skill: j.data.Skill.Name, Version: j.data.Skill.Version, ActivationID: j.data.ActivationID,
+		ExecutionID: j.data.ExecutionID, Attempt: int(j.attempt), Pool: j.data.Skill.Pool,
+	}.Attributes()...)
+	defer func() { telemetry.End(span, err) }()
+	if tp, ts := telemetry.Inject(ctx); tp != "" {
+		j.meta.TraceParent, j.meta.TraceState = tp, ts
 	}
 	j.reconnects = w.cfg.Bus.NC.Stats().Reconnects
 	j.fast = j.attempt == 1 && len(j.data.Answers) == 0 && msg.Headers().Get(bus.HeaderRecovered) == "" &&
@@ -393,12 +411,7 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) error {
 	if w.cfg.Tools != nil {
 		tools = w.cfg.Tools.Ensure(ctx, toolNames(j.skill)...)
 	}
-	if err := tool.CheckPrerequisites(j.skill, tool.Host{Tools: tools, Exec: w.cfg.Exec}); err != nil {
-		return w.fail(ctx, j, "", err) // fatal: the plan falls back
-	}
-	obs := &observer{w: w, j: j}
-	// Tool calls act under the skill's permissions (network, environment).
-	rctx, cancel := context.WithCancel(tool.WithPermissions(withDepth(ctx, j.data.Depth), tool.SkillPermissions(j.skill)))
+	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	j.claim.mu.Lock()
 	j.claim.cancel = cancel
@@ -406,68 +419,45 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) error {
 	w.inflight.Store(j.data.ExecutionID, j)
 	defer w.inflight.CompareAndDelete(j.data.ExecutionID, j)
 	stopBeat := w.keepAlive(ctx, j)
-	var outputs map[string]any
-	var log *workflow.Log
-	var runErr error
-	switch {
-	case j.skill.Workflow == nil && j.skill.Kind == skill.KindInstruction && w.cfg.Instruct != nil:
-		outputs, runErr = w.runInstruction(rctx, j, inputs, tools)
-	case j.skill.Workflow == nil && j.skill.Kind == skill.KindScript:
-		outputs, runErr = w.runScript(rctx, j, inputs, obs)
-	default:
-		outputs, log, runErr = w.cfg.Engine.ExecuteLog(rctx, workflow.Run{
-			ExecutionID: j.data.ExecutionID,
-			Skill:       j.skill,
-			Inputs:      inputs,
-			Trigger: map[string]any{
-				"id": j.data.Trigger.ID, "source": j.data.Trigger.Source,
-				"type": j.data.Trigger.Type, "subject": j.data.Trigger.Subject,
-			},
-			Attempt:       j.attempt,
-			Observer:      obs,
-			Confirmations: answers,
-			Checkpoints:   &checkpoints{w: w, j: j, fresh: j.fast},
-			Cache:         w.cache,
-			Tools:         tools,
-		})
-	}
+	d := w.execute(rctx, j, inputs, answers, tools)
 	stopBeat()
-	if log != nil {
-		j.log, _ = json.Marshal(log)
-	}
-	if runErr != nil && ctx.Err() != nil {
-		return ctx.Err()
+	if ctx.Err() != nil {
+		if _, ok := d.(Complete); !ok {
+			return ctx.Err()
+		}
 	}
 	if j.isLost() {
 		return errLostClaim
 	}
-	if runErr == nil {
-		return w.complete(ctx, j, outputs)
-	}
-	var paused *workflow.PausedError
-	if errors.As(runErr, &paused) {
-		return w.pause(ctx, j, paused)
-	}
-	var stepID string
-	var se *workflow.StepError
-	if errors.As(runErr, &se) {
-		stepID = se.Step
-	}
-	if failure.ClassOf(runErr) == failure.Retryable && j.attempt <= uint64(j.skill.Retries()) {
+	return w.settle(ctx, j, d)
+}
+
+// settle turns an execution's decision into what it causes — persisted events, the
+// next job, a dead letter, a paused record — and then acks or naks the job. It is
+// the only place that does: a new kind of decision is a new case here.
+func (w *Worker) settle(ctx context.Context, j *job, d Decision) error {
+	switch d := d.(type) {
+	case Complete:
+		return w.complete(ctx, j, d.Outputs)
+	case Pause:
+		return w.pause(ctx, j, d.PausedError)
+	case Retry:
 		if err := w.ensureClaim(ctx, j); err != nil {
 			return err
 		}
-		delay := w.cfg.Backoff.Delay(j.attempt)
+		w.cfg.Metrics.Retry(ctx, j.skill.Name, string(failure.ClassOf(d.Err)))
 		w.emit(j, events.TypeExecutionRetrying, "", events.ExecutionRetrying{
 			ExecutionID: j.data.ExecutionID, Skill: j.skill.Name, Attempt: j.attempt,
-			MaxRetries: j.skill.Retries(), DelayMS: ms(delay), Error: runErr.Error(),
+			MaxRetries: j.skill.Retries(), DelayMS: ms(d.Delay), Error: d.Err.Error(),
 		})
 		if err := j.batch.Wait(ctx); err != nil {
 			return err
 		}
-		return msg.NakWithDelay(delay)
+		return j.msg.NakWithDelay(d.Delay)
+	case Fail:
+		return w.fail(ctx, j, d.Step, d.Err)
 	}
-	return w.fail(ctx, j, stepID, runErr)
+	return fmt.Errorf("worker: unknown decision %T", d)
 }
 
 // keepAlive tells JetStream the job is still being worked on, well within AckWait,

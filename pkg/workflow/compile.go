@@ -89,51 +89,9 @@ func compile(wf *skill.Workflow) (*compiled, error) {
 			return nil, failure.Repair("step id %s is used twice", st.ID)
 		}
 		c.index[st.ID] = i
-		cs := cstep{step: st, onError: "fail", kind: "tool"}
-		if st.Compute != "" {
-			cs.kind = "compute"
-		}
-		var err error
-		where := func(what string, err error) error {
-			return failure.Wrap(failure.ClassOf(err), fmt.Errorf("step %s: %s: %w", st.ID, what, err))
-		}
-		var refs []string
-		if st.Condition != "" {
-			if cs.condition, err = expr.ParseExpr(st.Condition, expr.WithName("condition")); err != nil {
-				return nil, where("condition", err)
-			}
-			cs.condRefs = resolve(cs.condition.Refs(), writers, st.LoopVar)
-			cs.keys = keyReads(st.Condition)
-			refs = append(refs, cs.condition.Refs()...)
-		}
-		if st.Args != nil {
-			if cs.args, err = expr.CompileValue(st.Args, expr.WithName("args")); err != nil {
-				return nil, where("args", err)
-			}
-			refs = append(refs, cs.args.Refs()...)
-		}
-		if st.Compute != "" {
-			if cs.compute, err = expr.ParseProgram(st.Compute, expr.WithName("compute")); err != nil {
-				return nil, where("compute", err)
-			}
-			refs = append(refs, cs.compute.Refs()...)
-		}
-		if st.Loop != "" {
-			if cs.loop, err = expr.ParseTemplate(st.Loop, expr.WithName("loop")); err != nil {
-				return nil, where("loop", err)
-			}
-			refs = append(refs, cs.loop.Refs()...)
-		}
-		switch policy, n := st.ErrorPolicy(); policy {
-		case "fail", "continue":
-			cs.onError = policy
-		case "retry":
-			if n < 1 {
-				return nil, failure.Repair("step %s: on_error %q: want retry:N with N ≥ 1", st.ID, st.OnError)
-			}
-			cs.onError, cs.retries = "retry", n
-		default:
-			return nil, failure.Repair("step %s: on_error %q: want fail, continue or retry:N", st.ID, st.OnError)
+		cs, refs, err := compileStep(st, writers)
+		if err != nil {
+			return nil, err
 		}
 		cs.refs = resolve(refs, writers, st.LoopVar)
 		if err := cs.order(c, wf.Steps, i); err != nil {
@@ -179,6 +137,58 @@ func compile(wf *skill.Workflow) (*compiled, error) {
 		c.outputs = append(c.outputs, coutput{name: o.Name, value: v})
 	}
 	return c, nil
+}
+
+// compileStep compiles a step's expressions and error policy, and returns the
+// names they read.
+func compileStep(st *skill.Step, writers map[string][]int) (cstep, []string, error) {
+	cs := cstep{step: st, onError: "fail", kind: "tool"}
+	if st.Compute != "" {
+		cs.kind = "compute"
+	}
+	var err error
+	where := func(what string, err error) error {
+		return failure.Wrap(failure.ClassOf(err), fmt.Errorf("step %s: %s: %w", st.ID, what, err))
+	}
+	var refs []string
+	if st.Condition != "" {
+		if cs.condition, err = expr.ParseExpr(st.Condition, expr.WithName("condition")); err != nil {
+			return cstep{}, nil, where("condition", err)
+		}
+		cs.condRefs = resolve(cs.condition.Refs(), writers, st.LoopVar)
+		cs.keys = keyReads(cs.condition.Reads())
+		refs = append(refs, cs.condition.Refs()...)
+	}
+	if st.Args != nil {
+		if cs.args, err = expr.CompileValue(st.Args, expr.WithName("args")); err != nil {
+			return cstep{}, nil, where("args", err)
+		}
+		refs = append(refs, cs.args.Refs()...)
+	}
+	if st.Compute != "" {
+		if cs.compute, err = expr.ParseProgram(st.Compute, expr.WithName("compute")); err != nil {
+			return cstep{}, nil, where("compute", err)
+		}
+		refs = append(refs, cs.compute.Refs()...)
+	}
+	if st.Loop != "" {
+		if cs.loop, err = expr.ParseTemplate(st.Loop, expr.WithName("loop")); err != nil {
+			return cstep{}, nil, where("loop", err)
+		}
+		refs = append(refs, cs.loop.Refs()...)
+	}
+	switch policy, n := st.ErrorPolicy(); policy {
+	case "fail", "continue":
+		cs.onError = policy
+	case "retry":
+		if n < 1 {
+			return cstep{}, nil, failure.Repair("step %s: on_error %q: want retry:N with N ≥ 1", st.ID, st.OnError)
+		}
+		cs.onError, cs.retries = "retry", n
+	default:
+		return cstep{}, nil, failure.Repair("step %s: on_error %q: want fail, continue or retry:N", st.ID, st.OnError)
+	}
+	return cs, refs, nil
 }
 
 // order works out what step i waits for: its depends_on if it has one, else every
@@ -254,19 +264,15 @@ func ancestors(steps []cstep, deps []int) []int {
 	return union(out, nil)
 }
 
-// keyRead finds name.get('key'), name['key'] and name.key in a condition. It is a
-// heuristic for naming an auto-heal's failure type, nothing depends on it being
-// complete: a read it misses only leaves the type to the failure class.
-var keyRe = regexp.MustCompile(`([A-Za-z_][A-Za-z0-9_]*)\s*(?:\.\s*get\s*\(\s*['"]([^'"]+)['"]|\[\s*['"]([^'"]+)['"]\s*\]|\.\s*([A-Za-z_][A-Za-z0-9_]*))`)
-
-func keyReads(src string) []keyRead {
+// keyReads are the constant keys a condition reads of names, in source order,
+// as the expression parser found them (name.get('key'), name['key'],
+// name.key). They name an auto-heal's failure type.
+func keyReads(reads []expr.Read) []keyRead {
 	var out []keyRead
-	for _, m := range keyRe.FindAllStringSubmatch(src, -1) {
-		key := m[2] + m[3] + m[4]
-		if key == "get" {
-			continue
+	for _, r := range reads {
+		if r.Key != "" {
+			out = append(out, keyRead{name: r.Name, key: r.Key})
 		}
-		out = append(out, keyRead{name: m[1], key: key})
 	}
 	return out
 }

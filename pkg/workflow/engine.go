@@ -2,6 +2,9 @@ package workflow
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -252,11 +255,21 @@ func contains(ss []string, s string) bool {
 	return false
 }
 
+// compile returns the skill version's compiled workflow, compiling its
+// expressions the first time the version is run. A version is its content digest;
+// a skill without one (built in code rather than loaded) is keyed by its
+// workflow's JSON, so it too is compiled once, not at every run.
 func (e *Engine) compile(s *skill.Skill) (*compiled, error) {
-	if s.Digest == "" {
-		return compile(s.Workflow)
+	version := s.Digest
+	if version == "" {
+		b, err := json.Marshal(s.Workflow)
+		if err != nil {
+			return compile(s.Workflow)
+		}
+		sum := sha256.Sum256(b)
+		version = "json:" + hex.EncodeToString(sum[:])
 	}
-	key := s.Name + "@" + s.Digest
+	key := s.Name + "@" + version
 	e.mu.Lock()
 	c, ok := e.compiled[key]
 	e.mu.Unlock()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/skillbus/skillbus/pkg/expr"
 	"github.com/skillbus/skillbus/pkg/failure"
+	"github.com/skillbus/skillbus/pkg/telemetry"
 	"github.com/skillbus/skillbus/pkg/tool"
 )
 
@@ -70,7 +71,11 @@ func (x *execution) step(i int, env expr.Env, heal *AutoHeal, retryOf string) (s
 	x.obs.started(st, cs.kind)
 	ran = true
 	var n calls
-	res, err := x.body(cs, env, &n)
+	// The step's span parents its tool calls (an HTTP request, a bus tool, a
+	// sub-skill): one trace shows each step and what it did.
+	sctx, span := telemetry.StartStep(x.ctx, st.ID, cs.kind, telemetry.AttrTool.String(st.Tool))
+	res, err := x.body(sctx, cs, env, &n)
+	telemetry.End(span, err)
 	fin := time.Now()
 	sl.Calls, sl.CacheHits, sl.Cached = n.made, n.hits, n.hits > 0 && n.made == 0
 	if err != nil {
@@ -156,9 +161,8 @@ func (x *execution) save(stepID string, ck Checkpoint) error {
 
 // body runs the step's tool call or compute block, once per loop item, with its
 // on_error retries, within the step's timeout.
-func (x *execution) body(cs *cstep, env expr.Env, n *calls) (any, error) {
+func (x *execution) body(ctx context.Context, cs *cstep, env expr.Env, n *calls) (any, error) {
 	st := cs.step
-	ctx := x.ctx
 	if st.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(st.Timeout))

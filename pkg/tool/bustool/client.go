@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/skillbus/skillbus/pkg/failure"
+	"github.com/skillbus/skillbus/pkg/telemetry"
 	"github.com/skillbus/skillbus/pkg/tool"
 )
 
@@ -112,7 +113,10 @@ func (t *Tool) InputSchema() map[string]any {
 //	arguments too large for the bus          Fatal
 //	arguments not JSON-like                  Repairable
 //	error reply                              the class the reply carries (see parseReply)
-func (t *Tool) Call(ctx context.Context, c tool.Call) (any, error) {
+//
+// The call is a CLIENT span whose context travels in the request's W3C
+// traceparent and tracestate headers, so the service continues the trace.
+func (t *Tool) Call(ctx context.Context, c tool.Call) (res any, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, failure.Wrap(failure.Retryable, fmt.Errorf("bustool: tool %s: %w", t.name, err))
 	}
@@ -148,11 +152,16 @@ func (t *Tool) Call(ctx context.Context, c tool.Call) (any, error) {
 	setHeader(msg.Header, HeaderStep, c.Step)
 	setHeader(msg.Header, HeaderIdempotencyKey, c.IdempotencyKey)
 
+	ctx, span := telemetry.StartRequest(ctx, telemetry.Message{Destination: t.subject, BodySize: len(body)},
+		telemetry.AttrTool.String(t.name), telemetry.AttrExecutionID.String(c.ExecutionID), telemetry.AttrStepID.String(c.Step))
+	defer func() { telemetry.End(span, err) }()
+	telemetry.InjectHeader(ctx, msg.Header)
+
 	reply, err := t.nc.RequestMsgWithContext(ctx, msg)
 	if err != nil {
 		return nil, t.requestError(ctx, err)
 	}
-	res, err := parseReply(t.name, reply)
+	res, err = parseReply(t.name, reply)
 	if err != nil && !time.Now().Before(deadline) {
 		// The service gave up at the deadline it was given, just before this
 		// side noticed its own: report the expiry, as for no reply at all.

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/skillbus/skillbus/pkg/failure"
+	"github.com/skillbus/skillbus/pkg/telemetry"
 	"github.com/skillbus/skillbus/pkg/tool"
 )
 
@@ -228,13 +229,19 @@ func (s *Server) handle(t tool.Tool, r micro.Request) {
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, timeout)
 	defer cancel()
+	h := r.Headers()
+	// The caller's span (a worker's step) parents this one, across processes.
+	ctx, span := telemetry.StartServe(telemetry.ExtractHeader(ctx, nats.Header(h)),
+		telemetry.Message{Destination: r.Subject(), BodySize: len(r.Data())},
+		telemetry.AttrTool.String(name), telemetry.AttrExecutionID.String(h.Get(HeaderExecutionID)), telemetry.AttrStepID.String(h.Get(HeaderStep)))
+	var err error
+	defer func() { telemetry.End(span, err) }()
 
 	args, err := decodeArgs(name, r.Data())
 	if err != nil {
 		s.respondError(name, r, err)
 		return
 	}
-	h := r.Headers()
 	call := tool.Call{
 		Args:           args,
 		ExecutionID:    h.Get(HeaderExecutionID),
@@ -248,11 +255,13 @@ func (s *Server) handle(t tool.Tool, r micro.Request) {
 	}
 	b, err := tool.MarshalJSON(res)
 	if err != nil {
-		s.respondError(name, r, failure.Fatalf("%s: the result does not encode as JSON: %v", name, err))
+		err = failure.Fatalf("%s: the result does not encode as JSON: %v", name, err)
+		s.respondError(name, r, err)
 		return
 	}
 	if limit := s.nc.MaxPayload(); limit > 0 && int64(len(b)) > limit {
-		s.respondError(name, r, failure.Fatalf("%s: the result of %d bytes exceeds the NATS max payload of %d bytes", name, len(b), limit))
+		err = failure.Fatalf("%s: the result of %d bytes exceeds the NATS max payload of %d bytes", name, len(b), limit)
+		s.respondError(name, r, err)
 		return
 	}
 	if err := r.Respond(b); err != nil {
@@ -281,7 +290,13 @@ func decodeArgs(name string, data []byte) (map[string]any, error) {
 
 // safeCall calls the tool and turns a panic into a Fatal error, so one bad call
 // does not take the service down.
+//
+// A served tool acts with the rights of the process serving it, not of the skill
+// calling it: a skill's permissions bound what a worker does on its behalf, and
+// calling a service on the bus is itself what the skill was allowed (as with an MCP
+// server). So the call's context grants the network.
 func (s *Server) safeCall(ctx context.Context, t tool.Tool, c tool.Call) (res any, err error) {
+	ctx = tool.WithPermissions(ctx, tool.Permissions{Network: true})
 	defer func() {
 		if p := recover(); p != nil {
 			s.cfg.Log.Error("bustool: a tool panicked", "tool", t.Name(), "panic", p, "stack", string(debug.Stack()))

@@ -16,6 +16,7 @@ import (
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 
 	"github.com/skillbus/skillbus/pkg/failure"
 )
@@ -45,7 +46,8 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 	if c.hc == nil {
 		c.hc, c.ownHC = &http.Client{}, true
 		if t, ok := http.DefaultTransport.(*http.Transport); ok {
-			c.hc.Transport = t.Clone()
+			// W3C trace headers on every request to an HTTP server.
+			c.hc.Transport = otelhttp.NewTransport(t.Clone())
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Servers)) {

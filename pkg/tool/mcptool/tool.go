@@ -14,8 +14,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/skillbus/skillbus/pkg/failure"
+	"github.com/skillbus/skillbus/pkg/telemetry"
 	"github.com/skillbus/skillbus/pkg/tool"
 )
 
@@ -82,7 +84,15 @@ func (t *Tool) InputSchema() map[string]any {
 //	other JSON-RPC errors                                  by their message (failure.ClassOf)
 //	connection lost, server exited, timeout               Retryable
 //	arguments that are not JSON-like                      Repairable
-func (t *Tool) Call(ctx context.Context, c tool.Call) (any, error) {
+func (t *Tool) Call(ctx context.Context, c tool.Call) (v any, err error) {
+	ctx, span := telemetry.StartClient(ctx, "tools/call "+t.mcpName,
+		attribute.String("mcp.method.name", "tools/call"), attribute.String("gen_ai.tool.name", t.mcpName),
+		telemetry.AttrTool.String(t.name))
+	defer func() { telemetry.End(span, err) }()
+	return t.call(ctx, c)
+}
+
+func (t *Tool) call(ctx context.Context, c tool.Call) (any, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, failure.Wrap(failure.Retryable, fmt.Errorf("%s: %w", t.where(), err))
 	}
@@ -107,6 +117,17 @@ func (t *Tool) Call(ctx context.Context, c tool.Call) (any, error) {
 	params := &mcp.CallToolParams{Name: t.mcpName, Arguments: args}
 	if c.IdempotencyKey != "" {
 		params.Meta = mcp.Meta{"io.skillbus/idempotency-key": c.IdempotencyKey}
+	}
+	// Trace context in _meta, where MCP servers that trace look for it; the
+	// stdio transport has no headers to carry it.
+	if tp, ts := telemetry.Inject(ctx); tp != "" {
+		if params.Meta == nil {
+			params.Meta = mcp.Meta{}
+		}
+		params.Meta[telemetry.TraceParent] = tp
+		if ts != "" {
+			params.Meta[telemetry.TraceState] = ts
+		}
 	}
 	res, err := cs.CallTool(ctx, params)
 	if err != nil {

@@ -1,0 +1,124 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/spf13/cobra"
+
+	"github.com/skillbus/skillbus/pkg/bus"
+)
+
+// Waiting for NATS at start: the first retry after connectRetryMin, doubling up to
+// connectRetryMax.
+const (
+	connectRetryMin = 250 * time.Millisecond
+	connectRetryMax = 10 * time.Second
+)
+
+// registerAuth adds the TLS and credential flags beside --creds and --tls-ca.
+func (c *common) registerAuth(cmd *cobra.Command, getenv Env) {
+	f := cmd.PersistentFlags()
+	f.StringVar(&c.tlsCert, "tls-cert", getenv("SKILLBUS_NATS_CERT"), "client certificate for NATS servers that verify clients (mTLS), with --tls-key ($SKILLBUS_NATS_CERT)")
+	f.StringVar(&c.tlsKey, "tls-key", getenv("SKILLBUS_NATS_KEY"), "private key of --tls-cert ($SKILLBUS_NATS_KEY)")
+	f.StringVar(&c.nkey, "nkey", getenv("SKILLBUS_NATS_NKEY"), "file holding a NATS user nkey seed (SU...) to authenticate with ($SKILLBUS_NATS_NKEY)")
+}
+
+// natsOptions are the connection options the flags and environment ask for.
+func (c *common) natsOptions() ([]nats.Option, error) {
+	var opts []nats.Option
+	if c.creds != "" {
+		opts = append(opts, nats.UserCredentials(c.creds))
+	}
+	if c.nkey != "" {
+		o, err := nats.NkeyOptionFromSeed(c.nkey)
+		if err != nil {
+			return nil, usage("--nkey %s: %v", c.nkey, err)
+		}
+		opts = append(opts, o)
+	}
+	if c.user != "" {
+		opts = append(opts, nats.UserInfo(c.user, c.password))
+	}
+	if c.tlsCA != "" {
+		opts = append(opts, nats.RootCAs(c.tlsCA))
+	}
+	switch {
+	case c.tlsCert != "" && c.tlsKey != "":
+		opts = append(opts, nats.ClientCert(c.tlsCert, c.tlsKey))
+	case c.tlsCert != "" || c.tlsKey != "":
+		return nil, usage("--tls-cert and --tls-key go together: give both, or neither")
+	}
+	if log := c.log; log != nil {
+		opts = append(opts,
+			nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
+				if err != nil {
+					log.Warn("NATS disconnected; reconnecting", "server", nc.ConnectedUrlRedacted(), "err", err)
+				} else if !nc.IsClosed() {
+					log.Warn("NATS disconnected; reconnecting", "server", nc.ConnectedUrlRedacted())
+				}
+			}),
+			nats.ReconnectHandler(func(nc *nats.Conn) {
+				log.Info("NATS reconnected", "server", nc.ConnectedUrlRedacted(), "server_name", nc.ConnectedServerName())
+			}),
+			nats.ErrorHandler(func(nc *nats.Conn, sub *nats.Subscription, err error) {
+				attrs := []any{"server", nc.ConnectedUrlRedacted(), "err", err}
+				if sub != nil {
+					attrs = append(attrs, "subject", sub.Subject)
+				}
+				log.Error("NATS error", attrs...)
+			}),
+		)
+	}
+	return opts, nil
+}
+
+// connectWait connects like connect, but while no NATS server answers it waits,
+// retrying with backoff and saying so, until ctx ends: a service started before
+// NATS (in Kubernetes, in compose) waits for it instead of crashing. Errors a retry
+// cannot fix — bad credentials, a TLS mismatch, bad flags — are returned at once.
+func (c *common) connectWait(ctx context.Context, name string, log *slog.Logger) (*bus.Bus, error) {
+	wait := connectRetryMin
+	for {
+		b, err := c.connect(name)
+		if err == nil || !retryable(err) {
+			if err == nil && wait > connectRetryMin {
+				log.Info("connected to NATS", "server", b.NC.ConnectedUrlRedacted())
+			}
+			return b, err
+		}
+		log.Warn("waiting for NATS", "url", c.natsURL, "err", err, "retry_in", wait)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, connectRetryMax)
+	}
+}
+
+// retryable reports whether a connection error may go away by itself: nothing is
+// listening yet, or the server is still starting.
+func retryable(err error) bool {
+	if errors.Is(err, nats.ErrNoServers) || errors.Is(err, nats.ErrTimeout) {
+		return true
+	}
+	s := err.Error()
+	return strings.Contains(s, "connection refused") || strings.Contains(s, "no such host") || strings.Contains(s, "i/o timeout")
+}
+
+// connectError explains a connection failure.
+func connectError(url string, err error) error {
+	switch {
+	case errors.Is(err, nats.ErrAuthorization), strings.Contains(err.Error(), "Authorization Violation"):
+		return fmt.Errorf("%w (check the user and password, --creds or --nkey)", err)
+	case strings.Contains(err.Error(), "tls:"), strings.Contains(err.Error(), "x509:"), errors.Is(err, nats.ErrSecureConnRequired):
+		return fmt.Errorf("%w (check --tls-ca, --tls-cert and --tls-key against the server's TLS settings)", err)
+	}
+	return fmt.Errorf("%w (is a NATS server running there? 'skillbus dev' starts one; or point --nats-url at yours)", err)
+}

@@ -1,0 +1,163 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nkeys"
+
+	"github.com/skillbus/skillbus/internal/cli"
+	"github.com/skillbus/skillbus/internal/natstest"
+)
+
+func TestVersion(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	if err := cli.Skillbus(context.Background(), []string{"version"}, noEnv, &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out.String(), "skillbus ") || !strings.Contains(out.String(), runtime.Version()) {
+		t.Errorf("skillbus version: %q", out.String())
+	}
+	for name, main := range mains() {
+		out.Reset()
+		if err := main(context.Background(), []string{"--version"}, noEnv, &out, &out); err != nil {
+			t.Fatalf("%s --version: %v", name, err)
+		}
+		if !strings.HasPrefix(out.String(), name+" ") || !strings.Contains(out.String(), runtime.Version()) {
+			t.Errorf("%s --version: %q", name, out.String())
+		}
+	}
+}
+
+// With no command, skillbus says what there is and exits 2.
+func TestNoCommand(t *testing.T) {
+	t.Parallel()
+	var out, errOut bytes.Buffer
+	err := cli.Skillbus(context.Background(), nil, noEnv, &out, &errOut)
+	if cli.ExitCode(err) != 2 || !strings.Contains(errOut.String(), "Available Commands") || out.Len() != 0 {
+		t.Fatalf("exit %d (%v)\nstdout: %s\nstderr: %s", cli.ExitCode(err), err, out.String(), errOut.String())
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// A service started before NATS waits for it, saying so, and then logs every
+// disconnect and reconnect with the server.
+func TestWaitsForNATSAndLogsReconnects(t *testing.T) {
+	t.Parallel()
+	port := freePort(t)
+	url := "nats://127.0.0.1:" + strconv.Itoa(port)
+	ctx, cancel := context.WithCancel(context.Background())
+	logs := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- cli.Router(ctx, []string{"--nats-url", url, "--log-format", "text"}, noEnv, logs, logs)
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("router: %v", err)
+		}
+	}()
+	natstest.Eventually(t, 20*time.Second, func() bool { return strings.Contains(logs.String(), "waiting for NATS") }, "no 'waiting for NATS' line:\n%s", logs)
+	if !strings.Contains(logs.String(), "url="+url) {
+		t.Errorf("the waiting line does not name the URL:\n%s", logs)
+	}
+	srv := natstest.StartWith(t, func(o *server.Options) { o.Port = port })
+	natstest.Eventually(t, 30*time.Second, func() bool { return strings.Contains(logs.String(), "router: running") }, "the router did not start once NATS was up:\n%s", logs)
+	srv.Restart()
+	natstest.Eventually(t, 30*time.Second, func() bool {
+		l := logs.String()
+		return strings.Contains(l, "NATS disconnected") && strings.Contains(l, "NATS reconnected") && strings.Contains(l, "server="+url)
+	}, "no disconnect and reconnect lines naming the server:\n%s", logs)
+}
+
+// mTLS: a server that verifies client certificates takes skillbus with --tls-ca,
+// --tls-cert and --tls-key (or their variables), and refuses it without.
+func TestMutualTLS(t *testing.T) {
+	t.Parallel()
+	certs := natstest.NewCerts(t)
+	srv := natstest.StartWith(t, func(o *server.Options) {
+		tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: certs.ServerCert, KeyFile: certs.ServerKey, CaFile: certs.CA, Verify: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.TLSConfig, o.TLS, o.TLSVerify = tc, true, true
+	})
+	url := strings.Replace(srv.URL(), "nats://", "tls://", 1)
+	env := map[string]string{"SKILLBUS_NATS_URL": url, "SKILLBUS_NATS_CA": certs.CA, "SKILLBUS_NATS_CERT": certs.ClientCert, "SKILLBUS_NATS_KEY": certs.ClientKey}
+	getenv := func(k string) string { return env[k] }
+	var out bytes.Buffer
+	if err := cli.Registry(context.Background(), []string{"--once", "--skills", filepath.Join("..", "..", "testdata", "skills"), "--log-level", "error"}, getenv, &out, &out); err != nil {
+		t.Fatalf("registry over mTLS: %v\n%s", err, out.String())
+	}
+	out.Reset()
+	if err := cli.Skillbus(context.Background(), []string{"skills", "list", "--nats-url", url, "--tls-ca", certs.CA, "--tls-cert", certs.ClientCert, "--tls-key", certs.ClientKey}, noEnv, &out, &out); err != nil || !strings.Contains(out.String(), "hello") {
+		t.Fatalf("skills list over mTLS with flags: %v\n%s", err, out.String())
+	}
+	other := natstest.NewCerts(t)
+	for name, args := range map[string][]string{
+		"no client certificate":       {"--tls-ca", certs.CA},
+		"another CA":                  {"--tls-ca", other.CA, "--tls-cert", certs.ClientCert, "--tls-key", certs.ClientKey},
+		"a certificate of another CA": {"--tls-ca", certs.CA, "--tls-cert", other.ClientCert, "--tls-key", other.ClientKey},
+	} {
+		out.Reset()
+		err := cli.Skillbus(context.Background(), append([]string{"runs", "list", "--nats-url", url}, args...), noEnv, &out, &out)
+		if err == nil || !strings.Contains(err.Error(), "--tls-cert") && !strings.Contains(err.Error(), "connect to NATS") {
+			t.Errorf("%s: err = %v, want a refused connection that points at the TLS flags", name, err)
+		}
+	}
+	out.Reset()
+	err := cli.Skillbus(context.Background(), []string{"runs", "list", "--nats-url", url, "--tls-cert", certs.ClientCert}, noEnv, &out, &out)
+	if cli.ExitCode(err) != 2 || !strings.Contains(err.Error(), "--tls-key") {
+		t.Errorf("--tls-cert without --tls-key: %v", err)
+	}
+}
+
+// An nkey seed file authenticates as the nkey user.
+func TestNkey(t *testing.T) {
+	t.Parallel()
+	kp, err := nkeys.CreateUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := kp.PublicKey()
+	seed, _ := kp.Seed()
+	seedFile := filepath.Join(t.TempDir(), "user.nk")
+	if err := os.WriteFile(seedFile, seed, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := natstest.StartWith(t, func(o *server.Options) { o.Nkeys = []*server.NkeyUser{{Nkey: pub}} })
+	var out bytes.Buffer
+	err = cli.Registry(context.Background(), []string{"--once", "--skills", filepath.Join("..", "..", "testdata", "skills"), "--log-level", "error", "--nats-url", srv.URL()},
+		func(k string) string { return map[string]string{"SKILLBUS_NATS_NKEY": seedFile}[k] }, &out, &out)
+	if err != nil {
+		t.Fatalf("registry with an nkey: %v\n%s", err, out.String())
+	}
+	out.Reset()
+	if err := cli.Skillbus(context.Background(), []string{"skills", "list", "--nats-url", srv.URL(), "--nkey", seedFile}, noEnv, &out, &out); err != nil || !strings.Contains(out.String(), "hello") {
+		t.Fatalf("skills list --nkey: %v\n%s", err, out.String())
+	}
+	err = cli.Skillbus(context.Background(), []string{"skills", "list", "--nats-url", srv.URL()}, noEnv, &out, &out)
+	if err == nil || !strings.Contains(err.Error(), "--nkey") {
+		t.Errorf("without the nkey: %v, want an authorization error pointing at --nkey", err)
+	}
+}

@@ -1,0 +1,74 @@
+package cli_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skillbus/skillbus/internal/cli"
+	"github.com/skillbus/skillbus/internal/natstest"
+)
+
+// skillbus dev --gateway: a curl-shaped CloudEvent runs hello through the whole
+// system and the answer carries its result.
+func TestDevGateway(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	logs := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- cli.Skillbus(ctx, []string{"dev", "--port", "-1", "--store", t.TempDir(), "--skills", filepath.Join("..", "..", "testdata", "skills"),
+			"--workers", "1", "--gateway", "127.0.0.1:0", "--log-level", "warn"}, noEnv, logs, logs)
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("dev: %v", err)
+		}
+	}()
+	re := regexp.MustCompile(`HTTP gateway on (http://127\.0\.0\.1:\d+)`)
+	natstest.Eventually(t, 60*time.Second, func() bool { return re.MatchString(logs.String()) }, "no gateway in the banner:\n%s", logs)
+	url := re.FindStringSubmatch(logs.String())[1]
+	req, _ := http.NewRequest(http.MethodPost, url+"/events?wait=30s", strings.NewReader(`{"name":"Ada"}`))
+	for k, v := range map[string]string{"ce-specversion": "1.0", "ce-id": "dev-1", "ce-source": "/curl", "ce-type": "com.example.greet", "Content-Type": "application/json"} {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Status  string         `json:"status"`
+		Outputs map[string]any `json:"outputs"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusOK || out.Status != "completed" || out.Outputs["greeting"] != "Hello, Ada!" {
+		t.Fatalf("%d %v %+v\n%s", resp.StatusCode, err, out, logs)
+	}
+}
+
+// Without a token or a secret, the gateway refuses to listen beyond loopback.
+func TestGatewayOpenOnlyOnLoopback(t *testing.T) {
+	t.Parallel()
+	srv := natstest.Start(t)
+	for _, args := range [][]string{
+		{"gateway", "--listen", "0.0.0.0:0", "--nats-url", srv.URL()},
+		{"gateway", "--listen", ":0", "--nats-url", srv.URL()},
+		{"dev", "--port", "-1", "--store", t.TempDir(), "--skills", filepath.Join("..", "..", "testdata", "skills"), "--gateway", "0.0.0.0:0"},
+	} {
+		var out syncBuffer
+		err := cli.Skillbus(context.Background(), args, noEnv, &out, &out)
+		if cli.ExitCode(err) != 2 || !strings.Contains(err.Error(), "SKILLBUS_GATEWAY_TOKENS") {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+	err := cli.Skillbus(context.Background(), []string{"gateway", "--listen", "127.0.0.1:0", "--nats-url", srv.URL(), "--hooks", "/nonexistent.yaml"}, noEnv, &syncBuffer{}, &syncBuffer{})
+	if cli.ExitCode(err) != 2 || !strings.Contains(err.Error(), "--hooks") {
+		t.Errorf("missing hooks file: %v", err)
+	}
+}

@@ -1,0 +1,155 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/skillbus/skillbus/pkg/selector"
+	"github.com/skillbus/skillbus/pkg/skill"
+)
+
+func routeEvalCommand(stdout io.Writer) *cobra.Command {
+	var (
+		sf          selectorFlags
+		cases       []string
+		minAccuracy float64
+		asJSON      bool
+		noExamples  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "eval",
+		Short: "Measure routing quality on labelled requests",
+		Long: `eval routes labelled requests offline and prints top-1 accuracy, recall@3 and @5,
+no-match precision (of the requests routed to no skill, the share that no skill
+should take), the most confused pairs and every miss — beside plain BM25 over each
+skill's name and description, so a catalog shows what the router adds.
+
+Cases come from every skill's examples (positive: that skill must be primary, each
+routed with that example left out of the skill; negative: that skill must not be)
+and from --cases files, JSONL of {"query": "...", "expect": "skill" | null}.
+
+With --min-accuracy, eval exits 1 when top-1 accuracy is below it, so a skill
+repository can gate its CI on routing quality. --json prints one line per case and a
+last line with the summary.`,
+		Example: `  skillbus route eval --skills ./skills
+  skillbus route eval --skills ./skills --cases routing.jsonl --min-accuracy 0.9
+  skillbus route eval --skills ./skills --cases routing.jsonl --json | tail -1`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(sf.skills) == 0 {
+				return usage("give --skills DIR: the skills to evaluate")
+			}
+			if minAccuracy < 0 || minAccuracy > 1 {
+				return usage("--min-accuracy %v: want a number in [0, 1]", minAccuracy)
+			}
+			cfg, err := sf.config()
+			if err != nil {
+				return err
+			}
+			sel, skills, err := loadSelector(sf.skills, cfg)
+			if err != nil {
+				return err
+			}
+			var all []selector.Case
+			if !noExamples {
+				all = selector.ExampleCases(skills)
+			}
+			for _, p := range cases {
+				f, err := os.Open(p)
+				if err != nil {
+					return usage("--cases %s: %v", p, unwrapPath(err))
+				}
+				cs, err := selector.ReadCases(f, p)
+				f.Close()
+				if err != nil {
+					return usage("%v", err)
+				}
+				for _, c := range cs {
+					if c.Expect != "" {
+						if _, ok := sel.Get(c.Expect); !ok {
+							return usage("%s: expect %q is not a skill of %v", c.Origin, c.Expect, sf.skills)
+						}
+					}
+				}
+				all = append(all, cs...)
+			}
+			if len(all) == 0 {
+				return usage("no cases: the skills have no examples and no --cases file was given")
+			}
+			start := time.Now()
+			results, sum := selector.Evaluate(sel, all, selector.Env{})
+			took := time.Since(start)
+			if asJSON {
+				enc := json.NewEncoder(stdout)
+				for _, r := range results {
+					if err := enc.Encode(r); err != nil {
+						return err
+					}
+				}
+				if err := enc.Encode(map[string]any{"summary": sum}); err != nil {
+					return err
+				}
+			} else {
+				printEval(stdout, results, sum, len(skills), took)
+			}
+			if sum.Top1 < minAccuracy {
+				return &ExitError{Code: 1, Err: fmt.Errorf("top-1 accuracy %.3f is below --min-accuracy %.3f", sum.Top1, minAccuracy)}
+			}
+			return nil
+		},
+	}
+	sf.register(cmd)
+	f := cmd.Flags()
+	f.StringArrayVar(&cases, "cases", nil, "a JSONL file of {\"query\": ..., \"expect\": name | null} (repeatable)")
+	f.Float64Var(&minAccuracy, "min-accuracy", 0, "exit 1 when top-1 accuracy is below this")
+	f.BoolVar(&asJSON, "json", false, "print one JSON line per case, then the summary")
+	f.BoolVar(&noExamples, "no-examples", false, "evaluate only --cases, not the skills' own examples")
+	return cmd
+}
+
+func printEval(w io.Writer, results []selector.Result, sum selector.Summary, skills int, took time.Duration) {
+	fmt.Fprintf(w, "%d cases against %d skills in %s\n\n", sum.Cases, skills, took.Round(time.Millisecond))
+	fmt.Fprintf(w, "                    router   plain BM25 (name+description)\n")
+	fmt.Fprintf(w, "top-1 accuracy      %.3f    %.3f\n", sum.Top1, sum.BaselineTop1)
+	fmt.Fprintf(w, "recall@3            %.3f\n", sum.Recall3)
+	fmt.Fprintf(w, "recall@5            %.3f    %.3f\n", sum.Recall5, sum.BaselineRecall5)
+	fmt.Fprintf(w, "no-match precision  %.3f\n", sum.NoMatchPrecision)
+	fmt.Fprintf(w, "off-topic rejected  %.3f    (%d requests no skill should take)\n", sum.OffTopicRejected, sum.OffTopic)
+	if len(sum.Confused) > 0 {
+		fmt.Fprintln(w, "\nmost confused (expected -> got):")
+		for i, c := range sum.Confused {
+			if i == 10 {
+				break
+			}
+			fmt.Fprintf(w, "  %3d  %s -> %s\n", c.Count, c.Expect, c.Got)
+		}
+	}
+	misses := 0
+	for _, r := range results {
+		if r.OK {
+			continue
+		}
+		if misses == 0 {
+			fmt.Fprintln(w, "\nmisses:")
+		}
+		misses++
+		exp, got := "(none)", "(none)"
+		if r.Expect != nil {
+			exp = *r.Expect
+		}
+		if r.Primary != nil {
+			got = *r.Primary
+		}
+		fmt.Fprintf(w, "  %q\n      expected %s, got %s  [%s]\n", r.Query, exp, got, r.Origin)
+	}
+}
+
+// routingWarnings are warnings for skill examples that route elsewhere.
+func routingWarnings(skills []*skill.Skill) skill.Diagnostics {
+	return selector.ExampleWarnings(skills)
+}

@@ -1,0 +1,129 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/skillbus/skillbus/internal/cli"
+)
+
+const routingSkills = "../../testdata/routing/skills"
+
+func run(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err := cli.Skillbus(context.Background(), args, noEnv, &out, &errOut)
+	return out.String() + errOut.String() + errString(err), cli.ExitCode(err)
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func TestRouteOffline(t *testing.T) {
+	t.Parallel()
+	out, code := run(t, "route", "--skills", routingSkills, "--json", "please summarise the attached PDF")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	var d map[string]any
+	if err := json.Unmarshal([]byte(out), &d); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	for _, k := range []string{"primary", "fallback", "parallel_groups", "threshold", "candidates"} {
+		if _, ok := d[k]; !ok {
+			t.Errorf("no %q in %s", k, out)
+		}
+	}
+	if d["primary"] != "pdf-summarizer" {
+		t.Fatalf("primary = %v", d["primary"])
+	}
+	c := d["candidates"].([]any)[0].(map[string]any)
+	for _, k := range []string{"name", "source", "score", "components", "selected", "reason"} {
+		if _, ok := c[k]; !ok {
+			t.Errorf("candidate has no %q: %v", k, c)
+		}
+	}
+
+	out, code = run(t, "route", "--skills", routingSkills, "--json", "what's the capital of peru")
+	if code != 3 || !strings.Contains(out, `"primary": null`) && !strings.Contains(out, `"primary":null`) {
+		t.Fatalf("off-topic: exit %d: %s", code, out)
+	}
+	out, code = run(t, "route", "--skills", routingSkills, "--explain", "--data", `{"query":"deploy the build to staging"}`)
+	if code != 0 || !strings.Contains(out, "primary:   deploy-staging") || !strings.Contains(out, "INTENT") {
+		t.Fatalf("explain: exit %d: %s", code, out)
+	}
+	for _, bad := range [][]string{
+		{"route", "--skills", routingSkills},
+		{"route", "--skills", "/nonexistent", "x"},
+		{"route", "--skills", routingSkills, "--weights", "intent=2", "x"},
+		{"route", "--skills", routingSkills, "--data", "[1]", "x"},
+	} {
+		if out, code := run(t, bad...); code != 2 {
+			t.Errorf("%v: exit %d: %s", bad, code, out)
+		}
+	}
+}
+
+func TestRouteEval(t *testing.T) {
+	t.Parallel()
+	out, code := run(t, "route", "eval", "--skills", routingSkills, "--cases", "../../testdata/routing/heldout.jsonl", "--no-examples", "--min-accuracy", "0.9")
+	if code != 0 || !strings.Contains(out, "top-1 accuracy") || !strings.Contains(out, "plain BM25") {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	out, code = run(t, "route", "eval", "--skills", routingSkills, "--cases", "../../testdata/routing/heldout.jsonl", "--min-accuracy", "0.99")
+	if code != 1 || !strings.Contains(out, "below --min-accuracy") {
+		t.Fatalf("gate: exit %d: %s", code, out)
+	}
+	out, code = run(t, "route", "eval", "--skills", routingSkills, "--cases", "../../testdata/routing/heldout.jsonl", "--no-examples", "--json")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) < 2 {
+		t.Fatalf("json: exit %d: %s", code, out)
+	}
+	var first struct {
+		Query   string   `json:"query"`
+		Expect  *string  `json:"expect"`
+		Primary *string  `json:"primary"`
+		Ranked  []string `json:"ranked"`
+	}
+	if err := json.Unmarshal([]byte(lines[0]), &first); err != nil || first.Query == "" || first.Ranked == nil {
+		t.Fatalf("first line %s: %v", lines[0], err)
+	}
+	var last struct {
+		Summary struct {
+			Top1 float64 `json:"top1"`
+		} `json:"summary"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil || last.Summary.Top1 < 0.9 {
+		t.Fatalf("summary %s: %v", lines[len(lines)-1], err)
+	}
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "c.jsonl")
+	os.WriteFile(bad, []byte(`{"query":"x","expect":"no-such-skill"}`), 0o644)
+	if out, code := run(t, "route", "eval", "--skills", routingSkills, "--cases", bad); code != 2 || !strings.Contains(out, "no-such-skill") {
+		t.Fatalf("bad case: exit %d: %s", code, out)
+	}
+}
+
+func TestValidateWarnsWhenExamplesRouteElsewhere(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, body string) {
+		os.MkdirAll(filepath.Join(dir, name), 0o755)
+		os.WriteFile(filepath.Join(dir, name, "SKILL.md"), []byte(body), 0o644)
+	}
+	write("pdf-summarizer", "---\nname: pdf-summarizer\ndescription: Summarize PDF documents.\nexamples:\n  positive: [\"convert 10 miles to kilometers\"]\n---\nbody\n")
+	write("unit-converter", "---\nname: unit-converter\ndescription: Convert miles, kilometers and other units.\n---\nbody\n")
+	out, code := run(t, "skills", "validate", dir)
+	if code != 0 || !strings.Contains(out, `example "convert 10 miles to kilometers" routes to unit-converter, not to pdf-summarizer`) {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+}

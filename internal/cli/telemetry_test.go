@@ -1,0 +1,130 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/skillbus/skillbus/internal/cli"
+	"github.com/skillbus/skillbus/internal/natstest"
+	"github.com/skillbus/skillbus/internal/otlptest"
+)
+
+// syncBuffer is a buffer a running command writes to while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type stringer func() string
+
+func (f stringer) String() string { return f() }
+
+// TestDevObservability runs `skillbus dev` with --metrics-addr and the OTEL_*
+// variables, waits for /readyz, scrapes /metrics, and publishes a trigger with
+// `skillbus trigger`, whose producer span reaches the OTLP receiver.
+func TestDevObservability(t *testing.T) {
+	rcv := otlptest.Start(t)
+	otelEnv := func(service string) cli.Env {
+		kv := map[string]string{}
+		for _, e := range rcv.Env(service) {
+			k, v, _ := strings.Cut(e, "=")
+			kv[k] = v
+		}
+		return func(k string) string { return kv[k] }
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stderr syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- cli.Skillbus(ctx, []string{"dev", "--port", "-1", "--store", t.TempDir(), "--skills", "../../testdata/skills",
+			"--workers", "1", "--metrics-addr", "127.0.0.1:0"}, otelEnv("skillbus-dev"), io.Discard, &stderr)
+	}()
+	defer func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("dev: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("dev did not stop")
+		}
+	}()
+
+	addrRE := regexp.MustCompile(`serving /metrics, /livez and /readyz" addr=(\S+)`)
+	urlRE := regexp.MustCompile(`NATS\s+(nats://\S+)`)
+	var addr, natsURL string
+	natstest.Eventually(t, 30*time.Second, func() bool {
+		out := stderr.String()
+		if m := addrRE.FindStringSubmatch(out); m != nil {
+			addr = m[1]
+		}
+		if m := urlRE.FindStringSubmatch(out); m != nil {
+			natsURL = m[1]
+		}
+		return addr != "" && natsURL != ""
+	}, "dev did not report its metrics address and NATS URL:\n%s", &stderr)
+
+	var ready string
+	natstest.Eventually(t, 30*time.Second, func() bool {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		ready = string(b)
+		return resp.StatusCode == http.StatusOK
+	}, "/readyz never became ready: %s", stringer(func() string { return ready }))
+	for _, check := range []string{"[+] nats ok", "[+] streams ok", "[+] consumer router ok", "[+] consumer worker-default ok"} {
+		if !strings.Contains(ready, check) {
+			t.Errorf("/readyz lacks %q:\n%s", check, ready)
+		}
+	}
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b), `skillbus_consumer_pending{messaging_consumer_group_name="worker-default"`) ||
+		!strings.Contains(string(b), `skillbus_consumer_ack_pending{messaging_consumer_group_name="router"`) {
+		t.Errorf("/metrics lacks the consumers' backlog:\n%.3000s", b)
+	}
+	if !strings.Contains(string(b), "go_goroutines") || !strings.Contains(string(b), `target_info{`) || !strings.Contains(string(b), `service_name="skillbus-dev"`) {
+		t.Errorf("/metrics lacks the runtime metrics or the service's target_info:\n%.2000s", b)
+	}
+
+	var out bytes.Buffer
+	if err := cli.Skillbus(ctx, []string{"trigger", "--nats-url", natsURL, "--skill", "hello", "--data", `{"name":"Ada"}`},
+		otelEnv("skillbus-cli"), &out, &out); err != nil {
+		t.Fatalf("trigger: %v\n%s", err, out.String())
+	}
+	// trigger flushed its spans before returning.
+	spans := rcv.Spans()
+	pub := otlptest.Must(t, spans, "publish skillbus.trigger.skill.hello")
+	if pub.Service != "skillbus-cli" || pub.ParentSpanID != "" || pub.Attrs["messaging.system"] != "nats" || pub.Attrs["skillbus.skill.name"] != "hello" {
+		t.Errorf("publish span %v attrs %v", pub, pub.Attrs)
+	}
+}

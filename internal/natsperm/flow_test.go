@@ -1,0 +1,589 @@
+package natsperm_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillbus/skillbus/internal/cli"
+	"github.com/skillbus/skillbus/internal/natsperm"
+	"github.com/skillbus/skillbus/internal/natstest"
+	"github.com/skillbus/skillbus/pkg/tool"
+	"github.com/skillbus/skillbus/pkg/tool/bustool"
+)
+
+// violations collects the server's permission-violation log lines.
+type violations struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (v *violations) log(format string, args ...any) {
+	line := fmt.Sprintf(format, args...)
+	if strings.Contains(line, "Violation") {
+		v.mu.Lock()
+		v.lines = append(v.lines, line)
+		v.mu.Unlock()
+	}
+}
+func (v *violations) Noticef(string, ...any)            {}
+func (v *violations) Debugf(string, ...any)             {}
+func (v *violations) Tracef(string, ...any)             {}
+func (v *violations) Warnf(format string, args ...any)  { v.log(format, args...) }
+func (v *violations) Errorf(format string, args ...any) { v.log(format, args...) }
+func (v *violations) Fatalf(format string, args ...any) { v.log(format, args...) }
+
+// take returns the lines logged so far and forgets them.
+func (v *violations) take() []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	l := v.lines
+	v.lines = nil
+	return l
+}
+
+func (v *violations) has(user, subject string) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, l := range v.lines {
+		if strings.Contains(l, "user:"+user+`"`) && strings.Contains(l, subject) {
+			return true
+		}
+	}
+	return false
+}
+
+func password(role string) string { return "pw-" + role }
+
+// startServer starts nats-server from a configuration that includes the generated
+// deploy/base/nats-accounts.conf as shipped.
+func startServer(t *testing.T) (string, *violations) {
+	t.Helper()
+	dir := t.TempDir()
+	accounts, err := os.ReadFile(filepath.Join(repoRoot(), "deploy", "base", "nats-accounts.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "accounts.conf"), accounts, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var conf strings.Builder
+	fmt.Fprintf(&conf, "listen: \"127.0.0.1:-1\"\nmax_payload: 8MB\njetstream { store_dir: %q }\n", filepath.Join(dir, "js"))
+	for _, r := range natsperm.Roles("skillbus") {
+		t.Setenv(r.PasswordVar(), password(r.Name)) // nats-server reads them from the environment, as in a pod
+	}
+	conf.WriteString("include \"accounts.conf\"\n")
+	path := filepath.Join(dir, "nats.conf")
+	if err := os.WriteFile(path, []byte(conf.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opts, err := server.ProcessConfigFile(path)
+	if err != nil {
+		t.Fatalf("the generated nats-accounts.conf does not load: %v", err)
+	}
+	opts.NoSigs = true
+	s, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := &violations{}
+	s.SetLoggerV2(v, false, false, false)
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("server not ready")
+	}
+	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
+	return s.ClientURL(), v
+}
+
+// ledger is the (role, action, allowed/denied) list the test proves.
+type ledger struct {
+	mu   sync.Mutex
+	rows []string
+}
+
+func (l *ledger) add(role, action string, allowed bool) {
+	verdict := "denied"
+	if allowed {
+		verdict = "allowed"
+	}
+	l.mu.Lock()
+	l.rows = append(l.rows, fmt.Sprintf("%-9s  %-8s  %s", role, verdict, action))
+	l.mu.Unlock()
+}
+
+type fleet struct {
+	t      *testing.T
+	ctx    context.Context
+	url    string
+	v      *violations
+	ledger *ledger
+	skills string
+}
+
+func (f *fleet) env(role string) cli.Env {
+	m := map[string]string{"SKILLBUS_NATS_URL": f.url, "SKILLBUS_NATS_USER": role, "SKILLBUS_NATS_PASSWORD": password(role)}
+	return func(k string) string { return m[k] }
+}
+
+func (f *fleet) conn(role string) *nats.Conn {
+	f.t.Helper()
+	nc, err := nats.Connect(f.url, nats.UserInfo(role, password(role)), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(nc.Close)
+	return nc
+}
+
+// cli runs `skillbus args...` as role and returns its output.
+func (f *fleet) cli(role string, args ...string) (string, error) {
+	var out bytes.Buffer
+	err := cli.Skillbus(f.ctx, args, f.env(role), &out, &out)
+	return out.String(), err
+}
+
+// must runs a CLI command that must succeed with no permission refused.
+func (f *fleet) must(role, action string, args ...string) string {
+	f.t.Helper()
+	out, err := f.cli(role, args...)
+	if err != nil {
+		f.t.Fatalf("%s: skillbus %s: %v\n%s\nviolations: %v", role, strings.Join(args, " "), err, out, f.v.take())
+	}
+	f.clean(role, action)
+	return out
+}
+
+// clean records an allowed action, failing if the server refused anything so far.
+func (f *fleet) clean(role, action string) {
+	f.t.Helper()
+	if v := f.v.take(); len(v) > 0 {
+		f.t.Fatalf("%s: %s: the server refused:\n%s", role, action, strings.Join(v, "\n"))
+	}
+	f.ledger.add(role, action, true)
+}
+
+// denied records an action that must have been refused with a violation on subject.
+func (f *fleet) denied(role, action, subject string, err error) {
+	f.t.Helper()
+	if err == nil {
+		f.t.Errorf("%s: %s: succeeded, want a permission error", role, action)
+	}
+	natstest.Eventually(f.t, 5*time.Second, func() bool { return f.v.has(role, subject) }, "%s: %s: no violation logged for %s", role, action, subject)
+	f.v.take()
+	f.ledger.add(role, action, false)
+}
+
+// service runs a service main (registry, router, worker) until the test ends.
+func (f *fleet) service(main func(context.Context, []string, cli.Env, io.Writer, io.Writer) error, role string, args ...string) (logged func() string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	w := writerFunc(func(p []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return logs.Write(p) })
+	go func() {
+		done <- main(ctx, append(args, "--log-format", "text", "--log-level", "info"), f.env(role), w, w)
+	}()
+	f.t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			f.t.Errorf("%s: %v", role, err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if logs.Len() > 0 && f.t.Failed() {
+			f.t.Logf("%s log:\n%s", role, logs.String())
+		}
+	})
+	return func() string { mu.Lock(); defer mu.Unlock(); return logs.String() }
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (w writerFunc) Write(p []byte) (int, error) { return w(p) }
+
+const approveSkill = `name: approve
+description: Acts only after a person approves.
+version: 1.0.0
+steps:
+  - id: act
+    tool: echo
+    args:
+      done: "yes"
+outputs:
+  done: "{{ act.done }}"
+confirmations:
+  - step: act
+    message: "Act now?"
+    timeout: 300
+`
+
+const loudSkill = `name: loud
+description: Shouts through a tool served on the bus by another process.
+version: 1.0.0
+inputs:
+  - name: text
+    type: string
+    default: hi
+steps:
+  - id: shout
+    tool: shout
+    args:
+      text: "{{ inputs.text }}"
+outputs:
+  said: "{{ shout.said }}"
+`
+
+const doomedSkill = `name: doomed
+description: Always fails, so its job ends in the dead-letter queue.
+version: 1.0.0
+max_retries: 0
+steps:
+  - id: fail
+    tool: exec
+    args:
+      command: ["sh", "-c", "echo doomed >&2; exit 1"]
+`
+
+const lateSkill = `name: late
+description: Added while everything runs, to prove the catalog reloads.
+version: 1.0.0
+steps:
+  - id: say
+    tool: echo
+    args:
+      said: "late"
+outputs:
+  said: "{{ say.said }}"
+`
+
+func writeSkill(t *testing.T, dir, name, file, text string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Join(dir, name), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name, file), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func copySkill(t *testing.T, dir, name string) {
+	t.Helper()
+	src := filepath.Join(repoRoot(), "testdata", "skills", name)
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeSkill(t, dir, name, e.Name(), string(b))
+	}
+}
+
+// TestRolesRunTheWholeSystem starts a server with the generated users and runs the
+// registry, a router, a worker and a tool service each as its own user, then every
+// user-facing command as a publisher or an operator. Nothing may be refused; then
+// each role tries what it must not do, and must be refused.
+func TestRolesRunTheWholeSystem(t *testing.T) {
+	url, v := startServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	f := &fleet{t: t, ctx: ctx, url: url, v: v, ledger: &ledger{}, skills: t.TempDir()}
+	defer func() {
+		sort.Strings(f.ledger.rows)
+		t.Logf("(role, verdict, action), %d pairs:\n%s", len(f.ledger.rows), strings.Join(f.ledger.rows, "\n"))
+	}()
+	for _, s := range []string{"hello", "reserve-stock", "queue-backorder"} {
+		copySkill(t, f.skills, s)
+	}
+	writeSkill(t, f.skills, "approve", "skill.yaml", approveSkill)
+	writeSkill(t, f.skills, "loud", "skill.yaml", loudSkill)
+	writeSkill(t, f.skills, "doomed", "skill.yaml", doomedSkill)
+
+	// The registry creates the streams and buckets and publishes the catalog.
+	f.service(cli.Registry, "registry", "--skills", f.skills)
+	op := f.conn("operator")
+	opJS, _ := jetstream.New(op)
+	natstest.Eventually(t, 20*time.Second, func() bool {
+		kv, err := opJS.KeyValue(ctx, "skills")
+		if err != nil {
+			return false
+		}
+		_, err = kv.Get(ctx, "doomed")
+		return err == nil
+	}, "the registry did not publish the catalog")
+	f.clean("registry", "create streams, buckets, object store; publish the catalog")
+
+	// A tool service on the bus, as its own user.
+	toolNC := f.conn("tool")
+	shout := tool.Func("shout", func(_ context.Context, c tool.Call) (any, error) {
+		s, _ := c.Args["text"].(string)
+		return map[string]any{"said": strings.ToUpper(s)}, nil
+	})
+	srv, err := bustool.Serve(toolNC, bustool.ServerConfig{Name: "shouter"}, bustool.Def{Tool: shout, Description: "shouts"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	f.clean("tool", "serve a tool as a micro service")
+
+	f.service(cli.Router, "router", "--ensure=false")
+	f.service(cli.Worker, "worker", "--ensure=false", "--bus-tools-interval", "100ms", "--backoff-base", "10ms", "--concurrency", "4")
+
+	// Micro-service discovery, as `nats micro ls` does it.
+	for _, subj := range []string{"$SRV.PING", "$SRV.INFO.skillbus-registry", "$SRV.STATS.skillbus-registry", "$SRV.INFO.shouter"} {
+		msg, err := op.Request(subj, nil, 5*time.Second)
+		if err != nil {
+			t.Fatalf("operator: %s: %v (violations %v)", subj, err, v.take())
+		}
+		if !bytes.Contains(msg.Data, []byte(`"name"`)) {
+			t.Fatalf("%s answered %s", subj, msg.Data)
+		}
+	}
+	f.clean("registry", "answer $SRV.PING/INFO/STATS (micro service)")
+	f.clean("tool", "answer $SRV.INFO (micro service)")
+	f.clean("operator", "$SRV.PING, $SRV.INFO, $SRV.STATS (nats micro ls)")
+
+	out := f.must("operator", "skills list", "skills", "list")
+	if !strings.Contains(out, "hello") || !strings.Contains(out, "doomed") {
+		t.Fatalf("skills list:\n%s", out)
+	}
+	f.must("operator", "skills show hello", "skills", "show", "hello")
+	f.must("operator", "skills validate --remote", "skills", "validate", "--remote", filepath.Join(f.skills, "hello"))
+
+	out = f.must("publisher", "trigger --skill hello --wait", "trigger", "--skill", "hello", "--data", `{"name":"Ada"}`, "--wait", "--timeout", "30s")
+	if !strings.Contains(out, "Hello, Ada!") {
+		t.Fatalf("trigger hello:\n%s", out)
+	}
+	f.clean("router", "route a trigger, publish the plan and the job")
+	f.clean("worker", "run a job, publish its events and result, write KV runs")
+
+	out = f.must("operator", "trigger <type> --wait", "trigger", "com.example.greet", "--data", `{"name":"Grace"}`, "--wait", "--timeout", "30s")
+	if !strings.Contains(out, "Hello, Grace!") {
+		t.Fatalf("trigger com.example.greet:\n%s", out)
+	}
+
+	out = f.must("publisher", "trigger, fallback to the next skill", "trigger", "com.example.order.created", "--data", `{"order_id":"A-1","quantity":20}`, "--wait", "--timeout", "30s")
+	if !strings.Contains(out, "backordered") {
+		t.Fatalf("fallback:\n%s", out)
+	}
+	f.clean("worker", "fall back: publish the next skill's job")
+
+	out = f.must("publisher", "trigger a skill calling a bus tool", "trigger", "--skill", "loud", "--data", `{"text":"hey"}`, "--wait", "--timeout", "30s")
+	if !strings.Contains(out, "HEY") {
+		t.Fatalf("bus tool:\n%s", out)
+	}
+	f.clean("worker", "discover and call a tool on the bus")
+
+	out, err = f.cli("publisher", "trigger", "--skill", "doomed", "--wait", "--timeout", "30s")
+	if cli.ExitCode(err) != 1 || !strings.Contains(out, "dead-lettered") {
+		t.Fatalf("doomed: exit %d, want 1, and a dead letter:\n%s", cli.ExitCode(err), out)
+	}
+	f.clean("worker", "dead-letter a failed job")
+	dlq, err := opJS.Stream(ctx, "SKILLBUS_DLQ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dlq.GetLastMsgForSubject(ctx, "skillbus.dead.doomed"); err != nil {
+		t.Fatalf("operator: read the DLQ: %v", err)
+	}
+	f.clean("operator", "read the DLQ (nats stream get SKILLBUS_DLQ)")
+
+	// A confirmation: the worker pauses, the operator approves, the router resumes.
+	waited := make(chan string, 1)
+	go func() {
+		out, err := f.cli("publisher", "trigger", "--skill", "approve", "--wait", "--timeout", "60s")
+		if err != nil {
+			out += "\nerror: " + err.Error()
+		}
+		waited <- out
+	}()
+	var paused string
+	natstest.Eventually(t, 30*time.Second, func() bool {
+		out, err := f.cli("operator", "runs", "list", "--json")
+		if err != nil {
+			return false
+		}
+		var rows []map[string]any
+		_ = json.Unmarshal([]byte(out), &rows)
+		for _, r := range rows {
+			if r["status"] == "paused" {
+				paused, _ = r["execution_id"].(string)
+				return true
+			}
+		}
+		return false
+	}, "no paused execution in runs list")
+	f.clean("operator", "runs list")
+	f.clean("worker", "pause for a confirmation (checkpoint, scheduled timeout)")
+	f.must("operator", "runs show", "runs", "show", paused)
+	f.must("operator", "runs confirm", "runs", "confirm", paused, "--by", "test")
+	select {
+	case out := <-waited:
+		if !strings.Contains(out, `"yes"`) {
+			t.Fatalf("approve after confirmation:\n%s", out)
+		}
+	case <-ctx.Done():
+		t.Fatal("the confirmed execution did not finish")
+	}
+	f.clean("router", "resume a confirmed run: read and delete KV runs, purge the timeout")
+	f.clean("publisher", "trigger --wait through a confirmation")
+
+	// The HTTP gateway publishes and follows as the publisher.
+	gwLog := f.service(func(ctx context.Context, args []string, env cli.Env, o, e io.Writer) error {
+		return cli.Skillbus(ctx, append([]string{"gateway"}, args...), env, o, e)
+	}, "publisher", "--listen", "127.0.0.1:0")
+	addr := regexp.MustCompile(`listening" addr=(127\.0\.0\.1:\d+)`)
+	natstest.Eventually(t, 20*time.Second, func() bool { return addr.MatchString(gwLog()) }, "the gateway did not start: %s", stringer(gwLog))
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr.FindStringSubmatch(gwLog())[1]+"/events?wait=30s", strings.NewReader(`{"name":"Web"}`))
+	for k, val := range map[string]string{"ce-specversion": "1.0", "ce-id": "web-1", "ce-source": "/curl", "ce-type": "com.example.greet", "Content-Type": "application/json"} {
+		req.Header.Set(k, val)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "Hello, Web!") {
+		t.Fatalf("gateway: %d %s", resp.StatusCode, body)
+	}
+	f.clean("publisher", "HTTP gateway: POST /events?wait, publish and follow")
+
+	// Hot reload: a skill added while everything runs.
+	writeSkill(t, f.skills, "late", "skill.yaml", lateSkill)
+	natstest.Eventually(t, 20*time.Second, func() bool {
+		out, err := f.cli("operator", "skills", "list")
+		return err == nil && strings.Contains(out, "late")
+	}, "the registry did not publish a new skill")
+	out = f.must("publisher", "trigger a skill added while running", "trigger", "--skill", "late", "--wait", "--timeout", "30s")
+	if !strings.Contains(out, "late") {
+		t.Fatalf("late:\n%s", out)
+	}
+	f.clean("registry", "hot reload: publish a new skill")
+
+	// What each role must not do.
+	wk := f.conn("worker")
+	wkJS, _ := jetstream.New(wk)
+	short := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, time.Second) }
+	c, cc := short()
+	_, err = wkJS.Publish(c, "$KV.skills.hello", []byte(`{}`))
+	cc()
+	f.denied("worker", "write the catalog (KV skills)", "$KV.skills.hello", err)
+	c, cc = short()
+	_, err = wkJS.Publish(c, "$O.skill-files.C.x", []byte(`x`))
+	cc()
+	f.denied("worker", "write skill files (object store)", "$O.skill-files.C.x", err)
+	c, cc = short()
+	_, err = wkJS.CreateOrUpdateConsumer(c, "SKILLBUS_TRIGGERS", jetstream.ConsumerConfig{Durable: "router"})
+	cc()
+	f.denied("worker", "change the router's consumer", "$JS.API.CONSUMER.CREATE.SKILLBUS_TRIGGERS.router", err)
+	c, cc = short()
+	err = wkJS.DeleteStream(c, "SKILLBUS_JOBS")
+	cc()
+	f.denied("worker", "delete a stream", "$JS.API.STREAM.DELETE.SKILLBUS_JOBS", err)
+
+	pub := f.conn("publisher")
+	pubJS, _ := jetstream.New(pub)
+	for _, subj := range []string{"skillbus.exec.default.hello", "skillbus.events.x.execution.completed", "skillbus.dead.hello", "skillbus.repair.hello", "$KV.runs.x.result"} {
+		c, cc = short()
+		_, err = pubJS.Publish(c, subj, []byte(`{}`))
+		cc()
+		f.denied("publisher", "publish "+subj, subj, err)
+	}
+	c, cc = short()
+	_, err = pubJS.CreateOrUpdateConsumer(c, "SKILLBUS_JOBS", jetstream.ConsumerConfig{Durable: "thief"})
+	cc()
+	f.denied("publisher", "consume jobs", "$JS.API.CONSUMER.CREATE.SKILLBUS_JOBS", err)
+	c, cc = short()
+	_, err = pubJS.CreateOrUpdateConsumer(c, "SKILLBUS_EVENTS", jetstream.ConsumerConfig{Durable: "router-confirmations"})
+	cc()
+	f.denied("publisher", "change the router's confirmations consumer", "$JS.API.CONSUMER.CREATE.SKILLBUS_EVENTS.router-confirmations", err)
+
+	c, cc = short()
+	_, err = opJS.Publish(c, "skillbus.exec.default.hello", []byte(`{}`))
+	cc()
+	f.denied("operator", "publish a job", "skillbus.exec.default.hello", err)
+	c, cc = short()
+	_, err = opJS.Publish(c, "$KV.runs.x.result", []byte(`{}`))
+	cc()
+	f.denied("operator", "write a run record", "$KV.runs.x.result", err)
+
+	err = toolNC.Publish("skillbus.trigger.skill.hello", nil)
+	if err == nil {
+		err = toolNC.Flush()
+	}
+	if err == nil {
+		err = errors.New("core publish gives no error; the violation log is the proof")
+	}
+	f.denied("tool", "publish a trigger", "skillbus.trigger.skill.hello", err)
+}
+
+// TestShippedConfigLoads loads deploy/base/nats.conf as the pods do: with the generated
+// accounts next to it, TLS files where the Secret nats-tls is mounted (here: test
+// certificates), and the passwords and pod name in the environment.
+func TestShippedConfigLoads(t *testing.T) {
+	dir := t.TempDir()
+	certs := natstest.NewCerts(t)
+	conf, err := os.ReadFile(filepath.Join(repoRoot(), "deploy", "base", "nats.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	accounts, err := os.ReadFile(filepath.Join(repoRoot(), "deploy", "base", "nats-accounts.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.NewReplacer(
+		"/etc/nats/tls/tls.crt", certs.ServerCert, "/etc/nats/tls/tls.key", certs.ServerKey, "/etc/nats/tls/ca.crt", certs.CA,
+		`"/data"`, fmt.Sprintf("%q", filepath.Join(dir, "data")),
+	).Replace(string(conf))
+	for _, p := range []string{"/etc/nats/tls/", "/data"} {
+		if !strings.Contains(string(conf), p) {
+			t.Fatalf("nats.conf no longer mentions %s; update this test", p)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "nats.conf"), []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "nats-accounts.conf"), accounts, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("POD_NAME", "nats-0")
+	for _, r := range natsperm.Roles("skillbus") {
+		t.Setenv(r.PasswordVar(), password(r.Name))
+	}
+	opts, err := server.ProcessConfigFile(filepath.Join(dir, "nats.conf"))
+	if err != nil {
+		t.Fatalf("deploy/base/nats.conf does not load: %v", err)
+	}
+	if opts.ServerName != "nats-0" || opts.TLSConfig == nil || !opts.JetStream || opts.Cluster.Name != "skillbus" || len(opts.Routes) != 3 || len(opts.Users) != len(natsperm.Roles("skillbus")) {
+		t.Fatalf("nats.conf: name %q, tls %v, jetstream %v, cluster %q, %d routes, %d users", opts.ServerName, opts.TLSConfig != nil, opts.JetStream, opts.Cluster.Name, len(opts.Routes), len(opts.Users))
+	}
+	if _, err := server.NewServer(opts); err != nil {
+		t.Fatalf("nats-server rejects deploy/base/nats.conf: %v", err)
+	}
+}
+
+// stringer defers a log's reading to when a failure message is printed.
+type stringer func() string
+
+func (s stringer) String() string { return s() }

@@ -1,0 +1,210 @@
+// Package natsperm is the one description of what each skillbus process may publish
+// and subscribe to on NATS. The NATS server configuration in deploy/, the Kubernetes
+// Secret of passwords and the table in docs/operations.md are generated from it (go
+// generate ./internal/natsperm), and its tests start a server with exactly these
+// users and run the whole system on them, so a permission that a process needs and
+// lacks fails a test instead of a deployment.
+//
+// The lists name JetStream's own API subjects, because every stream, consumer and
+// bucket operation is a request on one: $JS.API.<verb>.<stream>... for management,
+// $JS.ACK.<stream>.> for acknowledgements, $JS.FC.<stream>.> for flow-control
+// replies of watchers, $KV.<bucket>.<key> for key-value writes, $O.<bucket>.> for
+// object-store writes, and _INBOX.> for every reply.
+package natsperm
+
+//go:generate go test -run TestGenerated -update .
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Role is one kind of process and the NATS user it connects as.
+type Role struct {
+	// Name is the role and the NATS user name: "registry", "router", ...
+	Name string
+	// Doc says what the role does and why it needs what it has.
+	Doc string
+	// Publish and Subscribe are the subjects the user may publish and subscribe to.
+	Publish, Subscribe []string
+	// DenyPublish are exceptions to Publish: subjects the user may not publish even
+	// though an allow pattern matches them.
+	DenyPublish []string
+	// Responses lets the user answer requests it received (NATS micro services)
+	// without a publish permission on every inbox.
+	Responses bool
+}
+
+// PasswordVar is the variable that holds the role's password: in nats.conf and as a
+// key of the Kubernetes Secret nats-users.
+func (r Role) PasswordVar() string {
+	return strings.ToUpper(strings.ReplaceAll(r.Name, "-", "_")) + "_PASSWORD"
+}
+
+// names are the stream and bucket names under a prefix, as package bus builds them.
+type names struct {
+	p                                          string // subject prefix
+	triggers, jobs, repair, dlq, events        string // streams
+	skills, runs, stats, workers, cache, files string // buckets
+}
+
+func newNames(prefix string) names {
+	up := strings.ToUpper(strings.ReplaceAll(prefix, "-", "_"))
+	bucket := func(s string) string {
+		if prefix == "skillbus" {
+			return s
+		}
+		return prefix + "_" + s
+	}
+	return names{
+		p: prefix, triggers: up + "_TRIGGERS", jobs: up + "_JOBS", repair: up + "_REPAIR", dlq: up + "_DLQ", events: up + "_EVENTS",
+		skills: bucket("skills"), runs: bucket("runs"), stats: bucket("stats"), workers: bucket("workers"), cache: bucket("cache"),
+		files: bucket("skill-files"),
+	}
+}
+
+// readStream is what reading a stream takes: its info, consumers of one's own (pull
+// and ordered), acks, flow control, and direct gets of single messages.
+func readStream(stream string) []string {
+	return []string{
+		"$JS.API.STREAM.INFO." + stream,
+		"$JS.API.STREAM.MSG.GET." + stream,
+		"$JS.API.DIRECT.GET." + stream,
+		"$JS.API.DIRECT.GET." + stream + ".>",
+		"$JS.API.CONSUMER.CREATE." + stream + ".>",
+		"$JS.API.CONSUMER.INFO." + stream + ".>",
+		"$JS.API.CONSUMER.DELETE." + stream + ".>",
+		"$JS.API.CONSUMER.MSG.NEXT." + stream + ".>",
+		"$JS.ACK." + stream + ".>",
+		"$JS.FC." + stream + ".>",
+	}
+}
+
+// streamInfos lets a process that does not create the streams check that they exist
+// (--ensure=false).
+func (n names) streamInfos() []string {
+	var out []string
+	for _, s := range []string{n.triggers, n.jobs, n.repair, n.dlq, n.events} {
+		out = append(out, "$JS.API.STREAM.INFO."+s)
+	}
+	return out
+}
+
+func readKV(bucket string) []string  { return readStream("KV_" + bucket) }
+func writeKV(bucket string) []string { return append(readKV(bucket), "$KV."+bucket+".>") }
+func readObj(bucket string) []string { return readStream("OBJ_" + bucket) }
+
+// durables are the durable consumers the services share; no other role may create or
+// change them, because a consumer's configuration is a create request on its name.
+func (n names) durables(except ...string) []string {
+	all := map[string]string{
+		"router":               n.triggers + ".router",
+		"router-confirmations": n.events + ".router-confirmations",
+	}
+	var out []string
+	for _, k := range []string{"router", "router-confirmations"} {
+		skip := false
+		for _, e := range except {
+			skip = skip || e == k
+		}
+		if !skip {
+			out = append(out, "$JS.API.CONSUMER.CREATE."+all[k]+".>", "$JS.API.CONSUMER.CREATE."+all[k], "$JS.API.CONSUMER.DELETE."+all[k])
+		}
+	}
+	return out
+}
+
+func join(lists ...[]string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, l := range lists {
+		for _, s := range l {
+			if !seen[s] {
+				seen[s] = true
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// Roles returns every role's permissions for an installation with the given subject
+// prefix ("skillbus" by default), in a fixed order.
+func Roles(prefix string) []Role {
+	n := newNames(prefix)
+	p := n.p
+	inbox := []string{"_INBOX.>"}
+	jsInfo := []string{"$JS.API.INFO"}
+	return []Role{
+		{
+			Name: "registry",
+			Doc:  "Creates and updates the streams, buckets and object store (it alone may), owns the catalog (KV skills, object store skill-files), and serves the skillbus-registry micro service.",
+			Publish: join(
+				[]string{"$JS.API.>", "$JS.ACK.>", "$JS.FC.>"},
+				[]string{"$KV." + n.skills + ".>", "$O." + n.files + ".>"},
+			),
+			Subscribe: join(inbox, []string{p + ".registry.>", "$SRV.>"}),
+			Responses: true,
+		},
+		{
+			Name: "router",
+			Doc:  "Consumes triggers (durable router) and confirmation answers (durable router-confirmations); publishes plans, jobs and unroutable triggers' dead letters; resumes confirmed runs (reads and deletes paused records in KV runs, purges the pending timeout from EVENTS); follows the catalog, the workers' heartbeats (which pools are served) and the outcomes (success rates); serves the skillbus-router micro service (live route decisions).",
+			Publish: join(jsInfo, n.streamInfos(),
+				readStream(n.triggers), readStream(n.events),
+				[]string{"$JS.API.STREAM.PURGE." + n.events},
+				readKV(n.skills), writeKV(n.runs), readKV(n.workers),
+				[]string{p + ".events.>", p + ".exec.>", p + ".dead.>"},
+			),
+			Subscribe: join(inbox, []string{p + ".router.>", "$SRV.>"}),
+			Responses: true,
+		},
+		{
+			Name: "worker",
+			Doc:  "Consumes jobs (durables worker-<pool>) and repair jobs; publishes progress and results, next and fallback jobs, repair jobs, dead letters and confirmation timeouts; writes run records, checkpoints, cache, stats and its heartbeat; reads the catalog and skill files but cannot write them; calls tools on the bus and invokes skills (the skill tool publishes triggers).",
+			Publish: join(jsInfo, n.streamInfos(),
+				readStream(n.jobs), readStream(n.repair), readStream(n.events),
+				readKV(n.skills), readObj(n.files),
+				writeKV(n.runs), writeKV(n.cache), writeKV(n.stats), writeKV(n.workers),
+				[]string{p + ".events.>", p + ".live.>", p + ".exec.>", p + ".repair.>", p + ".dead.>", p + ".trigger.>",
+					p + ".tool.>", "$SRV.INFO", "$SRV.INFO.>"},
+			),
+			DenyPublish: n.durables(),
+			Subscribe:   inbox,
+		},
+		{
+			Name:        "publisher",
+			Doc:         "Publishes triggers and follows them to their result (ordered consumers on EVENTS): what the HTTP gateway and any application sending events use. It cannot publish jobs, results or anything else.",
+			Publish:     join(jsInfo, []string{p + ".trigger.>"}, readStream(n.events)),
+			DenyPublish: n.durables(),
+			Subscribe:   join(inbox, []string{p + ".live.>"}),
+		},
+		{
+			Name: "operator",
+			Doc:  "The skillbus CLI of a person: triggers, skills list/show/validate (through the registry service and the catalog), runs list/show/confirm, reading the DLQ, and `nats micro` discovery. It reads everything and writes only triggers and confirmation answers.",
+			Publish: join(jsInfo, n.streamInfos(),
+				[]string{p + ".trigger.>", p + ".events.*.confirmation.recorded", p + ".registry.>", p + ".router.>", "$SRV.>"},
+				readStream(n.events), readStream(n.dlq), readStream(n.triggers),
+				readKV(n.skills), readKV(n.runs), readKV(n.workers), readKV(n.stats), readObj(n.files),
+				[]string{"$JS.API.STREAM.NAMES", "$JS.API.STREAM.LIST", "$JS.API.CONSUMER.NAMES.>", "$JS.API.CONSUMER.LIST.>"},
+			),
+			DenyPublish: n.durables(),
+			Subscribe:   join(inbox, []string{p + ".live.>"}),
+		},
+		{
+			Name:      "tool",
+			Doc:       "A process serving tools on the bus (a NATS micro service on " + p + ".tool.<name>): it receives calls and answers them, nothing else.",
+			Subscribe: []string{p + ".tool.>", "$SRV.>"},
+			Responses: true,
+		},
+	}
+}
+
+// Find returns the named role of Roles(prefix).
+func Find(prefix, name string) (Role, error) {
+	for _, r := range Roles(prefix) {
+		if r.Name == name {
+			return r, nil
+		}
+	}
+	return Role{}, fmt.Errorf("natsperm: no role %q", name)
+}

@@ -1,0 +1,408 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"github.com/cloudevents/sdk-go/v2/event"
+	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/goleak"
+
+	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/internal/natstest"
+	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/gateway"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const token = "0123456789abcdef-token"
+
+// fixture is a gateway on a real JetStream server, with a stand-in for the router
+// and workers that answers every trigger: type test.unmatched is not routed, every
+// other completes with its data as the output "got".
+type fixture struct {
+	t    *testing.T
+	ctx  context.Context
+	b    *bus.Bus
+	url  string
+	mu   sync.Mutex
+	seen []*event.Event // triggers as published on NATS
+}
+
+func setup(t *testing.T, cfg gateway.Config) *fixture {
+	t.Helper()
+	srv := natstest.Start(t)
+	b := srv.Bus(t, bus.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	f := &fixture{t: t, ctx: ctx, b: b}
+	cons, err := b.JS.OrderedConsumer(ctx, b.StreamTriggers(), jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := cons.Consume(func(m jetstream.Msg) { f.answer(m) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cc.Stop)
+	cfg.Bus = b
+	cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	g, err := gateway.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- g.Serve(sctx, ln) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	f.url = "http://" + ln.Addr().String()
+	return f
+}
+
+func (f *fixture) answer(m jetstream.Msg) {
+	e, err := bus.Decode(&nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
+	if err != nil {
+		f.t.Errorf("the gateway published something that is not a CloudEvent: %v", err)
+		return
+	}
+	f.mu.Lock()
+	f.seen = append(f.seen, e)
+	f.mu.Unlock()
+	act := events.ActivationID(e.Source(), e.ID())
+	pub := func(id, typ string, data any) {
+		msg, err := bus.Event{ID: id, Source: "test", Type: typ, Data: data}.Msg(f.b.Subjects.Event(idOf(typ, act), typ))
+		if err != nil {
+			f.t.Error(err)
+			return
+		}
+		if _, err := f.b.JS.PublishMsg(f.ctx, msg); err != nil && f.ctx.Err() == nil {
+			f.t.Error(err)
+		}
+	}
+	if e.Type() == "test.unmatched" {
+		pub(act+".u", events.TypeRouteUnmatched, events.RouteUnmatched{ActivationID: act, Code: events.UnmatchedNoSkill, Reason: "no skill"})
+		return
+	}
+	if e.Type() == "test.slow" {
+		return // never answered
+	}
+	pub(act+".d", events.TypeRouteDecided, events.RouteDecided{ActivationID: act, Plan: events.Plan{Primary: events.SkillRef{Name: "echo", ExecutionID: "x" + act}}})
+	var got any
+	_ = json.Unmarshal(e.Data(), &got)
+	pub(act+".c", events.TypeExecutionCompleted, events.ExecutionCompleted{ExecutionID: "x" + act, ActivationID: act, Skill: "echo", Outputs: map[string]any{"got": got, "subject": m.Subject()}})
+}
+
+func idOf(typ, act string) string {
+	if typ == events.TypeExecutionCompleted {
+		return "x" + act
+	}
+	return act
+}
+
+func (f *fixture) triggers() []*event.Event {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]*event.Event(nil), f.seen...)
+}
+
+// post sends a curl-shaped request and decodes the JSON answer.
+func (f *fixture) post(path string, header map[string]string, body string) (int, map[string]any, http.Header) {
+	f.t.Helper()
+	req, err := http.NewRequestWithContext(f.ctx, http.MethodPost, f.url+path, strings.NewReader(body))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	raw, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(raw, &out); err != nil {
+		f.t.Fatalf("%s: answer is not a JSON object: %s", path, raw)
+	}
+	return resp.StatusCode, out, resp.Header
+}
+
+func binary(id, typ string) map[string]string {
+	return map[string]string{"Authorization": "Bearer " + token, "ce-specversion": "1.0", "ce-id": id, "ce-source": "/curl", "ce-type": typ, "Content-Type": "application/json"}
+}
+
+// The sdk-go HTTP client posts events in binary and structured mode; the gateway
+// answers 202 with the activation, or with ?wait the result.
+func TestSDKClient(t *testing.T) {
+	t.Parallel()
+	f := setup(t, gateway.Config{Tokens: []string{token}})
+	for _, mode := range []string{"binary", "structured"} {
+		t.Run(mode, func(t *testing.T) {
+			opts := []cehttp.Option{cloudevents.WithTarget(f.url + "/events?wait=20s"), cehttp.WithHeader("Authorization", "Bearer "+token)}
+			p, err := cloudevents.NewHTTP(opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := cloudevents.NewClient(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := cloudevents.NewEvent()
+			e.SetID("sdk-" + mode)
+			e.SetSource("/sdk")
+			e.SetType("com.example.sdk")
+			_ = e.SetData(cloudevents.ApplicationJSON, map[string]string{"mode": mode})
+			ctx := f.ctx
+			if mode == "structured" {
+				ctx = cloudevents.WithEncodingStructured(ctx)
+			} else {
+				ctx = cloudevents.WithEncodingBinary(ctx)
+			}
+			resp, res := c.Request(ctx, e)
+			if !cloudevents.IsACK(res) {
+				t.Fatalf("request: %v", res)
+			}
+			var r *cehttp.Result
+			if !cloudevents.ResultAs(res, &r) || r.StatusCode != http.StatusOK {
+				t.Fatalf("status: %v", res)
+			}
+			_ = resp
+		})
+	}
+	// Both arrived as triggers with their id, source, type and datacontenttype.
+	natstest.Eventually(t, 10*time.Second, func() bool { return len(f.triggers()) == 2 }, "triggers: %d", len(f.triggers()))
+	for _, e := range f.triggers() {
+		if e.Source() != "/sdk" || e.Type() != "com.example.sdk" || e.DataContentType() != "application/json" || !strings.HasPrefix(e.ID(), "sdk-") {
+			t.Errorf("trigger %s", e)
+		}
+	}
+}
+
+func TestEvents(t *testing.T) {
+	t.Parallel()
+	f := setup(t, gateway.Config{Tokens: []string{token}, MaxBodyBytes: 4096})
+
+	t.Run("binary, 202 with the activation", func(t *testing.T) {
+		code, out, _ := f.post("/events", binary("b-1", "com.example.thing"), `{"a":1}`)
+		if code != http.StatusAccepted || out["activation_id"] != events.ActivationID("/curl", "b-1") || out["subject"] != "skillbus.trigger.com.example.thing" {
+			t.Fatalf("%d %v", code, out)
+		}
+	})
+	t.Run("the same id again is a duplicate", func(t *testing.T) {
+		code, out, _ := f.post("/events", binary("b-1", "com.example.thing"), `{"a":1}`)
+		if code != http.StatusAccepted || out["duplicate"] != true {
+			t.Fatalf("%d %v", code, out)
+		}
+	})
+	t.Run("wait for the result", func(t *testing.T) {
+		code, out, _ := f.post("/events?wait=20s", binary("b-2", "com.example.thing"), `{"a":2}`)
+		got, _ := out["outputs"].(map[string]any)
+		if code != http.StatusOK || out["status"] != "completed" || got == nil || got["got"].(map[string]any)["a"] != 2.0 {
+			t.Fatalf("%d %v", code, out)
+		}
+	})
+	t.Run("wait, unmatched", func(t *testing.T) {
+		code, out, _ := f.post("/events?wait=20s", binary("b-3", "test.unmatched"), `{}`)
+		if code != http.StatusOK || out["status"] != "unmatched" || !strings.Contains(out["error"].(string), "no skill") {
+			t.Fatalf("%d %v", code, out)
+		}
+	})
+	t.Run("wait ends first", func(t *testing.T) {
+		code, out, _ := f.post("/events?wait=200ms", binary("b-4", "test.slow"), `{}`)
+		if code != http.StatusAccepted || out["status"] != "pending" || out["activation_id"] == "" {
+			t.Fatalf("%d %v", code, out)
+		}
+	})
+	t.Run("explicit skill", func(t *testing.T) {
+		code, out, _ := f.post("/events?skill=hello&wait=20s", binary("b-5", "io.skillbus.invoke"), `{}`)
+		if code != http.StatusOK || out["outputs"].(map[string]any)["subject"] != "skillbus.trigger.skill.hello" {
+			t.Fatalf("%d %v", code, out)
+		}
+	})
+	t.Run("content-type is the datacontenttype", func(t *testing.T) {
+		h := binary("b-6", "com.example.text")
+		h["Content-Type"] = "text/plain; charset=utf-8"
+		if code, out, _ := f.post("/events", h, "plain words"); code != http.StatusAccepted {
+			t.Fatalf("%d %v", code, out)
+		}
+		natstest.Eventually(t, 10*time.Second, func() bool {
+			for _, e := range f.triggers() {
+				if e.ID() == "b-6" {
+					return e.DataContentType() == "text/plain; charset=utf-8" && string(e.Data()) == "plain words"
+				}
+			}
+			return false
+		}, "trigger b-6 lost its content type or data")
+	})
+	t.Run("structured", func(t *testing.T) {
+		body := `{"specversion":"1.0","id":"s-1","source":"/curl","type":"com.example.s","datacontenttype":"application/json","data":{"x":true}}`
+		code, out, _ := f.post("/events?wait=20s", map[string]string{"Authorization": "Bearer " + token, "Content-Type": "application/cloudevents+json"}, body)
+		if code != http.StatusOK || out["outputs"].(map[string]any)["got"].(map[string]any)["x"] != true {
+			t.Fatalf("%d %v", code, out)
+		}
+	})
+	t.Run("batch", func(t *testing.T) {
+		body := `[{"specversion":"1.0","id":"batch-1","source":"/curl","type":"com.example.b"},{"specversion":"1.0","id":"batch-2","source":"/curl","type":"com.example.b","data":{"n":2}}]`
+		req, _ := http.NewRequestWithContext(f.ctx, http.MethodPost, f.url+"/events?wait=20s", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/cloudevents-batch+json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out []gateway.Accepted
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusOK || len(out) != 2 || out[1].Status != "completed" || out[0].ID != "batch-1" {
+			t.Fatalf("%d %v %+v", resp.StatusCode, err, out)
+		}
+	})
+
+	bad := []struct {
+		name   string
+		path   string
+		header map[string]string
+		body   string
+		code   int
+		want   string
+	}{
+		{"no token", "/events", map[string]string{"ce-specversion": "1.0", "ce-id": "x", "ce-source": "/s", "ce-type": "t"}, `{}`, 401, "Bearer"},
+		{"wrong token", "/events", func() map[string]string {
+			h := binary("x", "t")
+			h["Authorization"] = "Bearer nope-nope-nope-nope"
+			return h
+		}(), `{}`, 401, "Bearer"},
+		{"a signature without a secret configured", "/events", map[string]string{"X-Hub-Signature-256": gateway.Sign([]byte("k"), []byte("{}")), "ce-specversion": "1.0"}, `{}`, 401, "Bearer"},
+		{"not a CloudEvent", "/events", map[string]string{"Authorization": "Bearer " + token, "Content-Type": "application/json"}, `{"hello":1}`, 415, "ce-specversion"},
+		{"binary without ce-id", "/events", map[string]string{"Authorization": "Bearer " + token, "ce-specversion": "1.0", "ce-source": "/s", "ce-type": "t"}, `{}`, 400, "id"},
+		{"a type that is not a subject", "/events", binary("x", "bad type!"), `{}`, 400, "only letters"},
+		{"structured, malformed JSON", "/events", map[string]string{"Authorization": "Bearer " + token, "Content-Type": "application/cloudevents+json"}, `{"specversion":`, 400, "invalid CloudEvent"},
+		{"structured without source", "/events", map[string]string{"Authorization": "Bearer " + token, "Content-Type": "application/cloudevents+json"}, `{"specversion":"1.0","id":"1","type":"t"}`, 400, "source"},
+		{"empty batch", "/events", map[string]string{"Authorization": "Bearer " + token, "Content-Type": "application/cloudevents-batch+json"}, `[]`, 400, "empty"},
+		{"oversize body", "/events", binary("big", "t"), `"` + strings.Repeat("x", 5000) + `"`, 413, "larger than 4096"},
+		{"bad wait", "/events?wait=soon", binary("w", "t"), `{}`, 400, "?wait=soon"},
+		{"bad skill", "/events?skill=a.b", binary("w", "t"), `{}`, 400, "?skill"},
+		{"unknown hook", "/hooks/nope", nil, `{}`, 404, "no such hook"},
+	}
+	for _, tt := range bad {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, _ := f.post(tt.path, tt.header, tt.body)
+			msg, _ := out["error"].(string)
+			if code != tt.code || !strings.Contains(msg, tt.want) {
+				t.Fatalf("%d %q, want %d and an error saying %q", code, msg, tt.code, tt.want)
+			}
+		})
+	}
+	// A GET is not an event.
+	resp, err := http.Get(f.url + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("GET /events: %d", resp.StatusCode)
+	}
+}
+
+// A GitHub webhook: type from X-GitHub-Event, id from X-GitHub-Delivery, body signed
+// with the hook's secret in X-Hub-Signature-256.
+func TestGitHubWebhook(t *testing.T) {
+	t.Parallel()
+	secret := "gh-secret"
+	f := setup(t, gateway.Config{Tokens: []string{token}, Secret: "events-secret", Hooks: map[string]gateway.Hook{
+		"github": {TypePrefix: "com.github.", TypeHeader: "X-GitHub-Event", IDHeader: "X-GitHub-Delivery", Source: "https://github.com/acme/app", Secret: secret},
+		"plain":  {Type: "com.example.plain"},
+	}})
+	body := `{"action":"opened","number":7}`
+	gh := func(sig string) map[string]string {
+		return map[string]string{"X-GitHub-Event": "pull_request", "X-GitHub-Delivery": "72d3162e-cc78-11e3-81ab-4c9367dc0958", "X-Hub-Signature-256": sig, "Content-Type": "application/json"}
+	}
+	code, out, _ := f.post("/hooks/github?wait=20s", gh(gateway.Sign([]byte(secret), []byte(body))), body)
+	if code != http.StatusOK || out["type"] != "com.github.pull_request" || out["id"] != "72d3162e-cc78-11e3-81ab-4c9367dc0958" ||
+		out["outputs"].(map[string]any)["got"].(map[string]any)["number"] != 7.0 {
+		t.Fatalf("%d %v", code, out)
+	}
+	for name, sig := range map[string]string{
+		"unsigned":         "",
+		"another secret":   gateway.Sign([]byte("guess"), []byte(body)),
+		"another body":     gateway.Sign([]byte(secret), []byte(body+" ")),
+		"not hex":          "sha256=zz",
+		"no prefix":        strings.TrimPrefix(gateway.Sign([]byte(secret), []byte(body)), "sha256="),
+		"a bearer instead": "",
+	} {
+		h := gh(sig)
+		if name == "a bearer instead" {
+			h["Authorization"] = "Bearer " + token
+		}
+		if code, out, _ := f.post("/hooks/github", h, body); code != http.StatusUnauthorized || !strings.Contains(out["error"].(string), "signature") {
+			t.Errorf("%s: %d %v", name, code, out)
+		}
+	}
+	h := gh(gateway.Sign([]byte(secret), []byte(body)))
+	delete(h, "X-GitHub-Event")
+	if code, out, _ := f.post("/hooks/github", h, body); code != http.StatusBadRequest || !strings.Contains(out["error"].(string), "X-GitHub-Event") {
+		t.Errorf("no event header: %d %v", code, out)
+	}
+	notJSON := "a=b"
+	if code, out, _ := f.post("/hooks/github", gh(gateway.Sign([]byte(secret), []byte(notJSON))), notJSON); code != http.StatusBadRequest || !strings.Contains(out["error"].(string), "not JSON") {
+		t.Errorf("form body: %d %v", code, out)
+	}
+	// A hook without a secret takes the bearer tokens.
+	if code, out, _ := f.post("/hooks/plain", map[string]string{"Authorization": "Bearer " + token}, `{"k":1}`); code != http.StatusAccepted || out["type"] != "com.example.plain" {
+		t.Errorf("plain hook: %d %v", code, out)
+	}
+	if code, _, _ := f.post("/hooks/plain", nil, `{"k":1}`); code != http.StatusUnauthorized {
+		t.Errorf("plain hook without a token: %d", code)
+	}
+	// /events also takes a body signed with the gateway's secret.
+	ev := `{"specversion":"1.0","id":"signed-1","source":"/signed","type":"com.example.signed"}`
+	if code, out, _ := f.post("/events", map[string]string{"Content-Type": "application/cloudevents+json", "X-Hub-Signature-256": gateway.Sign([]byte("events-secret"), []byte(ev))}, ev); code != http.StatusAccepted {
+		t.Errorf("signed event: %d %v", code, out)
+	}
+}
+
+func TestOpenGateway(t *testing.T) {
+	t.Parallel()
+	f := setup(t, gateway.Config{})
+	h := binary("open-1", "com.example.open")
+	delete(h, "Authorization")
+	if code, out, _ := f.post("/events", h, `{}`); code != http.StatusAccepted {
+		t.Fatalf("%d %v", code, out)
+	}
+}
+
+func TestConfig(t *testing.T) {
+	t.Parallel()
+	if _, err := gateway.New(gateway.Config{}); err == nil {
+		t.Error("no bus: no error")
+	}
+	srv := natstest.Start(t)
+	b := srv.Bus(t, bus.Config{})
+	if _, err := gateway.New(gateway.Config{Bus: b, Tokens: []string{"short"}}); err == nil || !strings.Contains(err.Error(), "16") {
+		t.Errorf("short token: %v", err)
+	}
+	if (gateway.Config{Tokens: []string{token}}).Open() || !(gateway.Config{}).Open() {
+		t.Error("Open")
+	}
+}

@@ -1,0 +1,128 @@
+// Package gateway is skillbus's HTTP ingress: it takes CloudEvents over HTTP (binary,
+// structured and batch modes of the CloudEvents HTTP binding, read with sdk-go) and
+// plain JSON webhooks (GitHub's and the like, mapped to CloudEvents by
+// configuration), authenticates the sender (bearer tokens, HMAC-signed bodies),
+// publishes each event as a trigger with its id as the dedupe id, and answers 202
+// with the activation id — or, with ?wait=30s, the activation's result.
+//
+// The parsing and checking of requests (this file and webhook.go) is plain Go with
+// no NATS in it; server.go wires it to the bus.
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/cloudevents/sdk-go/v2/binding"
+	"github.com/cloudevents/sdk-go/v2/event"
+	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
+
+	"github.com/skillbus/skillbus/pkg/bus"
+)
+
+// Errors of a request, each answered with its HTTP status.
+var (
+	// ErrNotCloudEvent: the request is neither binary nor structured nor batch mode.
+	ErrNotCloudEvent = errors.New("not a CloudEvent")
+	// ErrInvalidEvent: a CloudEvent that fails validation.
+	ErrInvalidEvent = errors.New("invalid CloudEvent")
+	// ErrBadSignature: a signature header that is missing, malformed or wrong.
+	ErrBadSignature = errors.New("bad signature")
+)
+
+// ParseEvents reads the CloudEvents of an HTTP request with sdk-go's HTTP binding:
+// binary mode (ce-* headers, Content-Type as datacontenttype, the body as data),
+// structured mode (Content-Type application/cloudevents+json) or batch mode
+// (application/cloudevents-batch+json, at most maxBatch events). Every event is
+// validated, and its type must fit in a NATS subject.
+func ParseEvents(header http.Header, body []byte, maxBatch int) ([]event.Event, error) {
+	msg := cehttp.NewMessage(header, io.NopCloser(bytes.NewReader(body)))
+	defer msg.Finish(nil)
+	var evs []event.Event
+	switch msg.ReadEncoding() {
+	case binding.EncodingBatch:
+		var err error
+		if evs, err = binding.ToEvents(context.Background(), msg, bytes.NewReader(body)); err != nil {
+			return nil, fmt.Errorf("%w: batch: %v", ErrInvalidEvent, err)
+		}
+		if len(evs) == 0 {
+			return nil, fmt.Errorf("%w: the batch is empty", ErrInvalidEvent)
+		}
+		if maxBatch > 0 && len(evs) > maxBatch {
+			return nil, fmt.Errorf("%w: the batch has %d events; at most %d are taken at once", ErrInvalidEvent, len(evs), maxBatch)
+		}
+	case binding.EncodingBinary, binding.EncodingStructured:
+		e, err := binding.ToEvent(context.Background(), msg)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInvalidEvent, err)
+		}
+		evs = []event.Event{*e}
+	default:
+		return nil, fmt.Errorf("%w: send ce-specversion, ce-id, ce-source and ce-type headers (binary mode), or Content-Type %s (structured mode) or %s (batch mode); got Content-Type %q",
+			ErrNotCloudEvent, "application/cloudevents+json", "application/cloudevents-batch+json", header.Get("Content-Type"))
+	}
+	for i := range evs {
+		if err := check(&evs[i]); err != nil {
+			if len(evs) > 1 {
+				return nil, fmt.Errorf("event %d of the batch: %w", i, err)
+			}
+			return nil, err
+		}
+	}
+	return evs, nil
+}
+
+// check validates an event and that its type can become subject tokens.
+func check(e *event.Event) error {
+	if err := e.Validate(); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidEvent, err)
+	}
+	if err := bus.CheckType(e.Type()); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidEvent, err)
+	}
+	if len(e.ID()) > 200 {
+		return fmt.Errorf("%w: id is %d characters long; at most 200", ErrInvalidEvent, len(e.ID()))
+	}
+	return nil
+}
+
+// SignaturePrefix starts a signature header's value: GitHub's X-Hub-Signature-256
+// is "sha256=" and the hex HMAC-SHA256 of the body.
+const SignaturePrefix = "sha256="
+
+// Sign returns the signature header value of body under secret.
+func Sign(secret, body []byte) string {
+	m := hmac.New(sha256.New, secret)
+	m.Write(body)
+	return SignaturePrefix + hex.EncodeToString(m.Sum(nil))
+}
+
+// VerifySignature checks a signature header value ("sha256=<hex>") against body, in
+// constant time.
+func VerifySignature(secret []byte, value string, body []byte) error {
+	if value == "" {
+		return fmt.Errorf("%w: the request is not signed", ErrBadSignature)
+	}
+	hexSum, ok := strings.CutPrefix(value, SignaturePrefix)
+	if !ok {
+		return fmt.Errorf("%w: the signature does not start with %q", ErrBadSignature, SignaturePrefix)
+	}
+	got, err := hex.DecodeString(hexSum)
+	if err != nil || len(got) != sha256.Size {
+		return fmt.Errorf("%w: the signature is not %d hex-encoded bytes", ErrBadSignature, sha256.Size)
+	}
+	m := hmac.New(sha256.New, secret)
+	m.Write(body)
+	if !hmac.Equal(got, m.Sum(nil)) {
+		return fmt.Errorf("%w: the signature does not match the body", ErrBadSignature)
+	}
+	return nil
+}

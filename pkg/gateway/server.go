@@ -1,0 +1,335 @@
+package gateway
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+
+	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/client"
+)
+
+// Config configures a Gateway.
+type Config struct {
+	// Bus publishes the triggers and follows them; required. Its NATS user needs only
+	// the publisher role's permissions.
+	Bus *bus.Bus
+	// Tokens are the bearer tokens (Authorization: Bearer <token>) that may post to
+	// /events, and to hooks without a secret of their own.
+	Tokens []string
+	// Secret, when set, also admits a request to /events whose body is signed with
+	// it: X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the body>.
+	Secret string
+	// Hooks are the webhooks served at /hooks/<name>.
+	Hooks map[string]Hook
+	// MaxBodyBytes bounds a request body; default 1 MiB. Larger is 413.
+	MaxBodyBytes int64
+	// MaxBatch bounds the events of one batch; default 100.
+	MaxBatch int
+	// MaxWait caps ?wait=; default 5 minutes.
+	MaxWait time.Duration
+	// Log receives a line per rejected request and per publish failure; default
+	// slog.Default().
+	Log *slog.Logger
+}
+
+// Open reports whether the configuration lets anyone post events: no tokens and no
+// secret. Such a gateway belongs on a loopback address only.
+func (c Config) Open() bool { return len(c.Tokens) == 0 && c.Secret == "" }
+
+// Gateway is the HTTP handler.
+type Gateway struct {
+	cfg    Config
+	client *client.Client
+	mux    *http.ServeMux
+}
+
+// New checks cfg, applies its defaults and returns the handler.
+func New(cfg Config) (*Gateway, error) {
+	if cfg.Bus == nil {
+		return nil, errors.New("gateway: Config.Bus is required")
+	}
+	if cfg.MaxBodyBytes == 0 {
+		cfg.MaxBodyBytes = 1 << 20
+	}
+	if cfg.MaxBatch == 0 {
+		cfg.MaxBatch = 100
+	}
+	if cfg.MaxWait == 0 {
+		cfg.MaxWait = 5 * time.Minute
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	for _, t := range cfg.Tokens {
+		if len(t) < 16 {
+			return nil, errors.New("gateway: a bearer token must be at least 16 characters")
+		}
+	}
+	for name, h := range cfg.Hooks {
+		if err := bus.CheckToken("hook name", name); err != nil {
+			return nil, fmt.Errorf("gateway: %w", err)
+		}
+		if h.SecretEnv != "" && h.Secret == "" {
+			return nil, fmt.Errorf("gateway: hook %s: secret_env %s is not resolved (use LoadHooks)", name, h.SecretEnv)
+		}
+	}
+	g := &Gateway{cfg: cfg, client: client.New(cfg.Bus), mux: http.NewServeMux()}
+	g.mux.HandleFunc("POST /events", g.handleEvents)
+	g.mux.HandleFunc("POST /hooks/{name}", g.handleHook)
+	g.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+	return g, nil
+}
+
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.mux.ServeHTTP(w, r) }
+
+// Serve serves HTTP on ln until ctx ends, then shuts down, letting requests in
+// flight finish for up to 10 seconds.
+func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           g,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       time.Minute,
+		WriteTimeout:      g.cfg.MaxWait + 30*time.Second,
+		IdleTimeout:       2 * time.Minute,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	<-done
+	return err
+}
+
+// Accepted is the answer for one published event.
+type Accepted struct {
+	ID           string `json:"id"`
+	Source       string `json:"source"`
+	Type         string `json:"type"`
+	ActivationID string `json:"activation_id"`
+	Subject      string `json:"subject"`
+	Seq          uint64 `json:"seq"`
+	// Duplicate is true when JetStream had this event already (same id within the
+	// dedupe window): nothing new was started.
+	Duplicate bool `json:"duplicate,omitempty"`
+	// With ?wait: the outcome. Status is "completed", "failed", "unmatched", or
+	// "pending" when the wait ended first.
+	Status      string         `json:"status,omitempty"`
+	ExecutionID string         `json:"execution_id,omitempty"`
+	Skill       string         `json:"skill,omitempty"`
+	Outputs     map[string]any `json:"outputs,omitempty"`
+	Error       string         `json:"error,omitempty"`
+}
+
+type errorBody struct {
+	Error string `json:"error"`
+}
+
+func (g *Gateway) fail(w http.ResponseWriter, r *http.Request, code int, err error) {
+	g.cfg.Log.Info("gateway: request rejected", "path", r.URL.Path, "status", code, "err", err, "remote", r.RemoteAddr)
+	writeJSON(w, code, errorBody{Error: err.Error()})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// body reads the request body within MaxBodyBytes.
+func (g *Gateway) body(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.cfg.MaxBodyBytes))
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		g.fail(w, r, http.StatusRequestEntityTooLarge, fmt.Errorf("the body is larger than %d bytes", g.cfg.MaxBodyBytes))
+		return nil, false
+	case err != nil:
+		g.fail(w, r, http.StatusBadRequest, fmt.Errorf("reading the body: %w", err))
+		return nil, false
+	}
+	return b, true
+}
+
+// bearer reports whether the request carries one of the tokens.
+func (g *Gateway) bearer(r *http.Request) bool {
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		return false
+	}
+	found := 0
+	for _, t := range g.cfg.Tokens {
+		found |= subtle.ConstantTimeCompare([]byte(tok), []byte(t))
+	}
+	return found == 1
+}
+
+// waitFor parses ?wait=.
+func (g *Gateway) waitFor(r *http.Request) (time.Duration, error) {
+	v := r.URL.Query().Get("wait")
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("?wait=%s: want a duration such as 30s", v)
+	}
+	return min(d, g.cfg.MaxWait), nil
+}
+
+func (g *Gateway) handleEvents(w http.ResponseWriter, r *http.Request) {
+	body, ok := g.body(w, r)
+	if !ok {
+		return
+	}
+	if !g.cfg.Open() && !g.bearer(r) {
+		sig := r.Header.Get("X-Hub-Signature-256")
+		if g.cfg.Secret == "" || sig == "" {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="skillbus"`)
+			g.fail(w, r, http.StatusUnauthorized, errors.New("send Authorization: Bearer <token>, or sign the body (X-Hub-Signature-256)"))
+			return
+		}
+		if err := VerifySignature([]byte(g.cfg.Secret), sig, body); err != nil {
+			g.fail(w, r, http.StatusUnauthorized, err)
+			return
+		}
+	}
+	wait, err := g.waitFor(r)
+	if err != nil {
+		g.fail(w, r, http.StatusBadRequest, err)
+		return
+	}
+	skill := r.URL.Query().Get("skill")
+	if skill != "" {
+		if err := bus.CheckToken("?skill", skill); err != nil {
+			g.fail(w, r, http.StatusBadRequest, err)
+			return
+		}
+	}
+	evs, err := ParseEvents(r.Header, body, g.cfg.MaxBatch)
+	if err != nil {
+		code := http.StatusBadRequest
+		if errors.Is(err, ErrNotCloudEvent) {
+			code = http.StatusUnsupportedMediaType
+		}
+		g.fail(w, r, code, err)
+		return
+	}
+	if tp := r.Header.Get("traceparent"); tp != "" {
+		for i := range evs {
+			if _, ok := evs[i].Extensions()["traceparent"]; !ok {
+				evs[i].SetExtension("traceparent", tp)
+			}
+		}
+	}
+	g.publish(w, r, evs, skill, wait, isBatch(r))
+}
+
+func isBatch(r *http.Request) bool {
+	return strings.HasPrefix(r.Header.Get("Content-Type"), "application/cloudevents-batch+json")
+}
+
+func (g *Gateway) handleHook(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	h, ok := g.cfg.Hooks[name]
+	if !ok {
+		g.fail(w, r, http.StatusNotFound, fmt.Errorf("%w: %s", errUnknownHook, name))
+		return
+	}
+	body, ok := g.body(w, r)
+	if !ok {
+		return
+	}
+	switch {
+	case h.Secret != "":
+		if err := VerifySignature([]byte(h.Secret), r.Header.Get(h.signatureHeader()), body); err != nil {
+			g.fail(w, r, http.StatusUnauthorized, err)
+			return
+		}
+	case !g.cfg.Open() && !g.bearer(r):
+		w.Header().Set("WWW-Authenticate", `Bearer realm="skillbus"`)
+		g.fail(w, r, http.StatusUnauthorized, errors.New("send Authorization: Bearer <token>"))
+		return
+	}
+	wait, err := g.waitFor(r)
+	if err != nil {
+		g.fail(w, r, http.StatusBadRequest, err)
+		return
+	}
+	e, err := h.Event(name, r.Header, body)
+	if err != nil {
+		g.fail(w, r, http.StatusBadRequest, err)
+		return
+	}
+	g.publish(w, r, []event.Event{e}, h.Skill, wait, false)
+}
+
+// publish publishes each event as a trigger — the event id is the dedupe id — and
+// answers with the activations, following them first when asked to wait.
+func (g *Gateway) publish(w http.ResponseWriter, r *http.Request, evs []event.Event, skill string, wait time.Duration, batch bool) {
+	ctx := r.Context()
+	out := make([]Accepted, len(evs))
+	for i := range evs {
+		e := &evs[i]
+		subject := g.cfg.Bus.Subjects.Trigger(e.Type())
+		if skill != "" {
+			subject = g.cfg.Bus.Subjects.TriggerSkill(skill)
+		}
+		ack, err := g.cfg.Bus.JS.PublishMsg(ctx, bus.Encode(subject, e.ID(), e))
+		if err != nil {
+			g.cfg.Log.Error("gateway: publish", "subject", subject, "id", e.ID(), "err", err)
+			g.fail(w, r, http.StatusServiceUnavailable, fmt.Errorf("publishing event %s: %v (%d of %d published before it)", e.ID(), err, i, len(evs)))
+			return
+		}
+		out[i] = Accepted{ID: e.ID(), Source: e.Source(), Type: e.Type(), ActivationID: events.ActivationID(e.Source(), e.ID()),
+			Subject: subject, Seq: ack.Sequence, Duplicate: ack.Duplicate}
+	}
+	code := http.StatusAccepted
+	if wait > 0 {
+		wctx, cancel := context.WithTimeout(ctx, wait)
+		defer cancel()
+		code = http.StatusOK
+		for i := range out {
+			res, err := g.client.Follow(wctx, out[i].ActivationID, nil)
+			switch {
+			case err != nil && wctx.Err() != nil:
+				out[i].Status, code = "pending", http.StatusAccepted
+			case err != nil:
+				out[i].Status, out[i].Error = "pending", err.Error()
+				code = http.StatusAccepted
+			case res.Completed:
+				out[i].Status, out[i].Outputs = "completed", res.Outputs
+			case res.Unmatched != nil:
+				out[i].Status, out[i].Error = "unmatched", res.Err().Error()
+			default:
+				out[i].Status, out[i].Error = "failed", res.Err().Error()
+			}
+			if res != nil {
+				out[i].ExecutionID, out[i].Skill = res.ExecutionID, res.Skill
+			}
+		}
+	}
+	if batch {
+		writeJSON(w, code, out)
+		return
+	}
+	writeJSON(w, code, out[0])
+}

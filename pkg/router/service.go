@@ -1,0 +1,93 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/skillbus/skillbus/pkg/selector"
+)
+
+// The skillbus-router service answers "how would you route this?" with the live
+// catalog, results and workers, publishing nothing.
+const (
+	ServiceName    = "skillbus-router"
+	ServiceVersion = "1.0.0"
+	EndpointRoute  = "route"
+)
+
+// ServiceSubject is the subject of an endpoint for a subject prefix ("skillbus").
+func ServiceSubject(prefix, endpoint string) string { return prefix + ".router." + endpoint }
+
+// RouteRequest is the body of a route request. Data is the trigger's data, from which
+// the text is taken when Text is empty.
+type RouteRequest struct {
+	Type  string          `json:"type,omitempty"`
+	Skill string          `json:"skill,omitempty"`
+	Text  string          `json:"text,omitempty"`
+	Data  json.RawMessage `json:"data,omitempty"`
+}
+
+func (r *Router) startService(ctx context.Context) error {
+	prefix := r.cfg.Bus.Config().Prefix
+	svc, err := micro.AddService(r.cfg.Bus.NC, micro.Config{
+		Name:        ServiceName,
+		Version:     ServiceVersion,
+		Description: "skillbus router: explain how a request would be routed",
+		Metadata:    map[string]string{"prefix": prefix},
+	})
+	if err != nil {
+		return fmt.Errorf("service: %w", err)
+	}
+	g := svc.AddGroup(prefix + ".router")
+	err = g.AddEndpoint(EndpointRoute, micro.HandlerFunc(func(req micro.Request) {
+		rctx, cancel := context.WithTimeout(ctx, r.cfg.RecallTimeout+time.Second)
+		defer cancel()
+		d, err := r.handleRoute(rctx, req.Data())
+		if err != nil {
+			code := "400"
+			var unknown *selector.UnknownSkillError
+			if errors.As(err, &unknown) {
+				code = "404"
+			}
+			_ = req.Error(code, strings.ReplaceAll(err.Error(), "\n", "; "), nil)
+			return
+		}
+		_ = req.RespondJSON(d)
+	}))
+	if err != nil {
+		_ = svc.Stop()
+		return fmt.Errorf("service endpoint: %w", err)
+	}
+	r.svc = svc
+	return nil
+}
+
+func (r *Router) stopService() {
+	if r.svc != nil {
+		_ = r.svc.Stop()
+		r.svc = nil
+	}
+}
+
+func (r *Router) handleRoute(ctx context.Context, body []byte) (*selector.Decision, error) {
+	var rr RouteRequest
+	if err := json.Unmarshal(body, &rr); err != nil {
+		return nil, fmt.Errorf("route request is not valid JSON: %w", err)
+	}
+	req := selector.Request{Type: rr.Type, Skill: rr.Skill, Text: rr.Text}
+	if len(rr.Data) > 0 {
+		if err := json.Unmarshal(rr.Data, &req.Data); err != nil {
+			return nil, fmt.Errorf("route request: data must be a JSON object: %w", err)
+		}
+		if req.Text == "" {
+			req.Text = selector.TextOf(rr.Data, r.cfg.TextFields)
+		}
+	}
+	return r.Decide(ctx, req)
+}

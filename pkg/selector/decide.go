@@ -1,0 +1,536 @@
+package selector
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/skillbus/skillbus/pkg/skill"
+)
+
+// Components are a candidate's score components, each in [0, 1] except Conflict,
+// which is 0 or -1.
+type Components struct {
+	Intent   float64 `json:"intent"`
+	Trigger  float64 `json:"trigger"`
+	Success  float64 `json:"success"`
+	Context  float64 `json:"context"`
+	Cost     float64 `json:"cost"`
+	Conflict float64 `json:"conflict"`
+	// Available is false when no live worker serves the skill's pool; the score is
+	// then halved.
+	Available bool `json:"available"`
+}
+
+// Candidate is one recalled skill and what the selector made of it.
+type Candidate struct {
+	Name    string       `json:"name"`
+	Version string       `json:"version,omitempty"`
+	Skill   *skill.Skill `json:"-"`
+	// Source is the strongest recall source; Sources lists every one.
+	Source     string     `json:"source"`
+	Sources    []string   `json:"sources,omitempty"`
+	Score      float64    `json:"score"`
+	Components Components `json:"components"`
+	Selected   bool       `json:"selected"`
+	// Role is primary, parallel, fallback or always for a selected candidate.
+	Role   string `json:"role,omitempty"`
+	Reason string `json:"reason"`
+	// Matched are the words or phrases that recalled it.
+	Matched []string `json:"matched,omitempty"`
+}
+
+// Decision is an activation plan and how it was reached.
+type Decision struct {
+	// Primary is the skill that runs first; "" when nothing passed the threshold.
+	Primary string `json:"primary"`
+	// Fallback is the chain tried, in order, when the primary fails for good.
+	Fallback []string `json:"fallback"`
+	// ParallelGroups are parallel_safe skills that may run together, at most
+	// MaxParallel a group; the first group, holding the primary, runs at once as
+	// concurrent jobs.
+	ParallelGroups [][]string `json:"parallel_groups"`
+	// Always are always-skills that join the plan, each as a job of its own.
+	Always []string `json:"always,omitempty"`
+	// EstimatedCost sums the selected skills' cost hints (low 1, medium 2, high 3).
+	EstimatedCost int            `json:"estimated_cost"`
+	Parameters    map[string]any `json:"parameters,omitempty"`
+	Threshold     float64        `json:"threshold"`
+	// Candidates are every recalled skill, best score first, selected or not.
+	Candidates []Candidate `json:"candidates"`
+}
+
+// Candidate returns the candidate of a name, or nil.
+func (d *Decision) Candidate(name string) *Candidate {
+	for i := range d.Candidates {
+		if d.Candidates[i].Name == name {
+			return &d.Candidates[i]
+		}
+	}
+	return nil
+}
+
+// Running is the skills that run at once: the first parallel group (or the primary
+// alone), then the always-skills.
+func (d *Decision) Running() []string {
+	if d.Primary == "" {
+		return nil
+	}
+	out := []string{d.Primary}
+	if len(d.ParallelGroups) > 0 && len(d.ParallelGroups[0]) > 1 && d.ParallelGroups[0][0] == d.Primary {
+		out = append([]string(nil), d.ParallelGroups[0]...)
+	}
+	return append(out, d.Always...)
+}
+
+type acc struct {
+	e        *entry
+	sources  []string
+	intent   float64
+	trigger  float64
+	matched  []string
+	reasons  []string
+	subscrib bool // a type rule on a trigger without text
+}
+
+func (a *acc) add(source string, intent, trigger float64, reason string) {
+	found := false
+	for _, s := range a.sources {
+		found = found || s == source
+	}
+	if !found {
+		a.sources = append(a.sources, source)
+	}
+	a.intent = math.Max(a.intent, intent)
+	a.trigger = math.Max(a.trigger, trigger)
+	if reason != "" {
+		a.reasons = append(a.reasons, reason)
+	}
+}
+
+var sourceRank = map[string]int{SourceForced: 0, SourceRule: 1, SourceLLM: 2, SourceSemantic: 3, SourceLexical: 4, SourceAlways: 5}
+
+// Select decides the activation plan of a request. A request naming a skill the
+// catalog does not hold (Request.Skill) is an *UnknownSkillError; a request nothing
+// passes returns a Decision with no Primary (and its candidates) and no error.
+func (x *Selector) Select(req Request, env Env) (*Decision, error) {
+	cfg := x.cfg
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	cands := map[string]*acc{}
+	get := func(key string) *acc {
+		a := cands[key]
+		if a == nil {
+			e := x.skills[key]
+			if e == nil {
+				return nil
+			}
+			a = &acc{e: e}
+			cands[key] = a
+		}
+		return a
+	}
+
+	// Explicit invocation wins.
+	if req.Skill != "" {
+		key := skill.NormalizeName(req.Skill)
+		a := get(key)
+		if a == nil {
+			return nil, &UnknownSkillError{Name: req.Skill}
+		}
+		a.add(SourceForced, 1, 1, "invoked by name")
+	}
+	if len(cands) == 0 && req.Text != "" {
+		for _, n := range Mentions(req.Text) {
+			if a := get(skill.NormalizeName(n)); a != nil {
+				a.add(SourceForced, 1, 1, "named in the text")
+			}
+		}
+	}
+	forced := len(cands) > 0
+
+	typ := req.Type
+	if typ == RequestType {
+		typ = ""
+	}
+	var words []string
+	if !forced {
+		// Rules: the event type.
+		// Rules: the event type. A skill listing the type is subscribed to it.
+		if typ != "" {
+			for _, k := range x.byType[typ] {
+				if a := get(k); a != nil {
+					a.add(SourceRule, 1, 0.9, fmt.Sprintf("trigger %s", typ))
+					a.subscrib = true
+				}
+			}
+			for p, ks := range x.patterns {
+				if MatchType(p, typ) {
+					for _, k := range ks {
+						if a := get(k); a != nil {
+							a.add(SourceRule, 1, 0.9, fmt.Sprintf("trigger %s matches %s", p, typ))
+							a.subscrib = true
+						}
+					}
+				}
+			}
+		}
+		if req.Text != "" {
+			// Rules: trigger phrases.
+			words = Words(req.Text)
+			for i, w := range words {
+				for _, p := range x.phrases[w] {
+					if len(words)-i >= len(p.words) && wordsAt(words, i, p.words) {
+						if a := get(p.skill); a != nil {
+							a.add(SourceRule, 1, 0.9, fmt.Sprintf("phrase %q", p.text))
+							a.matched = append(a.matched, p.text)
+						}
+					}
+				}
+			}
+			// The keyword index.
+			hits := x.idx.Search(req.Text, Query{K: cfg.Recall, UnknownWeight: cfg.UnknownWeight, TypoDiscount: cfg.TypoDiscount})
+			for _, h := range hits {
+				a := get(h.Name)
+				if a == nil {
+					continue
+				}
+				ev := h.Coverage
+				if cfg.Strength > 0 {
+					ev = math.Max(ev, math.Min(1, h.Strength/cfg.Strength))
+				}
+				ev *= 1 - cfg.Relative + cfg.Relative*h.BM25/hits[0].BM25
+				a.add(SourceLexical, clamp01((ev-cfg.IntentFloor)/(cfg.IntentFull-cfg.IntentFloor)), 0.6, "")
+				a.matched = append(a.matched, h.Matched...)
+			}
+			for _, r := range req.Recalled {
+				if a := get(skill.NormalizeName(r.Name)); a != nil {
+					a.add(r.Source, clamp01(r.Similarity), 0.6, r.Reason)
+				}
+			}
+		}
+		// Always-skills of this trigger type.
+		for k := range x.always {
+			e := x.skills[k]
+			if len(e.s.Triggers) == 0 || typ != "" && matchesAny(e.s.Triggers, typ) {
+				if a := get(k); a != nil {
+					a.add(SourceAlways, a.intent, a.trigger, "activation: always")
+				}
+			}
+		}
+	}
+
+	d := &Decision{Threshold: cfg.Threshold, Fallback: []string{}, ParallelGroups: [][]string{}, Candidates: make([]Candidate, 0, len(cands))}
+	if req.Text != "" {
+		d.Parameters = map[string]any{"task": req.Text}
+	}
+	if words == nil && req.Text != "" {
+		words = Words(req.Text)
+	}
+	for _, a := range cands {
+		d.Candidates = append(d.Candidates, x.score(a, req, words, env))
+	}
+	// With text, the best score goes first. Without, every candidate is a subscriber
+	// of the type and the authors' priority goes first; the score breaks ties.
+	byPriority := req.Text == ""
+	sort.Slice(d.Candidates, func(i, j int) bool {
+		a, b := &d.Candidates[i], &d.Candidates[j]
+		pa, pb := rank(a.Skill.Priority), rank(b.Skill.Priority)
+		if byPriority && pa != pb {
+			return pa < pb
+		}
+		if a.Score != b.Score {
+			return a.Score > b.Score
+		}
+		if pa != pb {
+			return pa < pb
+		}
+		if ca, cb := costRank(a.Skill.CostHint), costRank(b.Skill.CostHint); ca != cb {
+			return ca < cb
+		}
+		return a.Name < b.Name
+	})
+	x.plan(d, forced, cands)
+	return d, nil
+}
+
+func wordsAt(words []string, i int, p []string) bool {
+	for j := range p {
+		if words[i+j] != p[j] {
+			return false
+		}
+	}
+	return true
+}
+
+func matchesAny(patterns []string, typ string) bool {
+	for _, p := range patterns {
+		if MatchType(p, typ) {
+			return true
+		}
+	}
+	return false
+}
+
+func clamp01(f float64) float64 { return math.Max(0, math.Min(1, f)) }
+
+func (x *Selector) score(a *acc, req Request, words []string, env Env) Candidate {
+	s := a.e.s
+	w := x.cfg.Weights
+	c := Components{Intent: a.intent, Trigger: a.trigger, Available: true}
+	var reasons []string
+	// Success rate: Laplace-smoothed, so no evidence is the prior 0.5.
+	ok, total := 0, 0
+	if env.Success != nil {
+		ok, total = env.Success(s.Name, versionOf(s))
+	}
+	c.Success = (float64(ok) + 1) / (float64(total) + 2)
+	c.Context = readiness(s, req, env)
+	switch s.CostHint {
+	case "low":
+		c.Cost = 1
+	case "high":
+		c.Cost = 0
+	default:
+		c.Cost = 0.5
+	}
+	for _, anti := range a.e.anti {
+		if containsPhrase(words, anti) {
+			c.Conflict = -1
+			reasons = append(reasons, fmt.Sprintf("anti-trigger %q in the text", strings.Join(anti, " ")))
+			break
+		}
+	}
+	total64 := w.Intent*c.Intent + w.Trigger*c.Trigger + w.Success*c.Success + w.Context*c.Context + w.Cost*c.Cost + w.Conflict*c.Conflict
+	if env.PoolLive != nil && !env.PoolLive(s.BasePool()) { // a solo pool is served by the workers of its base pool
+		c.Available = false
+		total64 *= 0.5
+		reasons = append(reasons, fmt.Sprintf("no live worker serves pool %s (score halved)", s.BasePool()))
+	}
+	src := a.sources[0]
+	for _, so := range a.sources[1:] {
+		if sourceRank[so] < sourceRank[src] {
+			src = so
+		}
+	}
+	return Candidate{
+		Name: s.Name, Version: versionOf(s), Skill: s, Source: src, Sources: a.sources,
+		Score: round3(clamp01(total64)), Components: roundC(c), Matched: a.matched,
+		Reason: strings.Join(append(a.reasons, reasons...), "; "),
+	}
+}
+
+func round3(f float64) float64 { return math.Round(f*1000) / 1000 }
+
+func roundC(c Components) Components {
+	c.Intent, c.Success, c.Context = round3(c.Intent), round3(c.Success), round3(c.Context)
+	return c
+}
+
+func versionOf(s *skill.Skill) string {
+	if s.Version != "" {
+		return s.Version
+	}
+	if len(s.Digest) > 12 {
+		return s.Digest[:12]
+	}
+	return s.Digest
+}
+
+// readiness is the share of a skill's needs the request meets: required workflow
+// inputs without a default present in the trigger's data, and required tools served.
+func readiness(s *skill.Skill, req Request, env Env) float64 {
+	need, have := 0, 0
+	if s.Workflow != nil {
+		for _, in := range s.Workflow.Inputs {
+			if !in.Required || in.Default != nil {
+				continue
+			}
+			need++
+			if _, ok := req.Data[in.Name]; ok {
+				have++
+			}
+		}
+	}
+	for _, t := range s.RequiredTools {
+		need++
+		if env.ToolServed == nil || env.ToolServed(t) {
+			have++
+		}
+	}
+	if need == 0 {
+		return 1
+	}
+	return float64(have) / float64(need)
+}
+
+func (x *Selector) plan(d *Decision, forced bool, cands map[string]*acc) {
+	cfg := x.cfg
+	var chosen []int
+	var always []int
+	for i := range d.Candidates {
+		c := &d.Candidates[i]
+		a := cands[skill.NormalizeName(c.Name)]
+		strategy := a.e.strategy
+		switch {
+		case c.Source == SourceForced:
+			chosen = append(chosen, i)
+		case strategy == StrategyAlways && !forced:
+			always = append(always, i)
+		case strategy == StrategyExplicit:
+			c.Reason = join(c.Reason, "activation: explicit; runs only when invoked by name")
+		case a.subscrib:
+			chosen = append(chosen, i)
+			c.Reason = join(c.Reason, "subscribed to the event type")
+		case c.Score >= cfg.Threshold:
+			chosen = append(chosen, i)
+		default:
+			c.Reason = join(c.Reason, fmt.Sprintf("score %.3f below threshold %.2f", c.Score, cfg.Threshold))
+		}
+	}
+	if len(chosen) > cfg.MaxActive {
+		for _, i := range chosen[cfg.MaxActive:] {
+			d.Candidates[i].Reason = join(d.Candidates[i].Reason, fmt.Sprintf("passed, but the plan already has maxActive %d skills", cfg.MaxActive))
+		}
+		chosen = chosen[:cfg.MaxActive]
+	}
+	for _, i := range always {
+		c := &d.Candidates[i]
+		c.Selected, c.Role = true, "always"
+		d.Always = append(d.Always, c.Name)
+		d.EstimatedCost += costWeight(c.Skill.CostHint)
+	}
+	if len(chosen) == 0 {
+		d.Always = nil // always-skills join plans; they do not make one
+		d.EstimatedCost = 0
+		for _, i := range always {
+			d.Candidates[i].Selected, d.Candidates[i].Role = false, ""
+			d.Candidates[i].Reason = join(d.Candidates[i].Reason, "no skill passed the threshold, so there is no plan to join")
+		}
+		return
+	}
+	// Parallel groups: consecutive parallel_safe skills, at most MaxParallel a group.
+	var cur []string
+	flush := func() {
+		if len(cur) > 0 {
+			d.ParallelGroups = append(d.ParallelGroups, cur)
+			cur = nil
+		}
+	}
+	for _, i := range chosen {
+		c := &d.Candidates[i]
+		if !c.Skill.ParallelSafe || len(cur) == cfg.MaxParallel {
+			flush()
+		}
+		if c.Skill.ParallelSafe {
+			cur = append(cur, c.Name)
+		} else {
+			d.ParallelGroups = append(d.ParallelGroups, []string{c.Name})
+		}
+	}
+	flush()
+	d.Primary = d.Candidates[chosen[0]].Name
+	lead := d.ParallelGroups[0]
+	inLead := func(n string) bool {
+		for _, l := range lead {
+			if l == n {
+				return true
+			}
+		}
+		return false
+	}
+	for k, i := range chosen {
+		c := &d.Candidates[i]
+		c.Selected = true
+		d.EstimatedCost += costWeight(c.Skill.CostHint)
+		switch {
+		case k == 0:
+			c.Role = "primary"
+			c.Reason = join(c.Reason, fmt.Sprintf("primary: best score %.3f", c.Score))
+		case inLead(c.Name):
+			c.Role = "parallel"
+			c.Reason = join(c.Reason, "runs beside the primary: both are parallel_safe")
+		default:
+			c.Role = "fallback"
+			d.Fallback = append(d.Fallback, c.Name)
+			c.Reason = join(c.Reason, fmt.Sprintf("fallback #%d", len(d.Fallback)))
+		}
+	}
+	if g := cfg.Generic; g != "" {
+		if e, ok := x.skills[skill.NormalizeName(g)]; ok && !contains(d.Fallback, e.s.Name) && !inLead(e.s.Name) {
+			d.Fallback = append(d.Fallback, e.s.Name)
+		}
+	}
+	// Keep only groups that run together; single skills are in the chain already.
+	groups := d.ParallelGroups[:0]
+	for _, g := range d.ParallelGroups {
+		if len(g) > 1 {
+			groups = append(groups, g)
+		}
+	}
+	d.ParallelGroups = groups
+}
+
+func contains(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func join(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+func costWeight(hint string) int {
+	switch hint {
+	case "low":
+		return 1
+	case "high":
+		return 3
+	default:
+		return 2
+	}
+}
+
+func rank(priority string) int {
+	switch priority {
+	case "high":
+		return 0
+	case "low":
+		return 2
+	default:
+		return 1
+	}
+}
+
+func costRank(cost string) int {
+	switch cost {
+	case "low":
+		return 0
+	case "high":
+		return 2
+	default:
+		return 1
+	}
+}
+
+// MarshalJSON writes Primary as null when nothing passed the threshold.
+func (d *Decision) MarshalJSON() ([]byte, error) {
+	type plain Decision
+	var primary *string
+	if d.Primary != "" {
+		primary = &d.Primary
+	}
+	return json.Marshal(struct {
+		Primary *string `json:"primary"`
+		*plain
+	}{primary, (*plain)(d)})
+}

@@ -1,0 +1,384 @@
+package selector
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/skillbus/skillbus/pkg/skill"
+)
+
+// Case is one labelled request: Expect is the skill that should be primary, or ""
+// when no skill should take it.
+type Case struct {
+	Query  string `json:"query"`
+	Expect string `json:"expect"`
+	// Origin says where the case comes from: a file:line, or skill/example.
+	Origin string `json:"-"`
+	// holdOut is the skill whose example this is; the example is left out of that
+	// skill while the case is routed, so a skill is not tested on its own words.
+	holdOut string
+	// negative: an example.negative of holdOut; any primary but holdOut passes.
+	negative bool
+}
+
+// ReadCases reads JSONL cases: one {"query": "...", "expect": "name" | null} a line;
+// blank lines and lines starting with # are skipped. Errors name the line.
+func ReadCases(r io.Reader, name string) ([]Case, error) {
+	var out []Case
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		var raw map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(line), &raw); err != nil {
+			return nil, fmt.Errorf("%s:%d: %v (want {\"query\": \"...\", \"expect\": \"skill\" | null})", name, n, err)
+		}
+		for k := range raw {
+			if k != "query" && k != "expect" {
+				return nil, fmt.Errorf("%s:%d: unknown field %q; a case has query and expect", name, n, k)
+			}
+		}
+		var q string
+		if err := json.Unmarshal(raw["query"], &q); err != nil || strings.TrimSpace(q) == "" {
+			return nil, fmt.Errorf("%s:%d: query must be a non-empty string", name, n)
+		}
+		exp, ok := raw["expect"]
+		if !ok {
+			return nil, fmt.Errorf("%s:%d: expect is missing; write null for a request no skill should take", name, n)
+		}
+		c := Case{Query: q, Origin: fmt.Sprintf("%s:%d", name, n)}
+		if string(exp) != "null" {
+			if err := json.Unmarshal(exp, &c.Expect); err != nil || c.Expect == "" {
+				return nil, fmt.Errorf("%s:%d: expect must be a skill name or null, not %s", name, n, exp)
+			}
+		}
+		out = append(out, c)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return out, nil
+}
+
+// ExampleCases are the cases a catalog carries: every skill's examples.positive
+// (expect the skill) and examples.negative (expect anything else).
+func ExampleCases(skills []*skill.Skill) []Case {
+	var out []Case
+	for _, s := range skills {
+		for i, q := range s.Examples.Positive {
+			out = append(out, Case{Query: q, Expect: s.Name, Origin: fmt.Sprintf("%s examples.positive[%d]", s.Name, i), holdOut: s.Name})
+		}
+		for i, q := range s.Examples.Negative {
+			out = append(out, Case{Query: q, Origin: fmt.Sprintf("%s examples.negative[%d]", s.Name, i), holdOut: s.Name, negative: true})
+		}
+	}
+	return out
+}
+
+// Result is one routed case.
+type Result struct {
+	Query   string    `json:"query"`
+	Expect  *string   `json:"expect"`
+	Primary *string   `json:"primary"`
+	Ranked  []string  `json:"ranked"`
+	Scores  []float64 `json:"scores,omitempty"`
+	OK      bool      `json:"ok"`
+	Origin  string    `json:"origin,omitempty"`
+	// Baseline is plain BM25's best skill over names and descriptions.
+	Baseline *string `json:"baseline,omitempty"`
+}
+
+// Summary are an evaluation's figures.
+type Summary struct {
+	Cases int `json:"cases"`
+	// Top1 is the share of cases whose primary is the expected skill (none for
+	// requests no skill should take).
+	Top1 float64 `json:"top1"`
+	// Recall3 and Recall5 are the shares of cases with an expected skill that have
+	// it among the first 3 or 5 candidates, selected or not.
+	Recall3 float64 `json:"recall3"`
+	Recall5 float64 `json:"recall5"`
+	// NoMatchPrecision is the share of cases routed to no skill that expected none;
+	// OffTopicRejected is the share of cases expecting none that got none.
+	NoMatchPrecision float64 `json:"no_match_precision"`
+	OffTopicRejected float64 `json:"off_topic_rejected"`
+	OffTopic         int     `json:"off_topic"`
+	// Baseline figures: plain BM25 over name and description, no stemming, no stop
+	// words, no threshold (a request matching no word gets no skill).
+	BaselineTop1    float64 `json:"baseline_top1"`
+	BaselineRecall5 float64 `json:"baseline_recall5"`
+	// Confused counts misses by "expected -> got".
+	Confused []Confusion `json:"confused,omitempty"`
+}
+
+// Confusion is how often one skill (or none) was taken for another.
+type Confusion struct {
+	Expect string `json:"expect"`
+	Got    string `json:"got"`
+	Count  int    `json:"count"`
+}
+
+// Evaluate routes every case and sums up. Cases from skill examples are routed with
+// that example left out of its skill.
+func Evaluate(x *Selector, cases []Case, env Env) ([]Result, Summary) {
+	base := NewBaseline(x.Skills())
+	results := make([]Result, 0, len(cases))
+	var sum Summary
+	var pos, r3, r5, nulls, nullsOK, routedNone, b1, b5 int
+	conf := map[[2]string]int{}
+	for _, c := range cases {
+		var restore *skill.Skill
+		if c.holdOut != "" && !c.negative {
+			if s, ok := x.Get(c.holdOut); ok {
+				restore = s
+				cp := *s
+				cp.Digest = ""
+				cp.Examples.Positive = without(s.Examples.Positive, c.Query)
+				x.Put(&cp)
+			}
+		}
+		d, err := x.Select(Request{Text: c.Query}, env)
+		if restore != nil {
+			x.Put(restore)
+		}
+		r := Result{Query: c.Query, Origin: c.Origin, Ranked: []string{}}
+		if c.Expect != "" {
+			r.Expect = &c.Expect
+		}
+		if err == nil {
+			if d.Primary != "" {
+				p := d.Primary
+				r.Primary = &p
+			}
+			for _, cd := range d.Candidates {
+				r.Ranked = append(r.Ranked, cd.Name)
+				r.Scores = append(r.Scores, cd.Score)
+			}
+		}
+		got := ""
+		if r.Primary != nil {
+			got = *r.Primary
+		}
+		switch {
+		case c.negative:
+			r.OK = got != c.holdOut
+		default:
+			r.OK = got == c.Expect
+		}
+		bl := base.Search(c.Query, 5)
+		if len(bl) > 0 {
+			r.Baseline = &bl[0]
+		}
+		if c.negative {
+			// A negative example only says which skill must not take it.
+		} else if c.Expect != "" {
+			pos++
+			if idx := indexOf(r.Ranked, c.Expect); idx >= 0 && idx < 3 {
+				r3++
+			}
+			if idx := indexOf(r.Ranked, c.Expect); idx >= 0 && idx < 5 {
+				r5++
+			}
+			if len(bl) > 0 && bl[0] == c.Expect {
+				b1++
+			}
+			if indexOf(bl, c.Expect) >= 0 {
+				b5++
+			}
+		} else {
+			nulls++
+			if got == "" {
+				nullsOK++
+			}
+			if len(bl) == 0 {
+				b1++
+			}
+		}
+		if got == "" && !c.negative {
+			routedNone++
+		}
+		if r.OK {
+			sum.Top1++
+		} else {
+			e := c.Expect
+			if c.negative {
+				e = "not " + c.holdOut
+			}
+			conf[[2]string{orNone(e), orNone(got)}]++
+		}
+		results = append(results, r)
+	}
+	sum.Cases = len(cases)
+	if sum.Cases > 0 {
+		sum.Top1 /= float64(sum.Cases)
+	}
+	scored := pos + nulls
+	sum.Recall3, sum.Recall5 = ratio(r3, pos), ratio(r5, pos)
+	sum.NoMatchPrecision = ratio(nullsOK, routedNone)
+	sum.OffTopicRejected, sum.OffTopic = ratio(nullsOK, nulls), nulls
+	sum.BaselineTop1, sum.BaselineRecall5 = ratio(b1, scored), ratio(b5, pos)
+	for k, n := range conf {
+		sum.Confused = append(sum.Confused, Confusion{Expect: k[0], Got: k[1], Count: n})
+	}
+	sort.Slice(sum.Confused, func(i, j int) bool {
+		a, b := sum.Confused[i], sum.Confused[j]
+		if a.Count != b.Count {
+			return a.Count > b.Count
+		}
+		return a.Expect+a.Got < b.Expect+b.Got
+	})
+	for _, f := range []*float64{&sum.Top1, &sum.Recall3, &sum.Recall5, &sum.NoMatchPrecision, &sum.OffTopicRejected, &sum.BaselineTop1, &sum.BaselineRecall5} {
+		*f = math.Round(*f*1000) / 1000
+	}
+	return results, sum
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+func ratio(a, b int) float64 {
+	if b == 0 {
+		return 1
+	}
+	return float64(a) / float64(b)
+}
+
+func indexOf(xs []string, s string) int {
+	for i, x := range xs {
+		if x == s {
+			return i
+		}
+	}
+	return -1
+}
+
+func without(xs []string, s string) []string {
+	out := make([]string, 0, len(xs))
+	for _, x := range xs {
+		if x != s {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// Baseline is plain BM25 over each skill's name and description: lowercase words,
+// no stemming, no stop words, no typo tolerance, no threshold. It is what the router
+// is measured against.
+type Baseline struct {
+	docs  []map[string]int
+	lens  []int
+	names []string
+	df    map[string]int
+	avg   float64
+}
+
+// NewBaseline indexes skills.
+func NewBaseline(skills []*skill.Skill) *Baseline {
+	b := &Baseline{df: map[string]int{}}
+	total := 0
+	for _, s := range skills {
+		tf := map[string]int{}
+		ws := strings.Fields(strings.ToLower(s.Name + " " + s.Description))
+		for _, w := range ws {
+			tf[w]++
+		}
+		for w := range tf {
+			b.df[w]++
+		}
+		b.docs, b.lens, b.names = append(b.docs, tf), append(b.lens, len(ws)), append(b.names, s.Name)
+		total += len(ws)
+	}
+	if len(skills) > 0 {
+		b.avg = float64(total) / float64(len(skills))
+	}
+	return b
+}
+
+// Search returns the k best skill names for text.
+func (b *Baseline) Search(text string, k int) []string {
+	type hit struct {
+		name  string
+		score float64
+	}
+	var hits []hit
+	qs := strings.Fields(strings.ToLower(text))
+	N := float64(len(b.docs))
+	for i, tf := range b.docs {
+		var s float64
+		for _, q := range qs {
+			f := float64(tf[q])
+			if f == 0 {
+				continue
+			}
+			df := float64(b.df[q])
+			idf := math.Log(1 + (N-df+0.5)/(df+0.5))
+			s += idf * f * (bm25K1 + 1) / (f + bm25K1*(1-bm25B+bm25B*float64(b.lens[i])/b.avg))
+		}
+		if s > 0 {
+			hits = append(hits, hit{b.names[i], s})
+		}
+	}
+	sort.Slice(hits, func(i, j int) bool {
+		if hits[i].score != hits[j].score {
+			return hits[i].score > hits[j].score
+		}
+		return hits[i].name < hits[j].name
+	})
+	var out []string
+	for i := 0; i < len(hits) && i < k; i++ {
+		out = append(out, hits[i].name)
+	}
+	return out
+}
+
+// ExampleWarnings are warnings for skill examples that route elsewhere: a positive
+// example whose primary is another skill (or none), a negative one this skill takes.
+func ExampleWarnings(skills []*skill.Skill) skill.Diagnostics {
+	if len(skills) < 2 {
+		return nil
+	}
+	sel := New(Config{})
+	sel.Sync(skills)
+	results, _ := Evaluate(sel, ExampleCases(skills), Env{})
+	by := map[string]*skill.Skill{}
+	for _, s := range skills {
+		by[s.Name] = s
+	}
+	var ds skill.Diagnostics
+	for _, r := range results {
+		if r.OK {
+			continue
+		}
+		got := "no skill"
+		if r.Primary != nil {
+			got = *r.Primary
+		}
+		if r.Expect != nil {
+			s := by[*r.Expect]
+			ds = append(ds, skill.Diagnostic{File: s.Source, Severity: skill.SeverityWarning, Field: "examples.positive",
+				Message: fmt.Sprintf("example %q routes to %s, not to %s", r.Query, got, s.Name),
+				Hint:    "make the description, tags or examples say it; 'skillbus route --explain' shows the scores"})
+		} else {
+			name := got
+			if s := by[name]; s != nil {
+				ds = append(ds, skill.Diagnostic{File: s.Source, Severity: skill.SeverityWarning, Field: "examples.negative",
+					Message: fmt.Sprintf("negative example %q routes to %s itself", r.Query, name),
+					Hint:    "add an anti_triggers phrase, or narrow the description"})
+			}
+		}
+	}
+	return ds
+}

@@ -1,0 +1,453 @@
+package selector
+
+import (
+	"math"
+	"sort"
+	"sync"
+)
+
+// BM25 parameters: k1 saturates a term's repeats, b normalises for document length.
+const (
+	bm25K1 = 1.2
+	bm25B  = 0.75
+)
+
+// Fields is the text of one document of an Index, by field; Weights say how much a
+// word in each field counts.
+type Fields struct {
+	Name, Description, Tags, Triggers, Capabilities, Examples string
+}
+
+// Weights are how often a word of each field counts as a repeat of the document's
+// text (BM25F in its simplest form). The zero value means DefaultWeights.
+type Weights struct {
+	Name, Description, Tags, Triggers, Capabilities, Examples float32
+}
+
+// DefaultWeights favour a skill's name and tags over its prose, and its prose over
+// its examples, whose incidental words (tell, team, green) are weak evidence.
+var DefaultWeights = Weights{Name: 3, Description: 1, Tags: 2, Triggers: 1, Capabilities: 1, Examples: 0.5}
+
+// Index is a BM25 keyword index of skills, updated one skill at a time. Terms are
+// stemmed (Terms); a query word the index does not hold is matched to an indexed
+// term one edit away (a typo), at a discount. It is safe for concurrent use.
+type Index struct {
+	mu       sync.RWMutex
+	w        Weights
+	docs     []doc
+	free     []int32
+	byName   map[string]int32
+	postings map[string][]posting
+	words    map[string]*word    // surface words of the documents -> their term
+	deletes  map[string][]string // a surface word with one letter deleted -> words
+	totalLen float64
+	n        int
+	scratch  sync.Pool
+}
+
+type doc struct {
+	name  string
+	words []string // distinct surface words, for typo tolerance
+	terms map[string]float32
+	len   float32
+	live  bool
+}
+
+type word struct {
+	term string
+	refs int
+}
+
+type posting struct {
+	doc int32
+	tf  float32
+	len float32 // the document's length, kept here for locality
+}
+
+// NewIndex returns an empty index; w zero means DefaultWeights.
+func NewIndex(w Weights) *Index {
+	if w == (Weights{}) {
+		w = DefaultWeights
+	}
+	return &Index{w: w, byName: map[string]int32{}, postings: map[string][]posting{}, words: map[string]*word{}, deletes: map[string][]string{}}
+}
+
+// Len is the number of documents.
+func (x *Index) Len() int {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.n
+}
+
+func (x *Index) analyse(f Fields) (map[string]float32, float32, map[string]string) {
+	tf := map[string]float32{}
+	surface := map[string]string{}
+	var total float32
+	add := func(text string, w float32) {
+		if w == 0 || text == "" {
+			return
+		}
+		for _, wd := range Words(text) {
+			t, ok := Term(wd)
+			if !ok {
+				continue
+			}
+			tf[t] += w
+			total += w
+			surface[wd] = t
+		}
+	}
+	add(f.Name, x.w.Name)
+	add(f.Description, x.w.Description)
+	add(f.Tags, x.w.Tags)
+	add(f.Triggers, x.w.Triggers)
+	add(f.Capabilities, x.w.Capabilities)
+	add(f.Examples, x.w.Examples)
+	return tf, total, surface
+}
+
+// Put adds or replaces the document of name.
+func (x *Index) Put(name string, f Fields) {
+	tf, total, surface := x.analyse(f)
+	ws := make([]string, 0, len(surface))
+	for w := range surface {
+		ws = append(ws, w)
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.remove(name)
+	var id int32
+	if k := len(x.free); k > 0 {
+		id, x.free = x.free[k-1], x.free[:k-1]
+		x.docs[id] = doc{name: name, words: ws, terms: tf, len: total, live: true}
+	} else {
+		id = int32(len(x.docs))
+		x.docs = append(x.docs, doc{name: name, words: ws, terms: tf, len: total, live: true})
+	}
+	for w, t := range surface {
+		if sw := x.words[w]; sw != nil {
+			sw.refs++
+		} else {
+			x.words[w] = &word{term: t, refs: 1}
+			x.addDeletes(w)
+		}
+	}
+	x.byName[name] = id
+	for t, n := range tf {
+		x.postings[t] = append(x.postings[t], posting{doc: id, tf: n, len: total})
+	}
+	x.totalLen += float64(total)
+	x.n++
+}
+
+// Remove drops the document of name, if any.
+func (x *Index) Remove(name string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.remove(name)
+}
+
+func (x *Index) remove(name string) {
+	id, ok := x.byName[name]
+	if !ok {
+		return
+	}
+	d := x.docs[id]
+	for t := range d.terms {
+		ps := x.postings[t]
+		for i, p := range ps {
+			if p.doc == id {
+				ps[i] = ps[len(ps)-1]
+				ps = ps[:len(ps)-1]
+				break
+			}
+		}
+		if len(ps) == 0 {
+			delete(x.postings, t)
+		} else {
+			x.postings[t] = ps
+		}
+	}
+	for _, w := range d.words {
+		if sw := x.words[w]; sw != nil {
+			if sw.refs--; sw.refs == 0 {
+				delete(x.words, w)
+				x.dropDeletes(w)
+			}
+		}
+	}
+	x.totalLen -= float64(d.len)
+	x.n--
+	x.docs[id] = doc{}
+	x.free = append(x.free, id)
+	delete(x.byName, name)
+}
+
+// minTypoLen is the shortest word matched to a word one edit away: shorter words
+// have too many neighbours (tall, table).
+const minTypoLen = 5
+
+func deletions(t string, f func(string)) {
+	if len(t) < minTypoLen || !isASCIILetters(t) {
+		return
+	}
+	for i := 0; i < len(t); i++ {
+		f(t[:i] + t[i+1:])
+	}
+}
+
+func (x *Index) addDeletes(t string) {
+	deletions(t, func(k string) { x.deletes[k] = append(x.deletes[k], t) })
+}
+
+func (x *Index) dropDeletes(t string) {
+	deletions(t, func(k string) {
+		ts := x.deletes[k]
+		for i, u := range ts {
+			if u == t {
+				ts = append(ts[:i], ts[i+1:]...)
+				break
+			}
+		}
+		if len(ts) == 0 {
+			delete(x.deletes, k)
+		} else {
+			x.deletes[k] = ts
+		}
+	})
+}
+
+// typoOf returns the term of the indexed word one edit from w (a letter missing,
+// extra, different, or two swapped), preferring the term in most documents.
+func (x *Index) typoOf(w string) string {
+	best, bestDF := "", 0
+	try := func(u string) {
+		sw := x.words[u]
+		if sw == nil {
+			return
+		}
+		if df := len(x.postings[sw.term]); df > bestDF || df == bestDF && df > 0 && sw.term < best {
+			best, bestDF = sw.term, df
+		}
+	}
+	for _, u := range x.deletes[w] { // w is an indexed word with a letter missing
+		try(u)
+	}
+	deletions(w, func(k string) {
+		try(k)                           // w has a letter too many
+		for _, u := range x.deletes[k] { // a letter differs, or two are swapped
+			try(u)
+		}
+	})
+	return best
+}
+
+// Hit is one document a query recalled.
+type Hit struct {
+	Name string
+	// BM25 is the document's BM25 score for the query.
+	BM25 float64
+	// Coverage is the share of the query's weight (its terms' IDF) the document
+	// matches, each matched term counting at most once: 1 when every query term is in
+	// the document, 0 when none is. Unknown query words count with UnknownWeight.
+	Coverage float64
+	// Strength is the matched query weight (IDF) as a share of the highest IDF: 1 is
+	// one perfectly rare term, 2 two of them. Unlike Coverage it does not drop when
+	// the request holds words no skill knows.
+	Strength float64
+	// Matched lists the document's terms the query matched, typo corrections as
+	// "word~term".
+	Matched []string
+}
+
+// Query holds options of a search.
+type Query struct {
+	// K bounds the hits returned, best BM25 first; 0 means 10.
+	K int
+	// UnknownWeight is how much a query word no document holds (even one edit away)
+	// weighs in Coverage, as a share of the highest IDF; 0 means 0.35.
+	UnknownWeight float64
+	// TypoDiscount multiplies a term matched one edit away; 0 means 0.8.
+	TypoDiscount float64
+}
+
+type scratch struct {
+	acc     []acc2
+	touched []int32
+}
+
+type acc2 struct{ score, cover float64 }
+
+type queryTerm struct {
+	label, term string
+	disc        float64
+}
+
+// Search returns the documents matching text, best BM25 first.
+func (x *Index) Search(text string, q Query) []Hit {
+	if q.K == 0 {
+		q.K = 10
+	}
+	if q.UnknownWeight == 0 {
+		q.UnknownWeight = 0.35
+	}
+	if q.TypoDiscount == 0 {
+		q.TypoDiscount = 0.8
+	}
+	words := Words(text)
+	if len(words) == 0 {
+		return nil
+	}
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.n == 0 {
+		return nil
+	}
+	s, _ := x.scratch.Get().(*scratch)
+	if s == nil {
+		s = &scratch{}
+	}
+	if len(s.acc) < len(x.docs) {
+		s.acc = make([]acc2, len(x.docs)+len(x.docs)/4)
+	}
+	N := float64(x.n)
+	avg := x.totalLen / N
+	maxIDF := math.Log(1 + (N+0.5)/0.5)
+	var mass float64
+	qts := make([]queryTerm, 0, len(words))
+	seen := func(t string) bool {
+		for _, qt := range qts {
+			if qt.term == t {
+				return true
+			}
+		}
+		return false
+	}
+	for _, w := range words {
+		t, ok := cachedTerm(w)
+		if !ok || seen(t) {
+			continue
+		}
+		qt := queryTerm{label: t, term: t, disc: 1}
+		ps, ok := x.postings[t]
+		if !ok {
+			if u := x.typoOf(w); u != "" && !seen(u) {
+				qt = queryTerm{label: w + "~" + u, term: u, disc: q.TypoDiscount}
+				ps = x.postings[u]
+			}
+		}
+		if len(ps) == 0 {
+			mass += q.UnknownWeight * maxIDF
+			qts = append(qts, queryTerm{term: t})
+			continue
+		}
+		qts = append(qts, qt)
+		df := float64(len(ps))
+		idf := math.Log(1 + (N-df+0.5)/(df+0.5))
+		mass += idf
+		k := bm25K1 * (1 - bm25B)
+		kl := bm25K1 * bm25B / avg
+		w := qt.disc * idf
+		acc := s.acc
+		for _, p := range ps {
+			tf := float64(p.tf)
+			part := tf * (bm25K1 + 1) / (tf + k + kl*float64(p.len))
+			a := &acc[p.doc]
+			if a.cover == 0 {
+				s.touched = append(s.touched, p.doc)
+			}
+			a.score += w * part
+			a.cover += w * min(1, part)
+		}
+	}
+	type top struct {
+		id    int32
+		score float64
+	}
+	best := make([]top, 0, q.K+1)
+	// Ties keep the document found first; Select orders equal scores by name.
+	for _, id := range s.touched {
+		sc := s.acc[id].score
+		if len(best) == q.K && sc <= best[len(best)-1].score {
+			continue
+		}
+		i := len(best)
+		for i > 0 && sc > best[i-1].score {
+			i--
+		}
+		if len(best) < q.K {
+			best = append(best, top{})
+		}
+		copy(best[i+1:], best[i:])
+		best[i] = top{id, sc}
+	}
+	hits := make([]Hit, len(best))
+	for i, b := range best {
+		d := &x.docs[b.id]
+		h := Hit{Name: d.name, BM25: b.score, Coverage: s.acc[b.id].cover / mass, Strength: s.acc[b.id].cover / maxIDF}
+		for _, qt := range qts {
+			if qt.label != "" {
+				if _, ok := d.terms[qt.term]; ok {
+					h.Matched = append(h.Matched, qt.label)
+				}
+			}
+		}
+		hits[i] = h
+	}
+	for _, id := range s.touched {
+		s.acc[id] = acc2{}
+	}
+	s.touched = s.touched[:0]
+	x.scratch.Put(s)
+	return hits
+}
+
+// stems caches the terms of query words: stemming is the costliest part of reading
+// a short request.
+var stems struct {
+	sync.RWMutex
+	m map[string]termEntry
+}
+
+type termEntry struct {
+	t  string
+	ok bool
+}
+
+const maxStems = 50000
+
+func cachedTerm(w string) (string, bool) {
+	stems.RLock()
+	e, hit := stems.m[w]
+	stems.RUnlock()
+	if hit {
+		return e.t, e.ok
+	}
+	t, ok := Term(w)
+	stems.Lock()
+	if stems.m == nil || len(stems.m) >= maxStems {
+		stems.m = make(map[string]termEntry, 1024)
+	}
+	stems.m[w] = termEntry{t, ok}
+	stems.Unlock()
+	return t, ok
+}
+
+func better(a, b Hit) bool {
+	if a.BM25 != b.BM25 {
+		return a.BM25 > b.BM25
+	}
+	return a.Name < b.Name
+}
+
+func insertHit(hits []Hit, h Hit, k int) []Hit {
+	i := sort.Search(len(hits), func(i int) bool { return better(h, hits[i]) })
+	if len(hits) < k {
+		hits = append(hits, Hit{})
+	} else if i >= k {
+		return hits
+	}
+	copy(hits[i+1:], hits[i:])
+	hits[i] = h
+	return hits
+}

@@ -1,0 +1,291 @@
+package selector_test
+
+import (
+	"errors"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/skillbus/skillbus/pkg/selector"
+	"github.com/skillbus/skillbus/pkg/skill"
+)
+
+func newSel(t *testing.T, cfg selector.Config, skills ...*skill.Skill) *selector.Selector {
+	t.Helper()
+	x := selector.New(cfg)
+	x.Sync(skills)
+	return x
+}
+
+func sk(name, desc string, mods ...func(*skill.Skill)) *skill.Skill {
+	s := &skill.Skill{Name: name, Description: desc, CostHint: "medium", Digest: name + "-1"}
+	for _, m := range mods {
+		m(s)
+	}
+	return s
+}
+
+func decide(t *testing.T, x *selector.Selector, req selector.Request, env selector.Env) *selector.Decision {
+	t.Helper()
+	d, err := x.Select(req, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+var (
+	pdf       = sk("pdf-summarizer", "Summarize PDF documents into key points.", func(s *skill.Skill) { s.Tags = []string{"pdf", "summary"}; s.AntiTriggers = []string{"meeting"} })
+	notes     = sk("meeting-notes", "Summarize a meeting transcript into notes and action items.", func(s *skill.Skill) { s.Tags = []string{"meeting", "transcript"} })
+	weather   = sk("weather", "Weather forecast for a city.", func(s *skill.Skill) { s.ParallelSafe = true })
+	news      = sk("weather-news", "Weather news and storm warnings for a city.", func(s *skill.Skill) { s.ParallelSafe = true })
+	push      = sk("on-push", "Run checks on every push.", func(s *skill.Skill) { s.Triggers = []string{"com.github.*"} })
+	audit     = sk("audit", "Record every event for the audit log.", func(s *skill.Skill) { s.Always = true })
+	secret    = sk("secret-tool", "Summarize PDF documents secretly.", func(s *skill.Skill) { s.Metadata = map[string]any{"activation": "explicit"} })
+	allSkills = []*skill.Skill{pdf, notes, weather, news, push, audit, secret}
+)
+
+func TestLexicalRoutingPicksTheRelevantSkill(t *testing.T) {
+	t.Parallel()
+	x := newSel(t, selector.Config{}, allSkills...)
+	d := decide(t, x, selector.Request{Text: "please summarise this PDF for me"}, selector.Env{})
+	if d.Primary != "pdf-summarizer" {
+		t.Fatalf("primary = %q, candidates %+v", d.Primary, d.Candidates)
+	}
+	c := d.Candidate("pdf-summarizer")
+	if c.Source != selector.SourceLexical || c.Components.Trigger != 0.6 || c.Components.Success != 0.5 || !c.Selected || c.Role != "primary" {
+		t.Fatalf("candidate = %+v", c)
+	}
+	// The explicit-only skill matches the words but is never chosen by score.
+	if s := d.Candidate("secret-tool"); s == nil || s.Selected || !strings.Contains(s.Reason, "explicit") {
+		t.Fatalf("secret-tool = %+v", s)
+	}
+	// A typo still finds it.
+	if d := decide(t, x, selector.Request{Text: "sumarize the pdf"}, selector.Env{}); d.Primary != "pdf-summarizer" {
+		t.Fatalf("typo: primary = %q", d.Primary)
+	}
+	// Off-topic text is rejected, with the candidates kept for the explanation.
+	if d := decide(t, x, selector.Request{Text: "what is the capital of peru"}, selector.Env{}); d.Primary != "" || d.Threshold != selector.DefaultThreshold {
+		t.Fatalf("off-topic routed to %q", d.Primary)
+	}
+}
+
+func TestAntiTriggerPenalises(t *testing.T) {
+	t.Parallel()
+	x := newSel(t, selector.Config{}, allSkills...)
+	d := decide(t, x, selector.Request{Text: "summarize the meeting pdf"}, selector.Env{})
+	c := d.Candidate("pdf-summarizer")
+	if c == nil || c.Components.Conflict != -1 || !strings.Contains(c.Reason, `anti-trigger "meeting"`) {
+		t.Fatalf("pdf = %+v", c)
+	}
+	if d.Primary != "meeting-notes" {
+		t.Fatalf("primary = %q", d.Primary)
+	}
+}
+
+func TestExplicitInvocationWins(t *testing.T) {
+	t.Parallel()
+	x := newSel(t, selector.Config{}, allSkills...)
+	for _, text := range []string{"$secret-tool now", "use @secret-tool on the file", "请使用 secret-tool skill 处理"} {
+		d := decide(t, x, selector.Request{Text: text}, selector.Env{})
+		if d.Primary != "secret-tool" || d.Candidates[0].Source != selector.SourceForced || d.Candidates[0].Components.Trigger != 1 {
+			t.Fatalf("%q: %+v", text, d)
+		}
+	}
+	// An e-mail address is not a mention; an unknown $name is ignored.
+	if got := selector.Mentions("mail bob@secret-tool.com about $5 and $weather"); !reflect.DeepEqual(got, []string{"5", "weather"}) {
+		t.Fatalf("mentions = %q", got)
+	}
+	_, err := x.Select(selector.Request{Skill: "nope"}, selector.Env{})
+	var unknown *selector.UnknownSkillError
+	if !errors.As(err, &unknown) || unknown.Name != "nope" {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestTypePatternsSubscriptionsAndAlways(t *testing.T) {
+	t.Parallel()
+	x := newSel(t, selector.Config{}, allSkills...)
+	// Unavailable everywhere: a subscription is still selected, its score halved.
+	d := decide(t, x, selector.Request{Type: "com.github.push"}, selector.Env{PoolLive: func(string) bool { return false }})
+	if d.Primary != "on-push" || !reflect.DeepEqual(d.Always, []string{"audit"}) {
+		t.Fatalf("plan = %+v", d)
+	}
+	c := d.Candidate("on-push")
+	if c.Components.Available || c.Score >= 0.5 || !strings.Contains(c.Reason, "trigger com.github.* matches com.github.push") {
+		t.Fatalf("on-push = %+v", c)
+	}
+	if got := d.Running(); !reflect.DeepEqual(got, []string{"on-push", "audit"}) {
+		t.Fatalf("running = %v", got)
+	}
+	// No plan: always-skills do not make one.
+	if d := decide(t, x, selector.Request{Type: "org.example.other"}, selector.Env{}); d.Primary != "" || len(d.Always) != 0 {
+		t.Fatalf("plan = %+v", d)
+	}
+	for _, tc := range []struct {
+		p, typ string
+		want   bool
+	}{{"a.*", "a.b", true}, {"a.*", "a.b.c", false}, {"a.>", "a.b.c", true}, {"a.>", "a", false}, {">", "x", true}, {"a.b", "a.b", true}, {"*.b", "a.c", false}} {
+		if got := selector.MatchType(tc.p, tc.typ); got != tc.want {
+			t.Errorf("MatchType(%q, %q) = %v", tc.p, tc.typ, got)
+		}
+	}
+}
+
+func TestParallelGroupsMaxActiveAndGeneric(t *testing.T) {
+	t.Parallel()
+	generic := sk("generic", "Do anything.")
+	x := newSel(t, selector.Config{Threshold: 0.3, MaxActive: 2, Generic: "generic"}, append(allSkills, generic)...)
+	d := decide(t, x, selector.Request{Text: "weather forecast and storm warnings for the city"}, selector.Env{})
+	if d.Primary != "weather" && d.Primary != "weather-news" {
+		t.Fatalf("primary = %q", d.Primary)
+	}
+	if len(d.ParallelGroups) != 1 || len(d.ParallelGroups[0]) != 2 || !reflect.DeepEqual(d.Fallback, []string{"generic"}) {
+		t.Fatalf("plan = %+v", d)
+	}
+	if len(d.Running()) != 3 || d.EstimatedCost != 6 { // the pair, and audit (always, no triggers: every plan)
+		t.Fatalf("running %v, cost %d", d.Running(), d.EstimatedCost)
+	}
+	selected := 0
+	for _, c := range d.Candidates {
+		if c.Selected && c.Role != "always" {
+			selected++
+		}
+	}
+	if selected > 2 {
+		t.Fatalf("maxActive 2, selected %d", selected)
+	}
+}
+
+func TestSuccessRateAndReadiness(t *testing.T) {
+	t.Parallel()
+	wf := sk("wf", "Weather forecast for a city.", func(s *skill.Skill) {
+		s.Workflow = &skill.Workflow{Inputs: []skill.Input{{Name: "city", Required: true}}}
+		s.RequiredTools = []string{"http"}
+	})
+	x := newSel(t, selector.Config{}, wf)
+	env := selector.Env{
+		Success:    func(name, version string) (int, int) { return 8, 8 },
+		ToolServed: func(string) bool { return false },
+	}
+	c := decide(t, x, selector.Request{Text: "weather forecast", Data: map[string]any{"city": "Oslo"}}, env).Candidate("wf")
+	if c.Components.Success != 0.9 || c.Components.Context != 0.5 {
+		t.Fatalf("components = %+v", c.Components)
+	}
+}
+
+func TestIndexFollowsChanges(t *testing.T) {
+	t.Parallel()
+	x := newSel(t, selector.Config{}, pdf)
+	if d := decide(t, x, selector.Request{Text: "transcribe the podcast audio"}, selector.Env{}); d.Primary != "" {
+		t.Fatalf("primary = %q", d.Primary)
+	}
+	audio := sk("transcriber", "Transcribe podcast audio files to text.")
+	if n := x.Sync([]*skill.Skill{pdf, audio}); n != 1 {
+		t.Fatalf("sync changed %d skills, want 1 (pdf's digest is the same)", n)
+	}
+	if d := decide(t, x, selector.Request{Text: "transcribe the podcast audio"}, selector.Env{}); d.Primary != "transcriber" {
+		t.Fatalf("primary = %q", d.Primary)
+	}
+	x.Remove("transcriber")
+	if d := decide(t, x, selector.Request{Text: "transcribe the podcast audio"}, selector.Env{}); len(d.Candidates) != 0 {
+		t.Fatalf("removed skill still recalled: %+v", d.Candidates)
+	}
+}
+
+func TestTextOf(t *testing.T) {
+	t.Parallel()
+	for data, want := range map[string]string{
+		`{"query":"a"}`:              "a",
+		`{"text":"  ","prompt":"b"}`: "b",
+		`{"message":1,"text":"c"}`:   "c",
+		`[1]`:                        "",
+		`not json`:                   "",
+		`{"other":"x"}`:              "",
+	} {
+		if got := selector.TextOf([]byte(data), nil); got != want {
+			t.Errorf("TextOf(%s) = %q, want %q", data, got, want)
+		}
+	}
+	if got := selector.TextOf([]byte(`{"q":"x"}`), []string{"q"}); got != "x" {
+		t.Errorf("custom field: %q", got)
+	}
+}
+
+func TestTerms(t *testing.T) {
+	t.Parallel()
+	got := selector.Terms("Please summarize the PDFs, résumé: pdf-summarizer running!")
+	want := []string{"summar", "pdfs", "resum", "pdf", "summar", "run"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Terms = %q, want %q", got, want)
+	}
+}
+
+// The labelled set: on requests it was not tuned on, the router meets the bar and
+// beats plain BM25 clearly.
+func TestHeldOutRouting(t *testing.T) {
+	t.Parallel()
+	cat, ds := skill.Discover("../../testdata/routing/skills")
+	if ds.HasErrors() || len(cat.Skills) < 30 {
+		t.Fatalf("skills: %d, %v", len(cat.Skills), ds)
+	}
+	f, err := os.Open("../../testdata/routing/heldout.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cases, err := selector.ReadCases(f, "heldout.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := newSel(t, selector.Config{}, cat.Skills...)
+	_, s := selector.Evaluate(x, cases, selector.Env{})
+	t.Logf("held out: %+v", s)
+	if s.Top1 < 0.9 || s.OffTopicRejected < 5.0/6 {
+		t.Errorf("top-1 %.3f (want ≥ 0.9), off-topic rejected %.3f (want ≥ 5/6)", s.Top1, s.OffTopicRejected)
+	}
+	if s.Top1 < s.BaselineTop1+0.15 || s.Recall5 < s.BaselineRecall5+0.1 {
+		t.Errorf("router %.3f/%.3f does not beat plain BM25 %.3f/%.3f clearly", s.Top1, s.Recall5, s.BaselineTop1, s.BaselineRecall5)
+	}
+}
+
+func TestReadCasesErrors(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		`{"query":"a"}`:                     "c.jsonl:1: expect is missing",
+		"\n{\"expect\":null}":               "c.jsonl:2: query must be",
+		`{"query":"a","expect":3}`:          "expect must be a skill name or null",
+		`{"query":"a","expect":null,"x":1}`: `unknown field "x"`,
+		`{`:                                 "c.jsonl:1:",
+	} {
+		_, err := selector.ReadCases(strings.NewReader(in), "c.jsonl")
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err = %v, want %q", in, err, want)
+		}
+	}
+	cs, err := selector.ReadCases(strings.NewReader("# comment\n{\"query\":\"a\",\"expect\":null}\n{\"query\":\"b\",\"expect\":\"x\"}\n"), "c")
+	if err != nil || len(cs) != 2 || cs[0].Expect != "" || cs[1].Expect != "x" {
+		t.Fatalf("cases %+v, err %v", cs, err)
+	}
+}
+
+// A skill file may list trigger patterns, and the selector matches them.
+func TestPatternTriggersFromFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	body := "---\nname: orders\ndescription: Handle every order event.\ntriggers: [com.example.order.*, \"io.example.>\"]\n---\nHandle the order event that arrived and report what was done with it.\n"
+	if err := os.WriteFile(dir+"/orders.md", []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cat, ds := skill.Discover(dir)
+	if ds.HasErrors() || len(cat.Skills) != 1 {
+		t.Fatalf("%v", ds)
+	}
+	x := newSel(t, selector.Config{}, cat.Skills...)
+	for typ, want := range map[string]string{"com.example.order.created": "orders", "io.example.a.b": "orders", "com.example.order.a.b": ""} {
+		if d := decide(t, x, selector.Request{Type: typ}, selector.Env{}); d.Primary != want {
+			t.Errorf("%s: primary %q, want %q", typ, d.Primary, want)
+		}
+	}
+}

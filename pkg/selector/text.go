@@ -1,0 +1,248 @@
+package selector
+
+import (
+	"encoding/json"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/kljensen/snowball/english"
+	"golang.org/x/text/runes"
+	"golang.org/x/text/transform"
+	"golang.org/x/text/unicode/norm"
+)
+
+// DefaultTextFields are the data fields a trigger's routing text is taken from, in
+// order: the first that holds a non-blank string wins.
+var DefaultTextFields = []string{"query", "text", "message", "prompt"}
+
+// RequestType is the CloudEvent type of a plain text request; its data is
+// {"text": "..."}.
+const RequestType = "io.skillbus.request"
+
+// TextOf returns the routing text of a trigger's JSON data: the first of fields
+// (DefaultTextFields when nil) that holds a string in a JSON object. Data that is
+// not a JSON object has no text.
+func TextOf(data []byte, fields []string) string {
+	if len(data) == 0 {
+		return ""
+	}
+	if fields == nil {
+		fields = DefaultTextFields
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(data, &m) != nil {
+		return ""
+	}
+	for _, f := range fields {
+		raw, ok := m[f]
+		if !ok {
+			continue
+		}
+		var s string
+		if json.Unmarshal(raw, &s) == nil && strings.TrimSpace(s) != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// Mentions returns the skill names a text invokes explicitly, in order and without
+// repeats: $name, @name (at the start or after a non-alphanumeric character, so an
+// e-mail address is not a mention) and "使用 name skill". Names are lowercase; the
+// caller keeps only those the catalog holds.
+func Mentions(text string) []string {
+	var out []string
+	add := func(n string) {
+		n = strings.ToLower(strings.TrimRight(n, "-_"))
+		if n == "" {
+			return
+		}
+		for _, o := range out {
+			if o == n {
+				return
+			}
+		}
+		out = append(out, n)
+	}
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		if c != '$' && c != '@' {
+			continue
+		}
+		if i > 0 {
+			r, _ := utf8.DecodeLastRuneInString(text[:i])
+			if unicode.IsLetter(r) || unicode.IsDigit(r) {
+				continue
+			}
+		}
+		j := i + 1
+		for j < len(text) && isNameByte(text[j]) {
+			j++
+		}
+		if j > i+1 && isAlnum(text[i+1]) {
+			add(text[i+1 : j])
+		}
+		if j > i+1 {
+			i = j - 1
+		}
+	}
+	const use, sk = "使用", "skill"
+	for rest := text; ; {
+		k := strings.Index(rest, use)
+		if k < 0 {
+			break
+		}
+		rest = rest[k+len(use):]
+		t := strings.TrimLeft(rest, " \t")
+		j := 0
+		for j < len(t) && isNameByte(t[j]) {
+			j++
+		}
+		if j == 0 || !isAlnum(t[0]) {
+			continue
+		}
+		after := strings.TrimLeft(t[j:], " \t")
+		if len(after) >= len(sk) && strings.EqualFold(after[:len(sk)], sk) {
+			add(t[:j])
+		}
+	}
+	return out
+}
+
+func isAlnum(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}
+
+func isNameByte(c byte) bool { return isAlnum(c) || c == '-' || c == '_' }
+
+// fillers are words of requests that say nothing about what is wanted, on top of
+// the stemmer's English stop words.
+var fillers = map[string]bool{
+	"please": true, "pls": true, "plz": true, "kindly": true, "could": true, "would": true,
+	"can": true, "want": true, "wanna": true, "need": true, "hey": true, "hi": true,
+	"hello": true, "thanks": true, "thank": true, "let": true, "lets": true, "just": true,
+	"something": true, "someone": true, "anything": true, "also": true, "via": true,
+	"skill": true, "quickly": true, "us": true, "like": true, "get": true, "give": true,
+	"make": true, "go": true, "ok": true, "okay": true, "now": true, "today": true,
+}
+
+// Words splits text into lowercase words: runs of letters and digits. Every other
+// character separates, so a skill name pdf-summarizer is two words.
+func Words(text string) []string {
+	var out []string
+	start := -1
+	lower := true
+	for i, r := range text {
+		if r < utf8.RuneSelf {
+			if 'a' <= r && r <= 'z' || '0' <= r && r <= '9' {
+				if start < 0 {
+					start = i
+				}
+				continue
+			}
+			if 'A' <= r && r <= 'Z' {
+				if start < 0 {
+					start = i
+				}
+				lower = false
+				continue
+			}
+		} else if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			if start < 0 {
+				start = i
+			}
+			lower = false
+			continue
+		}
+		if start >= 0 {
+			out = appendWord(out, text[start:i], lower)
+			start, lower = -1, true
+		}
+	}
+	if start >= 0 {
+		out = appendWord(out, text[start:], lower)
+	}
+	return out
+}
+
+func appendWord(out []string, w string, lower bool) []string {
+	if !lower {
+		w = fold(strings.ToLower(w))
+	}
+	return append(out, w)
+}
+
+// fold removes diacritics from Latin letters (résumé → resume), so accented and
+// plain spellings meet.
+func fold(w string) string {
+	ascii := true
+	for i := 0; i < len(w); i++ {
+		ascii = ascii && w[i] < utf8.RuneSelf
+	}
+	if ascii {
+		return w
+	}
+	out, _, err := transform.String(folder, w)
+	if err != nil {
+		return w
+	}
+	return out
+}
+
+var folder = transform.Chain(norm.NFD, runes.Remove(runes.In(unicode.Mn)), norm.NFC)
+
+// Terms turns text into index terms: words without stop words, stemmed with the
+// Snowball English stemmer. Words with digits or non-ASCII letters are kept as they
+// are.
+func Terms(text string) []string {
+	ws := Words(text)
+	out := ws[:0]
+	for _, w := range ws {
+		if t, ok := Term(w); ok {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Term is the index term of one lowercase word, and false for a stop word.
+func Term(w string) (string, bool) {
+	if len(w) < 2 {
+		return "", false
+	}
+	if fillers[w] || english.IsStopWord(w) {
+		return "", false
+	}
+	if !isASCIILetters(w) {
+		return w, true
+	}
+	return english.Stem(w, false), true
+}
+
+func isASCIILetters(w string) bool {
+	for i := 0; i < len(w); i++ {
+		if w[i] < 'a' || w[i] > 'z' {
+			return false
+		}
+	}
+	return true
+}
+
+// containsPhrase reports whether phrase occurs in words as consecutive words: the
+// text contains the phrase case-insensitively, on word boundaries.
+func containsPhrase(words []string, phrase []string) bool {
+	if len(phrase) == 0 || len(phrase) > len(words) {
+		return false
+	}
+outer:
+	for i := 0; i+len(phrase) <= len(words); i++ {
+		for j, p := range phrase {
+			if words[i+j] != p {
+				continue outer
+			}
+		}
+		return true
+	}
+	return false
+}

@@ -1,0 +1,184 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Check reports whether one thing a process needs is ready: nil when it is.
+type Check func(ctx context.Context) error
+
+// CheckTimeout bounds each readiness check.
+const CheckTimeout = 2 * time.Second
+
+// Health is the set of named readiness checks /readyz runs. The zero value has no
+// checks and is ready; it is safe for concurrent use.
+type Health struct {
+	mu     sync.Mutex
+	checks map[string]Check
+}
+
+// Add registers check under name, replacing any check of that name.
+func (h *Health) Add(name string, check Check) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.checks == nil {
+		h.checks = map[string]Check{}
+	}
+	h.checks[name] = check
+}
+
+// Remove unregisters the check of that name.
+func (h *Health) Remove(name string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.checks, name)
+}
+
+// Result is the outcome of one check.
+type Result struct {
+	Name string
+	Err  error
+}
+
+// Run runs every check, each within CheckTimeout, in name order, and reports
+// whether all passed.
+func (h *Health) Run(ctx context.Context) (ready bool, results []Result) {
+	h.mu.Lock()
+	names := make([]string, 0, len(h.checks))
+	for n := range h.checks {
+		names = append(names, n)
+	}
+	checks := make(map[string]Check, len(h.checks))
+	for n, c := range h.checks {
+		checks[n] = c
+	}
+	h.mu.Unlock()
+	slices.Sort(names)
+	ready = true
+	results = make([]Result, len(names))
+	var wg sync.WaitGroup
+	for i, n := range names {
+		wg.Go(func() {
+			cctx, cancel := context.WithTimeout(ctx, CheckTimeout)
+			defer cancel()
+			results[i] = Result{Name: n, Err: checks[n](cctx)}
+		})
+	}
+	wg.Wait()
+	for _, r := range results {
+		if r.Err != nil {
+			ready = false
+		}
+	}
+	return ready, results
+}
+
+// Handler serves /metrics from g, /livez (200 while the process serves HTTP at all)
+// and /readyz (200 when every check of h passes, else 503), each check listed with
+// its result, one a line.
+func Handler(g prometheus.Gatherer, h *Health) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		ready, results := h.Run(r.Context())
+		var b strings.Builder
+		for _, res := range results {
+			if res.Err != nil {
+				fmt.Fprintf(&b, "[-] %s: %s\n", res.Name, oneLine(res.Err.Error()))
+			} else {
+				fmt.Fprintf(&b, "[+] %s ok\n", res.Name)
+			}
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		if !ready {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			b.WriteString("not ready\n")
+		} else {
+			b.WriteString("ready\n")
+		}
+		fmt.Fprint(w, b.String())
+	})
+	return mux
+}
+
+func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }
+
+// NATSConnected is a check that nc is connected.
+func NATSConnected(nc *nats.Conn) Check {
+	return func(context.Context) error {
+		if nc == nil {
+			return errors.New("no NATS connection")
+		}
+		if s := nc.Status(); s != nats.CONNECTED {
+			return fmt.Errorf("NATS connection is %s", s)
+		}
+		return nil
+	}
+}
+
+// StreamsReachable is a check that every stream named exists and answers.
+func StreamsReachable(js jetstream.JetStream, names ...string) Check {
+	return func(ctx context.Context) error {
+		for _, n := range names {
+			if _, err := js.Stream(ctx, n); err != nil {
+				return fmt.Errorf("stream %s: %w", n, err)
+			}
+		}
+		return nil
+	}
+}
+
+// ConsumerReachable is a check that the durable consumer of stream answers.
+func ConsumerReachable(js jetstream.JetStream, stream, consumer string) Check {
+	return func(ctx context.Context) error {
+		if _, err := js.Consumer(ctx, stream, consumer); err != nil {
+			return fmt.Errorf("consumer %s of stream %s: %w", consumer, stream, err)
+		}
+		return nil
+	}
+}
+
+// Flag is a readiness check that fails with a fixed reason until Set: for things a
+// process reports itself, such as "catalog loaded".
+type Flag struct {
+	mu     sync.Mutex
+	ready  bool
+	reason string
+}
+
+// NewFlag returns a flag that is not ready, for reason.
+func NewFlag(reason string) *Flag { return &Flag{reason: reason} }
+
+// Set marks the flag ready (or not).
+func (f *Flag) Set(ready bool) {
+	f.mu.Lock()
+	f.ready = ready
+	f.mu.Unlock()
+}
+
+// Check is the flag as a Check.
+func (f *Flag) Check(context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.ready {
+		return errors.New(f.reason)
+	}
+	return nil
+}

@@ -1,0 +1,227 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+)
+
+// Metric names, as OpenTelemetry names them; Prometheus shows them with dots as
+// underscores, the unit as a suffix (_seconds) and counters ending in _total.
+const (
+	MetricExecutions        = "skillbus.executions"
+	MetricExecutionDuration = "skillbus.execution.duration"
+	MetricStepDuration      = "skillbus.step.duration"
+	MetricRetries           = "skillbus.retries"
+	MetricFallbacks         = "skillbus.fallbacks"
+	MetricDeadLetters       = "skillbus.dead_letters"
+	MetricRepairs           = "skillbus.repairs"
+	MetricRouteDecisions    = "skillbus.route.decisions"
+	MetricRouteDuration     = "skillbus.route.duration"
+	MetricConsumerPending   = "skillbus.consumer.pending"
+	MetricConsumerAckPend   = "skillbus.consumer.ack_pending"
+)
+
+// Outcomes in the skillbus.outcome attribute.
+const (
+	OutcomeCompleted = "completed"
+	OutcomeFailed    = "failed"
+	OutcomeRouted    = "routed"
+	OutcomeUnmatched = "unmatched"
+	OutcomeRejected  = "rejected"
+)
+
+// durationBuckets spans a quick tool call to a long model conversation, in seconds.
+var durationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
+
+// Metrics holds skillbus's instruments. A nil *Metrics records nothing, so a
+// component may take one optionally.
+type Metrics struct {
+	meter             metric.Meter
+	executions        metric.Int64Counter
+	executionDuration metric.Float64Histogram
+	stepDuration      metric.Float64Histogram
+	retries           metric.Int64Counter
+	fallbacks         metric.Int64Counter
+	deadLetters       metric.Int64Counter
+	repairs           metric.Int64Counter
+	routeDecisions    metric.Int64Counter
+	routeDuration     metric.Float64Histogram
+	pending           metric.Int64ObservableGauge
+	ackPending        metric.Int64ObservableGauge
+}
+
+// NewMetrics creates the instruments on mp.
+func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
+	m := &Metrics{meter: mp.Meter(ScopeName)}
+	var errs []error
+	counter := func(name, unit, desc string) metric.Int64Counter {
+		c, err := m.meter.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		errs = append(errs, err)
+		return c
+	}
+	hist := func(name, desc string) metric.Float64Histogram {
+		h, err := m.meter.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc),
+			metric.WithExplicitBucketBoundaries(durationBuckets...))
+		errs = append(errs, err)
+		return h
+	}
+	gauge := func(name, desc string) metric.Int64ObservableGauge {
+		g, err := m.meter.Int64ObservableGauge(name, metric.WithUnit("{message}"), metric.WithDescription(desc))
+		errs = append(errs, err)
+		return g
+	}
+	m.executions = counter(MetricExecutions, "{execution}", "Executions of skills that ended, by skill, version and outcome.")
+	m.executionDuration = hist(MetricExecutionDuration, "How long an execution of a skill took, from its job's first delivery to its result.")
+	m.stepDuration = hist(MetricStepDuration, "How long a step of a skill took, by skill, step kind and outcome.")
+	m.retries = counter(MetricRetries, "{retry}", "Jobs handed back for another attempt after a retryable failure.")
+	m.fallbacks = counter(MetricFallbacks, "{fallback}", "Executions that failed and passed their activation to the next skill of the plan.")
+	m.deadLetters = counter(MetricDeadLetters, "{message}", "Jobs sent to the dead-letter stream.")
+	m.repairs = counter(MetricRepairs, "{repair}", "Repair attempts of repairable failures, by outcome.")
+	m.routeDecisions = counter(MetricRouteDecisions, "{decision}", "Triggers routed, by outcome (routed, unmatched, rejected) and method.")
+	m.routeDuration = hist(MetricRouteDuration, "How long routing one trigger took.")
+	m.pending = gauge(MetricConsumerPending, "Messages in a pool's stream not yet delivered to its consumer.")
+	m.ackPending = gauge(MetricConsumerAckPend, "Messages delivered to a pool's consumer and not yet acknowledged.")
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("telemetry: creating instruments: %w", err)
+	}
+	return m, nil
+}
+
+// Execution records an ended execution of a skill: outcome is OutcomeCompleted or
+// OutcomeFailed (or another word for how it ended); d is how long it ran.
+func (m *Metrics) Execution(ctx context.Context, skill, version, outcome string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	set := metric.WithAttributeSet(attribute.NewSet(AttrSkillName.String(skill), AttrSkillVersion.String(version), AttrOutcome.String(outcome)))
+	m.executions.Add(ctx, 1, set)
+	m.executionDuration.Record(ctx, d.Seconds(), set)
+}
+
+// Step records a step of a skill that ended.
+func (m *Metrics) Step(ctx context.Context, skill, kind, outcome string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.stepDuration.Record(ctx, d.Seconds(), metric.WithAttributeSet(attribute.NewSet(
+		AttrSkillName.String(skill), AttrStepKind.String(kind), AttrOutcome.String(outcome))))
+}
+
+// Retry records a job handed back for another attempt; class is its failure class.
+func (m *Metrics) Retry(ctx context.Context, skill, class string) {
+	if m == nil {
+		return
+	}
+	m.retries.Add(ctx, 1, metric.WithAttributeSet(attribute.NewSet(AttrSkillName.String(skill), AttrFailureClass.String(class))))
+}
+
+// Fallback records an execution of skill falling back to the next of its plan.
+func (m *Metrics) Fallback(ctx context.Context, skill, class string) {
+	if m == nil {
+		return
+	}
+	m.fallbacks.Add(ctx, 1, metric.WithAttributeSet(attribute.NewSet(AttrSkillName.String(skill), AttrFailureClass.String(class))))
+}
+
+// DeadLetter records a job of skill sent to the dead-letter stream.
+func (m *Metrics) DeadLetter(ctx context.Context, skill, class string) {
+	if m == nil {
+		return
+	}
+	m.deadLetters.Add(ctx, 1, metric.WithAttributeSet(attribute.NewSet(AttrSkillName.String(skill), AttrFailureClass.String(class))))
+}
+
+// Repair records a repair attempt of skill; outcome says whether it fixed the
+// failure (OutcomeCompleted) or not (OutcomeFailed).
+func (m *Metrics) Repair(ctx context.Context, skill, outcome string) {
+	if m == nil {
+		return
+	}
+	m.repairs.Add(ctx, 1, metric.WithAttributeSet(attribute.NewSet(AttrSkillName.String(skill), AttrOutcome.String(outcome))))
+}
+
+// Route records a routing decision: outcome is OutcomeRouted, OutcomeUnmatched or
+// OutcomeRejected; method how the skill was chosen ("explicit", "rule", "semantic",
+// ...; "" when none was); d how long routing took.
+func (m *Metrics) Route(ctx context.Context, outcome, method string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	set := metric.WithAttributeSet(attribute.NewSet(AttrOutcome.String(outcome), AttrRouteMethod.String(method)))
+	m.routeDecisions.Add(ctx, 1, set)
+	m.routeDuration.Record(ctx, d.Seconds(), set)
+}
+
+// ConsumerStat is the state of one JetStream consumer, as its ConsumerInfo reports
+// it (NumPending and NumAckPending).
+type ConsumerStat struct {
+	Pool       string // the worker pool, or "" for a consumer of no pool (the router)
+	Stream     string
+	Consumer   string
+	Pending    int64
+	AckPending int64
+}
+
+// ObserveConsumers registers fn to report the consumers' pending and ack-pending
+// counts each time the metrics are collected (each scrape of /metrics). fn should
+// answer from a recent ConsumerInfo and return promptly; it is called with the
+// scrape's context. Unregister stops the reports.
+func (m *Metrics) ObserveConsumers(fn func(ctx context.Context) []ConsumerStat) (unregister func() error, err error) {
+	if m == nil {
+		return func() error { return nil }, nil
+	}
+	reg, err := m.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		for _, s := range fn(ctx) {
+			set := metric.WithAttributeSet(attribute.NewSet(
+				AttrPool.String(s.Pool),
+				semconv.MessagingConsumerGroupName(s.Consumer),
+				attribute.String("skillbus.stream", s.Stream),
+			))
+			o.ObserveInt64(m.pending, s.Pending, set)
+			o.ObserveInt64(m.ackPending, s.AckPending, set)
+		}
+		return nil
+	}, m.pending, m.ackPending)
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: registering the consumer gauges: %w", err)
+	}
+	return reg.Unregister, nil
+}
+
+// Consumer names a JetStream durable consumer whose backlog ObserveConsumers
+// reports, with the pool it feeds.
+type Consumer struct {
+	Pool, Stream, Name string
+}
+
+// ConsumerInfo returns a function for ObserveConsumers that asks JetStream for each
+// consumer's info at collection time; a consumer that does not answer is left out
+// of that collection.
+func ConsumerInfo(js jetstream.JetStream, consumers ...Consumer) func(context.Context) []ConsumerStat {
+	return func(ctx context.Context) []ConsumerStat {
+		out := make([]ConsumerStat, 0, len(consumers))
+		for _, c := range consumers {
+			cctx, cancel := context.WithTimeout(ctx, CheckTimeout)
+			// Looking the consumer up fetches its info afresh.
+			cons, err := js.Consumer(cctx, c.Stream, c.Name)
+			cancel()
+			if err != nil {
+				continue
+			}
+			info := cons.CachedInfo()
+			if info == nil {
+				continue
+			}
+			out = append(out, ConsumerStat{Pool: c.Pool, Stream: c.Stream, Consumer: c.Name,
+				Pending: int64(info.NumPending), AckPending: int64(info.NumAckPending)})
+		}
+		return out
+	}
+}

@@ -1,0 +1,163 @@
+package telemetry_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/telemetry"
+)
+
+const (
+	tp  = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	ts  = "congo=t61rcWkgMzE"
+	tid = "0af7651916cd43dd8448eb211c80319c"
+	sid = "b7ad6b7169203331"
+)
+
+func remote(t *testing.T, ctx context.Context) trace.SpanContext {
+	t.Helper()
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() || !sc.IsRemote() {
+		t.Fatalf("no remote span context (%v)", sc)
+	}
+	return sc
+}
+
+func checkSC(t *testing.T, sc trace.SpanContext, wantState string) {
+	t.Helper()
+	if sc.TraceID().String() != tid || sc.SpanID().String() != sid || !sc.IsSampled() {
+		t.Errorf("span context %s/%s sampled=%v, want %s/%s sampled", sc.TraceID(), sc.SpanID(), sc.IsSampled(), tid, sid)
+	}
+	if got := sc.TraceState().String(); got != wantState {
+		t.Errorf("tracestate %q, want %q", got, wantState)
+	}
+}
+
+func TestExtractMsgBinaryMode(t *testing.T) {
+	e := event.New()
+	e.SetID("1")
+	e.SetSource("/s")
+	e.SetType("io.skillbus.test")
+	e.SetExtension("traceparent", tp)
+	e.SetExtension("tracestate", ts)
+	m := bus.Encode("skillbus.trigger.x", "1", &e)
+	checkSC(t, remote(t, telemetry.ExtractMsg(context.Background(), m)), ts)
+}
+
+func TestExtractMsgHeaderCase(t *testing.T) {
+	m := nats.NewMsg("s")
+	m.Header["Ce-Traceparent"] = []string{tp}
+	m.Header["ce-specversion"] = []string{"1.0"}
+	checkSC(t, remote(t, telemetry.ExtractMsg(context.Background(), m)), "")
+}
+
+func TestExtractMsgStructuredMode(t *testing.T) {
+	for name, m := range map[string]*nats.Msg{
+		"content type": {Subject: "s", Header: nats.Header{"Content-Type": {"application/cloudevents+json; charset=utf-8"}},
+			Data: []byte(`{"specversion":"1.0","id":"1","source":"/s","type":"t","traceparent":"` + tp + `","tracestate":"` + ts + `"}`)},
+		"no headers": {Subject: "s",
+			Data: []byte(` {"specversion":"1.0","id":"1","source":"/s","type":"t","traceparent":"` + tp + `","tracestate":"` + ts + `"}`)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			checkSC(t, remote(t, telemetry.ExtractMsg(context.Background(), m)), ts)
+			e, err := bus.Decode(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkSC(t, remote(t, telemetry.ExtractEvent(context.Background(), e)), ts)
+		})
+	}
+}
+
+func TestExtractMsgPlainHeaders(t *testing.T) {
+	m := nats.NewMsg("skillbus.tool.x")
+	m.Header.Set("traceparent", tp)
+	m.Data = []byte(`{"text":"x"}`) // a tool call's arguments, not an event
+	checkSC(t, remote(t, telemetry.ExtractMsg(context.Background(), m)), "")
+	checkSC(t, remote(t, telemetry.ExtractHeader(context.Background(), m.Header)), "")
+}
+
+func TestExtractMsgNoContext(t *testing.T) {
+	for name, m := range map[string]*nats.Msg{
+		"nothing":          nats.NewMsg("s"),
+		"malformed":        {Subject: "s", Header: nats.Header{"ce-traceparent": {"00-zz-yy-01"}}},
+		"all-zero":         {Subject: "s", Header: nats.Header{"traceparent": {"00-00000000000000000000000000000000-b7ad6b7169203331-01"}}},
+		"not JSON":         {Subject: "s", Data: []byte(`{nope`)},
+		"binary, no trace": {Subject: "s", Header: nats.Header{"ce-specversion": {"1.0"}}, Data: []byte(`{"traceparent":"` + tp + `"}`)},
+		"nil":              nil,
+	} {
+		t.Run(name, func(t *testing.T) {
+			if sc := trace.SpanContextFromContext(telemetry.ExtractMsg(context.Background(), m)); sc.IsValid() {
+				t.Fatalf("extracted %v from a message with no valid trace context", sc)
+			}
+		})
+	}
+}
+
+func TestInjectRoundTrips(t *testing.T) {
+	ctx := telemetry.Extract(context.Background(), tp, ts)
+
+	e := event.New()
+	telemetry.InjectEvent(ctx, &e)
+	if e.Extensions()["traceparent"] != tp || e.Extensions()["tracestate"] != ts {
+		t.Errorf("InjectEvent set %v", e.Extensions())
+	}
+	checkSC(t, remote(t, telemetry.ExtractEvent(context.Background(), &e)), ts)
+
+	h := nats.Header{}
+	telemetry.InjectCE(ctx, h)
+	if h.Get("ce-traceparent") != tp || h.Get("ce-tracestate") != ts {
+		t.Errorf("InjectCE set %v", h)
+	}
+	h = nats.Header{}
+	telemetry.InjectHeader(ctx, h)
+	if h.Get("traceparent") != tp || h.Get("tracestate") != ts {
+		t.Errorf("InjectHeader set %v", h)
+	}
+	checkSC(t, remote(t, telemetry.ExtractHeader(context.Background(), h)), ts)
+
+	gotTP, gotTS := telemetry.Inject(ctx)
+	if gotTP != tp || gotTS != ts {
+		t.Errorf("Inject = %q, %q", gotTP, gotTS)
+	}
+
+	// No span context: nothing is written.
+	e2 := event.New()
+	telemetry.InjectEvent(context.Background(), &e2)
+	h = nats.Header{}
+	telemetry.InjectHeader(context.Background(), h)
+	if len(e2.Extensions()) != 0 || len(h) != 0 {
+		t.Errorf("injected without a span context: %v %v", e2.Extensions(), h)
+	}
+}
+
+func FuzzExtractMsg(f *testing.F) {
+	f.Add("ce-traceparent", tp, "", []byte(nil))
+	f.Add("traceparent", tp, "application/json", []byte(`{}`))
+	f.Add("", "", "application/cloudevents+json", []byte(`{"traceparent":"`+tp+`"}`))
+	f.Add("Ce-TraceParent", "00-"+tid+"-"+sid+"-ff", "", []byte(` {"traceparent":1}`))
+	f.Fuzz(func(t *testing.T, key, value, contentType string, data []byte) {
+		m := &nats.Msg{Subject: "s", Header: nats.Header{}, Data: data}
+		if key != "" {
+			m.Header[key] = []string{value}
+		}
+		if contentType != "" {
+			m.Header["Content-Type"] = []string{contentType}
+		}
+		sc := trace.SpanContextFromContext(telemetry.ExtractMsg(context.Background(), m))
+		if !sc.IsValid() {
+			return
+		}
+		// Whatever came in valid goes out as a well-formed traceparent.
+		out, _ := telemetry.Inject(trace.ContextWithSpanContext(context.Background(), sc))
+		back := trace.SpanContextFromContext(telemetry.Extract(context.Background(), out, ""))
+		if back.TraceID() != sc.TraceID() || back.SpanID() != sc.SpanID() {
+			t.Fatalf("%q does not round-trip: %v vs %v", out, back, sc)
+		}
+	})
+}

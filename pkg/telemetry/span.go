@@ -1,0 +1,358 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/skillbus/skillbus/pkg/failure"
+)
+
+// ScopeName is the instrumentation scope of skillbus's spans and metrics.
+const ScopeName = "github.com/skillbus/skillbus"
+
+// Skillbus span and metric attributes.
+const (
+	AttrSkillName    = attribute.Key("skillbus.skill.name")
+	AttrSkillVersion = attribute.Key("skillbus.skill.version")
+	AttrActivationID = attribute.Key("skillbus.activation.id")
+	AttrExecutionID  = attribute.Key("skillbus.execution.id")
+	AttrAttempt      = attribute.Key("skillbus.attempt")
+	AttrPool         = attribute.Key("skillbus.pool")
+	AttrStepID       = attribute.Key("skillbus.step.id")
+	AttrStepKind     = attribute.Key("skillbus.step.kind")
+	AttrTool         = attribute.Key("skillbus.tool.name")
+	AttrFailureClass = attribute.Key("skillbus.failure.class")
+	AttrOutcome      = attribute.Key("skillbus.outcome")
+	AttrRouteMethod  = attribute.Key("skillbus.route.method")
+	AttrRouteScore   = attribute.Key("skillbus.route.score")
+	AttrLinkReason   = attribute.Key("skillbus.link.reason")
+)
+
+// Reasons a span links another, in the link's skillbus.link.reason attribute.
+const (
+	LinkRedelivery = "redelivery" // an earlier attempt of the same job
+	LinkResumed    = "resumed"    // the step that asked for a confirmation answered later
+	LinkFallback   = "fallback"   // the execution whose failure started this one
+	LinkRepair     = "repair"     // the execution whose failure this repair job fixes
+	LinkCause      = "causation"  // any other earlier span this one follows from
+)
+
+// MessagingSystem is the messaging.system of every skillbus messaging span.
+var MessagingSystem = semconv.MessagingSystemKey.String("nats")
+
+// Skill returns the attributes naming a skill and its version.
+func Skill(name, version string) []attribute.KeyValue {
+	kv := []attribute.KeyValue{AttrSkillName.String(name)}
+	if version != "" {
+		kv = append(kv, AttrSkillVersion.String(version))
+	}
+	return kv
+}
+
+// Job holds the skillbus attributes of a job's spans; empty fields are left out.
+type Job struct {
+	Skill, Version string
+	ActivationID   string
+	ExecutionID    string
+	Attempt        int // 1 for the first delivery; 0 leaves it out
+	Pool           string
+}
+
+// Attributes returns j as span attributes.
+func (j Job) Attributes() []attribute.KeyValue {
+	kv := make([]attribute.KeyValue, 0, 6)
+	add := func(k attribute.Key, v string) {
+		if v != "" {
+			kv = append(kv, k.String(v))
+		}
+	}
+	add(AttrSkillName, j.Skill)
+	add(AttrSkillVersion, j.Version)
+	add(AttrActivationID, j.ActivationID)
+	add(AttrExecutionID, j.ExecutionID)
+	add(AttrPool, j.Pool)
+	if j.Attempt > 0 {
+		kv = append(kv, AttrAttempt.Int(j.Attempt))
+	}
+	return kv
+}
+
+// Message describes the message a messaging span is about.
+type Message struct {
+	// Destination is the NATS subject; Template, when set, is its low-cardinality
+	// form (e.g. "skillbus.jobs.{pool}") and names the span instead.
+	Destination, Template string
+	// ID is the message id: the CloudEvent id, or Nats-Msg-Id.
+	ID string
+	// ConsumerGroup is the JetStream durable consumer the message is read by.
+	ConsumerGroup string
+	// BodySize is the payload size in bytes; 0 leaves it out.
+	BodySize int
+}
+
+func (m Message) attrs(op attribute.KeyValue, opName string, extra []attribute.KeyValue) []attribute.KeyValue {
+	kv := make([]attribute.KeyValue, 0, 8+len(extra))
+	kv = append(kv, MessagingSystem, op, semconv.MessagingOperationName(opName))
+	if m.Destination != "" {
+		kv = append(kv, semconv.MessagingDestinationName(m.Destination))
+	}
+	if m.Template != "" {
+		kv = append(kv, semconv.MessagingDestinationTemplate(m.Template))
+	}
+	if m.ID != "" {
+		kv = append(kv, semconv.MessagingMessageID(m.ID))
+	}
+	if m.ConsumerGroup != "" {
+		kv = append(kv, semconv.MessagingConsumerGroupName(m.ConsumerGroup))
+	}
+	if m.BodySize > 0 {
+		kv = append(kv, semconv.MessagingMessageBodySize(m.BodySize))
+	}
+	return append(kv, extra...)
+}
+
+func (m Message) spanName(op string) string {
+	d := m.Template
+	if d == "" {
+		d = m.Destination
+	}
+	if d == "" {
+		return op
+	}
+	return op + " " + d
+}
+
+// active is the tracer Setup installed: nil before Setup (and after Shutdown), when
+// the helpers use the global provider, so that a program with its own SDK gets its
+// spans; a disabled tracer when Setup turned tracing off, when the helpers return at
+// once.
+var active atomic.Pointer[activeTracer]
+
+type activeTracer struct {
+	off    bool
+	tracer trace.Tracer
+}
+
+func tracer() trace.Tracer {
+	if a := active.Load(); a != nil {
+		return a.tracer
+	}
+	return otel.Tracer(ScopeName)
+}
+
+// off reports whether Setup turned tracing off; then a helper returns ctx and the
+// span already in it, which, not recording, ends as a no-op, and whose span context
+// (an incoming traceparent) Inject still passes on.
+func off(ctx context.Context) (trace.Span, bool) {
+	a := active.Load()
+	if a == nil || !a.off {
+		return nil, false
+	}
+	s := trace.SpanFromContext(ctx)
+	if s.IsRecording() {
+		// A span of some other provider: do not hand it out to be ended twice.
+		return noop.Span{}, true
+	}
+	return s, true
+}
+
+// StartPublish starts the PRODUCER span of publishing m ("publish <subject>"), a
+// child of the span in ctx. Inject the returned context into the event
+// (InjectEvent, InjectCE or Inject into bus.Meta) so consumers continue from it.
+func StartPublish(ctx context.Context, m Message, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	if s, ok := off(ctx); ok {
+		return ctx, s
+	}
+	return tracer().Start(ctx, m.spanName("publish"),
+		trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithAttributes(m.attrs(semconv.MessagingOperationTypeSend, "publish", attrs)...))
+}
+
+// StartProcess starts the CONSUMER span of processing m ("process <subject>"). ctx
+// should carry the message's remote span context (ExtractMsg, ExtractEvent or
+// Extract), which becomes the parent; links name earlier spans this one follows
+// from without being their child (see Link).
+func StartProcess(ctx context.Context, m Message, links []trace.Link, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	if s, ok := off(ctx); ok {
+		return ctx, s
+	}
+	return tracer().Start(ctx, m.spanName("process"),
+		trace.WithSpanKind(trace.SpanKindConsumer),
+		trace.WithLinks(links...),
+		trace.WithAttributes(m.attrs(semconv.MessagingOperationTypeProcess, "process", attrs)...))
+}
+
+// StartReceive starts the CONSUMER span of receiving m ("receive <subject>"), for a
+// consumer that fetches a message before deciding what to do with it.
+func StartReceive(ctx context.Context, m Message, links []trace.Link, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	if s, ok := off(ctx); ok {
+		return ctx, s
+	}
+	return tracer().Start(ctx, m.spanName("receive"),
+		trace.WithSpanKind(trace.SpanKindConsumer),
+		trace.WithLinks(links...),
+		trace.WithAttributes(m.attrs(semconv.MessagingOperationTypeReceive, "receive", attrs)...))
+}
+
+// StartSettle starts the CLIENT span of settling m: op names how ("ack", "nak",
+// "term", "in_progress"), and names the span ("ack <subject>").
+func StartSettle(ctx context.Context, m Message, op string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	if s, ok := off(ctx); ok {
+		return ctx, s
+	}
+	return tracer().Start(ctx, m.spanName(op),
+		trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(m.attrs(semconv.MessagingOperationTypeSettle, op, attrs)...))
+}
+
+// StartRequest starts the CLIENT span of a NATS request that waits for its reply,
+// such as a bus tool call ("send <subject>"). Put its context on the request with
+// InjectHeader.
+func StartRequest(ctx context.Context, m Message, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	if s, ok := off(ctx); ok {
+		return ctx, s
+	}
+	return tracer().Start(ctx, m.spanName("send"),
+		trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(m.attrs(semconv.MessagingOperationTypeSend, "send", attrs)...))
+}
+
+// StartServe starts the SERVER span of answering a NATS request ("process
+// <subject>"); ctx should carry the request's context (ExtractHeader).
+func StartServe(ctx context.Context, m Message, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	if s, ok := off(ctx); ok {
+		return ctx, s
+	}
+	return tracer().Start(ctx, m.spanName("process"),
+		trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(m.attrs(semconv.MessagingOperationTypeProcess, "process", attrs)...))
+}
+
+// StartClient starts a CLIENT span named name, for a call to another service over
+// a protocol that is not NATS (an MCP tools/call).
+func StartClient(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	if s, ok := off(ctx); ok {
+		return ctx, s
+	}
+	return tracer().Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+}
+
+// StartStep starts the INTERNAL span of one step of a skill ("step <id>").
+func StartStep(ctx context.Context, id, kind string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	if s, ok := off(ctx); ok {
+		return ctx, s
+	}
+	kv := make([]attribute.KeyValue, 0, 2+len(attrs))
+	kv = append(kv, AttrStepID.String(id))
+	if kind != "" {
+		kv = append(kv, AttrStepKind.String(kind))
+	}
+	return tracer().Start(ctx, "step "+id,
+		trace.WithSpanKind(trace.SpanKindInternal),
+		trace.WithAttributes(append(kv, attrs...)...))
+}
+
+// Start starts an INTERNAL span named name, for work that is not a message or a step
+// (routing a trigger, executing a skill).
+func Start(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	if s, ok := off(ctx); ok {
+		return ctx, s
+	}
+	return tracer().Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
+}
+
+// Link returns a link to the span traceparent names, with reason in its
+// skillbus.link.reason attribute: for a span that follows from another without
+// being its child (a redelivered job's earlier attempt; a confirmation answered
+// hours after the step that asked ended). ok is false when traceparent is not a
+// valid W3C traceparent.
+func Link(traceparent, tracestate, reason string, attrs ...attribute.KeyValue) (trace.Link, bool) {
+	sc := trace.SpanContextFromContext(Extract(context.Background(), traceparent, tracestate))
+	if !sc.IsValid() {
+		return trace.Link{}, false
+	}
+	kv := attrs
+	if reason != "" {
+		kv = append([]attribute.KeyValue{AttrLinkReason.String(reason)}, attrs...)
+	}
+	return trace.Link{SpanContext: sc, Attributes: kv}, true
+}
+
+// LinkSpan returns a link to the span in ctx, with reason; ok is false when ctx
+// carries no valid span context.
+func LinkSpan(ctx context.Context, reason string, attrs ...attribute.KeyValue) (trace.Link, bool) {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return trace.Link{}, false
+	}
+	if reason != "" {
+		attrs = append([]attribute.KeyValue{AttrLinkReason.String(reason)}, attrs...)
+	}
+	return trace.Link{SpanContext: sc, Attributes: attrs}, true
+}
+
+// End ends span, first recording err when not nil: the error event, status Error,
+// error.type and skillbus.failure.class set to its failure class (retryable, fatal,
+// repairable). A cancelled context is recorded as such but is not an error status.
+func End(span trace.Span, err error) {
+	if err != nil && span.IsRecording() {
+		RecordError(span, err)
+	}
+	span.End()
+}
+
+// RecordError records err on span as End does, without ending it.
+func RecordError(span trace.Span, err error) {
+	if err == nil {
+		return
+	}
+	if errors.Is(err, context.Canceled) {
+		span.SetAttributes(semconv.ErrorTypeKey.String("canceled"))
+		return
+	}
+	class := failure.ClassOf(err)
+	span.RecordError(err)
+	span.SetStatus(codes.Error, err.Error())
+	span.SetAttributes(semconv.ErrorTypeKey.String(string(class)), AttrFailureClass.String(string(class)))
+}
+
+// MessageOf describes m for a messaging span: its subject, its id (the CloudEvent
+// id of a binary-mode event, else Nats-Msg-Id) and its payload size; group is the
+// durable consumer reading it ("" for a publication).
+func MessageOf(m *nats.Msg, group string) Message {
+	id := headerValue(m.Header, "ce-id")
+	if id == "" {
+		id = headerValue(m.Header, "Nats-Msg-Id")
+	}
+	return Message{Destination: m.Subject, ID: id, ConsumerGroup: group, BodySize: len(m.Data)}
+}
+
+// StartConsume continues the trace a consumed message carries (ExtractMsg) with the
+// CONSUMER span of processing it (StartProcess): the one call a router or worker
+// makes per delivery. links name earlier spans this one follows from (Link).
+func StartConsume(ctx context.Context, m *nats.Msg, group string, links []trace.Link, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	ctx = ExtractMsg(ctx, m)
+	if s, ok := off(ctx); ok {
+		return ctx, s
+	}
+	return StartProcess(ctx, MessageOf(m, group), links, attrs...)
+}
+
+// StartPublishEvent starts the PRODUCER span of publishing e on subject and sets
+// e's traceparent and tracestate to it, so whoever consumes e continues from this
+// span. Encode e after this call.
+func StartPublishEvent(ctx context.Context, subject string, e *event.Event, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	ctx, span := StartPublish(ctx, Message{Destination: subject, ID: e.ID(), BodySize: len(e.Data())}, attrs...)
+	InjectEvent(ctx, e)
+	return ctx, span
+}

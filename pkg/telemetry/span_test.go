@@ -1,0 +1,216 @@
+package telemetry_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/failure"
+	"github.com/skillbus/skillbus/pkg/telemetry"
+)
+
+// record sets up telemetry exporting to an in-memory exporter and returns it.
+func record(t *testing.T) *tracetest.InMemoryExporter {
+	t.Helper()
+	restoreGlobals(t)
+	exp := tracetest.NewInMemoryExporter()
+	tel, err := telemetry.Setup(context.Background(), telemetry.Config{Getenv: env(nil), SpanExporter: syncExporter{exp}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tel.Shutdown(context.Background()) })
+	return exp
+}
+
+// syncExporter makes the batcher's exports visible by Shutdown; the in-memory
+// exporter forgets its spans on Shutdown, so that is a no-op here.
+type syncExporter struct{ *tracetest.InMemoryExporter }
+
+func (syncExporter) Shutdown(context.Context) error { return nil }
+
+func flush(t *testing.T) {
+	t.Helper()
+	if tp, ok := otel.GetTracerProvider().(*sdktrace.TracerProvider); ok {
+		if err := tp.ForceFlush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func attrsOf(s tracetest.SpanStub) map[string]string {
+	m := map[string]string{}
+	for _, kv := range s.Attributes {
+		m[string(kv.Key)] = kv.Value.Emit()
+	}
+	return m
+}
+
+func byName(t *testing.T, spans tracetest.SpanStubs, name string) tracetest.SpanStub {
+	t.Helper()
+	for _, s := range spans {
+		if s.Name == name {
+			return s
+		}
+	}
+	t.Fatalf("no span %q among %d", name, len(spans))
+	return tracetest.SpanStub{}
+}
+
+func TestMessagingSpans(t *testing.T) {
+	exp := record(t)
+	job := telemetry.Job{Skill: "hello", Version: "1.2.0", ExecutionID: "x1", Attempt: 2, Pool: "default"}
+
+	ctx, pub := telemetry.StartPublish(context.Background(), telemetry.Message{Destination: "skillbus.jobs.default", ID: "x1.job", BodySize: 42}, job.Attributes()...)
+	tp, _ := telemetry.Inject(ctx)
+	pub.End()
+
+	earlier := "00-11111111111111111111111111111111-2222222222222222-01"
+	link, ok := telemetry.Link(earlier, "", telemetry.LinkRedelivery, telemetry.AttrAttempt.Int(1))
+	if !ok {
+		t.Fatal("Link rejected a valid traceparent")
+	}
+	if _, ok := telemetry.Link("garbage", "", telemetry.LinkRedelivery); ok {
+		t.Fatal("Link accepted garbage")
+	}
+	pctx, proc := telemetry.StartProcess(telemetry.Extract(context.Background(), tp, ""),
+		telemetry.Message{Destination: "skillbus.jobs.default", Template: "skillbus.jobs.{pool}", ID: "x1.job", ConsumerGroup: "worker-default"},
+		[]trace.Link{link}, job.Attributes()...)
+	_, step := telemetry.StartStep(pctx, "fetch", "tool", telemetry.AttrTool.String("http"))
+	telemetry.End(step, failure.Fatalf("fetch: 404 not found"))
+	_, settle := telemetry.StartSettle(pctx, telemetry.Message{Destination: "skillbus.jobs.default"}, "ack")
+	telemetry.End(settle, nil)
+	telemetry.End(proc, fmt.Errorf("step fetch: %w", failure.Retry("timeout")))
+	flush(t)
+	spans := exp.GetSpans()
+
+	p := byName(t, spans, "publish skillbus.jobs.default")
+	if p.SpanKind != trace.SpanKindProducer {
+		t.Errorf("publish kind %v", p.SpanKind)
+	}
+	want := map[string]string{
+		"messaging.system": "nats", "messaging.operation.type": "send", "messaging.operation.name": "publish",
+		"messaging.destination.name": "skillbus.jobs.default", "messaging.message.id": "x1.job", "messaging.message.body.size": "42",
+		"skillbus.skill.name": "hello", "skillbus.skill.version": "1.2.0", "skillbus.execution.id": "x1", "skillbus.attempt": "2", "skillbus.pool": "default",
+	}
+	got := attrsOf(p)
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("publish %s = %q, want %q", k, got[k], v)
+		}
+	}
+
+	pr := byName(t, spans, "process skillbus.jobs.{pool}")
+	if pr.Parent.SpanID() != p.SpanContext.SpanID() || pr.SpanContext.TraceID() != p.SpanContext.TraceID() {
+		t.Errorf("process is not a child of publish")
+	}
+	a := attrsOf(pr)
+	if a["messaging.operation.type"] != "process" || a["messaging.consumer.group.name"] != "worker-default" || a["messaging.destination.template"] != "skillbus.jobs.{pool}" {
+		t.Errorf("process attributes %v", a)
+	}
+	if len(pr.Links) != 1 || pr.Links[0].SpanContext.SpanID().String() != "2222222222222222" {
+		t.Fatalf("process links %v", pr.Links)
+	}
+	if la := pr.Links[0].Attributes; len(la) != 2 || la[0].Value.AsString() != "redelivery" {
+		t.Errorf("link attributes %v", la)
+	}
+	if pr.Status.Code != codes.Error || a["skillbus.failure.class"] != "retryable" || a["error.type"] != "retryable" {
+		t.Errorf("process status %v, attributes %v", pr.Status, a)
+	}
+
+	st := byName(t, spans, "step fetch")
+	sa := attrsOf(st)
+	if st.Parent.SpanID() != pr.SpanContext.SpanID() || sa["skillbus.step.id"] != "fetch" || sa["skillbus.step.kind"] != "tool" {
+		t.Errorf("step span: parent %v attrs %v", st.Parent.SpanID(), sa)
+	}
+	if st.Status.Code != codes.Error || sa["skillbus.failure.class"] != "fatal" || len(st.Events) != 1 || st.Events[0].Name != "exception" {
+		t.Errorf("step error: status %v attrs %v events %v", st.Status, sa, st.Events)
+	}
+	se := byName(t, spans, "ack skillbus.jobs.default")
+	if attrsOf(se)["messaging.operation.type"] != "settle" || se.SpanKind != trace.SpanKindClient || se.Status.Code == codes.Error {
+		t.Errorf("settle span %v %v", attrsOf(se), se.Status)
+	}
+}
+
+func TestEndCancelledIsNotAnError(t *testing.T) {
+	exp := record(t)
+	_, s := telemetry.Start(context.Background(), "work")
+	telemetry.End(s, fmt.Errorf("stopping: %w", context.Canceled))
+	flush(t)
+	got := byName(t, exp.GetSpans(), "work")
+	if got.Status.Code == codes.Error {
+		t.Errorf("a cancelled span has status %v", got.Status)
+	}
+	if attrsOf(got)["error.type"] != "canceled" {
+		t.Errorf("attributes %v", attrsOf(got))
+	}
+	if errors.Is(nil, context.Canceled) {
+		t.Fatal("unreachable")
+	}
+}
+
+func TestLinkSpan(t *testing.T) {
+	record(t)
+	if _, ok := telemetry.LinkSpan(context.Background(), telemetry.LinkResumed); ok {
+		t.Error("LinkSpan linked a context without a span")
+	}
+	ctx, s := telemetry.Start(context.Background(), "asked")
+	defer s.End()
+	l, ok := telemetry.LinkSpan(ctx, telemetry.LinkResumed)
+	if !ok || l.SpanContext.SpanID() != s.SpanContext().SpanID() {
+		t.Errorf("LinkSpan = %v, %v", l, ok)
+	}
+}
+
+func TestPublishEventThenConsume(t *testing.T) {
+	exp := record(t)
+	e := event.New()
+	e.SetID("ev-1")
+	e.SetSource("/router")
+	e.SetType("io.skillbus.job")
+	_ = e.SetData("application/json", map[string]string{"a": "b"})
+	_, pub := telemetry.StartPublishEvent(context.Background(), "skillbus.jobs.default", &e)
+	pub.End()
+	m := bus.Encode("skillbus.jobs.default", "x1.job", &e)
+	_, proc := telemetry.StartConsume(context.Background(), m, "worker-default", nil, telemetry.Job{Pool: "default"}.Attributes()...)
+	proc.End()
+	flush(t)
+	spans := exp.GetSpans()
+	p := byName(t, spans, "publish skillbus.jobs.default")
+	c := byName(t, spans, "process skillbus.jobs.default")
+	if c.Parent.SpanID() != p.SpanContext.SpanID() || !c.Parent.IsRemote() {
+		t.Errorf("the consumer's span is not a remote child of the publisher's")
+	}
+	a := attrsOf(c)
+	if a["messaging.message.id"] != "ev-1" || a["messaging.consumer.group.name"] != "worker-default" || a["skillbus.pool"] != "default" || a["messaging.message.body.size"] != "9" {
+		t.Errorf("consume attributes %v", a)
+	}
+}
+
+func TestPublishEventOffPassesContextOn(t *testing.T) {
+	restoreGlobals(t)
+	tel, err := telemetry.Setup(context.Background(), telemetry.Config{Getenv: env(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tel.Shutdown(context.Background())
+	in := event.New()
+	in.SetExtension("traceparent", tp)
+	m := bus.Encode("skillbus.trigger.x", "1", &in)
+	ctx, span := telemetry.StartConsume(context.Background(), m, "router", nil)
+	defer span.End()
+	out := event.New()
+	_, pub := telemetry.StartPublishEvent(ctx, "skillbus.jobs.default", &out)
+	pub.End()
+	if out.Extensions()["traceparent"] != tp {
+		t.Errorf("with tracing off the next event carries %v, want the incoming traceparent", out.Extensions())
+	}
+}

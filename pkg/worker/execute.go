@@ -1,0 +1,109 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/skillbus/skillbus/pkg/failure"
+	"github.com/skillbus/skillbus/pkg/skill"
+	"github.com/skillbus/skillbus/pkg/tool"
+	"github.com/skillbus/skillbus/pkg/workflow"
+)
+
+// The worker has two halves. The JetStream half (worker.go, claim.go, outcome.go)
+// takes a delivery, decides whether this worker may run the execution, and settles
+// it: publishes what it caused and acks or naks. The executor half (this file,
+// kinds.go, store.go) runs the execution — steps, checkpoints, confirmations,
+// sub-skills — and says what it came to as a Decision value. It publishes nothing
+// that decides the execution's fate; only progress and checkpoints.
+
+// Decision is what running an execution came to.
+type Decision interface{ decision() }
+
+// Complete: the skill returned its outputs.
+type Complete struct{ Outputs map[string]any }
+
+// Retry: a retryable failure with retries left; the broker redelivers the job after
+// Delay.
+type Retry struct {
+	Delay time.Duration
+	Err   error
+}
+
+// Fail: the skill failed for good — fatal, repairable, or out of retries — at Step
+// (empty when not in a step). The plan's next skill runs, or the job is
+// dead-lettered.
+type Fail struct {
+	Step string
+	Err  error
+}
+
+// Pause: the execution waits for a person's confirmation; no worker holds it.
+type Pause struct{ *workflow.PausedError }
+
+func (Complete) decision() {}
+func (Retry) decision()    {}
+func (Fail) decision()     {}
+func (Pause) decision()    {}
+
+// execute runs the execution of a claimed job and returns its decision. It records
+// the execution log on j.
+func (w *Worker) execute(ctx context.Context, j *job, inputs map[string]any, answers map[string]workflow.Answer, tools *tool.Set) Decision {
+	if err := tool.CheckPrerequisites(j.skill, tool.Host{Tools: tools, Exec: w.cfg.Exec}); err != nil {
+		return Fail{Err: err} // fatal: the plan falls back
+	}
+	obs := &observer{w: w, j: j}
+	// Tool calls act under the skill's permissions (network, environment).
+	rctx := tool.WithPermissions(withDepth(ctx, j.data.Depth), tool.SkillPermissions(j.skill))
+	var outputs map[string]any
+	var log *workflow.Log
+	var err error
+	switch {
+	case j.skill.Workflow == nil && j.skill.Kind == skill.KindInstruction && w.cfg.Instruct != nil:
+		outputs, err = w.runInstruction(rctx, j, inputs, tools)
+	case j.skill.Workflow == nil && j.skill.Kind == skill.KindScript:
+		outputs, err = w.runScript(rctx, j, inputs, obs)
+	default:
+		outputs, log, err = w.cfg.Engine.ExecuteLog(rctx, workflow.Run{
+			ExecutionID: j.data.ExecutionID,
+			Skill:       j.skill,
+			Inputs:      inputs,
+			Trigger: map[string]any{
+				"id": j.data.Trigger.ID, "source": j.data.Trigger.Source,
+				"type": j.data.Trigger.Type, "subject": j.data.Trigger.Subject,
+			},
+			Attempt:       j.attempt,
+			Observer:      obs,
+			Confirmations: answers,
+			Checkpoints:   &checkpoints{w: w, j: j, fresh: j.fast},
+			Cache:         w.cache,
+			Tools:         tools,
+		})
+	}
+	if log != nil {
+		j.log, _ = json.Marshal(log)
+	}
+	return w.decide(j, outputs, err)
+}
+
+// decide classifies the end of a run.
+func (w *Worker) decide(j *job, outputs map[string]any, err error) Decision {
+	if err == nil {
+		return Complete{Outputs: outputs}
+	}
+	var paused *workflow.PausedError
+	if errors.As(err, &paused) {
+		return Pause{paused}
+	}
+	var step string
+	var se *workflow.StepError
+	if errors.As(err, &se) {
+		step = se.Step
+	}
+	if failure.ClassOf(err) == failure.Retryable && j.attempt <= uint64(j.skill.Retries()) {
+		return Retry{Delay: w.cfg.Backoff.Delay(j.attempt), Err: err}
+	}
+	return Fail{Step: step, Err: err}
+}
