@@ -3,8 +3,9 @@
 GO ?= go
 SKILLS ?= testdata/skills
 BENCH_FLAGS ?=
+CHAOS_FLAGS ?=
 
-.PHONY: run test bench build vet fuzz clean deploy-check
+.PHONY: run test bench chaos build vet fuzz clean deploy-check
 
 ## run: start everything (embedded NATS, registry, router, workers) with the example skills
 run:
@@ -22,6 +23,11 @@ deploy-check:
 ## bench: throughput and latency against bare JetStream doing the same persisted hops
 bench:
 	$(GO) run ./cmd/skillbus bench $(BENCH_FLAGS)
+
+## chaos: 10,000 side-effecting triggers through a real fleet while every kind of process is killed
+## (not part of test; minutes long). Tune with CHAOS_FLAGS, e.g. CHAOS_FLAGS="-triggers 500 -seed 7"
+chaos:
+	$(GO) run ./internal/chaos/cmd/chaos $(CHAOS_FLAGS)
 
 ## build: the four binaries into ./bin
 build:
