@@ -302,7 +302,7 @@ func Run(ctx context.Context, cfg Config) error {
 	last := rounds[len(rounds)-1]
 	settings(cfg, msgBytes, false)
 	w := cfg.Out
-	fmt.Fprintf(w, "persisted publishes per execution (counted by the server): minimal %.2f, skillbus one-step %.2f, three-step %.2f; events level full %.2f, terminal %.2f\n",
+	fmt.Fprintf(w, "persisted publishes per execution (counted by the server): minimal %.1f, skillbus one-step %.1f, three-step %.1f; events level full %.1f, terminal %.1f\n",
 		last["bare JetStream"].Persisted, last["skillbus"].Persisted, last["skillbus 3-step"].Persisted, last["skillbus full"].Persisted, last["skillbus terminal"].Persisted)
 	fmt.Fprintf(w, "ratio skillbus/minimal JetStream pipeline (median of %d rounds): throughput %.2f   latency p50 %.2f  p99 %.2f   (1.00 = no overhead)\n",
 		cfg.Rounds, med("skillbus", "bare JetStream", thr), med("skillbus", "bare JetStream", p50), med("skillbus", "bare JetStream", p99))

@@ -25,7 +25,7 @@ func TestBenchRuns(t *testing.T) {
 		`skillbus\s+\d+ exec/s`,
 		`settings: storage=file replicas=1 sync_interval=default \(2m\) msg_size≈\d+B`,
 		`ratio skillbus/minimal JetStream pipeline \(median of 1 rounds\): throughput \d+\.\d\d`,
-		`persisted publishes per execution \(counted by the server\): minimal 3\.00, skillbus one-step 4\.00, three-step 5\.00`,
+		`persisted publishes per execution \(counted by the server\): minimal 3\.0, skillbus one-step 4\.0, three-step 5\.0`,
 		`ratio by events level, one-step skill / minimal pipeline: full \d+\.\d\d   steps \(default\) \d+\.\d\d   terminal \d+\.\d\d`,
 		`ratio skillbus/minimal JetStream pipeline, sync_interval=always .*: throughput \d+\.\d\d`,
 		`skillbus 3-step\s+\d+ exec/s`,
