@@ -54,6 +54,11 @@ type claimRecord struct {
 	Worker      string    `json:"worker"`
 	Delivery    string    `json:"delivery"`
 	LeaseUntil  time.Time `json:"lease_until"`
+	// Takeovers counts the claims taken over after their holder's lease ran out:
+	// workers that died running the execution. Hand-backs (waiting for another
+	// holder, for a reconnect, for the server) are not counted, so only real
+	// crash loops reach the crash allowance.
+	Takeovers int `json:"takeovers,omitempty"`
 }
 
 // errLostClaim means another worker holds the execution: this delivery must stop
@@ -152,6 +157,9 @@ func (w *Worker) claim(ctx context.Context, j *job) (handled bool, err error) {
 			w.cfg.Log.Info("worker: execution held by another worker; handed back", "execution", j.data.ExecutionID, "holder", c.Worker, "until", c.LeaseUntil)
 			return true, j.msg.NakWithDelay(min(time.Until(c.LeaseUntil)+time.Second, w.cfg.AckWait))
 		}
+		if err == nil && c.Worker != w.cfg.Name {
+			j.takeovers = c.Takeovers + 1
+		}
 		rev, err := w.runs.Update(ctx, key, w.claimValue(j), e.Revision())
 		if err != nil {
 			if isWrongLastSequence(err) {
@@ -236,7 +244,8 @@ func (w *Worker) watchReconnects(ch chan nats.Status) {
 }
 
 func (w *Worker) claimValue(j *job) []byte {
-	b, _ := json.Marshal(claimRecord{ExecutionID: j.data.ExecutionID, Worker: w.cfg.Name, Delivery: j.delivery, LeaseUntil: time.Now().Add(w.leaseFor(j))})
+	b, _ := json.Marshal(claimRecord{ExecutionID: j.data.ExecutionID, Worker: w.cfg.Name, Delivery: j.delivery,
+		LeaseUntil: time.Now().Add(w.leaseFor(j)), Takeovers: j.takeovers})
 	return b
 }
 

@@ -19,9 +19,9 @@
 //   - Pause: the job is parked for a person's confirmation (pause.go).
 //
 // An execution has exactly one outcome: the three outcome events share one message id.
-// A job delivered more often than its retries explain (a worker died holding it each
-// time) is dead-lettered without running again, so a job that crashes workers cannot
-// loop forever.
+// An execution whose workers died running it more than CrashAllowance times (its
+// claim taken over each time) is dead-lettered without running again, so a job that
+// crashes workers cannot loop forever; deliberate hand-backs do not count.
 package worker
 
 import (
@@ -102,8 +102,9 @@ type Config struct {
 	AckWait time.Duration
 	// Backoff of retryable failures; defaults as documented on Backoff.
 	Backoff Backoff
-	// CrashAllowance is how many deliveries beyond 1+max_retries a job may have
-	// (deliveries a dying worker used up) before it is dead-lettered unrun; default 2.
+	// CrashAllowance is how many times workers may die running an execution (its
+	// claim taken over after the holder's lease ran out) before it is dead-lettered
+	// unrun; default 2.
 	CrashAllowance int
 	// ConfirmTimeout is how long a confirmation waits for an answer when its skill
 	// does not say; unanswered, it is denied. Default 1h; at most the events
@@ -320,6 +321,8 @@ type job struct {
 	fast       bool
 	reconnects uint64
 	claim      claimState
+	// takeovers: how many times a worker died holding the execution's claim.
+	takeovers int
 }
 
 func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
@@ -388,8 +391,8 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 	if j.data.Depth > w.cfg.MaxDepth {
 		return w.fail(ctx, j, "", failure.Fatalf("delegated %d levels deep through the skill tool; the limit is %d", j.data.Depth, w.cfg.MaxDepth))
 	}
-	if limit := uint64(j.skill.Retries() + 1 + w.cfg.CrashAllowance); j.attempt > limit {
-		return w.fail(ctx, j, "", failure.Fatalf("delivered %d times without an outcome (more than 1 + max_retries %d + crash allowance %d): workers died while running it", j.attempt, j.skill.Retries(), w.cfg.CrashAllowance))
+	if j.takeovers > w.cfg.CrashAllowance {
+		return w.fail(ctx, j, "", failure.Fatalf("workers died running it %d times (the crash allowance is %d): it is not run again", j.takeovers, w.cfg.CrashAllowance))
 	}
 
 	var inputs map[string]any

@@ -381,19 +381,21 @@ func TestRecordedResultWins(t *testing.T) {
 	}
 }
 
-// A job delivered more often than its retries explain is dead-lettered unrun.
+// An execution whose workers died running it more often than the crash allowance
+// (each death leaves a claim whose lease runs out) is dead-lettered unrun; deliveries
+// handed back on purpose (waiting for a holder, a reconnect, the server) do not count.
 func TestCrashLoopEnds(t *testing.T) {
 	t.Parallel()
 	f := setup(t, oneStep("hello", "greet", 1))
-	// Create the worker's consumer and use up deliveries as dying workers would.
+	// Hand the job back four times, as waiting workers do: it still runs.
 	eng, _ := workflow.New(workflow.Config{Tools: f.tools})
 	w, _ := worker.New(worker.Config{Bus: f.b, Catalog: f.cat, Engine: eng})
 	c, err := f.b.JS.CreateOrUpdateConsumer(f.ctx, f.b.StreamJobs(), w.ConsumerConfig("default"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := f.job("7", "hello")
-	for range 4 { // 1 + max_retries 1 + crash allowance 2
+	handed := f.job("7", "hello")
+	for range 4 {
 		msgs, err := c.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
 		if err != nil {
 			t.Fatal(err)
@@ -402,13 +404,21 @@ func TestCrashLoopEnds(t *testing.T) {
 			_ = m.Nak()
 		}
 	}
+	// Another execution that killed two workers already: its claim's lease ran out.
+	dead := events.ExecutionID("/t", "8", "hello")
+	claim, _ := json.Marshal(map[string]any{"execution_id": dead, "worker": "gone", "lease_until": time.Now().Add(-time.Minute), "takeovers": 2})
+	if _, err := f.runs.Create(f.ctx, dead+".claim", claim); err != nil {
+		t.Fatal(err)
+	}
+	f.job("8", "hello")
 	f.start()
-	failed := f.waitEvent(id, events.TypeExecutionFailed)
-	if !strings.Contains(failed["error"].(string), "delivered 5 times") {
+	f.waitEvent(handed, events.TypeExecutionCompleted)
+	failed := f.waitEvent(dead, events.TypeExecutionFailed)
+	if !strings.Contains(failed["error"].(string), "workers died running it 3 times") {
 		t.Fatalf("failed = %v", failed)
 	}
-	if n := f.calls["greet"].Load(); n != 0 {
-		t.Fatalf("the job ran %d times after its deliveries were used up", n)
+	if n := f.calls["greet"].Load(); n != 1 {
+		t.Fatalf("greet ran %d times, want once (the handed-back job, not the crash loop)", n)
 	}
 	f.drained()
 }
