@@ -7,7 +7,8 @@ import (
 	"github.com/skillbus/skillbus/events"
 )
 
-// Subjects builds the subject names of DESIGN §3 under a prefix.
+// Subjects builds skillbus's subject names (trigger, exec, repair, dead, events, live)
+// under a prefix.
 type Subjects struct {
 	Prefix string
 }
