@@ -26,7 +26,7 @@ type SkillRef struct {
 	Score       float64 `json:"score,omitempty"`
 }
 
-// Plan is the activation plan (seed 001): the primary skill runs first; on fatal
+// Plan is the activation plan: the primary skill runs first; on fatal
 // failure or exhausted retries the job moves along FallbackChain.
 type Plan struct {
 	Primary        SkillRef   `json:"primary"`
@@ -128,7 +128,7 @@ type StepStarted struct {
 }
 
 // StepCompleted is the data of io.skillbus.step.completed. It is also the step's
-// checkpoint (DESIGN §5.8): a redelivered job reads its execution's step.completed and
+// checkpoint: a redelivered job reads its execution's step.completed and
 // step.skipped events back and does not run those steps again.
 type StepCompleted struct {
 	ExecutionID string  `json:"execution_id"`
@@ -258,7 +258,8 @@ type DeadLetter struct {
 }
 
 // AutohealTriggered is the data of io.skillbus.autoheal.triggered: a step of the
-// seed-004 auto-heal pattern runs to fix what an earlier step's failure showed.
+// auto-heal pattern (detect a failure, run the fixing tool, retry) runs to fix what an
+// earlier step's failure showed.
 type AutohealTriggered struct {
 	ExecutionID string `json:"execution_id"`
 	StepID      string `json:"step_id"`      // the step that failed

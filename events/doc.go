@@ -11,7 +11,7 @@
 //	traceparent    W3C trace context, continued at every hop
 //	tracestate
 //
-// Ids are deterministic (DESIGN §5.2): an activation id is a hash of the trigger's
+// Ids are deterministic: an activation id is a hash of the trigger's
 // source and id, an execution id adds the skill name. Re-publishing a trigger therefore
 // names the same activation and executions, and JetStream's duplicate window drops the
 // repeated publishes.

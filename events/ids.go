@@ -20,7 +20,8 @@ func ActivationID(source, id string) string {
 }
 
 // ExecutionID names the execution of one skill for one trigger: the hash of the
-// trigger's source and id and the skill's name (DESIGN §5.2).
+// trigger's source and id and the skill's name, so a re-published trigger names the
+// same execution and creates no second one.
 func ExecutionID(source, id, skill string) string {
 	return hash(CanonicalSource(source), id, skill)
 }

@@ -47,7 +47,7 @@ failed, 3 when no skill took the trigger, 4 on --timeout.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			typ := "io.skillbus.invoke"
+			typ := events.TriggerInvoke
 			if len(args) == 1 {
 				typ = args[0]
 			} else if skillName == "" {

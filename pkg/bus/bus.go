@@ -1,5 +1,5 @@
 // Package bus is skillbus's layer over NATS JetStream: the streams, consumers and
-// buckets of DESIGN §3 created idempotently, CloudEvents written in binary content mode
+// buckets skillbus uses created idempotently, CloudEvents written in binary content mode
 // and read in binary or structured mode, pipelined publishing that waits for every
 // acknowledgement before the caller acks its input, and a bounded consume loop.
 package bus
@@ -100,8 +100,8 @@ func (b *Bus) streamName(s string) string {
 	return strings.ToUpper(strings.ReplaceAll(b.cfg.Prefix, "-", "_")) + "_" + s
 }
 
-// Bucket names. With the default prefix they are the names of DESIGN §3 (skills,
-// runs, ...); another prefix is prepended ("acme_skills") so two installations can
+// Bucket names. With the default prefix they are skills, runs, stats, workers and
+// cache; another prefix is prepended ("acme_skills") so two installations can
 // share a server.
 func (b *Bus) BucketSkills() string  { return b.bucketName("skills") }
 func (b *Bus) BucketRuns() string    { return b.bucketName("runs") }

@@ -113,8 +113,8 @@ func MetaOf(e *event.Event) Meta {
 }
 
 // Batch publishes messages asynchronously and waits for every acknowledgement. It is
-// how a handler persists everything its input causes before acking the input (DESIGN
-// §5.1) without a round trip per message. A Batch is safe for concurrent use.
+// how a handler persists everything its input causes before acking the input, so a
+// crash never loses what an acked input caused, without a round trip per message. A Batch is safe for concurrent use.
 type Batch struct {
 	js      jetstream.JetStream
 	mu      sync.Mutex

@@ -3,9 +3,12 @@ package bus
 import (
 	"fmt"
 	"strings"
+
+	"github.com/skillbus/skillbus/events"
 )
 
-// Subjects builds the subject names of DESIGN §3 under a prefix.
+// Subjects builds skillbus's subject names (trigger, exec, repair, dead, events, live)
+// under a prefix.
 type Subjects struct {
 	Prefix string
 }
@@ -63,13 +66,7 @@ func (s Subjects) LiveEvents(activationID string) string {
 	return s.Prefix + ".live." + activationID + ".>"
 }
 
-func eventsKind(typ string) string {
-	const p = "io.skillbus."
-	if strings.HasPrefix(typ, p) {
-		return typ[len(p):]
-	}
-	return typ
-}
+func eventsKind(typ string) string { return events.Kind(typ) }
 
 // SkillFromTrigger returns the skill name of an explicit-invocation subject.
 func (s Subjects) SkillFromTrigger(subject string) (string, bool) {

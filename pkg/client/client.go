@@ -36,7 +36,7 @@ func New(b *bus.Bus) *Client { return &Client{b: b} }
 
 // Trigger is a trigger to publish.
 type Trigger struct {
-	// Type is the CloudEvent type; default "io.skillbus.invoke" when Skill is set.
+	// Type is the CloudEvent type; default events.TriggerInvoke (io.skillbus.invoke) when Skill is set.
 	Type string
 	// Skill, when set, invokes that skill explicitly.
 	Skill string
@@ -126,7 +126,7 @@ func (c *Client) Publish(ctx context.Context, t Trigger) (act Activation, err er
 		if t.Skill == "" {
 			return Activation{}, errors.New("client: a trigger needs a Type or a Skill")
 		}
-		t.Type = "io.skillbus.invoke"
+		t.Type = events.TriggerInvoke
 	}
 	if err := bus.CheckType(t.Type); err != nil {
 		return Activation{}, fmt.Errorf("client: %w", err)

@@ -12,7 +12,7 @@ import (
 
 // attrdict and attrlist wrap the maps and slices of env without copying them. They
 // convert an element when it is used, allow attribute access to keys
-// (inputs.issue_key, as the seed's AttrDict does), and are read-only: env is shared
+// (inputs.issue_key, as Python-like workflow expressions expect), and are read-only: env is shared
 // by concurrent evaluations.
 //
 // Their Starlark types are "attrdict" and "attrlist", not "dict" and "list":

@@ -1,10 +1,11 @@
 // Package failure classifies what went wrong in a skill execution, because the class
-// decides what happens next (DESIGN §5.5): a retryable failure is redelivered by the
+// decides what happens next: a retryable failure is redelivered by the
 // broker with backoff, a fatal one falls back along the plan's chain, a repairable one
 // goes to the repair stream.
 //
 // Tools and the engine return *Error values with an explicit class. Errors that carry no
-// class are classified by the string patterns of seed 001, so a tool written without
+// class are classified by patterns in their message ("permission denied", "not found",
+// "parameter", "template", ...), so a tool written without
 // this package still behaves sensibly.
 package failure
 
@@ -57,7 +58,7 @@ func Retry(format string, args ...any) error  { return New(Retryable, format, ar
 func Fatalf(format string, args ...any) error { return New(Fatal, format, args...) }
 func Repair(format string, args ...any) error { return New(Repairable, format, args...) }
 
-// Seed 001's patterns, used only for errors that carry no class. Order matters: the
+// The patterns, used only for errors that carry no class. Order matters: the
 // first match wins, and "not found" is fatal for the fallback state machine even though
 // the repair loop also lists it.
 var (
@@ -77,8 +78,8 @@ var (
 )
 
 // ClassOf returns the class of err: the class of the first *Error in its chain, or
-// for a cancelled or timed-out context Retryable, or else the class seed 001's patterns
-// give its message (default Retryable, as in the seed's fallback state machine).
+// for a cancelled or timed-out context Retryable, or else the class the patterns below
+// give its message (default Retryable: an unknown error may well pass).
 func ClassOf(err error) Class {
 	if err == nil {
 		return ""

@@ -1,5 +1,5 @@
 // Package instruct runs instruction skills: a SKILL.md without workflow steps,
-// whose body tells a chat model what to do (seeds 001 and 003).
+// whose body tells a chat model what to do.
 //
 // # How a run goes
 //
@@ -21,7 +21,7 @@
 //     scripts/, ... with kind and size) follows under "## Skill files", and
 //     the model gets the function read_reference(path) to read one: the
 //     model sees the instructions at once and the files when it asks
-//     (progressive disclosure, seed 003). Only listed paths can be read.
+//     (progressive disclosure). Only listed paths can be read.
 //  2. The user message is the inputs — the trigger's data — as JSON.
 //  3. The model is offered the tools the skill names in allowed-tools and
 //     required_tools, less its disallowed_tools, that the worker has. An
@@ -48,8 +48,8 @@
 //
 // — and so do calls of unknown tools and arguments that are not a JSON
 // object: the model can fix its call or work around the problem. A Fatal
-// failure (explicit, or by seed 001's patterns: "permission denied", "not
-// found", ...) ends the run instead, as does the run's context ending.
+// failure (explicit, or by the patterns failure.ClassOf applies to an
+// unclassified error: "permission denied", "not found", ...) ends the run instead, as does the run's context ending.
 //
 // The run fails, with the class the worker acts on:
 //

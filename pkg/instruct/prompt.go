@@ -20,8 +20,8 @@ func readable(s *skill.Skill) []skill.Resource {
 }
 
 // systemPrompt is the skill's instructions, followed by the list of its files
-// when the model can read them: progressive disclosure (seed 003), the
-// instructions at once, the files on request.
+// when the model can read them: progressive disclosure, the instructions at once,
+// the files on request, so the prompt stays small.
 func systemPrompt(instructions string, files []skill.Resource) string {
 	var b strings.Builder
 	b.WriteString(strings.TrimSpace(instructions))

@@ -10,7 +10,7 @@ import (
 	"sync"
 )
 
-// DefaultRoots are seed 001's discovery paths, in the order they win:
+// DefaultRoots are the usual agent-skills discovery paths, in the order they win:
 // <workspace>/skills, <workspace>/.agents/skills, <workspace>/.claude/skills,
 // <home>/.agents/skills, <home>/.claude/skills and /etc/agent/skills. An empty
 // workspace or home leaves its paths out.
@@ -218,7 +218,7 @@ func (sc *scan) root(rootIdx int, root string) {
 		return
 	}
 	sc.dir(rootIdx, root, 0, true)
-	// Seed 000 keeps subagents beside the skills: .claude/skills and .claude/subagents.
+	// Subagents are kept beside the skills: .claude/skills and .claude/subagents.
 	if filepath.Base(filepath.Clean(root)) == "skills" {
 		sib := filepath.Join(filepath.Dir(filepath.Clean(root)), "subagents")
 		if info, err := os.Stat(sib); err == nil && info.IsDir() {

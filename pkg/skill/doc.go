@@ -18,15 +18,15 @@
 //
 // # Where skills live
 //
-// A root (see DefaultRoots for seed 001's discovery paths, first root first) holds:
+// A root (see DefaultRoots for the usual discovery paths, first root first) holds:
 //
 //   - skill directories: a directory with SKILL.md and/or skill.yaml (skill.yml is
 //     accepted; both at once is an error), plus any files it needs, by convention in
-//     scripts/, references/ and assets/ (Agent Skills, seeds 001 and 003);
-//   - single-file skills: <name>.md (seed 000) or <name>.yaml (seed 004);
-//   - category directories holding more of either, to any depth up to 8 (seed 000's
-//     .claude/skills/<category>/<name>.md);
-//   - subagents/*.md (seed 000). A root named skills also picks up its sibling
+//     scripts/, references/ and assets/ (Agent Skills);
+//   - single-file skills: <name>.md or <name>.yaml;
+//   - category directories holding more of either, to any depth up to 8
+//     (.claude/skills/<category>/<name>.md);
+//   - subagents/*.md. A root named skills also picks up its sibling
 //     subagents directory, so .claude/skills finds .claude/subagents.
 //
 // Entries whose names start with '.' are skipped everywhere (a skill checked out
@@ -53,7 +53,7 @@
 //	...
 //
 // The body is the system prompt of an instruction skill and documentation for the
-// other kinds. It is checked with seed 000's rules: a code fence (``` or ~~~, three
+// other kinds. It is checked so that it can instruct a model: a code fence (``` or ~~~, three
 // or more) left open is an error at its opening line (a fence closes only with the
 // same character, at least as many, and nothing else on the line, as in CommonMark);
 // instructions shorter than 50 characters (instruction skills only) or longer than
@@ -78,39 +78,39 @@
 //	compatibility    text; more than 500 characters warns (Agent Skills)
 //	metadata         mapping of anything (Agent Skills)
 //	allowed-tools    tools the skill may use: a list, or "Bash(git:*) Read" (Agent Skills); also allowed_tools
-//	type             free text category: self-improvement, mode, custom, ... (seed 000); optional
+//	type             free text category: self-improvement, mode, custom, ...; optional
 //	version          semantic version 2.0.0; anything else warns; no default (see Choices)
 //	author           text
 //	triggers         CloudEvent types that activate the skill; optional; see Triggers
-//	anti_triggers    phrases that argue against activation (seed 001)
+//	anti_triggers    phrases that argue against activation
 //	tags             list of text
 //	examples         positive: and negative: lists of trigger phrases, for routing evals
 //	dependencies     names of skills this one needs; see Discover
-//	required_tools   tools that must be present (seed 000)
-//	disallowed_tools tools the skill must not get (seed 000)
+//	required_tools   tools that must be present
+//	disallowed_tools tools the skill must not get
 //	cacheable        boolean; default false (see Choices)
-//	max_retries      integer ≥ 0; default 3 (seed 000)
-//	timeout          seconds (45, 1.5) or a Go duration ("2m"); default 30s (seed 000);
-//	timeout_ms       milliseconds (seed 000); outside 1s–5m warns; set one of the two
-//	priority         high | medium | low; default medium (seed 000)
-//	cost_hint        low | medium | high; default medium (seed 001); also cost (DESIGN §6)
-//	parallel_safe    boolean; default false (seed 001)
-//	always           boolean: consider on every event; default false (seed 001)
+//	max_retries      integer ≥ 0; default 3
+//	timeout          seconds (45, 1.5) or a Go duration ("2m"); default 30s;
+//	timeout_ms       milliseconds; outside 1s–5m warns; set one of the two
+//	priority         high | medium | low; default medium
+//	cost_hint        low | medium | high; default medium; also cost
+//	parallel_safe    boolean; default false
+//	always           boolean: consider on every event; default false
 //	prerequisites    list of - env: NAME | - command: NAME | - tool: NAME | - file: PATH, each
-//	                 with an optional description: (seed 001); checked by the worker
+//	                 with an optional description:; checked by the worker
 //	                 before a run (tool.CheckPrerequisites)
 //	permissions      network: {outbound: bool}, environment: {allow: [..]}; default
-//	                 nothing granted (seed 001); enforced by the http and exec tools.
+//	                 nothing granted; enforced by the http and exec tools.
 //	                 filesystem: is an error: not supported yet. allow may not name
 //	                 SKILLBUS_ variables
 //	execution        sandbox: process (the default; none and container are errors: not
 //	                 supported), approval:
 //	                 auto | ask (default auto), timeout: (the skill's timeout); also
-//	                 execution_policy (seed 001)
+//	                 execution_policy
 //	entrypoints      list of name:, command:, description:; see Kinds
-//	capabilities     list of text (seed 000; required for subagents)
+//	capabilities     list of text (required for subagents)
 //	max_concurrent   integer ≥ 1: at most this many runs across the fleet; the skill gets a
-//	                 worker pool of its own (DESIGN §3)
+//	                 worker pool of its own, whose consumer admits at most N at once
 //	pool             worker pool name: letters, digits, '-', '_'; "solo-" is reserved
 //
 // skill.yaml adds inputs, steps, outputs and confirmations (see Workflows); in a
@@ -120,7 +120,7 @@
 //
 // A skill name is 1–64 characters of lowercase letters, digits, '-' and '_',
 // starting with a letter or digit, not ending with a separator, without two
-// separators in a row: start_work, error-analyzer. Seeds 000 and 001 normalise
+// separators in a row: start_work, error-analyzer. Other skill systems normalise
 // names silently, to different separators; skillbus never rewrites a name: an invalid
 // one is an error whose hint shows the normalised form ("Weather Report!" → write
 // weather-report). NormalizeName (lowercase, '_' → '-') is the lookup key, so two
@@ -135,9 +135,9 @@
 // a token "*" matches one token of the type, a final token ">" one or more
 // (com.example.order.*, com.example.>). Types starting with
 // "skill." are reserved for explicit invocation (skillbus.trigger.skill.<name>).
-// Seed 000 required triggers; here they are optional: a skill without them runs only
-// when invoked explicitly or when always: true. Natural-language phrases (seed 001's
-// triggers) belong under examples.positive.
+// Triggers are optional: a skill without them runs only
+// when invoked explicitly or when always: true. Natural-language phrases (which some
+// skill systems call triggers) belong under examples.positive.
 //
 // # Tools
 //
@@ -164,7 +164,7 @@
 //
 // # Workflows
 //
-// skill.yaml is seed 004's workflow, beside a SKILL.md or alone; alone it carries
+// skill.yaml is the workflow, beside a SKILL.md or alone; alone it carries
 // the metadata fields too. It is parsed and validated completely:
 //
 //	inputs:          # a list
@@ -207,8 +207,8 @@
 // # Templates and names
 //
 // Args, loop, outputs and confirmation messages are text with {{ expression }}
-// templates; condition is one expression and compute a block of statements (the
-// seeds' Jinja and Python-like syntax, run hermetically). The names they use must
+// templates; condition is one expression and compute a block of statements (a
+// Jinja and Python-like syntax, run hermetically). The names they use must
 // exist where they are used; an unknown one is an error with a suggestion:
 // "{{ get_isue.branch }}" → unknown step or name get_isue; did you mean get_issue?
 // The names a step can use:
@@ -234,7 +234,7 @@
 // # Safety and limits
 //
 //   - A text file (SKILL.md, skill.yaml, a text resource) may be at most
-//     LoadOptions.MaxFileSize, default 100 KiB (seed 003). A larger SKILL.md or
+//     LoadOptions.MaxFileSize, default 100 KiB. A larger SKILL.md or
 //     skill.yaml is an error; a larger text resource is listed but not Inline
 //     (warning).
 //   - All files of a skill together may be at most MaxSkillSize, default 10 MiB, and
@@ -284,27 +284,30 @@
 //
 // # Choices
 //
-// Where the seeds disagree or leave a question open:
+// Where the skill systems these formats come from (see docs/architecture.md)
+// disagree or leave a question open:
 //
-//   - Names: seed 000 uses '-', seed 001 '_' and seed 004's start_work '_'. Both are
+//   - Names: some use '-' (error-analyzer), others '_' (start_work). Both are
 //     allowed, never rewritten, and treated as the same for lookups and conflicts.
-//   - type and triggers, required by seed 000, are optional; name and description,
-//     required by Agent Skills, are required.
-//   - version: seed 001 defaults to 0.1.0. skillbus leaves it empty so that a pinned
-//     run (name@version, DESIGN §5.10) falls back to the content digest; a default
-//     version would make every edit of an unversioned skill look the same.
-//   - author: seed 001 defaults to "Unknown"; skillbus leaves it empty.
-//   - cacheable: seed 000's parser defaults it to true; skillbus to false, because
+//   - type and triggers, which some systems require, are optional; name and
+//     description, required by Agent Skills, are required.
+//   - version: some systems default to 0.1.0. skillbus leaves it empty so that a
+//     pinned run (the plan records name@version and the worker runs that version)
+//     falls back to the content digest; a default version would make every edit of
+//     an unversioned skill look the same.
+//   - author: some systems default to "Unknown"; skillbus leaves it empty.
+//   - cacheable: some parsers default it to true; skillbus to false, because
 //     caching the result of a side-effecting skill would skip the side effect.
-//   - max_retries 3 and timeout 30s follow seed 000 (DESIGN §5.3). Seed 001's
-//     execution-policy timeout of 120s is not a second default: execution.timeout is
-//     the skill's timeout.
-//   - approval: seed 001 defaults to ask, which in an event-driven system would
+//   - max_retries 3 and timeout 30s are the defaults. An execution-policy timeout
+//     of 120s, another system's default, is not a second default:
+//     execution.timeout is the skill's timeout.
+//   - approval: some systems default to ask, which in an event-driven system would
 //     park every run until a human answers; skillbus defaults to auto and a skill
 //     opts in with approval: ask.
-//   - Unknown keys warn (DESIGN §6) rather than fail; misspelt values of known keys
-//     (priority: urgent) are errors.
-//   - Seed 001's skill.yaml spec.type is not read: the kind follows from the files.
+//   - Unknown keys warn rather than fail, so skill files written for other systems
+//     still load; misspelt values of known keys (priority: urgent) are errors.
+//   - A skill.yaml's spec.type, which some systems use to name the kind, is not
+//     read: the kind follows from the files.
 //
 // # Where things are
 //

@@ -59,7 +59,7 @@ var (
 	subagentFields = newFieldSet(subagentFieldList(), fieldAliases)
 )
 
-// subagentFieldList is seed 000's subagent metadata: a skill's, less what only
+// subagentFieldList is a subagent's metadata: a skill's, less what only
 // makes sense for skills the router activates and workers execute.
 func subagentFieldList() []*field {
 	keep := []string{"name", "description", "license", "compatibility", "metadata", "allowed-tools", "type",
@@ -76,8 +76,8 @@ func subagentFieldList() []*field {
 
 var fieldAliases = map[string]string{
 	"allowed_tools":    "allowed-tools", // Agent Skills spells it with a hyphen
-	"cost":             "cost_hint",     // DESIGN §6 calls it cost
-	"execution_policy": "execution",     // seed 001's name
+	"cost":             "cost_hint",     // the shorter name some skill files use
+	"execution_policy": "execution",     // the name some skill routers use
 }
 
 func metaFieldList(withWorkflow bool) []*field {

@@ -17,7 +17,7 @@ import (
 
 // Limits applied when LoadOptions leaves them zero.
 const (
-	DefaultMaxFileSize  = 100 << 10 // per text file (seed 003's maxFileSize)
+	DefaultMaxFileSize  = 100 << 10 // per text file
 	DefaultMaxSkillSize = 10 << 20  // all files of one skill together
 	DefaultMaxFiles     = 1000      // files in one skill directory
 )

@@ -108,7 +108,8 @@ func unclosedFence(body string, firstLine int) int {
 	return 0
 }
 
-// checkBody applies seed 000's content rules to a SKILL.md body.
+// checkBody applies the content rules to a SKILL.md body: code fences closed, long
+// enough to instruct a model, short enough not to crowd its context.
 func checkBody(r report, md markdown, instruction bool) {
 	if line := unclosedFence(md.body, md.bodyLine); line > 0 {
 		r.add(SeverityError, line, 1, "body", "close it with a line of the same fence characters",
@@ -126,8 +127,8 @@ func checkBody(r report, md markdown, instruction bool) {
 }
 
 const (
-	minBodyChars = 50     // seed 000
-	maxBodyChars = 50_000 // seed 000
+	minBodyChars = 50
+	maxBodyChars = 50_000
 )
 
 func plural(n int, word string) string {

@@ -135,7 +135,8 @@ func suggestIdent(s string) string {
 }
 
 // subjectTokenProblem says why s cannot be used as dot-separated NATS subject tokens
-// (DESIGN §3: a CloudEvent type's dots become subject tokens), or "" when it can.
+// (a CloudEvent type's dots become the tokens of its trigger subject), or "" when it
+// can.
 func subjectTokenProblem(s string) string {
 	if s == "" {
 		return "is empty"

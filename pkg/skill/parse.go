@@ -18,7 +18,7 @@ func ParseSkillMD(file string, data []byte) (*Skill, Diagnostics) {
 	return LoadOptions{}.ParseSkillMD(file, data)
 }
 
-// ParseWorkflow parses a skill.yaml, or a single-file skill <name>.yaml: seed 004's
+// ParseWorkflow parses a skill.yaml, or a single-file skill <name>.yaml: the
 // workflow, plus any metadata field a SKILL.md front matter may hold. The skill is
 // nil when there are errors. It uses the zero LoadOptions; see
 // LoadOptions.ParseWorkflow.
@@ -215,6 +215,6 @@ func size(n int64) string {
 }
 
 const (
-	minTimeout = time.Second     // seed 000
-	maxTimeout = 5 * time.Minute // seed 000
+	minTimeout = time.Second // a timeout outside minTimeout–maxTimeout warns
+	maxTimeout = 5 * time.Minute
 )

@@ -23,24 +23,24 @@ const (
 // DefaultPool is the worker pool a skill runs in unless it names another.
 const DefaultPool = "default"
 
-// DefaultMaxRetries is how often a retryable failure is retried (seed 000's default).
+// DefaultMaxRetries is how often a retryable failure is retried.
 const DefaultMaxRetries = 3
 
-// DefaultTimeout bounds one execution of a skill (seed 000's timeout_ms default).
+// DefaultTimeout bounds one execution of a skill.
 const DefaultTimeout = 30 * time.Second
 
 // Defaults filled in by the parser when a skill leaves the field out.
 const (
-	DefaultPriority   = "medium"       // seed 000
-	DefaultCostHint   = "medium"       // seed 001
-	DefaultSandbox    = SandboxProcess // seed 001
-	DefaultApproval   = ApprovalAuto   // seed 001 says ask; see doc.go
-	DefaultEntrypoint = "default"      // the entrypoint a script skill runs unless told otherwise
+	DefaultPriority   = "medium"
+	DefaultCostHint   = "medium"
+	DefaultSandbox    = SandboxProcess
+	DefaultApproval   = ApprovalAuto // ask would park every run until a human answers; see doc.go
+	DefaultEntrypoint = "default"    // the entrypoint a script skill runs unless told otherwise
 )
 
 // Skill is the compiled, validated form of a skill: what the registry publishes to
 // the catalog and what routers and workers hold in memory. Fields are the union of
-// the seeds' front matter and skill.yaml. The parser fills in the documented defaults
+// SKILL.md front matter and skill.yaml. The parser fills in the documented defaults
 // (see the Default constants and doc.go); on a Skill built by hand, zero values mean
 // "not set" and the accessors (Retries, ExecTimeout, PoolName) apply the defaults.
 type Skill struct {
@@ -48,7 +48,7 @@ type Skill struct {
 	Description   string         `json:"description"`
 	Version       string         `json:"version,omitempty"`
 	Kind          Kind           `json:"kind"`
-	Type          string         `json:"type,omitempty"` // seed 000's category (self-improvement, mode, custom, ...)
+	Type          string         `json:"type,omitempty"` // free-text category (self-improvement, mode, custom, ...)
 	Author        string         `json:"author,omitempty"`
 	License       string         `json:"license,omitempty"`
 	Compatibility string         `json:"compatibility,omitempty"`
@@ -63,9 +63,9 @@ type Skill struct {
 	CostHint     string   `json:"cost_hint,omitempty"` // low | medium | high; default medium
 	Always       bool     `json:"always,omitempty"`
 	ParallelSafe bool     `json:"parallel_safe,omitempty"`
-	Capabilities []string `json:"capabilities,omitempty"` // what the skill or subagent can do (seed 000)
+	Capabilities []string `json:"capabilities,omitempty"` // what the skill or subagent can do
 
-	// Availability and safety (seed 001).
+	// Availability and safety.
 	Prerequisites []Prerequisite  `json:"prerequisites,omitempty"`
 	Permissions   Permissions     `json:"permissions,omitzero"`
 	Execution     ExecutionPolicy `json:"execution,omitzero"`
@@ -92,7 +92,7 @@ type Skill struct {
 	Resources []Resource `json:"resources,omitempty"` // files of the skill directory besides SKILL.md and skill.yaml
 }
 
-// Prerequisite is something that must hold for a skill to be available (seed 001):
+// Prerequisite is something that must hold for a skill to be available:
 // an environment variable, a command on PATH, a tool served by the fleet, a file.
 type Prerequisite struct {
 	Kind        PrerequisiteKind `json:"kind"`
@@ -111,7 +111,7 @@ const (
 	PrerequisiteFile    PrerequisiteKind = "file"
 )
 
-// Permissions is what a skill's sandbox grants (seed 001's PermissionSet). The zero
+// Permissions is what a skill's sandbox grants. The zero
 // value grants nothing.
 type Permissions struct {
 	Filesystem  FilesystemPermissions  `json:"filesystem,omitzero"`
@@ -135,7 +135,7 @@ type EnvironmentPermissions struct {
 	Allow []string `json:"allow,omitempty"`
 }
 
-// ExecutionPolicy is how a skill runs (seed 001). Its timeout is Skill.Timeout.
+// ExecutionPolicy is how a skill runs. Its timeout is Skill.Timeout.
 type ExecutionPolicy struct {
 	Sandbox  string `json:"sandbox,omitempty"`  // none | process | container; default process
 	Approval string `json:"approval,omitempty"` // auto | ask; default auto
@@ -179,7 +179,7 @@ type Examples struct {
 	Negative []string `json:"negative,omitempty"`
 }
 
-// Entrypoint is a script a script skill can run (seed 001).
+// Entrypoint is a script a script skill can run.
 type Entrypoint struct {
 	Name        string   `json:"name"`
 	Command     []string `json:"command"` // program and arguments; the script it runs lies inside the skill directory
@@ -237,7 +237,7 @@ func (s *Skill) Ref() string {
 	return s.Name + "@" + v
 }
 
-// Workflow is seed 004's skill.yaml: typed inputs, steps, outputs and confirmations.
+// Workflow is a skill.yaml: typed inputs, steps, outputs and confirmations.
 type Workflow struct {
 	Source        string         `json:"source,omitempty"` // the file the workflow came from; Step.Line is a line of it
 	Inputs        []Input        `json:"inputs,omitempty"`
@@ -299,7 +299,7 @@ type Output struct {
 	Value any    `json:"value"`
 }
 
-// Confirmation asks a human before a step runs (seed 004).
+// Confirmation asks a human before a step runs.
 type Confirmation struct {
 	Step    string   `json:"step"`
 	Message string   `json:"message"`
@@ -307,8 +307,8 @@ type Confirmation struct {
 	Timeout Duration `json:"timeout,omitempty"`
 }
 
-// Duration is a time.Duration written in skill files as a number of seconds (seed
-// 004's `timeout: 30`) or a Go duration string ("1m30s"), and in JSON as a string.
+// Duration is a time.Duration written in skill files as a number of seconds
+// (`timeout: 30`) or a Go duration string ("1m30s"), and in JSON as a string.
 type Duration time.Duration
 
 // ParseDuration reads a number of seconds or a Go duration string.

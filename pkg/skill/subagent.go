@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 )
 
-// Subagent is a specialised agent a skill can delegate to (seed 000): a markdown
+// Subagent is a specialised agent a skill can delegate to: a markdown
 // file under subagents/ whose front matter names its capabilities and how many may
 // run at once, and whose body is its system prompt.
 type Subagent struct {

@@ -119,7 +119,8 @@ func lineEnds(src []byte) []int {
 var keyLine = regexp.MustCompile(`^( *)([A-Za-z_][A-Za-z0-9_-]*)[ \t]*:(?:[ \t]+(.*))?$`)
 
 // misindent is a top-level field found indented, so YAML reads it as part of the
-// field above (seed 000's own example does this twice).
+// field above (an easy slip: the example in testdata/skills-fixtures/seeds/000 makes
+// it twice).
 type misindent struct {
 	line, indent int
 	key, parent  string

@@ -12,7 +12,7 @@
 //     float64, bool or nil, so it can be checkpointed, templated and published
 //     without surprises. Arguments arrive in the same form and are not modified.
 //   - Every error is a *failure.Error whose class tells the worker what to do
-//     (DESIGN §5.5): Retryable is redelivered by the broker with backoff, Fatal
+//     next: Retryable is redelivered by the broker with backoff, Fatal
 //     falls back along the plan, Repairable goes to the repair stream. A bad
 //     argument is always Repairable and names the argument (see Args).
 //   - A call whose context is cancelled or expires returns promptly with a
@@ -20,7 +20,7 @@
 //     tried again.
 //   - Tools are safe for concurrent use.
 //   - Tools with side effects pass Call.IdempotencyKey ("<executionid>/<step>") on,
-//     so a redelivered job does not repeat them (DESIGN §5.8).
+//     so a redelivered job does not repeat them.
 //
 // The Args helpers read arguments with such errors:
 //

@@ -36,7 +36,7 @@ type HTTPConfig struct {
 	MaxResponseBytes int64
 	// Retries is how many times one call retries a retryable failure, with
 	// go-retryablehttp's exponential backoff, before reporting it. Zero (and
-	// anything below): never, because retries belong to the broker (DESIGN §5.3),
+	// anything below): never, because retries belong to the broker,
 	// which redelivers the job with backoff and without holding a worker.
 	Retries int
 	// UserAgent is sent unless the call's headers name one. Empty: "skillbus".

@@ -17,7 +17,7 @@ type Call struct {
 	// ExecutionID and Step name the execution and the workflow step making the call.
 	ExecutionID string
 	Step        string
-	// IdempotencyKey is "<executionid>/<step>" (DESIGN §5.8). Tools with side effects
+	// IdempotencyKey is "<executionid>/<step>". Tools with side effects
 	// pass it on so a redelivered job does not repeat them; the http tool sends it as
 	// the Idempotency-Key header.
 	IdempotencyKey string

@@ -111,7 +111,7 @@ func (o *turnObserver) ToolCompleted(c instruct.ToolCall, result any, err error,
 	o.completed(c.Step(), result, err, d)
 }
 
-// runScript runs a script skill's entrypoint (seed 001) with the exec tool, in a
+// runScript runs a script skill's entrypoint with the exec tool, in a
 // fresh copy of the skill's files: the entrypoint named by the input "action", else
 // "default". The inputs arrive as JSON on standard input; the process gets only the
 // exec tool's explicit environment plus SKILLBUS_EXECUTION_ID.

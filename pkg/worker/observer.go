@@ -66,7 +66,8 @@ func (o *observer) StepResumed(st *skill.Step, c workflow.Checkpoint) {
 	o.w.emitID(o.j, o.id(st, "completed"), events.TypeStepCompleted, stepCompleted(o.j.data.ExecutionID, st.ID, c, true))
 }
 
-// AutoHealTriggered reports the seed-004 auto-heal pattern at work.
+// AutoHealTriggered reports the auto-heal pattern at work: a fixing tool runs because
+// an earlier step failed.
 func (o *observer) AutoHealTriggered(h workflow.AutoHeal) {
 	o.w.emitID(o.j, o.id(&skill.Step{ID: h.HealStep}, "autoheal"), events.TypeAutohealTriggered, events.AutohealTriggered{
 		ExecutionID: o.j.data.ExecutionID, StepID: h.Step, FailureType: h.FailureType, Action: h.Action, HealStep: h.HealStep,

@@ -13,7 +13,8 @@ import (
 	"github.com/skillbus/skillbus/pkg/workflow"
 )
 
-// pause parks an execution that waits for a confirmation (DESIGN §5.9): the job is
+// pause parks an execution that waits for a confirmation, because a human may take
+// hours and must not hold a worker: the job is
 // kept in a paused record, confirmation.requested tells people, a scheduled message
 // will deny it at the deadline, and the job is acked — no worker waits. A router
 // publishes the job again when the answer arrives (package router).

@@ -10,8 +10,8 @@ import (
 	"github.com/skillbus/skillbus/pkg/tool"
 )
 
-// DefaultMaxDepth bounds delegation through the skill tool (seed 001's
-// max_skill_delegate_depth).
+// DefaultMaxDepth bounds delegation through the skill tool: a skill may call a skill
+// that calls a skill, no deeper, so delegation cannot loop.
 const DefaultMaxDepth = 2
 
 // ExtDepth is the trigger extension carrying the delegation depth.

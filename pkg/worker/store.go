@@ -19,8 +19,8 @@ import (
 )
 
 // checkpoints keeps a job's step checkpoints as its step.completed and step.skipped
-// events: the event that reports a step is the step's durable record (DESIGN §5.8
-// names KV runs; the events carry exactly the same data, so writing both would be a
+// events: the event that reports a step is the step's durable record (not a record
+// in KV runs: the events carry exactly the same data, so writing both would be a
 // second persisted hop per step for nothing). A redelivered or resumed job reads them
 // back from EVENTS. That stream keeps them for EventsMaxAge (7 days), longer than any
 // execution stays unfinished: retries back off for minutes and a confirmation's

@@ -4,7 +4,7 @@ import (
 	"github.com/skillbus/skillbus/pkg/expr"
 )
 
-// AutoHeal reports that a step of seed 004's auto-heal pattern is about to run: a
+// AutoHeal reports that a step of the auto-heal pattern is about to run: a
 // step failed and on_error: continue let the run go on, a later step detected what
 // went wrong, and a healing tool runs before the failed call is retried.
 //

@@ -24,7 +24,7 @@ const (
 	StatusNotRun    Status = "not_run"   // a step it waits for failed or is waiting
 )
 
-// Checkpoint is the durable record of a finished step (DESIGN §5.8). A run that finds
+// Checkpoint is the durable record of a finished step. A run that finds
 // a checkpoint for a step does not run it again: it binds Result and goes on.
 type Checkpoint struct {
 	Status Status `json:"status"`

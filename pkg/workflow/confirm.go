@@ -45,7 +45,7 @@ type PausedError struct {
 	// example on timeout.
 	Default bool
 	// Timeout is how long to wait for an answer; 0 if the skill does not say (the
-	// worker's default applies). DESIGN §5.9: unanswered past it is a denial.
+	// worker's default applies). Unanswered past it is a denial.
 	Timeout time.Duration
 }
 

@@ -1,4 +1,4 @@
-// Package workflow runs skill.yaml workflows (seed 004). It is pure Go with no NATS
+// Package workflow runs skill.yaml workflows. It is pure Go with no NATS
 // inside: the worker gives it tools, a checkpoint store, a cache and an Observer, and
 // turns what it reports into events and KV records. docs/engine.md has the same
 // material with the reasons behind it.
@@ -49,7 +49,7 @@
 //
 //   - fail (default): the step fails and so does the run, with a *StepError;
 //   - continue: the run goes on, and the step's names are bound to its error text,
-//     marked as seed 004's tools mark failures ("❌ ..." — the text is kept as it is
+//     marked as MCP-style tools mark failures ("❌ ..." — the text is kept as it is
 //     when it has a ❌ already), so `'❌' in str(step)` detects it; the Observer
 //     gets StepCompleted with the error;
 //   - retry:N: a retryable failure is retried at once, up to N times, before the
@@ -100,7 +100,7 @@
 //
 // # Auto-heal
 //
-// Seed 004's auto-heal pattern is ordinary steps — detect (compute), fix (tool),
+// The auto-heal pattern is ordinary steps — detect (compute), fix (tool),
 // retry (tool), each with a condition — and the engine recognises it to report it.
 // A tool step heals a failed step F when it runs (its condition is true) and its
 // condition reads F — F failed with on_error: continue — directly or through the
@@ -112,7 +112,7 @@
 //
 // # Execution log
 //
-// ExecuteLog returns a Log (seed 004's "memory") whatever the outcome: the run's
+// ExecuteLog returns a Log (the execution's "memory") whatever the outcome: the run's
 // status and error, and for every step its kind, tool, status, timing, the start of
 // its result, its error and class, the attempt that ran it, whether it was resumed
 // or cached, what it healed. It is JSON for KV runs; Format prints it for people.

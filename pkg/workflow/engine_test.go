@@ -112,8 +112,8 @@ func TestOnError(t *testing.T) {
 	if failure.ClassOf(err) != failure.Fatal {
 		t.Fatalf("retry of a fatal failure: %v", err)
 	}
-	// continue goes on, binding the step to its error text marked as seed 004's
-	// tools mark failures.
+	// continue goes on, binding the step to its error text marked as MCP-style tools
+	// mark failures ("❌ ...").
 	rec := &recorder{}
 	out, err = e.Execute(context.Background(), workflow.Run{Observer: rec, Skill: wf([]skill.Step{
 		{ID: "g", Tool: "fatal", OnError: "continue"},

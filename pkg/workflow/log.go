@@ -20,7 +20,7 @@ const (
 	RunPaused    = "paused"
 )
 
-// Log is the execution log of one attempt at a run (seed 004's "memory"): what
+// Log is the execution log of one attempt at a run (its "memory"): what
 // happened to every step, in list order. The worker stores it in KV runs and
 // `skillbus runs show` prints it with Format. It is JSON-serialisable.
 type Log struct {

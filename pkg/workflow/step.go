@@ -248,8 +248,8 @@ func (x *execution) once(ctx context.Context, key string, cs *cstep, env expr.En
 }
 
 // errorText is what later steps see of a step that failed with on_error: continue:
-// its error, marked as seed 004's tools mark failures, so that the seed's
-// `'❌' in str(create_branch)` detects it.
+// its error, marked as MCP-style tools mark failures, so that the auto-heal
+// pattern's `'❌' in str(create_branch)` detects it.
 func errorText(err error) string {
 	msg := err.Error()
 	if strings.Contains(msg, "❌") {

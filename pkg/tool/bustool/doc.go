@@ -1,5 +1,6 @@
 // Package bustool puts tools on the bus: any process serves a tool as a NATS
-// micro service, and workers call it like a built-in one (DESIGN §3).
+// micro service under skillbus.tool.<name>, discoverable with $SRV.INFO like any NATS
+// service, and workers call it like a built-in one.
 //
 // # Serving a tool
 //
@@ -24,7 +25,7 @@
 // Each tool is an endpoint of the service; instances of one service share the
 // calls through a queue group, so run as many as the load needs. A handler's
 // error goes back with its failure class (failure.ClassOf: an explicit
-// *failure.Error, else seed 001's patterns): return failure.Retry for "try
+// *failure.Error, else the patterns its message matches): return failure.Retry for "try
 // again later", failure.Fatalf for "this will never work", failure.Repair (or an
 // Args error) for "the arguments are wrong". A panic is a Fatal error, not a
 // crash. Calls run concurrently, at most ServerConfig.MaxConcurrent at a time,

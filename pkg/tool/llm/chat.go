@@ -157,7 +157,7 @@ const (
 
 // Client talks to an OpenAI-compatible chat-completions endpoint. It never
 // retries: a Retryable error goes back to the broker, which redelivers the
-// job later without holding a worker (DESIGN §5.3). It is safe for concurrent
+// job later without holding a worker. It is safe for concurrent
 // use.
 type Client struct {
 	cfg      Config

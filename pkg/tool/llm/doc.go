@@ -23,7 +23,8 @@
 //	// resp.Message.Content is the text; resp.Message.ToolCalls the calls the model wants.
 //
 // The client sends one request per Chat and never retries, because retries
-// belong to the broker (DESIGN §5.3). Its errors carry the failure class
+// belong to the broker, which redelivers the job with backoff and without holding a
+// worker. Its errors carry the failure class
 // that decides what the worker does next:
 //
 //	connection error, timeout, 408, 429, 5xx but 501   Retryable: the job is redelivered later

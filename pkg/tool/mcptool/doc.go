@@ -1,7 +1,7 @@
 // Package mcptool makes the tools of Model Context Protocol servers skillbus
 // tools, with the official Go SDK (github.com/modelcontextprotocol/go-sdk).
-// Seed 004's jira_view_issue, git_create_branch and kube_login are such
-// tools.
+// Tools such as jira_view_issue, git_create_branch and kube_login, which
+// workflow steps commonly call, are served this way.
 //
 // # Configuring a worker
 //
@@ -61,7 +61,7 @@
 //
 // MCP tools report failure in text (isError), without a class. Classify gives
 // it one: a rejected argument (the SDK's `validating "arguments"`, "invalid
-// params", ...) is Repairable; otherwise seed 001's patterns decide, as for any
+// params", ...) is Repairable; otherwise failure.ClassOf's patterns decide, as for any
 // unclassified error: "not found", "permission denied" Fatal; "parameter",
 // "template" Repairable; everything else Retryable. Protocol errors: an unknown
 // tool is Fatal, invalid params Repairable. A lost connection, a server that
