@@ -30,13 +30,13 @@ func (d *discard) Shutdown(context.Context) error { return nil }
 func runTracing(ctx context.Context, cfg Config) error {
 	var ratios []float64
 	for round := 1; round <= cfg.Rounds; round++ {
-		fmt.Fprintf(cfg.Out, "tracing round %d:\n", round)
-		off, _, err := tracedRun(ctx, cfg, "skillbus tracing off", nil)
+		fmt.Fprintf(cfg.Out, "tracing round %d (one-step skill):\n", round)
+		off, _, err := tracedRun(ctx, cfg, "tracing off", nil)
 		if err != nil {
 			return err
 		}
 		exp := &discard{}
-		on, spans, err := tracedRun(ctx, cfg, "skillbus tracing on", exp)
+		on, spans, err := tracedRun(ctx, cfg, "tracing on", exp)
 		if err != nil {
 			return err
 		}
