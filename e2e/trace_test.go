@@ -26,7 +26,7 @@ func TestOneTrace(t *testing.T) {
 	ctx := t.Context()
 	url := "--nats-url=" + srv.URL()
 	tools := startEnv(t, rcv.Env("example-tools"), "tool-service", url)
-	startEnv(t, rcv.Env("skillbus-registry"), "registry", url, "--skills", "testdata/skills", "--skills", "testdata/e2e")
+	startEnv(t, rcv.Env("skillbus-registry"), "registry", url, "--skills", "testdata/skills", "--skills", "testdata/e2e-trace")
 	startEnv(t, rcv.Env("skillbus-router"), "router", url)
 	for i := range 2 {
 		startEnv(t, rcv.Env("skillbus-worker"), "worker", url, "--backoff-base=50ms", "--backoff-max=200ms", fmt.Sprintf("--name=w%d", i+1))
