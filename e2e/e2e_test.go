@@ -37,7 +37,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binDir = dir
-	build := exec.Command("go", "build", "-o", dir, "./cmd/registry", "./cmd/router", "./cmd/worker", "./cmd/skillbus")
+	build := exec.Command("go", "build", "-o", dir, "./cmd/registry", "./cmd/router", "./cmd/worker", "./cmd/skillbus", "./examples/tool-service")
 	build.Dir = repoRoot()
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
@@ -80,9 +80,15 @@ func (s *syncBuffer) String() string {
 
 func start(t *testing.T, name string, args ...string) *proc {
 	t.Helper()
+	return startEnv(t, nil, name, args...)
+}
+
+// startEnv starts a binary with env (KEY=VALUE) added to its minimal environment.
+func startEnv(t *testing.T, env []string, name string, args ...string) *proc {
+	t.Helper()
 	cmd := exec.Command(filepath.Join(binDir, name), args...)
 	cmd.Dir = repoRoot()
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
 	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {

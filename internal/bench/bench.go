@@ -312,6 +312,9 @@ func Run(ctx context.Context, cfg Config) error {
 		med("skillbus full", "bare JetStream", thr), med("skillbus", "bare JetStream", thr), med("skillbus terminal", "bare JetStream", thr))
 	fmt.Fprintf(w, "ratio 3-step workflow/one-step skill (tool → compute → tool, local HTTP tool; median of %d rounds): throughput %.2f   latency p50 %.2f\n",
 		cfg.Rounds, med("skillbus 3-step", "skillbus", thr), med("skillbus 3-step", "skillbus", func(a, b Result) float64 { return ratio(b.P50, a.P50) }))
+	if err := runTracing(ctx, cfg); err != nil {
+		return err
+	}
 	PrintRoute(cfg.Out, RunRoute(10000, 5000, 100))
 	if cfg.Durable > 0 {
 		return runDurable(ctx, cfg)

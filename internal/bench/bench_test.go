@@ -30,6 +30,9 @@ func TestBenchRuns(t *testing.T) {
 		`ratio skillbus/minimal JetStream pipeline, sync_interval=always .*: throughput \d+\.\d\d`,
 		`skillbus 3-step\s+\d+ exec/s`,
 		`ratio 3-step workflow/one-step skill .*: throughput \d+\.\d\d`,
+		`tracing off\s+\d+ exec/s`,
+		`tracing on\s+\d+ exec/s`,
+		`ratio tracing on/off \(100% sampling, discarding exporter\): throughput \d+\.\d\d`,
 	} {
 		if !regexp.MustCompile(re).MatchString(out.String()) {
 			t.Errorf("output lacks %s:\n%s", re, out.String())

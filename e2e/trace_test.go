@@ -1,0 +1,183 @@
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillbus/skillbus/internal/natstest"
+	"github.com/skillbus/skillbus/internal/otlptest"
+	"github.com/skillbus/skillbus/pkg/bus"
+)
+
+// TestOneTrace runs registry, router, two workers and the example tool service as
+// separate processes exporting OTLP to a receiver in the test, publishes triggers
+// that carry a traceparent, and checks that each becomes one trace: the router's
+// span, the worker's, every step's and the tool's, each the child of the one
+// before; and that a fallback job stays in its trigger's trace.
+func TestOneTrace(t *testing.T) {
+	rcv := otlptest.Start(t)
+	srv := natstest.Start(t)
+	b := srv.Bus(t, bus.Config{})
+	ctx := t.Context()
+	url := "--nats-url=" + srv.URL()
+	tools := startEnv(t, rcv.Env("example-tools"), "tool-service", url)
+	startEnv(t, rcv.Env("skillbus-registry"), "registry", url, "--skills", "testdata/skills", "--skills", "testdata/e2e-trace")
+	startEnv(t, rcv.Env("skillbus-router"), "router", url)
+	for i := range 2 {
+		startEnv(t, rcv.Env("skillbus-worker"), "worker", url, "--backoff-base=50ms", "--backoff-max=200ms", fmt.Sprintf("--name=w%d", i+1))
+	}
+	kv, err := b.KV(ctx, b.BucketSkills())
+	if err != nil {
+		t.Fatal(err)
+	}
+	natstest.Eventually(t, 30*time.Second, func() bool {
+		_, err1 := kv.Get(ctx, "traced")
+		_, err2 := b.JS.Consumer(ctx, b.StreamTriggers(), "router")
+		_, err3 := b.JS.Consumer(ctx, b.StreamJobs(), "worker-default")
+		return err1 == nil && err2 == nil && err3 == nil && strings.Contains(tools.out.String(), "serving")
+	}, "the fleet did not come up")
+
+	// The publisher's span: the trace and the parent every trigger continues.
+	const (
+		traceA   = "4bf92f3577b34da6a3ce929d0e0e4736"
+		traceB   = "0af7651916cd43dd8448eb211c80319c"
+		producer = "00f067aa0ba902b7"
+	)
+	js, err := jetstream.New(srv.Conn(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish := func(subject, id, typ, traceID, data string) {
+		t.Helper()
+		m := nats.NewMsg(subject)
+		m.Header.Set("ce-specversion", "1.0")
+		m.Header.Set("ce-id", id)
+		m.Header.Set("ce-source", "/e2e")
+		m.Header.Set("ce-type", typ)
+		m.Header.Set("ce-traceparent", "00-"+traceID+"-"+producer+"-01")
+		m.Header.Set("Content-Type", "application/json")
+		m.Data = []byte(data)
+		if _, err := js.PublishMsg(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	publish("skillbus.trigger.skill.traced", "trace-1", "com.example.title", traceA, `{"title":"  Crème Brûlée, for 2! "}`)
+	publish("skillbus.trigger.com.example.order.created", "trace-2", "com.example.order.created", traceB, `{"order_id":"ORD-9","quantity":50}`)
+
+	// Trace A: trigger → router → worker → steps → bus tool call → tool service.
+	var a []otlptest.Span
+	rcv.Wait(t, 20*time.Second, "the traced skill's spans", func(spans []otlptest.Span) bool {
+		a = otlptest.InTrace(spans, traceA)
+		return count(a, "skillbus-router", "") >= 1 && count(a, "skillbus-worker", "process") >= 1 &&
+			count(a, "", "step tidy") == 1 && count(a, "", "step slug") == 1 && count(a, "example-tools", "") >= 1
+	})
+	defer func() {
+		if t.Failed() {
+			t.Logf("trace A:\n%s", otlptest.Tree(a))
+		}
+	}()
+	t.Logf("trace A:\n%s", otlptest.Tree(a))
+	router := one(t, a, "skillbus-router", "process skillbus.trigger")
+	if router.ParentSpanID != producer {
+		t.Errorf("the router's span %s\n  does not continue the publisher's span %s", router, producer)
+	}
+	worker := one(t, a, "skillbus-worker", "process skillbus.exec")
+	otlptest.AssertChild(t, router, worker)
+	tidy := one(t, a, "skillbus-worker", "step tidy")
+	slug := one(t, a, "skillbus-worker", "step slug")
+	otlptest.AssertChild(t, worker, tidy)
+	otlptest.AssertChild(t, worker, slug)
+	call := one(t, a, "skillbus-worker", "send skillbus.tool.slugify")
+	otlptest.AssertChild(t, slug, call)
+	served := one(t, a, "example-tools", "process skillbus.tool.slugify")
+	otlptest.AssertChild(t, call, served)
+	for _, s := range a {
+		if s.StatusCode == 2 { // STATUS_CODE_ERROR
+			t.Errorf("span failed: %s %s", s, s.StatusMsg)
+		}
+	}
+
+	// Trace B: reserve-stock fails fatally and falls back to queue-backorder; the
+	// fallback job's processing is in the same trace, below the failed execution.
+	var bs []otlptest.Span
+	rcv.Wait(t, 20*time.Second, "the fallback's spans", func(spans []otlptest.Span) bool {
+		bs = otlptest.InTrace(spans, traceB)
+		return count(bs, "", "step refuse") == 1 && count(bs, "", "step queue") == 1
+	})
+	defer func() {
+		if t.Failed() {
+			t.Logf("trace B:\n%s", otlptest.Tree(bs))
+		}
+	}()
+	t.Logf("trace B:\n%s", otlptest.Tree(bs))
+	router = one(t, bs, "skillbus-router", "process skillbus.trigger")
+	if router.ParentSpanID != producer {
+		t.Errorf("the router's span %s\n  does not continue the publisher's span %s", router, producer)
+	}
+	refuse := one(t, bs, "skillbus-worker", "step refuse")
+	queue := one(t, bs, "skillbus-worker", "step queue")
+	var primary, fallback otlptest.Span
+	for _, s := range bs {
+		if s.SpanID == refuse.ParentSpanID {
+			primary = s
+		}
+		if s.SpanID == queue.ParentSpanID {
+			fallback = s
+		}
+	}
+	if primary.Attrs["skillbus.skill.name"] != "reserve-stock" || fallback.Attrs["skillbus.skill.name"] != "queue-backorder" {
+		t.Fatalf("the steps' parents are not the executions' spans: %s\n  %s", primary, fallback)
+	}
+	if refuse.StatusCode != 2 {
+		t.Errorf("the failed step's span has status %v, want an error", refuse.StatusCode)
+	}
+	assertDescends(t, bs, router, primary)
+	otlptest.AssertChild(t, primary, fallback)
+}
+
+// count returns how many spans of service (any if "") have a name starting with prefix.
+func count(spans []otlptest.Span, service, prefix string) int {
+	n := 0
+	for _, s := range spans {
+		if (service == "" || s.Service == service) && strings.HasPrefix(s.Name, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+// one returns the only span of service whose name starts with prefix.
+func one(t *testing.T, spans []otlptest.Span, service, prefix string) otlptest.Span {
+	t.Helper()
+	var found []otlptest.Span
+	for _, s := range spans {
+		if s.Service == service && strings.HasPrefix(s.Name, prefix) {
+			found = append(found, s)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("%d spans of %s named %q..., want 1", len(found), service, prefix)
+	}
+	return found[0]
+}
+
+// assertDescends fails the test unless desc is below anc in the trace, through
+// spans of that trace (a publish span in between is fine).
+func assertDescends(t *testing.T, spans []otlptest.Span, anc, desc otlptest.Span) {
+	t.Helper()
+	byID := map[string]otlptest.Span{}
+	for _, s := range spans {
+		byID[s.SpanID] = s
+	}
+	for s, ok := desc, true; ok; s, ok = byID[s.ParentSpanID] {
+		if s.ParentSpanID == anc.SpanID && s.TraceID == anc.TraceID {
+			return
+		}
+	}
+	t.Errorf("%s\n  is not below %s", desc, anc)
+}
