@@ -403,9 +403,13 @@ func TestRolesRunTheWholeSystem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := dlq.GetLastMsgForSubject(ctx, "skillbus.dead.doomed"); err != nil {
-		t.Fatalf("operator: read the DLQ: %v", err)
-	}
+	// The dead letter is written just after the failed outcome that trigger --wait
+	// returns on.
+	var dlqErr error
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		_, dlqErr = dlq.GetLastMsgForSubject(ctx, "skillbus.dead.doomed")
+		return dlqErr == nil
+	}, "operator: read the DLQ: %v", dlqErr)
 	f.clean("operator", "read the DLQ (nats stream get SKILLBUS_DLQ)")
 
 	// A confirmation: the worker pauses, the operator approves, the router resumes.

@@ -455,6 +455,11 @@ func (w *Worker) settle(ctx context.Context, j *job, d Decision) error {
 		if !w.waitConnected(ctx, deadline) {
 			return err
 		}
+		select { // a moment for the server to settle before publishing again
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
 		j.batch = w.cfg.Bus.Batch()
 	}
 }
@@ -462,10 +467,18 @@ func (w *Worker) settle(ctx context.Context, j *job, d Decision) error {
 // connectionTrouble reports whether err is the server being away (a publish that
 // could not reach it or got no answer) rather than a refusal.
 func (w *Worker) connectionTrouble(err error) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrDuplicateInProcess {
+		return true // a publish of the same id is still being replicated: try again
+	}
 	return !w.cfg.Bus.NC.IsConnected() || errors.Is(err, nats.ErrDisconnected) || errors.Is(err, nats.ErrConnectionReconnecting) ||
 		errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, context.DeadlineExceeded) ||
 		errors.Is(err, jetstream.ErrAsyncPublishTimeout) || errors.Is(err, jetstream.ErrNoStreamResponse)
 }
+
+// jsErrDuplicateInProcess is JetStream's "duplicate message id is in process": a
+// clustered stream is still committing an earlier publish with the same id.
+const jsErrDuplicateInProcess = 10158
 
 // waitConnected waits until the connection is up, or deadline or ctx passes.
 func (w *Worker) waitConnected(ctx context.Context, deadline time.Time) bool {
