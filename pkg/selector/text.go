@@ -3,6 +3,7 @@ package selector
 import (
 	"encoding/json"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -183,14 +184,20 @@ func fold(w string) string {
 	if ascii {
 		return w
 	}
-	out, _, err := transform.String(folder, w)
+	t := folders.Get().(transform.Transformer)
+	defer folders.Put(t)
+	out, _, err := transform.String(t, w)
 	if err != nil {
 		return w
 	}
 	return out
 }
 
-var folder = transform.Chain(norm.NFD, runes.Remove(runes.In(unicode.Mn)), norm.NFC)
+// folders holds the diacritic-removing transformers. A transformer chain keeps state
+// while it runs, so each use takes one of its own: routers decide concurrently.
+var folders = sync.Pool{New: func() any {
+	return transform.Chain(norm.NFD, runes.Remove(runes.In(unicode.Mn)), norm.NFC)
+}}
 
 // Terms turns text into index terms: words without stop words, stemmed with the
 // Snowball English stemmer. Words with digits or non-ASCII letters are kept as they
