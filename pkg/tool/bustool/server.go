@@ -306,9 +306,14 @@ func (s *Server) safeCall(ctx context.Context, t tool.Tool, c tool.Call) (res an
 	return t.Call(ctx, c)
 }
 
+//
+// The reply is written as micro's Error writes it (its two headers and the body) but
+// with Respond: calls are answered from goroutines of their own after the micro
+// handler returned, and Error records the error on the request where micro's stats
+// read it at that moment — a data race. The service's error count is what is lost.
 func (s *Server) respondError(name string, r micro.Request, err error) {
 	code, desc, body := errorReply(err)
-	if rerr := r.Error(code, desc, body); rerr != nil {
+	if rerr := r.Respond(body, micro.WithHeaders(micro.Headers{micro.ErrorHeader: {desc}, micro.ErrorCodeHeader: {code}})); rerr != nil {
 		s.cfg.Log.Error("bustool: sending an error reply", "tool", name, "err", rerr, "error", err)
 	}
 }
