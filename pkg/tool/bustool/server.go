@@ -306,7 +306,6 @@ func (s *Server) safeCall(ctx context.Context, t tool.Tool, c tool.Call) (res an
 	return t.Call(ctx, c)
 }
 
-//
 // The reply is written as micro's Error writes it (its two headers and the body) but
 // with Respond: calls are answered from goroutines of their own after the micro
 // handler returned, and Error records the error on the request where micro's stats
