@@ -270,6 +270,20 @@ func (c *Client) follow(ctx context.Context, activationID string, fn func(*event
 				continue
 			}
 			nm = &nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}
+			// Live progress that arrived before this event goes first: select picks
+			// at random among ready channels, and an outcome ends the follow.
+			for drained := false; !drained; {
+				select {
+				case lm := <-live:
+					if fn != nil {
+						if e, err := bus.Decode(lm); err == nil {
+							fn(e)
+						}
+					}
+				default:
+					drained = true
+				}
+			}
 		case lm := <-live:
 			if fn != nil {
 				if e, err := bus.Decode(lm); err == nil {
