@@ -51,3 +51,12 @@ const (
 	ExtProgress  = "progress"
 	ProgressLive = "live"
 )
+
+// NATS header names skillbus sets besides the CloudEvents binding's ce-* headers.
+const (
+	// HeaderMsgID is JetStream's deduplication id.
+	HeaderMsgID = "Nats-Msg-Id"
+	// HeaderRecovered marks a job published again while recovering from a crash
+	// (the previous copy may have run): workers take the claim path for it.
+	HeaderRecovered = "Skillbus-Recovered"
+)

@@ -141,7 +141,7 @@ func runsShowCommand(c *common, stdout io.Writer) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			id := args[0]
-			if err := bus.CheckToken("execution id", id); err != nil {
+			if err := events.CheckToken("execution id", id); err != nil {
 				return usage("%v", err)
 			}
 			b, kv, err := c.runsBucket(ctx)
@@ -245,7 +245,7 @@ timeout passes.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			id := args[0]
-			if err := bus.CheckToken("execution id", id); err != nil {
+			if err := events.CheckToken("execution id", id); err != nil {
 				return usage("%v", err)
 			}
 			b, kv, err := c.runsBucket(ctx)

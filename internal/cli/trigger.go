@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/skillbus/skillbus/events"
-	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/client"
 	"github.com/skillbus/skillbus/pkg/telemetry"
 )
@@ -53,11 +52,11 @@ failed, 3 when no skill took the trigger, 4 on --timeout.`,
 			} else if skillName == "" {
 				return usage("give an event TYPE, or --skill NAME to invoke a skill explicitly")
 			}
-			if err := bus.CheckType(typ); err != nil {
+			if err := events.CheckType(typ); err != nil {
 				return usage("%v", err)
 			}
 			if skillName != "" {
-				if err := bus.CheckToken("--skill", skillName); err != nil {
+				if err := events.CheckToken("--skill", skillName); err != nil {
 					return usage("%v", err)
 				}
 			}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/skillbus/skillbus/events"
 )
 
 // Config configures the streams and buckets. The zero value is the default of a single
@@ -39,7 +40,7 @@ func (c *Config) setDefaults() error {
 	if c.Prefix == "" {
 		c.Prefix = "skillbus"
 	}
-	if err := CheckToken("subject prefix", c.Prefix); err != nil {
+	if err := events.CheckToken("subject prefix", c.Prefix); err != nil {
 		return err
 	}
 	if c.Replicas == 0 {
@@ -67,7 +68,7 @@ func (c *Config) setDefaults() error {
 type Bus struct {
 	NC       *nats.Conn
 	JS       jetstream.JetStream
-	Subjects Subjects
+	Subjects events.Subjects
 	cfg      Config
 }
 
@@ -83,7 +84,7 @@ func New(nc *nats.Conn, cfg Config) (*Bus, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bus: %w", err)
 	}
-	return &Bus{NC: nc, JS: js, Subjects: Subjects{Prefix: cfg.Prefix}, cfg: cfg}, nil
+	return &Bus{NC: nc, JS: js, Subjects: events.Subjects{Prefix: cfg.Prefix}, cfg: cfg}, nil
 }
 
 // Config returns the configuration with defaults applied.

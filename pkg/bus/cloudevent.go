@@ -18,10 +18,7 @@ import (
 
 // Header names.
 const (
-	HeaderMsgID = "Nats-Msg-Id"
-	// HeaderRecovered marks a job published again while recovering from a crash
-	// (the previous copy may have run): workers take the claim path for it.
-	HeaderRecovered   = "Skillbus-Recovered"
+	HeaderMsgID       = events.HeaderMsgID
 	HeaderContentType = "Content-Type"
 	ceHeaderPrefix    = "ce-"
 	structuredJSON    = "application/cloudevents+json"

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/nats-io/nats.go"
 
+	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
 )
 
@@ -146,12 +147,12 @@ func TestEncodeRoundTrip(t *testing.T) {
 func TestCheckType(t *testing.T) {
 	t.Parallel()
 	for _, ok := range []string{"com.example.order.created", "a", "A-b_c.9"} {
-		if err := bus.CheckType(ok); err != nil {
+		if err := events.CheckType(ok); err != nil {
 			t.Errorf("CheckType(%q) = %v", ok, err)
 		}
 	}
 	for _, bad := range []string{"", "a..b", ".a", "a.", "a b", "a*", "a>", "café", strings.Repeat("a", 201)} {
-		if err := bus.CheckType(bad); err == nil {
+		if err := events.CheckType(bad); err == nil {
 			t.Errorf("CheckType(%q) = nil, want an error", bad)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/skillbus/skillbus/events"
 )
 
 // Meta holds the extension attributes that tie an event to its activation, execution,
@@ -58,11 +59,11 @@ func (e Event) Msg(subject string) (*nats.Msg, error) {
 			h[k] = []string{v}
 		}
 	}
-	set("ce-correlationid", e.Meta.CorrelationID)
-	set("ce-causationid", e.Meta.CausationID)
-	set("ce-executionid", e.Meta.ExecutionID)
-	set("ce-traceparent", e.Meta.TraceParent)
-	set("ce-tracestate", e.Meta.TraceState)
+	set(ceHeaderPrefix+events.ExtCorrelationID, e.Meta.CorrelationID)
+	set(ceHeaderPrefix+events.ExtCausationID, e.Meta.CausationID)
+	set(ceHeaderPrefix+events.ExtExecutionID, e.Meta.ExecutionID)
+	set(ceHeaderPrefix+events.ExtTraceParent, e.Meta.TraceParent)
+	set(ceHeaderPrefix+events.ExtTraceState, e.Meta.TraceState)
 	return &nats.Msg{Subject: subject, Header: h, Data: data}, nil
 }
 
@@ -104,11 +105,11 @@ func MetaOf(e *event.Event) Meta {
 		return v
 	}
 	return Meta{
-		CorrelationID: s("correlationid"),
-		CausationID:   s("causationid"),
-		ExecutionID:   s("executionid"),
-		TraceParent:   s("traceparent"),
-		TraceState:    s("tracestate"),
+		CorrelationID: s(events.ExtCorrelationID),
+		CausationID:   s(events.ExtCausationID),
+		ExecutionID:   s(events.ExtExecutionID),
+		TraceParent:   s(events.ExtTraceParent),
+		TraceState:    s(events.ExtTraceState),
 	}
 }
 

@@ -128,11 +128,11 @@ func (c *Client) Publish(ctx context.Context, t Trigger) (act Activation, err er
 		}
 		t.Type = events.TriggerInvoke
 	}
-	if err := bus.CheckType(t.Type); err != nil {
+	if err := events.CheckType(t.Type); err != nil {
 		return Activation{}, fmt.Errorf("client: %w", err)
 	}
 	if t.Skill != "" {
-		if err := bus.CheckToken("skill", t.Skill); err != nil {
+		if err := events.CheckToken("skill", t.Skill); err != nil {
 			return Activation{}, fmt.Errorf("client: %w", err)
 		}
 	}

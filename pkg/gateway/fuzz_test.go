@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/gateway"
 )
 
@@ -44,7 +44,7 @@ func FuzzParseEvents(f *testing.F) {
 			if err := e.Validate(); err != nil {
 				t.Fatalf("invalid event accepted: %v", err)
 			}
-			if err := bus.CheckType(e.Type()); err != nil {
+			if err := events.CheckType(e.Type()); err != nil {
 				t.Fatalf("type accepted that is not a subject: %v", err)
 			}
 		}
@@ -69,7 +69,7 @@ func FuzzWebhook(f *testing.F) {
 		if err := e.Validate(); err != nil {
 			t.Fatalf("invalid event: %v", err)
 		}
-		if bus.CheckType(e.Type()) != nil || !bytes.Equal(bytes.TrimSpace(e.Data()), bytes.TrimSpace(body)) {
+		if events.CheckType(e.Type()) != nil || !bytes.Equal(bytes.TrimSpace(e.Data()), bytes.TrimSpace(body)) {
 			t.Fatalf("event %s from body %q", e, body)
 		}
 	})

@@ -24,8 +24,7 @@ import (
 	"github.com/cloudevents/sdk-go/v2/binding"
 	"github.com/cloudevents/sdk-go/v2/event"
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
-
-	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/events"
 )
 
 // Errors of a request, each answered with its HTTP status.
@@ -85,7 +84,7 @@ func check(e *event.Event) error {
 	if err := e.Validate(); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidEvent, err)
 	}
-	if err := bus.CheckType(e.Type()); err != nil {
+	if err := events.CheckType(e.Type()); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidEvent, err)
 	}
 	if len(e.ID()) > 200 {

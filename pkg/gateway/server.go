@@ -78,7 +78,7 @@ func New(cfg Config) (*Gateway, error) {
 		}
 	}
 	for name, h := range cfg.Hooks {
-		if err := bus.CheckToken("hook name", name); err != nil {
+		if err := events.CheckToken("hook name", name); err != nil {
 			return nil, fmt.Errorf("gateway: %w", err)
 		}
 		if h.SecretEnv != "" && h.Secret == "" {
@@ -219,7 +219,7 @@ func (g *Gateway) handleEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	skill := r.URL.Query().Get("skill")
 	if skill != "" {
-		if err := bus.CheckToken("?skill", skill); err != nil {
+		if err := events.CheckToken("?skill", skill); err != nil {
 			g.fail(w, r, http.StatusBadRequest, err)
 			return
 		}

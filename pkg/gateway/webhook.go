@@ -13,9 +13,8 @@ import (
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/skillbus/skillbus/events"
 	"go.yaml.in/yaml/v3"
-
-	"github.com/skillbus/skillbus/pkg/bus"
 )
 
 // Hook maps a plain JSON webhook, POSTed to /hooks/<name>, to a CloudEvent. The
@@ -70,7 +69,7 @@ func LoadHooks(path string, getenv func(string) string) (map[string]Hook, error)
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	for name, h := range f.Hooks {
-		if err := bus.CheckToken("hook name", name); err != nil {
+		if err := events.CheckToken("hook name", name); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		if h.SecretEnv != "" {
@@ -79,7 +78,7 @@ func LoadHooks(path string, getenv func(string) string) (map[string]Hook, error)
 			}
 		}
 		if h.Skill != "" {
-			if err := bus.CheckToken("skill", h.Skill); err != nil {
+			if err := events.CheckToken("skill", h.Skill); err != nil {
 				return nil, fmt.Errorf("%s: hook %s: %w", path, name, err)
 			}
 		}

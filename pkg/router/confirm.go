@@ -90,8 +90,8 @@ func (r *Router) answer(ctx context.Context, msg jetstream.Msg) error {
 	}
 	job.Answers[d.StepID] = d.Answer
 	meta := bus.Meta{
-		CorrelationID: p.Meta["correlationid"], ExecutionID: d.ExecutionID, CausationID: e.ID(),
-		TraceParent: p.Meta["traceparent"], TraceState: p.Meta["tracestate"],
+		CorrelationID: p.Meta[events.ExtCorrelationID], ExecutionID: d.ExecutionID, CausationID: e.ID(),
+		TraceParent: p.Meta[events.ExtTraceParent], TraceState: p.Meta[events.ExtTraceState],
 	}
 	b := r.cfg.Bus.Batch()
 	b.PublishEvent(p.Subject, bus.Event{ID: d.ExecutionID + ".job.answered." + d.StepID, Source: r.cfg.Source, Type: events.TypeJob, Meta: meta, Data: job})

@@ -34,8 +34,8 @@ import (
 	"github.com/skillbus/skillbus/pkg/telemetry"
 )
 
-// Catalog is what the router reads; *catalog.Catalog implements it.
-type Catalog interface {
+// SkillSource is what the router reads; *catalog.Catalog implements it.
+type SkillSource interface {
 	All() []*skill.Skill
 	Revision() uint64
 }
@@ -52,7 +52,7 @@ type Config struct {
 	// Bus is the connection; required.
 	Bus *bus.Bus
 	// Catalog is the live skill catalog; required.
-	Catalog Catalog
+	Catalog SkillSource
 	// Selector configures the routing decision (weights, threshold, maxActive, ...);
 	// the zero value is the documented default.
 	Selector selector.Config
@@ -245,7 +245,7 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 
 	subj := r.cfg.Bus.Subjects
 	req := selector.Request{Type: e.Type()}
-	if err := bus.CheckType(e.Type()); err != nil {
+	if err := events.CheckType(e.Type()); err != nil {
 		return r.reject(ctx, msg, ref, events.UnmatchedBadType, err.Error(), size)
 	}
 	if name, ok := subj.SkillFromTrigger(msg.Subject()); ok {
@@ -392,7 +392,7 @@ func (r *Router) routedBefore(ctx context.Context, msg jetstream.Msg, ref events
 	if prev.Trigger.Seq == ref.Seq {
 		b := r.cfg.Bus.Batch()
 		for _, job := range jobs {
-			job.Header.Set(bus.HeaderRecovered, "1")
+			job.Header.Set(events.HeaderRecovered, "1")
 			b.Publish(job)
 		}
 		if err := b.Wait(ctx); err != nil {

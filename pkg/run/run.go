@@ -52,7 +52,7 @@ type Record struct {
 // under, so that only the first is kept.
 func OutcomeID(executionID string) string { return executionID + ".outcome" }
 
-// Subjects is how Load finds an execution's events: bus.Subjects implements it.
+// Subjects is how Load finds an execution's events: events.Subjects implements it.
 type Subjects interface {
 	Event(id, typ string) string
 }

@@ -140,7 +140,7 @@ func (w *Worker) consequences(ctx context.Context, j *job, rec *run.Record, reco
 			return
 		}
 		if recovered {
-			msg.Header.Set(bus.HeaderRecovered, "1")
+			msg.Header.Set(events.HeaderRecovered, "1")
 		}
 		j.batch.Publish(msg)
 	case rec.Status == run.StatusFailed && !rec.Denied:

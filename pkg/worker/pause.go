@@ -36,7 +36,7 @@ func (w *Worker) pause(ctx context.Context, j *job, p *workflow.PausedError) err
 	b, subj := w.cfg.Bus, w.cfg.Bus.Subjects
 	rec, err := json.Marshal(run.Paused{
 		ExecutionID: j.data.ExecutionID, Step: p.Step, Subject: j.msg.Subject(), Job: jobData,
-		Meta:      map[string]string{"correlationid": j.meta.CorrelationID, "traceparent": j.meta.TraceParent, "tracestate": j.meta.TraceState},
+		Meta:      map[string]string{events.ExtCorrelationID: j.meta.CorrelationID, events.ExtTraceParent: j.meta.TraceParent, events.ExtTraceState: j.meta.TraceState},
 		TimeoutAt: deadline, Message: p.Message, Log: j.log,
 	})
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 	"github.com/skillbus/skillbus/pkg/skill"
 )
 
-// Skills is the optional part of a Catalog that lets a worker serve the pools of
+// Skills is the optional part of a VersionLookup that lets a worker serve the pools of
 // skills with max_concurrent; *catalog.Catalog implements it. Without it a worker
 // serves only its configured pools.
 type Skills interface {

@@ -49,9 +49,9 @@ import (
 	"github.com/skillbus/skillbus/pkg/workflow"
 )
 
-// Catalog is where a worker finds the skill a job names, at the version its plan
+// VersionLookup is where a worker finds the skill a job names, at the version its plan
 // pinned; *catalog.Catalog implements it.
-type Catalog interface {
+type VersionLookup interface {
 	LookupVersion(ctx context.Context, name, digest string) (*skill.Skill, error)
 }
 
@@ -77,7 +77,7 @@ func (b Backoff) Delay(attempt uint64) time.Duration {
 type Config struct {
 	// Bus, Catalog and Engine are required.
 	Bus     *bus.Bus
-	Catalog Catalog
+	Catalog VersionLookup
 	Engine  *workflow.Engine
 	// Tools, when set, gives each job the worker's current tools (including tools
 	// discovered on the bus since start); otherwise the Engine's tools are used.
@@ -158,7 +158,7 @@ func New(cfg Config) (*Worker, error) {
 		cfg.Pools = []string{skill.DefaultPool}
 	}
 	for _, p := range cfg.Pools {
-		if err := bus.CheckToken("pool", p); err != nil {
+		if err := events.CheckToken("pool", p); err != nil {
 			return nil, fmt.Errorf("worker: %w", err)
 		}
 	}
@@ -376,7 +376,7 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 		j.meta.TraceParent, j.meta.TraceState = tp, ts
 	}
 	j.reconnects = w.cfg.Bus.NC.Stats().Reconnects
-	j.fast = j.attempt == 1 && len(j.data.Answers) == 0 && msg.Headers().Get(bus.HeaderRecovered) == "" &&
+	j.fast = j.attempt == 1 && len(j.data.Answers) == 0 && msg.Headers().Get(events.HeaderRecovered) == "" &&
 		w.epoch.fresh(ctx, md.Sequence.Stream)
 	if !j.fast {
 		if handled, err := w.claim(ctx, j); handled || err != nil {

@@ -1,10 +1,8 @@
-package bus
+package events
 
 import (
 	"fmt"
 	"strings"
-
-	"github.com/skillbus/skillbus/events"
 )
 
 // Subjects builds skillbus's subject names (trigger, exec, repair, dead, events, live)
@@ -38,7 +36,7 @@ func (s Subjects) Dead(skill string) string { return s.Prefix + ".dead." + skill
 // Event is the subject of an event of type typ about an execution (or, for route.*
 // events, an activation).
 func (s Subjects) Event(id, typ string) string {
-	return s.Prefix + ".events." + id + "." + eventsKind(typ)
+	return s.Prefix + ".events." + id + "." + Kind(typ)
 }
 
 // ConfirmationTimeout is the subject of the scheduled message that answers a
@@ -58,15 +56,13 @@ func (s Subjects) Events(id string) string { return s.Prefix + ".events." + id +
 // only current subscribers see it. The activation id comes first so that a publisher
 // can subscribe to everything its trigger sets off before the executions are known.
 func (s Subjects) Live(activationID, executionID, typ string) string {
-	return s.Prefix + ".live." + activationID + "." + executionID + "." + eventsKind(typ)
+	return s.Prefix + ".live." + activationID + "." + executionID + "." + Kind(typ)
 }
 
 // LiveEvents matches every live event of one activation.
 func (s Subjects) LiveEvents(activationID string) string {
 	return s.Prefix + ".live." + activationID + ".>"
 }
-
-func eventsKind(typ string) string { return events.Kind(typ) }
 
 // SkillFromTrigger returns the skill name of an explicit-invocation subject.
 func (s Subjects) SkillFromTrigger(subject string) (string, bool) {
