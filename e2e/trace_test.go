@@ -137,6 +137,9 @@ func TestOneTrace(t *testing.T) {
 	if refuse.StatusCode != 2 {
 		t.Errorf("the failed step's span has status %v, want an error", refuse.StatusCode)
 	}
+	if primary.StatusCode != 2 || primary.Attrs["skillbus.failure.class"] != "fatal" {
+		t.Errorf("the failed execution's span has status %v and attributes %v, want an error of class fatal", primary.StatusCode, primary.Attrs)
+	}
 	assertDescends(t, bs, router, primary)
 	// The fallback job's PRODUCER span is the failed execution's child, and the
 	// fallback's processing continues from it.

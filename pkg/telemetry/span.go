@@ -316,7 +316,7 @@ func End(span trace.Span, err error) {
 
 // RecordError records err on span as End does, without ending it.
 func RecordError(span trace.Span, err error) {
-	if err == nil {
+	if err == nil || !span.IsRecording() {
 		return
 	}
 	if errors.Is(err, context.Canceled) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
@@ -56,6 +57,8 @@ func (w *Worker) fail(ctx context.Context, j *job, stepID string, cause error) e
 		return err
 	}
 	class := failure.ClassOf(cause)
+	// The delivery's span says how the execution ended: error status, failure class.
+	telemetry.RecordError(trace.SpanFromContext(ctx), cause)
 	rec := &run.Record{
 		ExecutionID: j.data.ExecutionID, ActivationID: j.data.ActivationID,
 		Skill: j.data.Skill.Name, Version: j.data.Skill.Version, Status: run.StatusFailed,

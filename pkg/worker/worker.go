@@ -38,6 +38,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
@@ -511,6 +512,7 @@ func (w *Worker) settleOnce(ctx context.Context, j *job, d Decision) error {
 			return err
 		}
 		w.cfg.Metrics.Retry(ctx, j.skill.Name, string(failure.ClassOf(d.Err)))
+		telemetry.RecordError(trace.SpanFromContext(ctx), d.Err)
 		w.emit(j, events.TypeExecutionRetrying, "", events.ExecutionRetrying{
 			ExecutionID: j.data.ExecutionID, Skill: j.skill.Name, Attempt: j.attempt,
 			MaxRetries: j.skill.Retries(), DelayMS: ms(d.Delay), Error: d.Err.Error(),
