@@ -38,6 +38,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
@@ -365,9 +366,12 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 		}
 		return w.poison(ctx, msg, fmt.Errorf("job data: %w", err))
 	}
-	// The delivery's CONSUMER span continues the trace the job carries; everything
-	// this delivery publishes carries the span on.
-	ctx, span := telemetry.StartConsume(ctx, nm, md.Consumer, nil, telemetry.Job{
+	// The delivery's CONSUMER span continues the trace the job carries and links to
+	// the delivery before it; everything this delivery publishes carries the span on.
+	ctx, span := telemetry.StartDelivery(ctx, nm, md.Consumer, telemetry.Delivery{
+		ExecutionID: j.data.ExecutionID, Resumes: len(j.data.Answers), Attempt: int(j.attempt),
+		Recovered: msg.Headers().Get(events.HeaderRecovered) != "",
+	}, telemetry.Job{
 		Skill: j.data.Skill.Name, Version: j.data.Skill.Version, ActivationID: j.data.ActivationID,
 		ExecutionID: j.data.ExecutionID, Attempt: int(j.attempt), Pool: j.data.Skill.Pool,
 	}.Attributes()...)
@@ -522,6 +526,7 @@ func (w *Worker) settleOnce(ctx context.Context, j *job, d Decision) error {
 			return err
 		}
 		w.cfg.Metrics.Retry(ctx, j.skill.Name, string(failure.ClassOf(d.Err)))
+		telemetry.RecordError(trace.SpanFromContext(ctx), d.Err)
 		w.emit(j, events.TypeExecutionRetrying, "", events.ExecutionRetrying{
 			ExecutionID: j.data.ExecutionID, Skill: j.skill.Name, Attempt: j.attempt,
 			MaxRetries: j.skill.Retries(), DelayMS: ms(d.Delay), Error: d.Err.Error(),
