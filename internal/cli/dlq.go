@@ -118,7 +118,7 @@ func dlqListCommand(c *common, stdout io.Writer) *cobra.Command {
 		Example: `  skillbus dlq list
   skillbus dlq list --skill check-url --since 2h
   skillbus dlq list --json | jq '.[] | select(.class == "repairable") | .id'`,
-		Args: cobra.NoArgs,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if limit < 1 {
 				return usage("--limit must be at least 1")
@@ -156,7 +156,7 @@ func dlqListCommand(c *common, stdout io.Writer) *cobra.Command {
 					data = e.Data
 				}
 				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Seq, e.ShortID(), skill, e.DiedAt.Local().Format("2006-01-02 15:04:05"),
-					e.Class, status(e), truncate(e.Reason, 50), truncate(string(data), 40))
+					e.Class, status(e), truncate(e.Reason, 60), truncate(string(data), 40))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -194,7 +194,7 @@ func dlqShowCommand(c *common, stdout io.Writer) *cobra.Command {
 		Short: "Show a dead-letter entry whole: trigger, inputs, error, attempts, history, replays",
 		Example: `  skillbus dlq show 3f2a9c1d
   skillbus dlq show 42 --json`,
-		Args: cobra.ExactArgs(1),
+		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			q, done, err := c.queue()
 			if err != nil {
@@ -238,7 +238,11 @@ func printEntry(w io.Writer, e *dlq.Entry) error {
 		row("step", "%s", e.StepID)
 	}
 	if e.Deliveries > 0 {
-		row("attempts", "%d deliveries, last by worker %s", e.Deliveries, e.Worker)
+		unit := "deliveries"
+		if e.Deliveries == 1 {
+			unit = "delivery"
+		}
+		row("attempts", "%d %s, the last by worker %s", e.Deliveries, unit, e.Worker)
 	}
 	if e.ActivationID != "" {
 		row("activation", "%s", e.ActivationID)
@@ -322,7 +326,7 @@ Without an ID, replay replays every entry that --skill, --since and --id select
   skillbus dlq replay 3f2a9c1d --pin            # the version that died, not the current one
   skillbus dlq replay --skill check-url --since 2h --by ada
   skillbus dlq replay trigger.812 --json`,
-		Args: cobra.MaximumNArgs(1),
+		Args: usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := sel.filter()
 			if err != nil {
@@ -416,4 +420,14 @@ func printReplays(w io.Writer, results []dlq.Result) error {
 		fmt.Fprintf(tw, "%s\t#%d\t%s\t%s\t%s\t%s\n", res.EntryID, r.Replay, target, r.Skill, v, result)
 	}
 	return tw.Flush()
+}
+
+// usageArgs makes a wrong number of arguments a usage error (exit 2).
+func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := check(cmd, args); err != nil {
+			return usage("%v\nRun '%s --help' for usage.", err, cmd.CommandPath())
+		}
+		return nil
+	}
 }
