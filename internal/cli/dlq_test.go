@@ -332,7 +332,7 @@ func TestDLQ(t *testing.T) {
 		t.Errorf("the fixed skill ran %d times, want 1", n)
 	}
 	out, err = s.skillbus("runs", "show", rp.ExecutionID)
-	if err != nil || !strings.Contains(out, "A-17") || !strings.Contains(out, "completed") {
+	if err != nil || !strings.Contains(out, "A-17") || !strings.Contains(out, "completed") || !strings.Contains(out, "↻ replay #1 of dead letter "+dead.ID+", by ada") {
 		t.Errorf("runs show of the replayed execution: %v\n%s", err, out)
 	}
 	if out, err = s.skillbus("dlq", "list"); err != nil || !strings.Contains(out, "replayed (completed)") {
