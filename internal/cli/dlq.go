@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/dlq"
 	"github.com/skillbus/skillbus/pkg/workflow"
 )
@@ -71,11 +72,8 @@ func (f *dlqFilter) filter() (dlq.Filter, error) {
 }
 
 func checkDLQSkill(s string) error {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return usage("--skill %q has %q at offset %d: a skill name has only letters, digits, '-' and '_'", s, rune(c), i)
-		}
+	if err := events.CheckToken("--skill", s); err != nil {
+		return usage("%v", err)
 	}
 	return nil
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -351,6 +353,52 @@ func TestReplayJob(t *testing.T) {
 	// The replay records are not entries.
 	if page.Entries[0].ID != execA1 {
 		t.Errorf("list shows %s", page.Entries[0].ID)
+	}
+}
+
+// Operators replaying the same entry at the same moment publish one job, and exactly
+// one of them is told it published it.
+func TestReplayConcurrently(t *testing.T) {
+	f := setup(t)
+	f.putSkill("a", "1.0.0", digest("1"), true)
+	f.deadJob("a", execA1, `{}`)
+	const n = 8
+	results := make(chan *dlq.Replayed, n)
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Go(func() {
+			r, err := f.q.Replay(f.ctx, execA1, dlq.ReplayOptions{By: fmt.Sprint("op", i)})
+			if err != nil {
+				errs <- err
+				return
+			}
+			results <- r
+		})
+	}
+	wg.Wait()
+	close(results)
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	published := 0
+	for r := range results {
+		if !r.Existing {
+			published++
+		}
+		if r.ExecutionID != dlq.ReplayExecutionID(execA1, 1, "a") {
+			t.Errorf("replay %+v", r)
+		}
+	}
+	if published != 1 {
+		t.Errorf("%d replays say they published, want 1", published)
+	}
+	if jobs := f.jobs(); len(jobs) != 1 {
+		t.Errorf("%d jobs published, want 1", len(jobs))
+	}
+	if ms := f.published(f.b.StreamDead(), "skillbus.dead._replayed.>"); len(ms) != 1 {
+		t.Errorf("%d replay records, want 1", len(ms))
 	}
 }
 

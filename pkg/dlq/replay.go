@@ -158,8 +158,20 @@ func (q *Queue) replayJob(ctx context.Context, e *Entry, n int, opt ReplayOption
 		return nil, fmt.Errorf("dlq: %s: %w", q.b.StreamEvents(), err)
 	}
 	q.record(b, execID, rec, meta)
+	return q.finish(ctx, b, e, execID, rec)
+}
+
+// finish waits for a replay's publishes. When its record turns out to be a
+// duplicate, someone else published the same replay a moment earlier: theirs is
+// returned, as Existing.
+func (q *Queue) finish(ctx context.Context, b *bus.Batch, e *Entry, id string, rec events.DLQReplayed) (*Replayed, error) {
 	if err := b.Wait(ctx); err != nil {
 		return nil, fmt.Errorf("dlq: replay %s: %w", e.ID, err)
+	}
+	if b.Duplicate(id + "." + events.Kind(events.TypeDLQReplayed)) {
+		if prev, err := q.existing(ctx, id); prev != nil || err != nil {
+			return prev, err
+		}
 	}
 	return &Replayed{DLQReplayed: rec}, nil
 }
@@ -256,10 +268,7 @@ func (q *Queue) replayTrigger(ctx context.Context, e *Entry, n int, opt ReplayOp
 	b := q.b.Batch()
 	b.Publish(m)
 	q.record(b, actID, rec, bus.Meta{CorrelationID: actID, CausationID: newID})
-	if err := b.Wait(ctx); err != nil {
-		return nil, fmt.Errorf("dlq: replay %s: %w", e.ID, err)
-	}
-	return &Replayed{DLQReplayed: rec}, nil
+	return q.finish(ctx, b, e, actID, rec)
 }
 
 // withID returns a structured-mode event's JSON with its id replaced.
