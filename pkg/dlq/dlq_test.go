@@ -491,6 +491,40 @@ func TestReplayAll(t *testing.T) {
 	}
 }
 
+// A replay that dies again while ReplayAll runs is not replayed by the same call: a
+// skill still broken would otherwise keep it going for ever.
+func TestReplayAllStopsAtTheQueuesEnd(t *testing.T) {
+	f := setup(t)
+	f.putSkill("a", "1.0.0", digest("1"), true)
+	f.deadJob("a", execA1, `{}`)
+	f.deadJob("a", execA2, `{}`)
+	// A worker that dead-letters every replayed job at once.
+	cons, err := f.b.JS.CreateOrUpdateConsumer(f.ctx, f.b.StreamJobs(), jetstream.ConsumerConfig{Durable: "killer", AckPolicy: jetstream.AckExplicitPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		e, err := bus.Decode(&nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
+		if err == nil {
+			var j events.Job
+			_ = json.Unmarshal(e.Data(), &j)
+			f.deadJob("a", j.ExecutionID, `{}`)
+		}
+		_ = m.Ack()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Stop()
+	res, err := f.q.ReplayAll(f.ctx, dlq.Filter{Skill: "a", Limit: 1}, dlq.ReplayOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 2 || res[0].EntryID != execA1 || res[1].EntryID != execA2 {
+		t.Errorf("replayed %+v, want the two entries there were", res)
+	}
+}
+
 func TestParseSince(t *testing.T) {
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	good := map[string]time.Time{

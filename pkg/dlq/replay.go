@@ -75,10 +75,22 @@ type Result struct {
 // ReplayAll replays every entry f selects (f.Limit bounds each page read, not the
 // total), oldest first. An entry that cannot be replayed is reported in its Result
 // and the rest go on; the error is for the queue as a whole (it could not be read).
+//
+// Only entries already in the queue when it starts are replayed: a replay that dies
+// again while it runs is a new entry, left for the next call, so a skill that is
+// still broken cannot keep it going.
 func (q *Queue) ReplayAll(ctx context.Context, f Filter, opt ReplayOptions) ([]Result, error) {
 	if opt.By == "" {
 		opt.By = "unknown"
 	}
+	st, err := q.b.JS.Stream(ctx, q.b.StreamDead())
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, fmt.Errorf("dlq: %w %s: is skillbus running on this server (and with this --prefix)?", ErrNoStream, q.b.StreamDead())
+	}
+	if err != nil {
+		return nil, fmt.Errorf("dlq: %s: %w", q.b.StreamDead(), err)
+	}
+	last := st.CachedInfo().State.LastSeq
 	out := []Result{}
 	for {
 		page, err := q.List(ctx, f)
@@ -86,6 +98,9 @@ func (q *Queue) ReplayAll(ctx context.Context, f Filter, opt ReplayOptions) ([]R
 			return out, err
 		}
 		for _, e := range page.Entries {
+			if e.Seq > last {
+				return out, nil
+			}
 			n := 1
 			if opt.Again {
 				n = len(e.Replays) + 1
