@@ -80,7 +80,12 @@ func TestClusterSurvivesANodeMidRun(t *testing.T) {
 	run(cli.Worker, "--name", "w2", "--concurrency", "16")
 
 	// completed counts the stored execution.completed events per execution.
+	// Every JetStream API call has its own deadline: a request in flight on the
+	// connection to a node that dies gets no answer, and would otherwise wait for
+	// the whole test's context.
 	completed := func() (total, executions, most int) {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
 		s, err := b.JS.Stream(ctx, b.StreamEvents())
 		if err != nil {
 			return -1, 0, 0
@@ -126,11 +131,13 @@ func TestClusterSurvivesANodeMidRun(t *testing.T) {
 
 	// Kill while triggers are still being published and jobs run.
 	natstest.Eventually(t, 2*time.Minute, func() bool { n, _, _ := completed(); return n >= 1 && published.Load() >= triggers/4 }, "no progress before the kill")
-	jobs, err := b.JS.Stream(ctx, b.StreamJobs())
+	ictx, icancel := context.WithTimeout(ctx, 10*time.Second)
+	defer icancel()
+	jobs, err := b.JS.Stream(ictx, b.StreamJobs())
 	if err != nil {
 		t.Fatal(err)
 	}
-	info, err := jobs.Info(ctx)
+	info, err := jobs.Info(ictx)
 	if err != nil || info.Cluster == nil || info.Cluster.Leader == "" {
 		t.Fatalf("jobs stream cluster info: %v", err)
 	}
@@ -174,6 +181,9 @@ type diagnosis struct {
 func diag(ctx context.Context, b *bus.Bus) fmt.Stringer { return diagnosis{ctx, b} }
 
 func (d diagnosis) String() string {
+	ctx, cancel := context.WithTimeout(d.ctx, 10*time.Second)
+	defer cancel()
+	d.ctx = ctx
 	var out strings.Builder
 	for _, st := range []string{d.b.StreamTriggers(), d.b.StreamJobs(), d.b.StreamEvents()} {
 		s, err := d.b.JS.Stream(d.ctx, st)
