@@ -277,6 +277,11 @@ func TestFinishedWhileServerAwayIsNotRunAgain(t *testing.T) {
 	if n := len(f.events(id, events.TypeExecutionCompleted)); n != 1 {
 		t.Fatalf("%d outcomes, want 1", n)
 	}
+	// What the run published while the server was away is published too, not only
+	// the outcome.
+	if n := len(f.events(id, events.TypeStepCompleted)); n != 1 {
+		t.Fatalf("%d step.completed events, want 1: the step's event was lost in the outage", n)
+	}
 }
 
 // startWorkerOn starts a worker like startWorker, on bus b, logging to log, with its

@@ -44,6 +44,7 @@ import (
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/failure"
 	"github.com/skillbus/skillbus/pkg/instruct"
+	"github.com/skillbus/skillbus/pkg/run"
 	"github.com/skillbus/skillbus/pkg/skill"
 	"github.com/skillbus/skillbus/pkg/telemetry"
 	"github.com/skillbus/skillbus/pkg/tool"
@@ -480,7 +481,11 @@ func (w *Worker) settle(ctx context.Context, j *job, d Decision) error {
 			return ctx.Err()
 		case <-time.After(200 * time.Millisecond):
 		}
+		// What the run had queued and the server never acknowledged (progress,
+		// checkpoints) is published again; the outcome is settleOnce's to publish.
+		cut := j.batch
 		j.batch = w.cfg.Bus.Batch()
+		cut.Resend(j.batch, func(m *nats.Msg) bool { return m.Header.Get(bus.HeaderMsgID) == run.OutcomeID(j.data.ExecutionID) })
 	}
 }
 
