@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/internal/natstest"
@@ -325,4 +326,27 @@ func TestHandBacksDoNotUseRetries(t *testing.T) {
 	if info, err := cons.Info(f.ctx); err != nil || info.Delivered.Consumer <= 3 {
 		t.Fatalf("consumer %+v %v: the job was never handed back, so the test proves nothing", info, err)
 	}
+}
+
+// A job handed back many times is still delivered: the workers' consumer has no
+// delivery limit, and one left by an older version with a limit is updated. Under
+// repeated server restarts a job is handed back dozens of times without running; a
+// job past the limit stays in the work queue forever, with no outcome.
+func TestConsumerHasNoDeliveryLimit(t *testing.T) {
+	t.Parallel()
+	f := setup(t, oneStep("hello", "greet", 3))
+	old := jetstream.ConsumerConfig{Durable: "worker-default", FilterSubject: f.b.Subjects.ExecPool("default"),
+		AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Second, MaxDeliver: 64, MaxAckPending: 10000}
+	if _, err := f.b.JS.CreateConsumer(f.ctx, f.b.StreamJobs(), old); err != nil {
+		t.Fatal(err)
+	}
+	f.start()
+	cons, err := f.b.JS.Consumer(f.ctx, f.b.StreamJobs(), "worker-default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := cons.CachedInfo().Config.MaxDeliver; n != -1 {
+		t.Fatalf("MaxDeliver %d: a job handed back that often would be stranded", n)
+	}
+	f.waitEvent(f.job("limitless", "hello"), events.TypeExecutionCompleted)
 }

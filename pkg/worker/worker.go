@@ -217,9 +217,12 @@ func (w *Worker) ConsumerConfig(pool string) jetstream.ConsumerConfig {
 		FilterSubject: w.cfg.Bus.Subjects.ExecPool(pool),
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       w.cfg.AckWait,
-		// The worker dead-letters jobs itself (see CrashAllowance); MaxDeliver is the
-		// broker's safety net should that ever fail.
-		MaxDeliver:    64,
+		// No delivery limit: the worker ends executions itself (retries counted in the
+		// claim, crashes by CrashAllowance). Hand-backs raise the delivery count
+		// without a run (a claim held elsewhere, the grace after a reconnect; under
+		// repeated server restarts, dozens of them), and a job past a limit would
+		// stay in the work queue undelivered, with no outcome, for good.
+		MaxDeliver:    -1,
 		MaxAckPending: 10000,
 	}
 }
