@@ -49,7 +49,8 @@ func TestOneTrace(t *testing.T) {
 	srv := natstest.Start(t)
 	b := srv.Bus(t, bus.Config{})
 	httpTool := tool.NewHTTP(tool.HTTPConfig{})
-	svc, err := bustool.Serve(srv.Conn(t), bustool.ServerConfig{Name: "fetcher"}, bustool.Def{
+	svcConn := srv.Conn(t)
+	svc, err := bustool.Serve(svcConn, bustool.ServerConfig{Name: "fetcher"}, bustool.Def{
 		Tool: tool.Func("fetch", func(ctx context.Context, c tool.Call) (any, error) {
 			return httpTool.Call(ctx, tool.Call{Args: map[string]any{"url": api.URL}})
 		}),
@@ -58,6 +59,11 @@ func TestOneTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer svc.Shutdown(context.Background())
+	// The service's subscriptions reach the server before the call, made on
+	// another connection, looks for a responder.
+	if err := svcConn.Flush(); err != nil {
+		t.Fatal(err)
+	}
 
 	// A publisher with a trace of its own: the trigger joins it.
 	const publisherTrace = "4bf92f3577b34da6a3ce929d0e0e4736"

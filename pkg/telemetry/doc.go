@@ -20,9 +20,13 @@
 // ExtractHeader do the same with plain W3C headers on a NATS request, as bus tools
 // use them.
 //
-// Spans follow the OpenTelemetry messaging conventions: StartPublish for a producer,
-// StartReceive/StartProcess for a consumer, StartSettle for an ack, nak or term, and
-// StartStep for a step of a skill. End records an error with its failure class.
+// Spans follow the OpenTelemetry messaging conventions: StartPublish (or
+// StartPublishMsg, which also sets the message's trace headers) for a producer,
+// StartReceive/StartProcess/StartConsume for a consumer, StartDelivery for a job's
+// delivery (which links to the delivery before it, see Delivery), StartSettle for an
+// ack, nak or term, and StartStep for a step of a skill. End records an error with
+// its failure class; Link and LinkSpan make the links of spans that follow from
+// another without being its child (a confirmation resumed hours later).
 //
 // Metrics are OpenTelemetry instruments exported in the Prometheus format; Metrics
 // holds every instrument skillbus defines, and a nil *Metrics records nothing.
