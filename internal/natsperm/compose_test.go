@@ -133,6 +133,9 @@ func TestComposeUsers(t *testing.T) {
 		if pw != dev[r.PasswordVar()] {
 			t.Errorf("service %s: password defaults to %q, the node's to %q", name, pw, dev[r.PasswordVar()])
 		}
+		if s.Environment["OTEL_EXPORTER_OTLP_ENDPOINT"] != "http://jaeger:4318" {
+			t.Errorf("service %s: does not export traces to Jaeger (the shared environment was replaced?)", name)
+		}
 		if s.Environment["SKILLBUS_NATS_URL"] != "nats://nats:4222" {
 			t.Errorf("service %s: SKILLBUS_NATS_URL %q", name, s.Environment["SKILLBUS_NATS_URL"])
 		}
