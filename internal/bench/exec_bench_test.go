@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"syscall"
 	"testing"
 	"time"
 
@@ -12,9 +13,9 @@ import (
 
 // BenchmarkExecution drives b.N executions through a fleet and through the minimal
 // pipeline, each on its own embedded server, a window of 256 unfinished at once.
-// allocs/op and B/op are per execution and count the whole process — server,
-// router, worker and the driver — so, unlike exec/s on a shared machine, they do
-// not depend on the load: `go test ./internal/bench -run - -bench Execution
+// allocs/op, B/op and cpu-µs/op (user and system CPU time, from getrusage) are per
+// execution and count the whole process — server, router, worker and the driver —
+// so, unlike exec/s on a shared machine, they hardly depend on the load: `go test ./internal/bench -run - -bench Execution
 // -benchmem -benchtime 5000x`.
 func BenchmarkExecution(b *testing.B) {
 	cfg := Config{Concurrency: 64, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
@@ -55,6 +56,7 @@ func drive(b *testing.B, sys system, results <-chan int) {
 		}
 	}()
 	b.ReportAllocs()
+	cpu0 := cpuTime()
 	b.ResetTimer()
 	for i := range b.N {
 		window <- struct{}{}
@@ -68,4 +70,14 @@ func drive(b *testing.B, sys system, results <-chan int) {
 		b.Fatal("executions did not finish")
 	}
 	b.StopTimer()
+	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+}
+
+// cpuTime is the user and system CPU time this process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
