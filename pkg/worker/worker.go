@@ -353,13 +353,13 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 		return err
 	}
 	nm := &nats.Msg{Subject: msg.Subject(), Header: msg.Headers(), Data: msg.Data()}
-	e, err := bus.Decode(nm)
+	e, err := bus.DecodeFast(nm)
 	if err != nil {
 		return w.poison(ctx, msg, err)
 	}
-	j := &job{msg: msg, meta: bus.MetaOf(e), attempt: md.NumDelivered, batch: w.cfg.Bus.Batch(), start: time.Now(),
+	j := &job{msg: msg, meta: e.Meta(), attempt: md.NumDelivered, batch: w.cfg.Bus.Batch(), start: time.Now(),
 		delivery: strconv.FormatUint(md.Sequence.Stream, 10) + "." + strconv.FormatUint(md.NumDelivered, 10)}
-	if err := json.Unmarshal(e.Data(), &j.data); err != nil || j.data.ExecutionID == "" || j.data.Skill.Name == "" {
+	if err := json.Unmarshal(e.Data, &j.data); err != nil || j.data.ExecutionID == "" || j.data.Skill.Name == "" {
 		if err == nil {
 			err = errors.New("job has no execution_id or skill")
 		}
