@@ -401,10 +401,12 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 			return w.fail(ctx, j, "", failure.Fatalf("inputs are not a JSON object: %v", err))
 		}
 	}
-	w.emit(j, events.TypeExecutionStarted, "", events.ExecutionStarted{
-		ExecutionID: j.data.ExecutionID, Skill: j.skill.Name, Version: j.skill.Version,
-		Inputs: j.data.Inputs, Attempt: j.attempt, Worker: w.cfg.Name,
-	})
+	if w.emits(j, events.TypeExecutionStarted) {
+		w.emit(j, events.TypeExecutionStarted, "", events.ExecutionStarted{
+			ExecutionID: j.data.ExecutionID, Skill: j.skill.Name, Version: j.skill.Version,
+			Inputs: j.data.Inputs, Attempt: j.attempt, Worker: w.cfg.Name,
+		})
+	}
 
 	answers := make(map[string]workflow.Answer, len(j.data.Answers))
 	for step, a := range j.data.Answers {
