@@ -46,19 +46,33 @@ type baseline struct {
 }
 
 func runBaseline(ctx context.Context, cfg Config, shape Shape, msgBytes int) (Result, error) {
-	_, nc, cleanup, err := server(cfg)
+	b, err := startBaseline(ctx, cfg, shape, msgBytes)
 	if err != nil {
 		return Result{}, err
+	}
+	defer b.stop()
+	return measure(ctx, cfg, shape.String(), b, b.results)
+}
+
+// startBaseline starts the pipeline of shape with messages of msgBytes.
+func startBaseline(ctx context.Context, cfg Config, shape Shape, msgBytes int) (_ *baseline, err error) {
+	_, nc, cleanup, err := server(cfg)
+	if err != nil {
+		return nil, err
 	}
 	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(16384))
 	if err != nil {
 		cleanup()
-		return Result{}, err
+		return nil, err
 	}
 	// Pad the data so a message is as large as skillbus's average, headers included.
 	pad := max(0, msgBytes-60)
 	b := &baseline{nc: nc, js: js, pad: []byte(`"` + strings.Repeat("x", pad) + `"`), cleanup: cleanup}
-	defer b.stop()
+	defer func() {
+		if err != nil {
+			b.stop()
+		}
+	}()
 	streams := []jetstream.StreamConfig{
 		{Name: "BASE_TRIGGERS", Subjects: []string{"base.trigger.>"}, Storage: cfg.Storage, Duplicates: 2 * time.Minute},
 		{Name: "BASE_JOBS", Subjects: []string{"base.exec.>"}, Storage: cfg.Storage, Retention: jetstream.WorkQueuePolicy, Duplicates: 2 * time.Minute},
@@ -66,7 +80,7 @@ func runBaseline(ctx context.Context, cfg Config, shape Shape, msgBytes int) (Re
 	}
 	for _, sc := range streams {
 		if _, err := js.CreateOrUpdateStream(ctx, sc); err != nil {
-			return Result{}, err
+			return nil, err
 		}
 	}
 	consumer := func(stream, name, filter string) (jetstream.Consumer, error) {
@@ -77,11 +91,11 @@ func runBaseline(ctx context.Context, cfg Config, shape Shape, msgBytes int) (Re
 	}
 	rc, err := consumer("BASE_TRIGGERS", "router", "base.trigger.>")
 	if err != nil {
-		return Result{}, err
+		return nil, err
 	}
 	wc, err := consumer("BASE_JOBS", "worker", "base.exec.>")
 	if err != nil {
-		return Result{}, err
+		return nil, err
 	}
 
 	// The "router": (the decision, create-only, acknowledged first,) the job, then
@@ -116,9 +130,9 @@ func runBaseline(ctx context.Context, cfg Config, shape Shape, msgBytes int) (Re
 		}
 	})
 	if err != nil {
-		return Result{}, err
+		return nil, err
 	}
-	return measure(ctx, cfg, shape.String(), b, results)
+	return b, nil
 }
 
 func (b *baseline) publish(subject, id, stage string, opts ...jetstream.PublishOpt) jetstream.PubAckFuture {
@@ -188,6 +202,7 @@ func (b *baseline) stop() {
 	if b.sub != nil {
 		_ = b.sub.Unsubscribe()
 		close(b.results)
+		b.sub = nil
 	}
 	for _, it := range b.its {
 		it.Stop()

@@ -61,61 +61,75 @@ type skillbusSystem struct {
 // runSkillbus measures skillbus running sk end to end: an embedded server, a router
 // and a worker in this process, triggers published with plain nats.go.
 func runSkillbus(ctx context.Context, cfg Config, name string, sk *skill.Skill, level events.Level) (Result, error) {
-	_, nc, cleanup, err := server(cfg)
+	s, err := startSkillbus(ctx, cfg, sk, level, cfg.Executions+cfg.Samples)
 	if err != nil {
 		return Result{}, err
 	}
-	s := &skillbusSystem{stops: []func(){cleanup}}
 	defer s.stop()
+	return measure(ctx, cfg, name, s, s.results)
+}
+
+// startSkillbus starts a fleet running sk that reports the first total triggers'
+// results.
+func startSkillbus(ctx context.Context, cfg Config, sk *skill.Skill, level events.Level, total int) (_ *skillbusSystem, err error) {
+	_, nc, cleanup, err := server(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &skillbusSystem{stops: []func(){cleanup}}
+	defer func() {
+		if err != nil {
+			s.stop()
+		}
+	}()
 	b, err := bus.New(nc, bus.Config{Storage: cfg.Storage})
 	if err != nil {
-		return Result{}, err
+		return nil, err
 	}
 	s.b, s.js = b, b.JS
 	if err := b.Ensure(ctx); err != nil {
-		return Result{}, err
+		return nil, err
 	}
 	kv, err := b.KV(ctx, b.BucketSkills())
 	if err != nil {
-		return Result{}, err
+		return nil, err
 	}
 	s.skill = sk.Name
 	v, _ := json.Marshal(sk)
 	if _, err := kv.Put(ctx, sk.Name, v); err != nil {
-		return Result{}, err
+		return nil, err
 	}
 	rcat, err := catalog.Watch(ctx, kv, cfg.Log)
 	if err != nil {
-		return Result{}, err
+		return nil, err
 	}
 	s.stops = append(s.stops, rcat.Stop)
 	r, err := router.New(router.Config{Bus: b, Catalog: rcat, Log: cfg.Log, Concurrency: cfg.Concurrency})
 	if err != nil {
-		return Result{}, err
+		return nil, err
 	}
 	if err := r.Start(ctx); err != nil {
-		return Result{}, err
+		return nil, err
 	}
 	s.stops = append(s.stops, func() { r.Stop(context.Background()) })
 	wcat, err := catalog.Watch(ctx, kv, cfg.Log)
 	if err != nil {
-		return Result{}, err
+		return nil, err
 	}
 	s.stops = append(s.stops, wcat.Stop)
 	eng, err := workflow.New(workflow.Config{Tools: tool.Builtins(tool.HTTPConfig{}, tool.ExecConfig{}), Log: cfg.Log})
 	if err != nil {
-		return Result{}, err
+		return nil, err
 	}
 	w, err := worker.New(worker.Config{Bus: b, Catalog: wcat, Engine: eng, Log: cfg.Log, Concurrency: cfg.Concurrency, Events: level})
 	if err != nil {
-		return Result{}, err
+		return nil, err
 	}
 	if err := w.Start(ctx); err != nil {
-		return Result{}, err
+		return nil, err
 	}
 	s.stops = append(s.stops, func() { w.Stop(context.Background()) })
 
-	total := cfg.Executions + cfg.Samples
 	s.ids = make(map[string]int, total)
 	for i := range total {
 		s.ids[events.ExecutionID("/bench", strconv.Itoa(i), sk.Name)] = i
@@ -127,9 +141,9 @@ func runSkillbus(ctx context.Context, cfg Config, name string, sk *skill.Skill, 
 		}
 	})
 	if err != nil {
-		return Result{}, err
+		return nil, err
 	}
-	return measure(ctx, cfg, name, s, s.results)
+	return s, nil
 }
 
 func (s *skillbusSystem) trigger(ctx context.Context, i int) error {

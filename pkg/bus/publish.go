@@ -47,19 +47,25 @@ func (e Event) Msg(subject string) (*nats.Msg, error) {
 	if err != nil {
 		return nil, fmt.Errorf("event %s: data: %w", e.Type, err)
 	}
-	h := make(nats.Header, 11)
-	h[HeaderMsgID] = []string{e.ID}
-	h["ce-specversion"] = []string{"1.0"}
-	h["ce-id"] = []string{e.ID}
-	h["ce-source"] = []string{e.Source}
-	h["ce-type"] = []string{e.Type}
-	h["ce-time"] = []string{time.Now().UTC().Format(time.RFC3339Nano)}
-	h[HeaderContentType] = []string{"application/json"}
+	// One backing array holds every header's value: a header costs no allocation of
+	// its own. Each value's slice is capped at its length, so a later Header.Add
+	// copies instead of overwriting the next header's value.
+	vals := make([]string, 0, 12)
+	h := make(nats.Header, 12)
 	set := func(k, v string) {
 		if v != "" {
-			h[k] = []string{v}
+			vals = append(vals, v)
+			n := len(vals)
+			h[k] = vals[n-1 : n : n]
 		}
 	}
+	set(HeaderMsgID, e.ID)
+	set("ce-specversion", "1.0")
+	set("ce-id", e.ID)
+	set("ce-source", e.Source)
+	set("ce-type", e.Type)
+	set("ce-time", time.Now().UTC().Format(time.RFC3339Nano))
+	set(HeaderContentType, "application/json")
 	set(ceHeaderPrefix+events.ExtCorrelationID, e.Meta.CorrelationID)
 	set(ceHeaderPrefix+events.ExtCausationID, e.Meta.CausationID)
 	set(ceHeaderPrefix+events.ExtExecutionID, e.Meta.ExecutionID)

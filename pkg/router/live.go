@@ -106,38 +106,35 @@ func (l *live) stop() {
 }
 
 func (l *live) terminal(ctx context.Context, m jetstream.Msg) {
-	e, err := bus.Decode(&nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
+	e, err := bus.DecodeFast(&nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
 	if err != nil {
 		return
 	}
+	// Only these fields are read: the outputs and the log the outcome carries are
+	// skipped, not decoded.
+	var d struct {
+		ExecutionID  string `json:"execution_id"`
+		ActivationID string `json:"activation_id"`
+		Skill        string `json:"skill"`
+		Version      string `json:"version"`
+		Error        string `json:"error"`
+	}
+	if !events.Outcome(e.Type) || json.Unmarshal(e.Data, &d) != nil {
+		return
+	}
 	var res events.ActivationResult
-	var actID, name, version string
+	actID, name, version := d.ActivationID, d.Skill, d.Version
 	ok, ended := false, true
-	switch e.Type() {
+	switch e.Type {
 	case events.TypeExecutionFallback:
 		// The skill failed; the activation goes on with the next skill of the chain,
 		// whose own outcome ends it.
-		var d events.ExecutionFallback
-		if e.DataAs(&d) != nil {
-			return
-		}
-		name, version, ended = d.Skill, d.Version, false
+		actID, ended = "", false
 	case events.TypeExecutionCompleted:
-		var d events.ExecutionCompleted
-		if e.DataAs(&d) != nil {
-			return
-		}
-		actID, name, version, ok = d.ActivationID, d.Skill, d.Version, true
+		ok = true
 		res = events.ActivationResult{Skill: d.Skill, ExecutionID: d.ExecutionID, Outcome: events.OutcomeCompleted}
 	case events.TypeExecutionFailed:
-		var d events.ExecutionFailed
-		if e.DataAs(&d) != nil {
-			return
-		}
-		actID, name, version = d.ActivationID, d.Skill, d.Version
 		res = events.ActivationResult{Skill: d.Skill, ExecutionID: d.ExecutionID, Outcome: events.OutcomeFailed, Error: d.Error}
-	default:
-		return
 	}
 	l.mu.Lock()
 	t := l.results[name+"@"+version]

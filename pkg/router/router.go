@@ -18,11 +18,11 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
@@ -255,37 +255,37 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 		return r.reject(ctx, msg, ref, events.UnmatchedTooLarge,
 			fmt.Sprintf("trigger is %d bytes; the limit is %d (router --max-event-bytes)", size, r.cfg.MaxEventBytes), size)
 	}
-	e, err := bus.Decode(&nats.Msg{Subject: msg.Subject(), Header: msg.Headers(), Data: msg.Data()})
+	e, err := bus.DecodeFast(&nats.Msg{Subject: msg.Subject(), Header: msg.Headers(), Data: msg.Data()})
 	if err != nil {
 		return r.reject(ctx, msg, ref, events.UnmatchedInvalid, err.Error(), size)
 	}
-	ref.ID, ref.Source, ref.Type = e.ID(), e.Source(), e.Type()
+	ref.ID, ref.Source, ref.Type = e.ID, e.Source, e.Type
 
 	subj := r.cfg.Bus.Subjects
-	req := selector.Request{Type: e.Type()}
-	if err := events.CheckType(e.Type()); err != nil {
+	req := selector.Request{Type: e.Type}
+	if err := events.CheckType(e.Type); err != nil {
 		return r.reject(ctx, msg, ref, events.UnmatchedBadType, err.Error(), size)
 	}
 	if name, ok := subj.SkillFromTrigger(msg.Subject()); ok {
 		req.Skill = name
-	} else if typ, _ := subj.TypeFromTrigger(msg.Subject()); typ != e.Type() {
+	} else if typ, _ := subj.TypeFromTrigger(msg.Subject()); typ != e.Type {
 		return r.reject(ctx, msg, ref, events.UnmatchedBadType,
-			fmt.Sprintf("event type %q does not match its subject %s; publish it on %s", e.Type(), msg.Subject(), subj.Trigger(e.Type())), size)
+			fmt.Sprintf("event type %q does not match its subject %s; publish it on %s", e.Type, msg.Subject(), subj.Trigger(e.Type)), size)
 	}
-	if s, ok := e.Extensions()[events.ExtSkill].(string); ok && s != "" && req.Skill == "" {
+	if s := e.Ext(events.ExtSkill); s != "" && req.Skill == "" {
 		req.Skill = s
 	}
-	inputs, err := inputsOf(e)
+	inputs, obj, err := inputsOf(e)
 	if err != nil {
 		return r.reject(ctx, msg, ref, events.UnmatchedInvalid, err.Error(), size)
 	}
-	req.Text = selector.TextOf(inputs, r.cfg.TextFields)
-	_ = json.Unmarshal(inputs, &req.Data)
+	req.Text = textOf(obj, r.cfg.TextFields)
+	req.Data = obj
 
-	actID := events.ActivationID(e.Source(), e.ID())
-	meta := bus.MetaOf(e)
+	actID := events.ActivationID(e.Source, e.ID)
+	meta := e.Meta()
 	meta.CorrelationID = actID
-	meta.CausationID = e.ID()
+	meta.CausationID = e.ID
 	if tp, ts := telemetry.Inject(ctx); tp != "" {
 		meta.TraceParent, meta.TraceState = tp, ts
 	}
@@ -334,11 +334,11 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 	decided := bus.Event{ID: actID + ".route.decided", Source: r.cfg.Source, Type: events.TypeRouteDecided, Meta: meta, Data: data}
 
 	depth := 0
-	if d, ok := e.Extensions()["skilldepth"].(string); ok {
+	if d := e.Ext("skilldepth"); d != "" {
 		depth, _ = strconv.Atoi(d)
 	}
 	running := d.Running()
-	live := e.Extensions()[events.ExtProgress] == events.ProgressLive
+	live := e.Ext(events.ExtProgress) == events.ProgressLive
 	jobs := make([]*nats.Msg, 0, len(running))
 	for i, name := range running {
 		sr := refOf(name)
@@ -485,7 +485,7 @@ func candidates(d *selector.Decision) []events.Candidate {
 	return out
 }
 
-func skillRef(c selector.Candidate, e *event.Event) events.SkillRef {
+func skillRef(c selector.Candidate, e *bus.Binary) events.SkillRef {
 	s := c.Skill
 	v := s.Version
 	if v == "" {
@@ -496,7 +496,7 @@ func skillRef(c selector.Candidate, e *event.Event) events.SkillRef {
 		Version:     v,
 		Digest:      s.Digest,
 		Pool:        s.PoolName(),
-		ExecutionID: events.ExecutionID(e.Source(), e.ID(), s.Name),
+		ExecutionID: events.ExecutionID(e.Source, e.ID, s.Name),
 		Source:      c.Source,
 		Score:       c.Score,
 	}
@@ -511,25 +511,41 @@ func shortDigest(s *skill.Skill) string {
 
 // inputsOf turns the trigger's data into the skill's inputs: a JSON object is used as
 // it is; no data is an empty object; any other JSON value, or non-JSON data, is
-// wrapped as {"data": value}.
-func inputsOf(e *event.Event) (json.RawMessage, error) {
-	data := e.Data()
+// wrapped as {"data": value}. obj is the inputs decoded, read once for routing.
+func inputsOf(e *bus.Binary) (_ json.RawMessage, obj map[string]any, _ error) {
+	data := e.Data
 	if len(data) == 0 {
-		return json.RawMessage("{}"), nil
+		return json.RawMessage("{}"), map[string]any{}, nil
 	}
 	var v any
 	if err := json.Unmarshal(data, &v); err != nil {
 		if mt := e.DataMediaType(); mt == "" || mt == "application/json" || mt == "text/json" {
-			return nil, fmt.Errorf("data is not valid JSON (datacontenttype %q): %v", e.DataContentType(), err)
+			return nil, nil, fmt.Errorf("data is not valid JSON (datacontenttype %q): %v", e.ContentType, err)
 		}
 		b, _ := json.Marshal(map[string]string{"data": string(data)})
-		return b, nil
+		_ = json.Unmarshal(b, &obj) // as the skill will read it (invalid UTF-8 replaced)
+		return b, obj, nil
 	}
-	if _, ok := v.(map[string]any); ok {
-		return json.RawMessage(data), nil
+	if m, ok := v.(map[string]any); ok {
+		return json.RawMessage(data), m, nil
 	}
-	b, err := json.Marshal(map[string]any{"data": v})
-	return b, err
+	obj = map[string]any{"data": v}
+	b, err := json.Marshal(obj)
+	return b, obj, err
+}
+
+// textOf is selector.TextOf over inputs already decoded: the first of fields
+// (selector.DefaultTextFields when nil) that holds a non-blank string.
+func textOf(obj map[string]any, fields []string) string {
+	if fields == nil {
+		fields = selector.DefaultTextFields
+	}
+	for _, f := range fields {
+		if s, ok := obj[f].(string); ok && strings.TrimSpace(s) != "" {
+			return s
+		}
+	}
+	return ""
 }
 
 // reject terminates a poison trigger after recording it: the raw message goes to the

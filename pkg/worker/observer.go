@@ -22,6 +22,9 @@ func (o *observer) id(st *skill.Step, what string) string {
 }
 
 func (o *observer) StepStarted(st *skill.Step, kind string) {
+	if !o.w.emits(o.j, events.TypeStepStarted) {
+		return
+	}
 	o.w.emitID(o.j, o.id(st, "started"), events.TypeStepStarted, events.StepStarted{
 		ExecutionID: o.j.data.ExecutionID, StepID: st.ID, StepType: kind, Tool: st.Tool,
 	})

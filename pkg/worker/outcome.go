@@ -259,6 +259,13 @@ func (w *Worker) emit(j *job, typ, tag string, data any) {
 	w.emitID(j, id, typ, data)
 }
 
+// emits reports whether an event of type typ goes anywhere: persisted at the
+// fleet's events level, or live because someone follows the activation. Progress
+// events are built only when it does.
+func (w *Worker) emits(j *job, typ string) bool {
+	return j.data.Live || w.cfg.Events.Persisted(typ)
+}
+
 func (w *Worker) emitID(j *job, id, typ string, data any) {
 	_ = w.publish(j, id, typ, data, w.cfg.Events.Persisted(typ))
 }

@@ -364,15 +364,15 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 		return err
 	}
 	nm := &nats.Msg{Subject: msg.Subject(), Header: msg.Headers(), Data: msg.Data()}
-	e, err := bus.Decode(nm)
+	e, err := bus.DecodeFast(nm)
 	if err != nil {
 		return w.poison(ctx, msg, err)
 	}
 	// The attempt is 1 on the fast path; the claim path reads it from the claim
 	// (the delivery count is no record of retries: see claim.go).
-	j := &job{msg: msg, meta: bus.MetaOf(e), attempt: 1, batch: w.cfg.Bus.Batch(), start: time.Now(),
+	j := &job{msg: msg, meta: e.Meta(), attempt: 1, batch: w.cfg.Bus.Batch(), start: time.Now(),
 		delivery: strconv.FormatUint(md.Sequence.Stream, 10) + "." + nuid.Next()}
-	if err := json.Unmarshal(e.Data(), &j.data); err != nil || j.data.ExecutionID == "" || j.data.Skill.Name == "" {
+	if err := json.Unmarshal(e.Data, &j.data); err != nil || j.data.ExecutionID == "" || j.data.Skill.Name == "" {
 		if err == nil {
 			err = errors.New("job has no execution_id or skill")
 		}
@@ -417,10 +417,12 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 			return w.fail(ctx, j, "", failure.Fatalf("inputs are not a JSON object: %v", err))
 		}
 	}
-	w.emit(j, events.TypeExecutionStarted, "", events.ExecutionStarted{
-		ExecutionID: j.data.ExecutionID, Skill: j.skill.Name, Version: j.skill.Version,
-		Inputs: j.data.Inputs, Attempt: j.attempt, Worker: w.cfg.Name,
-	})
+	if w.emits(j, events.TypeExecutionStarted) {
+		w.emit(j, events.TypeExecutionStarted, "", events.ExecutionStarted{
+			ExecutionID: j.data.ExecutionID, Skill: j.skill.Name, Version: j.skill.Version,
+			Inputs: j.data.Inputs, Attempt: j.attempt, Worker: w.cfg.Name,
+		})
+	}
 
 	answers := make(map[string]workflow.Answer, len(j.data.Answers))
 	for step, a := range j.data.Answers {

@@ -1,0 +1,83 @@
+package bench
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/skillbus/skillbus/events"
+)
+
+// BenchmarkExecution drives b.N executions through a fleet and through the minimal
+// pipeline, each on its own embedded server, a window of 256 unfinished at once.
+// allocs/op, B/op and cpu-µs/op (user and system CPU time, from getrusage) are per
+// execution and count the whole process — server, router, worker and the driver —
+// so, unlike exec/s on a shared machine, they hardly depend on the load: `go test ./internal/bench -run - -bench Execution
+// -benchmem -benchtime 5000x`.
+func BenchmarkExecution(b *testing.B) {
+	cfg := Config{Concurrency: 64, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	cfg.defaults()
+	b.Run("minimal", func(b *testing.B) {
+		sys, err := startBaseline(context.Background(), cfg, Minimal, 870)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer sys.stop()
+		drive(b, sys, sys.results)
+	})
+	for _, level := range []events.Level{events.LevelSteps, events.LevelFull} {
+		b.Run("skillbus-"+string(level), func(b *testing.B) {
+			sys, err := startSkillbus(context.Background(), cfg, noopSkill, level, b.N)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer sys.stop()
+			drive(b, sys, sys.results)
+		})
+	}
+}
+
+// drive publishes b.N triggers, at most 256 unfinished, and waits for every result.
+func drive(b *testing.B, sys system, results <-chan int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	window := make(chan struct{}, 256)
+	done := make(chan struct{})
+	go func() {
+		n := 0
+		for range results {
+			<-window
+			if n++; n == b.N {
+				close(done)
+			}
+		}
+	}()
+	b.ReportAllocs()
+	cpu0 := cpuTime()
+	b.ResetTimer()
+	for i := range b.N {
+		window <- struct{}{}
+		if err := sys.trigger(ctx, i); err != nil {
+			b.Fatal(err)
+		}
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+		b.Fatal("executions did not finish")
+	}
+	b.StopTimer()
+	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+}
+
+// cpuTime is the user and system CPU time this process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

@@ -1,0 +1,179 @@
+package bus
+
+import (
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go"
+
+	"github.com/skillbus/skillbus/events"
+)
+
+// Binary is a CloudEvent as the hot path reads it: its attributes as strings, its
+// extensions as header values, its data as the message's payload. It carries exactly
+// what Decode's *event.Event would for the same message, without the CloudEvents
+// SDK's per-attribute parsing, boxing and validation maps, which cost more than the
+// rest of a job's handling.
+type Binary struct {
+	ID, Source, Type, Subject string
+	// ContentType is the datacontenttype ("" when the event has none).
+	ContentType string
+	Data        []byte
+	// ext holds the extension attributes by lowercase name.
+	ext map[string]string
+	// h holds them as ce- headers when the event was read by DecodeBinary.
+	h nats.Header
+}
+
+// Ext returns the string value of extension attribute name (lowercase), or "".
+func (b *Binary) Ext(name string) string {
+	if b.h != nil {
+		if v := b.h[ceHeaderPrefix+name]; len(v) > 0 {
+			return unescapeHeader(v[0])
+		}
+		return ""
+	}
+	return b.ext[name]
+}
+
+// Meta returns the extension attributes that tie the event to its activation,
+// execution, cause and trace.
+func (b *Binary) Meta() Meta {
+	return Meta{
+		CorrelationID: b.Ext(events.ExtCorrelationID),
+		CausationID:   b.Ext(events.ExtCausationID),
+		ExecutionID:   b.Ext(events.ExtExecutionID),
+		TraceParent:   b.Ext(events.ExtTraceParent),
+		TraceState:    b.Ext(events.ExtTraceState),
+	}
+}
+
+// DataMediaType is the media type of ContentType without its parameters.
+func (b *Binary) DataMediaType() string {
+	mt, _, _ := strings.Cut(b.ContentType, ";")
+	return strings.ToLower(strings.TrimSpace(mt))
+}
+
+// DecodeFast reads m as Decode does and returns the event as a Binary. A plain
+// binary-mode 1.0 event with JSON data — every event skillbus writes, and what
+// most publishers send — is read straight from its headers; anything else goes
+// through Decode, whose errors say what is wrong with it.
+func DecodeFast(m *nats.Msg) (*Binary, error) {
+	if b, ok := decodeBinaryFast(m); ok {
+		return b, nil
+	}
+	e, err := Decode(m)
+	if err != nil {
+		return nil, err
+	}
+	return BinaryOf(e), nil
+}
+
+// BinaryOf returns e's attributes, data and string-valued extensions as a Binary.
+func BinaryOf(e *event.Event) *Binary {
+	b := &Binary{ID: e.ID(), Source: e.Source(), Type: e.Type(), Subject: e.Subject(), ContentType: e.DataContentType(),
+		Data: e.Data(), ext: map[string]string{}}
+	for k, v := range e.Extensions() {
+		if s, ok := v.(string); ok {
+			b.ext[k] = s
+		}
+	}
+	return b
+}
+
+// decodeBinaryFast reads m without the SDK when Decode would accept it and give the
+// same attributes: ce-specversion 1.0; non-blank id, source and type; a source that
+// reads back unchanged as a URI reference; a valid time if any; no data content type
+// other than application/json; every ce- header lowercase. ok is false otherwise.
+func decodeBinaryFast(m *nats.Msg) (_ *Binary, ok bool) {
+	b := &Binary{h: m.Header, Data: m.Data}
+	if len(b.Data) == 0 {
+		b.Data = nil
+	}
+	spec := false
+	for k, v := range m.Header {
+		if len(v) == 0 {
+			continue
+		}
+		switch k {
+		case "ce-specversion":
+			if v[0] != "1.0" {
+				return nil, false
+			}
+			spec = true
+		case "ce-id":
+			b.ID = unescapeHeader(v[0])
+		case "ce-source":
+			b.Source = unescapeHeader(v[0])
+		case "ce-type":
+			b.Type = unescapeHeader(v[0])
+		case "ce-subject":
+			if b.Subject = unescapeHeader(v[0]); strings.TrimSpace(b.Subject) == "" {
+				return nil, false
+			}
+		case "ce-time":
+			if _, err := time.Parse(time.RFC3339Nano, unescapeHeader(v[0])); err != nil {
+				return nil, false
+			}
+		case HeaderContentType:
+			if v[0] != "application/json" {
+				return nil, false
+			}
+			b.ContentType = v[0]
+		case "ce-datacontenttype", "ce-dataschema":
+			return nil, false
+		default:
+			if len(k) >= 3 && strings.EqualFold(k[:3], ceHeaderPrefix) && k[:3] != ceHeaderPrefix ||
+				strings.EqualFold(k, HeaderContentType) && k != HeaderContentType {
+				return nil, false // not the spelling this reader looks up
+			}
+			if strings.HasPrefix(k, ceHeaderPrefix) && !validExtName(k[len(ceHeaderPrefix):]) {
+				return nil, false // the SDK drops it; let it
+			}
+		}
+	}
+	if !spec || strings.TrimSpace(b.ID) == "" || strings.TrimSpace(b.Type) == "" || !plainSource(b.Source) {
+		return nil, false
+	}
+	return b, true
+}
+
+// validExtName is the CloudEvents attribute name rule the SDK applies to extensions:
+// lowercase letters and digits.
+func validExtName(n string) bool {
+	if n == "" {
+		return false
+	}
+	for i := 0; i < len(n); i++ {
+		if c := n[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// plainSource reports whether s is a non-blank URI reference that the SDK reads back
+// unchanged, so Source is what Decode's e.Source() would be.
+func plainSource(s string) bool {
+	if strings.TrimSpace(s) == "" {
+		return false
+	}
+	// A path of unreserved characters ("/skillbus/router", "/bench") needs no parse.
+	if s[0] == '/' && (len(s) == 1 || s[1] != '/') {
+		plain := true
+		for i := 0; i < len(s); i++ {
+			c := s[i]
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '/' || c == '-' || c == '_' || c == '.' || c == '~') {
+				plain = false
+				break
+			}
+		}
+		if plain {
+			return true
+		}
+	}
+	u, err := url.Parse(s)
+	return err == nil && u.String() == s
+}

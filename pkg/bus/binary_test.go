@@ -1,0 +1,164 @@
+package bus_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/nats-io/nats.go"
+
+	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/pkg/bus"
+)
+
+// view is what the hot path reads of an event.
+type view struct {
+	ID, Source, Type, Subject, ContentType, MediaType, Data string
+	Meta                                                    bus.Meta
+	Skill, Progress                                         string
+}
+
+func viewOf(b *bus.Binary) view {
+	return view{ID: b.ID, Source: b.Source, Type: b.Type, Subject: b.Subject, ContentType: b.ContentType, MediaType: b.DataMediaType(),
+		Data: string(b.Data), Meta: b.Meta(), Skill: b.Ext(events.ExtSkill), Progress: b.Ext(events.ExtProgress)}
+}
+
+// decodeFastAgrees checks that DecodeFast accepts what Decode accepts, rejects what
+// it rejects, and reads the same attributes from it.
+func decodeFastAgrees(t *testing.T, m *nats.Msg) {
+	t.Helper()
+	fast, ferr := bus.DecodeFast(m)
+	e, err := bus.Decode(m)
+	if (err == nil) != (ferr == nil) {
+		t.Fatalf("Decode error %v, DecodeFast error %v", err, ferr)
+	}
+	if err != nil {
+		return
+	}
+	if d := cmp.Diff(viewOf(bus.BinaryOf(e)), viewOf(fast)); d != "" {
+		t.Fatalf("DecodeFast reads another event than Decode (-Decode +DecodeFast)\n%s", d)
+	}
+}
+
+func TestDecodeFastReadsWhatItWrote(t *testing.T) {
+	t.Parallel()
+	m, err := bus.Event{ID: "e1.job", Source: "/skillbus/router", Type: events.TypeJob,
+		Meta: bus.Meta{CorrelationID: "a1", CausationID: "c1", ExecutionID: "e1", TraceParent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"},
+		Data: map[string]any{"execution_id": "e1"}}.Msg("skillbus.exec.default.x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := bus.DecodeFast(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := view{ID: "e1.job", Source: "/skillbus/router", Type: events.TypeJob, ContentType: "application/json", MediaType: "application/json",
+		Data: `{"execution_id":"e1"}`, Meta: bus.Meta{CorrelationID: "a1", CausationID: "c1", ExecutionID: "e1", TraceParent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}
+	if d := cmp.Diff(want, viewOf(b)); d != "" {
+		t.Fatalf("(-want +got)\n%s", d)
+	}
+	decodeFastAgrees(t, m)
+}
+
+func TestDecodeFastAgreesWithDecode(t *testing.T) {
+	t.Parallel()
+	base := map[string]string{"ce-specversion": "1.0", "ce-id": "1", "ce-source": "/test", "ce-type": "com.example.x"}
+	with := func(kv ...string) map[string]string {
+		h := map[string]string{}
+		for k, v := range base {
+			h[k] = v
+		}
+		for i := 0; i < len(kv); i += 2 {
+			if kv[i+1] == "-" {
+				delete(h, kv[i])
+			} else {
+				h[kv[i]] = kv[i+1]
+			}
+		}
+		return h
+	}
+	for name, h := range map[string]map[string]string{
+		"plain":                 base,
+		"json":                  with("Content-Type", "application/json", "ce-time", "2026-01-02T03:04:05.123Z"),
+		"other content type":    with("Content-Type", "text/plain; charset=utf-8"),
+		"uppercase content":     with("content-type", "application/JSON"),
+		"structured, no spec":   with("ce-specversion", "-"),
+		"spec 0.3":              with("ce-specversion", "0.3"),
+		"blank id":              with("ce-id", " "),
+		"no type":               with("ce-type", "-"),
+		"escaped source":        with("ce-source", "/orders%20eu/caf%C3%A9"),
+		"absolute source":       with("ce-source", "https://example.com/a?b=c"),
+		"uppercase scheme":      with("ce-source", "HTTPS://example.com/a"),
+		"bad source":            with("ce-source", "http://x:port"),
+		"bad time":              with("ce-time", "yesterday"),
+		"subject":               with("ce-subject", "s/1"),
+		"blank subject":         with("ce-subject", " "),
+		"extensions":            with("ce-skill", "noop", "ce-progress", "live", "ce-correlationid", "a%201"),
+		"bad extension name":    with("ce-skill_name", "x"),
+		"mixed case header":     with("Ce-Skill", "noop"),
+		"datacontenttype":       with("ce-datacontenttype", "application/json"),
+		"dataschema":            with("ce-dataschema", "https://example.com/s"),
+		"escaped id and type":   with("ce-id", "a%20b", "ce-type", "com.example.%41"),
+		"percent without digit": with("ce-source", "/a%zz"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			decodeFastAgrees(t, binaryMsg(h, `{"a":1}`))
+			decodeFastAgrees(t, binaryMsg(h, ""))
+		})
+	}
+}
+
+func FuzzDecodeFast(f *testing.F) {
+	f.Add("1.0", "1", "/test", "com.example.x", "application/json", "2026-01-02T03:04:05Z", "ce-skill", "noop", `{"a":1}`)
+	f.Add("1.0", "a%20b", "HTTPS://x/y", "t", "", "", "Ce-X", "y", "")
+	f.Add("0.3", " ", "//x", "t", "text/plain", "now", "ce-bad_name", "", "x")
+	f.Fuzz(func(t *testing.T, spec, id, source, typ, ct, tm, ek, ev, data string) {
+		m := nats.NewMsg("skillbus.trigger.x")
+		set := func(k, v string) {
+			if v != "" {
+				m.Header[k] = []string{v}
+			}
+		}
+		set("ce-specversion", spec)
+		set("ce-id", id)
+		set("ce-source", source)
+		set("ce-type", typ)
+		set("Content-Type", ct)
+		set("ce-time", tm)
+		if ek != "" {
+			set(ek, ev)
+		}
+		m.Data = []byte(data)
+		decodeFastAgrees(t, m)
+	})
+}
+
+func BenchmarkDecode(b *testing.B) {
+	m, err := bus.Event{ID: "e1.job", Source: "/skillbus/router", Type: events.TypeJob,
+		Meta: bus.Meta{CorrelationID: "a1", CausationID: "c1", ExecutionID: "e1"},
+		Data: map[string]any{"execution_id": "e1"}}.Msg("skillbus.exec.default.x")
+	if err != nil {
+		b.Fatal(err)
+	}
+	m.Header["ce-time"] = []string{time.Now().UTC().Format(time.RFC3339Nano)}
+	b.Run("sdk", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			e, err := bus.Decode(m)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_ = bus.MetaOf(e)
+		}
+	})
+	b.Run("fast", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			e, err := bus.DecodeFast(m)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_ = e.Meta()
+		}
+	})
+}
