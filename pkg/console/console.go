@@ -29,6 +29,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -177,7 +178,12 @@ func (c *Console) apply(m jetstream.Msg) {
 	if err != nil {
 		return
 	}
-	ids := c.idx.Apply(m.Headers().Get("ce-type"), m.Data(), md.Timestamp)
+	var ids []string
+	// A scheduled confirmation timeout is no answer until it fires (then it is
+	// published again on the confirmation.recorded subject).
+	if !strings.Contains(m.Subject(), ".confirmation.timeout.") {
+		ids = c.idx.Apply(m.Headers().Get("ce-type"), m.Data(), md.Timestamp)
+	}
 	c.hub.mark(ids)
 	c.applied.Add(1)
 	if md.Sequence.Stream >= c.lastSeq {

@@ -66,6 +66,9 @@ var funcs = template.FuncMap{
 		return prettyJSON(v)
 	},
 	"join": strings.Join,
+	// excerpt shows a result excerpt (JSON that encoding/json wrote) with the
+	// characters it escapes for HTML as themselves: the template escapes them.
+	"excerpt": strings.NewReplacer(`\u003c`, "<", `\u003e`, ">", `\u0026`, "&").Replace,
 	"dict": func(kv ...any) map[string]any {
 		m := make(map[string]any, len(kv)/2)
 		for i := 0; i+1 < len(kv); i += 2 {
@@ -76,7 +79,8 @@ var funcs = template.FuncMap{
 	"lower": strings.ToLower,
 }
 
-// prettyJSON indents v as JSON, at most 64 KiB of it.
+// prettyJSON indents v as JSON, at most 64 KiB of it. Characters that encoding/json
+// escapes for HTML (<, >, &) are shown as themselves: the templates escape them.
 func prettyJSON(v any) string {
 	var raw []byte
 	switch x := v.(type) {
@@ -90,15 +94,26 @@ func prettyJSON(v any) string {
 		raw, _ = json.Marshal(v)
 	}
 	var out bytes.Buffer
-	if json.Indent(&out, raw, "", "  ") != nil {
-		out.Reset()
+	var val any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if dec.Decode(&val) == nil {
+		enc := json.NewEncoder(&out)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		if enc.Encode(val) != nil {
+			out.Reset()
+			out.Write(raw)
+		}
+	} else {
 		out.Write(raw)
 	}
+	s := strings.TrimRight(out.String(), "\n")
 	const limit = 64 << 10
-	if out.Len() > limit {
-		return out.String()[:limit] + fmt.Sprintf("\n… (%d more bytes)", out.Len()-limit)
+	if len(s) > limit {
+		return s[:limit] + fmt.Sprintf("\n… (%d more bytes)", len(s)-limit)
 	}
-	return out.String()
+	return s
 }
 
 func parsePages() (*pages, error) {

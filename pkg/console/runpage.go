@@ -93,6 +93,10 @@ func (c *Console) loadRun(ctx context.Context, id string) (*runView, error) {
 	for _, m := range msgs {
 		typ := m.Header.Get("ce-type")
 		ev := eventView{Time: m.time, Kind: events.Kind(typ), Data: prettyJSON(m.Data)}
+		if strings.Contains(m.Subject, ".confirmation.timeout.") {
+			ev.Kind = "confirmation.timeout (scheduled)"
+			typ = ""
+		}
 		var d map[string]any
 		_ = json.Unmarshal(m.Data, &d)
 		ev.Summary = summarize(d)
