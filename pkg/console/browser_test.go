@@ -60,7 +60,7 @@ func (b *browser) run(actions ...chromedp.Action) {
 func (b *browser) screenshot(name string) {
 	b.t.Helper()
 	var png []byte
-	b.run(chromedp.FullScreenshot(&png, 100) // 100: PNG)
+	b.run(chromedp.FullScreenshot(&png, 100)) // quality 100 makes a PNG
 	p := filepath.Join(b.out, name+".png")
 	if err := os.WriteFile(p, png, 0o644); err != nil {
 		b.t.Fatal(err)
