@@ -91,6 +91,18 @@ func TestBrowserLiveListRunPageAndConfirmation(t *testing.T) {
 	if !same {
 		t.Fatal("the page was reloaded to show the run")
 	}
+	// A run that fails turns red, live.
+	failed := f.trigger("com.example.fail", "fails", "x")
+	b.run(chromedp.WaitVisible(`#run-`+failed+`.state-failed`, chromedp.ByQuery))
+	var red string
+	b.run(chromedp.Evaluate(`getComputedStyle(document.querySelector("#run-`+failed+` td")).backgroundColor`, &red))
+	if red != "rgb(254, 242, 242)" {
+		t.Errorf("a failed run's row is %s, not red", red)
+	}
+	b.run(chromedp.Evaluate(`window.__sameDocument === true`, &same))
+	if !same {
+		t.Fatal("the page was reloaded to show the failure")
+	}
 	var count string
 	b.run(chromedp.Text(`#counts a[data-state="completed"] .n`, &count, chromedp.ByQuery))
 	if count != "1" {

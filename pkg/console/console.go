@@ -61,8 +61,8 @@ type Config struct {
 	// FlushInterval is how often live updates are sent to the open pages, batched.
 	// Default 250ms.
 	FlushInterval time.Duration
-	// MaxBatch bounds the rows of one live update; the newest win, and a page that
-	// needs more reloads its list. Default 200.
+	// MaxBatch bounds the rows of one live update; under a flood the newest runs'
+	// rows are sent and the others catch up when the list reloads. Default 200.
 	MaxBatch int
 	// PageSize is how many runs a page of the list shows. Default 50.
 	PageSize int

@@ -66,6 +66,17 @@ confirmations:
 outputs:
   shipped: "{{ ship.shipped }}"
 `,
+	"fails/skill.yaml": `name: fails
+description: Always fails.
+version: 1.0.0
+max_retries: 0
+triggers:
+  - com.example.fail
+steps:
+  - id: explode
+    compute: |
+      fail("the upstream said no")
+`,
 	"broken/skill.yaml": `name: broken
 description: Has a step with neither tool nor compute.
 steps:

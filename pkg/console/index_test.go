@@ -57,12 +57,16 @@ func TestIndexFollowsARunThroughItsStates(t *testing.T) {
 	}
 }
 
+// fill adds n runs straight into the index (Apply's parsing is tested above): run
+// i of skill-(i%10), started i ms after t0, failed when i%3 == 0.
 func fill(x *Index, n int, t0 time.Time) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
 	for i := range n {
-		exec := fmt.Sprintf("e%06d", i)
-		x.Apply(events.TypeRouteDecided, decided("a"+exec, exec, fmt.Sprintf("skill-%d", i%10)), t0.Add(time.Duration(i)*time.Millisecond))
+		r := x.upsert(fmt.Sprintf("e%06d", i), t0.Add(time.Duration(i)*time.Millisecond))
+		r.Skill = fmt.Sprintf("skill-%d", i%10)
 		if i%3 == 0 {
-			x.Apply(events.TypeExecutionFailed, data(events.ExecutionFailed{ExecutionID: exec, Error: "boom"}), t0.Add(time.Duration(i)*time.Millisecond))
+			r.State = StateFailed
 		}
 	}
 }

@@ -9,8 +9,9 @@ import (
 )
 
 // hub batches the runs that changed and sends each open runs page the rows it
-// shows, a few times a second: a page watching 1,000 updates a second receives a
-// handful of messages, each with the newest rows, instead of 1,000.
+// shows, a few times a second: a page watching 1,000 updates a second receives four
+// messages a second, each with the newest rows, instead of 1,000. A page that cannot
+// keep up (its queue of messages is full) is told to reload its list instead.
 type hub struct {
 	c     *Console
 	mu    sync.Mutex
@@ -110,18 +111,15 @@ func (h *hub) flush() {
 		if len(rows) == 0 {
 			continue
 		}
-		var buf bytes.Buffer
-		if len(rows) > h.c.cfg.MaxBatch {
-			// Too many to merge: the page reloads its list instead.
-			buf.Write(sseFrame("reset", nil))
-		} else {
-			var html bytes.Buffer
-			if err := h.c.pages.fragment(&html, "live-rows", rows); err != nil {
-				h.c.cfg.Log.Error("console: render live rows", "err", err)
-				continue
-			}
-			buf.Write(sseFrame("runs", html.Bytes()))
+		// Under a flood only the newest MaxBatch rows are sent: they are the ones a
+		// page of the newest runs shows; older rows catch up when the list reloads.
+		rows = rows[:min(len(rows), h.c.cfg.MaxBatch)]
+		var buf, html bytes.Buffer
+		if err := h.c.pages.fragment(&html, "live-rows", rows); err != nil {
+			h.c.cfg.Log.Error("console: render live rows", "err", err)
+			continue
 		}
+		buf.Write(sseFrame("runs", html.Bytes()))
 		var counts bytes.Buffer
 		if err := h.c.pages.fragment(&counts, "counts", h.c.countsView(s.f)); err == nil {
 			buf.Write(sseFrame("counts", counts.Bytes()))

@@ -53,6 +53,8 @@ var funcs = template.FuncMap{
 		switch {
 		case v == 0:
 			return ""
+		case v < 1:
+			return strconv.FormatFloat(v, 'f', 2, 64) + " ms"
 		case v < 1000:
 			return strconv.FormatFloat(v, 'f', 1, 64) + " ms"
 		default:

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -155,6 +156,8 @@ func (c *Console) loadRun(ctx context.Context, id string) (*runView, error) {
 			var d events.RouteDecided
 			if json.Unmarshal(m.Data, &d) == nil {
 				v.Decided = &d
+				v.Events = append([]eventView{{Time: m.Time, Kind: events.Kind(events.TypeRouteDecided),
+					Summary: "primary=" + d.Plan.Primary.Name + " candidates=" + strconv.Itoa(len(d.Candidates)), Data: prettyJSON(m.Data)}}, v.Events...)
 				v.Trigger = &triggerView{TriggerRef: d.Trigger}
 				if tp := m.Header.Get("ce-traceparent"); tp != "" && v.TraceID == "" {
 					if parts := strings.Split(tp, "-"); len(parts) == 4 {
