@@ -92,7 +92,7 @@ see docs/routing.md. Run as many as you like: JetStream spreads the triggers bet
 			if err := ensure(cmd.Context(), b, ensureStreams, log); err != nil {
 				return err
 			}
-			stop, err := startRouter(cmd.Context(), b, log, rf, tel.Metrics)
+			stop, err := startRouter(cmd.Context(), b, log, rf, tel)
 			if err != nil {
 				return err
 			}
@@ -154,7 +154,7 @@ Scale by running more workers.`,
 				return err
 			}
 			defer tb.close()
-			stop, err := startWorker(cmd.Context(), b, log, wf, tb, tel.Metrics)
+			stop, err := startWorker(cmd.Context(), b, log, wf, tb, tel)
 			if err != nil {
 				return err
 			}

@@ -411,6 +411,21 @@ func TestRolesRunTheWholeSystem(t *testing.T) {
 		return dlqErr == nil
 	}, "operator: read the DLQ: %v", dlqErr)
 	f.clean("operator", "read the DLQ (nats stream get SKILLBUS_DLQ)")
+	out = f.must("operator", "dlq list", "dlq", "list", "--json", "--skill", "doomed")
+	var dead []struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal([]byte(out), &dead); err != nil || len(dead) != 1 {
+		t.Fatalf("dlq list --json: %v\n%s", err, out)
+	}
+	f.must("operator", "dlq show", "dlq", "show", dead[0].ID)
+	f.must("operator", "dlq replay (publish the job again, record the replay)", "dlq", "replay", dead[0].ID, "--by", "test")
+	// doomed still fails: its replay is a dead letter of its own, written by the worker.
+	natstest.Eventually(t, 20*time.Second, func() bool {
+		out, err := f.cli("operator", "dlq", "list", "--json", "--skill", "doomed")
+		return err == nil && strings.Count(out, `"kind":"job"`) == 2
+	}, "the replayed job did not run (and die again)")
+	f.clean("worker", "run a replayed job")
 
 	// A confirmation: the worker pauses, the operator approves, the router resumes.
 	waited := make(chan string, 1)
@@ -523,10 +538,13 @@ func TestRolesRunTheWholeSystem(t *testing.T) {
 	cc()
 	f.denied("publisher", "change the router's confirmations consumer", "$JS.API.CONSUMER.CREATE.SKILLBUS_EVENTS.router-confirmations", err)
 
-	c, cc = short()
-	_, err = opJS.Publish(c, "skillbus.exec.default.hello", []byte(`{}`))
-	cc()
-	f.denied("operator", "publish a job", "skillbus.exec.default.hello", err)
+	// The operator publishes jobs (dlq replay) but no dead letters, results or progress.
+	for _, subj := range []string{"skillbus.dead.hello", "skillbus.events.x.execution.completed", "skillbus.repair.hello"} {
+		c, cc = short()
+		_, err = opJS.Publish(c, subj, []byte(`{}`))
+		cc()
+		f.denied("operator", "publish "+subj, subj, err)
+	}
 	c, cc = short()
 	_, err = opJS.Publish(c, "$KV.runs.x.result", []byte(`{}`))
 	cc()

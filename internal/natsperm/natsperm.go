@@ -180,9 +180,10 @@ func Roles(prefix string) []Role {
 		},
 		{
 			Name: "operator",
-			Doc:  "The skillbus CLI of a person: triggers, skills list/show/validate (through the registry service and the catalog), runs list/show/confirm, reading the DLQ, and `nats micro` discovery. It reads everything and writes only triggers and confirmation answers.",
+			Doc:  "The skillbus CLI of a person: triggers, skills list/show/validate (through the registry service and the catalog), runs list/show/confirm, dlq list/show/replay, and `nats micro` discovery. It reads everything and writes only triggers, confirmation answers and DLQ replays: a replayed job (so it may publish jobs), and the replay's record in the DLQ and on the new execution's events. It cannot write dead letters, results or progress.",
 			Publish: join(jsInfo, n.streamInfos(),
 				[]string{p + ".trigger.>", p + ".events.*.confirmation.recorded", p + ".registry.>", p + ".router.>", "$SRV.>"},
+				[]string{p + ".exec.>", p + ".dead._replayed.>", p + ".events.*.dlq.replayed"},
 				readStream(n.events), readStream(n.dlq), readStream(n.triggers),
 				readKV(n.skills), readKV(n.runs), readKV(n.workers), readKV(n.stats), readObj(n.files),
 				[]string{"$JS.API.STREAM.NAMES", "$JS.API.STREAM.LIST", "$JS.API.CONSUMER.NAMES.>", "$JS.API.CONSUMER.LIST.>"},

@@ -157,6 +157,11 @@ func (w *Worker) claim(ctx context.Context, j *job) (handled bool, err error) {
 			w.cfg.Log.Info("worker: execution held by another worker; handed back", "execution", j.data.ExecutionID, "holder", c.Worker, "until", c.LeaseUntil)
 			return true, j.msg.NakWithDelay(min(time.Until(c.LeaseUntil)+time.Second, w.cfg.AckWait))
 		}
+		if wait := w.epoch.young(w.cfg.ReclaimGrace); err == nil && c.Worker != w.cfg.Name && wait > 0 {
+			// The lease ran out while the server was away; its holder may be alive
+			// and renewing it now that it is back.
+			return true, j.msg.NakWithDelay(wait)
+		}
 		if err == nil && c.Worker != w.cfg.Name {
 			j.takeovers = c.Takeovers + 1
 		}
@@ -174,12 +179,22 @@ func (w *Worker) claim(ctx context.Context, j *job) (handled bool, err error) {
 
 // upgrade claims an execution j runs on the fast path, because the connection was
 // re-established while it ran. When someone else holds it, j's run is stopped.
+// The reconnect watcher and the job's own settle may both upgrade it: one at a time,
+// and a claim found already written by this very delivery (the first upgrade, or a
+// create whose answer was lost with the connection) is the job's own.
 func (w *Worker) upgrade(ctx context.Context, j *job) error {
+	j.claim.upgrading.Lock()
+	defer j.claim.upgrading.Unlock()
 	if _, ok := j.claimRev(); ok {
 		return nil
 	}
-	rev, err := w.runs.Create(ctx, claimKey(j.data.ExecutionID), w.claimValue(j))
+	key := claimKey(j.data.ExecutionID)
+	rev, err := w.runs.Create(ctx, key, w.claimValue(j))
 	if errors.Is(err, jetstream.ErrKeyExists) {
+		if rev, ok := w.ownClaim(ctx, j); ok {
+			j.setClaim(rev)
+			return nil
+		}
 		w.cfg.Log.Warn("worker: execution claimed by another worker after a reconnect; stopping this run", "execution", j.data.ExecutionID)
 		j.lost()
 		return errLostClaim
@@ -201,6 +216,11 @@ func (w *Worker) renew(ctx context.Context, j *job) {
 	next, err := w.runs.Update(ctx, claimKey(j.data.ExecutionID), w.claimValue(j), rev)
 	if err != nil {
 		if isWrongLastSequence(err) {
+			if own, ok := w.ownClaim(ctx, j); ok {
+				// An earlier renewal was written but its answer lost.
+				j.setClaim(own)
+				return
+			}
 			w.cfg.Log.Warn("worker: lost the claim of a running execution; stopping it", "execution", j.data.ExecutionID)
 			j.lost()
 		}
@@ -223,24 +243,41 @@ func (w *Worker) ensureClaim(ctx context.Context, j *job) error {
 }
 
 // watchReconnects claims every fast-path execution in flight as soon as the
-// connection is re-established.
+// connection is re-established, and renews the claims of the others (their leases
+// may have run out while the server was away).
 func (w *Worker) watchReconnects(ch chan nats.Status) {
 	for range ch {
 		w.epoch.invalidate()
 		w.inflight.Range(func(_, v any) bool {
 			j := v.(*job)
-			if j.fast {
-				go func() {
-					ctx, cancel := context.WithTimeout(context.Background(), w.cfg.AckWait)
-					defer cancel()
-					if err := w.upgrade(ctx, j); err != nil && !errors.Is(err, errLostClaim) {
-						w.cfg.Log.Warn("worker: could not claim a running execution after a reconnect", "execution", j.data.ExecutionID, "err", err)
-					}
-				}()
-			}
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), w.cfg.AckWait)
+				defer cancel()
+				if !j.fast {
+					w.renew(ctx, j)
+					return
+				}
+				if err := w.upgrade(ctx, j); err != nil && !errors.Is(err, errLostClaim) {
+					w.cfg.Log.Warn("worker: could not claim a running execution after a reconnect", "execution", j.data.ExecutionID, "err", err)
+				}
+			}()
 			return true
 		})
 	}
+}
+
+// ownClaim reads the execution's claim and returns its revision when this delivery
+// of j wrote it.
+func (w *Worker) ownClaim(ctx context.Context, j *job) (uint64, bool) {
+	e, err := w.runs.Get(ctx, claimKey(j.data.ExecutionID))
+	if err != nil {
+		return 0, false
+	}
+	var c claimRecord
+	if json.Unmarshal(e.Value(), &c) != nil || c.Worker != w.cfg.Name || c.Delivery != j.delivery {
+		return 0, false
+	}
+	return e.Revision(), true
 }
 
 func (w *Worker) claimValue(j *job) []byte {
@@ -264,11 +301,12 @@ func isWrongLastSequence(err error) bool {
 // claim state of a job, shared by its handler, its heartbeat and the reconnect
 // watcher.
 type claimState struct {
-	mu     sync.Mutex
-	rev    uint64
-	held   bool
-	gone   bool
-	cancel context.CancelFunc
+	upgrading sync.Mutex // one upgrade at a time
+	mu        sync.Mutex
+	rev       uint64
+	held      bool
+	gone      bool
+	cancel    context.CancelFunc
 }
 
 func (j *job) setClaim(rev uint64) {

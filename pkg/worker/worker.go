@@ -38,6 +38,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
@@ -365,9 +366,12 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 		}
 		return w.poison(ctx, msg, fmt.Errorf("job data: %w", err))
 	}
-	// The delivery's CONSUMER span continues the trace the job carries; everything
-	// this delivery publishes carries the span on.
-	ctx, span := telemetry.StartConsume(ctx, nm, md.Consumer, nil, telemetry.Job{
+	// The delivery's CONSUMER span continues the trace the job carries and links to
+	// the delivery before it; everything this delivery publishes carries the span on.
+	ctx, span := telemetry.StartDelivery(ctx, nm, md.Consumer, telemetry.Delivery{
+		ExecutionID: j.data.ExecutionID, Resumes: len(j.data.Answers), Attempt: int(j.attempt),
+		Recovered: msg.Headers().Get(events.HeaderRecovered) != "",
+	}, telemetry.Job{
 		Skill: j.data.Skill.Name, Version: j.data.Skill.Version, ActivationID: j.data.ActivationID,
 		ExecutionID: j.data.ExecutionID, Attempt: int(j.attempt), Pool: j.data.Skill.Pool,
 	}.Attributes()...)
@@ -421,9 +425,11 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 	j.claim.mu.Unlock()
 	w.inflight.Store(j.data.ExecutionID, j)
 	defer w.inflight.CompareAndDelete(j.data.ExecutionID, j)
+	// The heartbeat goes on while the decision is settled: a settle that waits out a
+	// server outage still holds the job and the execution's claim.
 	stopBeat := w.keepAlive(ctx, j)
+	defer stopBeat()
 	d := w.execute(rctx, j, inputs, answers, tools)
-	stopBeat()
 	if ctx.Err() != nil {
 		if _, ok := d.(Complete); !ok {
 			return ctx.Err()
@@ -440,19 +446,29 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 // the only place that does: a new kind of decision is a new case here.
 //
 // Work that finished while the server is away is not handed back to be run again:
-// settle waits for the connection (up to AckWait, the time the job is held) and
-// publishes again. Every publish carries its deterministic message id, so what had
-// been persisted before the connection dropped is not persisted twice.
+// settle waits for the connection, however long the outage (a job is not redelivered
+// while the server is down), and publishes again; once connected it claims the
+// execution first (ensureClaim), so if another worker has taken it over meanwhile this
+// one stops. Connected, it keeps trying for AckWait after the last reconnect. Every
+// publish carries its deterministic message id, so what had been persisted before the
+// connection dropped is not persisted twice.
 func (w *Worker) settle(ctx context.Context, j *job, d Decision) error {
-	deadline := time.Now().Add(w.cfg.AckWait)
+	nc := w.cfg.Bus.NC
+	deadline, seen := time.Now().Add(w.cfg.AckWait), nc.Stats().Reconnects
 	for {
 		err := w.settleOnce(ctx, j, d)
-		if err == nil || ctx.Err() != nil || errors.Is(err, errLostClaim) || !w.connectionTrouble(err) || time.Now().After(deadline) {
+		if err == nil || ctx.Err() != nil || errors.Is(err, errLostClaim) || !w.connectionTrouble(err) {
+			return err
+		}
+		if r := nc.Stats().Reconnects; r != seen {
+			deadline, seen = time.Now().Add(w.cfg.AckWait), r
+		}
+		if nc.IsConnected() && time.Now().After(deadline) {
 			return err
 		}
 		w.cfg.Log.Warn("worker: the server is away; keeping the finished execution to publish it when it is back",
 			"execution", j.data.ExecutionID, "err", err)
-		if !w.waitConnected(ctx, deadline) {
+		if !w.waitConnected(ctx) {
 			return err
 		}
 		select { // a moment for the server to settle before publishing again
@@ -480,18 +496,20 @@ func (w *Worker) connectionTrouble(err error) bool {
 // clustered stream is still committing an earlier publish with the same id.
 const jsErrDuplicateInProcess = 10158
 
-// waitConnected waits until the connection is up, or deadline or ctx passes.
-func (w *Worker) waitConnected(ctx context.Context, deadline time.Time) bool {
+// waitConnected waits until the connection is up; false when ctx ends or the
+// connection is closed for good.
+func (w *Worker) waitConnected(ctx context.Context) bool {
+	nc := w.cfg.Bus.NC
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
-	for !w.cfg.Bus.NC.IsConnected() {
+	for !nc.IsConnected() {
+		if nc.IsClosed() {
+			return false
+		}
 		select {
 		case <-ctx.Done():
 			return false
-		case now := <-t.C:
-			if now.After(deadline) {
-				return false
-			}
+		case <-t.C:
 		}
 	}
 	return true
@@ -508,6 +526,7 @@ func (w *Worker) settleOnce(ctx context.Context, j *job, d Decision) error {
 			return err
 		}
 		w.cfg.Metrics.Retry(ctx, j.skill.Name, string(failure.ClassOf(d.Err)))
+		telemetry.RecordError(trace.SpanFromContext(ctx), d.Err)
 		w.emit(j, events.TypeExecutionRetrying, "", events.ExecutionRetrying{
 			ExecutionID: j.data.ExecutionID, Skill: j.skill.Name, Attempt: j.attempt,
 			MaxRetries: j.skill.Retries(), DelayMS: ms(d.Delay), Error: d.Err.Error(),
