@@ -166,6 +166,17 @@ func TestBrowserLiveListRunPageAndConfirmation(t *testing.T) {
 		t.Errorf("diagnostics: %q", diag)
 	}
 	b.screenshot("skills")
+
+	// The dead letter of the failed run, with the replay its replay form made.
+	b.run(chromedp.Navigate(f.srv.URL+"/dlq"), chromedp.WaitVisible(`#dead-`+failed, chromedp.ByID),
+		chromedp.Click(`#dead-`+failed+` button`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#replayed`, chromedp.ByID))
+	var replays string
+	b.run(chromedp.Text(`#dead-`+failed, &replays, chromedp.ByID))
+	if !strings.Contains(replays, "#1 by grace") {
+		t.Errorf("dead letter row: %q", replays)
+	}
+	b.screenshot("dlq")
 }
 
 // waitSubscribers waits until n pages follow the live list.

@@ -248,3 +248,62 @@ func TestBadFiltersAndIDsAreClearErrors(t *testing.T) {
 		t.Fatalf("unknown run: %d", code)
 	}
 }
+
+// signIn signs a client in and returns it with the CSRF token of its session.
+func signIn(t *testing.T, f *fleet, name string) (*http.Client, string) {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.PostForm(f.srv.URL+"/login", url.Values{"name": {name}, "token": {"s3cret"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign in: %d", resp.StatusCode)
+	}
+	_, page := get(t, c, f.srv.URL+"/waiting")
+	m := csrfRe.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("no CSRF token on the page:\n%s", page)
+	}
+	return c, m[1]
+}
+
+func TestADeadLetterIsReplayedFromThePageWithWhoAsked(t *testing.T) {
+	f := startFleet(t, func(c *Config) { c.Token = "s3cret" })
+	exec := f.trigger("com.example.fail", "fails", "x")
+	f.state(exec, StateFailed)
+	var body string
+	natstest.Eventually(t, 20*time.Second, func() bool {
+		_, body = get(t, http.DefaultClient, f.srv.URL+"/dlq")
+		return strings.Contains(body, `id="dead-`+exec+`"`)
+	}, "the dead letter never appeared on /dlq")
+	if !strings.Contains(body, "the upstream said no") {
+		t.Fatalf("the entry lacks its reason:\n%s", body)
+	}
+	c, csrf := signIn(t, f, "linus")
+	resp, err := c.PostForm(f.srv.URL+"/dlq/"+exec+"/replay", url.Values{"csrf": {"wrong"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("a replay without the CSRF token: %d", resp.StatusCode)
+	}
+	resp, err = c.PostForm(f.srv.URL+"/dlq/"+exec+"/replay", url.Values{"csrf": {csrf}, "pin": {"on"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc, _ := url.Parse(resp.Header.Get("Location"))
+	if resp.StatusCode != http.StatusSeeOther || loc.Query().Get("execution") == "" {
+		t.Fatalf("replay: %d, to %s", resp.StatusCode, loc)
+	}
+	// The replay runs (and fails again: the skill is still broken).
+	f.state(loc.Query().Get("execution"), StateFailed)
+	_, body = get(t, c, f.srv.URL+loc.String())
+	if !strings.Contains(body, "#1 by <b>linus</b>") || !strings.Contains(body, `id="replayed"`) {
+		t.Fatalf("the page does not say who replayed:\n%s", body)
+	}
+}

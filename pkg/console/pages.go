@@ -127,7 +127,7 @@ func parsePages() (*pages, error) {
 	if p.frag, err = base.Clone(); err != nil {
 		return nil, err
 	}
-	for _, name := range []string{"runs", "run", "skills", "waiting", "login"} {
+	for _, name := range []string{"runs", "run", "skills", "waiting", "login", "dlq"} {
 		t, err := base.Clone()
 		if err != nil {
 			return nil, err
