@@ -256,7 +256,7 @@ func TestFinishedWhileServerAwayIsNotRunAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	away := &logged{msg: "the server is away"}
-	f.startWorkerOn(b, "test", slog.New(away))
+	f.startWorkerOn(b, "test", slog.New(away), nil)
 	id := f.job("away", "slow")
 	<-f.blocked
 	f.srv.Stop()
@@ -277,19 +277,29 @@ func TestFinishedWhileServerAwayIsNotRunAgain(t *testing.T) {
 	if n := len(f.events(id, events.TypeExecutionCompleted)); n != 1 {
 		t.Fatalf("%d outcomes, want 1", n)
 	}
+	// What the run published while the server was away is published too, not only
+	// the outcome.
+	if n := len(f.events(id, events.TypeStepCompleted)); n != 1 {
+		t.Fatalf("%d step.completed events, want 1: the step's event was lost in the outage", n)
+	}
 }
 
-// startWorkerOn starts a worker like startWorker, on bus b and logging to log.
-func (f *fixture) startWorkerOn(b *bus.Bus, name string, log *slog.Logger) *worker.Worker {
+// startWorkerOn starts a worker like startWorker, on bus b, logging to log, with its
+// configuration changed by edit (when not nil).
+func (f *fixture) startWorkerOn(b *bus.Bus, name string, log *slog.Logger, edit func(*worker.Config)) *worker.Worker {
 	f.t.Helper()
 	eng, err := workflow.New(workflow.Config{Tools: f.tools, Log: log})
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	w, err := worker.New(worker.Config{
+	cfg := worker.Config{
 		Bus: b, Catalog: f.cat, Engine: eng, Log: log, AckWait: time.Second,
 		Backoff: worker.Backoff{Base: 5 * time.Millisecond, Max: 20 * time.Millisecond}, Name: name, Events: f.level,
-	})
+	}
+	if edit != nil {
+		edit(&cfg)
+	}
+	w, err := worker.New(cfg)
 	if err != nil {
 		f.t.Fatal(err)
 	}
