@@ -5,7 +5,7 @@ SKILLS ?= testdata/skills
 BENCH_FLAGS ?=
 CHAOS_FLAGS ?=
 
-.PHONY: test-cluster run test bench chaos build vet fuzz clean deploy-check
+.PHONY: test-ui test-cluster run test bench chaos build vet fuzz clean deploy-check
 
 ## run: start everything (embedded NATS, registry, router, workers) with the example skills
 run:
@@ -27,6 +27,17 @@ deploy-check:
 ## build tag `cluster` so that `go test ./...` stays quick while developing
 test-cluster:
 	$(GO) test -race -tags cluster -run TestClusterSurvivesANodeMidRun -timeout 10m ./internal/cli/
+
+## test-ui: the web console's browser tests in a real headless Chromium (chromedp), installing
+## Chromium from the system's packages when it is missing; screenshots of the pages go to UI_OUT
+UI_OUT ?= $(CURDIR)/.test-output/console
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+test-ui:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || command -v google-chrome >/dev/null 2>&1 || { \
+	  echo "test-ui: installing chromium (apt-get)"; \
+	  $(SUDO) apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; }
+	UI_OUT=$(UI_OUT) $(GO) test -race -tags ui -run '^TestBrowser' -count=1 -timeout 5m ./pkg/console/
+	@echo "screenshots: $(UI_OUT)"
 
 ## bench: throughput and latency against bare JetStream doing the same persisted hops
 bench:

@@ -32,6 +32,8 @@ func devCommand(c *common, getenv Env, stderr io.Writer) *cobra.Command {
 		o            observe
 		gatewayAddr  string
 		gf           gatewayFlags
+		uiAddr       string
+		cf           consoleFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -148,9 +150,23 @@ persisted is lost, and the next start carries on where this one stopped.`,
 				}
 				fmt.Fprint(stderr, gatewayBanner(addr.String()))
 			}
+			var uiDone <-chan error
+			if uiAddr != "" {
+				var addr net.Addr
+				addr, uiDone, err = cf.start(ctx, uiAddr, b, log)
+				if err != nil {
+					shutdown(log, stopRouter)
+					shutdown(log, stops...)
+					return err
+				}
+				fmt.Fprint(stderr, consoleBanner(addr.String(), cf.token == ""))
+			}
 			<-ctx.Done()
 			if gatewayDone != nil {
 				<-gatewayDone
+			}
+			if uiDone != nil {
+				<-uiDone
 			}
 			// Router first, so no new jobs appear while the workers drain.
 			shutdown(log, stopRouter)
@@ -167,8 +183,10 @@ persisted is lost, and the next start carries on where this one stopped.`,
 	f.IntVar(&workers, "workers", 2, "workers to run in this process")
 	f.DurationVar(&syncInterval, "sync-interval", 0, "how often JetStream fsyncs (0: the server default, 2m)")
 	f.StringVar(&gatewayAddr, "gateway", "", "also serve the HTTP ingress (POST /events, /hooks/<name>) on this address, e.g. 127.0.0.1:8080; see 'skillbus gateway --help'")
+	f.StringVar(&uiAddr, "ui", "", "also serve the web console on this address, e.g. 127.0.0.1:8090; see 'skillbus console --help'")
 	rf.register(cmd)
 	wf.register(cmd, getenv)
+	cf.register(cmd, getenv)
 	o.register(cmd, getenv)
 	gf.register(cmd, getenv)
 	return cmd

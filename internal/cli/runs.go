@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
-	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
@@ -253,27 +252,15 @@ timeout passes.`,
 				return err
 			}
 			defer b.NC.Close()
-			if step == "" {
-				p, _, err := run.LoadPaused(ctx, kv, id)
-				if err != nil {
-					return err
-				}
-				if p == nil {
-					return &ExitError{Code: 1, Err: fmt.Errorf("execution %s is not waiting for a confirmation", id)}
-				}
-				step = p.Step
-			}
 			if by == "" {
 				by = whoAmI()
 			}
-			ans := events.ConfirmationRecorded{ExecutionID: id, StepID: step, Answer: events.Answer{Approved: !deny, By: by, Reason: reason}}
-			m, err := bus.Event{ID: id + ".answer." + uuid.NewString(), Source: "skillbus-cli", Type: events.TypeConfirmationRecorded,
-				Meta: bus.Meta{ExecutionID: id}, Data: ans}.Msg(b.Subjects.Event(id, events.TypeConfirmationRecorded))
+			step, err := run.Confirm(ctx, b.JS, kv, b.Subjects, run.Confirmation{ExecutionID: id, Step: step, Approved: !deny, By: by, Reason: reason, Source: "skillbus-cli"})
+			if errors.Is(err, run.ErrNotPaused) {
+				return &ExitError{Code: 1, Err: err}
+			}
 			if err != nil {
 				return err
-			}
-			if _, err := b.JS.PublishMsg(ctx, m); err != nil {
-				return fmt.Errorf("publish the answer: %w", err)
 			}
 			verb := "approved"
 			if deny {

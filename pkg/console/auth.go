@@ -1,0 +1,161 @@
+package console
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The console is read-only unless it was given a token. A person signs in with the
+// token and their name; the session cookie they get is HttpOnly and SameSite=Strict,
+// and every action must also carry the session's CSRF token (a hidden form field)
+// and come from the console's own origin (net/http's CrossOriginProtection checks
+// Sec-Fetch-Site and Origin). The name is recorded with every answer.
+
+const (
+	cookieName = "skillbus_console"
+	sessionTTL = 12 * time.Hour
+)
+
+type session struct {
+	Who     string
+	CSRF    string
+	expires time.Time
+}
+
+type sessions struct {
+	mu sync.Mutex
+	m  map[string]*session
+}
+
+func newSessions() *sessions { return &sessions{m: map[string]*session{}} }
+
+func randomToken() string {
+	b := make([]byte, 24)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func (s *sessions) create(who string) (string, *session) {
+	id := randomToken()
+	ss := &session{Who: who, CSRF: randomToken(), expires: time.Now().Add(sessionTTL)}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	for k, v := range s.m {
+		if now.After(v.expires) {
+			delete(s.m, k)
+		}
+	}
+	s.m[id] = ss
+	return id, ss
+}
+
+func (s *sessions) get(id string) *session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss := s.m[id]
+	if ss == nil || time.Now().After(ss.expires) {
+		delete(s.m, id)
+		return nil
+	}
+	return ss
+}
+
+func (s *sessions) drop(id string) {
+	s.mu.Lock()
+	delete(s.m, id)
+	s.mu.Unlock()
+}
+
+// session returns the request's session, or nil.
+func (c *Console) session(r *http.Request) *session {
+	if c.cfg.Token == "" {
+		return nil
+	}
+	ck, err := r.Cookie(cookieName)
+	if err != nil {
+		return nil
+	}
+	return c.sessions.get(ck.Value)
+}
+
+// action wraps a handler that changes something: it needs a token configured, a
+// signed-in session and the session's CSRF token.
+func (c *Console) action(h func(http.ResponseWriter, *http.Request, *session)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c.cfg.Token == "" {
+			http.Error(w, "the console is read-only: start it with --ui-token to allow actions", http.StatusForbidden)
+			return
+		}
+		s := c.session(r)
+		if s == nil {
+			http.Error(w, "sign in first (/login) with the console's token", http.StatusUnauthorized)
+			return
+		}
+		got := r.Header.Get("X-CSRF-Token")
+		if got == "" {
+			got = r.PostFormValue("csrf")
+		}
+		if subtle.ConstantTimeCompare([]byte(got), []byte(s.CSRF)) != 1 {
+			http.Error(w, "missing or wrong CSRF token: reload the page and try again", http.StatusForbidden)
+			return
+		}
+		h(w, r, s)
+	})
+}
+
+func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
+	c.render(w, r, "login", "Sign in", loginView{Next: localPath(r.URL.Query().Get("next"))})
+}
+
+type loginView struct {
+	Next, Error, Name string
+}
+
+func (c *Console) login(w http.ResponseWriter, r *http.Request) {
+	v := loginView{Next: localPath(r.PostFormValue("next")), Name: strings.TrimSpace(r.PostFormValue("name"))}
+	switch {
+	case c.cfg.Token == "":
+		v.Error = "This console is read-only: it was started without --ui-token."
+	case v.Name == "":
+		v.Error = "Say who you are: your name is recorded with every answer you give."
+	case len(v.Name) > 100:
+		v.Error = "The name is longer than 100 characters."
+	case subtle.ConstantTimeCompare([]byte(r.PostFormValue("token")), []byte(c.cfg.Token)) != 1:
+		v.Error = "Wrong token."
+		c.cfg.Log.Warn("console: sign-in with a wrong token", "name", v.Name, "remote", r.RemoteAddr)
+	}
+	if v.Error != "" {
+		w.WriteHeader(http.StatusUnauthorized)
+		c.render(w, r, "login", "Sign in", v)
+		return
+	}
+	id, _ := c.sessions.create(v.Name)
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: id, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
+		Secure: r.TLS != nil, MaxAge: int(sessionTTL / time.Second)})
+	c.cfg.Log.Info("console: signed in", "who", v.Name, "remote", r.RemoteAddr)
+	http.Redirect(w, r, v.Next, http.StatusSeeOther)
+}
+
+func (c *Console) logout(w http.ResponseWriter, r *http.Request, s *session) {
+	if ck, err := r.Cookie(cookieName); err == nil {
+		c.sessions.drop(ck.Value)
+	}
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+// localPath keeps a redirect target on this site: a path, not a URL elsewhere.
+func localPath(p string) string {
+	u, err := url.Parse(p)
+	if err != nil || p == "" || u.IsAbs() || u.Host != "" || !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.Contains(p, "\\") {
+		return "/"
+	}
+	return p
+}

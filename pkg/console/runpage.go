@@ -1,0 +1,245 @@
+package console
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/run"
+	"github.com/skillbus/skillbus/pkg/workflow"
+)
+
+// maxRunEvents bounds the events one run page reads.
+const maxRunEvents = 2000
+
+type runView struct {
+	ID       string
+	Run      Run
+	Indexed  bool
+	Trigger  *triggerView
+	Decided  *events.RouteDecided
+	Inputs   string
+	Events   []eventView
+	Log      *workflow.Log
+	Result   *run.Record
+	Paused   *run.Paused
+	Skill    string
+	History  []events.Attempt
+	Answers  []events.ConfirmationRecorded
+	TraceID  string
+	TraceURL string
+	Answered string // approve | deny, after an answer given here
+}
+
+type triggerView struct {
+	events.TriggerRef
+	Time time.Time
+	Data string
+}
+
+type eventView struct {
+	Time    time.Time
+	Kind    string
+	Summary string
+	Data    string
+	Failed  bool
+}
+
+func (c *Console) runPage(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := events.CheckToken("execution id", id); err != nil {
+		w.WriteHeader(http.StatusBadRequest)
+		c.render(w, r, "run", "Run", runView{ID: id})
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), c.cfg.RequestTimeout)
+	defer cancel()
+	v, err := c.loadRun(ctx, id)
+	if err != nil {
+		c.cfg.Log.Error("console: load run", "execution", id, "err", err)
+		http.Error(w, "reading run "+id+": "+err.Error(), http.StatusBadGateway)
+		return
+	}
+	v.Answered = r.URL.Query().Get("answered")
+	if !v.Indexed && v.Result == nil && v.Paused == nil && len(v.Events) == 0 {
+		w.WriteHeader(http.StatusNotFound)
+	}
+	c.render(w, r, "run", "Run "+id, v)
+}
+
+func (c *Console) loadRun(ctx context.Context, id string) (*runView, error) {
+	b := c.cfg.Bus
+	v := &runView{ID: id}
+	v.Run, v.Indexed = c.idx.Get(id)
+	v.Skill = v.Run.Skill
+	stream, err := b.JS.Stream(ctx, b.StreamEvents())
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := readEvents(ctx, b, b.Subjects.Events(id))
+	if err != nil {
+		return nil, err
+	}
+	activation := v.Run.ActivationID
+	var started *events.ExecutionStarted
+	for _, m := range msgs {
+		typ := m.Header.Get("ce-type")
+		ev := eventView{Time: m.time, Kind: events.Kind(typ), Data: prettyJSON(m.Data)}
+		if strings.Contains(m.Subject, ".confirmation.timeout.") {
+			ev.Kind = "confirmation.timeout (scheduled)"
+			typ = ""
+		}
+		var d map[string]any
+		_ = json.Unmarshal(m.Data, &d)
+		ev.Summary = summarize(d)
+		ev.Failed = typ == events.TypeExecutionFailed || typ == events.TypeStepFailed || typ == events.TypeExecutionFallback || typ == events.TypeExecutionRetrying
+		if s, ok := d["activation_id"].(string); ok && activation == "" {
+			activation = s
+		}
+		if s, ok := d["skill"].(string); ok && v.Skill == "" {
+			v.Skill = s
+		}
+		if tp := m.Header.Get("ce-traceparent"); tp != "" && v.TraceID == "" {
+			if parts := strings.Split(tp, "-"); len(parts) == 4 {
+				v.TraceID = parts[1]
+			}
+		}
+		switch typ {
+		case events.TypeExecutionStarted:
+			started = &events.ExecutionStarted{}
+			_ = json.Unmarshal(m.Data, started)
+		case events.TypeConfirmationRecorded:
+			var a events.ConfirmationRecorded
+			if json.Unmarshal(m.Data, &a) == nil {
+				v.Answers = append(v.Answers, a)
+			}
+		case events.TypeExecutionFailed:
+			var f events.ExecutionFailed
+			if json.Unmarshal(m.Data, &f) == nil {
+				v.History = f.History
+			}
+		}
+		v.Events = append(v.Events, ev)
+	}
+	if v.Result, err = run.Load(ctx, stream, b.Subjects, id); err != nil {
+		return nil, err
+	}
+	if runs, err := b.JS.KeyValue(ctx, b.BucketRuns()); err == nil {
+		if v.Paused, _, err = run.LoadPaused(ctx, runs, id); err != nil {
+			return nil, err
+		}
+	}
+	var logJSON json.RawMessage
+	switch {
+	case v.Result != nil:
+		logJSON = v.Result.Log
+	case v.Paused != nil:
+		logJSON = v.Paused.Log
+	}
+	if len(logJSON) > 0 {
+		var l workflow.Log
+		if json.Unmarshal(logJSON, &l) == nil {
+			v.Log = &l
+		}
+	}
+	if activation != "" {
+		if m, err := stream.GetLastMsgForSubject(ctx, b.Subjects.Event(activation, events.TypeRouteDecided)); err == nil {
+			var d events.RouteDecided
+			if json.Unmarshal(m.Data, &d) == nil {
+				v.Decided = &d
+				v.Events = append([]eventView{{Time: m.Time, Kind: events.Kind(events.TypeRouteDecided),
+					Summary: "primary=" + d.Plan.Primary.Name + " candidates=" + strconv.Itoa(len(d.Candidates)), Data: prettyJSON(m.Data)}}, v.Events...)
+				v.Trigger = &triggerView{TriggerRef: d.Trigger}
+				if tp := m.Header.Get("ce-traceparent"); tp != "" && v.TraceID == "" {
+					if parts := strings.Split(tp, "-"); len(parts) == 4 {
+						v.TraceID = parts[1]
+					}
+				}
+			}
+		} else if !errors.Is(err, jetstream.ErrMsgNotFound) {
+			return nil, err
+		}
+	}
+	if v.Trigger != nil && v.Trigger.Seq > 0 {
+		if ts, err := b.JS.Stream(ctx, b.StreamTriggers()); err == nil {
+			if m, err := ts.GetMsg(ctx, v.Trigger.Seq); err == nil {
+				v.Trigger.Time, v.Trigger.Data = m.Time, prettyJSON(m.Data)
+			}
+		}
+	}
+	switch {
+	case started != nil && len(started.Inputs) > 0:
+		v.Inputs = prettyJSON(started.Inputs)
+	case v.Paused != nil:
+		var j events.Job
+		if json.Unmarshal(v.Paused.Job, &j) == nil && len(j.Inputs) > 0 {
+			v.Inputs = prettyJSON(j.Inputs)
+		}
+	}
+	if v.TraceID != "" && c.cfg.TraceURL != "" {
+		v.TraceURL = strings.ReplaceAll(c.cfg.TraceURL, "{trace_id}", v.TraceID)
+	}
+	return v, nil
+}
+
+type storedMsg struct {
+	*nats.Msg
+	time time.Time
+}
+
+// readEvents reads the events on subject from the EVENTS stream, oldest first.
+func readEvents(ctx context.Context, b *bus.Bus, subject string) ([]storedMsg, error) {
+	cons, err := b.JS.OrderedConsumer(ctx, b.StreamEvents(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
+	if err != nil {
+		return nil, err
+	}
+	var out []storedMsg
+	for len(out) < maxRunEvents {
+		batch, err := cons.FetchNoWait(200)
+		if err != nil {
+			return nil, err
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			md, err := m.Metadata()
+			if err != nil {
+				continue
+			}
+			out = append(out, storedMsg{Msg: &nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}, time: md.Timestamp})
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
+			return nil, err
+		}
+		if n == 0 {
+			break
+		}
+	}
+	return out, nil
+}
+
+// summarize picks the fields of an event that say what happened.
+func summarize(d map[string]any) string {
+	keys := []string{"step_id", "status", "tool", "by", "approved", "message", "next", "class", "error", "reason", "delay_ms", "attempt", "duration_ms"}
+	var parts []string
+	for _, k := range keys {
+		if val, ok := d[k]; ok && val != "" && val != nil {
+			s, _ := json.Marshal(val)
+			str := strings.Trim(string(s), `"`)
+			if len(str) > 200 {
+				str = str[:200] + "…"
+			}
+			parts = append(parts, k+"="+str)
+		}
+	}
+	return strings.Join(parts, " ")
+}

@@ -1,0 +1,97 @@
+package console
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/skillbus/skillbus/pkg/registry"
+	"github.com/skillbus/skillbus/pkg/router"
+	"github.com/skillbus/skillbus/pkg/selector"
+)
+
+type skillsView struct {
+	Error    string
+	Catalog  *registry.ListResponse
+	Versions map[string][]registry.VersionInfo
+	Stats    map[string][]VersionStats
+	Route    *routeView // the route form's answer, when the page was asked without htmx
+}
+
+func (c *Console) skillsPage(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), c.cfg.RequestTimeout)
+	defer cancel()
+	v := skillsView{Versions: map[string][]registry.VersionInfo{}, Stats: map[string][]VersionStats{}}
+	for _, s := range c.idx.Stats() {
+		v.Stats[s.Skill] = append(v.Stats[s.Skill], s)
+	}
+	cl := registry.NewClient(c.cfg.Bus.NC, c.cfg.Bus.Subjects.Prefix)
+	list, err := cl.List(ctx)
+	switch {
+	case errors.Is(err, registry.ErrNoService):
+		v.Error = "No skillbus-registry service answers, so the catalog cannot be shown. Is a registry running?"
+	case err != nil:
+		v.Error = "Asking the registry: " + err.Error()
+	default:
+		v.Catalog = list
+		for _, s := range list.Skills {
+			if g, err := cl.Get(ctx, registry.GetRequest{Name: s.Name}); err == nil {
+				v.Versions[s.Name] = g.Versions
+			}
+		}
+	}
+	c.render(w, r, "skills", "Skills", v)
+}
+
+type routeView struct {
+	Text, Type string
+	Error      string
+	Decision   *selector.Decision
+}
+
+// routeForm asks the live router which skills a request would activate, and why:
+// what `skillbus route --explain` prints.
+func (c *Console) routeForm(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	v := routeView{Text: strings.TrimSpace(q.Get("text")), Type: strings.TrimSpace(q.Get("type"))}
+	if v.Text == "" && v.Type == "" {
+		v.Error = "Type a request, or a CloudEvent type, or both."
+	} else {
+		ctx, cancel := context.WithTimeout(r.Context(), c.cfg.RequestTimeout)
+		defer cancel()
+		d, err := c.route(ctx, router.RouteRequest{Type: v.Type, Text: v.Text})
+		if err != nil {
+			v.Error = err.Error()
+		}
+		v.Decision = d
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if r.Header.Get("HX-Request") == "" {
+		c.render(w, r, "skills", "Route", skillsView{Route: &v})
+		return
+	}
+	if err := c.pages.fragment(w, "route-result", v); err != nil {
+		c.cfg.Log.Error("console: render route", "err", err)
+	}
+}
+
+func (c *Console) route(ctx context.Context, req router.RouteRequest) (*selector.Decision, error) {
+	body, _ := json.Marshal(req)
+	msg, err := c.cfg.Bus.NC.RequestWithContext(ctx, router.ServiceSubject(c.cfg.Bus.Subjects.Prefix, router.EndpointRoute), body)
+	if err != nil {
+		return nil, fmt.Errorf("asking the router: %w (is a router running?)", err)
+	}
+	if code := msg.Header.Get(micro.ErrorCodeHeader); code != "" {
+		return nil, fmt.Errorf("router: %s", msg.Header.Get(micro.ErrorHeader))
+	}
+	var d selector.Decision
+	if err := json.Unmarshal(msg.Data, &d); err != nil {
+		return nil, fmt.Errorf("the router answered something that is not a decision: %w", err)
+	}
+	return &d, nil
+}
