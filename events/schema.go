@@ -23,6 +23,14 @@ var Catalog = map[string]any{
 	TypeAutohealTriggered:     AutohealTriggered{},
 	TypeConfirmationRequested: ConfirmationRequested{},
 	TypeConfirmationRecorded:  ConfirmationRecorded{},
+	TypeRepairRequested:       RepairRequested{},
+	TypeRepairAttempted:       RepairProgress{},
+	TypeRepairProposed:        RepairProposed{},
+	TypeRepairDecided:         RepairDecided{},
+	TypeRepairSucceeded:       RepairProgress{},
+	TypeRepairFailed:          RepairProgress{},
+	TypeRepairNoImprovement:   RepairProgress{},
+	TypeRepairSkipped:         RepairProgress{},
 }
 
 // Types lists every event type, sorted.
