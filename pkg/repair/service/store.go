@@ -51,6 +51,7 @@ type Record struct {
 	BudgetKey string           `json:"budget_key"`
 	Patch     *repair.Patch    `json:"patch,omitempty"`
 	Attempts  []repair.Attempt `json:"attempts,omitempty"`
+	Spent     int              `json:"spent,omitempty"` // attempts on the fault before this repair
 	Auto      bool             `json:"auto,omitempty"`
 	ExpiresAt time.Time        `json:"expires_at,omitzero"`
 	Decided   string           `json:"decided_by,omitempty"`
