@@ -144,3 +144,28 @@ func RepairValidator(opts skill.LoadOptions) repair.Validator {
 		return nil
 	}
 }
+
+func (r *Registry) handleRepair(ctx context.Context, data []byte) (any, error) {
+	var req RepairRequest
+	if err := decode(data, &req); err != nil {
+		return nil, err
+	}
+	if req.Name == "" || req.Base == "" || req.RepairID == "" || len(req.Files) == 0 {
+		return nil, badRequest("repair: name, base, repair_id and files are required")
+	}
+	digest, version, err := r.PublishRepair(ctx, req.Name, req.Base, req.Files, req.RepairID)
+	if err != nil {
+		return nil, err
+	}
+	return &RepairResponse{Digest: digest, Version: version}, nil
+}
+
+// PublishRepair asks the registry to publish an approved repair (see
+// Registry.PublishRepair); *Client is a repair service's Publisher.
+func (c *Client) PublishRepair(ctx context.Context, name, base string, files repair.Files, repairID string) (string, string, error) {
+	var out RepairResponse
+	if err := c.call(ctx, EndpointRepair, RepairRequest{Name: name, Base: base, Files: files, RepairID: repairID}, &out); err != nil {
+		return "", "", err
+	}
+	return out.Digest, out.Version, nil
+}
