@@ -33,11 +33,16 @@ const maxSeen = 4 << 10
 // skill allows it, the error carries a fault, and the execution's earlier repairs of
 // the same fault did not leave it failing the same way.
 func (w *Worker) repairable(j *job, step string, err error) (Decision, bool) {
-	if !w.cfg.Repair || j.skill == nil || j.skill.Repair == skill.RepairOff || failure.ClassOf(err) != failure.Repairable {
+	if !w.cfg.Repair || j.skill == nil || failure.ClassOf(err) != failure.Repairable {
 		return nil, false
 	}
 	f := failure.FaultOf(err)
-	if f == nil {
+	if f == nil || j.skill.Repair == skill.RepairOff {
+		reason := "the error names no fault a repairer could act on"
+		if f != nil {
+			reason = "the skill says repair: off"
+		}
+		w.emit(j, events.TypeRepairSkipped, "", events.RepairProgress{ExecutionID: j.data.ExecutionID, Skill: j.skill.Name, Reason: reason})
 		return nil, false
 	}
 	if f.Step == "" {

@@ -2,7 +2,6 @@ package service_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -346,6 +345,13 @@ func TestNotRepairable(t *testing.T) {
 	if list, _ := f.act.List(f.ctx, ""); len(list) != 0 {
 		t.Fatalf("repairs: %+v", list)
 	}
+	// The repairable failure without a fault says why it was not repaired.
+	st, _ := f.b.JS.Stream(f.ctx, f.b.StreamEvents())
+	if _, err := st.GetLastMsgForSubject(f.ctx, f.b.Subjects.Event("vague-ex000", events.TypeRepairSkipped)); err != nil {
+		t.Fatalf("no repair.skipped for the vague failure: %v", err)
+	}
+	if _, err := st.GetLastMsgForSubject(f.ctx, f.b.Subjects.Event("fatal-ex000", events.TypeRepairSkipped)); err == nil {
+		t.Fatal("repair.skipped for a fatal failure")
+	}
 }
 
-var _ = json.Marshal
