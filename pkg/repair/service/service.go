@@ -215,6 +215,9 @@ func (s *Service) diagnose(ctx context.Context, msg jetstream.Msg, d *repair.Dia
 	case StatusProposed:
 		return s.announce(ctx, rec) // an earlier delivery proposed it and may have died before announcing
 	default:
+		if Final(rec.Status) {
+			return s.release(ctx, rec) // an earlier delivery may have died releasing
+		}
 		return nil
 	}
 	sk, err := s.cfg.Catalog.LookupVersion(ctx, d.Skill, d.Digest)
@@ -307,10 +310,7 @@ func (s *Service) decide(ctx context.Context, d *events.RepairDecided) error {
 	}
 	switch {
 	case Final(rec.Status):
-		if rec.Status == StatusApplied || rec.Status == StatusRejected || rec.Status == StatusExpired {
-			return s.release(ctx, rec) // a redelivery: finish releasing
-		}
-		return nil
+		return s.release(ctx, rec) // a redelivery: finish releasing
 	case rec.Status != StatusProposed && rec.Status != StatusApproved:
 		return nil
 	case !d.Approved:

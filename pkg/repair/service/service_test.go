@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/skillbus/skillbus/pkg/catalog"
 	"github.com/skillbus/skillbus/pkg/failure"
 	"github.com/skillbus/skillbus/pkg/registry"
+	"github.com/skillbus/skillbus/pkg/repair"
 	"github.com/skillbus/skillbus/pkg/repair/service"
 	"github.com/skillbus/skillbus/pkg/run"
 	"github.com/skillbus/skillbus/pkg/skill"
@@ -55,6 +57,18 @@ type fixture struct {
 	kv  jetstream.KeyValue
 	svc *service.Service
 	act service.Actions
+	pub *countingPublisher
+}
+
+// countingPublisher counts the repairs the registry is asked to publish.
+type countingPublisher struct {
+	reg   *registry.Registry
+	calls atomic.Int32
+}
+
+func (p *countingPublisher) PublishRepair(ctx context.Context, name, base string, files repair.Files, id string) (string, string, error) {
+	p.calls.Add(1)
+	return p.reg.PublishRepair(ctx, name, base, files, id)
 }
 
 func setup(t *testing.T, skills map[string]string) *fixture {
@@ -119,7 +133,8 @@ func setup(t *testing.T, skills map[string]string) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { w.Stop(context.Background()) })
-	f.svc, err = service.New(service.Config{Bus: b, Catalog: f.cat, Files: files, Publisher: f.reg,
+	f.pub = &countingPublisher{reg: f.reg}
+	f.svc, err = service.New(service.Config{Bus: b, Catalog: f.cat, Files: files, Publisher: f.pub,
 		Validate: registry.RepairValidator(skill.LoadOptions{}), Log: log, SweepInterval: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -273,6 +288,46 @@ func TestOneFaultOneRepair(t *testing.T) {
 	if _, err := f.act.Approve(f.ctx, rec.ID, "bob"); err == nil {
 		t.Fatal("an applied repair was approved again")
 	}
+
+	// Redelivered work (a repair worker died before acking): the repair job and the
+	// approval again change nothing and publish nothing twice.
+	batch := f.b.Batch()
+	full, _, err := service.Load(f.ctx, f.kv, rec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch.PublishEvent(f.b.Subjects.Repair("issue-title"), bus.Event{ID: "again.repair", Source: "/test", Type: events.TypeRepairRequested, Data: full.Diagnosis})
+	batch.PublishEvent(f.b.Subjects.Repair("issue-title"), bus.Event{ID: "again.decided", Source: "/test", Type: events.TypeRepairDecided,
+		Data: events.RepairDecided{RepairID: rec.ID, Skill: "issue-title", Approved: true, By: "bob"}})
+	if err := batch.Wait(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.eventually("the repair stream drained", func() (bool, string) {
+		c, err := f.b.JS.Consumer(f.ctx, f.b.StreamRepair(), "repair")
+		if err != nil {
+			return false, err.Error()
+		}
+		info, err := c.Info(f.ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		return info.NumPending == 0 && info.NumAckPending == 0 && info.Delivered.Stream == 4, fmt.Sprintf("%+v", info.Delivered)
+	})
+	if n := f.pub.calls.Load(); n != 1 {
+		t.Fatalf("the registry was asked to publish %d times", n)
+	}
+	if again, _ := f.act.Show(f.ctx, rec.ID); again.Status != service.StatusApplied || again.NewDigest != after.Digest {
+		t.Fatalf("after redelivery: %+v", again)
+	}
+	if _, counts := f.outcomes(ids); len(counts) != len(ids) {
+		t.Fatalf("outcomes %v", counts)
+	} else {
+		for id, c := range counts {
+			if c != 1 {
+				t.Fatalf("%s: %d outcomes", id, c)
+			}
+		}
+	}
 }
 
 // Rejected: the parked executions fail as they would have without repair, each
@@ -354,4 +409,3 @@ func TestNotRepairable(t *testing.T) {
 		t.Fatal("repair.skipped for a fatal failure")
 	}
 }
-
