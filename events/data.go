@@ -96,6 +96,10 @@ type Job struct {
 	// Depth is how many skills invoked this one through the skill tool (0 for a
 	// trigger's own skill).
 	Depth int `json:"depth,omitempty"`
+	// Repair is set on a job published again by the repair service: the repair it
+	// waited for, and whether it was applied (the job then names the repaired
+	// version) or declined.
+	Repair *JobRepair `json:"repair,omitempty"`
 	// Live asks the worker to publish the progress its events level does not persist
 	// on the live subjects: the trigger carried the "progress" extension set to
 	// "live", because someone follows it.
@@ -322,4 +326,91 @@ type DLQReplayed struct {
 	// By is who asked for the replay; At is when.
 	By string    `json:"by"`
 	At time.Time `json:"at"`
+}
+
+// JobRepair is what a job resumed after a repair carries.
+type JobRepair struct {
+	ID string `json:"id"` // the repair
+	// BudgetKey identifies the skill and fault across versions; Attempts is how many
+	// repairs of it this execution went through.
+	BudgetKey string `json:"budget_key"`
+	Attempts  int    `json:"attempts"`
+	// Declined, when set, is why no repair came (rejected, expired, out of budget,
+	// no proposal): the execution fails as it would have without repair.
+	Declined string `json:"declined,omitempty"`
+	Step     string `json:"step,omitempty"`
+	Error    string `json:"error,omitempty"`
+	Class    string `json:"class,omitempty"`
+}
+
+// RepairFault is the fault a repair is about (see package failure's Fault).
+type RepairFault struct {
+	Kind  string   `json:"kind"` // parameter | path | reference | unknown_filter
+	Name  string   `json:"name,omitempty"`
+	Have  []string `json:"have,omitempty"`
+	Value string   `json:"value,omitempty"`
+	Field string   `json:"field,omitempty"`
+	Step  string   `json:"step,omitempty"`
+	File  string   `json:"file,omitempty"`
+	Line  int      `json:"line,omitempty"`
+}
+
+// RepairRequested is the data of io.skillbus.repair.requested, on the execution's
+// events subject: the execution failed with a repairable fault and is parked
+// (no worker holds it) until the repair RepairID ends. Waiting is set when another
+// execution had asked for that repair already.
+type RepairRequested struct {
+	ExecutionID string      `json:"execution_id"`
+	Skill       string      `json:"skill"`
+	Version     string      `json:"version,omitempty"`
+	Digest      string      `json:"digest"`
+	RepairID    string      `json:"repair_id"`
+	Fault       RepairFault `json:"fault"`
+	Error       string      `json:"error"`
+	Waiting     bool        `json:"waiting,omitempty"`
+}
+
+// RepairProposed is the data of io.skillbus.repair.proposed, on the repair's events
+// subject (skillbus.events.<repair id>.repair.proposed): a patch waits for approval
+// until ExpiresAt, unless Auto says it is applied without one.
+type RepairProposed struct {
+	RepairID  string    `json:"repair_id"`
+	Skill     string    `json:"skill"`
+	Digest    string    `json:"digest"`
+	Diff      string    `json:"diff"`
+	By        string    `json:"by"` // the repairer: reference, filter, path, parameter, chat
+	Summary   string    `json:"summary"`
+	Files     int       `json:"files"`
+	Hunks     int       `json:"hunks"`
+	Attempt   int       `json:"attempt"`
+	Auto      bool      `json:"auto,omitempty"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// RepairDecided is the data of io.skillbus.repair.decided: a person (or the skill's
+// repair: auto, or the timeout) approved or rejected a proposed repair. It is
+// published on the repair stream, where the repair workers act on it.
+type RepairDecided struct {
+	RepairID string `json:"repair_id"`
+	Skill    string `json:"skill"`
+	Approved bool   `json:"approved"`
+	By       string `json:"by,omitempty"` // who; "auto" or "timeout" when nobody did
+	Reason   string `json:"reason,omitempty"`
+}
+
+// RepairProgress is the data of io.skillbus.repair.attempted, .succeeded, .failed,
+// .no_improvement and .skipped, on the repair's events subject (or, for skipped and
+// no_improvement, the execution's).
+type RepairProgress struct {
+	RepairID    string `json:"repair_id,omitempty"`
+	ExecutionID string `json:"execution_id,omitempty"`
+	Skill       string `json:"skill"`
+	Attempt     int    `json:"attempt,omitempty"`
+	By          string `json:"by,omitempty"`
+	// Digest and Version (succeeded): the repaired version the parked executions
+	// run again on; Executions is how many.
+	Digest     string `json:"digest,omitempty"`
+	Version    string `json:"version,omitempty"`
+	Executions int    `json:"executions,omitempty"`
+	Reason     string `json:"reason,omitempty"`
 }

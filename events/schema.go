@@ -24,6 +24,14 @@ var Catalog = map[string]any{
 	TypeConfirmationRequested: ConfirmationRequested{},
 	TypeConfirmationRecorded:  ConfirmationRecorded{},
 	TypeDLQReplayed:           DLQReplayed{},
+	TypeRepairRequested:       RepairRequested{},
+	TypeRepairAttempted:       RepairProgress{},
+	TypeRepairProposed:        RepairProposed{},
+	TypeRepairDecided:         RepairDecided{},
+	TypeRepairSucceeded:       RepairProgress{},
+	TypeRepairFailed:          RepairProgress{},
+	TypeRepairNoImprovement:   RepairProgress{},
+	TypeRepairSkipped:         RepairProgress{},
 }
 
 // Types lists every event type, sorted.

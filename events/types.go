@@ -21,6 +21,16 @@ const (
 	TypeConfirmationRequested = Prefix + "confirmation.requested"
 	TypeConfirmationRecorded  = Prefix + "confirmation.recorded"
 	TypeDLQReplayed           = Prefix + "dlq.replayed"
+
+	// Repair of skills broken by a repairable fault.
+	TypeRepairRequested     = Prefix + "repair.requested"
+	TypeRepairAttempted     = Prefix + "repair.attempted"
+	TypeRepairProposed      = Prefix + "repair.proposed"
+	TypeRepairDecided       = Prefix + "repair.decided"
+	TypeRepairSucceeded     = Prefix + "repair.succeeded"
+	TypeRepairFailed        = Prefix + "repair.failed"
+	TypeRepairNoImprovement = Prefix + "repair.no_improvement"
+	TypeRepairSkipped       = Prefix + "repair.skipped"
 )
 
 // Kind is the part of a type after Prefix ("execution.completed"); it is the last part

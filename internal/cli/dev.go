@@ -134,6 +134,14 @@ persisted is lost, and the next start carries on where this one stopped.`,
 				}
 				stops = append(stops, stop)
 			}
+			if wf.repair {
+				stop, err := startRepair(ctx, b, log, wf, tb)
+				if err != nil {
+					shutdown(log, append(stops, stopRouter)...)
+					return err
+				}
+				stops = append(stops, stop)
+			}
 			watchConsumer(tel, b, "", b.StreamTriggers(), "router")
 			for _, p := range wf.pools {
 				watchConsumer(tel, b, p, b.StreamJobs(), "worker-"+p)
@@ -185,6 +193,7 @@ persisted is lost, and the next start carries on where this one stopped.`,
 	f.StringVar(&gatewayAddr, "gateway", "", "also serve the HTTP ingress (POST /events, /hooks/<name>) on this address, e.g. 127.0.0.1:8080; see 'skillbus gateway --help'")
 	f.StringVar(&uiAddr, "ui", "", "also serve the web console on this address, e.g. 127.0.0.1:8090; see 'skillbus console --help'")
 	rf.register(cmd)
+	wf.repair = true // one process: the repair worker runs beside the workers
 	wf.register(cmd, getenv)
 	cf.register(cmd, getenv)
 	o.register(cmd, getenv)

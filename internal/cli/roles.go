@@ -11,7 +11,10 @@ import (
 	"github.com/skillbus/skillbus/pkg/catalog"
 	"github.com/skillbus/skillbus/pkg/instruct"
 	"github.com/skillbus/skillbus/pkg/registry"
+	"github.com/skillbus/skillbus/pkg/repair"
+	"github.com/skillbus/skillbus/pkg/repair/service"
 	"github.com/skillbus/skillbus/pkg/router"
+	"github.com/skillbus/skillbus/pkg/skill"
 	"github.com/skillbus/skillbus/pkg/tool"
 	"github.com/skillbus/skillbus/pkg/tool/bustool"
 	"github.com/skillbus/skillbus/pkg/tool/llm"
@@ -49,6 +52,12 @@ type workerFlags struct {
 	busTools                 bool
 	busToolsInterval         time.Duration
 	getenv                   Env
+
+	// Repair: park repairable failures on repair jobs and run a repair worker.
+	repair       bool
+	repairAuto   bool
+	repairExpiry time.Duration
+	repairBudget repair.Budget
 }
 
 // startRouter starts a router on b with its own catalog watch; stop undoes it.
@@ -90,6 +99,7 @@ type toolbox struct {
 	runner  *instruct.Runner
 	files   *catalog.Files
 	exec    tool.ExecConfig
+	chat    *llm.Client // the worker's chat model, if configured
 }
 
 func newToolbox(ctx context.Context, b *bus.Bus, log *slog.Logger, f workerFlags) (*toolbox, error) {
@@ -107,7 +117,7 @@ func newToolbox(ctx context.Context, b *bus.Bus, log *slog.Logger, f workerFlags
 		if err != nil {
 			return nil, usage("--llm-url: %v", err)
 		}
-		base, model = append(base, llm.NewTool(c)), c
+		base, model, tb.chat = append(base, llm.NewTool(c)), c, c
 	}
 	if f.mcpConfig != "" {
 		cfg, err := mcptool.LoadConfig(f.mcpConfig, f.getenv)
@@ -172,7 +182,7 @@ func startWorker(ctx context.Context, b *bus.Bus, log *slog.Logger, f workerFlag
 		Tools: tb.watcher, Files: tb.files, Instruct: tb.runner, Exec: tb.exec,
 		Pools: f.pools, Concurrency: f.concurrency, AckWait: f.ackWait,
 		Backoff: worker.Backoff{Base: f.backoffBase, Max: f.backoffMax}, Name: f.name, MaxDepth: f.maxDepth, ConfirmTimeout: f.confirmTimeout,
-		Events: events.Level(f.events), Metrics: tel.Metrics,
+		Events: events.Level(f.events), Metrics: tel.Metrics, Repair: f.repair,
 	})
 	if err != nil {
 		cat.Stop()
@@ -196,4 +206,36 @@ func startRegistry(ctx context.Context, b *bus.Bus, log *slog.Logger, roots []st
 		return nil, err
 	}
 	return reg, nil
+}
+
+// startRepair starts a repair worker: a consumer of the REPAIR stream that proposes
+// patches (deterministic repairers, then the worker's chat model when configured) and
+// publishes approved ones through the registry service.
+func startRepair(ctx context.Context, b *bus.Bus, log *slog.Logger, f workerFlags, tb *toolbox) (stop func(context.Context), err error) {
+	kv, err := b.KV(ctx, b.BucketSkills())
+	if err != nil {
+		return nil, err
+	}
+	cat, err := catalog.Watch(ctx, kv, log)
+	if err != nil {
+		return nil, err
+	}
+	cfg := service.Config{
+		Bus: b, Catalog: cat, Files: tb.files, Publisher: registry.NewClient(b.NC, b.Subjects.Prefix),
+		Validate: registry.RepairValidator(skill.LoadOptions{}), Budget: f.repairBudget, Auto: f.repairAuto,
+		Expiry: f.repairExpiry, Log: log,
+	}
+	if tb.chat != nil {
+		cfg.Chat = &repair.Chat{Model: tb.chat, Timeout: f.llmTimeout}
+	}
+	svc, err := service.New(cfg)
+	if err != nil {
+		cat.Stop()
+		return nil, usage("%v", err)
+	}
+	if err := svc.Start(ctx); err != nil {
+		cat.Stop()
+		return nil, err
+	}
+	return func(ctx context.Context) { svc.Stop(ctx); cat.Stop() }, nil
 }

@@ -55,6 +55,12 @@ func (w *workerFlags) register(cmd *cobra.Command, getenv Env) {
 	f.DurationVar(&w.confirmTimeout, "confirm-timeout", time.Hour, "how long a confirmation waits for an answer when the skill does not say; unanswered, it is denied")
 	f.IntVar(&w.maxDepth, "max-depth", 2, "how deep skills may invoke skills through the skill tool")
 	f.StringVar(&w.execPath, "exec-path", "", "PATH given to the exec tool's processes (default /usr/local/bin:/usr/bin:/bin)")
+	f.BoolVar(&w.repair, "repair", w.repair, "repair skills: park executions that fail with a repairable fault (a misspelt key, an unknown filter, a wrong path, a refused parameter) on one repair job per skill version and fault, and run a repair worker that proposes a patch (see docs/operations.md); every worker of a fleet should agree")
+	f.BoolVar(&w.repairAuto, "repair-auto", false, "apply proposed repairs without waiting for approval, as if every skill said repair: auto")
+	f.DurationVar(&w.repairExpiry, "repair-expiry", time.Hour, "how long a proposed repair waits for approval; unanswered, it expires and its executions fail as without repair")
+	f.IntVar(&w.repairBudget.MaxAttempts, "repair-max-attempts", 2, "patches tried per skill and fault")
+	f.IntVar(&w.repairBudget.MaxFiles, "repair-max-files", 3, "files one repair may change")
+	f.IntVar(&w.repairBudget.MaxHunks, "repair-max-hunks", 8, "hunks one repair may have")
 	f.StringVar(&w.events, "events", string(events.DefaultLevel), "which events are persisted: full (every progress event), steps (decisions, outcomes and the checkpoints a redelivery needs) or terminal (no checkpoints); the rest go live to followers only")
 }
 
@@ -164,6 +170,14 @@ Scale by running more workers.`,
 			stop, err := startWorker(cmd.Context(), b, log, wf, tb, tel)
 			if err != nil {
 				return err
+			}
+			if wf.repair {
+				stopRepair, err := startRepair(cmd.Context(), b, log, wf, tb)
+				if err != nil {
+					shutdown(log, stop)
+					return err
+				}
+				stop = func(ctx context.Context) { stopRepair(ctx); stop(ctx) }
 			}
 			for _, p := range wf.pools {
 				watchConsumer(tel, b, p, b.StreamJobs(), "worker-"+p)

@@ -109,6 +109,7 @@ func (b *Bus) BucketRuns() string    { return b.bucketName("runs") }
 func (b *Bus) BucketStats() string   { return b.bucketName("stats") }
 func (b *Bus) BucketWorkers() string { return b.bucketName("workers") }
 func (b *Bus) BucketCache() string   { return b.bucketName("cache") }
+func (b *Bus) BucketRepairs() string { return b.bucketName("repairs") }
 
 func (b *Bus) bucketName(s string) string {
 	if b.cfg.Prefix == "skillbus" {
@@ -162,7 +163,9 @@ func (b *Bus) Buckets() []jetstream.KeyValueConfig {
 	workers.TTL = 30 * time.Second
 	cache := kv(b.BucketCache(), "skillbus cached step results")
 	cache.LimitMarkerTTL = time.Minute
-	return []jetstream.KeyValueConfig{skills, runs, stats, workers, cache}
+	repairs := kv(b.BucketRepairs(), "skillbus repairs: one record per skill version and fault, and the executions parked on it")
+	repairs.TTL = 7 * 24 * time.Hour
+	return []jetstream.KeyValueConfig{skills, runs, stats, workers, cache, repairs}
 }
 
 // Ensure creates or updates every stream and bucket. It is idempotent and safe to run

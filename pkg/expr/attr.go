@@ -196,12 +196,18 @@ func (d *attrdict) missing(key string) error {
 	default:
 		fmt.Fprintf(&b, "; its keys include: %s, … (%d in all)", strings.Join(keys[:30], ", "), len(keys))
 	}
-	return &missingError{b.String()}
+	return &missingError{msg: b.String(), key: key, keys: keys, path: d.path()}
 }
 
 // A missingError is a read of a key, attribute or index that is not there: what
 // Jinja calls undefined, so that `x.key is defined` is false rather than an error.
-type missingError struct{ msg string }
+// key, keys and path (set for a missing key of a dict) describe it for a repair.
+type missingError struct {
+	msg  string
+	key  string
+	keys []string
+	path string
+}
 
 func (e *missingError) Error() string { return e.msg }
 

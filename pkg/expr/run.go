@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/skillbus/skillbus/pkg/failure"
 	"regexp"
 	"strings"
 	"sync"
@@ -286,7 +287,12 @@ func (u *unit) evalErr(ctx context.Context, env Env, st *state, err error) error
 				"hiding the workflow's %s; give the variable another name)", m[1], m[1], m[1])
 		}
 	}
-	return repairable(u.errorAt(pos, msg))
+	e := u.errorAt(pos, msg)
+	var me *missingError
+	if errors.As(err, &me) && me.key != "" {
+		return (&failure.Fault{Kind: failure.FaultReference, Name: me.key, Have: me.keys, Value: me.path, Field: u.cfg.name, Err: e}).Repairable()
+	}
+	return repairable(e)
 }
 
 // innermost returns the position of the innermost call frame in u's source.

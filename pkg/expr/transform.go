@@ -2,6 +2,7 @@ package expr
 
 import (
 	"fmt"
+	"github.com/skillbus/skillbus/pkg/failure"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -285,7 +286,10 @@ func (x *xform) filter(e *syntax.BinaryExpr) syntax.Expr {
 		if near := nearest(name.Name, filterNames); near != "" {
 			msg += fmt.Sprintf(" (did you mean %q?)", near)
 		}
-		x.fail(name.NamePos, "%s", msg)
+		if x.err == nil {
+			e := x.p.errorAt(x.p.srcOffset(name.NamePos), msg)
+			x.err = (&failure.Fault{Kind: failure.FaultUnknownFilter, Name: name.Name, Have: filterNames, Field: x.p.name, Err: e}).Repairable()
+		}
 		return nil
 	}
 	var operand syntax.Expr

@@ -44,3 +44,21 @@ func TestClassOf(t *testing.T) {
 		t.Error("Wrap hides the wrapped error")
 	}
 }
+
+func TestFaultInChain(t *testing.T) {
+	inner := errors.New(`steps.fetch.result has no key "titel"`)
+	err := fmt.Errorf("step fetch: %w", (&failure.Fault{Kind: failure.FaultReference, Name: "titel", Have: []string{"body", "title"}, Err: inner}).Repairable())
+	if failure.ClassOf(err) != failure.Repairable {
+		t.Fatalf("class %q, want repairable", failure.ClassOf(err))
+	}
+	f := failure.FaultOf(err)
+	if f == nil || f.Name != "titel" || f.Kind != failure.FaultReference {
+		t.Fatalf("FaultOf = %+v", f)
+	}
+	if !errors.Is(err, inner) || err.Error() != "step fetch: "+inner.Error() {
+		t.Fatalf("chain lost the cause: %v", err)
+	}
+	if failure.FaultOf(failure.Repair("parameter x is bad")) != nil {
+		t.Fatal("an error without a fault has none")
+	}
+}

@@ -23,6 +23,7 @@ const (
 	EndpointGet      = "get"
 	EndpointSearch   = "search"
 	EndpointValidate = "validate"
+	EndpointRepair   = "repair"
 )
 
 // Subject is the subject of an endpoint for a subject prefix ("skillbus").
@@ -146,4 +147,20 @@ type ValidateResponse struct {
 type ErrorResponse struct {
 	Code  string `json:"code"`
 	Error string `json:"error"`
+}
+
+// RepairRequest publishes an approved repair: Files are the patched text files of
+// the skill at version Base; the registry writes them back to the skill's directory
+// and publishes the version they make, whose repaired_by is RepairID.
+type RepairRequest struct {
+	Name     string            `json:"name"`
+	Base     string            `json:"base"`
+	Files    map[string]string `json:"files"`
+	RepairID string            `json:"repair_id"`
+}
+
+// RepairResponse names the version the repair made.
+type RepairResponse struct {
+	Digest  string `json:"digest"`
+	Version string `json:"version,omitempty"`
 }

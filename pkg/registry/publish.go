@@ -167,6 +167,7 @@ func (r *Registry) publish(ctx context.Context, skills []*skill.Skill) (publishe
 	if len(skills) == 0 {
 		return nil, nil, nil
 	}
+	r.nameRepairs(skills)
 	// Read and check the files of the new versions, in parallel: disk and sha256.
 	var (
 		mu       sync.Mutex

@@ -170,16 +170,17 @@ type Registry struct {
 	mu       sync.Mutex
 	kv       jetstream.KeyValue
 	obs      jetstream.ObjectStore
-	pub      map[string]*published // the catalog as published, by exact name
-	names    []string              // of pub, sorted
-	byUnit   map[string]string     // skill directory (or single file) → name, of pub
-	versions map[versionID]bool    // version keys known to exist: their files are uploaded
-	skills   []*skill.Skill        // the valid skills of the last sync, in discovery order
-	units    map[string]int        // skill directory (or single file) → index in skills
-	diags    skill.Diagnostics     // of the last sync
-	logged   map[string]bool       // diagnostics already logged
-	syncs    int                   // syncs done
-	last     *Report               // of the last sync
+	pub      map[string]*published    // the catalog as published, by exact name
+	names    []string                 // of pub, sorted
+	byUnit   map[string]string        // skill directory (or single file) → name, of pub
+	versions map[versionID]bool       // version keys known to exist: their files are uploaded
+	skills   []*skill.Skill           // the valid skills of the last sync, in discovery order
+	units    map[string]int           // skill directory (or single file) → index in skills
+	repaired map[string]pendingRepair // skill name → the repair whose files are being written back
+	diags    skill.Diagnostics        // of the last sync
+	logged   map[string]bool          // diagnostics already logged
+	syncs    int                      // syncs done
+	last     *Report                  // of the last sync
 
 	snap  atomic.Pointer[snapshot] // what the service answers from
 	files *catalog.Files           // bodies of skills not loaded by this process

@@ -35,7 +35,7 @@ func (r *Registry) serve(ctx context.Context) (micro.Service, error) {
 	svc, err := micro.AddService(b.NC, micro.Config{
 		Name:        ServiceName,
 		Version:     ServiceVersion,
-		Description: "skillbus skill catalog: list, get, search and validate skills",
+		Description: "skillbus skill catalog: list, get, search and validate skills; publish repairs",
 		Metadata:    map[string]string{"prefix": prefix, "roots": strings.Join(r.cfg.Roots, ",")},
 	})
 	if err != nil {
@@ -50,6 +50,7 @@ func (r *Registry) serve(ctx context.Context) (micro.Service, error) {
 		{EndpointGet, "one skill: metadata, workflow, versions, optionally its body", r.handleGet},
 		{EndpointSearch, "skills by text and/or trigger type", r.handleSearch},
 		{EndpointValidate, "validate skill files sent in the request", r.handleValidate},
+		{EndpointRepair, "publish an approved repair of a skill as its new version", r.handleRepair},
 	}
 	for _, ep := range endpoints {
 		h := ep.h

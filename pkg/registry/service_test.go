@@ -212,7 +212,7 @@ func TestServiceDiscoverable(t *testing.T) {
 		eps = append(eps, ep.Subject)
 	}
 	slices.Sort(eps)
-	want := []string{"skillbus.registry.get", "skillbus.registry.list", "skillbus.registry.search", "skillbus.registry.validate"}
+	want := []string{"skillbus.registry.get", "skillbus.registry.list", "skillbus.registry.repair", "skillbus.registry.search", "skillbus.registry.validate"}
 	if info.Name != registry.ServiceName || !slices.Equal(eps, want) {
 		t.Errorf("info %+v", info)
 	}

@@ -94,6 +94,8 @@
 //	timeout_ms       milliseconds; outside 1s–5m warns; set one of the two
 //	priority         high | medium | low; default medium
 //	cost_hint        low | medium | high; default medium; also cost
+//	repair           approve | auto | off; default approve: how a repairable failure is
+//	                 repaired (a proposed patch waits for approval, is applied, or none is made)
 //	parallel_safe    boolean; default false
 //	always           boolean: consider on every event; default false
 //	prerequisites    list of - env: NAME | - command: NAME | - tool: NAME | - file: PATH, each

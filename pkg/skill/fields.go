@@ -198,6 +198,7 @@ func metaFieldList(withWorkflow bool) []*field {
 		}},
 		{name: "priority", decode: enumField("priority", priorities, func(s *Skill) *string { return &s.Priority })},
 		{name: "cost_hint", decode: enumField("cost_hint", costHints, func(s *Skill) *string { return &s.CostHint })},
+		{name: "repair", decode: enumField("repair", repairModes, func(s *Skill) *string { return &s.Repair })},
 		{name: "parallel_safe", decode: func(b *builder, d *decoder, p pair) {
 			b.s.ParallelSafe, _ = d.boolean(p.v, "parallel_safe")
 		}},
@@ -258,8 +259,9 @@ const (
 )
 
 var (
-	priorities = []string{"high", "medium", "low"}
-	costHints  = []string{"low", "medium", "high"}
+	priorities  = []string{"high", "medium", "low"}
+	costHints   = []string{"low", "medium", "high"}
+	repairModes = []string{RepairApprove, RepairAuto, RepairOff}
 )
 
 func strField(get func(*Skill) *string) func(*builder, *decoder, pair) {

@@ -82,6 +82,10 @@ type Skill struct {
 	MaxConcurrent   int          `json:"max_concurrent,omitempty"`
 	Entrypoints     []Entrypoint `json:"entrypoints,omitempty"`
 	Workflow        *Workflow    `json:"workflow,omitempty"`
+	// Repair is how a repairable failure of the skill is repaired: RepairApprove
+	// (default) proposes a patch and waits for a person, RepairAuto applies it,
+	// RepairOff never repairs.
+	Repair string `json:"repair,omitempty"`
 
 	// Provenance.
 	Source    string     `json:"source,omitempty"`    // the main file: SKILL.md, else skill.yaml, else the single file
@@ -90,7 +94,16 @@ type Skill struct {
 	Body      string     `json:"body,omitempty"`      // SKILL.md body (instructions)
 	BodyLine  int        `json:"body_line,omitempty"` // line of Source where Body starts
 	Resources []Resource `json:"resources,omitempty"` // files of the skill directory besides SKILL.md and skill.yaml
+	// RepairedBy names the repair whose approved patch made this version.
+	RepairedBy string `json:"repaired_by,omitempty"`
 }
+
+// Repair modes of a skill.
+const (
+	RepairApprove = "approve"
+	RepairAuto    = "auto"
+	RepairOff     = "off"
+)
 
 // Prerequisite is something that must hold for a skill to be available:
 // an environment variable, a command on PATH, a tool served by the fleet, a file.

@@ -2,6 +2,7 @@ package tool
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -196,12 +198,17 @@ func (h *httpTool) Call(ctx context.Context, c Call) (any, error) {
 	if resp.StatusCode >= 400 || resp.StatusCode < 100 {
 		// Only an excerpt goes into the message; don't read a large error page.
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-		return nil, failure.Wrap(classify(resp, nil), &StatusError{
+		se := &StatusError{
 			Method: r.method,
 			URL:    safeURL,
 			Status: resp.StatusCode,
 			Body:   excerpt(b, 200, false, false),
-		})
+		}
+		class := classify(resp, nil)
+		if class == failure.Repairable {
+			return nil, parameterFault(r, b, se).Repairable()
+		}
+		return nil, failure.Wrap(class, se)
 	}
 
 	limit := h.cfg.MaxResponseBytes
@@ -419,3 +426,44 @@ func unwrapURLError(err error) error {
 	}
 	return err
 }
+
+// parameterFault describes a 400 or 422: the request's parameters were wrong. Have
+// are the fields of the JSON body sent; Name is the field the response names, when
+// it names one the way common APIs do ({"field": "x"}, {"errors": [{"field": "x"}]},
+// {"param": "x"}, or "missing field x" in the text).
+func parameterFault(r *httpRequest, body []byte, se *StatusError) *failure.Fault {
+	f := &failure.Fault{Kind: failure.FaultParameter, Err: se}
+	if r.json {
+		var sent map[string]any
+		if json.Unmarshal(r.body, &sent) == nil {
+			for k := range sent {
+				f.Have = append(f.Have, k)
+			}
+			slices.Sort(f.Have)
+		}
+	}
+	var named struct {
+		Field  string `json:"field"`
+		Param  string `json:"param"`
+		Errors []struct {
+			Field string `json:"field"`
+			Param string `json:"param"`
+		} `json:"errors"`
+	}
+	if json.Unmarshal(body, &named) == nil {
+		f.Name = cmp.Or(named.Field, named.Param)
+		for _, e := range named.Errors {
+			if f.Name == "" {
+				f.Name = cmp.Or(e.Field, e.Param)
+			}
+		}
+	}
+	if f.Name == "" {
+		if m := missingFieldText.FindSubmatch(body); m != nil {
+			f.Name = string(m[1])
+		}
+	}
+	return f
+}
+
+var missingFieldText = regexp.MustCompile(`(?i)(?:missing|required|unknown|invalid)\s+(?:field|parameter|param|property)\s*:?\s*["'\x60]?([A-Za-z_][A-Za-z0-9_.-]*)`)

@@ -40,6 +40,8 @@ type Fail struct {
 	Err  error
 }
 
+// Repair (repair.go): a repairable fault; the execution is parked on its repair.
+
 // Pause: the execution waits for a person's confirmation; no worker holds it.
 type Pause struct{ *workflow.PausedError }
 
@@ -104,6 +106,9 @@ func (w *Worker) decide(j *job, outputs map[string]any, err error) Decision {
 	}
 	if failure.ClassOf(err) == failure.Retryable && j.attempt <= uint64(j.skill.Retries()) {
 		return Retry{Delay: w.cfg.Backoff.Delay(j.attempt), Err: err}
+	}
+	if r, ok := w.repairable(j, step, err); ok {
+		return r
 	}
 	return Fail{Step: step, Err: err}
 }

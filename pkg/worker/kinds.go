@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/skillbus/skillbus/events"
@@ -158,6 +159,9 @@ func (w *Worker) runScript(ctx context.Context, j *job, inputs map[string]any, o
 			return nil, failure.Wrap(failure.Retryable, err)
 		}
 	}
+	if err := missingPath(dir, ep.Command, s.Resources); err != nil {
+		return nil, err
+	}
 	stdin, err := json.Marshal(inputs)
 	if err != nil {
 		return nil, failure.Fatalf("inputs: %v", err)
@@ -191,4 +195,30 @@ func (w *Worker) runScript(ctx context.Context, j *job, inputs map[string]any, o
 		return map[string]any{"result": v, "exit_code": res["exit_code"]}, nil
 	}
 	return map[string]any{"result": res["stdout"], "exit_code": res["exit_code"]}, nil
+}
+
+// missingPath reports an entrypoint argument that names a file in one of the skill's
+// directories (scripts/, references/, ...) that the skill does not have: a path fault
+// a repair can fix, rather than a process failing on a missing file.
+func missingPath(dir string, command []string, resources []skill.Resource) error {
+	for _, arg := range command[min(1, len(command)):] {
+		rel := strings.TrimPrefix(arg, "./")
+		first, _, nested := strings.Cut(rel, "/")
+		if !nested || !filepath.IsLocal(filepath.FromSlash(rel)) {
+			continue
+		}
+		if st, err := os.Stat(filepath.Join(dir, first)); err != nil || !st.IsDir() {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(rel))); err == nil {
+			continue
+		}
+		have := make([]string, 0, len(resources))
+		for _, r := range resources {
+			have = append(have, r.Path)
+		}
+		return (&failure.Fault{Kind: failure.FaultPath, Name: arg, Have: have, Step: "entrypoint",
+			Err: fmt.Errorf("entrypoint argument %s is no file of the skill", arg)}).Repairable()
+	}
+	return nil
 }

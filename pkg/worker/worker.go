@@ -126,6 +126,11 @@ type Config struct {
 	// Metrics receives the worker's measurements (executions, steps, retries,
 	// fallbacks, dead letters); nil records nothing.
 	Metrics *telemetry.Metrics
+	// Repair parks executions that fail with a repairable fault on a repair job
+	// (skillbus.repair.<skill>) instead of failing them, for the repair workers to
+	// fix the skill; false: they fail as any other failure. Turn it on only in a
+	// fleet that runs repair workers.
+	Repair bool
 	// Name identifies this worker in events and heartbeats; default host-pid.
 	Name string
 	// Source is the CloudEvents source of the events the worker writes; default
@@ -147,6 +152,10 @@ type Worker struct {
 	solo     solo
 	cancel   context.CancelFunc // ends the solo-pool watch
 	watching sync.WaitGroup
+
+	repairsOnce sync.Once
+	repairs     jetstream.KeyValue
+	repairsErr  error
 }
 
 // New validates cfg and returns a Worker; Start begins consuming.
@@ -407,6 +416,9 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 	if j.data.Depth > w.cfg.MaxDepth {
 		return w.fail(ctx, j, "", failure.Fatalf("delegated %d levels deep through the skill tool; the limit is %d", j.data.Depth, w.cfg.MaxDepth))
 	}
+	if j.data.Repair != nil && j.data.Repair.Declined != "" {
+		return w.declined(ctx, j)
+	}
 	if j.takeovers > w.cfg.CrashAllowance {
 		return w.fail(ctx, j, "", failure.Fatalf("workers died running it %d times (the crash allowance is %d): it is not run again", j.takeovers, w.cfg.CrashAllowance))
 	}
@@ -561,6 +573,8 @@ func (w *Worker) settleOnce(ctx context.Context, j *job, d Decision) error {
 		return j.msg.NakWithDelay(d.Delay)
 	case Fail:
 		return w.fail(ctx, j, d.Step, d.Err)
+	case Repair:
+		return w.repair(ctx, j, d)
 	}
 	return fmt.Errorf("worker: unknown decision %T", d)
 }

@@ -117,6 +117,9 @@ func (x *execution) fail(i int, err error, start time.Time, ran bool) stepState 
 		d = fin.Sub(start)
 	}
 	se := &StepError{Step: st.ID, Err: err}
+	if f := failure.FaultOf(err); f != nil && f.Step == "" {
+		f.Step = st.ID
+	}
 	cl := failure.ClassOf(err)
 	sl := &x.log.Steps[i]
 	sl.set(StatusFailed, start, fin)

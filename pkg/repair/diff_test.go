@@ -1,0 +1,52 @@
+package repair_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/skillbus/skillbus/pkg/repair"
+)
+
+func TestDiffRoundTrip(t *testing.T) {
+	before := repair.Files{"skill.yaml": "a\nb\nc\n", "SKILL.md": "x\n"}
+	after := before.Clone()
+	after["skill.yaml"] = "a\nB\nc\n"
+	d := repair.Diff(before, after)
+	got, st, err := repair.Apply(before, d)
+	if err != nil || got["skill.yaml"] != after["skill.yaml"] || got["SKILL.md"] != "x\n" || st != (repair.Stats{Files: 1, Hunks: 1}) {
+		t.Fatalf("got %v %+v %v\n%s", got, st, err, d)
+	}
+	if before["skill.yaml"] != "a\nb\nc\n" {
+		t.Fatal("Apply changed its input")
+	}
+	for _, bad := range []string{"", "hello\n", "--- a/skill.yaml\n+++ b/skill.yaml\n"} {
+		if _, _, err := repair.Apply(before, bad); !errors.Is(err, repair.ErrMalformedDiff) {
+			t.Errorf("Apply(%q): err %v, want ErrMalformedDiff", bad, err)
+		}
+	}
+}
+
+// FuzzApply: no input makes the parser or applier panic, and whatever applies only
+// changes files the skill has.
+func FuzzApply(f *testing.F) {
+	f.Add("--- a/skill.yaml\n+++ b/skill.yaml\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n")
+	f.Add("diff --git a/skill.yaml b/skill.yaml\n--- a/skill.yaml\n+++ b/skill.yaml\n@@ -2 +2 @@\n-b\n+c\n")
+	f.Add("```diff\n--- a/SKILL.md\n+++ b/SKILL.md\n@@ -1 +1 @@\n-x\n+y\n```")
+	f.Add("--- /dev/null\n+++ b/new\n@@ -0,0 +1 @@\n+z\n")
+	f.Add("GIT binary patch\nliteral 0\n")
+	files := repair.Files{"skill.yaml": "a\nb\nc\n", "SKILL.md": "x\n"}
+	f.Fuzz(func(t *testing.T, diff string) {
+		out, _, err := repair.Apply(files, diff)
+		if err != nil {
+			return
+		}
+		if len(out) != len(files) {
+			t.Fatalf("files %v from %q", out.Paths(), diff)
+		}
+		for p := range out {
+			if _, ok := files[p]; !ok {
+				t.Fatalf("new file %s from %q", p, diff)
+			}
+		}
+	})
+}

@@ -1,0 +1,162 @@
+package repair
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/skillbus/skillbus/pkg/failure"
+)
+
+// Diagnosis is what a repair job says about a failure: which skill version, which
+// fault, the error, and what the failing step saw (redacted and cut to size).
+type Diagnosis struct {
+	// ID identifies the repair: Fingerprint of the skill digest and the fault.
+	ID      string        `json:"id"`
+	Skill   string        `json:"skill"`
+	Version string        `json:"version,omitempty"`
+	Digest  string        `json:"digest"`
+	Fault   failure.Fault `json:"fault"`
+	Error   string        `json:"error"`
+	// Seen is what the failing step saw, as JSON: the names and values around the
+	// fault, with secrets redacted and long values cut.
+	Seen json.RawMessage `json:"seen,omitempty"`
+}
+
+// Fingerprint identifies one fault of one skill version: executions failing with
+// the same fingerprint wait for one repair.
+func Fingerprint(digest string, f *failure.Fault) string {
+	h := sha256.New()
+	for _, s := range []string{digest, string(f.Kind), f.Step, f.Name} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))[:20]
+}
+
+// Budget bounds the repair of one skill and fault. The zero value of each field
+// is its default.
+type Budget struct {
+	MaxAttempts int `json:"max_attempts,omitempty"` // patches tried; default 2
+	MaxFiles    int `json:"max_files,omitempty"`    // files one patch may change; default 3
+	MaxHunks    int `json:"max_hunks,omitempty"`    // hunks one patch may have; default 8
+}
+
+// WithDefaults returns b with its zero fields set to the defaults.
+func (b Budget) WithDefaults() Budget {
+	if b.MaxAttempts == 0 {
+		b.MaxAttempts = 2
+	}
+	if b.MaxFiles == 0 {
+		b.MaxFiles = 3
+	}
+	if b.MaxHunks == 0 {
+		b.MaxHunks = 8
+	}
+	return b
+}
+
+// ErrOverBudget is a patch bigger than the budget allows, or an attempt beyond it.
+var ErrOverBudget = errors.New("repair: over budget")
+
+// Allows reports why a patch of size st is over the budget, or nil.
+func (b Budget) Allows(st Stats) error {
+	b = b.WithDefaults()
+	if st.Files > b.MaxFiles {
+		return fmt.Errorf("%w: the patch changes %d files; at most %d", ErrOverBudget, st.Files, b.MaxFiles)
+	}
+	if st.Hunks > b.MaxHunks {
+		return fmt.Errorf("%w: the patch has %d hunks; at most %d", ErrOverBudget, st.Hunks, b.MaxHunks)
+	}
+	return nil
+}
+
+// Patch is a proposed repair: a unified diff against the skill's files.
+type Patch struct {
+	Diff    string `json:"diff"`
+	By      string `json:"by"`      // the repairer that proposed it
+	Summary string `json:"summary"` // one line for people
+	Stats   Stats  `json:"stats"`
+	// Files are the patched files (not serialised: the diff says it all).
+	Files Files `json:"-"`
+}
+
+// ErrNoProposal: a repairer has nothing to propose for this diagnosis.
+var ErrNoProposal = errors.New("repair: no proposal")
+
+// A Repairer proposes a diff for a diagnosis, or returns ErrNoProposal.
+type Repairer interface {
+	Name() string
+	Propose(ctx context.Context, d *Diagnosis, files Files) (diff, summary string, err error)
+}
+
+// Validator checks patched files as the registry would; nil means valid.
+type Validator func(ctx context.Context, skill string, files Files) error
+
+// Attempt is the outcome of one repairer's try, for the events and the record.
+type Attempt struct {
+	By    string `json:"by"`
+	Error string `json:"error,omitempty"`
+}
+
+// Propose asks each repairer in turn until one's diff applies to a copy of files,
+// stays within budget and passes validate; it returns that patch and the failed
+// tries before it. attempts is how many attempts this skill and fault have spent
+// already: each diff that is applied and judged spends one, and none is judged
+// once budget.MaxAttempts are spent. A repairer with nothing to propose spends
+// nothing.
+func Propose(ctx context.Context, d *Diagnosis, files Files, repairers []Repairer, validate Validator, budget Budget, attempts int) (*Patch, []Attempt, error) {
+	budget = budget.WithDefaults()
+	var tried []Attempt
+	for _, r := range repairers {
+		if attempts >= budget.MaxAttempts {
+			return nil, tried, fmt.Errorf("%w: %d attempts spent on this fault", ErrOverBudget, attempts)
+		}
+		diff, summary, err := r.Propose(ctx, d, files)
+		if errors.Is(err, ErrNoProposal) {
+			continue
+		}
+		if ctx.Err() != nil {
+			return nil, tried, ctx.Err()
+		}
+		attempts++
+		if err != nil {
+			tried = append(tried, Attempt{By: r.Name(), Error: err.Error()})
+			continue
+		}
+		p, err := check(ctx, d.Skill, files, diff, validate, budget)
+		if err != nil {
+			tried = append(tried, Attempt{By: r.Name(), Error: err.Error()})
+			continue
+		}
+		p.By, p.Summary = r.Name(), summary
+		return p, tried, nil
+	}
+	return nil, tried, ErrNoProposal
+}
+
+// check applies diff to a copy of files, and checks the budget and validation.
+func check(ctx context.Context, skill string, files Files, diff string, validate Validator, budget Budget) (*Patch, error) {
+	patched, st, err := Apply(files, diff)
+	if err != nil {
+		return nil, err
+	}
+	if err := budget.Allows(st); err != nil {
+		return nil, err
+	}
+	if validate != nil {
+		if err := validate(ctx, skill, patched); err != nil {
+			return nil, fmt.Errorf("repair: the patched skill does not validate: %w", err)
+		}
+	}
+	return &Patch{Diff: diff, Stats: st, Files: patched}, nil
+}
+
+// BudgetKey identifies a skill and fault across versions: the attempts of every
+// version's repair of the same mistake count against one budget.
+func BudgetKey(skill string, f *failure.Fault) string {
+	return Fingerprint("skill:"+skill, f)
+}

@@ -1,0 +1,152 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/failure"
+	"github.com/skillbus/skillbus/pkg/repair"
+	"github.com/skillbus/skillbus/pkg/repair/service"
+	"github.com/skillbus/skillbus/pkg/skill"
+)
+
+// Repair: the skill failed with a repairable fault that a repair may fix. The
+// execution is parked (no worker holds it) until the repair of its skill version and
+// fault ends; executions failing with the same fault wait for the same repair.
+type Repair struct {
+	Step  string
+	Fault *failure.Fault
+	Err   error
+}
+
+func (Repair) decision() {}
+
+// maxSeen bounds the values of a repair job's diagnosis.
+const maxSeen = 4 << 10
+
+// repairable says whether a failure becomes a Repair decision: the fleet repairs, the
+// skill allows it, the error carries a fault, and the execution's earlier repairs of
+// the same fault did not leave it failing the same way.
+func (w *Worker) repairable(j *job, step string, err error) (Decision, bool) {
+	if !w.cfg.Repair || j.skill == nil || failure.ClassOf(err) != failure.Repairable {
+		return nil, false
+	}
+	f := failure.FaultOf(err)
+	if f == nil || j.skill.Repair == skill.RepairOff {
+		reason := "the error names no fault a repairer could act on"
+		if f != nil {
+			reason = "the skill says repair: off"
+		}
+		w.emit(j, events.TypeRepairSkipped, "", events.RepairProgress{ExecutionID: j.data.ExecutionID, Skill: j.skill.Name, Reason: reason})
+		return nil, false
+	}
+	if f.Step == "" {
+		f.Step = step
+	}
+	return Repair{Step: step, Fault: f, Err: err}, true
+}
+
+// repair parks the execution on the repair of its fault, asking for the repair if
+// nobody has yet. The job is acked once the parked record, the repair job and
+// repair.requested are persisted.
+func (w *Worker) repair(ctx context.Context, j *job, d Repair) error {
+	if err := w.ensureClaim(ctx, j); err != nil {
+		return err
+	}
+	f := d.Fault
+	bkey := repair.BudgetKey(j.skill.Name, f)
+	if jr := j.data.Repair; jr != nil && jr.BudgetKey == bkey {
+		// The repaired version failed with the same fault: no improvement.
+		w.emit(j, events.TypeRepairNoImprovement, "", events.RepairProgress{
+			RepairID: jr.ID, ExecutionID: j.data.ExecutionID, Skill: j.skill.Name, Attempt: jr.Attempts,
+			Reason: "the repaired version fails with the same fault: " + d.Err.Error(),
+		})
+		return w.fail(ctx, j, d.Step, d.Err)
+	}
+	kv, err := w.repairsKV(ctx)
+	if err != nil {
+		return err
+	}
+	id := repair.Fingerprint(j.skill.Digest, f)
+	fault := events.RepairFault{Kind: string(f.Kind), Name: f.Name, Have: f.Have, Value: f.Value, Field: f.Field, Step: f.Step, File: f.File, Line: f.Line}
+	parked, err := json.Marshal(service.Parked{
+		ExecutionID: j.data.ExecutionID, RepairID: id, Step: d.Step, Class: string(failure.Repairable), Error: d.Err.Error(), Job: j.data,
+		Meta:     map[string]string{events.ExtCorrelationID: j.meta.CorrelationID, events.ExtTraceParent: j.meta.TraceParent, events.ExtTraceState: j.meta.TraceState},
+		ParkedAt: time.Now().UTC(),
+	})
+	if err != nil {
+		return err
+	}
+	// Parked first, the record second (see package service).
+	if _, err := kv.Put(ctx, service.ParkedKey(id, j.data.ExecutionID), parked); err != nil {
+		return err
+	}
+	diag := repair.Diagnosis{ID: id, Skill: j.skill.Name, Version: j.data.Skill.Version, Digest: j.skill.Digest, Fault: *f, Error: d.Err.Error(), Seen: seen(f)}
+	rec, created, err := service.Create(ctx, kv, &service.Record{
+		ID: id, Skill: j.skill.Name, Status: service.StatusRequested, Diagnosis: diag, BudgetKey: bkey,
+		Auto: j.skill.Repair == skill.RepairAuto, Created: time.Now().UTC(), Updated: time.Now().UTC(),
+	})
+	if err != nil {
+		return err
+	}
+	if created {
+		m := j.meta
+		m.ExecutionID, m.CausationID = j.data.ExecutionID, j.msgID()
+		j.batch.PublishEvent(w.cfg.Bus.Subjects.Repair(j.skill.Name), bus.Event{ID: id + ".repair", Source: w.cfg.Source, Type: events.TypeRepairRequested, Meta: m, Data: diag})
+	}
+	w.emit(j, events.TypeRepairRequested, "", events.RepairRequested{
+		ExecutionID: j.data.ExecutionID, Skill: j.skill.Name, Version: j.data.Skill.Version, Digest: j.skill.Digest,
+		RepairID: id, Fault: fault, Error: d.Err.Error(), Waiting: !created,
+	})
+	if err := j.batch.Wait(ctx); err != nil {
+		return err
+	}
+	if service.Final(rec.Status) {
+		// The repair ended before this execution was parked: release it now.
+		var p service.Parked
+		_ = json.Unmarshal(parked, &p)
+		if err := service.Release(ctx, w.cfg.Bus, kv, w.cfg.Source, rec, p); err != nil {
+			return err
+		}
+	}
+	if rev, ok := j.claimRev(); ok {
+		// The resumed job takes the claim path; don't make it wait for this lease.
+		_ = w.runs.Delete(ctx, claimKey(j.data.ExecutionID), jetstream.LastRevision(rev))
+	}
+	w.cfg.Log.Info("worker: execution parked for repair", "execution", j.data.ExecutionID, "repair", id, "fault", f.Kind, "name", f.Name, "new", created)
+	return j.msg.Ack()
+}
+
+// declined ends an execution whose repair did not come, as it would have ended
+// without repair.
+func (w *Worker) declined(ctx context.Context, j *job) error {
+	jr := j.data.Repair
+	err := failure.New(failure.Repairable, "%s (%s)", jr.Error, jr.Declined)
+	return w.fail(ctx, j, jr.Step, err)
+}
+
+func (w *Worker) repairsKV(ctx context.Context) (jetstream.KeyValue, error) {
+	w.repairsOnce.Do(func() {
+		w.repairs, w.repairsErr = w.cfg.Bus.KV(ctx, w.cfg.Bus.BucketRepairs())
+	})
+	return w.repairs, w.repairsErr
+}
+
+// seen is what the failing step saw, for the diagnosis: the names around the fault,
+// cut to size. Values themselves are left out: they may hold secrets.
+func seen(f *failure.Fault) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{"value": f.Value, "names": f.Have, "field": f.Field})
+	if len(b) > maxSeen {
+		have := f.Have
+		for len(b) > maxSeen && len(have) > 1 {
+			have = have[:len(have)/2]
+			b, _ = json.Marshal(map[string]any{"value": f.Value, "names": have, "field": f.Field, "cut": true})
+		}
+	}
+	return b
+}
