@@ -254,7 +254,7 @@ func printEntry(w io.Writer, e *dlq.Entry) error {
 	for _, d := range []struct {
 		name string
 		raw  json.RawMessage
-	}{{"inputs", e.Inputs}, {"data", e.Data}} {
+	}{{"inputs", e.Inputs}, {"trigger data", e.Data}} {
 		if len(d.raw) == 0 {
 			continue
 		}

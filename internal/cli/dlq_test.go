@@ -269,6 +269,9 @@ func TestDLQ(t *testing.T) {
 	if err != nil || json.Unmarshal([]byte(out), &shown) != nil || shown["id"] != dead.ID || shown["log"] == nil {
 		t.Fatalf("dlq show --json (want the entry with the execution log): %v\n%s", err, out)
 	}
+	if data, _ := shown["data"].(map[string]any); data["order"] != "A-17" {
+		t.Errorf("dlq show --json: data %v, want the trigger's data", shown["data"])
+	}
 
 	// Filters.
 	for _, tt := range []struct {

@@ -75,7 +75,9 @@ type Entry struct {
 	Trigger events.TriggerRef `json:"trigger"`
 	// Inputs are the job's inputs (a JSON object).
 	Inputs json.RawMessage `json:"inputs,omitempty"`
-	// Data is a rejected trigger's data: JSON as sent, anything else as a JSON string.
+	// Data is the trigger's data: JSON as sent, anything else as a JSON string. A
+	// rejected trigger carries it; for a job, Show reads it from the TRIGGERS stream
+	// while that keeps the trigger (7 days by default).
 	Data json.RawMessage `json:"data,omitempty"`
 	// History lists the skills tried before this one in the activation's fallback chain.
 	History []events.Attempt `json:"history,omitempty"`

@@ -2,6 +2,7 @@ package dlq
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -133,8 +134,30 @@ func (q *Queue) Show(ctx context.Context, id string) (*Entry, error) {
 		if rec, err := q.outcome(ctx, nil, e.ID); err == nil && rec != nil {
 			e.Log = rec.Log
 		}
+		e.Data = q.triggerData(ctx, e.Trigger)
 	}
 	return e, nil
+}
+
+// triggerData returns the data of the trigger a job came from while the TRIGGERS
+// stream keeps it, else nil.
+func (q *Queue) triggerData(ctx context.Context, ref events.TriggerRef) json.RawMessage {
+	if ref.Seq == 0 {
+		return nil
+	}
+	st, err := q.b.JS.Stream(ctx, q.b.StreamTriggers())
+	if err != nil {
+		return nil
+	}
+	m, err := st.GetMsg(ctx, ref.Seq)
+	if err != nil || m.Subject != ref.Subject {
+		return nil
+	}
+	ev, err := bus.Decode(&nats.Msg{Subject: m.Subject, Header: m.Header, Data: m.Data})
+	if err != nil || (ref.ID != "" && ev.ID() != ref.ID) {
+		return nil
+	}
+	return jsonOrString(ev.Data())
 }
 
 // find returns the one entry id names.
