@@ -137,10 +137,6 @@ func (w *Worker) claim(ctx context.Context, j *job) (handled bool, err error) {
 	if out != nil {
 		return true, w.redrive(ctx, j, out)
 	}
-	if _, busy := w.inflight.Load(j.data.ExecutionID); busy {
-		// This worker runs it already (the server handed the job out again).
-		return true, j.msg.NakWithDelay(w.leaseFor(j) / 2)
-	}
 	key := claimKey(j.data.ExecutionID)
 	e, err := w.runs.Get(ctx, key)
 	j.attempt = 1 // unless the claim says how many runs failed retryably before

@@ -3,9 +3,11 @@ package worker_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -327,3 +329,61 @@ func (l *logged) Handle(_ context.Context, r slog.Record) error {
 func (l *logged) WithAttrs([]slog.Attr) slog.Handler { return l }
 func (l *logged) WithGroup(string) slog.Handler      { return l }
 func (l *logged) seen() bool                         { return l.hit.Load() }
+
+// Two deliveries of one execution reaching the same worker at once (here two job
+// messages of one execution, both older than the worker, so both take the claim
+// path) never both run: the claim names the worker, so the process itself must keep
+// the second out, from before the first claims until it has settled.
+func TestOneDeliveryPerExecutionInAWorker(t *testing.T) {
+	t.Parallel()
+	f := setup(t, oneStep("hello", "greet", 3))
+	id := f.jobMsgID("twice", "", "hello")
+	f.jobMsgID("twice", ".again", "hello")
+	// The first delivery to look its skill up, after claiming, waits there until the
+	// second has had every chance to run.
+	gate := &gatedLookup{inner: f.cat, entered: make(chan struct{}), open: make(chan struct{})}
+	t.Cleanup(gate.release) // a failing test must not leave the first delivery waiting
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	f.startWorkerOn(f.b, "test", log, func(c *worker.Config) { c.Catalog = gate })
+	<-gate.entered
+	cons, err := f.b.JS.Consumer(f.ctx, f.b.StreamJobs(), "worker-default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The second job is handed back again and again (the first hand-back may also be
+	// a lost race to create the claim) until the first has settled; or it runs.
+	natstest.Eventually(t, 20*time.Second, func() bool {
+		info, err := cons.Info(f.ctx)
+		return f.calls["greet"].Load() > 0 || err == nil && info.Delivered.Consumer >= 5
+	}, "the second delivery neither ran nor was handed back")
+	if n := f.calls["greet"].Load(); n != 0 {
+		t.Fatalf("greet called %d times while the first delivery held the execution: two deliveries of it ran in one worker", n)
+	}
+	gate.release()
+	f.waitEvent(id, events.TypeExecutionCompleted)
+	f.drained()
+	if n := f.calls["greet"].Load(); n != 1 {
+		t.Fatalf("greet called %d times, want 1: two deliveries of one execution ran in one worker", n)
+	}
+}
+
+// gatedLookup holds the first LookupVersion call until release.
+type gatedLookup struct {
+	inner   worker.VersionLookup
+	once    sync.Once
+	entered chan struct{}
+	open    chan struct{}
+	opened  sync.Once
+}
+
+func (g *gatedLookup) release() { g.opened.Do(func() { close(g.open) }) }
+
+func (g *gatedLookup) LookupVersion(ctx context.Context, name, digest string) (*skill.Skill, error) {
+	first := false
+	g.once.Do(func() { first = true })
+	if first {
+		close(g.entered)
+		<-g.open
+	}
+	return g.inner.LookupVersion(ctx, name, digest)
+}

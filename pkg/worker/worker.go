@@ -403,6 +403,13 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 	j.reconnects = w.cfg.Bus.NC.Stats().Reconnects
 	j.fast = md.NumDelivered == 1 && len(j.data.Answers) == 0 && msg.Headers().Get(events.HeaderRecovered) == "" &&
 		w.epoch.fresh(ctx, md.Sequence.Stream)
+	// One delivery of an execution at a time in this process, reserved before it
+	// is claimed: a claim names the worker, not the delivery, so two deliveries here
+	// could otherwise both take it.
+	if _, busy := w.inflight.LoadOrStore(j.data.ExecutionID, j); busy {
+		return msg.NakWithDelay(w.leaseFor(j) / 2)
+	}
+	defer w.inflight.CompareAndDelete(j.data.ExecutionID, j)
 	if !j.fast {
 		if handled, err := w.claim(ctx, j); handled || err != nil {
 			return err
@@ -449,8 +456,6 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 	j.claim.mu.Lock()
 	j.claim.cancel = cancel
 	j.claim.mu.Unlock()
-	w.inflight.Store(j.data.ExecutionID, j)
-	defer w.inflight.CompareAndDelete(j.data.ExecutionID, j)
 	// The heartbeat goes on while the decision is settled: a settle that waits out a
 	// server outage still holds the job and the execution's claim.
 	stopBeat := w.keepAlive(ctx, j)
