@@ -12,6 +12,7 @@ import (
 	"github.com/skillbus/skillbus/internal/natstest"
 	"github.com/skillbus/skillbus/internal/otlptest"
 	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/telemetry"
 )
 
 // TestOneTrace runs registry, router, two workers and the example tool service as
@@ -87,7 +88,7 @@ func TestOneTrace(t *testing.T) {
 		t.Errorf("the router's span %s\n  does not continue the publisher's span %s", router, producer)
 	}
 	worker := one(t, a, "skillbus-worker", "process skillbus.exec")
-	otlptest.AssertChild(t, router, worker)
+	assertDescends(t, a, router, worker)
 	tidy := one(t, a, "skillbus-worker", "step tidy")
 	slug := one(t, a, "skillbus-worker", "step slug")
 	otlptest.AssertChild(t, worker, tidy)
@@ -107,7 +108,7 @@ func TestOneTrace(t *testing.T) {
 	var bs []otlptest.Span
 	rcv.Wait(t, 20*time.Second, "the fallback's spans", func(spans []otlptest.Span) bool {
 		bs = otlptest.InTrace(spans, traceB)
-		return count(bs, "", "step refuse") == 1 && count(bs, "", "step queue") == 1
+		return count(bs, "", "step refuse") == 1 && count(bs, "", "step queue") == 1 && count(bs, "skillbus-worker", "process skillbus.exec") == 2
 	})
 	defer func() {
 		if t.Failed() {
@@ -136,8 +137,18 @@ func TestOneTrace(t *testing.T) {
 	if refuse.StatusCode != 2 {
 		t.Errorf("the failed step's span has status %v, want an error", refuse.StatusCode)
 	}
+	if primary.StatusCode != 2 || primary.Attrs["skillbus.failure.class"] != "fatal" {
+		t.Errorf("the failed execution's span has status %v and attributes %v, want an error of class fatal", primary.StatusCode, primary.Attrs)
+	}
 	assertDescends(t, bs, router, primary)
-	otlptest.AssertChild(t, primary, fallback)
+	// The fallback job's PRODUCER span is the failed execution's child, and the
+	// fallback's processing continues from it.
+	handoff := one(t, bs, "skillbus-worker", "publish skillbus.exec")
+	otlptest.AssertChild(t, primary, handoff)
+	otlptest.AssertChild(t, handoff, fallback)
+	if handoff.Attrs["skillbus.skill.name"] != "queue-backorder" || handoff.Attrs["messaging.system"] != "nats" {
+		t.Errorf("the fallback job's publish span has attributes %v", handoff.Attrs)
+	}
 }
 
 // count returns how many spans of service (any if "") have a name starting with prefix.
@@ -180,4 +191,116 @@ func assertDescends(t *testing.T, spans []otlptest.Span, anc, desc otlptest.Span
 		}
 	}
 	t.Errorf("%s\n  is not below %s", desc, anc)
+}
+
+// TestRedeliveryLink kills a worker with SIGKILL in the middle of a traced job and
+// checks that the job's redelivery, run by another worker, stays in the trace and
+// links to the attempt that died: to the span its finished step hangs under, the
+// span the dead worker never got to export.
+func TestRedeliveryLink(t *testing.T) {
+	rcv := otlptest.Start(t)
+	srv := natstest.Start(t)
+	b := srv.Bus(t, bus.Config{})
+	ctx := t.Context()
+	url := "--nats-url=" + srv.URL()
+	startEnv(t, rcv.Env("skillbus-registry"), "registry", url, "--skills", "testdata/e2e-trace")
+	startEnv(t, rcv.Env("skillbus-router"), "router", url)
+	workerArgs := func(name string) []string {
+		return []string{url, "--ack-wait=2s", "--backoff-base=50ms", "--backoff-max=200ms", "--name=" + name}
+	}
+	first := startEnv(t, rcv.Env("skillbus-worker"), "worker", workerArgs("w1")...)
+	kv, err := b.KV(ctx, b.BucketSkills())
+	if err != nil {
+		t.Fatal(err)
+	}
+	natstest.Eventually(t, 30*time.Second, func() bool {
+		_, err1 := kv.Get(ctx, "traced-nap")
+		_, err2 := b.JS.Consumer(ctx, b.StreamTriggers(), "router")
+		_, err3 := b.JS.Consumer(ctx, b.StreamJobs(), "worker-default")
+		return err1 == nil && err2 == nil && err3 == nil
+	}, "the fleet did not come up")
+
+	const (
+		traceC   = "5ce0e9a56015fec5aadfa328ae398115"
+		producer = "00f067aa0ba902b7"
+	)
+	m := nats.NewMsg("skillbus.trigger.skill.traced-nap")
+	m.Header.Set("ce-specversion", "1.0")
+	m.Header.Set("ce-id", "trace-3")
+	m.Header.Set("ce-source", "/e2e")
+	m.Header.Set("ce-type", "com.example.title")
+	m.Header.Set("ce-traceparent", "00-"+traceC+"-"+producer+"-01")
+	m.Header.Set("Content-Type", "application/json")
+	m.Data = []byte(`{"title":" nap "}`)
+	if _, err := b.JS.PublishMsg(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+
+	// The first attempt has finished its first step (exported) and naps: kill it.
+	var died otlptest.Span
+	rcv.Wait(t, 20*time.Second, "the first attempt's tidy step", func(spans []otlptest.Span) bool {
+		for _, s := range otlptest.InTrace(spans, traceC) {
+			if s.Name == "step tidy" {
+				died = s
+				return true
+			}
+		}
+		return false
+	})
+	if err := first.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	startEnv(t, rcv.Env("skillbus-worker"), "worker", workerArgs("w2")...)
+
+	var c []otlptest.Span
+	var redelivered otlptest.Span
+	rcv.Wait(t, 30*time.Second, "the redelivered attempt's span", func(spans []otlptest.Span) bool {
+		c = otlptest.InTrace(spans, traceC)
+		for _, s := range c {
+			if s.Service == "skillbus-worker" && strings.HasPrefix(s.Name, "process skillbus.exec") {
+				redelivered = s
+				return true
+			}
+		}
+		return false
+	})
+	defer func() {
+		if t.Failed() {
+			t.Logf("trace C:\n%s", otlptest.Tree(c))
+		}
+	}()
+	if redelivered.Attrs["skillbus.attempt"] != int64(2) {
+		t.Errorf("the redelivered span's attempt is %v, want 2 (attrs %v)", redelivered.Attrs["skillbus.attempt"], redelivered.Attrs)
+	}
+	// The dead attempt's span was never exported; its step names it as parent.
+	if count(c, "skillbus-worker", "process skillbus.exec") != 1 {
+		t.Errorf("%d spans of processing the job, want only the redelivery's", count(c, "skillbus-worker", "process skillbus.exec"))
+	}
+	l := otlptest.AssertLinked(t, redelivered, otlptest.Span{TraceID: traceC, SpanID: died.ParentSpanID})
+	if l.Attrs["skillbus.link.reason"] != "redelivery" || l.Attrs["skillbus.attempt"] != int64(1) {
+		t.Errorf("the link's attributes are %v, want reason redelivery, attempt 1", l.Attrs)
+	}
+	id, _ := redelivered.Attrs["skillbus.execution.id"].(string)
+	if want := (telemetry.Delivery{ExecutionID: id, Attempt: 1}).SpanID().String(); died.ParentSpanID != want {
+		t.Errorf("the dead attempt's span id is %s, want %s, derived from its execution id", died.ParentSpanID, want)
+	}
+	// The redelivery continues the router's trace like the first attempt did, and
+	// its steps are its own children.
+	router := one(t, c, "skillbus-router", "process skillbus.trigger")
+	assertDescends(t, c, router, redelivered)
+	nap := one(t, c, "skillbus-worker", "step nap")
+	otlptest.AssertChild(t, redelivered, nap)
+	if redelivered.ParentSpanID == "" || redelivered.ParentSpanID == died.ParentSpanID {
+		t.Errorf("the redelivered span's parent is %q", redelivered.ParentSpanID)
+	}
+	var pub otlptest.Span
+	for _, s := range c {
+		if s.SpanID == redelivered.ParentSpanID {
+			pub = s
+		}
+	}
+	if pub.Service != "skillbus-router" || pub.Kind != 4 /* PRODUCER */ || pub.Attrs["messaging.operation.type"] != "send" ||
+		pub.Attrs["skillbus.execution.id"] != id || pub.Attrs["skillbus.route.method"] == nil {
+		t.Errorf("the job's parent is not the router's PRODUCER span of publishing it: %s %v", pub, pub.Attrs)
+	}
 }

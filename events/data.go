@@ -289,3 +289,37 @@ type ConfirmationRecorded struct {
 	StepID      string `json:"step_id"`
 	Answer
 }
+
+// DLQReplayed is the data of io.skillbus.dlq.replayed: a dead-letter entry was
+// published again as a new attempt (`skillbus dlq replay`). It is written to the DLQ
+// stream beside the entry, so the record lasts as long as the entry does, and to the
+// new execution's (or activation's) events, so its history says where it came from.
+type DLQReplayed struct {
+	// EntryID names the dead-letter entry: the dead execution's id, or
+	// "trigger.<seq>" for a trigger the router rejected.
+	EntryID string `json:"entry_id"`
+	// EntrySeq is the entry's sequence in the DLQ stream.
+	EntrySeq uint64 `json:"entry_seq"`
+	// Replay numbers the replays of one entry from 1; with EntryID it determines the
+	// new ids, so the same replay requested twice runs once.
+	Replay int `json:"replay"`
+	// Skill is the skill the job was published for; empty for a trigger, which the
+	// router routes again.
+	Skill string `json:"skill,omitempty"`
+	// ExecutionID is the new execution (a job); ActivationID the activation it belongs
+	// to: the dead job's own, or the replayed trigger's new one.
+	ExecutionID  string `json:"execution_id,omitempty"`
+	ActivationID string `json:"activation_id"`
+	// TriggerID is the CloudEvents id the replayed trigger was published with.
+	TriggerID string `json:"trigger_id,omitempty"`
+	// Version and Digest are the skill version the new job runs; Pinned says it is
+	// the dead job's own version rather than the catalog's current one.
+	Version string `json:"version,omitempty"`
+	Digest  string `json:"digest,omitempty"`
+	Pinned  bool   `json:"pinned,omitempty"`
+	// Subject is where the job or trigger was published.
+	Subject string `json:"subject"`
+	// By is who asked for the replay; At is when.
+	By string    `json:"by"`
+	At time.Time `json:"at"`
+}

@@ -23,6 +23,7 @@ var Catalog = map[string]any{
 	TypeAutohealTriggered:     AutohealTriggered{},
 	TypeConfirmationRequested: ConfirmationRequested{},
 	TypeConfirmationRecorded:  ConfirmationRecorded{},
+	TypeDLQReplayed:           DLQReplayed{},
 }
 
 // Types lists every event type, sorted.

@@ -20,6 +20,7 @@ const (
 	TypeAutohealTriggered     = Prefix + "autoheal.triggered"
 	TypeConfirmationRequested = Prefix + "confirmation.requested"
 	TypeConfirmationRecorded  = Prefix + "confirmation.recorded"
+	TypeDLQReplayed           = Prefix + "dlq.replayed"
 )
 
 // Kind is the part of a type after Prefix ("execution.completed"); it is the last part

@@ -3,7 +3,8 @@
 // strictly into the Kubernetes API types (an unknown or misspelt field, or a value of
 // the wrong type, fails, as kubeconform would), and cross-checked — every ConfigMap
 // and Secret a pod uses exists with the keys it names, probes use declared ports,
-// every worker pool has a KEDA trigger on its consumer.
+// every worker pool has a KEDA trigger on its consumer, every skillbus service is
+// probed on /livez and /readyz and has CPU and memory requests and a memory limit.
 //
 //	go run . ../overlays/dev ../overlays/production
 //
@@ -317,6 +318,16 @@ func (r *rendered) references() (external []string, errs []string) {
 				}
 				if !slices.Contains(c.Command, "--metrics-addr") {
 					errs = append(errs, fmt.Sprintf("%s: probes need --metrics-addr", owner))
+				}
+				// Requests and limits are measured (docs/operations.md); a service
+				// without them is scheduled blind or may take a node's memory.
+				for _, res := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+					if _, ok := c.Resources.Requests[res]; !ok {
+						errs = append(errs, fmt.Sprintf("%s: no %s request", owner, res))
+					}
+				}
+				if _, ok := c.Resources.Limits[corev1.ResourceMemory]; !ok {
+					errs = append(errs, fmt.Sprintf("%s: no memory limit", owner))
 				}
 			}
 			if len(c.Command) > 0 && c.Command[0] == "/usr/local/bin/worker" {

@@ -68,6 +68,7 @@ spec:
           ports: [{name: http, containerPort: 9090}]
           livenessProbe: {httpGet: {path: /livez, port: http}}
           readinessProbe: {httpGet: {path: "/readyz", port: http}}
+          resources: {requests: {cpu: 250m, memory: 64Mi}, limits: {memory: 1Gi}}
           volumeMounts: [{name: skills, mountPath: /skills}]
       volumes:
         - name: skills
@@ -107,6 +108,8 @@ func TestCatches(t *testing.T) {
 			return strings.Replace(s, "              - {key: hello.skill.yaml, path: hello/skill.yaml}\n", "", 1)
 		}},
 		{"probe not on the health endpoints", "liveness probe is not GET /livez", func(s string) string { return strings.Replace(s, "/livez", "/healthz", 1) }},
+		{"no memory limit", "no memory limit", func(s string) string { return strings.Replace(s, ", limits: {memory: 1Gi}", "", 1) }},
+		{"no cpu request", "no cpu request", func(s string) string { return strings.Replace(s, "cpu: 250m, ", "", 1) }},
 		{"missing secret", "Secret nope does not exist", func(s string) string {
 			return strings.Replace(s, "          volumeMounts:", "          envFrom: [{secretRef: {name: nope}}]\n          volumeMounts:", 1)
 		}},

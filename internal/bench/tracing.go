@@ -82,3 +82,12 @@ func tracedRun(ctx context.Context, cfg Config, name string, exp *discard) (Resu
 	}
 	return r, spans, nil
 }
+
+// RunTracing measures only the cost of tracing (what `skillbus bench --only tracing`
+// prints): the one-step skill with tracing off and on, in alternating rounds.
+func RunTracing(ctx context.Context, cfg Config) error {
+	cfg.defaults()
+	fmt.Fprintf(cfg.Out, "skillbus bench: tracing, %d rounds of %d executions (window %d), concurrency %d\n",
+		cfg.Rounds, cfg.Executions, cfg.Window, cfg.Concurrency)
+	return runTracing(ctx, cfg)
+}

@@ -38,6 +38,7 @@ settings that produced it:
 		Example: `  skillbus bench
   skillbus bench --only throughput --executions 50000 --sync-interval 1s
   skillbus bench --only registry --registry-skills 20000
+  skillbus bench --only tracing --rounds 5
   skillbus bench --storage memory`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -66,8 +67,10 @@ settings that produced it:
 			}
 			switch only {
 			case "", "throughput", "registry", "engine":
+			case "tracing":
+				return bench.RunTracing(cmd.Context(), cfg)
 			default:
-				return usage("--only %q: want throughput, engine or registry", only)
+				return usage("--only %q: want throughput, engine, registry or tracing", only)
 			}
 			if only == "" || only == "throughput" {
 				if err := bench.Run(cmd.Context(), cfg); err != nil {
@@ -96,7 +99,7 @@ settings that produced it:
 	f.DurationVar(&cfg.SyncInterval, "sync-interval", 0, "JetStream fsync interval (0: server default, 2m)")
 	f.IntVar(&cfg.Durable, "durable", 2000, "executions per round of the durable figure (sync_interval always: every write fsynced); 0 skips it")
 	f.StringVar(&storage, "storage", "file", "stream storage: file or memory")
-	f.StringVar(&only, "only", "", "run one part: throughput (skillbus vs bare JetStream, 3-step workflow), engine (per-step overhead) or registry (10k skills load, edit-to-catalog latency)")
+	f.StringVar(&only, "only", "", "run one part: throughput (skillbus vs bare JetStream, 3-step workflow), engine (per-step overhead) registry (10k skills load, edit-to-catalog latency) or tracing (throughput with tracing on/off)")
 	f.IntVar(&regSkills, "registry-skills", 10000, "skills generated for the registry figures")
 	f.IntVar(&edits, "edits", 100, "edits timed from disk to 5 catalogs")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (server included) to this file")

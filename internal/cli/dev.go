@@ -114,7 +114,7 @@ persisted is lost, and the next start carries on where this one stopped.`,
 				return err
 			}
 			defer tb.close()
-			stopRouter, err := startRouter(ctx, b, log, rf, tel.Metrics)
+			stopRouter, err := startRouter(ctx, b, log, rf, tel)
 			if err != nil {
 				return err
 			}
@@ -125,7 +125,7 @@ persisted is lost, and the next start carries on where this one stopped.`,
 					h, _ := os.Hostname()
 					f.name = fmt.Sprintf("%s-dev-%d", h, i+1)
 				}
-				stop, err := startWorker(ctx, b, log, f, tb, tel.Metrics)
+				stop, err := startWorker(ctx, b, log, f, tb, tel)
 				if err != nil {
 					shutdown(log, append(stops, stopRouter)...)
 					return err

@@ -52,16 +52,16 @@ type workerFlags struct {
 }
 
 // startRouter starts a router on b with its own catalog watch; stop undoes it.
-func startRouter(ctx context.Context, b *bus.Bus, log *slog.Logger, f routerFlags, m *telemetry.Metrics) (stop func(context.Context), err error) {
+func startRouter(ctx context.Context, b *bus.Bus, log *slog.Logger, f routerFlags, tel *telemetry.Telemetry) (stop func(context.Context), err error) {
 	kv, err := b.KV(ctx, b.BucketSkills())
 	if err != nil {
 		return nil, err
 	}
-	cat, err := catalog.Watch(ctx, kv, log)
+	cat, err := watchCatalog(ctx, tel, "catalog router", kv, log)
 	if err != nil {
 		return nil, err
 	}
-	rc := router.Config{Bus: b, Catalog: cat, Log: log, MaxEventBytes: f.maxEventBytes, Concurrency: f.concurrency, AckWait: f.ackWait, Metrics: m}
+	rc := router.Config{Bus: b, Catalog: cat, Log: log, MaxEventBytes: f.maxEventBytes, Concurrency: f.concurrency, AckWait: f.ackWait, Metrics: tel.Metrics}
 	if err := f.routing.apply(&rc, log); err != nil {
 		cat.Stop()
 		return nil, err
@@ -158,12 +158,12 @@ func (tb *toolbox) close() {
 }
 
 // startWorker starts a worker on b with its own catalog watch and the toolbox's tools.
-func startWorker(ctx context.Context, b *bus.Bus, log *slog.Logger, f workerFlags, tb *toolbox, m *telemetry.Metrics) (stop func(context.Context), err error) {
+func startWorker(ctx context.Context, b *bus.Bus, log *slog.Logger, f workerFlags, tb *toolbox, tel *telemetry.Telemetry) (stop func(context.Context), err error) {
 	kv, err := b.KV(ctx, b.BucketSkills())
 	if err != nil {
 		return nil, err
 	}
-	cat, err := catalog.Watch(ctx, kv, log)
+	cat, err := watchCatalog(ctx, tel, "catalog worker "+f.name, kv, log)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +172,7 @@ func startWorker(ctx context.Context, b *bus.Bus, log *slog.Logger, f workerFlag
 		Tools: tb.watcher, Files: tb.files, Instruct: tb.runner, Exec: tb.exec,
 		Pools: f.pools, Concurrency: f.concurrency, AckWait: f.ackWait,
 		Backoff: worker.Backoff{Base: f.backoffBase, Max: f.backoffMax}, Name: f.name, MaxDepth: f.maxDepth, ConfirmTimeout: f.confirmTimeout,
-		Events: events.Level(f.events), Metrics: m,
+		Events: events.Level(f.events), Metrics: tel.Metrics,
 	})
 	if err != nil {
 		cat.Stop()

@@ -9,10 +9,13 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
 	"github.com/spf13/cobra"
 
 	"github.com/skillbus/skillbus/pkg/bus"
@@ -92,7 +95,7 @@ see docs/routing.md. Run as many as you like: JetStream spreads the triggers bet
 			if err := ensure(cmd.Context(), b, ensureStreams, log); err != nil {
 				return err
 			}
-			stop, err := startRouter(cmd.Context(), b, log, rf, tel.Metrics)
+			stop, err := startRouter(cmd.Context(), b, log, rf, tel)
 			if err != nil {
 				return err
 			}
@@ -149,18 +152,28 @@ Scale by running more workers.`,
 			if err := ensure(cmd.Context(), b, ensureStreams, log); err != nil {
 				return err
 			}
+			if wf.name == "" {
+				host, _ := os.Hostname()
+				wf.name = host + "-" + strconv.Itoa(os.Getpid())
+			}
 			tb, err := newToolbox(cmd.Context(), b, log, wf)
 			if err != nil {
 				return err
 			}
 			defer tb.close()
-			stop, err := startWorker(cmd.Context(), b, log, wf, tb, tel.Metrics)
+			stop, err := startWorker(cmd.Context(), b, log, wf, tb, tel)
 			if err != nil {
 				return err
 			}
 			for _, p := range wf.pools {
 				watchConsumer(tel, b, p, b.StreamJobs(), "worker-"+p)
 			}
+			svc, err := serveWorker(cmd.Context(), b, wf, tb)
+			if err != nil {
+				shutdown(log, stop)
+				return err
+			}
+			defer func() { _ = svc.Stop() }()
 			log.Info("worker: running", "nats", c.natsURL, "pools", wf.pools, "concurrency", wf.concurrency, "tools", tb.watcher.Set().Names())
 			<-cmd.Context().Done()
 			shutdown(log, stop)
@@ -291,4 +304,73 @@ func ensure(ctx context.Context, b *bus.Bus, create bool, log *slog.Logger) erro
 		}
 	}
 	return nil
+}
+
+// WorkerServiceName is the NATS micro service every worker process registers, so
+// that `nats micro ls` and `nats micro stats skillbus-worker` list the workers
+// beside the registry and the routers.
+const WorkerServiceName = "skillbus-worker"
+
+// workerStatus is what a worker's status endpoint answers and its micro stats carry.
+type workerStatus struct {
+	Name        string         `json:"name"`
+	Pools       []string       `json:"pools"`
+	Concurrency int            `json:"concurrency"`
+	Tools       []string       `json:"tools"`
+	Started     time.Time      `json:"started"`
+	Uptime      string         `json:"uptime"`
+	Version     string         `json:"version"`
+	Consumers   map[string]any `json:"consumers,omitempty"`
+}
+
+// serveWorker registers the worker process as the skillbus-worker micro service with
+// one endpoint, <prefix>.worker.<name>.status: the worker's pools, concurrency and
+// tools and, for each pool, its consumer's pending and unacknowledged jobs. The
+// service's stats carry the same without the consumers.
+func serveWorker(ctx context.Context, b *bus.Bus, wf workerFlags, tb *toolbox) (micro.Service, error) {
+	prefix := b.Subjects.Prefix
+	started := time.Now().UTC()
+	status := func() workerStatus {
+		return workerStatus{
+			Name: wf.name, Pools: wf.pools, Concurrency: wf.concurrency, Tools: tb.watcher.Set().Names(),
+			Started: started, Uptime: time.Since(started).Round(time.Second).String(), Version: version(),
+		}
+	}
+	svc, err := micro.AddService(b.NC, micro.Config{
+		Name:        WorkerServiceName,
+		Version:     "1.0.0",
+		Description: "skillbus worker: runs the jobs of its pools",
+		Metadata:    map[string]string{"prefix": prefix, "name": wf.name, "pools": strings.Join(wf.pools, ",")},
+		StatsHandler: func(*micro.Endpoint) any {
+			return status()
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("worker service: %w", err)
+	}
+	// The endpoint's subject names the worker (tokens of a subject cannot hold dots or
+	// spaces), and has no queue group: each worker answers for itself.
+	token := strings.NewReplacer(".", "_", " ", "_", "*", "_", ">", "_").Replace(wf.name)
+	g := svc.AddGroup(prefix+".worker."+token, micro.WithGroupQueueGroupDisabled())
+	err = g.AddEndpoint("status", micro.HandlerFunc(func(req micro.Request) {
+		st := status()
+		st.Consumers = map[string]any{}
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		for _, p := range wf.pools {
+			c, err := b.JS.Consumer(rctx, b.StreamJobs(), "worker-"+p)
+			if err != nil {
+				st.Consumers["worker-"+p] = map[string]string{"error": err.Error()}
+				continue
+			}
+			i := c.CachedInfo()
+			st.Consumers["worker-"+p] = map[string]uint64{"pending": i.NumPending, "ack_pending": uint64(i.NumAckPending), "redelivered": uint64(i.NumRedelivered)}
+		}
+		_ = req.RespondJSON(st)
+	}), micro.WithEndpointMetadata(map[string]string{"description": "this worker's pools, concurrency, tools and its pools' consumer state"}))
+	if err != nil {
+		_ = svc.Stop()
+		return nil, fmt.Errorf("worker service endpoint: %w", err)
+	}
+	return svc, nil
 }

@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/catalog"
 	"github.com/skillbus/skillbus/pkg/telemetry"
 )
 
@@ -73,4 +76,17 @@ func watchConsumer(tel *telemetry.Telemetry, b *bus.Bus, pool, stream, consumer 
 	tel.Health.Add("consumer "+consumer, telemetry.ConsumerReachable(b.JS, stream, consumer))
 	// Cannot fail: the instruments are the ones NewMetrics made.
 	_, _ = tel.Metrics.ObserveConsumers(telemetry.ConsumerInfo(b.JS, telemetry.Consumer{Pool: pool, Stream: stream, Name: consumer}))
+}
+
+// watchCatalog loads the catalog for a router or worker, making readiness depend on
+// it under name: not ready until it is loaded, nor after its watch ends.
+func watchCatalog(ctx context.Context, tel *telemetry.Telemetry, name string, kv jetstream.KeyValue, log *slog.Logger) (*catalog.Catalog, error) {
+	name = strings.TrimSpace(name)
+	tel.Health.Add(name, telemetry.NewFlag("catalog not loaded yet").Check)
+	cat, err := catalog.Watch(ctx, kv, log)
+	if err != nil {
+		return nil, err
+	}
+	tel.Health.Add(name, cat.Ready)
+	return cat, nil
 }

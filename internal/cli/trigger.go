@@ -219,6 +219,8 @@ func (w *watcher) print(e *event.Event) {
 		fmt.Fprintf(w.out, "    ✚ auto-heal: %s failed (%s), running %s\n", str("step_id"), str("failure_type"), str("action"))
 	case events.TypeExecutionDeadlettered:
 		// Printed with execution.failed, which names the dead letter and comes first.
+	case events.TypeDLQReplayed:
+		fmt.Fprintf(w.out, "↻ replay #%d of dead letter %s, by %s\n", int(num("replay")), str("entry_id"), str("by"))
 	case events.TypeExecutionCompleted:
 		out, _ := json.MarshalIndent(d["outputs"], "", "  ")
 		fmt.Fprintf(w.out, "✔ %s completed in %.1fms\n%s\n", str("skill"), num("duration_ms"), out)

@@ -347,10 +347,38 @@ func TestRolesRunTheWholeSystem(t *testing.T) {
 	f.clean("tool", "serve a tool as a micro service")
 
 	f.service(cli.Router, "router", "--ensure=false")
-	f.service(cli.Worker, "worker", "--ensure=false", "--bus-tools-interval", "100ms", "--backoff-base", "10ms", "--concurrency", "4")
+	f.service(cli.Worker, "worker", "--ensure=false", "--name", "w-flow", "--bus-tools-interval", "100ms", "--backoff-base", "10ms", "--concurrency", "4")
 
-	// Micro-service discovery, as `nats micro ls` does it.
-	for _, subj := range []string{"$SRV.PING", "$SRV.INFO.skillbus-registry", "$SRV.STATS.skillbus-registry", "$SRV.INFO.shouter"} {
+	// Micro-service discovery, as `nats micro ls` does it: every kind of service
+	// answers a fleet-wide ping (the router and worker once they have started).
+	fleetAnswers := func() map[string]bool {
+		fleet := map[string]bool{}
+		pings, err := op.SubscribeSync(op.NewRespInbox())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pings.Unsubscribe()
+		if err := op.PublishRequest("$SRV.PING", pings.Subject, nil); err != nil {
+			t.Fatal(err)
+		}
+		for len(fleet) < 4 {
+			msg, err := pings.NextMsg(time.Second)
+			if err != nil {
+				break
+			}
+			var ping struct{ Name string }
+			_ = json.Unmarshal(msg.Data, &ping)
+			fleet[ping.Name] = true
+		}
+		return fleet
+	}
+	var fleet map[string]bool
+	natstest.Eventually(t, 30*time.Second, func() bool {
+		fleet = fleetAnswers()
+		return fleet["skillbus-registry"] && fleet["skillbus-router"] && fleet[cli.WorkerServiceName] && fleet["shouter"]
+	}, "$SRV.PING: answers from %v only (violations %v)", fleet, v.lines)
+	for _, subj := range []string{"$SRV.PING", "$SRV.INFO.skillbus-registry", "$SRV.STATS.skillbus-registry", "$SRV.INFO.shouter",
+		"$SRV.PING.skillbus-router", "$SRV.STATS.skillbus-router", "$SRV.INFO.skillbus-worker", "$SRV.STATS.skillbus-worker"} {
 		msg, err := op.Request(subj, nil, 5*time.Second)
 		if err != nil {
 			t.Fatalf("operator: %s: %v (violations %v)", subj, err, v.take())
@@ -359,6 +387,12 @@ func TestRolesRunTheWholeSystem(t *testing.T) {
 			t.Fatalf("%s answered %s", subj, msg.Data)
 		}
 	}
+	msg, err := op.Request("skillbus.worker.w-flow.status", nil, 5*time.Second)
+	if err != nil || !bytes.Contains(msg.Data, []byte(`"worker-default"`)) {
+		t.Fatalf("worker status: %v %s (violations %v)", err, msgData(msg), v.take())
+	}
+	f.clean("router", "answer $SRV.PING/INFO/STATS (micro service)")
+	f.clean("worker", "answer $SRV.PING/INFO/STATS and its status endpoint (micro service)")
 	f.clean("registry", "answer $SRV.PING/INFO/STATS (micro service)")
 	f.clean("tool", "answer $SRV.INFO (micro service)")
 	f.clean("operator", "$SRV.PING, $SRV.INFO, $SRV.STATS (nats micro ls)")
@@ -411,6 +445,21 @@ func TestRolesRunTheWholeSystem(t *testing.T) {
 		return dlqErr == nil
 	}, "operator: read the DLQ: %v", dlqErr)
 	f.clean("operator", "read the DLQ (nats stream get SKILLBUS_DLQ)")
+	out = f.must("operator", "dlq list", "dlq", "list", "--json", "--skill", "doomed")
+	var dead []struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal([]byte(out), &dead); err != nil || len(dead) != 1 {
+		t.Fatalf("dlq list --json: %v\n%s", err, out)
+	}
+	f.must("operator", "dlq show", "dlq", "show", dead[0].ID)
+	f.must("operator", "dlq replay (publish the job again, record the replay)", "dlq", "replay", dead[0].ID, "--by", "test")
+	// doomed still fails: its replay is a dead letter of its own, written by the worker.
+	natstest.Eventually(t, 20*time.Second, func() bool {
+		out, err := f.cli("operator", "dlq", "list", "--json", "--skill", "doomed")
+		return err == nil && strings.Count(out, `"kind":"job"`) == 2
+	}, "the replayed job did not run (and die again)")
+	f.clean("worker", "run a replayed job")
 
 	// A confirmation: the worker pauses, the operator approves, the router resumes.
 	waited := make(chan string, 1)
@@ -523,10 +572,13 @@ func TestRolesRunTheWholeSystem(t *testing.T) {
 	cc()
 	f.denied("publisher", "change the router's confirmations consumer", "$JS.API.CONSUMER.CREATE.SKILLBUS_EVENTS.router-confirmations", err)
 
-	c, cc = short()
-	_, err = opJS.Publish(c, "skillbus.exec.default.hello", []byte(`{}`))
-	cc()
-	f.denied("operator", "publish a job", "skillbus.exec.default.hello", err)
+	// The operator publishes jobs (dlq replay) but no dead letters, results or progress.
+	for _, subj := range []string{"skillbus.dead.hello", "skillbus.events.x.execution.completed", "skillbus.repair.hello"} {
+		c, cc = short()
+		_, err = opJS.Publish(c, subj, []byte(`{}`))
+		cc()
+		f.denied("operator", "publish "+subj, subj, err)
+	}
 	c, cc = short()
 	_, err = opJS.Publish(c, "$KV.runs.x.result", []byte(`{}`))
 	cc()
@@ -591,3 +643,10 @@ func TestShippedConfigLoads(t *testing.T) {
 type stringer func() string
 
 func (s stringer) String() string { return s() }
+
+func msgData(m *nats.Msg) []byte {
+	if m == nil {
+		return nil
+	}
+	return m.Data
+}

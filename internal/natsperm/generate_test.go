@@ -30,6 +30,7 @@ func TestGenerated(t *testing.T) {
 	roles := natsperm.Roles("skillbus")
 	files := map[string]func(old string) (string, error){
 		"deploy/base/nats-accounts.conf":     func(string) (string, error) { return natsperm.Accounts(roles), nil },
+		"deploy/nats/nats-accounts.conf":     func(string) (string, error) { return natsperm.Accounts(roles), nil },
 		"deploy/overlays/dev/nats-users.env": func(string) (string, error) { return natsperm.DevSecret(roles), nil },
 		"docs/operations.md": func(old string) (string, error) {
 			i, j := strings.Index(old, beginTable), strings.Index(old, endTable)

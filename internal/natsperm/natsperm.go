@@ -160,7 +160,7 @@ func Roles(prefix string) []Role {
 		},
 		{
 			Name: "worker",
-			Doc:  "Consumes jobs (durables worker-<pool>) and repair jobs; publishes progress and results, next and fallback jobs, repair jobs, dead letters and confirmation timeouts; writes run records, checkpoints, cache, stats and its heartbeat; reads the catalog and skill files but cannot write them; calls tools on the bus and invokes skills (the skill tool publishes triggers).",
+			Doc:  "Consumes jobs (durables worker-<pool>) and repair jobs; publishes progress and results, next and fallback jobs, repair jobs, dead letters and confirmation timeouts; writes run records, checkpoints, cache, stats and its heartbeat; reads the catalog and skill files but cannot write them; calls tools on the bus and invokes skills (the skill tool publishes triggers); serves the skillbus-worker micro service (its status and stats).",
 			Publish: join(jsInfo, n.streamInfos(),
 				readStream(n.jobs), readStream(n.repair), readStream(n.events),
 				readKV(n.skills), readObj(n.files),
@@ -169,7 +169,8 @@ func Roles(prefix string) []Role {
 					p + ".tool.>", "$SRV.INFO", "$SRV.INFO.>"},
 			),
 			DenyPublish: n.durables(),
-			Subscribe:   inbox,
+			Subscribe:   join(inbox, []string{p + ".worker.>", "$SRV.>"}),
+			Responses:   true,
 		},
 		{
 			Name:        "publisher",
@@ -180,9 +181,10 @@ func Roles(prefix string) []Role {
 		},
 		{
 			Name: "operator",
-			Doc:  "The skillbus CLI of a person: triggers, skills list/show/validate (through the registry service and the catalog), runs list/show/confirm, reading the DLQ, and `nats micro` discovery. It reads everything and writes only triggers and confirmation answers.",
+			Doc:  "The skillbus CLI of a person: triggers, skills list/show/validate (through the registry service and the catalog), runs list/show/confirm, dlq list/show/replay, `nats micro` discovery and the workers' status endpoints. It reads everything and writes only triggers, confirmation answers and DLQ replays: a replayed job (so it may publish jobs), and the replay's record in the DLQ and on the new execution's events. It cannot write dead letters, results or progress.",
 			Publish: join(jsInfo, n.streamInfos(),
-				[]string{p + ".trigger.>", p + ".events.*.confirmation.recorded", p + ".registry.>", p + ".router.>", "$SRV.>"},
+				[]string{p + ".trigger.>", p + ".events.*.confirmation.recorded", p + ".registry.>", p + ".router.>", p + ".worker.>", "$SRV.>"},
+				[]string{p + ".exec.>", p + ".dead._replayed.>", p + ".events.*.dlq.replayed"},
 				readStream(n.events), readStream(n.dlq), readStream(n.triggers),
 				readKV(n.skills), readKV(n.runs), readKV(n.workers), readKV(n.stats), readObj(n.files),
 				[]string{"$JS.API.STREAM.NAMES", "$JS.API.STREAM.LIST", "$JS.API.CONSUMER.NAMES.>", "$JS.API.CONSUMER.LIST.>"},

@@ -120,3 +120,18 @@ func Eventually(t testing.TB, d time.Duration, cond func() bool, format string, 
 		wait = min(2*wait, 50*time.Millisecond)
 	}
 }
+
+// Running reports whether the server is up.
+func (s *Server) Running() bool { return s.Server != nil && s.Server.Running() }
+
+// Stop shuts the server down, keeping its port and store for Start.
+func (s *Server) Stop() {
+	s.opts.Port = s.Server.Addr().(*net.TCPAddr).Port
+	s.Shutdown()
+}
+
+// Start starts a stopped server again on the same port and store.
+func (s *Server) Start() {
+	s.t.Helper()
+	s.start()
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -128,6 +129,15 @@ type Batch struct {
 	futures []jetstream.PubAckFuture
 	err     error
 	dups    map[string]bool // message ids JetStream acknowledged as duplicates
+	opts    [][]jetstream.PublishOpt
+	unacked []queued // see Resend
+	dropped []queued // not sent since the last Wait: the batch had failed
+}
+
+// queued is a message and the options it was published with.
+type queued struct {
+	m    *nats.Msg
+	opts []jetstream.PublishOpt
 }
 
 // Batch starts a batch of publishes.
@@ -138,14 +148,17 @@ func (bt *Batch) Publish(m *nats.Msg, opts ...jetstream.PublishOpt) {
 	bt.mu.Lock()
 	defer bt.mu.Unlock()
 	if bt.err != nil {
+		bt.dropped = append(bt.dropped, queued{m, opts})
 		return
 	}
 	f, err := bt.js.PublishMsgAsync(m, opts...)
 	if err != nil {
 		bt.err = fmt.Errorf("publish %s: %w", m.Subject, err)
+		bt.dropped = append(bt.dropped, queued{m, opts})
 		return
 	}
 	bt.futures = append(bt.futures, f)
+	bt.opts = append(bt.opts, opts)
 }
 
 // PublishEvent encodes e on subject and queues it.
@@ -186,13 +199,14 @@ func (bt *Batch) Len() int {
 // the message was persisted before.
 func (bt *Batch) Wait(ctx context.Context) error {
 	bt.mu.Lock()
-	err, futures := bt.err, bt.futures
-	bt.futures = nil
+	err, futures, opts := bt.err, bt.futures, bt.opts
+	bt.futures, bt.opts = nil, nil
 	bt.mu.Unlock()
 	if err != nil {
+		bt.keep(futures, opts)
 		return err
 	}
-	for _, f := range futures {
+	for i, f := range futures {
 		select {
 		case a := <-f.Ok():
 			if a.Duplicate {
@@ -204,10 +218,41 @@ func (bt *Batch) Wait(ctx context.Context) error {
 				bt.mu.Unlock()
 			}
 		case err := <-f.Err():
+			bt.keep(futures[i:], opts[i:])
 			return fmt.Errorf("publish %s: %w", f.Msg().Subject, err)
 		case <-ctx.Done():
+			bt.keep(futures[i:], opts[i:])
 			return ctx.Err()
 		}
 	}
 	return nil
+}
+
+// keep notes futures whose acknowledgement Wait did not see, then what was dropped
+// after them: the order they were queued in.
+func (bt *Batch) keep(futures []jetstream.PubAckFuture, opts [][]jetstream.PublishOpt) {
+	bt.mu.Lock()
+	defer bt.mu.Unlock()
+	for i, f := range futures {
+		bt.unacked = append(bt.unacked, queued{f.Msg(), opts[i]})
+	}
+	bt.unacked = append(bt.unacked, bt.dropped...)
+	bt.dropped = nil
+}
+
+// Resend queues on to, in the order they were queued here and with the same
+// options, the messages whose acknowledgement no Wait of this batch saw: those
+// Publish could not send after the batch failed, the one that failed, and those a
+// failed Wait did not wait for. skip leaves out messages (nil: none). Their message
+// ids make publishing them again idempotent: it is how a caller finishes a batch a
+// lost connection cut short.
+func (bt *Batch) Resend(to *Batch, skip func(*nats.Msg) bool) {
+	bt.mu.Lock()
+	all := append(slices.Clone(bt.unacked), bt.dropped...)
+	bt.mu.Unlock()
+	for _, q := range all {
+		if skip == nil || !skip(q.m) {
+			to.Publish(q.m, q.opts...)
+		}
+	}
 }

@@ -291,6 +291,21 @@ func (c *Catalog) Changed(ctx context.Context, after uint64) error {
 	return c.Wait(ctx, func(c *Catalog) bool { return c.Revision() > after })
 }
 
+// ErrNotWatching is what Ready reports once the catalog's watch has ended.
+var ErrNotWatching = errors.New("catalog: no longer following the skills bucket")
+
+// Ready reports whether the catalog is loaded and still follows its bucket: nil
+// from the return of Watch (which waits for the initial load) until the watch ends
+// (Stop, or the watcher closed). It is a readiness check for routers and workers.
+func (c *Catalog) Ready(context.Context) error {
+	select {
+	case <-c.done:
+		return ErrNotWatching
+	default:
+		return nil
+	}
+}
+
 // Stop ends the watch. It is idempotent.
 func (c *Catalog) Stop() {
 	_ = c.watcher.Stop()

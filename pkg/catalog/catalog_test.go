@@ -288,3 +288,28 @@ func TestByTriggerOrder(t *testing.T) {
 		t.Errorf("held %s, u %s", names(held), names(cat.ByTrigger("u")))
 	}
 }
+
+// Ready is the readiness check of routers and workers: loaded once Watch returns,
+// not ready once the watch has ended.
+func TestReady(t *testing.T) {
+	t.Parallel()
+	srv := natstest.Start(t)
+	b := srv.Bus(t, bus.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	kv, err := b.KV(ctx, b.BucketSkills())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := catalog.Watch(ctx, kv, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cat.Ready(ctx); err != nil {
+		t.Fatalf("Ready after Watch returned: %v", err)
+	}
+	cat.Stop()
+	if err := cat.Ready(ctx); !errors.Is(err, catalog.ErrNotWatching) {
+		t.Fatalf("Ready after Stop = %v, want ErrNotWatching", err)
+	}
+}

@@ -48,13 +48,15 @@ func checkErr(t *testing.T, err error, classes ...failure.Class) {
 
 func run(t *testing.T, eval func(context.Context) (any, error)) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	start := time.Now()
 	if _, err := eval(ctx); err != nil {
 		checkErr(t, err, failure.Repairable, failure.Fatal)
 	}
-	if d := time.Since(start); d > 2*time.Second {
+	// The step limit ends any evaluation in well under a second unloaded; the bound
+	// leaves room for -race on a loaded 2-core machine.
+	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("evaluation took %v", d)
 	}
 }

@@ -8,10 +8,12 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/run"
+	"github.com/skillbus/skillbus/pkg/telemetry"
 )
 
 // Confirmations: a worker that reaches a step needing a human's approval checkpoints,
@@ -54,7 +56,14 @@ func (r *Router) startConfirmations(ctx context.Context) error {
 }
 
 func (r *Router) handleAnswer(ctx context.Context, msg jetstream.Msg) {
-	if err := r.answer(ctx, msg); err != nil {
+	// The answer's CONSUMER span continues the answerer's trace (or starts one); it
+	// links to the paused execution's span rather than continuing it, since that
+	// ended when the execution paused, maybe hours ago.
+	ctx, span := telemetry.StartConsume(ctx, &nats.Msg{Subject: msg.Subject(), Header: msg.Headers(), Data: msg.Data()},
+		r.ConfirmationsConsumerConfig().Durable, nil)
+	err := r.answer(ctx, msg)
+	telemetry.End(span, err)
+	if err != nil {
 		r.cfg.Log.Warn("router: will retry confirmation answer", "subject", msg.Subject(), "err", err)
 		_ = msg.NakWithDelay(time.Second)
 	}
@@ -93,9 +102,25 @@ func (r *Router) answer(ctx context.Context, msg jetstream.Msg) error {
 		CorrelationID: p.Meta[events.ExtCorrelationID], ExecutionID: d.ExecutionID, CausationID: e.ID(),
 		TraceParent: p.Meta[events.ExtTraceParent], TraceState: p.Meta[events.ExtTraceState],
 	}
+	span := trace.SpanFromContext(ctx)
+	if l, ok := telemetry.Link(meta.TraceParent, meta.TraceState, telemetry.LinkResumed, telemetry.AttrStepID.String(d.StepID)); ok && span.IsRecording() {
+		span.AddLink(l)
+		span.SetAttributes(telemetry.AttrExecutionID.String(d.ExecutionID), telemetry.AttrStepID.String(d.StepID), telemetry.AttrSkillName.String(job.Skill.Name))
+	}
+	jm, err := bus.Event{ID: d.ExecutionID + ".job.answered." + d.StepID, Source: r.cfg.Source, Type: events.TypeJob, Meta: meta, Data: job}.Msg(p.Subject)
+	if err != nil {
+		return msg.TermWithReason("resumed job unencodable: " + err.Error())
+	}
+	// The resumed job's PRODUCER span, a child of this answer's span (when tracing):
+	// the resumed execution continues from it.
+	_, pub := telemetry.StartPublishMsg(ctx, jm, r.cfg.Bus.Subjects.Prefix+".exec.{pool}.{skill}", telemetry.Job{
+		Skill: job.Skill.Name, Version: job.Skill.Version, ActivationID: job.ActivationID, ExecutionID: d.ExecutionID, Pool: job.Skill.Pool,
+	}.Attributes()...)
 	b := r.cfg.Bus.Batch()
-	b.PublishEvent(p.Subject, bus.Event{ID: d.ExecutionID + ".job.answered." + d.StepID, Source: r.cfg.Source, Type: events.TypeJob, Meta: meta, Data: job})
-	if err := b.Wait(ctx); err != nil {
+	b.Publish(jm)
+	err = b.Wait(ctx)
+	telemetry.End(pub, err)
+	if err != nil {
 		return err
 	}
 	if err := r.runs.Delete(ctx, run.PausedKey(d.ExecutionID), jetstream.LastRevision(rev)); err != nil {

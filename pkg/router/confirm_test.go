@@ -1,16 +1,24 @@
 package router_test
 
 import (
+	"context"
 	"encoding/json"
+	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/internal/natstest"
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/run"
+	"github.com/skillbus/skillbus/pkg/telemetry"
 )
 
 // pause writes what a worker leaves behind when a step needs confirmation.
@@ -79,4 +87,72 @@ func TestUnansweredConfirmationIsDeniedAtItsDeadline(t *testing.T) {
 		t.Fatalf("answers = %+v", j.Answers)
 	}
 	natstest.Eventually(t, 10*time.Second, func() bool { return f.pausedGone("exec2") }, "paused record left")
+}
+
+// A confirmation answered later resumes the job under a span of its own that links
+// to the paused execution's span instead of continuing it (that span ended when the
+// execution paused); the resumed job carries the router's publish span.
+func TestResumedConfirmationLinksThePausedSpan(t *testing.T) {
+	tp, mp, prop := otel.GetTracerProvider(), otel.GetMeterProvider(), otel.GetTextMapPropagator()
+	t.Cleanup(func() { otel.SetTracerProvider(tp); otel.SetMeterProvider(mp); otel.SetTextMapPropagator(prop) })
+	exp := tracetest.NewInMemoryExporter()
+	tel, err := telemetry.Setup(context.Background(), telemetry.Config{
+		Getenv: func(string) string { return "" }, SpanExporter: exp, Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tel.Shutdown(context.Background())
+	f := setup(t, hello)
+	const paused = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	job, _ := json.Marshal(events.Job{ExecutionID: "exec3", Skill: events.SkillRef{Name: "hello", Pool: "default", ExecutionID: "exec3"}, Inputs: json.RawMessage(`{}`)})
+	p, _ := json.Marshal(run.Paused{ExecutionID: "exec3", Step: "deploy", Subject: "skillbus.exec.default.hello", Job: job,
+		Meta: map[string]string{events.ExtTraceParent: paused}, TimeoutAt: time.Now().Add(time.Hour)})
+	runs, _ := f.b.KV(f.ctx, f.b.BucketRuns())
+	if _, err := runs.Put(f.ctx, run.PausedKey("exec3"), p); err != nil {
+		t.Fatal(err)
+	}
+	f.answer("exec3", "deploy", events.Answer{Approved: true, By: "ada"})
+	f.job("skillbus.exec.default.hello")
+
+	var answer, pub tracetest.SpanStub
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		tp := tel.TracerProvider.(*sdktrace.TracerProvider)
+		_ = tp.ForceFlush(f.ctx)
+		for _, s := range exp.GetSpans() {
+			switch {
+			case s.Name == "process skillbus.events.exec3.confirmation.recorded":
+				answer = s
+			case s.Name == "publish skillbus.exec.{pool}.{skill}" && hasAttr(s.Attributes, "skillbus.execution.id", "exec3"):
+				pub = s
+			}
+		}
+		return answer.Name != "" && pub.Name != ""
+	}, "no spans of the answer and the resumed job")
+	if answer.Parent.IsValid() && answer.Parent.SpanID().String() == "00f067aa0ba902b7" {
+		t.Error("the answer's span continues the paused execution's span")
+	}
+	if len(answer.Links) != 1 || answer.Links[0].SpanContext.SpanID().String() != "00f067aa0ba902b7" ||
+		answer.Links[0].SpanContext.TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" || !hasAttr(answer.Links[0].Attributes, "skillbus.link.reason", "resumed") {
+		t.Fatalf("the answer's span links %+v, want one to the paused span, reason resumed", answer.Links)
+	}
+	if pub.Parent.SpanID() != answer.SpanContext.SpanID() || pub.SpanKind != trace.SpanKindProducer {
+		t.Errorf("the resumed job's publish span (kind %v, parent %s) is not a PRODUCER child of the answer's %s", pub.SpanKind, pub.Parent.SpanID(), answer.SpanContext.SpanID())
+	}
+	s, _ := f.b.JS.Stream(f.ctx, f.b.StreamJobs())
+	raw, err := s.GetLastMsgForSubject(f.ctx, "skillbus.exec.default.hello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := raw.Header.Get("ce-traceparent"), "00-"+pub.SpanContext.TraceID().String()+"-"+pub.SpanContext.SpanID().String()+"-01"; got != want {
+		t.Errorf("the resumed job's traceparent is %s, want the publish span's %s", got, want)
+	}
+}
+
+func hasAttr(kvs []attribute.KeyValue, key, value string) bool {
+	for _, kv := range kvs {
+		if string(kv.Key) == key && kv.Value.Emit() == value {
+			return true
+		}
+	}
+	return false
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
@@ -211,18 +212,35 @@ func (r *Router) handle(ctx context.Context, msg jetstream.Msg) {
 	// the decision and the jobs carry it on.
 	start := time.Now()
 	ctx, span := telemetry.StartConsume(ctx, &nats.Msg{Subject: msg.Subject(), Header: msg.Headers(), Data: msg.Data()}, r.cfg.Durable, nil)
-	err := r.route(ctx, msg)
-	telemetry.End(span, err)
-	outcome := telemetry.OutcomeRouted
+	note := &routeNote{outcome: telemetry.OutcomeRouted}
+	err := r.route(context.WithValue(ctx, routeNoteKey{}, note), msg)
 	if err != nil {
-		outcome = telemetry.OutcomeFailed
+		note.outcome = telemetry.OutcomeFailed
 	}
-	r.cfg.Metrics.Route(ctx, outcome, "", time.Since(start))
+	if span.IsRecording() {
+		span.SetAttributes(telemetry.AttrOutcome.String(note.outcome))
+		if note.method != "" {
+			span.SetAttributes(telemetry.AttrRouteMethod.String(note.method))
+		}
+	}
+	telemetry.End(span, err)
+	r.cfg.Metrics.Route(ctx, note.outcome, note.method, time.Since(start))
 	if err != nil {
 		// Nothing was lost: the trigger stays in the stream and comes back.
 		r.cfg.Log.Warn("router: will retry trigger", "subject", msg.Subject(), "err", err)
 		_ = msg.NakWithDelay(time.Second)
 	}
+}
+
+// routeNote is how route tells handle what it decided, for the span and the
+// routing metrics: routed, unmatched or rejected, and how the skill was recalled.
+type routeNote struct{ outcome, method string }
+
+type routeNoteKey struct{}
+
+func noteOf(ctx context.Context) *routeNote {
+	n, _ := ctx.Value(routeNoteKey{}).(*routeNote)
+	return n
 }
 
 // route handles one trigger. It returns an error only when the trigger should be
@@ -367,11 +385,23 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 	if len(running) > 1 {
 		r.live.track(actID, running, meta)
 	}
-	for _, m := range jobs {
+	pubs := make([]trace.Span, 0, len(jobs))
+	for i, m := range jobs {
+		// The job's PRODUCER span: the worker's delivery continues from it.
+		sr := refOf(running[i])
+		_, span := telemetry.StartPublishMsg(ctx, m, subj.Prefix+".exec.{pool}.{skill}", append(telemetry.Job{
+			Skill: sr.Name, Version: sr.Version, ActivationID: actID, ExecutionID: sr.ExecutionID, Pool: sr.Pool,
+		}.Attributes(), telemetry.AttrRouteMethod.String(sr.Source), telemetry.AttrRouteScore.Float64(sr.Score))...)
+		pubs = append(pubs, span)
 		b.Publish(m)
 	}
-	if err := b.Wait(ctx); err != nil {
+	err = b.Wait(ctx)
+	telemetry.EndAll(pubs, err)
+	if err != nil {
 		return err
+	}
+	if n := noteOf(ctx); n != nil {
+		n.method = plan.Primary.Source
 	}
 	return msg.Ack()
 }
@@ -522,6 +552,9 @@ func textOf(obj map[string]any, fields []string) string {
 // DLQ (dead._trigger, kept 30 days) with the reason in headers, and route.unmatched is
 // published.
 func (r *Router) reject(ctx context.Context, msg jetstream.Msg, ref events.TriggerRef, code, reason string, size int) error {
+	if n := noteOf(ctx); n != nil {
+		n.outcome = telemetry.OutcomeRejected
+	}
 	b := r.cfg.Bus.Batch()
 	seq := strconv.FormatUint(ref.Seq, 10)
 	actID := events.ActivationID("skillbus:trigger-seq", seq)
@@ -559,6 +592,9 @@ const maxUnmatchedCandidates = 5
 // unmatched records a valid trigger no skill wants, with the best candidates, and
 // acks it.
 func (r *Router) unmatched(ctx context.Context, msg jetstream.Msg, ref events.TriggerRef, actID string, meta bus.Meta, d *selector.Decision, reason string) error {
+	if n := noteOf(ctx); n != nil {
+		n.outcome = telemetry.OutcomeUnmatched
+	}
 	cs := candidates(d)
 	if len(cs) > maxUnmatchedCandidates {
 		cs = cs[:maxUnmatchedCandidates]

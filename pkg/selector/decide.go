@@ -116,127 +116,169 @@ var sourceRank = map[string]int{SourceForced: 0, SourceRule: 1, SourceLLM: 2, So
 // catalog does not hold (Request.Skill) is an *UnknownSkillError; a request nothing
 // passes returns a Decision with no Primary (and its candidates) and no error.
 func (x *Selector) Select(req Request, env Env) (*Decision, error) {
-	cfg := x.cfg
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	cands := map[string]*acc{}
-	get := func(key string) *acc {
-		a := cands[key]
-		if a == nil {
-			e := x.skills[key]
-			if e == nil {
-				return nil
-			}
-			a = &acc{e: e}
-			cands[key] = a
-		}
-		return a
+	r := recallSet{x: x, cands: map[string]*acc{}}
+	if err := r.forced(req); err != nil {
+		return nil, err
 	}
-
-	// Explicit invocation wins.
-	if req.Skill != "" {
-		key := skill.NormalizeName(req.Skill)
-		a := get(key)
-		if a == nil {
-			return nil, &UnknownSkillError{Name: req.Skill}
-		}
-		a.add(SourceForced, 1, 1, "invoked by name")
-	}
-	if len(cands) == 0 && req.Text != "" {
-		for _, n := range Mentions(req.Text) {
-			if a := get(skill.NormalizeName(n)); a != nil {
-				a.add(SourceForced, 1, 1, "named in the text")
-			}
-		}
-	}
-	forced := len(cands) > 0
-
+	forced := len(r.cands) > 0
 	typ := req.Type
 	if typ == RequestType {
 		typ = ""
 	}
 	var words []string
+	if req.Text != "" {
+		words = Words(req.Text)
+	}
 	if !forced {
-		// Rules: the event type.
-		// Rules: the event type. A skill listing the type is subscribed to it.
-		if typ != "" {
-			for _, k := range x.byType[typ] {
-				if a := get(k); a != nil {
-					a.add(SourceRule, 1, 0.9, fmt.Sprintf("trigger %s", typ))
-					a.subscrib = true
-				}
-			}
-			for p, ks := range x.patterns {
-				if MatchType(p, typ) {
-					for _, k := range ks {
-						if a := get(k); a != nil {
-							a.add(SourceRule, 1, 0.9, fmt.Sprintf("trigger %s matches %s", p, typ))
-							a.subscrib = true
-						}
-					}
-				}
-			}
-		}
+		r.types(typ)
 		if req.Text != "" {
-			// Rules: trigger phrases.
-			words = Words(req.Text)
-			for i, w := range words {
-				for _, p := range x.phrases[w] {
-					if len(words)-i >= len(p.words) && wordsAt(words, i, p.words) {
-						if a := get(p.skill); a != nil {
-							a.add(SourceRule, 1, 0.9, fmt.Sprintf("phrase %q", p.text))
-							a.matched = append(a.matched, p.text)
-						}
-					}
-				}
-			}
-			// The keyword index.
-			hits := x.idx.Search(req.Text, Query{K: cfg.Recall, UnknownWeight: cfg.UnknownWeight, TypoDiscount: cfg.TypoDiscount})
-			for _, h := range hits {
-				a := get(h.Name)
-				if a == nil {
-					continue
-				}
-				ev := h.Coverage
-				if cfg.Strength > 0 {
-					ev = math.Max(ev, math.Min(1, h.Strength/cfg.Strength))
-				}
-				ev *= 1 - cfg.Relative + cfg.Relative*h.BM25/hits[0].BM25
-				a.add(SourceLexical, clamp01((ev-cfg.IntentFloor)/(cfg.IntentFull-cfg.IntentFloor)), 0.6, "")
-				a.matched = append(a.matched, h.Matched...)
-			}
-			for _, r := range req.Recalled {
-				if a := get(skill.NormalizeName(r.Name)); a != nil {
-					a.add(r.Source, clamp01(r.Similarity), 0.6, r.Reason)
-				}
-			}
+			r.phrases(words)
+			r.lexical(req.Text)
+			r.recalled(req.Recalled)
 		}
-		// Always-skills of this trigger type.
-		for k := range x.always {
-			e := x.skills[k]
-			if len(e.s.Triggers) == 0 || typ != "" && matchesAny(e.s.Triggers, typ) {
-				if a := get(k); a != nil {
-					a.add(SourceAlways, a.intent, a.trigger, "activation: always")
-				}
-			}
-		}
+		r.always(typ)
 	}
 
-	d := &Decision{Threshold: cfg.Threshold, Fallback: []string{}, ParallelGroups: [][]string{}, Candidates: make([]Candidate, 0, len(cands))}
+	d := &Decision{Threshold: x.cfg.Threshold, Fallback: []string{}, ParallelGroups: [][]string{}, Candidates: make([]Candidate, 0, len(r.cands))}
 	if req.Text != "" {
 		d.Parameters = map[string]any{"task": req.Text}
 	}
-	if words == nil && req.Text != "" {
-		words = Words(req.Text)
-	}
-	for _, a := range cands {
+	for _, a := range r.cands {
 		d.Candidates = append(d.Candidates, x.score(a, req, words, env))
 	}
-	// With text, the best score goes first. Without, every candidate is a subscriber
-	// of the type and the authors' priority goes first; the score breaks ties.
-	byPriority := req.Text == ""
-	sort.Slice(d.Candidates, func(i, j int) bool {
-		a, b := &d.Candidates[i], &d.Candidates[j]
+	sortCandidates(d.Candidates, req.Text == "")
+	x.plan(d, forced, r.cands)
+	return d, nil
+}
+
+// recallSet gathers the candidates of one request from each recall source.
+type recallSet struct {
+	x     *Selector
+	cands map[string]*acc
+}
+
+// get returns the candidate of the skill with key, adding it on first use; nil when
+// the catalog does not hold it.
+func (r *recallSet) get(key string) *acc {
+	a := r.cands[key]
+	if a == nil {
+		e := r.x.skills[key]
+		if e == nil {
+			return nil
+		}
+		a = &acc{e: e}
+		r.cands[key] = a
+	}
+	return a
+}
+
+// forced adds the skill invoked by name, else the skills the text names: explicit
+// invocation wins over every other source.
+func (r *recallSet) forced(req Request) error {
+	if req.Skill != "" {
+		a := r.get(skill.NormalizeName(req.Skill))
+		if a == nil {
+			return &UnknownSkillError{Name: req.Skill}
+		}
+		a.add(SourceForced, 1, 1, "invoked by name")
+		return nil
+	}
+	if req.Text != "" {
+		for _, n := range Mentions(req.Text) {
+			if a := r.get(skill.NormalizeName(n)); a != nil {
+				a.add(SourceForced, 1, 1, "named in the text")
+			}
+		}
+	}
+	return nil
+}
+
+// types adds the skills subscribed to the event type, exactly or by pattern.
+func (r *recallSet) types(typ string) {
+	if typ == "" {
+		return
+	}
+	for _, k := range r.x.byType[typ] {
+		if a := r.get(k); a != nil {
+			a.add(SourceRule, 1, 0.9, fmt.Sprintf("trigger %s", typ))
+			a.subscrib = true
+		}
+	}
+	for p, ks := range r.x.patterns {
+		if !MatchType(p, typ) {
+			continue
+		}
+		for _, k := range ks {
+			if a := r.get(k); a != nil {
+				a.add(SourceRule, 1, 0.9, fmt.Sprintf("trigger %s matches %s", p, typ))
+				a.subscrib = true
+			}
+		}
+	}
+}
+
+// phrases adds the skills whose trigger phrases occur in the text's words.
+func (r *recallSet) phrases(words []string) {
+	for i, w := range words {
+		for _, p := range r.x.phrases[w] {
+			if len(words)-i >= len(p.words) && wordsAt(words, i, p.words) {
+				if a := r.get(p.skill); a != nil {
+					a.add(SourceRule, 1, 0.9, fmt.Sprintf("phrase %q", p.text))
+					a.matched = append(a.matched, p.text)
+				}
+			}
+		}
+	}
+}
+
+// lexical adds the keyword index's hits, their evidence scaled into intent.
+func (r *recallSet) lexical(text string) {
+	cfg := r.x.cfg
+	hits := r.x.idx.Search(text, Query{K: cfg.Recall, UnknownWeight: cfg.UnknownWeight, TypoDiscount: cfg.TypoDiscount})
+	for _, h := range hits {
+		a := r.get(h.Name)
+		if a == nil {
+			continue
+		}
+		ev := h.Coverage
+		if cfg.Strength > 0 {
+			ev = math.Max(ev, math.Min(1, h.Strength/cfg.Strength))
+		}
+		ev *= 1 - cfg.Relative + cfg.Relative*h.BM25/hits[0].BM25
+		a.add(SourceLexical, clamp01((ev-cfg.IntentFloor)/(cfg.IntentFull-cfg.IntentFloor)), 0.6, "")
+		a.matched = append(a.matched, h.Matched...)
+	}
+}
+
+// recalled adds what the optional recallers (embeddings, a chat model) found.
+func (r *recallSet) recalled(rs []Recall) {
+	for _, rc := range rs {
+		if a := r.get(skill.NormalizeName(rc.Name)); a != nil {
+			a.add(rc.Source, clamp01(rc.Similarity), 0.6, rc.Reason)
+		}
+	}
+}
+
+// always adds the always-skills of this trigger type (or of every type).
+func (r *recallSet) always(typ string) {
+	for k := range r.x.always {
+		e := r.x.skills[k]
+		if len(e.s.Triggers) == 0 || typ != "" && matchesAny(e.s.Triggers, typ) {
+			if a := r.get(k); a != nil {
+				a.add(SourceAlways, a.intent, a.trigger, "activation: always")
+			}
+		}
+	}
+}
+
+// sortCandidates orders candidates best first. With text, the best score goes first.
+// Without (byPriority), every candidate is a subscriber of the type and the authors'
+// priority goes first; the score breaks ties. Then priority, cost and name.
+func sortCandidates(cs []Candidate, byPriority bool) {
+	sort.Slice(cs, func(i, j int) bool {
+		a, b := &cs[i], &cs[j]
 		pa, pb := rank(a.Skill.Priority), rank(b.Skill.Priority)
 		if byPriority && pa != pb {
 			return pa < pb
@@ -252,8 +294,6 @@ func (x *Selector) Select(req Request, env Env) (*Decision, error) {
 		}
 		return a.Name < b.Name
 	})
-	x.plan(d, forced, cands)
-	return d, nil
 }
 
 func wordsAt(words []string, i int, p []string) bool {

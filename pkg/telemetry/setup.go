@@ -133,6 +133,7 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 			sdktrace.WithBatcher(exp),
 			sdktrace.WithResource(res),
 			sdktrace.WithSampler(sampler),
+			sdktrace.WithIDGenerator(idGenerator{}),
 		)
 		t.TracerProvider = t.tp
 		t.Tracing = true

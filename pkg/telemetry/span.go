@@ -36,11 +36,14 @@ const (
 	AttrRouteMethod  = attribute.Key("skillbus.route.method")
 	AttrRouteScore   = attribute.Key("skillbus.route.score")
 	AttrLinkReason   = attribute.Key("skillbus.link.reason")
+	AttrRecovered    = attribute.Key("skillbus.recovered")
+	AttrResumes      = attribute.Key("skillbus.resumes")
 )
 
 // Reasons a span links another, in the link's skillbus.link.reason attribute.
 const (
 	LinkRedelivery = "redelivery" // an earlier attempt of the same job
+	LinkRecovered  = "recovered"  // the job a job published again as recovered replaces
 	LinkResumed    = "resumed"    // the step that asked for a confirmation answered later
 	LinkFallback   = "fallback"   // the execution whose failure started this one
 	LinkRepair     = "repair"     // the execution whose failure this repair job fixes
@@ -313,7 +316,7 @@ func End(span trace.Span, err error) {
 
 // RecordError records err on span as End does, without ending it.
 func RecordError(span trace.Span, err error) {
-	if err == nil {
+	if err == nil || !span.IsRecording() {
 		return
 	}
 	if errors.Is(err, context.Canceled) {
@@ -355,4 +358,27 @@ func StartPublishEvent(ctx context.Context, subject string, e *event.Event, attr
 	ctx, span := StartPublish(ctx, Message{Destination: subject, ID: e.ID(), BodySize: len(e.Data())}, attrs...)
 	InjectEvent(ctx, e)
 	return ctx, span
+}
+
+// StartPublishMsg starts the PRODUCER span of publishing m, a message already
+// encoded (a binary-mode CloudEvent), and sets m's ce-traceparent and ce-tracestate
+// headers to it, so whoever consumes m continues from this span. template, when
+// set, is the low-cardinality form of m's subject that names the span. End the span
+// when the publish is acknowledged (or failed).
+func StartPublishMsg(ctx context.Context, m *nats.Msg, template string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	if s, ok := off(ctx); ok {
+		return ctx, s
+	}
+	msg := MessageOf(m, "")
+	msg.Template = template
+	ctx, span := StartPublish(ctx, msg, attrs...)
+	InjectCE(ctx, m.Header)
+	return ctx, span
+}
+
+// EndAll ends every span of spans as End does, with the same err.
+func EndAll(spans []trace.Span, err error) {
+	for _, s := range spans {
+		End(s, err)
+	}
 }

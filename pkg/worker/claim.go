@@ -59,6 +59,15 @@ type claimRecord struct {
 	// holder, for a reconnect, for the server) are not counted, so only real
 	// crash loops reach the crash allowance.
 	Takeovers int `json:"takeovers,omitempty"`
+	// Retries counts the runs of the execution that ended in a retryable failure;
+	// the next run is attempt Retries+1. This is the attempt number's durable
+	// record: JetStream's delivery count is not (a server restart can forget it, and
+	// every hand-back raises it without a run).
+	Retries int `json:"retries,omitempty"`
+	// Released: the holder handed the execution back on purpose (for a retry, or to
+	// wait for a confirmation) and its lease is over; the next claim is not a
+	// takeover.
+	Released bool `json:"released,omitempty"`
 }
 
 // errLostClaim means another worker holds the execution: this delivery must stop
@@ -134,6 +143,7 @@ func (w *Worker) claim(ctx context.Context, j *job) (handled bool, err error) {
 	}
 	key := claimKey(j.data.ExecutionID)
 	e, err := w.runs.Get(ctx, key)
+	j.attempt = 1 // unless the claim says how many runs failed retryably before
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted):
 		if wait := w.epoch.young(w.cfg.ReclaimGrace); wait > 0 {
@@ -157,8 +167,16 @@ func (w *Worker) claim(ctx context.Context, j *job) (handled bool, err error) {
 			w.cfg.Log.Info("worker: execution held by another worker; handed back", "execution", j.data.ExecutionID, "holder", c.Worker, "until", c.LeaseUntil)
 			return true, j.msg.NakWithDelay(min(time.Until(c.LeaseUntil)+time.Second, w.cfg.AckWait))
 		}
-		if err == nil && c.Worker != w.cfg.Name {
-			j.takeovers = c.Takeovers + 1
+		if wait := w.epoch.young(w.cfg.ReclaimGrace); err == nil && c.Worker != w.cfg.Name && !c.Released && wait > 0 {
+			// The lease ran out while the server was away; its holder may be alive
+			// and renewing it now that it is back.
+			return true, j.msg.NakWithDelay(wait)
+		}
+		if err == nil {
+			j.attempt, j.retries, j.takeovers = uint64(c.Retries)+1, c.Retries, c.Takeovers
+			if c.Worker != w.cfg.Name && !c.Released {
+				j.takeovers++
+			}
 		}
 		rev, err := w.runs.Update(ctx, key, w.claimValue(j), e.Revision())
 		if err != nil {
@@ -174,18 +192,70 @@ func (w *Worker) claim(ctx context.Context, j *job) (handled bool, err error) {
 
 // upgrade claims an execution j runs on the fast path, because the connection was
 // re-established while it ran. When someone else holds it, j's run is stopped.
+// The reconnect watcher and the job's own settle may both upgrade it: one at a time,
+// and a claim found already written by this very delivery (the first upgrade, or a
+// create whose answer was lost with the connection) is the job's own.
 func (w *Worker) upgrade(ctx context.Context, j *job) error {
+	j.claim.upgrading.Lock()
+	defer j.claim.upgrading.Unlock()
 	if _, ok := j.claimRev(); ok {
 		return nil
 	}
-	rev, err := w.runs.Create(ctx, claimKey(j.data.ExecutionID), w.claimValue(j))
+	key := claimKey(j.data.ExecutionID)
+	rev, err := w.runs.Create(ctx, key, w.claimValue(j))
 	if errors.Is(err, jetstream.ErrKeyExists) {
+		if rev, ok := w.ownClaim(ctx, j); ok {
+			j.setClaim(rev)
+			return nil
+		}
 		w.cfg.Log.Warn("worker: execution claimed by another worker after a reconnect; stopping this run", "execution", j.data.ExecutionID)
 		j.lost()
 		return errLostClaim
 	}
 	if err != nil {
 		return fmt.Errorf("claim after reconnect: %w", err)
+	}
+	j.setClaim(rev)
+	return nil
+}
+
+// release hands the execution back on purpose, before its job is naked for a retry
+// (retries: the runs that have now failed retryably) or acked to wait for a
+// confirmation: the claim records the retries and its lease ends, so the next
+// delivery, on any worker, claims it at once without counting a takeover and runs
+// attempt retries+1. A fast-path job that holds no claim writes one only to record a
+// retry.
+func (w *Worker) release(ctx context.Context, j *job, retries int) error {
+	j.claim.upgrading.Lock()
+	defer j.claim.upgrading.Unlock()
+	j.claim.mu.Lock()
+	j.retries, j.released = retries, true
+	rev, held := j.claim.rev, j.claim.held
+	j.claim.mu.Unlock()
+	key, v := claimKey(j.data.ExecutionID), w.claimValue(j)
+	var err error
+	switch {
+	case held:
+		rev, err = w.runs.Update(ctx, key, v, rev)
+	case retries > 0:
+		rev, err = w.runs.Create(ctx, key, v)
+	default:
+		return nil
+	}
+	if isWrongLastSequence(err) {
+		// Written already by this delivery (an answer lost with the connection), or
+		// someone else's now.
+		if own, ok := w.ownClaim(ctx, j); ok {
+			rev, err = w.runs.Update(ctx, key, v, own)
+		}
+	}
+	if isWrongLastSequence(err) {
+		w.cfg.Log.Warn("worker: execution claimed by another worker before it was handed back", "execution", j.data.ExecutionID)
+		j.lost()
+		return errLostClaim
+	}
+	if err != nil {
+		return fmt.Errorf("record the retry in the claim: %w", err)
 	}
 	j.setClaim(rev)
 	return nil
@@ -201,6 +271,11 @@ func (w *Worker) renew(ctx context.Context, j *job) {
 	next, err := w.runs.Update(ctx, claimKey(j.data.ExecutionID), w.claimValue(j), rev)
 	if err != nil {
 		if isWrongLastSequence(err) {
+			if own, ok := w.ownClaim(ctx, j); ok {
+				// An earlier renewal was written but its answer lost.
+				j.setClaim(own)
+				return
+			}
 			w.cfg.Log.Warn("worker: lost the claim of a running execution; stopping it", "execution", j.data.ExecutionID)
 			j.lost()
 		}
@@ -223,29 +298,52 @@ func (w *Worker) ensureClaim(ctx context.Context, j *job) error {
 }
 
 // watchReconnects claims every fast-path execution in flight as soon as the
-// connection is re-established.
+// connection is re-established, and renews the claims of the others (their leases
+// may have run out while the server was away).
 func (w *Worker) watchReconnects(ch chan nats.Status) {
 	for range ch {
 		w.epoch.invalidate()
 		w.inflight.Range(func(_, v any) bool {
 			j := v.(*job)
-			if j.fast {
-				go func() {
-					ctx, cancel := context.WithTimeout(context.Background(), w.cfg.AckWait)
-					defer cancel()
-					if err := w.upgrade(ctx, j); err != nil && !errors.Is(err, errLostClaim) {
-						w.cfg.Log.Warn("worker: could not claim a running execution after a reconnect", "execution", j.data.ExecutionID, "err", err)
-					}
-				}()
-			}
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), w.cfg.AckWait)
+				defer cancel()
+				if !j.fast {
+					w.renew(ctx, j)
+					return
+				}
+				if err := w.upgrade(ctx, j); err != nil && !errors.Is(err, errLostClaim) {
+					w.cfg.Log.Warn("worker: could not claim a running execution after a reconnect", "execution", j.data.ExecutionID, "err", err)
+				}
+			}()
 			return true
 		})
 	}
 }
 
+// ownClaim reads the execution's claim and returns its revision when this delivery
+// of j wrote it.
+func (w *Worker) ownClaim(ctx context.Context, j *job) (uint64, bool) {
+	e, err := w.runs.Get(ctx, claimKey(j.data.ExecutionID))
+	if err != nil {
+		return 0, false
+	}
+	var c claimRecord
+	if json.Unmarshal(e.Value(), &c) != nil || c.Worker != w.cfg.Name || c.Delivery != j.delivery {
+		return 0, false
+	}
+	return e.Revision(), true
+}
+
 func (w *Worker) claimValue(j *job) []byte {
-	b, _ := json.Marshal(claimRecord{ExecutionID: j.data.ExecutionID, Worker: w.cfg.Name, Delivery: j.delivery,
-		LeaseUntil: time.Now().Add(w.leaseFor(j)), Takeovers: j.takeovers})
+	j.claim.mu.Lock()
+	c := claimRecord{ExecutionID: j.data.ExecutionID, Worker: w.cfg.Name, Delivery: j.delivery,
+		LeaseUntil: time.Now().Add(w.leaseFor(j)), Takeovers: j.takeovers, Retries: j.retries, Released: j.released}
+	j.claim.mu.Unlock()
+	if c.Released {
+		c.LeaseUntil = time.Now()
+	}
+	b, _ := json.Marshal(c)
 	return b
 }
 
@@ -264,11 +362,12 @@ func isWrongLastSequence(err error) bool {
 // claim state of a job, shared by its handler, its heartbeat and the reconnect
 // watcher.
 type claimState struct {
-	mu     sync.Mutex
-	rev    uint64
-	held   bool
-	gone   bool
-	cancel context.CancelFunc
+	upgrading sync.Mutex // one upgrade at a time
+	mu        sync.Mutex
+	rev       uint64
+	held      bool
+	gone      bool
+	cancel    context.CancelFunc
 }
 
 func (j *job) setClaim(rev uint64) {

@@ -5,12 +5,16 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/internal/natstest"
@@ -228,8 +232,8 @@ func TestWorkerDeathResumesFromCheckpoints(t *testing.T) {
 	if n := f.calls["greet"].Load(); n != 1 {
 		t.Fatalf("the first step ran %d times; worker B should have resumed after it", n)
 	}
-	if done["attempt"].(float64) < 2 {
-		t.Fatalf("completed on attempt %v", done["attempt"])
+	if done["attempt"].(float64) != 1 {
+		t.Fatalf("completed on attempt %v, want 1: a worker's death is not a retry", done["attempt"])
 	}
 	f.drained()
 }
@@ -246,4 +250,103 @@ func mustSet(t *testing.T, base *tool.Set, extra ...tool.Tool) *tool.Set {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// The attempt number comes from the execution's claim, not from JetStream's delivery
+// count: here the server restarts in the middle of the retries and its consumer's
+// memory of the deliveries is lost (the consumer is created anew, as when a killed
+// server forgets its last moments), so the job comes back with NumDelivered == 1.
+// The skill still runs exactly 1 + max_retries times, attempts 1 to 4.
+func TestRetryCountSurvivesAServerRestart(t *testing.T) {
+	f := setup(t, oneStep("flaky", "flaky", 3))
+	nc, err := nats.Connect(f.srv.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(20*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	b, err := bus.New(nc, bus.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	// Backoffs of 1.5s to 3s leave the test the time to restart the server between
+	// the first and the second attempt.
+	w := f.startWorkerOn(b, "test", log, func(c *worker.Config) { c.Backoff = worker.Backoff{Base: 3 * time.Second, Max: 3 * time.Second} })
+	id := f.job("r1", "flaky")
+	natstest.Eventually(t, 10*time.Second, func() bool { return len(f.events(id, events.TypeExecutionRetrying)) == 1 }, "no first retry")
+	// The server stops and comes back having forgotten its consumer's deliveries.
+	state := filepath.Join(f.srv.Server.JetStreamConfig().StoreDir, "$G", "streams", b.StreamJobs(), "obs", w.ConsumerConfig("default").Durable, "o.dat")
+	f.srv.Stop()
+	if err := os.Remove(state); err != nil {
+		t.Fatalf("the consumer's state: %v", err)
+	}
+	f.srv.Start()
+	natstest.Eventually(t, 20*time.Second, func() bool { return len(f.events(id, events.TypeExecutionFailed)) > 0 }, "the execution did not fail")
+	f.drained()
+	if n := f.calls["flaky"].Load(); n != 4 {
+		t.Fatalf("flaky ran %d times, want 4 (1 + max_retries 3)", n)
+	}
+	failed := f.events(id, events.TypeExecutionFailed)
+	if len(failed) != 1 || failed[0]["attempt"] != 4.0 {
+		t.Fatalf("failed = %v, want one outcome on attempt 4", failed)
+	}
+	var attempts []float64
+	for _, e := range f.events(id, events.TypeExecutionRetrying) {
+		attempts = append(attempts, e["attempt"].(float64))
+	}
+	if !slices.Equal(attempts, []float64{1, 2, 3}) {
+		t.Fatalf("retrying attempts %v, want [1 2 3]", attempts)
+	}
+}
+
+// Deliveries handed back without a run (another worker held the execution) do not
+// use up retries: the skill runs 1 + max_retries times all the same.
+func TestHandBacksDoNotUseRetries(t *testing.T) {
+	t.Parallel()
+	f := setup(t, oneStep("flaky", "flaky", 2))
+	id := events.ExecutionID("/t", "hb", "flaky")
+	claim, _ := json.Marshal(map[string]any{"execution_id": id, "worker": "other", "lease_until": time.Now().Add(1500 * time.Millisecond)})
+	if _, err := f.runs.Create(f.ctx, id+".claim", claim); err != nil {
+		t.Fatal(err)
+	}
+	f.job("hb", "flaky") // older than the worker: the claim path
+	f.start()
+	failed := f.waitEvent(id, events.TypeExecutionFailed)
+	f.drained()
+	if n := f.calls["flaky"].Load(); n != 3 {
+		t.Fatalf("flaky ran %d times, want 3 (1 + max_retries 2)", n)
+	}
+	if failed["attempt"] != 3.0 {
+		t.Fatalf("failed on attempt %v, want 3", failed["attempt"])
+	}
+	cons, err := f.b.JS.Consumer(f.ctx, f.b.StreamJobs(), "worker-default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := cons.Info(f.ctx); err != nil || info.Delivered.Consumer <= 3 {
+		t.Fatalf("consumer %+v %v: the job was never handed back, so the test proves nothing", info, err)
+	}
+}
+
+// A job handed back many times is still delivered: the workers' consumer has no
+// delivery limit, and one left by an older version with a limit is updated. Under
+// repeated server restarts a job is handed back dozens of times without running; a
+// job past the limit stays in the work queue forever, with no outcome.
+func TestConsumerHasNoDeliveryLimit(t *testing.T) {
+	t.Parallel()
+	f := setup(t, oneStep("hello", "greet", 3))
+	old := jetstream.ConsumerConfig{Durable: "worker-default", FilterSubject: f.b.Subjects.ExecPool("default"),
+		AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Second, MaxDeliver: 64, MaxAckPending: 10000}
+	if _, err := f.b.JS.CreateConsumer(f.ctx, f.b.StreamJobs(), old); err != nil {
+		t.Fatal(err)
+	}
+	f.start()
+	cons, err := f.b.JS.Consumer(f.ctx, f.b.StreamJobs(), "worker-default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := cons.CachedInfo().Config.MaxDeliver; n != -1 {
+		t.Fatalf("MaxDeliver %d: a job handed back that often would be stranded", n)
+	}
+	f.waitEvent(f.job("limitless", "hello"), events.TypeExecutionCompleted)
 }

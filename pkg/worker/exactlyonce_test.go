@@ -1,12 +1,16 @@
 package worker_test
 
 import (
+	"context"
 	"encoding/json"
+	"log/slog"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillbus/skillbus/events"
@@ -14,6 +18,8 @@ import (
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/run"
 	"github.com/skillbus/skillbus/pkg/skill"
+	"github.com/skillbus/skillbus/pkg/worker"
+	"github.com/skillbus/skillbus/pkg/workflow"
 )
 
 // A job that another worker holds (its claim's lease is live) is not run, even on a
@@ -234,16 +240,36 @@ func TestUnmetPrerequisitesFailBeforeRunning(t *testing.T) {
 }
 
 // A run that finishes while the server is away keeps its result and publishes it
-// when the server is back: the step is not run again.
+// when the server is back, however long the outage: the step is not run again. The
+// worker's connection buffers nothing while it reconnects, so its publishes fail for
+// as long as the server is away (as a publish written to a dying server's socket is
+// lost), and the outage lasts well over AckWait, the time the job is held.
 func TestFinishedWhileServerAwayIsNotRunAgain(t *testing.T) {
 	f := setup(t, oneStep("slow", "wait", 3))
-	f.start()
+	nc, err := nats.Connect(f.srv.URL(), nats.ReconnectBufSize(-1), nats.MaxReconnects(-1), nats.ReconnectWait(20*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	b, err := bus.New(nc, bus.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	away := &logged{msg: "the server is away"}
+	f.startWorkerOn(b, "test", slog.New(away), nil)
 	id := f.job("away", "slow")
 	<-f.blocked
 	f.srv.Stop()
+	natstest.Eventually(t, 10*time.Second, func() bool { return !nc.IsConnected() }, "the worker did not notice the server was gone")
 	close(f.release) // the step finishes while nobody can hear it
+	natstest.Eventually(t, 10*time.Second, away.seen, "the worker did not try to publish while the server was away")
+	// The outage goes on for three times the time the job is held: a worker that
+	// gave its finished work up after AckWait would have it redelivered and run
+	// again once the server is back.
+	outage := time.NewTimer(3 * time.Second)
+	<-outage.C
 	f.srv.Start()
-	f.waitEvent(id, events.TypeExecutionCompleted)
+	natstest.Eventually(t, 20*time.Second, func() bool { return len(f.events(id, events.TypeExecutionCompleted)) > 0 }, "no outcome after the server came back")
 	f.drained()
 	if n := f.calls["wait"].Load(); n != 1 {
 		t.Fatalf("wait called %d times, want 1: finished work was handed back and run again", n)
@@ -251,4 +277,53 @@ func TestFinishedWhileServerAwayIsNotRunAgain(t *testing.T) {
 	if n := len(f.events(id, events.TypeExecutionCompleted)); n != 1 {
 		t.Fatalf("%d outcomes, want 1", n)
 	}
+	// What the run published while the server was away is published too, not only
+	// the outcome.
+	if n := len(f.events(id, events.TypeStepCompleted)); n != 1 {
+		t.Fatalf("%d step.completed events, want 1: the step's event was lost in the outage", n)
+	}
 }
+
+// startWorkerOn starts a worker like startWorker, on bus b, logging to log, with its
+// configuration changed by edit (when not nil).
+func (f *fixture) startWorkerOn(b *bus.Bus, name string, log *slog.Logger, edit func(*worker.Config)) *worker.Worker {
+	f.t.Helper()
+	eng, err := workflow.New(workflow.Config{Tools: f.tools, Log: log})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	cfg := worker.Config{
+		Bus: b, Catalog: f.cat, Engine: eng, Log: log, AckWait: time.Second,
+		Backoff: worker.Backoff{Base: 5 * time.Millisecond, Max: 20 * time.Millisecond}, Name: name, Events: f.level,
+	}
+	if edit != nil {
+		edit(&cfg)
+	}
+	w, err := worker.New(cfg)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if err := w.Start(f.ctx); err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() { w.Stop(context.Background()) })
+	return w
+}
+
+// logged is a slog handler that notes whether a record whose message contains msg
+// was logged.
+type logged struct {
+	msg string
+	hit atomic.Bool
+}
+
+func (l *logged) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logged) Handle(_ context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, l.msg) {
+		l.hit.Store(true)
+	}
+	return nil
+}
+func (l *logged) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *logged) WithGroup(string) slog.Handler      { return l }
+func (l *logged) seen() bool                         { return l.hit.Load() }

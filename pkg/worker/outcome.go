@@ -6,11 +6,14 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/failure"
 	"github.com/skillbus/skillbus/pkg/run"
+	"github.com/skillbus/skillbus/pkg/telemetry"
 	"github.com/skillbus/skillbus/pkg/workflow"
 )
 
@@ -54,6 +57,8 @@ func (w *Worker) fail(ctx context.Context, j *job, stepID string, cause error) e
 		return err
 	}
 	class := failure.ClassOf(cause)
+	// The delivery's span says how the execution ended: error status, failure class.
+	telemetry.RecordError(trace.SpanFromContext(ctx), cause)
 	rec := &run.Record{
 		ExecutionID: j.data.ExecutionID, ActivationID: j.data.ActivationID,
 		Skill: j.data.Skill.Name, Version: j.data.Skill.Version, Status: run.StatusFailed,
@@ -98,8 +103,12 @@ func (w *Worker) fail(ctx context.Context, j *job, stepID string, cause error) e
 // batch and waits for all of it. lost reports that an earlier delivery's outcome
 // stands instead; the job has then been settled by redrive.
 func (w *Worker) publishOutcome(ctx context.Context, j *job, m *nats.Msg) (lost bool, err error) {
+	// The outcome's PRODUCER span, until everything queued with it is acknowledged.
+	_, span := telemetry.StartPublishMsg(ctx, m, w.cfg.Bus.Subjects.Prefix+".events.{execution}."+events.Kind(m.Header.Get("ce-type")), j.attrs()...)
 	j.batch.Publish(m)
-	if err := j.batch.Wait(ctx); err != nil {
+	err = j.batch.Wait(ctx)
+	telemetry.End(span, err)
+	if err != nil {
 		return false, err
 	}
 	if !j.batch.Duplicate(run.OutcomeID(j.data.ExecutionID)) {
@@ -142,7 +151,13 @@ func (w *Worker) consequences(ctx context.Context, j *job, rec *run.Record, reco
 		if recovered {
 			msg.Header.Set(events.HeaderRecovered, "1")
 		}
+		// The next job's PRODUCER span, a child of this execution's: the fallback
+		// stays in the trace. It covers queueing the job; its caller waits for it.
+		_, span := telemetry.StartPublishMsg(ctx, msg, subj.Prefix+".exec.{pool}.{skill}", telemetry.Job{
+			Skill: next.Name, Version: next.Version, ActivationID: j.data.ActivationID, ExecutionID: next.ExecutionID, Pool: next.Pool,
+		}.Attributes()...)
 		j.batch.Publish(msg)
+		span.End()
 	case rec.Status == run.StatusFailed && !rec.Denied:
 		dead := subj.Dead(rec.Skill)
 		dl := events.DeadLetter{Job: j.data, Class: rec.Class, Reason: rec.Error, StepID: rec.StepID, Deliveries: rec.Attempt, Worker: rec.Worker}
@@ -296,4 +311,12 @@ func deadLetter(b *bus.Bus, rec *run.Record) string {
 		return ""
 	}
 	return b.Subjects.Dead(rec.Skill)
+}
+
+// attrs are the skillbus attributes of j's spans.
+func (j *job) attrs() []attribute.KeyValue {
+	return telemetry.Job{
+		Skill: j.data.Skill.Name, Version: j.data.Skill.Version, ActivationID: j.data.ActivationID,
+		ExecutionID: j.data.ExecutionID, Attempt: int(j.attempt), Pool: j.data.Skill.Pool,
+	}.Attributes()
 }

@@ -38,11 +38,14 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/failure"
 	"github.com/skillbus/skillbus/pkg/instruct"
+	"github.com/skillbus/skillbus/pkg/run"
 	"github.com/skillbus/skillbus/pkg/skill"
 	"github.com/skillbus/skillbus/pkg/telemetry"
 	"github.com/skillbus/skillbus/pkg/tool"
@@ -215,9 +218,12 @@ func (w *Worker) ConsumerConfig(pool string) jetstream.ConsumerConfig {
 		FilterSubject: w.cfg.Bus.Subjects.ExecPool(pool),
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       w.cfg.AckWait,
-		// The worker dead-letters jobs itself (see CrashAllowance); MaxDeliver is the
-		// broker's safety net should that ever fail.
-		MaxDeliver:    64,
+		// No delivery limit: the worker ends executions itself (retries counted in the
+		// claim, crashes by CrashAllowance). Hand-backs raise the delivery count
+		// without a run (a claim held elsewhere, the grace after a reconnect; under
+		// repeated server restarts, dozens of them), and a job past a limit would
+		// stay in the work queue undelivered, with no outcome, for good.
+		MaxDeliver:    -1,
 		MaxAckPending: 10000,
 	}
 }
@@ -307,10 +313,11 @@ type job struct {
 	data    events.Job
 	meta    bus.Meta
 	attempt uint64
-	// delivery names this delivery of this job message, "<stream seq>.<attempt>":
+	// delivery names this delivery of this job message, "<stream seq>.<nuid>":
 	// unique per delivery even when the same execution's job is published again (a
-	// resumed confirmation), so progress events of a new delivery are never dropped as
-	// duplicates of an earlier one's.
+	// resumed confirmation) or the server forgot how often it delivered it, so
+	// progress events of a new delivery are never dropped as duplicates of an
+	// earlier one's.
 	delivery string
 	skill    *skill.Skill
 	batch    *bus.Batch
@@ -323,6 +330,10 @@ type job struct {
 	claim      claimState
 	// takeovers: how many times a worker died holding the execution's claim.
 	takeovers int
+	// retries: the runs that failed retryably, as the claim records them;
+	// released: the claim was handed back on purpose (see release).
+	retries  int
+	released bool
 }
 
 func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
@@ -357,26 +368,31 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 	if err != nil {
 		return w.poison(ctx, msg, err)
 	}
-	j := &job{msg: msg, meta: e.Meta(), attempt: md.NumDelivered, batch: w.cfg.Bus.Batch(), start: time.Now(),
-		delivery: strconv.FormatUint(md.Sequence.Stream, 10) + "." + strconv.FormatUint(md.NumDelivered, 10)}
+	// The attempt is 1 on the fast path; the claim path reads it from the claim
+	// (the delivery count is no record of retries: see claim.go).
+	j := &job{msg: msg, meta: e.Meta(), attempt: 1, batch: w.cfg.Bus.Batch(), start: time.Now(),
+		delivery: strconv.FormatUint(md.Sequence.Stream, 10) + "." + nuid.Next()}
 	if err := json.Unmarshal(e.Data, &j.data); err != nil || j.data.ExecutionID == "" || j.data.Skill.Name == "" {
 		if err == nil {
 			err = errors.New("job has no execution_id or skill")
 		}
 		return w.poison(ctx, msg, fmt.Errorf("job data: %w", err))
 	}
-	// The delivery's CONSUMER span continues the trace the job carries; everything
-	// this delivery publishes carries the span on.
-	ctx, span := telemetry.StartConsume(ctx, nm, md.Consumer, nil, telemetry.Job{
+	// The delivery's CONSUMER span continues the trace the job carries and links to
+	// the delivery before it; everything this delivery publishes carries the span on.
+	ctx, span := telemetry.StartDelivery(ctx, nm, md.Consumer, telemetry.Delivery{
+		ExecutionID: j.data.ExecutionID, Resumes: len(j.data.Answers), Attempt: int(md.NumDelivered),
+		Recovered: msg.Headers().Get(events.HeaderRecovered) != "",
+	}, telemetry.Job{
 		Skill: j.data.Skill.Name, Version: j.data.Skill.Version, ActivationID: j.data.ActivationID,
-		ExecutionID: j.data.ExecutionID, Attempt: int(j.attempt), Pool: j.data.Skill.Pool,
+		ExecutionID: j.data.ExecutionID, Attempt: int(md.NumDelivered), Pool: j.data.Skill.Pool,
 	}.Attributes()...)
 	defer func() { telemetry.End(span, err) }()
 	if tp, ts := telemetry.Inject(ctx); tp != "" {
 		j.meta.TraceParent, j.meta.TraceState = tp, ts
 	}
 	j.reconnects = w.cfg.Bus.NC.Stats().Reconnects
-	j.fast = j.attempt == 1 && len(j.data.Answers) == 0 && msg.Headers().Get(events.HeaderRecovered) == "" &&
+	j.fast = md.NumDelivered == 1 && len(j.data.Answers) == 0 && msg.Headers().Get(events.HeaderRecovered) == "" &&
 		w.epoch.fresh(ctx, md.Sequence.Stream)
 	if !j.fast {
 		if handled, err := w.claim(ctx, j); handled || err != nil {
@@ -423,9 +439,11 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 	j.claim.mu.Unlock()
 	w.inflight.Store(j.data.ExecutionID, j)
 	defer w.inflight.CompareAndDelete(j.data.ExecutionID, j)
+	// The heartbeat goes on while the decision is settled: a settle that waits out a
+	// server outage still holds the job and the execution's claim.
 	stopBeat := w.keepAlive(ctx, j)
+	defer stopBeat()
 	d := w.execute(rctx, j, inputs, answers, tools)
-	stopBeat()
 	if ctx.Err() != nil {
 		if _, ok := d.(Complete); !ok {
 			return ctx.Err()
@@ -442,19 +460,29 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 // the only place that does: a new kind of decision is a new case here.
 //
 // Work that finished while the server is away is not handed back to be run again:
-// settle waits for the connection (up to AckWait, the time the job is held) and
-// publishes again. Every publish carries its deterministic message id, so what had
-// been persisted before the connection dropped is not persisted twice.
+// settle waits for the connection, however long the outage (a job is not redelivered
+// while the server is down), and publishes again; once connected it claims the
+// execution first (ensureClaim), so if another worker has taken it over meanwhile this
+// one stops. Connected, it keeps trying for AckWait after the last reconnect. Every
+// publish carries its deterministic message id, so what had been persisted before the
+// connection dropped is not persisted twice.
 func (w *Worker) settle(ctx context.Context, j *job, d Decision) error {
-	deadline := time.Now().Add(w.cfg.AckWait)
+	nc := w.cfg.Bus.NC
+	deadline, seen := time.Now().Add(w.cfg.AckWait), nc.Stats().Reconnects
 	for {
 		err := w.settleOnce(ctx, j, d)
-		if err == nil || ctx.Err() != nil || errors.Is(err, errLostClaim) || !w.connectionTrouble(err) || time.Now().After(deadline) {
+		if err == nil || ctx.Err() != nil || errors.Is(err, errLostClaim) || !w.connectionTrouble(err) {
+			return err
+		}
+		if r := nc.Stats().Reconnects; r != seen {
+			deadline, seen = time.Now().Add(w.cfg.AckWait), r
+		}
+		if nc.IsConnected() && time.Now().After(deadline) {
 			return err
 		}
 		w.cfg.Log.Warn("worker: the server is away; keeping the finished execution to publish it when it is back",
 			"execution", j.data.ExecutionID, "err", err)
-		if !w.waitConnected(ctx, deadline) {
+		if !w.waitConnected(ctx) {
 			return err
 		}
 		select { // a moment for the server to settle before publishing again
@@ -462,7 +490,11 @@ func (w *Worker) settle(ctx context.Context, j *job, d Decision) error {
 			return ctx.Err()
 		case <-time.After(200 * time.Millisecond):
 		}
+		// What the run had queued and the server never acknowledged (progress,
+		// checkpoints) is published again; the outcome is settleOnce's to publish.
+		cut := j.batch
 		j.batch = w.cfg.Bus.Batch()
+		cut.Resend(j.batch, func(m *nats.Msg) bool { return m.Header.Get(bus.HeaderMsgID) == run.OutcomeID(j.data.ExecutionID) })
 	}
 }
 
@@ -482,18 +514,20 @@ func (w *Worker) connectionTrouble(err error) bool {
 // clustered stream is still committing an earlier publish with the same id.
 const jsErrDuplicateInProcess = 10158
 
-// waitConnected waits until the connection is up, or deadline or ctx passes.
-func (w *Worker) waitConnected(ctx context.Context, deadline time.Time) bool {
+// waitConnected waits until the connection is up; false when ctx ends or the
+// connection is closed for good.
+func (w *Worker) waitConnected(ctx context.Context) bool {
+	nc := w.cfg.Bus.NC
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
-	for !w.cfg.Bus.NC.IsConnected() {
+	for !nc.IsConnected() {
+		if nc.IsClosed() {
+			return false
+		}
 		select {
 		case <-ctx.Done():
 			return false
-		case now := <-t.C:
-			if now.After(deadline) {
-				return false
-			}
+		case <-t.C:
 		}
 	}
 	return true
@@ -504,17 +538,24 @@ func (w *Worker) settleOnce(ctx context.Context, j *job, d Decision) error {
 	case Complete:
 		return w.complete(ctx, j, d.Outputs)
 	case Pause:
+		if err := w.release(ctx, j, j.retries); err != nil {
+			return err
+		}
 		return w.pause(ctx, j, d.PausedError)
 	case Retry:
 		if err := w.ensureClaim(ctx, j); err != nil {
 			return err
 		}
 		w.cfg.Metrics.Retry(ctx, j.skill.Name, string(failure.ClassOf(d.Err)))
+		telemetry.RecordError(trace.SpanFromContext(ctx), d.Err)
 		w.emit(j, events.TypeExecutionRetrying, "", events.ExecutionRetrying{
 			ExecutionID: j.data.ExecutionID, Skill: j.skill.Name, Attempt: j.attempt,
 			MaxRetries: j.skill.Retries(), DelayMS: ms(d.Delay), Error: d.Err.Error(),
 		})
 		if err := j.batch.Wait(ctx); err != nil {
+			return err
+		}
+		if err := w.release(ctx, j, int(j.attempt)); err != nil {
 			return err
 		}
 		return j.msg.NakWithDelay(d.Delay)

@@ -195,7 +195,7 @@ func (f *fixture) events(id, typ string) []map[string]any {
 func (f *fixture) waitEvent(id, typ string) map[string]any {
 	f.t.Helper()
 	var evs []map[string]any
-	natstest.Eventually(f.t, 10*time.Second, func() bool {
+	natstest.Eventually(f.t, 30*time.Second, func() bool {
 		evs = f.events(id, typ)
 		return len(evs) > 0
 	}, "no %s for %s", typ, id)
@@ -216,7 +216,7 @@ func (f *fixture) drained() {
 	f.t.Helper()
 	s, _ := f.b.JS.Stream(f.ctx, f.b.StreamJobs())
 	var n uint64
-	natstest.Eventually(f.t, 10*time.Second, func() bool {
+	natstest.Eventually(f.t, 30*time.Second, func() bool {
 		info, err := s.Info(f.ctx)
 		n = info.State.Msgs
 		return err == nil && n == 0

@@ -260,7 +260,7 @@ func TestComputeEndlessLoop(t *testing.T) {
 	if !errors.As(err, &se) || se.Step != "spin" || failure.ClassOf(err) != failure.Fatal || !strings.Contains(err.Error(), "limit") {
 		t.Fatalf("err = %v (%s)", err, failure.ClassOf(err))
 	}
-	if d := time.Since(start); d > 5*time.Second {
+	if d := time.Since(start); d > 20*time.Second { // the step limit, not a clock, stops it
 		t.Errorf("stopping took %v", d)
 	}
 	if d := cmp.Diff([]string{"start spin compute", "fail spin"}, rec.lines); d != "" {
