@@ -14,7 +14,7 @@ import (
 // must finish and print the figures an issue quotes.
 func TestBenchRuns(t *testing.T) {
 	var out bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute) // -race on a loaded 2-core machine
 	defer cancel()
 	err := bench.Run(ctx, bench.Config{Executions: 300, Window: 50, Samples: 10, Concurrency: 8, Rounds: 1, Durable: 100, Out: &out})
 	if err != nil {
