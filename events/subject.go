@@ -30,6 +30,14 @@ func (s Subjects) ExecPool(pool string) string { return s.Prefix + ".exec." + po
 // Repair is the repair-job subject of a skill.
 func (s Subjects) Repair(skill string) string { return s.Prefix + ".repair." + skill }
 
+// RepairDecided is the subject of a person's (or the timeout's) decision on a
+// proposed repair of a skill: on the repair stream beside the repair jobs, but a
+// subject of its own, so that an operator may decide without being able to publish
+// repair jobs.
+func (s Subjects) RepairDecided(skill string) string {
+	return s.Prefix + ".repair." + skill + ".decided"
+}
+
 // Dead is the DLQ subject of a skill; "_trigger" holds triggers that never reached one.
 func (s Subjects) Dead(skill string) string { return s.Prefix + ".dead." + skill }
 

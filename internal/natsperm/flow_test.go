@@ -347,7 +347,7 @@ func TestRolesRunTheWholeSystem(t *testing.T) {
 	f.clean("tool", "serve a tool as a micro service")
 
 	f.service(cli.Router, "router", "--ensure=false")
-	f.service(cli.Worker, "worker", "--ensure=false", "--name", "w-flow", "--bus-tools-interval", "100ms", "--backoff-base", "10ms", "--concurrency", "4")
+	f.service(cli.Worker, "worker", "--ensure=false", "--name", "w-flow", "--bus-tools-interval", "100ms", "--backoff-base", "10ms", "--concurrency", "4", "--repair")
 
 	// Micro-service discovery, as `nats micro ls` does it: every kind of service
 	// answers a fleet-wide ping (the router and worker once they have started).
@@ -445,6 +445,9 @@ func TestRolesRunTheWholeSystem(t *testing.T) {
 		return dlqErr == nil
 	}, "operator: read the DLQ: %v", dlqErr)
 	f.clean("operator", "read the DLQ (nats stream get SKILLBUS_DLQ)")
+	if out := f.must("operator", "repair list", "repair", "list", "--json"); !strings.HasPrefix(strings.TrimSpace(out), "[") {
+		t.Fatalf("repair list --json:\n%s", out)
+	}
 	out = f.must("operator", "dlq list", "dlq", "list", "--json", "--skill", "doomed")
 	var dead []struct {
 		ID string `json:"id"`

@@ -46,6 +46,7 @@ type names struct {
 	p                                          string // subject prefix
 	triggers, jobs, repair, dlq, events        string // streams
 	skills, runs, stats, workers, cache, files string // buckets
+	repairs                                    string // bucket
 }
 
 func newNames(prefix string) names {
@@ -59,7 +60,7 @@ func newNames(prefix string) names {
 	return names{
 		p: prefix, triggers: up + "_TRIGGERS", jobs: up + "_JOBS", repair: up + "_REPAIR", dlq: up + "_DLQ", events: up + "_EVENTS",
 		skills: bucket("skills"), runs: bucket("runs"), stats: bucket("stats"), workers: bucket("workers"), cache: bucket("cache"),
-		files: bucket("skill-files"),
+		files: bucket("skill-files"), repairs: bucket("repairs"),
 	}
 }
 
@@ -160,12 +161,13 @@ func Roles(prefix string) []Role {
 		},
 		{
 			Name: "worker",
-			Doc:  "Consumes jobs (durables worker-<pool>) and repair jobs; publishes progress and results, next and fallback jobs, repair jobs, dead letters and confirmation timeouts; writes run records, checkpoints, cache, stats and its heartbeat; reads the catalog and skill files but cannot write them; calls tools on the bus and invokes skills (the skill tool publishes triggers); serves the skillbus-worker micro service (its status and stats).",
+			Doc:  "Consumes jobs (durables worker-<pool>) and, with --repair, repair jobs (durable repair; writes KV repairs and asks the registry to publish approved repairs); publishes progress and results, next and fallback jobs, repair jobs, dead letters and confirmation timeouts; writes run records, checkpoints, cache, stats and its heartbeat; reads the catalog and skill files but cannot write them; calls tools on the bus and invokes skills (the skill tool publishes triggers); serves the skillbus-worker micro service (its status and stats).",
 			Publish: join(jsInfo, n.streamInfos(),
 				readStream(n.jobs), readStream(n.repair), readStream(n.events),
 				readKV(n.skills), readObj(n.files),
-				writeKV(n.runs), writeKV(n.cache), writeKV(n.stats), writeKV(n.workers),
+				writeKV(n.runs), writeKV(n.cache), writeKV(n.stats), writeKV(n.workers), writeKV(n.repairs),
 				[]string{p + ".events.>", p + ".live.>", p + ".exec.>", p + ".repair.>", p + ".dead.>", p + ".trigger.>",
+					p + ".registry." + "repair", // a repair worker asks the registry to publish an approved repair
 					p + ".tool.>", "$SRV.INFO", "$SRV.INFO.>"},
 			),
 			DenyPublish: n.durables(),
@@ -181,12 +183,12 @@ func Roles(prefix string) []Role {
 		},
 		{
 			Name: "operator",
-			Doc:  "The skillbus CLI of a person: triggers, skills list/show/validate (through the registry service and the catalog), runs list/show/confirm, dlq list/show/replay, `nats micro` discovery and the workers' status endpoints. It reads everything and writes only triggers, confirmation answers and DLQ replays: a replayed job (so it may publish jobs), and the replay's record in the DLQ and on the new execution's events. It cannot write dead letters, results or progress.",
+			Doc:  "The skillbus CLI of a person: triggers, skills list/show/validate (through the registry service and the catalog), runs list/show/confirm, dlq list/show/replay, repair list/show/approve/reject, `nats micro` discovery and the workers' status endpoints. It reads everything and writes only triggers, confirmation answers and DLQ replays: a replayed job (so it may publish jobs), and the replay's record in the DLQ and on the new execution's events; and repair decisions. It cannot write dead letters, results, progress or repair jobs.",
 			Publish: join(jsInfo, n.streamInfos(),
 				[]string{p + ".trigger.>", p + ".events.*.confirmation.recorded", p + ".registry.>", p + ".router.>", p + ".worker.>", "$SRV.>"},
-				[]string{p + ".exec.>", p + ".dead._replayed.>", p + ".events.*.dlq.replayed"},
+				[]string{p + ".exec.>", p + ".dead._replayed.>", p + ".events.*.dlq.replayed", p + ".repair.*.decided"},
 				readStream(n.events), readStream(n.dlq), readStream(n.triggers),
-				readKV(n.skills), readKV(n.runs), readKV(n.workers), readKV(n.stats), readObj(n.files),
+				readKV(n.skills), readKV(n.runs), readKV(n.workers), readKV(n.stats), readKV(n.repairs), readObj(n.files),
 				[]string{"$JS.API.STREAM.NAMES", "$JS.API.STREAM.LIST", "$JS.API.CONSUMER.NAMES.>", "$JS.API.CONSUMER.LIST.>"},
 			),
 			DenyPublish: n.durables(),

@@ -493,5 +493,5 @@ func (s *Service) decision(b *bus.Batch, skillName string, d events.RepairDecide
 
 func publishDecision(b *bus.Batch, bs *bus.Bus, source, skillName string, d events.RepairDecided) {
 	id := d.RepairID + ".decided"
-	b.PublishEvent(bs.Subjects.Repair(skillName), bus.Event{ID: id, Source: source, Type: events.TypeRepairDecided, Meta: bus.Meta{CorrelationID: d.RepairID}, Data: d})
+	b.PublishEvent(bs.Subjects.RepairDecided(skillName), bus.Event{ID: id, Source: source, Type: events.TypeRepairDecided, Meta: bus.Meta{CorrelationID: d.RepairID}, Data: d})
 }
