@@ -154,6 +154,25 @@ func TestBrowserLiveListRunPageAndConfirmation(t *testing.T) {
 		t.Fatalf("answers: %q", answers)
 	}
 
+	// A repair proposed for a broken skill, approved in the page: the registry
+	// publishes the new version and the parked run completes on it.
+	broken := f.trigger("com.example.issue", "issue-title", "x")
+	f.state(broken, StateRepairing)
+	natstest.Eventually(t, 30*time.Second, func() bool {
+		l, err := f.c.repairActions().List(f.ctx, "proposed")
+		return err == nil && len(l) == 1
+	}, "no repair was proposed")
+	b.run(chromedp.Navigate(f.srv.URL+"/repairs"), chromedp.WaitVisible(`article.status-proposed pre.diff .add`, chromedp.ByQuery))
+	b.screenshot("repairs")
+	b.run(chromedp.Click(`article.status-proposed button.approve`, chromedp.ByQuery), chromedp.WaitVisible(`#decided`, chromedp.ByID))
+	f.state(broken, StateCompleted)
+	var versions int
+	b.run(chromedp.Navigate(f.srv.URL+"/skills"), chromedp.WaitVisible(`#skill-issue-title`, chromedp.ByID),
+		chromedp.Evaluate(`document.querySelectorAll("#skill-issue-title td:nth-child(7) div").length`, &versions))
+	if versions < 2 {
+		t.Errorf("the repaired skill keeps %d versions, want the repaired one beside the first", versions)
+	}
+
 	// The skills page, with the route form answered in place.
 	b.run(chromedp.Navigate(f.srv.URL+"/skills"), chromedp.WaitVisible(`#skill-shout`, chromedp.ByID),
 		chromedp.SendKeys(`#route-form input[name="type"]`, "com.example.shout", chromedp.ByQuery),

@@ -6,10 +6,11 @@
 // their history from the EVENTS stream (a JetStream consumer keeps a bounded index
 // of runs and feeds the live list), skills from the registry service, routing
 // explanations from the router service, paused runs from KV "runs", dead letters
-// from package dlq. Its actions go through the same code as the CLI's (run.Confirm,
-// dlq.Queue.Replay), so an answer or a replay given in the console is recorded
-// exactly like one given with `skillbus runs confirm` or `skillbus dlq replay`, with
-// who gave it.
+// from package dlq, repairs from the repair service's records. Its actions go
+// through the same code as the CLI's (run.Confirm, dlq.Queue.Replay,
+// service.Actions), so an answer, a replay or a repair decision given in the console
+// is recorded exactly like one given with `skillbus runs confirm`, `dlq replay` or
+// `repair approve`, with who gave it.
 //
 // Pages are rendered on the server with html/template, so every value of a run —
 // a skill's output is hostile input — is escaped for where it lands. htmx (vendored,
@@ -220,11 +221,14 @@ func (c *Console) Handler() http.Handler {
 	mux.HandleFunc("GET /skills/route", c.routeForm)
 	mux.HandleFunc("GET /waiting", c.waitingPage)
 	mux.HandleFunc("GET /dlq", c.dlqPage)
+	mux.HandleFunc("GET /repairs", c.repairsPage)
 	mux.HandleFunc("GET /login", c.loginPage)
 	mux.HandleFunc("POST /login", c.login)
 	mux.Handle("POST /logout", c.action(c.logout))
 	mux.Handle("POST /runs/{id}/confirm", c.action(c.confirm))
 	mux.Handle("POST /dlq/{id}/replay", c.action(c.replay))
+	mux.Handle("POST /repairs/{id}/approve", c.action(c.decideRepair(true)))
+	mux.Handle("POST /repairs/{id}/reject", c.action(c.decideRepair(false)))
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "cross-origin request refused: the console's actions only accept forms posted from its own pages", http.StatusForbidden)

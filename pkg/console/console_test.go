@@ -307,3 +307,50 @@ func TestADeadLetterIsReplayedFromThePageWithWhoAsked(t *testing.T) {
 		t.Fatalf("the page does not say who replayed:\n%s", body)
 	}
 }
+
+func TestARepairIsApprovedFromThePageAndPublishesTheNewVersion(t *testing.T) {
+	f := startFleet(t, func(c *Config) { c.Token = "s3cret" })
+	exec := f.trigger("com.example.issue", "issue-title", "x")
+	f.state(exec, StateRepairing)
+	var body string
+	natstest.Eventually(t, 30*time.Second, func() bool {
+		_, body = get(t, http.DefaultClient, f.srv.URL+"/repairs?status=proposed")
+		return strings.Contains(body, `<span class="badge repair-proposed">proposed</span>`)
+	}, "no repair was proposed")
+	for _, want := range []string{`<span class="del">-      text: &#34;{{ fetch.titel }}&#34;</span>`, `<span class="add">&#43;      text: &#34;{{ fetch.title }}&#34;</span>`} {
+		if !strings.Contains(body, want) {
+			t.Fatalf("the proposal lacks %s:\n%s", want, body)
+		}
+	}
+	id := regexp.MustCompile(`<article class="repair status-proposed" id="repair-([^"]+)"`).FindStringSubmatch(body)[1]
+	c, csrf := signIn(t, f, "margaret")
+	resp, err := c.PostForm(f.srv.URL+"/repairs/"+id+"/approve", url.Values{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("approve without the CSRF token: %d", resp.StatusCode)
+	}
+	resp, err = c.PostForm(f.srv.URL+"/repairs/"+id+"/approve", url.Values{"csrf": {csrf}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("approve: %d", resp.StatusCode)
+	}
+	// The parked run completes on the new version, which the catalog serves.
+	f.state(exec, StateCompleted)
+	natstest.Eventually(t, 30*time.Second, func() bool {
+		_, body = get(t, http.DefaultClient, f.srv.URL+"/repairs")
+		return strings.Contains(body, `<span class="badge repair-applied">applied</span>`)
+	}, "the repair was never applied")
+	if !strings.Contains(body, "<b>margaret</b>") {
+		t.Fatalf("the repair does not say who approved it:\n%s", body)
+	}
+	_, body = get(t, http.DefaultClient, f.srv.URL+"/runs/"+exec)
+	if !strings.Contains(body, `href="/repairs#repair-`+id+`"`) || !strings.Contains(body, "Fix the build") {
+		t.Fatalf("the run page lacks its repair or output:\n%s", body)
+	}
+}

@@ -19,7 +19,9 @@ import (
 	"github.com/skillbus/skillbus/pkg/catalog"
 	"github.com/skillbus/skillbus/pkg/client"
 	"github.com/skillbus/skillbus/pkg/registry"
+	"github.com/skillbus/skillbus/pkg/repair/service"
 	"github.com/skillbus/skillbus/pkg/router"
+	"github.com/skillbus/skillbus/pkg/skill"
 	"github.com/skillbus/skillbus/pkg/tool"
 	"github.com/skillbus/skillbus/pkg/worker"
 	"github.com/skillbus/skillbus/pkg/workflow"
@@ -27,7 +29,8 @@ import (
 
 // The skills the console's tests run: one that echoes its text (a skill's output
 // is hostile input: the tests give it a script tag), one that waits for a person,
-// and one whose files are invalid (the skills page shows file:line).
+// one that always fails (it is dead-lettered), one that needs a repair, and one
+// whose files are invalid (the skills page shows file:line).
 var testSkills = map[string]string{
 	"shout/skill.yaml": `name: shout
 description: Says the text it is given, loudly.
@@ -76,6 +79,21 @@ steps:
   - id: explode
     compute: |
       fail("the upstream said no")
+`,
+	"issue-title/skill.yaml": `name: issue-title
+description: Posts an issue's title; reads a key its tool renamed (titel → title), so it needs a repair.
+version: 1.0.0
+triggers:
+  - com.example.issue
+steps:
+  - id: fetch
+    tool: fetch
+  - id: post
+    tool: echo
+    args:
+      text: "{{ fetch.titel }}"
+outputs:
+  posted: "{{ post.text }}"
 `,
 	"broken/skill.yaml": `name: broken
 description: Has a step with neither tool nor compute.
@@ -140,7 +158,9 @@ func startFleet(t *testing.T, edit func(*Config)) *fleet {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Stop(context.Background()) })
-	tools, err := tool.NewSet(tool.Echo())
+	tools, err := tool.NewSet(tool.Echo(), tool.Func("fetch", func(context.Context, tool.Call) (any, error) {
+		return map[string]any{"title": "Fix the build"}, nil
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +168,8 @@ func startFleet(t *testing.T, edit func(*Config)) *fleet {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := worker.New(worker.Config{Bus: b, Catalog: watch(), Engine: eng, Log: log, Name: "test-worker"})
+	cat := watch()
+	w, err := worker.New(worker.Config{Bus: b, Catalog: cat, Engine: eng, Log: log, Name: "test-worker", Repair: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,6 +177,19 @@ func startFleet(t *testing.T, edit func(*Config)) *fleet {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { w.Stop(context.Background()) })
+	files, err := catalog.NewFiles(catalog.FilesConfig{JS: b.JS, Bucket: catalog.FilesBucket(b)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := service.New(service.Config{Bus: b, Catalog: cat, Files: files, Publisher: reg,
+		Validate: registry.RepairValidator(skill.LoadOptions{}), Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rs.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rs.Stop(context.Background()) })
 	cfg := Config{Bus: b, Log: log, FlushInterval: 50 * time.Millisecond}
 	if edit != nil {
 		edit(&cfg)

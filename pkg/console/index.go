@@ -15,13 +15,14 @@ const (
 	StateRunning   = "running"   // a worker reported a start or a step
 	StateRetrying  = "retrying"  // handed back to the broker, to be redelivered
 	StatePaused    = "paused"    // waiting for a person's confirmation
+	StateRepairing = "repairing" // parked until a repair of its skill is decided
 	StateCompleted = "completed" // terminal
 	StateFailed    = "failed"    // terminal
 	StateFallback  = "fallback"  // terminal for this skill; the next of the chain took over
 )
 
 // States lists every state, in the order the console shows their counts.
-var States = []string{StateQueued, StateRunning, StateRetrying, StatePaused, StateCompleted, StateFailed, StateFallback}
+var States = []string{StateQueued, StateRunning, StateRetrying, StatePaused, StateRepairing, StateCompleted, StateFailed, StateFallback}
 
 func terminal(state string) bool {
 	return state == StateCompleted || state == StateFailed || state == StateFallback
@@ -163,6 +164,8 @@ func (x *Index) Apply(typ string, data []byte, at time.Time) []string {
 		state = StateRetrying
 	case events.TypeConfirmationRequested:
 		state = StatePaused
+	case events.TypeRepairRequested:
+		state = StateRepairing
 	case events.TypeConfirmationRecorded:
 		state = StateQueued
 	case events.TypeExecutionCompleted:
@@ -284,7 +287,7 @@ func (x *Index) Query(f Filter, before uint64, limit int) Page {
 // Counts returns how many runs matching f (its State ignored) are in each state.
 func (x *Index) Counts(f Filter) map[string]int {
 	f.State = ""
-	var n [8]int // by stateIndex
+	var n [9]int // by stateIndex
 	x.mu.RLock()
 	for _, r := range x.runs[x.head:] {
 		if f.Skill != "" || !f.Since.IsZero() || !f.Until.IsZero() {
@@ -314,14 +317,16 @@ func stateIndex(s string) int {
 		return 2
 	case StatePaused:
 		return 3
-	case StateCompleted:
+	case StateRepairing:
 		return 4
-	case StateFailed:
+	case StateCompleted:
 		return 5
-	case StateFallback:
+	case StateFailed:
 		return 6
+	case StateFallback:
+		return 7
 	}
-	return 7
+	return 8
 }
 
 // Runs returns copies of the runs of ids that the index holds, newest first.

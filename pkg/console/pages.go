@@ -67,7 +67,8 @@ var funcs = template.FuncMap{
 	"json": func(v any) string {
 		return prettyJSON(v)
 	},
-	"join": strings.Join,
+	"join":      strings.Join,
+	"difflines": diffLines,
 	// excerpt shows a result excerpt (JSON that encoding/json wrote) with the
 	// characters it escapes for HTML as themselves: the template escapes them.
 	"excerpt": strings.NewReplacer(`\u003c`, "<", `\u003e`, ">", `\u0026`, "&").Replace,
@@ -127,7 +128,7 @@ func parsePages() (*pages, error) {
 	if p.frag, err = base.Clone(); err != nil {
 		return nil, err
 	}
-	for _, name := range []string{"runs", "run", "skills", "waiting", "login", "dlq"} {
+	for _, name := range []string{"runs", "run", "skills", "waiting", "login", "dlq", "repairs"} {
 		t, err := base.Clone()
 		if err != nil {
 			return nil, err

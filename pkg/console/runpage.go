@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -38,6 +39,7 @@ type runView struct {
 	TraceID  string
 	TraceURL string
 	Answered string // approve | deny, after an answer given here
+	Repairs  []string
 }
 
 type triggerView struct {
@@ -104,6 +106,9 @@ func (c *Console) loadRun(ctx context.Context, id string) (*runView, error) {
 		ev.Failed = typ == events.TypeExecutionFailed || typ == events.TypeStepFailed || typ == events.TypeExecutionFallback || typ == events.TypeExecutionRetrying
 		if s, ok := d["activation_id"].(string); ok && activation == "" {
 			activation = s
+		}
+		if s, ok := d["repair_id"].(string); ok && s != "" && !slices.Contains(v.Repairs, s) {
+			v.Repairs = append(v.Repairs, s)
 		}
 		if s, ok := d["skill"].(string); ok && v.Skill == "" {
 			v.Skill = s
@@ -229,7 +234,7 @@ func readEvents(ctx context.Context, b *bus.Bus, subject string) ([]storedMsg, e
 
 // summarize picks the fields of an event that say what happened.
 func summarize(d map[string]any) string {
-	keys := []string{"step_id", "status", "tool", "by", "approved", "message", "next", "class", "error", "reason", "delay_ms", "attempt", "duration_ms"}
+	keys := []string{"repair_id", "step_id", "status", "tool", "by", "approved", "message", "next", "class", "error", "reason", "delay_ms", "attempt", "duration_ms"}
 	var parts []string
 	for _, k := range keys {
 		if val, ok := d[k]; ok && val != "" && val != nil {
