@@ -135,7 +135,7 @@ persisted is lost, and the next start carries on where this one stopped.`,
 				stops = append(stops, stop)
 			}
 			if wf.repair {
-				stop, err := startRepair(ctx, b, log, wf, tb)
+				stop, err := startRepair(ctx, b, log, wf, tb, tel.Metrics)
 				if err != nil {
 					shutdown(log, append(stops, stopRouter)...)
 					return err

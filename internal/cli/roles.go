@@ -2,10 +2,11 @@ package cli
 
 import (
 	"context"
-	"github.com/skillbus/skillbus/events"
-	"github.com/skillbus/skillbus/pkg/telemetry"
 	"log/slog"
 	"time"
+
+	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/pkg/telemetry"
 
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/catalog"
@@ -211,7 +212,7 @@ func startRegistry(ctx context.Context, b *bus.Bus, log *slog.Logger, roots []st
 // startRepair starts a repair worker: a consumer of the REPAIR stream that proposes
 // patches (deterministic repairers, then the worker's chat model when configured) and
 // publishes approved ones through the registry service.
-func startRepair(ctx context.Context, b *bus.Bus, log *slog.Logger, f workerFlags, tb *toolbox) (stop func(context.Context), err error) {
+func startRepair(ctx context.Context, b *bus.Bus, log *slog.Logger, f workerFlags, tb *toolbox, m *telemetry.Metrics) (stop func(context.Context), err error) {
 	kv, err := b.KV(ctx, b.BucketSkills())
 	if err != nil {
 		return nil, err
@@ -223,7 +224,7 @@ func startRepair(ctx context.Context, b *bus.Bus, log *slog.Logger, f workerFlag
 	cfg := service.Config{
 		Bus: b, Catalog: cat, Files: tb.files, Publisher: registry.NewClient(b.NC, b.Subjects.Prefix),
 		Validate: registry.RepairValidator(skill.LoadOptions{}), Budget: f.repairBudget, Auto: f.repairAuto,
-		Expiry: f.repairExpiry, Log: log,
+		Expiry: f.repairExpiry, Log: log, Metrics: m,
 	}
 	if tb.chat != nil {
 		cfg.Chat = &repair.Chat{Model: tb.chat, Timeout: f.llmTimeout}

@@ -172,7 +172,7 @@ Scale by running more workers.`,
 				return err
 			}
 			if wf.repair {
-				stopRepair, err := startRepair(cmd.Context(), b, log, wf, tb)
+				stopRepair, err := startRepair(cmd.Context(), b, log, wf, tb, tel.Metrics)
 				if err != nil {
 					shutdown(log, stop)
 					return err

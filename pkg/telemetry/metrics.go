@@ -138,8 +138,17 @@ func (m *Metrics) DeadLetter(ctx context.Context, skill, class string) {
 	m.deadLetters.Add(ctx, 1, metric.WithAttributeSet(attribute.NewSet(AttrSkillName.String(skill), AttrFailureClass.String(class))))
 }
 
-// Repair records a repair attempt of skill; outcome says whether it fixed the
-// failure (OutcomeCompleted) or not (OutcomeFailed).
+// Outcomes of skillbus.repairs.
+const (
+	RepairRequested     = "requested"      // an execution was parked on a repair
+	RepairSkipped       = "skipped"        // a repairable failure that is not repaired
+	RepairNoImprovement = "no_improvement" // the repaired version failed the same way
+	RepairSucceeded     = "succeeded"      // a repair was applied and its executions released
+	RepairFailed        = "failed"         // rejected, expired, out of budget or unpublishable
+)
+
+// Repair records a step in the repair of skill's failures; outcome is one of the
+// Repair* outcomes.
 func (m *Metrics) Repair(ctx context.Context, skill, outcome string) {
 	if m == nil {
 		return

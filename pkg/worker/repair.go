@@ -13,6 +13,7 @@ import (
 	"github.com/skillbus/skillbus/pkg/repair"
 	"github.com/skillbus/skillbus/pkg/repair/service"
 	"github.com/skillbus/skillbus/pkg/skill"
+	"github.com/skillbus/skillbus/pkg/telemetry"
 )
 
 // Repair: the skill failed with a repairable fault that a repair may fix. The
@@ -43,6 +44,7 @@ func (w *Worker) repairable(j *job, step string, err error) (Decision, bool) {
 			reason = "the skill says repair: off"
 		}
 		w.emit(j, events.TypeRepairSkipped, "", events.RepairProgress{ExecutionID: j.data.ExecutionID, Skill: j.skill.Name, Reason: reason})
+		w.cfg.Metrics.Repair(context.Background(), j.skill.Name, telemetry.RepairSkipped)
 		return nil, false
 	}
 	if f.Step == "" {
@@ -66,6 +68,7 @@ func (w *Worker) repair(ctx context.Context, j *job, d Repair) error {
 			RepairID: jr.ID, ExecutionID: j.data.ExecutionID, Skill: j.skill.Name, Attempt: jr.Attempts,
 			Reason: "the repaired version fails with the same fault: " + d.Err.Error(),
 		})
+		w.cfg.Metrics.Repair(ctx, j.skill.Name, telemetry.RepairNoImprovement)
 		return w.fail(ctx, j, d.Step, d.Err)
 	}
 	kv, err := w.repairsKV(ctx)
@@ -106,6 +109,7 @@ func (w *Worker) repair(ctx context.Context, j *job, d Repair) error {
 	if err := j.batch.Wait(ctx); err != nil {
 		return err
 	}
+	w.cfg.Metrics.Repair(ctx, j.skill.Name, telemetry.RepairRequested)
 	if service.Final(rec.Status) {
 		// The repair ended before this execution was parked: release it now.
 		var p service.Parked

@@ -18,6 +18,7 @@ import (
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/repair"
 	"github.com/skillbus/skillbus/pkg/skill"
+	"github.com/skillbus/skillbus/pkg/telemetry"
 )
 
 // VersionLookup finds a skill at a version; *catalog.Catalog implements it.
@@ -67,6 +68,8 @@ type Config struct {
 	// AckWait is how long a repair job may run before JetStream hands it to another
 	// repair worker; running jobs send InProgress within it. Default 2m.
 	AckWait time.Duration
+	// Metrics, when set, counts the repairs that end (outcome succeeded or failed).
+	Metrics *telemetry.Metrics
 	// Log receives the service's logs; default slog.Default().
 	Log *slog.Logger
 	// Source is the CloudEvents source of what the service publishes; default
@@ -339,7 +342,7 @@ func (s *Service) decide(ctx context.Context, d *events.RepairDecided) error {
 	if err != nil {
 		return s.end(ctx, rec.ID, StatusFailed, d.By, "publishing the repaired version failed: "+err.Error())
 	}
-	rec, _, err = update(ctx, s.kv, rec.ID, func(r *Record) bool {
+	rec, changed, err := update(ctx, s.kv, rec.ID, func(r *Record) bool {
 		if r.Status != StatusApproved {
 			return false
 		}
@@ -348,6 +351,9 @@ func (s *Service) decide(ctx context.Context, d *events.RepairDecided) error {
 	})
 	if err != nil {
 		return err
+	}
+	if changed {
+		s.cfg.Metrics.Repair(ctx, rec.Skill, telemetry.RepairSucceeded)
 	}
 	return s.release(ctx, rec)
 }
@@ -371,7 +377,7 @@ func (s *Service) patched(ctx context.Context, rec *Record) (repair.Files, error
 
 // end gives a repair a final status other than applied and releases its executions.
 func (s *Service) end(ctx context.Context, id, status, by, reason string) error {
-	rec, _, err := update(ctx, s.kv, id, func(r *Record) bool {
+	rec, changed, err := update(ctx, s.kv, id, func(r *Record) bool {
 		if Final(r.Status) {
 			return false
 		}
@@ -380,6 +386,9 @@ func (s *Service) end(ctx context.Context, id, status, by, reason string) error 
 	})
 	if err != nil {
 		return err
+	}
+	if changed {
+		s.cfg.Metrics.Repair(ctx, rec.Skill, telemetry.RepairFailed)
 	}
 	return s.release(ctx, rec)
 }

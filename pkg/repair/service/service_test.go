@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,6 +26,7 @@ import (
 	"github.com/skillbus/skillbus/pkg/repair/service"
 	"github.com/skillbus/skillbus/pkg/run"
 	"github.com/skillbus/skillbus/pkg/skill"
+	"github.com/skillbus/skillbus/pkg/telemetry"
 	"github.com/skillbus/skillbus/pkg/tool"
 	"github.com/skillbus/skillbus/pkg/worker"
 	"github.com/skillbus/skillbus/pkg/workflow"
@@ -58,6 +60,25 @@ type fixture struct {
 	svc *service.Service
 	act service.Actions
 	pub *countingPublisher
+	// metrics is the address of the /metrics of the worker's and service's metrics.
+	metrics string
+}
+
+// repairs returns the skillbus_repairs_total counter of outcome, scraped from /metrics.
+func (f *fixture) repairs(outcome string) string {
+	f.t.Helper()
+	resp, err := http.Get("http://" + f.metrics + "/metrics")
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "skillbus_repairs_total{") && strings.Contains(l, `outcome="`+outcome+`"`) {
+			return l[strings.LastIndexByte(l, ' ')+1:]
+		}
+	}
+	return "0"
 }
 
 // countingPublisher counts the repairs the registry is asked to publish.
@@ -120,11 +141,19 @@ func setup(t *testing.T, skills map[string]string) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	tel, err := telemetry.Setup(ctx, telemetry.Config{Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tel.Shutdown(context.Background()) })
+	if f.metrics, err = tel.Serve("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
 	eng, err := workflow.New(workflow.Config{Tools: tools, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := worker.New(worker.Config{Bus: b, Catalog: f.cat, Engine: eng, Log: log, AckWait: 2 * time.Second, Repair: true, Name: "w1",
+	w, err := worker.New(worker.Config{Bus: b, Catalog: f.cat, Engine: eng, Log: log, AckWait: 2 * time.Second, Repair: true, Name: "w1", Metrics: tel.Metrics,
 		Backoff: worker.Backoff{Base: 5 * time.Millisecond, Max: 20 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
@@ -135,7 +164,7 @@ func setup(t *testing.T, skills map[string]string) *fixture {
 	t.Cleanup(func() { w.Stop(context.Background()) })
 	f.pub = &countingPublisher{reg: f.reg}
 	f.svc, err = service.New(service.Config{Bus: b, Catalog: f.cat, Files: files, Publisher: f.pub,
-		Validate: registry.RepairValidator(skill.LoadOptions{}), Log: log, SweepInterval: 100 * time.Millisecond})
+		Validate: registry.RepairValidator(skill.LoadOptions{}), Log: log, SweepInterval: 100 * time.Millisecond, Metrics: tel.Metrics})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,6 +348,9 @@ func TestOneFaultOneRepair(t *testing.T) {
 	if again, _ := f.act.Show(f.ctx, rec.ID); again.Status != service.StatusApplied || again.NewDigest != after.Digest {
 		t.Fatalf("after redelivery: %+v", again)
 	}
+	if got := [2]string{f.repairs("requested"), f.repairs("succeeded")}; got != [2]string{"25", "1"} {
+		t.Fatalf("skillbus_repairs_total requested, succeeded = %v, want 25 and 1", got)
+	}
 	if _, counts := f.outcomes(ids); len(counts) != len(ids) {
 		t.Fatalf("outcomes %v", counts)
 	} else {
@@ -364,6 +396,9 @@ func TestRejectedRepairDeadLetters(t *testing.T) {
 	info, _ := dlq.Info(f.ctx)
 	if info.State.Msgs != uint64(len(ids)) {
 		t.Fatalf("%d dead letters, want %d", info.State.Msgs, len(ids))
+	}
+	if got := [2]string{f.repairs("failed"), f.repairs("succeeded")}; got != [2]string{"1", "0"} {
+		t.Fatalf("skillbus_repairs_total failed, succeeded = %v, want 1 and 0", got)
 	}
 }
 
