@@ -70,7 +70,7 @@ func TestRepairCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := st.GetLastMsgForSubject(ctx, b.Subjects.Repair("issue-title"))
+	m, err := st.GetLastMsgForSubject(ctx, b.Subjects.RepairDecided("issue-title"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -177,7 +177,8 @@ Scale by running more workers.`,
 					shutdown(log, stop)
 					return err
 				}
-				stop = func(ctx context.Context) { stopRepair(ctx); stop(ctx) }
+				stopWorker := stop
+				stop = func(ctx context.Context) { stopRepair(ctx); stopWorker(ctx) }
 			}
 			for _, p := range wf.pools {
 				watchConsumer(tel, b, p, b.StreamJobs(), "worker-"+p)
