@@ -4,7 +4,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,7 +13,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -58,24 +56,7 @@ func repoRoot() string {
 type proc struct {
 	name string
 	cmd  *exec.Cmd
-	out  *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	out  *natstest.Buffer
 }
 
 func start(t *testing.T, name string, args ...string) *proc {
@@ -89,7 +70,7 @@ func startEnv(t *testing.T, env []string, name string, args ...string) *proc {
 	cmd := exec.Command(filepath.Join(binDir, name), args...)
 	cmd.Dir = repoRoot()
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
-	out := &syncBuffer{}
+	out := &natstest.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,24 +23,6 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// syncBuffer is a bytes.Buffer safe to read while run writes to it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestRun starts the service as `go run` would, finds its tools on the bus,
 // calls them, and stops it.
 func TestRun(t *testing.T) {
@@ -49,7 +30,7 @@ func TestRun(t *testing.T) {
 	nc := srv.Conn(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr natstest.Buffer
 	done := make(chan error, 1)
 	env := map[string]string{"NATS_URL": srv.URL()}
 	go func() {
@@ -221,7 +202,7 @@ func TestRunContinuesTrace(t *testing.T) {
 		k, v, _ := strings.Cut(e, "=")
 		env[k] = v
 	}
-	var stdout, stderr syncBuffer
+	var stdout, stderr natstest.Buffer
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"--name", "example-traced"}, func(k string) string { return env[k] }, &stdout, &stderr)

@@ -36,7 +36,7 @@ func TestClusterSurvivesANodeMidRun(t *testing.T) {
 	}
 	run := func(main func(context.Context, []string, cli.Env, io.Writer, io.Writer) error, args ...string) {
 		ctx, cancel := context.WithCancel(context.Background())
-		logs := &syncBuffer{}
+		logs := &natstest.Buffer{}
 		done := make(chan error, 1)
 		go func() {
 			done <- main(ctx, append(args, "--log-format", "text", "--log-level", "info"), env, logs, logs)

@@ -66,7 +66,7 @@ func TestWaitsForNATSAndLogsReconnects(t *testing.T) {
 	port := freePort(t)
 	url := "nats://127.0.0.1:" + strconv.Itoa(port)
 	ctx, cancel := context.WithCancel(context.Background())
-	logs := &syncBuffer{}
+	logs := &natstest.Buffer{}
 	done := make(chan error, 1)
 	go func() {
 		done <- cli.Router(ctx, []string{"--nats-url", url, "--log-format", "text"}, noEnv, logs, logs)

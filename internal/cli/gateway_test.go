@@ -19,7 +19,7 @@ import (
 func TestDevGateway(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
-	logs := &syncBuffer{}
+	logs := &natstest.Buffer{}
 	done := make(chan error, 1)
 	go func() {
 		done <- cli.Skillbus(ctx, []string{"dev", "--port", "-1", "--store", t.TempDir(), "--skills", filepath.Join("..", "..", "testdata", "skills"),
@@ -61,13 +61,13 @@ func TestGatewayOpenOnlyOnLoopback(t *testing.T) {
 		{"gateway", "--listen", ":0", "--nats-url", srv.URL()},
 		{"dev", "--port", "-1", "--store", t.TempDir(), "--skills", filepath.Join("..", "..", "testdata", "skills"), "--gateway", "0.0.0.0:0"},
 	} {
-		var out syncBuffer
+		var out natstest.Buffer
 		err := cli.Skillbus(context.Background(), args, noEnv, &out, &out)
 		if cli.ExitCode(err) != 2 || !strings.Contains(err.Error(), "SKILLBUS_GATEWAY_TOKENS") {
 			t.Errorf("%v: %v", args, err)
 		}
 	}
-	err := cli.Skillbus(context.Background(), []string{"gateway", "--listen", "127.0.0.1:0", "--nats-url", srv.URL(), "--hooks", "/nonexistent.yaml"}, noEnv, &syncBuffer{}, &syncBuffer{})
+	err := cli.Skillbus(context.Background(), []string{"gateway", "--listen", "127.0.0.1:0", "--nats-url", srv.URL(), "--hooks", "/nonexistent.yaml"}, noEnv, &natstest.Buffer{}, &natstest.Buffer{})
 	if cli.ExitCode(err) != 2 || !strings.Contains(err.Error(), "--hooks") {
 		t.Errorf("missing hooks file: %v", err)
 	}

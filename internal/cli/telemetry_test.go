@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,24 +14,6 @@ import (
 	"github.com/skillbus/skillbus/internal/natstest"
 	"github.com/skillbus/skillbus/internal/otlptest"
 )
-
-// syncBuffer is a buffer a running command writes to while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 type stringer func() string
 
@@ -54,7 +35,7 @@ func TestDevObservability(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stderr syncBuffer
+	var stderr natstest.Buffer
 	done := make(chan error, 1)
 	go func() {
 		done <- cli.Skillbus(ctx, []string{"dev", "--port", "-1", "--store", t.TempDir(), "--skills", "../../testdata/skills",
