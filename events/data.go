@@ -104,6 +104,54 @@ type Job struct {
 	// on the live subjects: the trigger carried the "progress" extension set to
 	// "live", because someone follows it.
 	Live bool `json:"live,omitempty"`
+	// Route is set on the jobs the router publishes for a plan: the rest of the
+	// routing decision. Those jobs are the activation's record (see
+	// Subjects.Exec), so the decision travels in them rather than in a write of its
+	// own; Decision rebuilds the route.decided data from such a job.
+	Route *JobRoute `json:"route,omitempty"`
+}
+
+// JobRoute is the routing decision on a job of the plan, besides what the job says
+// itself (its skill, its fallback chain, its trigger).
+type JobRoute struct {
+	// Primary and FallbackChain are set only on a job that is not the primary's
+	// (an always-skill or a parallel group's): the primary's job is its own
+	// Skill and Fallback.
+	Primary        *SkillRef      `json:"primary,omitempty"`
+	FallbackChain  []SkillRef     `json:"fallback_chain,omitempty"`
+	ParallelGroups [][]string     `json:"parallel_groups,omitempty"`
+	Always         []SkillRef     `json:"always,omitempty"`
+	EstimatedCost  int            `json:"estimated_cost,omitempty"`
+	Parameters     map[string]any `json:"parameters,omitempty"`
+	Threshold      float64        `json:"threshold,omitempty"`
+	Candidates     []Candidate    `json:"candidates,omitempty"`
+}
+
+// Decision rebuilds the routing decision from a job of the plan; ok is false for
+// any other job.
+func (j *Job) Decision() (d RouteDecided, ok bool) {
+	r := j.Route
+	if r == nil {
+		return RouteDecided{}, false
+	}
+	plan := Plan{Primary: j.Skill, FallbackChain: j.Fallback, ParallelGroups: r.ParallelGroups,
+		Always: r.Always, EstimatedCost: r.EstimatedCost, Parameters: r.Parameters}
+	if r.Primary != nil {
+		plan.Primary, plan.FallbackChain = *r.Primary, r.FallbackChain
+	}
+	return RouteDecided{ActivationID: j.ActivationID, Trigger: j.Trigger, Plan: plan, Threshold: r.Threshold, Candidates: r.Candidates}, true
+}
+
+// RouteOf is the route a job of d's plan carries: everything but what the job says
+// itself when it is the primary's (primary true).
+func RouteOf(d RouteDecided, primary bool) *JobRoute {
+	r := &JobRoute{ParallelGroups: d.Plan.ParallelGroups, Always: d.Plan.Always, EstimatedCost: d.Plan.EstimatedCost,
+		Parameters: d.Plan.Parameters, Threshold: d.Threshold, Candidates: d.Candidates}
+	if !primary {
+		p := d.Plan.Primary
+		r.Primary, r.FallbackChain = &p, d.Plan.FallbackChain
+	}
+	return r
 }
 
 // Answer is a human's (or a timeout's) answer to a confirmation.

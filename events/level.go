@@ -8,23 +8,24 @@ import "fmt"
 //
 // A persisted event costs a JetStream write that is acknowledged before the job is;
 // a live event costs one plain NATS publish and is gone once delivered. Every level
-// persists what exactly-once and recovery need — the routing decision (which is
-// also the activation's claim), retries, fallbacks, dead letters, confirmations and
-// the outcome — so the level changes what a late watcher can replay, never what
-// happens to a run.
+// persists what exactly-once and recovery need — the jobs (which carry the routing
+// decision and are the activation's record), retries, fallbacks, dead letters,
+// confirmations and the outcome — so the level changes what a late watcher can
+// replay as events, never what happens to a run.
 type Level string
 
 // Levels, cheapest last.
 const (
-	// LevelFull persists every event: started, each step's started, completed,
-	// skipped and failed. A one-step execution writes 7 messages.
+	// LevelFull persists every event: the routing decision as an event of its own,
+	// started, each step's started, completed, skipped and failed. A one-step
+	// execution writes 7 messages.
 	LevelFull Level = "full"
-	// LevelSteps persists, besides the decisions and the outcome, the checkpoint of
+	// LevelSteps persists, besides the jobs and the outcome, the checkpoint of
 	// each tool step that a later step could fail after (its step.completed), so a
 	// redelivered job resumes after the side effects it already had. The default.
-	// A one-step execution writes 4 messages: trigger, route.decided, job, outcome.
+	// A one-step execution writes 3 messages: trigger, job, outcome.
 	LevelSteps Level = "steps"
-	// LevelTerminal persists only the decisions and the outcome: a redelivered
+	// LevelTerminal persists only the jobs and the outcome: a redelivered
 	// multi-step job runs every step again (tools see the same Idempotency-Key).
 	LevelTerminal Level = "terminal"
 )
@@ -51,7 +52,7 @@ func (l Level) Persisted(typ string) bool {
 		return true
 	}
 	switch typ {
-	case TypeExecutionStarted, TypeStepStarted, TypeStepFailed, TypeStepCompleted, TypeStepSkipped:
+	case TypeRouteDecided, TypeExecutionStarted, TypeStepStarted, TypeStepFailed, TypeStepCompleted, TypeStepSkipped:
 		return false
 	}
 	return true

@@ -21,8 +21,71 @@ func (s Subjects) TriggerSkill(name string) string { return s.Prefix + ".trigger
 // Triggers matches every trigger.
 func (s Subjects) Triggers() string { return s.Prefix + ".trigger.>" }
 
-// Exec is the job subject of a skill in a pool.
-func (s Subjects) Exec(pool, skill string) string { return s.Prefix + ".exec." + pool + "." + skill }
+// Exec is the subject of a job: skillbus.exec.<pool>.<skill>.<activation>.<stage>.
+//
+// The JOBS stream keeps jobs after they run (for as long as it keeps anything), so a
+// job's subject names it for good: the jobs of an activation's plan (StagePlan) and
+// the next skill of a fallback chain (StageFallback) are published create-only on
+// it, and the first such job is the activation's record — a trigger routed again,
+// whether redelivered or re-published long after the duplicate window, finds its
+// job there and starts nothing new. Jobs published again for the same execution (a
+// confirmation answered, a repair released, a dead letter replayed) use stages of
+// their own.
+func (s Subjects) Exec(pool, skill, activationID, stage string) string {
+	if activationID == "" { // not a token; no job the router made lacks one
+		activationID = "_"
+	}
+	return s.Prefix + ".exec." + pool + "." + skill + "." + activationID + "." + stage
+}
+
+// ExecTemplate is the subject of a job with its activation and stage left out
+// (skillbus.exec.<pool>.<skill>.{activation}.{stage}): a name for spans and
+// metrics, which must not take a value per activation.
+func ExecTemplate(subject string) string {
+	for range 2 {
+		if i := strings.LastIndexByte(subject, '.'); i > 0 {
+			subject = subject[:i]
+		}
+	}
+	return subject + ".{activation}.{stage}"
+}
+
+// PlanJobs matches the jobs of an activation's plan: what the router published for
+// it, each carrying the routing decision.
+func (s Subjects) PlanJobs(activationID string) string {
+	return s.Prefix + ".exec.*.*." + activationID + "." + StagePlan
+}
+
+// ActivationJobs matches every job of an activation.
+func (s Subjects) ActivationJobs(activationID string) string {
+	return s.Prefix + ".exec.*.*." + activationID + ".*"
+}
+
+// Job stages, the last token of a job's subject (see Exec).
+const (
+	// StagePlan: a job of the activation's plan, published by the router.
+	StagePlan = "job"
+	// StageFallback: the job of the next skill of the chain, after one failed.
+	StageFallback = "fallback"
+)
+
+// StageAnswered is the stage of a job resumed after a confirmation of step was
+// answered.
+func StageAnswered(step string) string { return "answered-" + stageToken(step) }
+
+// StageRepair is the stage of a job released after repair id was decided.
+func StageRepair(id string) string { return "repair-" + stageToken(id) }
+
+// StageReplay is the stage of a dead letter's replay, a new execution.
+func StageReplay(executionID string) string { return "replay-" + stageToken(executionID) }
+
+// stageToken is s if it is a valid subject token, otherwise a hash of it.
+func stageToken(s string) string {
+	if CheckToken("stage", s) == nil && len(s) <= 64 {
+		return s
+	}
+	return hash(s)[:16]
+}
 
 // ExecPool matches every job of a pool.
 func (s Subjects) ExecPool(pool string) string { return s.Prefix + ".exec." + pool + ".>" }

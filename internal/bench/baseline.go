@@ -19,16 +19,18 @@ const (
 	// publishes the job; a "worker" that publishes the result. Three persisted
 	// publishes, two pull consumers, explicit acks.
 	Minimal Shape = iota
-	// SameWrites persists what skillbus persists at its default events level: the
-	// trigger; a router that publishes the decision (create-only) and then the job;
-	// a worker that publishes the outcome. Four. The ratio to it is the client's own
-	// overhead: CloudEvents, routing, the engine, JSON.
+	// SameWrites persists what skillbus persists at its default events level, the
+	// way skillbus persists it: the trigger; a router that publishes the job
+	// create-only on a subject of its own in a stream that keeps it (the job is the
+	// activation's record); a worker that publishes the outcome, create-only. The
+	// ratio to it is the client's own overhead: CloudEvents, routing, the engine,
+	// JSON.
 	SameWrites
 )
 
 func (s Shape) String() string {
 	if s == SameWrites {
-		return "bare JetStream ×4"
+		return "bare JetStream, skillbus's writes"
 	}
 	return "bare JetStream"
 }
@@ -78,6 +80,9 @@ func startBaseline(ctx context.Context, cfg Config, shape Shape, msgBytes int) (
 		{Name: "BASE_JOBS", Subjects: []string{"base.exec.>"}, Storage: cfg.Storage, Retention: jetstream.WorkQueuePolicy, Duplicates: 2 * time.Minute},
 		{Name: "BASE_EVENTS", Subjects: []string{"base.events.>"}, Storage: cfg.Storage, Duplicates: 2 * time.Minute},
 	}
+	if shape == SameWrites {
+		streams[1].Retention = jetstream.LimitsPolicy
+	}
 	for _, sc := range streams {
 		if _, err := js.CreateOrUpdateStream(ctx, sc); err != nil {
 			return nil, err
@@ -98,26 +103,20 @@ func startBaseline(ctx context.Context, cfg Config, shape Shape, msgBytes int) (
 		return nil, err
 	}
 
-	// The "router": (the decision, create-only, acknowledged first,) the job, then
-	// the ack.
+	// The "router": the job, then the ack.
 	b.loop(rc, cfg.Concurrency, func(m jetstream.Msg) []jetstream.PubAckFuture {
 		id := m.Headers().Get("Bench-I")
 		if shape == SameWrites {
-			f := b.publish("base.events."+id+".decided", id, "decided", jetstream.WithExpectLastSequencePerSubject(0))
-			if f == nil {
-				return nil
-			}
-			select {
-			case <-f.Ok():
-			case <-f.Err():
-				return nil
-			}
+			return []jetstream.PubAckFuture{b.publish("base.exec.default.noop."+id+".job", id, "job", jetstream.WithExpectLastSequencePerSubject(0))}
 		}
 		return []jetstream.PubAckFuture{b.publish("base.exec.default.noop", id, "job")}
 	})
 	// The "worker": the result, then the ack.
 	b.loop(wc, cfg.Concurrency, func(m jetstream.Msg) []jetstream.PubAckFuture {
 		id := m.Headers().Get("Bench-I")
+		if shape == SameWrites {
+			return []jetstream.PubAckFuture{b.publish("base.events."+id+".completed", id, "completed", jetstream.WithExpectLastSequencePerSubject(0))}
+		}
 		return []jetstream.PubAckFuture{b.publish("base.events."+id+".completed", id, "completed")}
 	})
 

@@ -104,7 +104,7 @@ func startSkillbus(ctx context.Context, cfg Config, sk *skill.Skill, level event
 		return nil, err
 	}
 	s.stops = append(s.stops, rcat.Stop)
-	r, err := router.New(router.Config{Bus: b, Catalog: rcat, Log: cfg.Log, Concurrency: cfg.Concurrency})
+	r, err := router.New(router.Config{Bus: b, Catalog: rcat, Log: cfg.Log, Concurrency: cfg.Concurrency, Events: level})
 	if err != nil {
 		return nil, err
 	}

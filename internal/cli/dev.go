@@ -56,6 +56,7 @@ persisted is lost, and the next start carries on where this one stopped.`,
 			if _, err := events.ParseLevel(wf.events); err != nil {
 				return usage("--events: %v", err)
 			}
+			rf.events = wf.events
 			ctx := cmd.Context()
 			log, err := c.logger(stderr)
 			if err != nil {

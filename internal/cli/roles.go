@@ -30,6 +30,9 @@ type routerFlags struct {
 	maxEventBytes int
 	ackWait       time.Duration
 	routing       routingFlags
+	// events: the fleet's events level (the router's own --events flag; in dev the
+	// workers' one).
+	events string
 }
 
 // workerFlags are the worker's knobs, shared by `worker` and `skillbus dev`.
@@ -71,7 +74,8 @@ func startRouter(ctx context.Context, b *bus.Bus, log *slog.Logger, f routerFlag
 	if err != nil {
 		return nil, err
 	}
-	rc := router.Config{Bus: b, Catalog: cat, Log: log, MaxEventBytes: f.maxEventBytes, Concurrency: f.concurrency, AckWait: f.ackWait, Metrics: tel.Metrics}
+	rc := router.Config{Bus: b, Catalog: cat, Log: log, MaxEventBytes: f.maxEventBytes, Concurrency: f.concurrency, AckWait: f.ackWait, Metrics: tel.Metrics,
+		Events: events.Level(f.events)}
 	if err := f.routing.apply(&rc, log); err != nil {
 		cat.Stop()
 		return nil, err

@@ -75,7 +75,8 @@ func Router(ctx context.Context, args []string, getenv Env, stdout, stderr io.Wr
 		Short: "Route skillbus triggers to skills",
 		Long: `router consumes trigger events from the TRIGGERS stream (durable consumer "router",
 shared by every router), decides which skills handle each one, and publishes the
-activation plan (io.skillbus.route.decided) and the jobs that run at once. Triggers with
+jobs that run at once, each carrying the activation plan (and, at --events full, an
+io.skillbus.route.decided event). Triggers with
 text (data query, text, message or prompt) are routed by relevance: rules, a keyword
 index, and optionally embeddings (--embed-url) and a chat model (--recall-llm-url);
 see docs/routing.md. Run as many as you like: JetStream spreads the triggers between them.`,
@@ -83,6 +84,9 @@ see docs/routing.md. Run as many as you like: JetStream spreads the triggers bet
   SKILLBUS_NATS_URL=nats://a:4222,nats://b:4222 router --log-level debug`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if _, err := events.ParseLevel(rf.events); err != nil {
+				return usage("--events: %v", err)
+			}
 			log, err := c.logger(stderr)
 			if err != nil {
 				return err
@@ -114,6 +118,7 @@ see docs/routing.md. Run as many as you like: JetStream spreads the triggers bet
 	}
 	c.register(cmd, getenv, "json")
 	cmd.Flags().BoolVar(&ensureStreams, "ensure", true, "create or update the streams and buckets at start (turn off where this process's NATS user may not)")
+	cmd.Flags().StringVar(&rf.events, "events", string(events.DefaultLevel), "the fleet's events level, as the workers': at full the routing decision is also an event of its own in the EVENTS stream; at steps and terminal it travels only in the jobs")
 	rf.register(cmd)
 	o.register(cmd, getenv)
 	return execute(ctx, cmd, args, stdout, stderr)

@@ -91,6 +91,17 @@ func (n names) streamInfos() []string {
 	return out
 }
 
+// getStream reads single messages of a stream (by sequence or by subject), without
+// consumers.
+func getStream(stream string) []string {
+	return []string{
+		"$JS.API.STREAM.INFO." + stream,
+		"$JS.API.STREAM.MSG.GET." + stream,
+		"$JS.API.DIRECT.GET." + stream,
+		"$JS.API.DIRECT.GET." + stream + ".>",
+	}
+}
+
 func readKV(bucket string) []string  { return readStream("KV_" + bucket) }
 func writeKV(bucket string) []string { return append(readKV(bucket), "$KV."+bucket+".>") }
 func readObj(bucket string) []string { return readStream("OBJ_" + bucket) }
@@ -154,7 +165,7 @@ func Roles(prefix string) []Role {
 				readStream(n.triggers), readStream(n.events),
 				[]string{"$JS.API.STREAM.PURGE." + n.events},
 				readKV(n.skills), writeKV(n.runs), readKV(n.workers),
-				[]string{p + ".events.>", p + ".exec.>", p + ".dead.>"},
+				[]string{p + ".events.>", p + ".live.>", p + ".exec.>", p + ".dead.>"},
 			),
 			Subscribe: join(inbox, []string{p + ".router.>", "$SRV.>"}),
 			Responses: true,
@@ -176,8 +187,8 @@ func Roles(prefix string) []Role {
 		},
 		{
 			Name:        "publisher",
-			Doc:         "Publishes triggers and follows them to their result (ordered consumers on EVENTS): what the HTTP gateway and any application sending events use. It cannot publish jobs, results or anything else.",
-			Publish:     join(jsInfo, []string{p + ".trigger.>"}, readStream(n.events)),
+			Doc:         "Publishes triggers and follows them to their result (ordered consumers on EVENTS; direct gets on JOBS for the plan an activation's jobs carry): what the HTTP gateway and any application sending events use. It cannot publish jobs, results or anything else, nor take jobs from workers.",
+			Publish:     join(jsInfo, []string{p + ".trigger.>"}, readStream(n.events), getStream(n.jobs)),
 			DenyPublish: n.durables(),
 			Subscribe:   join(inbox, []string{p + ".live.>"}),
 		},
@@ -187,7 +198,7 @@ func Roles(prefix string) []Role {
 			Publish: join(jsInfo, n.streamInfos(),
 				[]string{p + ".trigger.>", p + ".events.*.confirmation.recorded", p + ".registry.>", p + ".router.>", p + ".worker.>", "$SRV.>"},
 				[]string{p + ".exec.>", p + ".dead._replayed.>", p + ".events.*.dlq.replayed", p + ".repair.*.decided"},
-				readStream(n.events), readStream(n.dlq), readStream(n.triggers),
+				readStream(n.events), readStream(n.dlq), readStream(n.triggers), readStream(n.jobs),
 				readKV(n.skills), readKV(n.runs), readKV(n.workers), readKV(n.stats), readKV(n.repairs), readObj(n.files),
 				[]string{"$JS.API.STREAM.NAMES", "$JS.API.STREAM.LIST", "$JS.API.CONSUMER.NAMES.>", "$JS.API.CONSUMER.LIST.>"},
 			),

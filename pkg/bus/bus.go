@@ -34,6 +34,12 @@ type Config struct {
 	// also how long a trigger published again with the same source and id is
 	// answered with its first result instead of running again.
 	TriggerMaxAge, DeadMaxAge, EventsMaxAge time.Duration
+	// JobsMaxAge is how long the JOBS stream keeps a job; default 7 days. A job is
+	// kept after it ran because it is its activation's record: a trigger published
+	// again with the same source and id within JobsMaxAge finds its job and starts
+	// nothing new. A job still unrun after JobsMaxAge (a pool with no worker for
+	// that long) is dropped.
+	JobsMaxAge time.Duration
 }
 
 func (c *Config) setDefaults() error {
@@ -60,6 +66,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.EventsMaxAge == 0 {
 		c.EventsMaxAge = 7 * 24 * time.Hour
+	}
+	if c.JobsMaxAge == 0 {
+		c.JobsMaxAge = 7 * 24 * time.Hour
 	}
 	return nil
 }
@@ -134,8 +143,11 @@ func (b *Bus) Streams() []jetstream.StreamConfig {
 	}
 	triggers := base(b.StreamTriggers(), "skillbus trigger events, kept so they can be re-routed", s.Triggers())
 	triggers.MaxAge = c.TriggerMaxAge
-	jobs := base(b.StreamJobs(), "skillbus jobs: one message per skill execution", c.Prefix+".exec.>")
-	jobs.Retention = jetstream.WorkQueuePolicy
+	// Jobs are kept after they ran (limits retention, not a work queue): the jobs of
+	// a plan are its activation's record (see events.Subjects.Exec). Each pool's
+	// consumer filters its own subjects, so every job still goes to one worker.
+	jobs := base(b.StreamJobs(), "skillbus jobs: one message per skill execution, kept as the activation's record", c.Prefix+".exec.>")
+	jobs.MaxAge = c.JobsMaxAge
 	repair := base(b.StreamRepair(), "skillbus repair jobs", c.Prefix+".repair.>")
 	repair.Retention = jetstream.WorkQueuePolicy
 	dead := base(b.StreamDead(), "skillbus dead letters: jobs and triggers that could not run, with the reason", c.Prefix+".dead.>")
@@ -172,6 +184,9 @@ func (b *Bus) Buckets() []jetstream.KeyValueConfig {
 // from every process at start.
 func (b *Bus) Ensure(ctx context.Context) error {
 	for _, sc := range b.Streams() {
+		if err := b.migrateJobs(ctx, sc); err != nil {
+			return err
+		}
 		if _, err := b.JS.CreateOrUpdateStream(ctx, sc); err != nil {
 			return fmt.Errorf("bus: stream %s: %w", sc.Name, err)
 		}
@@ -180,6 +195,35 @@ func (b *Bus) Ensure(ctx context.Context) error {
 		if _, err := b.JS.CreateOrUpdateKeyValue(ctx, kc); err != nil {
 			return fmt.Errorf("bus: bucket %s: %w", kc.Bucket, err)
 		}
+	}
+	return nil
+}
+
+// migrateJobs replaces a JOBS stream made by an earlier skillbus as a work queue,
+// whose retention JetStream cannot change in place: an empty one is deleted (with
+// its consumers, which workers create again), and one that still holds jobs is an
+// error that says how to go on.
+func (b *Bus) migrateJobs(ctx context.Context, sc jetstream.StreamConfig) error {
+	if sc.Name != b.StreamJobs() {
+		return nil
+	}
+	st, err := b.JS.Stream(ctx, sc.Name)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("bus: stream %s: %w", sc.Name, err)
+	}
+	info := st.CachedInfo()
+	if info.Config.Retention != jetstream.WorkQueuePolicy {
+		return nil
+	}
+	if info.State.Msgs > 0 {
+		return fmt.Errorf("bus: stream %s is a work queue made by an earlier skillbus and still holds %d jobs; "+
+			"let the old workers finish them (or move them elsewhere), then start again: the stream is replaced when empty", sc.Name, info.State.Msgs)
+	}
+	if err := b.JS.DeleteStream(ctx, sc.Name); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return fmt.Errorf("bus: replace the work-queue stream %s: %w", sc.Name, err)
 	}
 	return nil
 }

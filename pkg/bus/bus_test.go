@@ -2,6 +2,7 @@ package bus_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,8 +28,8 @@ func TestEnsureIsIdempotent(t *testing.T) {
 		if err != nil {
 			t.Fatalf("stream %s: %v", name, err)
 		}
-		if name == "SKILLBUS_JOBS" && s.CachedInfo().Config.Retention != jetstream.WorkQueuePolicy {
-			t.Errorf("JOBS retention = %v, want work queue", s.CachedInfo().Config.Retention)
+		if name == "SKILLBUS_JOBS" && s.CachedInfo().Config.Retention != jetstream.LimitsPolicy {
+			t.Errorf("JOBS retention = %v, want limits: jobs are kept as their activation's record", s.CachedInfo().Config.Retention)
 		}
 	}
 	for _, name := range []string{"skills", "runs", "stats", "workers", "cache"} {
@@ -49,7 +50,7 @@ func TestPrefixNamesEverything(t *testing.T) {
 	if _, err := b.JS.KeyValue(ctx, "acme_skills"); err != nil {
 		t.Fatal(err)
 	}
-	if got := b.Subjects.Exec("default", "x"); got != "acme.exec.default.x" {
+	if got := b.Subjects.Exec("default", "x", "a1", "job"); got != "acme.exec.default.x.a1.job" {
 		t.Fatalf("Exec = %q", got)
 	}
 	if _, err := bus.New(srv.Conn(t), bus.Config{Prefix: "a.b"}); err == nil {
@@ -110,5 +111,44 @@ func TestEnsureUpdatesOlderStreams(t *testing.T) {
 	}
 	if !s.CachedInfo().Config.AllowMsgSchedules {
 		t.Fatal("EVENTS does not allow message schedules after Ensure")
+	}
+}
+
+// A JOBS stream made as a work queue by an earlier version is replaced when empty;
+// one that still holds jobs is an error that says what to do.
+func TestEnsureReplacesAnEmptyWorkQueueJobsStream(t *testing.T) {
+	t.Parallel()
+	srv := natstest.Start(t)
+	js, err := jetstream.New(srv.Conn(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	old := jetstream.StreamConfig{Name: "SKILLBUS_JOBS", Subjects: []string{"skillbus.exec.>"}, Retention: jetstream.WorkQueuePolicy}
+	if _, err := js.CreateStream(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(ctx, "skillbus.exec.default.x", []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	b, err := bus.New(srv.Conn(t), bus.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Ensure(ctx); err == nil || !strings.Contains(err.Error(), "still holds 1 jobs") {
+		t.Fatalf("Ensure over a work queue holding a job: %v", err)
+	}
+	if st, err := js.Stream(ctx, "SKILLBUS_JOBS"); err != nil || st.Purge(ctx) != nil {
+		t.Fatalf("purge: %v", err)
+	}
+	if err := b.Ensure(ctx); err != nil {
+		t.Fatalf("Ensure over an empty work queue: %v", err)
+	}
+	s, err := js.Stream(ctx, "SKILLBUS_JOBS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := s.CachedInfo().Config.Retention; r != jetstream.LimitsPolicy {
+		t.Fatalf("JOBS retention after Ensure = %v, want limits", r)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -130,14 +131,16 @@ type Batch struct {
 	err     error
 	dups    map[string]bool // message ids JetStream acknowledged as duplicates
 	opts    [][]jetstream.PublishOpt
+	create  []bool   // which futures are create-only publishes (see Create)
 	unacked []queued // see Resend
 	dropped []queued // not sent since the last Wait: the batch had failed
 }
 
 // queued is a message and the options it was published with.
 type queued struct {
-	m    *nats.Msg
-	opts []jetstream.PublishOpt
+	m      *nats.Msg
+	opts   []jetstream.PublishOpt
+	create bool
 }
 
 // Batch starts a batch of publishes.
@@ -145,20 +148,34 @@ func (b *Bus) Batch() *Batch { return &Batch{js: b.JS} }
 
 // Publish queues m. Errors are reported by Wait.
 func (bt *Batch) Publish(m *nats.Msg, opts ...jetstream.PublishOpt) {
+	bt.publish(queued{m: m, opts: opts})
+}
+
+// Create queues m as a create-only publish: JetStream stores it only if its subject
+// holds no message yet. A subject that holds one already counts, like a duplicate
+// message id, as a success that Duplicate reports: the message was there before.
+func (bt *Batch) Create(m *nats.Msg) {
+	bt.publish(queued{m: m, opts: createOnly, create: true})
+}
+
+var createOnly = []jetstream.PublishOpt{jetstream.WithExpectLastSequencePerSubject(0)}
+
+func (bt *Batch) publish(q queued) {
 	bt.mu.Lock()
 	defer bt.mu.Unlock()
 	if bt.err != nil {
-		bt.dropped = append(bt.dropped, queued{m, opts})
+		bt.dropped = append(bt.dropped, q)
 		return
 	}
-	f, err := bt.js.PublishMsgAsync(m, opts...)
+	f, err := bt.js.PublishMsgAsync(q.m, q.opts...)
 	if err != nil {
-		bt.err = fmt.Errorf("publish %s: %w", m.Subject, err)
-		bt.dropped = append(bt.dropped, queued{m, opts})
+		bt.err = fmt.Errorf("publish %s: %w", q.m.Subject, err)
+		bt.dropped = append(bt.dropped, q)
 		return
 	}
 	bt.futures = append(bt.futures, f)
-	bt.opts = append(bt.opts, opts)
+	bt.opts = append(bt.opts, q.opts)
+	bt.create = append(bt.create, q.create)
 }
 
 // PublishEvent encodes e on subject and queues it.
@@ -180,7 +197,8 @@ func (bt *Batch) Put(bucket, key string, value []byte) {
 }
 
 // Duplicate reports whether a publish with message id id, waited for by Wait, was
-// dropped by JetStream as a repeat of one it had persisted before.
+// dropped by JetStream as a repeat of one it had persisted before (or, for Create,
+// found its subject taken).
 func (bt *Batch) Duplicate(id string) bool {
 	bt.mu.Lock()
 	defer bt.mu.Unlock()
@@ -199,42 +217,58 @@ func (bt *Batch) Len() int {
 // the message was persisted before.
 func (bt *Batch) Wait(ctx context.Context) error {
 	bt.mu.Lock()
-	err, futures, opts := bt.err, bt.futures, bt.opts
-	bt.futures, bt.opts = nil, nil
+	err, futures, opts, create := bt.err, bt.futures, bt.opts, bt.create
+	bt.futures, bt.opts, bt.create = nil, nil, nil
 	bt.mu.Unlock()
 	if err != nil {
-		bt.keep(futures, opts)
+		bt.keep(futures, opts, create)
 		return err
 	}
 	for i, f := range futures {
 		select {
 		case a := <-f.Ok():
 			if a.Duplicate {
-				bt.mu.Lock()
-				if bt.dups == nil {
-					bt.dups = map[string]bool{}
-				}
-				bt.dups[f.Msg().Header.Get(HeaderMsgID)] = true
-				bt.mu.Unlock()
+				bt.duplicate(f.Msg())
 			}
 		case err := <-f.Err():
-			bt.keep(futures[i:], opts[i:])
+			if create[i] && WrongLastSequence(err) {
+				bt.duplicate(f.Msg())
+				continue
+			}
+			bt.keep(futures[i:], opts[i:], create[i:])
 			return fmt.Errorf("publish %s: %w", f.Msg().Subject, err)
 		case <-ctx.Done():
-			bt.keep(futures[i:], opts[i:])
+			bt.keep(futures[i:], opts[i:], create[i:])
 			return ctx.Err()
 		}
 	}
 	return nil
 }
 
+func (bt *Batch) duplicate(m *nats.Msg) {
+	bt.mu.Lock()
+	defer bt.mu.Unlock()
+	if bt.dups == nil {
+		bt.dups = map[string]bool{}
+	}
+	bt.dups[m.Header.Get(HeaderMsgID)] = true
+}
+
+// WrongLastSequence reports whether err is JetStream's answer to a create-only (or
+// compare-and-set) publish whose subject did not hold what it expected.
+func WrongLastSequence(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
+}
+
 // keep notes futures whose acknowledgement Wait did not see, then what was dropped
 // after them: the order they were queued in.
-func (bt *Batch) keep(futures []jetstream.PubAckFuture, opts [][]jetstream.PublishOpt) {
+func (bt *Batch) keep(futures []jetstream.PubAckFuture, opts [][]jetstream.PublishOpt, create []bool) {
 	bt.mu.Lock()
 	defer bt.mu.Unlock()
 	for i, f := range futures {
-		bt.unacked = append(bt.unacked, queued{f.Msg(), opts[i]})
+		bt.unacked = append(bt.unacked, queued{f.Msg(), opts[i], create[i]})
 	}
 	bt.unacked = append(bt.unacked, bt.dropped...)
 	bt.dropped = nil
@@ -252,7 +286,7 @@ func (bt *Batch) Resend(to *Batch, skip func(*nats.Msg) bool) {
 	bt.mu.Unlock()
 	for _, q := range all {
 		if skip == nil || !skip(q.m) {
-			to.Publish(q.m, q.opts...)
+			to.publish(q)
 		}
 	}
 }

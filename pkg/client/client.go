@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
@@ -255,44 +256,60 @@ func (c *Client) follow(ctx context.Context, activationID string, fn func(*event
 			cons.Stop()
 		}
 	}()
+	decided := false
 	// Progress that the fleet's events level does not persist arrives on live, to
 	// fn only: it never decides the result.
 	if err := watch(activationID); err != nil {
 		return nil, err
 	}
+	// The routing decision travels in the jobs of the plan (an event of its own only
+	// at the full events level). The router announces each decision on the live
+	// subjects once its jobs are stored; the subscription to them is older than this
+	// look-up, so a decision made after it is announced to us.
+	next := c.decisionMsg(ctx, activationID)
+	onLive := func(lm *nats.Msg) {
+		if strings.HasSuffix(lm.Subject, "."+events.Kind(events.TypeRouteDecided)) {
+			if !decided && next == nil {
+				next = c.decisionMsg(ctx, activationID)
+			}
+			return
+		}
+		if fn != nil {
+			if e, err := bus.Decode(lm); err == nil {
+				fn(e)
+			}
+		}
+	}
 	for {
 		var nm *nats.Msg
-		select {
-		case m := <-msgs:
-			if m.Headers().Get(jetstream.ScheduleHeader) != "" {
-				// A scheduled message waiting for its time (a confirmation's timeout)
-				// is not an event yet; it becomes one if it fires.
-				continue
-			}
-			nm = &nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}
-			// Live progress that arrived before this event goes first: select picks
-			// at random among ready channels, and an outcome ends the follow.
-			for drained := false; !drained; {
-				select {
-				case lm := <-live:
-					if fn != nil {
-						if e, err := bus.Decode(lm); err == nil {
-							fn(e)
-						}
+		if next != nil && !decided {
+			nm, next = next, nil
+		} else {
+			next = nil
+			select {
+			case m := <-msgs:
+				if m.Headers().Get(jetstream.ScheduleHeader) != "" {
+					// A scheduled message waiting for its time (a confirmation's timeout)
+					// is not an event yet; it becomes one if it fires.
+					continue
+				}
+				nm = &nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}
+				// Live progress that arrived before this event goes first: select picks
+				// at random among ready channels, and an outcome ends the follow.
+				for drained := false; !drained; {
+					select {
+					case lm := <-live:
+						onLive(lm)
+					default:
+						drained = true
 					}
-				default:
-					drained = true
 				}
+			case lm := <-live:
+				onLive(lm)
+				continue
+			case <-ctx.Done():
+				return nil, fmt.Errorf("no result for activation %s yet: %w", activationID, ctx.Err())
 			}
-		case lm := <-live:
-			if fn != nil {
-				if e, err := bus.Decode(lm); err == nil {
-					fn(e)
-				}
-			}
-			continue
-		case <-ctx.Done():
-			return nil, fmt.Errorf("no result for activation %s yet: %w", activationID, ctx.Err())
 		}
 		e, err := bus.Decode(nm)
 		if err != nil {
@@ -313,6 +330,7 @@ func (c *Client) follow(ctx context.Context, activationID string, fn func(*event
 			if err := json.Unmarshal(e.Data(), &d); err != nil {
 				return nil, err
 			}
+			decided = true
 			if err := watch(d.Plan.Primary.ExecutionID); err != nil {
 				return nil, err
 			}
@@ -338,4 +356,19 @@ func (c *Client) follow(ctx context.Context, activationID string, fn func(*event
 			return &Result{Failed: &d, ExecutionID: d.ExecutionID, Skill: d.Skill}, nil
 		}
 	}
+}
+
+// decisionMsg is the activation's routing decision as the route.decided message the
+// router publishes at the full events level, or nil while there is none.
+func (c *Client) decisionMsg(ctx context.Context, activationID string) *nats.Msg {
+	d, _, err := c.b.Decision(ctx, activationID)
+	if err != nil {
+		return nil
+	}
+	m, err := bus.Event{ID: activationID + ".route.decided", Source: "/skillbus/router", Type: events.TypeRouteDecided,
+		Meta: bus.Meta{CorrelationID: activationID}, Data: d}.Msg(c.b.Subjects.Event(activationID, events.TypeRouteDecided))
+	if err != nil {
+		return nil
+	}
+	return m
 }

@@ -26,6 +26,7 @@ package console
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -36,8 +37,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
 )
 
@@ -108,6 +111,7 @@ type Console struct {
 
 	mu      sync.Mutex
 	cc      jetstream.ConsumeContext
+	jc      jetstream.ConsumeContext // the plans' jobs
 	stop    context.CancelFunc
 	done    chan struct{}
 	caught  atomic.Bool // the history present at Start has been read
@@ -166,6 +170,20 @@ func (c *Console) Start(ctx context.Context) error {
 		return fmt.Errorf("console: follow %s: %w", b.StreamEvents(), err)
 	}
 	c.cc = cc
+	// Routing decisions travel in the jobs of each plan (an event of their own only
+	// at the full events level): the plan's jobs make the runs that are queued.
+	jobs, err := b.JS.OrderedConsumer(ctx, b.StreamJobs(), jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{b.Subjects.PlanJobs("*")},
+		DeliverPolicy:  jetstream.DeliverByStartTimePolicy, OptStartTime: &start,
+	})
+	if err == nil {
+		c.jc, err = jobs.Consume(c.applyJob)
+	}
+	if err != nil {
+		cc.Stop()
+		c.cc = nil
+		return fmt.Errorf("console: follow %s: %w", b.StreamJobs(), err)
+	}
 	fctx, cancel := context.WithCancel(context.Background())
 	c.stop, c.done = cancel, make(chan struct{})
 	go func() {
@@ -193,6 +211,23 @@ func (c *Console) apply(m jetstream.Msg) {
 	}
 }
 
+// applyJob indexes the decision a job of a plan carries.
+func (c *Console) applyJob(m jetstream.Msg) {
+	md, err := m.Metadata()
+	if err != nil {
+		return
+	}
+	d, ok, err := bus.DecisionOfJob(&nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
+	if err != nil || !ok {
+		return
+	}
+	data, err := json.Marshal(d)
+	if err != nil {
+		return
+	}
+	c.hub.mark(c.idx.Apply(events.TypeRouteDecided, data, md.Timestamp))
+}
+
 // CaughtUp reports whether the history present when the console started has been
 // read into the runs list.
 func (c *Console) CaughtUp() bool { return c.caught.Load() }
@@ -205,6 +240,7 @@ func (c *Console) Stop() {
 		return
 	}
 	c.cc.Stop()
+	c.jc.Stop()
 	c.stop()
 	<-c.done
 	c.cc = nil

@@ -13,7 +13,6 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/internal/natstest"
 )
 
@@ -106,15 +105,13 @@ func TestARunAppearsLiveAndItsPageExplainsIt(t *testing.T) {
 		t.Log(body)
 	}
 	// The plan's score of the primary is the one the router decided.
-	ev, _ := f.b.JS.Stream(f.ctx, f.b.StreamEvents())
 	r, _ := f.c.idx.Get(exec)
-	act := r.ActivationID
-	m, err := ev.GetLastMsgForSubject(f.ctx, f.b.Subjects.Event(act, events.TypeRouteDecided))
+	d, _, err := f.b.Decision(f.ctx, r.ActivationID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(m.Data), `"candidates"`) {
-		t.Fatalf("route.decided without candidates: %s", m.Data)
+	if len(d.Candidates) == 0 {
+		t.Fatalf("decision without candidates: %+v", d)
 	}
 	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") {
 		t.Errorf("CSP %q", csp)

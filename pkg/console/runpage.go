@@ -157,20 +157,15 @@ func (c *Console) loadRun(ctx context.Context, id string) (*runView, error) {
 		}
 	}
 	if activation != "" {
-		if m, err := stream.GetLastMsgForSubject(ctx, b.Subjects.Event(activation, events.TypeRouteDecided)); err == nil {
-			var d events.RouteDecided
-			if json.Unmarshal(m.Data, &d) == nil {
-				v.Decided = &d
-				v.Events = append([]eventView{{Time: m.Time, Kind: events.Kind(events.TypeRouteDecided),
-					Summary: "primary=" + d.Plan.Primary.Name + " candidates=" + strconv.Itoa(len(d.Candidates)), Data: prettyJSON(m.Data)}}, v.Events...)
-				v.Trigger = &triggerView{TriggerRef: d.Trigger}
-				if tp := m.Header.Get("ce-traceparent"); tp != "" && v.TraceID == "" {
-					if parts := strings.Split(tp, "-"); len(parts) == 4 {
-						v.TraceID = parts[1]
-					}
-				}
-			}
-		} else if !errors.Is(err, jetstream.ErrMsgNotFound) {
+		// The decision: its own event at the full events level, otherwise the
+		// route its plan's jobs carry.
+		if d, at, err := b.Decision(ctx, activation); err == nil {
+			data, _ := json.Marshal(d)
+			v.Decided = &d
+			v.Events = append([]eventView{{Time: at, Kind: events.Kind(events.TypeRouteDecided),
+				Summary: "primary=" + d.Plan.Primary.Name + " candidates=" + strconv.Itoa(len(d.Candidates)), Data: prettyJSON(data)}}, v.Events...)
+			v.Trigger = &triggerView{TriggerRef: d.Trigger}
+		} else if !errors.Is(err, bus.ErrNoDecision) {
 			return nil, err
 		}
 	}

@@ -157,7 +157,7 @@ func (q *Queue) replayJob(ctx context.Context, e *Entry, n int, opt ReplayOption
 	job.Answers, job.Live = nil, false
 	rec := events.DLQReplayed{
 		EntryID: e.ID, EntrySeq: e.Seq, Replay: n, Skill: ref.Name, ExecutionID: execID, ActivationID: job.ActivationID,
-		Version: ref.Version, Digest: ref.Digest, Pinned: opt.Pin, Subject: q.b.Subjects.Exec(ref.Pool, ref.Name),
+		Version: ref.Version, Digest: ref.Digest, Pinned: opt.Pin, Subject: q.b.Subjects.Exec(ref.Pool, ref.Name, job.ActivationID, events.StageReplay(execID)),
 		By: opt.By, At: time.Now().UTC(),
 	}
 	recID := execID + "." + events.Kind(events.TypeDLQReplayed)

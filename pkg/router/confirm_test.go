@@ -24,7 +24,7 @@ import (
 // pause writes what a worker leaves behind when a step needs confirmation.
 func (f *fixture) pause(execID, step string) {
 	f.t.Helper()
-	job, _ := json.Marshal(events.Job{ExecutionID: execID, Skill: events.SkillRef{Name: "hello", Pool: "default", ExecutionID: execID}, Inputs: json.RawMessage(`{}`)})
+	job, _ := json.Marshal(events.Job{ExecutionID: execID, ActivationID: "act-" + execID, Skill: events.SkillRef{Name: "hello", Pool: "default", ExecutionID: execID}, Inputs: json.RawMessage(`{}`)})
 	p, _ := json.Marshal(run.Paused{ExecutionID: execID, Step: "deploy", Subject: "skillbus.exec.default.hello", Job: job, TimeoutAt: time.Now().Add(time.Hour)})
 	runs, _ := f.b.KV(f.ctx, f.b.BucketRuns())
 	if _, err := runs.Put(f.ctx, run.PausedKey(execID), p); err != nil {
@@ -122,7 +122,7 @@ func TestResumedConfirmationLinksThePausedSpan(t *testing.T) {
 			switch {
 			case s.Name == "process skillbus.events.exec3.confirmation.recorded":
 				answer = s
-			case s.Name == "publish skillbus.exec.{pool}.{skill}" && hasAttr(s.Attributes, "skillbus.execution.id", "exec3"):
+			case s.Name == "publish skillbus.exec.{pool}.{skill}.{activation}.{stage}" && hasAttr(s.Attributes, "skillbus.execution.id", "exec3"):
 				pub = s
 			}
 		}
@@ -139,7 +139,7 @@ func TestResumedConfirmationLinksThePausedSpan(t *testing.T) {
 		t.Errorf("the resumed job's publish span (kind %v, parent %s) is not a PRODUCER child of the answer's %s", pub.SpanKind, pub.Parent.SpanID(), answer.SpanContext.SpanID())
 	}
 	s, _ := f.b.JS.Stream(f.ctx, f.b.StreamJobs())
-	raw, err := s.GetLastMsgForSubject(f.ctx, "skillbus.exec.default.hello")
+	raw, err := s.GetLastMsgForSubject(f.ctx, "skillbus.exec.default.hello.*.*")
 	if err != nil {
 		t.Fatal(err)
 	}

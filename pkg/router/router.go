@@ -83,11 +83,16 @@ type Config struct {
 	Source string
 	// Metrics receives routing decisions and latency; nil records nothing.
 	Metrics *telemetry.Metrics
+	// Events is the fleet's events level; "" is events.DefaultLevel. The routing
+	// decision is an event of its own in the EVENTS stream only at the full level;
+	// at every level it travels in the plan's jobs.
+	Events events.Level
 }
 
 // Router routes triggers.
 type Router struct {
 	cfg     Config
+	epoch   *bus.Epoch
 	sel     *selector.Selector
 	syncMu  sync.Mutex
 	synced  atomic.Uint64
@@ -128,6 +133,11 @@ func New(cfg Config) (*Router, error) {
 	if cfg.StatsWindow == 0 {
 		cfg.StatsWindow = 24 * time.Hour
 	}
+	lvl, err := events.ParseLevel(string(cfg.Events))
+	if err != nil {
+		return nil, fmt.Errorf("router: %w", err)
+	}
+	cfg.Events = lvl
 	if cfg.MaxEventBytes < 0 || cfg.Concurrency < 0 || cfg.AckWait < 0 {
 		return nil, errors.New("router: MaxEventBytes, Concurrency and AckWait must not be negative")
 	}
@@ -176,6 +186,9 @@ func (r *Router) Start(ctx context.Context) error {
 		return fmt.Errorf("router: %w", err)
 	}
 	r.sync()
+	// Learn the epoch before the first trigger arrives (see routedElsewhere).
+	r.epoch = r.cfg.Bus.NewEpoch(r.cfg.Bus.StreamTriggers())
+	r.epoch.Fresh(ctx, 0)
 	if err := r.live.start(ctx); err != nil {
 		r.answers.Stop(ctx)
 		return fmt.Errorf("router: following results and workers: %w", err)
@@ -350,6 +363,7 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 			Inputs:       inputs,
 			Trigger:      ref,
 			Live:         live,
+			Route:        events.RouteOf(data, i == 0),
 		}
 		if i == 0 {
 			job.Fallback = plan.FallbackChain // only the primary's job falls back
@@ -358,7 +372,7 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 		jm.ExecutionID = job.ExecutionID
 		jm.CausationID = decided.ID
 		jobMsg, err := bus.Event{ID: job.ExecutionID + ".job", Source: r.cfg.Source, Type: events.TypeJob, Meta: jm, Data: job}.
-			Msg(subj.Exec(sr.Pool, sr.Name))
+			Msg(subj.Exec(sr.Pool, sr.Name, actID, events.StagePlan))
 		if err != nil {
 			return err
 		}
@@ -368,37 +382,57 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 		jobs = append(jobs, jobMsg)
 	}
 
-	// The decision is the activation's record, written once: a create-only publish
-	// on its subject. If it exists, this trigger was routed before — either by an
-	// earlier delivery of this same message that died before acking it, or as an
-	// earlier message with the same source and id, published again after the
-	// duplicate window. Either way no second execution starts; the publisher finds
-	// the first one's events, and its result, under the same activation id.
+	// The jobs are the activation's record, each written once: create-only
+	// publishes on subjects that name the activation, in a stream that keeps them. If
+	// the primary's job exists, this trigger was routed before — by an earlier
+	// delivery of this same message that died before acking it, or as an earlier
+	// message with the same source and id, published again after the duplicate
+	// window. Either way no second execution starts; the publisher finds the first
+	// one's events, and its result, under the same activation id. The decision rides
+	// in the jobs (events.Job.Route), where followers read it; it is an event of its
+	// own only where the events level persists it.
+	if prev, ok := r.routedElsewhere(ctx, msg, actID, plan.Primary.Name); ok {
+		r.cfg.Log.Info("router: trigger routed before to another skill (the catalog changed since); its first activation answers it",
+			"activation", actID, "source", ref.Source, "id", ref.ID, "first", prev, "now", plan.Primary.Name)
+		return msg.Ack()
+	}
 	b := r.cfg.Bus.Batch()
-	b.PublishEvent(subj.Event(actID, events.TypeRouteDecided), decided, jetstream.WithExpectLastSequencePerSubject(0))
-	if err := b.Wait(ctx); err != nil {
-		if !isWrongLastSequence(err) {
+	persist := r.cfg.Events.Persisted(events.TypeRouteDecided)
+	if persist {
+		dm, err := decided.Msg(subj.Event(actID, events.TypeRouteDecided))
+		if err != nil {
 			return err
 		}
-		return r.routedBefore(ctx, msg, ref, actID, jobs)
-	}
-	if len(running) > 1 {
-		r.live.track(actID, running, meta)
+		b.Create(dm)
 	}
 	pubs := make([]trace.Span, 0, len(jobs))
 	for i, m := range jobs {
 		// The job's PRODUCER span: the worker's delivery continues from it.
 		sr := refOf(running[i])
-		_, span := telemetry.StartPublishMsg(ctx, m, subj.Prefix+".exec.{pool}.{skill}", append(telemetry.Job{
+		_, span := telemetry.StartPublishMsg(ctx, m, subj.Prefix+".exec.{pool}.{skill}.{activation}.{stage}", append(telemetry.Job{
 			Skill: sr.Name, Version: sr.Version, ActivationID: actID, ExecutionID: sr.ExecutionID, Pool: sr.Pool,
 		}.Attributes(), telemetry.AttrRouteMethod.String(sr.Source), telemetry.AttrRouteScore.Float64(sr.Score))...)
 		pubs = append(pubs, span)
-		b.Publish(m)
+		b.Create(m)
 	}
 	err = b.Wait(ctx)
 	telemetry.EndAll(pubs, err)
 	if err != nil {
 		return err
+	}
+	if b.Duplicate(jobs[0].Header.Get(bus.HeaderMsgID)) {
+		if md, err := msg.Metadata(); err == nil && md.NumDelivered == 1 {
+			r.cfg.Log.Info("router: trigger routed before; its first activation answers it",
+				"activation", actID, "source", ref.Source, "id", ref.ID, "seq", ref.Seq)
+		}
+		return msg.Ack()
+	}
+	// Announce the decision to whoever follows the activation (a plain NATS publish
+	// with no body, dropped by the server when nobody listens): the follower reads
+	// it from the jobs just stored.
+	_ = r.cfg.Bus.NC.Publish(subj.Live(actID, plan.Primary.ExecutionID, events.TypeRouteDecided), nil)
+	if len(running) > 1 {
+		r.live.track(actID, running, meta)
 	}
 	if n := noteOf(ctx); n != nil {
 		n.method = plan.Primary.Source
@@ -406,39 +440,26 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 	return msg.Ack()
 }
 
-// routedBefore settles a trigger whose activation already has its decision. When the
-// decision came from this very message (its earlier delivery died between the
-// decision and the job), the job is published again — as recovered, so workers make
-// sure it has not run — and the duplicate window drops it if it was persisted.
-func (r *Router) routedBefore(ctx context.Context, msg jetstream.Msg, ref events.TriggerRef, actID string, jobs []*nats.Msg) error {
-	m, err := r.events.GetLastMsgForSubject(ctx, r.cfg.Bus.Subjects.Event(actID, events.TypeRouteDecided))
-	if err != nil {
-		return fmt.Errorf("read the earlier decision of activation %s: %w", actID, err)
+// routedElsewhere looks, for a trigger that may have been routed before, for a
+// decision that chose another primary than primary, and returns its primary.
+//
+// The plan's jobs are create-only on subjects that name their skill, so a trigger
+// routed again to the same skill finds its job and starts nothing without any read.
+// Routed to another skill (the catalog changed between two deliveries), it would
+// start a second execution: so a delivery that is not certainly the first — a
+// redelivery, or a trigger stored before this router's connection began, whose
+// delivery count a server restart may have reset — reads the decision first. First
+// deliveries of fresh triggers, nearly all of them, read nothing.
+func (r *Router) routedElsewhere(ctx context.Context, msg jetstream.Msg, actID, primary string) (string, bool) {
+	md, err := msg.Metadata()
+	if err == nil && md.NumDelivered == 1 && r.epoch.Fresh(ctx, md.Sequence.Stream) {
+		return "", false
 	}
-	var prev events.RouteDecided
-	if err := json.Unmarshal(m.Data, &prev); err != nil {
-		return fmt.Errorf("read the earlier decision of activation %s: %w", actID, err)
+	prev, _, err := r.cfg.Bus.Decision(ctx, actID)
+	if err != nil || prev.Plan.Primary.Name == primary {
+		return "", false
 	}
-	if prev.Trigger.Seq == ref.Seq {
-		b := r.cfg.Bus.Batch()
-		for _, job := range jobs {
-			job.Header.Set(events.HeaderRecovered, "1")
-			b.Publish(job)
-		}
-		if err := b.Wait(ctx); err != nil {
-			return err
-		}
-		return msg.Ack()
-	}
-	r.cfg.Log.Info("router: trigger routed before; its first activation answers it",
-		"activation", actID, "source", ref.Source, "id", ref.ID, "first_seq", prev.Trigger.Seq, "seq", ref.Seq)
-	return msg.Ack()
-}
-
-func isWrongLastSequence(err error) bool {
-	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
-		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
+	return prev.Plan.Primary.Name, true
 }
 
 // decide runs the optional recall sources (each bounded by RecallTimeout, their

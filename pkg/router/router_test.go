@@ -34,6 +34,8 @@ type fixture struct {
 	kv  jetstream.KeyValue
 	cat *catalog.Catalog
 	ctx context.Context
+	cfg router.Config
+	r   *router.Router
 }
 
 func setup(t *testing.T, skills ...*skill.Skill) *fixture {
@@ -84,6 +86,7 @@ func setupFull(t *testing.T, bcfg bus.Config, configure func(*router.Config), sk
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Stop(context.Background()) })
+	f.cfg, f.r = cfg, r
 	return f
 }
 
@@ -116,6 +119,20 @@ func ce(id, typ string) map[string]string {
 // event waits for the event of type typ about id and decodes its data into v.
 func (f *fixture) event(id, typ string, v any) {
 	f.t.Helper()
+	if typ == events.TypeRouteDecided {
+		// At the default events level the decision rides in the plan's jobs.
+		var d events.RouteDecided
+		var err error
+		natstest.Eventually(f.t, 10*time.Second, func() bool {
+			d, _, err = f.b.Decision(f.ctx, id)
+			return err == nil
+		}, "no decision for %s: %v", id, err)
+		b, _ := json.Marshal(d)
+		if err := json.Unmarshal(b, v); err != nil {
+			f.t.Fatal(err)
+		}
+		return
+	}
 	s, err := f.b.JS.Stream(f.ctx, f.b.StreamEvents())
 	if err != nil {
 		f.t.Fatal(err)
@@ -134,9 +151,11 @@ func (f *fixture) event(id, typ string, v any) {
 	}
 }
 
-// job returns the job published on subject.
+// job returns the last job published on subject, the job subject of a skill in a
+// pool (skillbus.exec.<pool>.<skill>), whatever its activation and stage.
 func (f *fixture) job(subject string) events.Job {
 	f.t.Helper()
+	subject += ".*.*"
 	s, _ := f.b.JS.Stream(f.ctx, f.b.StreamJobs())
 	var raw *jetstream.RawStreamMsg
 	var err error
@@ -259,14 +278,30 @@ func TestRepublishedTriggerMakesOneJob(t *testing.T) {
 }
 
 // A trigger published again after the duplicate window (same source and id) finds
-// its activation's decision and starts nothing: the decision is written
-// create-only, and it outlives the window.
+// its activation's job and starts nothing, even after a worker took and acked the
+// job: the job is written create-only on a subject naming the activation, in a
+// stream that keeps it beyond the window.
 func TestTriggerRepeatedAfterDuplicateWindowMakesNoJob(t *testing.T) {
 	t.Parallel()
 	const window = 100 * time.Millisecond
 	f := setupBus(t, bus.Config{DuplicateWindow: window}, hello)
 	f.publish("skillbus.trigger.skill.hello", ce("7", "io.skillbus.invoke"), `{}`)
 	f.settled()
+	// A worker takes the job and acks it: the job stays in the stream all the same.
+	c, err := f.b.JS.CreateOrUpdateConsumer(f.ctx, f.b.StreamJobs(), jetstream.ConsumerConfig{
+		Durable: "worker-default", FilterSubject: f.b.Subjects.ExecPool("default"), AckPolicy: jetstream.AckExplicitPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := c.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for m := range batch.Messages() {
+		if err := m.DoubleAck(f.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
 	time.Sleep(3 * window) // not waiting for anything to happen: letting both streams forget the ids
 	h := ce("7", "io.skillbus.invoke")
 	h["Nats-Msg-Id"] = "a-retry"
@@ -406,5 +441,80 @@ func TestInvalidSkillInvokedByName(t *testing.T) {
 	f.event(events.ActivationID("/test", "inv"), events.TypeRouteUnmatched, &un)
 	if un.Code != events.UnmatchedInvalidSkill || !strings.Contains(un.Reason, "SKILL.md") || !strings.Contains(un.Reason, "description") {
 		t.Fatalf("unmatched %s: %s", un.Code, un.Reason)
+	}
+}
+
+// The decision travels in the plan's jobs; it is an event of its own in EVENTS only
+// at the full events level. Either way Bus.Decision reads the same plan.
+func TestDecisionIsAnEventOnlyAtTheFullLevel(t *testing.T) {
+	t.Parallel()
+	for _, level := range []events.Level{events.LevelSteps, events.LevelFull} {
+		t.Run(string(level), func(t *testing.T) {
+			t.Parallel()
+			f := setupFull(t, bus.Config{}, func(c *router.Config) { c.Events = level }, hello)
+			f.publish("skillbus.trigger.skill.hello", ce("lv", "io.skillbus.invoke"), `{}`)
+			act := events.ActivationID("/test", "lv")
+			var rd events.RouteDecided
+			f.event(act, events.TypeRouteDecided, &rd)
+			if rd.Plan.Primary.Name != "hello" || rd.ActivationID != act || len(rd.Candidates) != 1 {
+				t.Fatalf("decision = %+v", rd)
+			}
+			f.settled()
+			s, _ := f.b.JS.Stream(f.ctx, f.b.StreamEvents())
+			_, err := s.GetLastMsgForSubject(f.ctx, f.b.Subjects.Event(act, events.TypeRouteDecided))
+			if persisted := err == nil; persisted != (level == events.LevelFull) {
+				t.Fatalf("level %s: route.decided in EVENTS = %v (%v)", level, persisted, err)
+			}
+		})
+	}
+}
+
+// A trigger that may have been routed before — here one stored while no router ran,
+// re-sent after the duplicate window — and that the changed catalog would now route
+// to another skill starts nothing: the router reads the first decision before
+// publishing, since the create-only job of another skill would not collide.
+func TestTriggerRoutedBeforeToAnotherSkillMakesNoJob(t *testing.T) {
+	t.Parallel()
+	const window = 100 * time.Millisecond
+	f := setupBus(t, bus.Config{DuplicateWindow: window}, hello)
+	f.publish("skillbus.trigger.com.example.greet", ce("moved", "com.example.greet"), `{}`)
+	f.settled()
+	f.job("skillbus.exec.default.hello")
+	f.r.Stop(f.ctx)
+
+	hola := *hello
+	hola.Name, hola.Digest = "hola", "0123456789abcdef"
+	if err := f.kv.Delete(f.ctx, "hello"); err != nil {
+		t.Fatal(err)
+	}
+	f.putSkill(&hola)
+	if err := f.cat.Wait(f.ctx, func(c *catalog.Catalog) bool {
+		_, gone := c.Get("hello")
+		_, here := c.Get("hola")
+		return !gone && here
+	}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * window) // not waiting for anything to happen: letting the streams forget the ids
+	h := ce("moved", "com.example.greet")
+	h["Nats-Msg-Id"] = "a-retry"
+	f.publish("skillbus.trigger.com.example.greet", h, `{}`)
+
+	r, err := router.New(f.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Stop(context.Background()) })
+	f.settled()
+	s, _ := f.b.JS.Stream(f.ctx, f.b.StreamJobs())
+	info, err := s.Info(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.LastSeq != 1 {
+		t.Fatalf("JOBS stored %d jobs, want the first one only", info.State.LastSeq)
 	}
 }

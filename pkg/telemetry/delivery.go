@@ -42,6 +42,9 @@ type Delivery struct {
 	Recovered bool
 	// Attempt is the delivery count, 1 for the first delivery.
 	Attempt int
+	// Template names the destination in the span's name instead of the subject,
+	// whose tokens (an activation id) would make span names countless.
+	Template string
 }
 
 // SpanID is the span ID of the delivery's CONSUMER span.
@@ -141,7 +144,11 @@ func StartDelivery(ctx context.Context, m *nats.Msg, group string, d Delivery, a
 		}
 		sctx = withSpanID(ctx, d.SpanID())
 	}
-	_, span := StartProcess(sctx, MessageOf(m, group), links, attrs...)
+	msg := MessageOf(m, group)
+	if d.Template != "" {
+		msg.Template = d.Template
+	}
+	_, span := StartProcess(sctx, msg, links, attrs...)
 	if d.Recovered && span.IsRecording() {
 		span.SetAttributes(AttrRecovered.Bool(true))
 	}

@@ -74,58 +74,6 @@ type claimRecord struct {
 // without publishing anything.
 var errLostClaim = errors.New("another worker holds this execution")
 
-// epoch tracks the JOBS stream's last sequence as of the start of this worker's
-// current connection to the server.
-type epoch struct {
-	nc     *nats.Conn
-	stream func(ctx context.Context) (uint64, error) // the JOBS stream's last sequence
-
-	mu         sync.Mutex
-	known      bool
-	reconnects uint64
-	seq        uint64
-	restartAt  time.Time // when a reconnect began the epoch; zero for the first
-}
-
-// fresh reports whether a job stored at stream sequence seq was stored during the
-// current epoch, refreshing the epoch first if the connection was re-established.
-// An epoch it cannot learn counts as not fresh (the claim path is always safe).
-func (e *epoch) fresh(ctx context.Context, seq uint64) bool {
-	r := e.nc.Stats().Reconnects
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if !e.known || e.reconnects != r {
-		last, err := e.stream(ctx)
-		if err != nil {
-			e.known = false
-			return false
-		}
-		if e.known || r > 0 {
-			e.restartAt = time.Now()
-		}
-		e.known, e.reconnects, e.seq = true, r, last
-	}
-	return seq > e.seq
-}
-
-// invalidate makes the next fresh refresh the epoch.
-func (e *epoch) invalidate() {
-	e.mu.Lock()
-	e.known = false
-	e.restartAt = time.Now()
-	e.mu.Unlock()
-}
-
-// young reports how much longer the grace after a reconnect lasts, or 0.
-func (e *epoch) young(grace time.Duration) time.Duration {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.restartAt.IsZero() {
-		return 0
-	}
-	return max(0, grace-time.Since(e.restartAt))
-}
-
 // claim takes the claim path for j. It returns handled == true when it settled the
 // delivery itself (the execution had ended, or someone else holds it); otherwise j
 // holds the execution's claim and runs.
@@ -142,7 +90,7 @@ func (w *Worker) claim(ctx context.Context, j *job) (handled bool, err error) {
 	j.attempt = 1 // unless the claim says how many runs failed retryably before
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted):
-		if wait := w.epoch.young(w.cfg.ReclaimGrace); wait > 0 {
+		if wait := w.epoch.Young(w.cfg.ReclaimGrace); wait > 0 {
 			// A worker that was running this job before the server restarted is
 			// claiming its executions right now; give it the time to.
 			return true, j.msg.NakWithDelay(wait)
@@ -163,7 +111,7 @@ func (w *Worker) claim(ctx context.Context, j *job) (handled bool, err error) {
 			w.cfg.Log.Info("worker: execution held by another worker; handed back", "execution", j.data.ExecutionID, "holder", c.Worker, "until", c.LeaseUntil)
 			return true, j.msg.NakWithDelay(min(time.Until(c.LeaseUntil)+time.Second, w.cfg.AckWait))
 		}
-		if wait := w.epoch.young(w.cfg.ReclaimGrace); err == nil && c.Worker != w.cfg.Name && !c.Released && wait > 0 {
+		if wait := w.epoch.Young(w.cfg.ReclaimGrace); err == nil && c.Worker != w.cfg.Name && !c.Released && wait > 0 {
 			// The lease ran out while the server was away; its holder may be alive
 			// and renewing it now that it is back.
 			return true, j.msg.NakWithDelay(wait)
@@ -298,7 +246,7 @@ func (w *Worker) ensureClaim(ctx context.Context, j *job) error {
 // may have run out while the server was away).
 func (w *Worker) watchReconnects(ch chan nats.Status) {
 	for range ch {
-		w.epoch.invalidate()
+		w.epoch.Invalidate()
 		w.inflight.Range(func(_, v any) bool {
 			j := v.(*job)
 			go func() {

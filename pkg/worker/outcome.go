@@ -143,9 +143,10 @@ func (w *Worker) consequences(ctx context.Context, j *job, rec *run.Record, reco
 		}
 		m := j.meta
 		m.ExecutionID, m.CausationID = next.ExecutionID, j.msgID()
-		msg, err := bus.Event{ID: next.ExecutionID + ".job", Source: w.cfg.Source, Type: events.TypeJob, Meta: m, Data: nj}.Msg(subj.Exec(next.Pool, next.Name))
+		nextSubject := subj.Exec(next.Pool, next.Name, j.data.ActivationID, events.StageFallback)
+		msg, err := bus.Event{ID: next.ExecutionID + ".job", Source: w.cfg.Source, Type: events.TypeJob, Meta: m, Data: nj}.Msg(nextSubject)
 		if err != nil {
-			j.batch.Publish(&nats.Msg{Subject: subj.Exec(next.Pool, next.Name)}) // reported by Wait as a bad message
+			j.batch.Publish(&nats.Msg{Subject: nextSubject}) // reported by Wait as a bad message
 			return
 		}
 		if recovered {
@@ -153,10 +154,12 @@ func (w *Worker) consequences(ctx context.Context, j *job, rec *run.Record, reco
 		}
 		// The next job's PRODUCER span, a child of this execution's: the fallback
 		// stays in the trace. It covers queueing the job; its caller waits for it.
-		_, span := telemetry.StartPublishMsg(ctx, msg, subj.Prefix+".exec.{pool}.{skill}", telemetry.Job{
+		_, span := telemetry.StartPublishMsg(ctx, msg, subj.Prefix+".exec.{pool}.{skill}.{activation}.{stage}", telemetry.Job{
 			Skill: next.Name, Version: next.Version, ActivationID: j.data.ActivationID, ExecutionID: next.ExecutionID, Pool: next.Pool,
 		}.Attributes()...)
-		j.batch.Publish(msg)
+		// Create-only, like the plan's jobs: a redelivery that publishes it again
+		// finds it there.
+		j.batch.Create(msg)
 		span.End()
 	case rec.Status == run.StatusFailed && !rec.Denied:
 		dead := subj.Dead(rec.Skill)

@@ -38,7 +38,7 @@ func TestRetryLinksTheAttemptBefore(t *testing.T) {
 	ref := events.SkillRef{Name: "once", Pool: "default", ExecutionID: events.ExecutionID("/t", "tr", "once"), Version: "1.0.0"}
 	j := events.Job{ExecutionID: ref.ExecutionID, ActivationID: events.ActivationID("/t", "tr"), Skill: ref, Inputs: json.RawMessage(`{"who":"ada"}`)}
 	bt := f.b.Batch()
-	bt.PublishEvent(f.b.Subjects.Exec("default", "once"), bus.Event{ID: j.ExecutionID + ".job", Source: "/t", Type: events.TypeJob,
+	bt.PublishEvent(f.b.Subjects.Exec("default", "once", j.ActivationID, events.StagePlan), bus.Event{ID: j.ExecutionID + ".job", Source: "/t", Type: events.TypeJob,
 		Meta: bus.Meta{ExecutionID: j.ExecutionID, TraceParent: "00-" + traceID + "-" + parent + "-01"}, Data: j})
 	if err := bt.Wait(f.ctx); err != nil {
 		t.Fatal(err)
@@ -50,7 +50,7 @@ func TestRetryLinksTheAttemptBefore(t *testing.T) {
 		_ = tel.TracerProvider.(*sdktrace.TracerProvider).ForceFlush(f.ctx)
 		attempts = attempts[:0]
 		for _, s := range exp.GetSpans() {
-			if s.SpanKind == trace.SpanKindConsumer && s.Name == "process skillbus.exec.default.once" {
+			if s.SpanKind == trace.SpanKindConsumer && s.Name == "process skillbus.exec.default.once.{activation}.{stage}" {
 				attempts = append(attempts, s)
 			}
 		}

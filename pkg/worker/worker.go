@@ -146,7 +146,7 @@ type Worker struct {
 	events   jetstream.Stream
 	loops    []*bus.Loop
 	beat     *heartbeat
-	epoch    *epoch
+	epoch    *bus.Epoch
 	inflight sync.Map // execution id → *job running in this process
 	status   chan nats.Status
 	solo     solo
@@ -252,20 +252,13 @@ func (w *Worker) Start(ctx context.Context) error {
 	if w.events, err = b.JS.Stream(ctx, b.StreamEvents()); err != nil {
 		return fmt.Errorf("worker: stream %s: %w", b.StreamEvents(), err)
 	}
-	jobs, err := b.JS.Stream(ctx, b.StreamJobs())
-	if err != nil {
+	if _, err := b.JS.Stream(ctx, b.StreamJobs()); err != nil {
 		return fmt.Errorf("worker: stream %s: %w", b.StreamJobs(), err)
 	}
-	w.epoch = &epoch{nc: b.NC, stream: func(ctx context.Context) (uint64, error) {
-		info, err := jobs.Info(ctx)
-		if err != nil {
-			return 0, err
-		}
-		return info.State.LastSeq, nil
-	}}
+	w.epoch = b.NewEpoch(b.StreamJobs())
 	// Learn the epoch before the first job arrives: jobs stored before this worker
 	// started take the claim path.
-	w.epoch.fresh(ctx, 0)
+	w.epoch.Fresh(ctx, 0)
 	w.status = b.NC.StatusChanged(nats.CONNECTED)
 	go w.watchReconnects(w.status)
 	for _, pool := range w.cfg.Pools {
@@ -391,7 +384,7 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 	// the delivery before it; everything this delivery publishes carries the span on.
 	ctx, span := telemetry.StartDelivery(ctx, nm, md.Consumer, telemetry.Delivery{
 		ExecutionID: j.data.ExecutionID, Resumes: len(j.data.Answers), Attempt: int(md.NumDelivered),
-		Recovered: msg.Headers().Get(events.HeaderRecovered) != "",
+		Recovered: msg.Headers().Get(events.HeaderRecovered) != "", Template: events.ExecTemplate(msg.Subject()),
 	}, telemetry.Job{
 		Skill: j.data.Skill.Name, Version: j.data.Skill.Version, ActivationID: j.data.ActivationID,
 		ExecutionID: j.data.ExecutionID, Attempt: int(md.NumDelivered), Pool: j.data.Skill.Pool,
@@ -402,7 +395,7 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 	}
 	j.reconnects = w.cfg.Bus.NC.Stats().Reconnects
 	j.fast = md.NumDelivered == 1 && len(j.data.Answers) == 0 && msg.Headers().Get(events.HeaderRecovered) == "" &&
-		w.epoch.fresh(ctx, md.Sequence.Stream)
+		w.epoch.Fresh(ctx, md.Sequence.Stream)
 	// One delivery of an execution at a time in this process, reserved before it
 	// is claimed: a claim names the worker, not the delivery, so two deliveries here
 	// could otherwise both take it.

@@ -3,6 +3,7 @@ package worker_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 
 	"log/slog"
@@ -161,7 +162,7 @@ func (f *fixture) jobIn(pool, id, suffix string, names ...string) string {
 	j := events.Job{ExecutionID: refs[0].ExecutionID, ActivationID: events.ActivationID("/t", id), Skill: refs[0],
 		Inputs: json.RawMessage(`{"who":"ada"}`), Trigger: events.TriggerRef{ID: id, Source: "/t", Subject: "x"}, Fallback: refs[1:]}
 	bt := f.b.Batch()
-	bt.PublishEvent(f.b.Subjects.Exec(pool, names[0]), bus.Event{ID: j.ExecutionID + ".job" + suffix, Source: "/t", Type: events.TypeJob, Meta: bus.Meta{ExecutionID: j.ExecutionID}, Data: j})
+	bt.PublishEvent(f.b.Subjects.Exec(pool, names[0], j.ActivationID, events.StagePlan), bus.Event{ID: j.ExecutionID + ".job" + suffix, Source: "/t", Type: events.TypeJob, Meta: bus.Meta{ExecutionID: j.ExecutionID}, Data: j})
 	if err := bt.Wait(f.ctx); err != nil {
 		f.t.Fatal(err)
 	}
@@ -211,16 +212,22 @@ func (f *fixture) outcome(id string) (*run.Record, error) {
 	return run.Load(f.ctx, s, f.b.Subjects, id)
 }
 
-// drained waits until the JOBS stream is empty (every job acked or terminated).
+// drained waits until every job has been acked or terminated: no consumer of the
+// JOBS stream (which keeps jobs after they ran) has one pending or unacked.
 func (f *fixture) drained() {
 	f.t.Helper()
 	s, _ := f.b.JS.Stream(f.ctx, f.b.StreamJobs())
-	var n uint64
+	var busy string
 	natstest.Eventually(f.t, 30*time.Second, func() bool {
-		info, err := s.Info(f.ctx)
-		n = info.State.Msgs
-		return err == nil && n == 0
-	}, "JOBS still holds %d jobs", n)
+		busy = ""
+		l := s.ListConsumers(f.ctx)
+		for info := range l.Info() {
+			if info.NumPending > 0 || info.NumAckPending > 0 {
+				busy += fmt.Sprintf(" %s (pending %d, unacked %d)", info.Name, info.NumPending, info.NumAckPending)
+			}
+		}
+		return l.Err() == nil && busy == ""
+	}, "jobs not yet done:%s", busy)
 }
 
 func (f *fixture) dead(subject string) []*jetstream.RawStreamMsg {

@@ -189,7 +189,7 @@ func (f *fixture) run(name string, n int) []string {
 		ids = append(ids, id)
 		job := events.Job{ExecutionID: id, ActivationID: "act" + id, Skill: events.SkillRef{Name: name, Digest: s.Digest, Version: s.Version, Pool: skill.DefaultPool, ExecutionID: id},
 			Trigger: events.TriggerRef{Subject: "test"}}
-		batch.PublishEvent(f.b.Subjects.Exec(skill.DefaultPool, name), bus.Event{ID: id + ".job", Source: "/test", Type: events.TypeJob, Meta: bus.Meta{CorrelationID: "c", ExecutionID: id}, Data: job})
+		batch.PublishEvent(f.b.Subjects.Exec(skill.DefaultPool, name, job.ActivationID, events.StagePlan), bus.Event{ID: id + ".job", Source: "/test", Type: events.TypeJob, Meta: bus.Meta{CorrelationID: "c", ExecutionID: id}, Data: job})
 	}
 	if err := batch.Wait(f.ctx); err != nil {
 		f.t.Fatal(err)
