@@ -141,7 +141,7 @@ func (w *Worker) declined(ctx context.Context, j *job) error {
 // alone (see repair.Reusable), which are then taken as the repaired version's. The
 // rest are dropped, so those steps run again. Only such jobs pay for it — one
 // lookup of the broken version, usually in the catalog's memory; every other job
-// gets saved back as it is.
+// gets its checkpoints as they are, with no read or write more.
 func (w *Worker) reuse(ctx context.Context, j *job, saved map[string]workflow.Checkpoint) map[string]workflow.Checkpoint {
 	jr := j.data.Repair
 	if jr == nil || jr.From == "" || jr.Declined != "" || j.skill == nil || jr.From == j.skill.Digest || len(saved) == 0 {
