@@ -147,3 +147,63 @@ func TestRepairChangingTheFirstStepRunsItAgain(t *testing.T) {
 		}
 	}
 }
+
+// Two faults, one after the other: the first repair's released executions resume
+// from the first step and fail at the third; the second repair's resume from the
+// first two. Each step with a side effect runs once per execution, although the first
+// step's checkpoint was written by the first version and reused by the second.
+func TestTwoRepairsInARowReuseCheckpoints(t *testing.T) {
+	const n = 4
+	text := `name: chain
+description: two misspelt keys, found one after the other
+repair: auto
+steps:
+  - id: fetch
+    tool: count
+  - id: mark
+    tool: count
+    args:
+      title: "{{ fetch.titel }}"
+  - id: post
+    tool: echo
+    args:
+      text: "{{ fetch.bodi }}"
+outputs:
+  posted: "{{ post.text }}"
+`
+	f := setupWith(t, map[string]string{"chain": text}, nil)
+	ids := f.run("chain", n)
+	var done map[string]events.ExecutionCompleted
+	f.eventually("every execution completed", func() (bool, string) {
+		done = f.completions(ids)
+		return len(done) == n, fmt.Sprintf("%d of %d", len(done), n)
+	})
+	list, err := f.act.List(f.ctx, service.StatusApplied)
+	if err != nil || len(list) != 2 {
+		t.Fatalf("applied repairs: %+v %v", list, err)
+	}
+	second := list[0] // newest first
+	if second.Name != "bodi" {
+		t.Fatalf("repairs %+v", list)
+	}
+	if got := f.fetches.Load(); got != 2*n {
+		t.Fatalf("the tool steps ran %d times for %d executions of two tool steps each", got, n)
+	}
+	for _, d := range done {
+		if d.Outputs["posted"] != "it is red" || d.RepairID != second.ID || d.Digest != second.NewDigest {
+			t.Fatalf("%s: outputs %v, repair %q on %q; want %s on %s", d.ExecutionID, d.Outputs, d.RepairID, d.Digest, second.ID, second.NewDigest)
+		}
+		if got := resumed(t, d); !got["fetch"] || !got["mark"] || got["post"] {
+			t.Fatalf("%s: resumed steps %v, want fetch and mark", d.ExecutionID, got)
+		}
+	}
+	if _, counts := f.outcomes(ids); len(counts) != n {
+		t.Fatalf("outcomes %v", counts)
+	} else {
+		for id, c := range counts {
+			if c != 1 {
+				t.Fatalf("%s: %d outcomes", id, c)
+			}
+		}
+	}
+}

@@ -145,7 +145,7 @@ func setupWith(t *testing.T, skills map[string]string, repairers []repair.Repair
 			return map[string]any{"title": "Fix the build", "body": "it is red"}, nil
 		}),
 		tool.Func("count", func(context.Context, tool.Call) (any, error) {
-			return map[string]any{"title": "Fix the build", "call": f.fetches.Add(1)}, nil
+			return map[string]any{"title": "Fix the build", "body": "it is red", "call": f.fetches.Add(1)}, nil
 		}),
 		tool.Func("broken", func(context.Context, tool.Call) (any, error) { return nil, failure.Fatalf("permission denied") }),
 		tool.Func("vague", func(context.Context, tool.Call) (any, error) { return nil, failure.Repair("bad parameter somewhere") }),
