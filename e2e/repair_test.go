@@ -169,15 +169,15 @@ func TestRepairTwoHundred(t *testing.T) {
 	if messages != n {
 		t.Fatalf("%d outcome events for %d executions", messages, n)
 	}
-	for i := range n {
-		d := completed[events.ExecutionID("/e2e", fmt.Sprintf("rep-%d", i), "issue-title")]
-		if d.Outputs["posted"] != fmt.Sprintf("T n%d", i) {
-			t.Fatalf("execution %d: outputs %v", i, d.Outputs)
-		}
-	}
 	got, err := act.Show(ctx, rec.ID)
 	if err != nil || got.Status != service.StatusApplied || got.NewDigest == "" || got.NewDigest == first["digest"] {
 		t.Fatalf("repair: %+v %v", got, err)
+	}
+	for i := range n {
+		d := completed[events.ExecutionID("/e2e", fmt.Sprintf("rep-%d", i), "issue-title")]
+		if d.Outputs["posted"] != fmt.Sprintf("T n%d", i) || d.RepairID != rec.ID || d.Digest != got.NewDigest {
+			t.Fatalf("execution %d: outputs %v, repair %q on %q; want repair %s on %s", i, d.Outputs, d.RepairID, d.Digest, rec.ID, got.NewDigest)
+		}
 	}
 	e, _ = skills.Get(ctx, "issue-title")
 	var now map[string]any

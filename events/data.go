@@ -250,6 +250,9 @@ type ExecutionFallback struct {
 	Worker          string  `json:"worker,omitempty"`
 	// Log is the execution log of the delivery that failed.
 	Log json.RawMessage `json:"log,omitempty"`
+	// RepairID and Digest: as on ExecutionCompleted.
+	RepairID string `json:"repair_id,omitempty"`
+	Digest   string `json:"digest,omitempty"`
 }
 
 // ExecutionCompleted is the data of io.skillbus.execution.completed.
@@ -265,6 +268,10 @@ type ExecutionCompleted struct {
 	// Log is the execution log (each step's status, timing and an excerpt of its
 	// result) of the delivery that finished.
 	Log json.RawMessage `json:"log,omitempty"`
+	// RepairID is set on an execution that was parked for a repair and released:
+	// the repair, and Digest the skill version it then ran on (Version its version).
+	RepairID string `json:"repair_id,omitempty"`
+	Digest   string `json:"digest,omitempty"`
 }
 
 // ExecutionFailed is the data of io.skillbus.execution.failed: the activation's last
@@ -287,6 +294,10 @@ type ExecutionFailed struct {
 	Worker     string  `json:"worker,omitempty"`
 	// Log is the execution log of the delivery that failed.
 	Log json.RawMessage `json:"log,omitempty"`
+	// RepairID and Digest: as on ExecutionCompleted — the repair the execution
+	// waited for (applied, or declined) and the skill version it ended on.
+	RepairID string `json:"repair_id,omitempty"`
+	Digest   string `json:"digest,omitempty"`
 }
 
 // ExecutionDeadlettered is the data of io.skillbus.execution.deadlettered.
@@ -389,6 +400,10 @@ type JobRepair struct {
 	Step     string `json:"step,omitempty"`
 	Error    string `json:"error,omitempty"`
 	Class    string `json:"class,omitempty"`
+	// From is the digest of the version the execution failed on, when the repair was
+	// applied: the worker reuses the checkpoints of the steps before Step that the
+	// repair left alone, instead of running them again.
+	From string `json:"from,omitempty"`
 }
 
 // RepairFault is the fault a repair is about (see package failure's Fault).

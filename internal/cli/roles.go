@@ -61,7 +61,10 @@ type workerFlags struct {
 	repair       bool
 	repairAuto   bool
 	repairExpiry time.Duration
-	repairBudget repair.Budget
+	// repairAckWait: how long a repair job may go without a sign of life before
+	// another repair worker gets it.
+	repairAckWait time.Duration
+	repairBudget  repair.Budget
 }
 
 // startRouter starts a router on b with its own catalog watch; stop undoes it.
@@ -228,7 +231,7 @@ func startRepair(ctx context.Context, b *bus.Bus, log *slog.Logger, f workerFlag
 	cfg := service.Config{
 		Bus: b, Catalog: cat, Files: tb.files, Publisher: registry.NewClient(b.NC, b.Subjects.Prefix),
 		Validate: registry.RepairValidator(skill.LoadOptions{}), Budget: f.repairBudget, Auto: f.repairAuto,
-		Expiry: f.repairExpiry, Log: log, Metrics: m,
+		Expiry: f.repairExpiry, AckWait: f.repairAckWait, Log: log, Metrics: m,
 	}
 	if tb.chat != nil {
 		cfg.Chat = &repair.Chat{Model: tb.chat, Timeout: f.llmTimeout}

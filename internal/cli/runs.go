@@ -194,12 +194,33 @@ func runsShowCommand(c *common, stdout io.Writer) *cobra.Command {
 				fmt.Fprintf(stdout, "\npaused: waiting for confirmation of step %s until %s\n  skillbus runs confirm %s          (or --deny)\n", paused.Step, paused.TimeoutAt.Local().Format(time.RFC3339), id)
 			case rec != nil:
 				fmt.Fprintf(stdout, "\n%s by worker %s after %d deliveries, in %.1fms\n", rec.Status, rec.Worker, rec.Attempt, rec.DurationMS)
+				if id, digest := repairOf(evs); id != "" {
+					fmt.Fprintf(stdout, "ran on version %s (%s) after repair %s   (skillbus repair show %s)\n", rec.Version, shortDigest(digest), id, shortDigest(id))
+				}
 			}
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+// repairOf returns the repair an execution's outcome names, and the digest the
+// execution ran on, if it waited for a repair.
+func repairOf(evs []*event.Event) (id, digest string) {
+	for _, e := range evs {
+		if !events.Outcome(e.Type()) {
+			continue
+		}
+		var d struct {
+			RepairID string `json:"repair_id"`
+			Digest   string `json:"digest"`
+		}
+		if json.Unmarshal(e.Data(), &d) == nil && d.RepairID != "" {
+			return d.RepairID, d.Digest
+		}
+	}
+	return "", ""
 }
 
 // executionEvents reads every event of an execution from the EVENTS stream.

@@ -58,6 +58,7 @@ func (w *workerFlags) register(cmd *cobra.Command, getenv Env) {
 	f.BoolVar(&w.repair, "repair", w.repair, "repair skills: park executions that fail with a repairable fault (a misspelt key, an unknown filter, a wrong path, a refused parameter) on one repair job per skill version and fault, and run a repair worker that proposes a patch (see docs/operations.md); every worker of a fleet should agree")
 	f.BoolVar(&w.repairAuto, "repair-auto", false, "apply proposed repairs without waiting for approval, as if every skill said repair: auto")
 	f.DurationVar(&w.repairExpiry, "repair-expiry", time.Hour, "how long a proposed repair waits for approval; unanswered, it expires and its executions fail as without repair")
+	f.DurationVar(&w.repairAckWait, "repair-ack-wait", 2*time.Minute, "how long a repair job may go unacknowledged before another repair worker gets it (a repair worker that died mid-repair); running repairs heartbeat within it")
 	f.IntVar(&w.repairBudget.MaxAttempts, "repair-max-attempts", 2, "patches tried per skill and fault")
 	f.IntVar(&w.repairBudget.MaxFiles, "repair-max-files", 3, "files one repair may change")
 	f.IntVar(&w.repairBudget.MaxHunks, "repair-max-hunks", 8, "hunks one repair may have")

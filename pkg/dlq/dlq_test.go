@@ -78,6 +78,7 @@ func (f *fixture) deadJob(skillName, execID, inputs string) {
 			Trigger: events.TriggerRef{ID: "t-" + execID, Source: "/test", Type: "com.example.thing", Subject: "skillbus.trigger.com.example.thing", Seq: 7},
 			History: []events.Attempt{{Skill: "first", ExecutionID: "x", Class: "fatal", Error: "first failed", Deliveries: 1}},
 			Answers: map[string]events.Answer{"step": {Approved: true, By: "ada"}},
+			Repair:  &events.JobRepair{ID: "r1", BudgetKey: "k", Declined: "repair r1 rejected", Step: "call"},
 		},
 		Class: "fatal", Reason: "permission denied", StepID: "call", Deliveries: 2, Worker: "w1",
 	}
@@ -305,7 +306,7 @@ func TestReplayJob(t *testing.T) {
 	}
 	j := jobs[0]
 	if j.ExecutionID != want || j.Skill.ExecutionID != want || j.Skill.Digest != digest("2") || j.Skill.Pool != "default" ||
-		string(j.Inputs) != `{"order":"A-1"}` || j.ActivationID != "act-"+execA1 || j.Answers != nil || j.Trigger.ID != "t-"+execA1 {
+		string(j.Inputs) != `{"order":"A-1"}` || j.ActivationID != "act-"+execA1 || j.Answers != nil || j.Repair != nil || j.Trigger.ID != "t-"+execA1 {
 		t.Errorf("replayed job %+v", j)
 	}
 	if len(j.History) != 2 || j.History[1].ExecutionID != execA1 || j.History[1].Error != "permission denied" || j.History[1].Deliveries != 2 {

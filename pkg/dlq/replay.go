@@ -153,8 +153,10 @@ func (q *Queue) replayJob(ctx context.Context, e *Entry, n int, opt ReplayOption
 	job.History = append(append([]events.Attempt(nil), dl.Job.History...), events.Attempt{
 		Skill: dl.Job.Skill.Name, ExecutionID: dl.Job.ExecutionID, Class: dl.Class, Error: dl.Reason, Deliveries: dl.Deliveries,
 	})
-	// A new attempt asks its confirmations again, and nobody follows it live.
-	job.Answers, job.Live = nil, false
+	// A new attempt asks its confirmations again, nobody follows it live, and a
+	// repair the dead execution waited for is not its: it runs (and may be
+	// repaired) afresh.
+	job.Answers, job.Live, job.Repair = nil, false, nil
 	rec := events.DLQReplayed{
 		EntryID: e.ID, EntrySeq: e.Seq, Replay: n, Skill: ref.Name, ExecutionID: execID, ActivationID: job.ActivationID,
 		Version: ref.Version, Digest: ref.Digest, Pinned: opt.Pin, Subject: q.b.Subjects.Exec(ref.Pool, ref.Name, job.ActivationID, events.StageReplay(execID)),

@@ -58,10 +58,12 @@ func (c *Chat) Propose(ctx context.Context, d *Diagnosis, files Files) (string, 
 		}
 		return "", "", fmt.Errorf("repair: chat model: %w", err)
 	}
-	answer := strings.TrimSpace(resp.Message.Content)
-	if answer == "NO FIX" {
+	if strings.TrimSpace(resp.Message.Content) == "NO FIX" {
 		return "", "", ErrNoProposal
 	}
+	// Only line breaks are trimmed from the end: a last context line of a blank line
+	// is a single space, which the hunk counts.
+	answer := strings.TrimLeft(strings.TrimRight(resp.Message.Content, "\r\n"), " \t\r\n")
 	if _, _, err := ParseDiff(answer, files); err != nil {
 		return "", "", err
 	}

@@ -71,6 +71,22 @@ func TestChatRepairer(t *testing.T) {
 			t.Fatalf("patch %+v\n%s", p, p.Files["skill.yaml"])
 		}
 	})
+	t.Run("unfenced, without its last line break", func(t *testing.T) {
+		// What a model answers as plain text, its trailing newline lost on the way.
+		plain := repair.Diff(files, repair.Files{"skill.yaml": strings.Replace(workflow, "result.titel }}\"\n        body", "result.title }}\"\n        body", 1)})
+		c, _ := chatServer(t, strings.TrimRight(plain, "\n")+"\n\n", 0)
+		p, tried, err := repair.Propose(t.Context(), diag, files, []repair.Repairer{&repair.Chat{Model: c}}, noValidation, repair.Budget{}, 0)
+		if err != nil || len(tried) != 0 || !strings.Contains(p.Files["skill.yaml"], "result.title }}\"\n        body") {
+			t.Fatalf("err %v, tried %v", err, tried)
+		}
+		c, _ = chatServer(t, strings.TrimRight(plain, "\n"), 0)
+		if p, tried, err = repair.Propose(t.Context(), diag, files, []repair.Repairer{&repair.Chat{Model: c}}, noValidation, repair.Budget{}, 0); err != nil || len(tried) != 0 {
+			t.Fatalf("without a last line break: err %v, tried %v", err, tried)
+		}
+		if p.Files["skill.yaml"] != strings.Replace(workflow, "result.titel }}\"\n        body", "result.title }}\"\n        body", 1) {
+			t.Fatalf("patched:\n%s", p.Files["skill.yaml"])
+		}
+	})
 	t.Run("fails validation", func(t *testing.T) {
 		c, calls := chatServer(t, goodDiff, 0)
 		_, tried, err := repair.Propose(t.Context(), diag, files, []repair.Repairer{&repair.Chat{Model: c}, &repair.Chat{Model: c}, &repair.Chat{Model: c}}, rejectAll, repair.Budget{}, 0)

@@ -122,10 +122,15 @@ func name(f *gitdiff.File) string {
 	return f.OldName
 }
 
-// unfence removes a Markdown code fence around s.
+// unfence removes a Markdown code fence around s. The diff it returns ends in a
+// line break: a diff's last line without one would read as a change to a file that
+// does not end in one (a model's answer often loses it), and not apply.
 func unfence(s string) string {
 	t := strings.TrimSpace(s)
 	if !strings.HasPrefix(t, "```") {
+		if s != "" && !strings.HasSuffix(s, "\n") {
+			s += "\n"
+		}
 		return s
 	}
 	nl := strings.IndexByte(t, '\n')

@@ -34,6 +34,7 @@ func (w *Worker) complete(ctx context.Context, j *job, outputs map[string]any) e
 		Version: j.data.Skill.Version, Outputs: outputs, DurationMS: ms(time.Since(j.start)), Attempt: j.attempt,
 		Worker: w.cfg.Name, Log: j.log,
 	}
+	ev.RepairID, ev.Digest = j.repaired()
 	m, err := w.outcomeMsg(j, events.TypeExecutionCompleted, ev)
 	var tl *bus.TooLargeError
 	if errors.As(err, &tl) {
@@ -215,13 +216,14 @@ func outcomeType(rec *run.Record) string {
 }
 
 func (w *Worker) outcomeData(j *job, rec *run.Record) any {
+	repairID, digest := j.repaired()
 	switch rec.Status {
 	case run.StatusFallback:
 		next := j.data.Fallback[0]
 		return events.ExecutionFallback{
 			ExecutionID: rec.ExecutionID, ActivationID: rec.ActivationID, Skill: rec.Skill, Version: rec.Version,
 			Next: next.Name, NextExecutionID: next.ExecutionID, StepID: rec.StepID, Class: rec.Class, Error: rec.Error,
-			Attempt: rec.Attempt, DurationMS: rec.DurationMS, Worker: rec.Worker, Log: rec.Log,
+			Attempt: rec.Attempt, DurationMS: rec.DurationMS, Worker: rec.Worker, Log: rec.Log, RepairID: repairID, Digest: digest,
 		}
 	default:
 		h := append(append([]events.Attempt(nil), j.data.History...), events.Attempt{
@@ -231,7 +233,7 @@ func (w *Worker) outcomeData(j *job, rec *run.Record) any {
 			ExecutionID: rec.ExecutionID, ActivationID: rec.ActivationID, Skill: rec.Skill,
 			Version: rec.Version, StepID: rec.StepID, Class: rec.Class, Error: rec.Error,
 			Attempt: rec.Attempt, History: h, DeadLetter: deadLetter(w.cfg.Bus, rec), Denied: rec.Denied,
-			DurationMS: rec.DurationMS, Worker: rec.Worker, Log: rec.Log,
+			DurationMS: rec.DurationMS, Worker: rec.Worker, Log: rec.Log, RepairID: repairID, Digest: digest,
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/skillbus/skillbus/pkg/repair/service"
 	"github.com/skillbus/skillbus/pkg/skill"
 	"github.com/skillbus/skillbus/pkg/telemetry"
+	"github.com/skillbus/skillbus/pkg/workflow"
 )
 
 // Repair: the skill failed with a repairable fault that a repair may fix. The
@@ -132,6 +133,60 @@ func (w *Worker) declined(ctx context.Context, j *job) error {
 	jr := j.data.Repair
 	err := failure.New(failure.Repairable, "%s (%s)", jr.Error, jr.Declined)
 	return w.fail(ctx, j, jr.Step, err)
+}
+
+// reuse picks, for a job released on a repaired version, the loaded checkpoints the
+// run may resume from: those the repaired version wrote itself (an earlier delivery
+// of this job), and those of the steps before the failed one that the repair left
+// alone (see repair.Reusable), which are then taken as the repaired version's. The
+// rest are dropped, so those steps run again. Only such jobs pay for it — one
+// lookup of the broken version, usually in the catalog's memory; every other job
+// gets its checkpoints as they are, with no read or write more.
+func (w *Worker) reuse(ctx context.Context, j *job, saved map[string]workflow.Checkpoint) map[string]workflow.Checkpoint {
+	jr := j.data.Repair
+	if jr == nil || jr.From == "" || jr.Declined != "" || j.skill == nil || jr.From == j.skill.Digest || len(saved) == 0 {
+		return saved
+	}
+	var keep map[string]bool
+	if broken, err := w.cfg.Catalog.LookupVersion(ctx, j.skill.Name, jr.From); err == nil {
+		keep = repair.Reusable(broken, j.skill, jr.Step)
+	} else {
+		w.cfg.Log.Warn("worker: the version a repaired execution failed on is gone; its steps run again", "execution", j.data.ExecutionID, "err", err)
+	}
+	ref := checkpointRef(j.skill)
+	out := make(map[string]workflow.Checkpoint, len(saved))
+	reused := 0
+	for id, cp := range saved {
+		switch {
+		case cp.Skill == ref:
+			out[id] = cp
+		case keep[id]:
+			cp.Skill = ref
+			out[id] = cp
+			reused++
+		}
+	}
+	w.cfg.Log.Info("worker: repaired execution resumes from the steps the repair left alone", "execution", j.data.ExecutionID, "repair", jr.ID, "reused", reused)
+	return out
+}
+
+// checkpointRef is the skill version a checkpoint names, as the workflow engine
+// writes it (name@digest prefix); the engine ignores every checkpoint of a run when
+// one names another version.
+func checkpointRef(s *skill.Skill) string {
+	if len(s.Digest) >= 12 {
+		return s.Name + "@" + s.Digest[:12]
+	}
+	return s.Ref()
+}
+
+// repaired names the repair an execution was released from, and the version it
+// runs on, for its outcome; both empty for every other execution.
+func (j *job) repaired() (id, digest string) {
+	if j.data.Repair == nil {
+		return "", ""
+	}
+	return j.data.Repair.ID, j.data.Skill.Digest
 }
 
 func (w *Worker) repairsKV(ctx context.Context) (jetstream.KeyValue, error) {

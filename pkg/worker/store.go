@@ -79,7 +79,7 @@ func (c *checkpoints) Load(ctx context.Context, executionID string) (map[string]
 			}
 		}
 		if n == 0 {
-			return out, nil
+			return c.w.reuse(ctx, c.j, out), nil
 		}
 	}
 }

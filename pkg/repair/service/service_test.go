@@ -2,6 +2,7 @@ package service_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -60,6 +61,8 @@ type fixture struct {
 	svc *service.Service
 	act service.Actions
 	pub *countingPublisher
+	// fetches counts the calls of the tool "count", a step with a side effect.
+	fetches atomic.Int32
 	// metrics is the address of the /metrics of the worker's and service's metrics.
 	metrics string
 }
@@ -93,6 +96,12 @@ func (p *countingPublisher) PublishRepair(ctx context.Context, name, base string
 }
 
 func setup(t *testing.T, skills map[string]string) *fixture {
+	t.Helper()
+	return setupWith(t, skills, nil)
+}
+
+// setupWith is setup with the repair service's repairers (nil: the default ones).
+func setupWith(t *testing.T, skills map[string]string, repairers []repair.Repairer) *fixture {
 	t.Helper()
 	srv := natstest.Start(t)
 	b := srv.Bus(t, bus.Config{})
@@ -135,6 +144,9 @@ func setup(t *testing.T, skills map[string]string) *fixture {
 		tool.Func("fetch", func(context.Context, tool.Call) (any, error) {
 			return map[string]any{"title": "Fix the build", "body": "it is red"}, nil
 		}),
+		tool.Func("count", func(context.Context, tool.Call) (any, error) {
+			return map[string]any{"title": "Fix the build", "body": "it is red", "call": f.fetches.Add(1)}, nil
+		}),
 		tool.Func("broken", func(context.Context, tool.Call) (any, error) { return nil, failure.Fatalf("permission denied") }),
 		tool.Func("vague", func(context.Context, tool.Call) (any, error) { return nil, failure.Repair("bad parameter somewhere") }),
 	)
@@ -163,7 +175,7 @@ func setup(t *testing.T, skills map[string]string) *fixture {
 	}
 	t.Cleanup(func() { w.Stop(context.Background()) })
 	f.pub = &countingPublisher{reg: f.reg}
-	f.svc, err = service.New(service.Config{Bus: b, Catalog: f.cat, Files: files, Publisher: f.pub,
+	f.svc, err = service.New(service.Config{Bus: b, Catalog: f.cat, Files: files, Publisher: f.pub, Repairers: repairers,
 		Validate: registry.RepairValidator(skill.LoadOptions{}), Log: log, SweepInterval: 100 * time.Millisecond, Metrics: tel.Metrics})
 	if err != nil {
 		t.Fatal(err)
@@ -387,6 +399,13 @@ func TestRejectedRepairDeadLetters(t *testing.T) {
 		r := recs[id]
 		if r.Status != run.StatusFailed || r.Class != string(failure.Repairable) || !strings.Contains(r.Error, "rejected") || counts[id] != 1 {
 			t.Fatalf("%s: %+v, %d outcome events", id, r, counts[id])
+		}
+		// The failure names the repair it waited for.
+		st, _ := f.b.JS.Stream(f.ctx, f.b.StreamEvents())
+		m, err := st.GetLastMsgForSubject(f.ctx, f.b.Subjects.Event(id, events.TypeExecutionFailed))
+		var d events.ExecutionFailed
+		if err != nil || json.Unmarshal(m.Data, &d) != nil || d.RepairID != rec.ID {
+			t.Fatalf("%s: execution.failed names repair %q, want %s (%v)", id, d.RepairID, rec.ID, err)
 		}
 	}
 	dlq, err := f.b.JS.Stream(f.ctx, f.b.StreamDead())

@@ -184,6 +184,7 @@ func Release(ctx context.Context, b *bus.Bus, kv jetstream.KeyValue, source stri
 	jr := &events.JobRepair{ID: rec.ID, BudgetKey: rec.BudgetKey, Attempts: prev, Step: p.Step, Error: p.Error, Class: p.Class}
 	if rec.Status == StatusApplied {
 		jr.Attempts++
+		jr.From = job.Skill.Digest
 		job.Skill.Digest, job.Skill.Version = rec.NewDigest, rec.NewVersion
 	} else {
 		jr.Declined = fmt.Sprintf("repair %s %s", rec.ID, rec.Status)
