@@ -1,0 +1,70 @@
+package telemetry_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/skillbus/skillbus/pkg/telemetry"
+)
+
+const earlierTP = "00-11111111111111111111111111111111-2222222222222222-01"
+
+// TestPublishLinked: a job released after a repair is published in the trace of
+// whoever releases it, linked to the execution it runs again; the worker's span of
+// its first delivery links there too, and to no recovered delivery of its own trace.
+func TestPublishLinked(t *testing.T) {
+	exp := record(t)
+	m := nats.NewMsg("skillbus.exec.default.hello")
+	m.Header.Set("ce-id", "x1.job.repair.r1")
+	m.Header.Set("ce-traceparent", earlierTP)
+	m.Header.Set("Skillbus-Recovered", "1")
+
+	ctx, decision := telemetry.Start(context.Background(), "decide")
+	_, pub := telemetry.StartPublishLinked(ctx, m, "skillbus.exec.{pool}.{skill}", telemetry.LinkRepair, telemetry.AttrExecutionID.String("x1"))
+	pub.End()
+	decision.End()
+	if got := m.Header.Get("Skillbus-Link"); got != "repair "+earlierTP {
+		t.Errorf("Skillbus-Link = %q", got)
+	}
+	_, del := telemetry.StartDelivery(context.Background(), m, "worker-default", telemetry.Delivery{ExecutionID: "x1", Recovered: true, Attempt: 1})
+	del.End()
+	flush(t)
+
+	spans := exp.GetSpans()
+	p := byName(t, spans, "publish skillbus.exec.{pool}.{skill}")
+	if p.SpanKind != trace.SpanKindProducer || p.Parent.SpanID() != decision.SpanContext().SpanID() || p.SpanContext.TraceID() != decision.SpanContext().TraceID() {
+		t.Errorf("the release's span is not a PRODUCER child of the decision: kind %v parent %v", p.SpanKind, p.Parent)
+	}
+	if a := attrsOf(p); a["messaging.operation.type"] != "send" || a["messaging.destination.name"] != "skillbus.exec.default.hello" || a["messaging.message.id"] != "x1.job.repair.r1" || a["messaging.system"] != "nats" {
+		t.Errorf("the release's attributes %v", a)
+	}
+	if len(p.Links) != 1 || p.Links[0].SpanContext.SpanID().String() != "2222222222222222" || p.Links[0].Attributes[0].Value.AsString() != "repair" {
+		t.Errorf("the release's links %v, want one to the earlier execution", p.Links)
+	}
+	d := byName(t, spans, "process skillbus.exec.default.hello")
+	if d.Parent.SpanID() != p.SpanContext.SpanID() {
+		t.Errorf("the delivery's parent %v is not the release's span %v", d.Parent.SpanID(), p.SpanContext.SpanID())
+	}
+	if len(d.Links) != 1 || d.Links[0].SpanContext.TraceID().String() != "11111111111111111111111111111111" {
+		t.Errorf("the delivery's links %v, want only the one to the earlier execution", d.Links)
+	}
+}
+
+func TestPublishLinkedOffLeavesTheMessage(t *testing.T) {
+	restoreGlobals(t)
+	tel, err := telemetry.Setup(context.Background(), telemetry.Config{Getenv: env(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tel.Shutdown(context.Background())
+	m := nats.NewMsg("skillbus.exec.default.hello")
+	m.Header.Set("ce-traceparent", earlierTP)
+	_, s := telemetry.StartPublishLinked(context.Background(), m, "", telemetry.LinkReplay)
+	s.End()
+	if m.Header.Get("ce-traceparent") != earlierTP || m.Header.Get("Skillbus-Link") != "" {
+		t.Errorf("tracing off changed the message's headers: %v", m.Header)
+	}
+}
