@@ -21,40 +21,42 @@ const HeaderLink = "Skillbus-Link"
 // ce-traceparent): a job released after a repair (reason LinkRepair), a dead letter
 // replayed (LinkReplay). The span is a child of the span in ctx, or the root of a
 // new trace — not a child of m's trace, whose spans ended long ago — and links to
-// m's traceparent with reason. It then sets m's trace headers to itself and m's
-// Skillbus-Link header to the earlier span, so the consumer's span links to it too.
-// With the span not recorded m is left alone: its trace context travels on as it
-// came. template, when set, names the span instead of m's subject.
+// m's traceparent with reason. m's trace headers are set to the new span (removed
+// when it is not recorded: tracing off here), and its Skillbus-Link header to the
+// earlier span, so the consumer's span is in the new trace and links to the earlier
+// one even when whoever publishes m does not trace. template, when set, names the
+// span instead of m's subject.
 func StartPublishLinked(ctx context.Context, m *nats.Msg, template, reason string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
-	if s, ok := off(ctx); ok {
-		return ctx, s
-	}
-	tp, ts := headerValue(m.Header, CETraceParent), headerValue(m.Header, CETraceState)
-	var links []trace.Link
-	l, linked := Link(tp, ts, reason)
-	if linked {
-		links = []trace.Link{l}
-	}
-	msg := MessageOf(m, "")
-	msg.Template = template
-	ctx, span := tracer().Start(ctx, msg.spanName("publish"),
-		trace.WithSpanKind(trace.SpanKindProducer),
-		trace.WithLinks(links...),
-		trace.WithAttributes(msg.attrs(opSend, "publish", attrs)...))
-	if !span.IsRecording() {
-		return ctx, span
-	}
 	if m.Header == nil {
 		m.Header = nats.Header{}
 	}
-	delete(m.Header, "Ce-Traceparent")
-	delete(m.Header, "Ce-Tracestate")
-	delete(m.Header, CETraceState)
-	InjectCE(ctx, m.Header)
+	tp, ts := headerValue(m.Header, CETraceParent), headerValue(m.Header, CETraceState)
+	for _, k := range []string{CETraceParent, CETraceState, "Ce-Traceparent", "Ce-Tracestate"} {
+		delete(m.Header, k)
+	}
+	l, linked := Link(tp, ts, reason)
 	if linked {
 		m.Header.Set(HeaderLink, reason+" "+tp)
 	} else {
 		m.Header.Del(HeaderLink)
+	}
+	var span trace.Span
+	if s, ok := off(ctx); ok {
+		span = s
+	} else {
+		var links []trace.Link
+		if linked {
+			links = []trace.Link{l}
+		}
+		msg := MessageOf(m, "")
+		msg.Template = template
+		ctx, span = tracer().Start(ctx, msg.spanName("publish"),
+			trace.WithSpanKind(trace.SpanKindProducer),
+			trace.WithLinks(links...),
+			trace.WithAttributes(msg.attrs(opSend, "publish", attrs)...))
+	}
+	if span.IsRecording() {
+		InjectCE(ctx, m.Header)
 	}
 	return ctx, span
 }

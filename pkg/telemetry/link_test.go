@@ -53,18 +53,32 @@ func TestPublishLinked(t *testing.T) {
 	}
 }
 
-func TestPublishLinkedOffLeavesTheMessage(t *testing.T) {
+// TestPublishLinkedOff: a replay published by a process that does not trace (the
+// CLI) still starts a new trace at its consumer, linked to the dead execution.
+func TestPublishLinkedOff(t *testing.T) {
 	restoreGlobals(t)
 	tel, err := telemetry.Setup(context.Background(), telemetry.Config{Getenv: env(nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tel.Shutdown(context.Background())
 	m := nats.NewMsg("skillbus.exec.default.hello")
 	m.Header.Set("ce-traceparent", earlierTP)
+	m.Header.Set("ce-tracestate", "vendor=x")
 	_, s := telemetry.StartPublishLinked(context.Background(), m, "", telemetry.LinkReplay)
 	s.End()
-	if m.Header.Get("ce-traceparent") != earlierTP || m.Header.Get("Skillbus-Link") != "" {
-		t.Errorf("tracing off changed the message's headers: %v", m.Header)
+	tel.Shutdown(context.Background())
+	exp := record(t) // the consumer traces
+	if m.Header.Get("ce-traceparent") != "" || m.Header.Get("ce-tracestate") != "" || m.Header.Get("Skillbus-Link") != "replay "+earlierTP {
+		t.Fatalf("headers after an unrecorded linked publish: %v", m.Header)
+	}
+	_, del := telemetry.StartDelivery(context.Background(), m, "worker-default", telemetry.Delivery{ExecutionID: "x2", Attempt: 1})
+	del.End()
+	flush(t)
+	d := byName(t, exp.GetSpans(), "process skillbus.exec.default.hello")
+	if d.Parent.IsValid() || d.SpanContext.TraceID().String() == "11111111111111111111111111111111" {
+		t.Errorf("the replay's delivery continues the dead execution's trace: parent %v trace %v", d.Parent, d.SpanContext.TraceID())
+	}
+	if len(d.Links) != 1 || d.Links[0].SpanContext.SpanID().String() != "2222222222222222" || d.Links[0].Attributes[0].Value.AsString() != "replay" {
+		t.Errorf("the replay's delivery links %v, want one to the dead execution", d.Links)
 	}
 }

@@ -397,6 +397,7 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 		ExecutionID: j.data.ExecutionID, Attempt: int(md.NumDelivered), Pool: j.data.Skill.Pool,
 	}.Attributes()...)
 	defer func() { telemetry.End(span, err) }()
+	j.msg = telemetry.Settling(ctx, msg) // ack, nak and term get settle spans under it
 	if tp, ts := telemetry.Inject(ctx); tp != "" {
 		j.meta.TraceParent, j.meta.TraceState = tp, ts
 	}
