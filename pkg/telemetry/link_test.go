@@ -53,6 +53,20 @@ func TestPublishLinked(t *testing.T) {
 	}
 }
 
+// A trigger replayed: the router's span links to the rejected trigger's.
+func TestConsumeFollowsHeaderLink(t *testing.T) {
+	exp := record(t)
+	m := nats.NewMsg("skillbus.trigger.skill.hello")
+	m.Header.Set("Skillbus-Link", "replay "+earlierTP)
+	_, s := telemetry.StartConsume(context.Background(), m, "router", nil)
+	s.End()
+	flush(t)
+	c := byName(t, exp.GetSpans(), "process skillbus.trigger.skill.hello")
+	if len(c.Links) != 1 || c.Links[0].SpanContext.SpanID().String() != "2222222222222222" || c.Links[0].Attributes[0].Value.AsString() != "replay" {
+		t.Errorf("the router's links %v, want one to the rejected trigger's span", c.Links)
+	}
+}
+
 // TestPublishLinkedOff: a replay published by a process that does not trace (the
 // CLI) still starts a new trace at its consumer, linked to the dead execution.
 func TestPublishLinkedOff(t *testing.T) {

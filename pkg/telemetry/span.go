@@ -349,11 +349,15 @@ func MessageOf(m *nats.Msg, group string) Message {
 
 // StartConsume continues the trace a consumed message carries (ExtractMsg) with the
 // CONSUMER span of processing it (StartProcess): the one call a router or worker
-// makes per delivery. links name earlier spans this one follows from (Link).
+// makes per delivery. links name earlier spans this one follows from (Link); the
+// span also links to the one m's Skillbus-Link header names (StartPublishLinked).
 func StartConsume(ctx context.Context, m *nats.Msg, group string, links []trace.Link, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
 	ctx = ExtractMsg(ctx, m)
 	if s, ok := off(ctx); ok {
 		return ctx, s
+	}
+	if l, ok := headerLink(m); ok {
+		links = append(links[:len(links):len(links)], l)
 	}
 	return StartProcess(ctx, MessageOf(m, group), links, attrs...)
 }
