@@ -408,7 +408,7 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 	// is claimed: a claim names the worker, not the delivery, so two deliveries here
 	// could otherwise both take it.
 	if _, busy := w.inflight.LoadOrStore(j.data.ExecutionID, j); busy {
-		return msg.NakWithDelay(w.leaseFor(j) / 2)
+		return j.msg.NakWithDelay(w.leaseFor(j) / 2)
 	}
 	defer w.inflight.CompareAndDelete(j.data.ExecutionID, j)
 	if !j.fast {
