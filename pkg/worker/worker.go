@@ -621,9 +621,13 @@ func (w *Worker) poison(ctx context.Context, msg jetstream.Msg, cause error) err
 	dead.Header.Set("Skillbus-Reason", cause.Error())
 	dead.Header.Set("Skillbus-Subject", msg.Subject())
 	dead.Data = msg.Data()
+	// Its PRODUCER span continues whatever trace the unreadable job carries.
+	_, span := telemetry.StartPublishMsg(telemetry.ExtractMsg(ctx, &nats.Msg{Header: msg.Headers()}), dead, w.cfg.Bus.Subjects.Prefix+".dead._job")
 	b := w.cfg.Bus.Batch()
 	b.Publish(dead)
-	if err := b.Wait(ctx); err != nil {
+	err := b.Wait(ctx)
+	telemetry.End(span, err)
+	if err != nil {
 		return err
 	}
 	w.cfg.Log.Error("worker: unreadable job dead-lettered", "subject", msg.Subject(), "seq", seq, "err", cause)
