@@ -42,6 +42,9 @@ func (s Subjects) Exec(pool, skill, activationID, stage string) string {
 // (skillbus.exec.<pool>.<skill>.{activation}.{stage}): a name for spans and
 // metrics, which must not take a value per activation.
 func ExecTemplate(subject string) string {
+	if strings.Count(subject, ".") < 5 { // not a job subject: name it as it is
+		return subject
+	}
 	for range 2 {
 		if i := strings.LastIndexByte(subject, '.'); i > 0 {
 			subject = subject[:i]

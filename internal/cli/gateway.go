@@ -13,6 +13,7 @@ import (
 
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/gateway"
+	"github.com/skillbus/skillbus/pkg/telemetry"
 )
 
 // gatewayFlags are the HTTP ingress's knobs, shared by `gateway` and `dev --gateway`.
@@ -82,6 +83,7 @@ func loopback(addr string) bool {
 
 func gatewayCommand(c *common, getenv Env, stderr io.Writer) *cobra.Command {
 	var gf gatewayFlags
+	var o observe
 	var listen string
 	cmd := &cobra.Command{
 		Use:   "gateway",
@@ -111,11 +113,17 @@ Its NATS user needs only the publisher role.`,
 			if err != nil {
 				return err
 			}
+			tel, log, stopTel, err := o.start(cmd.Context(), "skillbus-gateway", log)
+			if err != nil {
+				return err
+			}
+			defer stopTel()
 			b, err := c.connectWait(cmd.Context(), "skillbus-gateway", log)
 			if err != nil {
 				return err
 			}
 			defer b.NC.Drain()
+			tel.Health.Add("nats", telemetry.NATSConnected(b.NC))
 			addr, done, err := gf.start(cmd.Context(), listen, b, log)
 			if err != nil {
 				return err
@@ -126,5 +134,6 @@ Its NATS user needs only the publisher role.`,
 	}
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8080", "address to listen on")
 	gf.register(cmd, getenv)
+	o.register(cmd, getenv)
 	return cmd
 }

@@ -91,7 +91,7 @@ func (f *fixture) deadJob(skillName, execID, inputs string) {
 }
 
 // deadTrigger writes a rejected trigger as the router does.
-func (f *fixture) deadTrigger(seq, ceID string, structured bool) {
+func (f *fixture) deadTrigger(seq, ceID string, structured bool, traceparent ...string) {
 	f.t.Helper()
 	m := nats.NewMsg(f.b.Subjects.Dead("_trigger"))
 	subject := f.b.Subjects.TriggerSkill("ghost")
@@ -104,6 +104,9 @@ func (f *fixture) deadTrigger(seq, ceID string, structured bool) {
 		}
 		subject = f.b.Subjects.Trigger("com.example.ghost")
 		m.Data = []byte(`{"n":1}`)
+	}
+	for _, tp := range traceparent {
+		m.Header.Set("ce-traceparent", tp)
 	}
 	m.Header.Set(bus.HeaderMsgID, "trigger."+seq+".dead")
 	m.Header.Set("Skillbus-Code", events.UnmatchedUnknownSkill)

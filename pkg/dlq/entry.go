@@ -90,7 +90,7 @@ type Entry struct {
 	Log json.RawMessage `json:"log,omitempty"`
 
 	job     *events.DeadLetter // KindJob
-	header  nats.Header        // KindTrigger, KindUnreadable: the message as dead-lettered
+	header  nats.Header        // the dead letter's headers (for a job, its trace context)
 	payload []byte
 }
 
@@ -154,6 +154,7 @@ func decode(prefix, subject string, seq uint64, at time.Time, h nats.Header, dat
 		e.header, e.payload = h, data
 		return e, true
 	}
+	e.header = h
 	j := dl.Job
 	if j.ExecutionID != "" {
 		e.ID = j.ExecutionID

@@ -16,6 +16,7 @@ import (
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/catalog"
 	"github.com/skillbus/skillbus/pkg/skill"
+	"github.com/skillbus/skillbus/pkg/telemetry"
 )
 
 // ReplayOptions tune a replay. The zero value replays an entry for the first time,
@@ -169,7 +170,17 @@ func (q *Queue) replayJob(ctx context.Context, e *Entry, n int, opt ReplayOption
 	// (a replay interrupted between the two, retried after the duplicate window).
 	if st, err := q.b.JS.Stream(ctx, q.b.StreamEvents()); err == nil {
 		if done, _ := q.outcome(ctx, st, execID); done == nil {
-			b.PublishEvent(rec.Subject, bus.Event{ID: execID + ".job", Source: q.source, Type: events.TypeJob, Meta: meta, Data: job})
+			// A new trace, linked to the dead execution's (the dead letter's).
+			jm := meta
+			jm.TraceParent, jm.TraceState = e.header.Get("ce-traceparent"), e.header.Get("ce-tracestate")
+			m, err := bus.Event{ID: execID + ".job", Source: q.source, Type: events.TypeJob, Meta: jm, Data: job}.Msg(rec.Subject)
+			if err != nil {
+				return nil, fmt.Errorf("dlq: replay %s: %w", e.ID, err)
+			}
+			_, span := telemetry.StartPublishLinked(ctx, m, q.b.Subjects.Prefix+".exec.{pool}.{skill}.{activation}.{stage}", telemetry.LinkReplay,
+				telemetry.AttrExecutionID.String(execID), telemetry.AttrSkillName.String(ref.Name))
+			defer span.End()
+			b.Publish(m)
 		}
 	} else {
 		return nil, fmt.Errorf("dlq: %s: %w", q.b.StreamEvents(), err)
@@ -278,6 +289,9 @@ func (q *Queue) replayTrigger(ctx context.Context, e *Entry, n int, opt ReplayOp
 		m.Data = s // structured mode: the id is in the payload
 	}
 	m.Header.Set(bus.HeaderMsgID, newID)
+	// A new trace, linked to the rejected trigger's.
+	_, span := telemetry.StartPublishLinked(ctx, m, "", telemetry.LinkReplay, telemetry.AttrActivationID.String(actID))
+	defer span.End()
 	rec := events.DLQReplayed{
 		EntryID: e.ID, EntrySeq: e.Seq, Replay: n, ActivationID: actID, TriggerID: newID, Subject: subject,
 		By: opt.By, At: time.Now().UTC(),

@@ -18,6 +18,7 @@ import (
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/client"
+	"github.com/skillbus/skillbus/pkg/telemetry"
 )
 
 // Config configures a Gateway.
@@ -293,7 +294,10 @@ func (g *Gateway) publish(w http.ResponseWriter, r *http.Request, evs []event.Ev
 		if skill != "" {
 			subject = g.cfg.Bus.Subjects.TriggerSkill(skill)
 		}
-		ack, err := g.cfg.Bus.JS.PublishMsg(ctx, bus.Encode(subject, e.ID(), e))
+		// The trigger's PRODUCER span continues the event's (or the request's) traceparent.
+		pctx, span := telemetry.StartPublishEvent(telemetry.ExtractEvent(ctx, e), subject, e)
+		ack, err := g.cfg.Bus.JS.PublishMsg(pctx, bus.Encode(subject, e.ID(), e))
+		telemetry.End(span, err)
 		if err != nil {
 			g.cfg.Log.Error("gateway: publish", "subject", subject, "id", e.ID(), "err", err)
 			g.fail(w, r, http.StatusServiceUnavailable, fmt.Errorf("publishing event %s: %v (%d of %d published before it)", e.ID(), err, i, len(evs)))

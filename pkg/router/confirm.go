@@ -61,7 +61,7 @@ func (r *Router) handleAnswer(ctx context.Context, msg jetstream.Msg) {
 	// ended when the execution paused, maybe hours ago.
 	ctx, span := telemetry.StartConsume(ctx, &nats.Msg{Subject: msg.Subject(), Header: msg.Headers(), Data: msg.Data()},
 		r.ConfirmationsConsumerConfig().Durable, nil)
-	err := r.answer(ctx, msg)
+	err := r.answer(ctx, telemetry.Settling(ctx, msg, r.cfg.Bus.Subjects.Prefix+".events.{execution}.confirmation.recorded"))
 	telemetry.End(span, err)
 	if err != nil {
 		r.cfg.Log.Warn("router: will retry confirmation answer", "subject", msg.Subject(), "err", err)

@@ -226,7 +226,7 @@ func (r *Router) handle(ctx context.Context, msg jetstream.Msg) {
 	start := time.Now()
 	ctx, span := telemetry.StartConsume(ctx, &nats.Msg{Subject: msg.Subject(), Header: msg.Headers(), Data: msg.Data()}, r.cfg.Durable, nil)
 	note := &routeNote{outcome: telemetry.OutcomeRouted}
-	err := r.route(context.WithValue(ctx, routeNoteKey{}, note), msg)
+	err := r.route(context.WithValue(ctx, routeNoteKey{}, note), telemetry.Settling(ctx, msg, ""))
 	if err != nil {
 		note.outcome = telemetry.OutcomeFailed
 	}
@@ -398,14 +398,19 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 	}
 	b := r.cfg.Bus.Batch()
 	persist := r.cfg.Events.Persisted(events.TypeRouteDecided)
+	pubs := make([]trace.Span, 0, len(jobs)+1)
 	if persist {
-		dm, err := decided.Msg(subj.Event(actID, events.TypeRouteDecided))
+		dsubj := subj.Event(actID, events.TypeRouteDecided)
+		_, dspan := telemetry.StartPublishMeta(ctx, telemetry.Message{Destination: dsubj, Template: subj.Prefix + ".events.{activation}.route.decided", ID: decided.ID},
+			&decided.Meta.TraceParent, &decided.Meta.TraceState, telemetry.AttrActivationID.String(actID))
+		pubs = append(pubs, dspan)
+		dm, err := decided.Msg(dsubj)
 		if err != nil {
+			telemetry.EndAll(pubs, err)
 			return err
 		}
 		b.Create(dm)
 	}
-	pubs := make([]trace.Span, 0, len(jobs))
 	for i, m := range jobs {
 		// The job's PRODUCER span: the worker's delivery continues from it.
 		sr := refOf(running[i])
@@ -595,12 +600,15 @@ func (r *Router) reject(ctx context.Context, msg jetstream.Msg, ref events.Trigg
 	if code == events.UnmatchedTooLarge {
 		dead.Data = nil // the original stays in TRIGGERS at Skillbus-Trigger-Seq
 	}
+	_, dspan := telemetry.StartPublishMsg(ctx, dead, r.cfg.Bus.Subjects.Prefix+".dead._trigger", telemetry.AttrActivationID.String(actID))
 	b.Publish(dead)
 	b.PublishEvent(r.cfg.Bus.Subjects.Event(actID, events.TypeRouteUnmatched), bus.Event{
 		ID: actID + ".route.unmatched", Source: r.cfg.Source, Type: events.TypeRouteUnmatched, Meta: bus.Meta{CorrelationID: actID},
 		Data: events.RouteUnmatched{ActivationID: actID, Code: code, Reason: reason, Trigger: ref, Size: size},
 	})
-	if err := b.Wait(ctx); err != nil {
+	err := b.Wait(ctx)
+	telemetry.End(dspan, err)
+	if err != nil {
 		return err
 	}
 	r.cfg.Log.Warn("router: trigger rejected", "code", code, "reason", reason, "subject", msg.Subject(), "seq", ref.Seq)

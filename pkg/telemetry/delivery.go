@@ -120,27 +120,36 @@ func derivedIDs() bool {
 // StartDelivery is StartConsume for a job's delivery d: the CONSUMER span continues
 // the trace m carries, with the span ID d derives, and links to the delivery before
 // it (see Delivery.Previous) with reason LinkRedelivery (LinkRecovered for a
-// recovered job's first delivery). Its attributes include d.Attempt.
+// recovered job's first delivery), and to the span m's Skillbus-Link header names
+// (see StartPublishLinked). Its attributes include d.Attempt.
 func StartDelivery(ctx context.Context, m *nats.Msg, group string, d Delivery, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
 	ctx = ExtractMsg(ctx, m)
 	if s, ok := off(ctx); ok {
 		return ctx, s
 	}
 	var links []trace.Link
+	// A job published again for a new run of earlier work (a repair's release, a
+	// DLQ replay) names that work's span in Skillbus-Link; it is in another trace.
+	hl, hasLink := headerLink(m)
+	if hasLink {
+		links = append(links, hl)
+	}
 	sctx := ctx
 	if derivedIDs() {
 		parent := trace.SpanContextFromContext(ctx)
-		if prev, ok := d.Previous(); ok && parent.IsValid() {
+		// The first delivery of a released job replaces no delivery in this trace:
+		// the header's link names what it replaces.
+		if prev, ok := d.Previous(); ok && parent.IsValid() && !(hasLink && d.Attempt == 1) {
 			reason := LinkRedelivery
 			if d.Attempt == 1 {
 				reason = LinkRecovered
 			}
-			links = []trace.Link{{
+			links = append(links, trace.Link{
 				SpanContext: trace.NewSpanContext(trace.SpanContextConfig{
 					TraceID: parent.TraceID(), SpanID: prev.SpanID(), TraceFlags: parent.TraceFlags(), Remote: true,
 				}),
 				Attributes: []attribute.KeyValue{AttrLinkReason.String(reason), AttrAttempt.Int(prev.Attempt)},
-			}}
+			})
 		}
 		sctx = withSpanID(ctx, d.SpanID())
 	}

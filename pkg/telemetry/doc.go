@@ -23,10 +23,13 @@
 // Spans follow the OpenTelemetry messaging conventions: StartPublish (or
 // StartPublishMsg, which also sets the message's trace headers) for a producer,
 // StartReceive/StartProcess/StartConsume for a consumer, StartDelivery for a job's
-// delivery (which links to the delivery before it, see Delivery), StartSettle for an
-// ack, nak or term, and StartStep for a step of a skill. End records an error with
-// its failure class; Link and LinkSpan make the links of spans that follow from
-// another without being its child (a confirmation resumed hours later).
+// delivery (which links to the delivery before it, see Delivery), Settling (or
+// StartSettle) for an ack, nak or term, and StartStep for a step of a skill.
+// StartPublishMeta covers an event published through bus.Meta, StartPublishLinked
+// a message published again for a new run of earlier work (a repair's release, a
+// DLQ replay) in a trace of its own. End records an error with its failure class;
+// Link and LinkSpan make the links of spans that follow from another without being
+// its child (a confirmation resumed hours later).
 //
 // Metrics are OpenTelemetry instruments exported in the Prometheus format; Metrics
 // holds every instrument skillbus defines, and a nil *Metrics records nothing.

@@ -53,9 +53,14 @@ type Result struct {
 }
 
 // Run runs every check, each within CheckTimeout, in name order, and reports
-// whether all passed.
+// whether all passed. With no check yet the process is still starting (it adds its
+// checks once connected): not ready.
 func (h *Health) Run(ctx context.Context) (ready bool, results []Result) {
 	h.mu.Lock()
+	if len(h.checks) == 0 {
+		h.mu.Unlock()
+		return false, []Result{{Name: "start", Err: errors.New("starting: not connected yet")}}
+	}
 	names := make([]string, 0, len(h.checks))
 	for n := range h.checks {
 		names = append(names, n)

@@ -46,12 +46,19 @@ const (
 	LinkRecovered  = "recovered"  // the job a job published again as recovered replaces
 	LinkResumed    = "resumed"    // the step that asked for a confirmation answered later
 	LinkFallback   = "fallback"   // the execution whose failure started this one
-	LinkRepair     = "repair"     // the execution whose failure this repair job fixes
+	LinkRepair     = "repair"     // the execution whose failure this repair job fixes, or a job released after it
+	LinkReplay     = "replay"     // the dead execution (or rejected trigger) a DLQ replay runs again
 	LinkCause      = "causation"  // any other earlier span this one follows from
 )
 
 // MessagingSystem is the messaging.system of every skillbus messaging span.
 var MessagingSystem = semconv.MessagingSystemKey.String("nats")
+
+// opSend is the messaging.operation.type of a publish (whose
+// messaging.operation.name is "publish"): the messaging conventions call it "send"
+// since semconv 1.28, where the "publish" type was deprecated in its favour.
+// Receive, process and settle keep their names.
+var opSend = semconv.MessagingOperationTypeSend
 
 // Skill returns the attributes naming a skill and its version.
 func Skill(name, version string) []attribute.KeyValue {
@@ -178,7 +185,7 @@ func StartPublish(ctx context.Context, m Message, attrs ...attribute.KeyValue) (
 	}
 	return tracer().Start(ctx, m.spanName("publish"),
 		trace.WithSpanKind(trace.SpanKindProducer),
-		trace.WithAttributes(m.attrs(semconv.MessagingOperationTypeSend, "publish", attrs)...))
+		trace.WithAttributes(m.attrs(opSend, "publish", attrs)...))
 }
 
 // StartProcess starts the CONSUMER span of processing m ("process <subject>"). ctx
@@ -227,7 +234,7 @@ func StartRequest(ctx context.Context, m Message, attrs ...attribute.KeyValue) (
 	}
 	return tracer().Start(ctx, m.spanName("send"),
 		trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(m.attrs(semconv.MessagingOperationTypeSend, "send", attrs)...))
+		trace.WithAttributes(m.attrs(opSend, "send", attrs)...))
 }
 
 // StartServe starts the SERVER span of answering a NATS request ("process
@@ -342,11 +349,15 @@ func MessageOf(m *nats.Msg, group string) Message {
 
 // StartConsume continues the trace a consumed message carries (ExtractMsg) with the
 // CONSUMER span of processing it (StartProcess): the one call a router or worker
-// makes per delivery. links name earlier spans this one follows from (Link).
+// makes per delivery. links name earlier spans this one follows from (Link); the
+// span also links to the one m's Skillbus-Link header names (StartPublishLinked).
 func StartConsume(ctx context.Context, m *nats.Msg, group string, links []trace.Link, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
 	ctx = ExtractMsg(ctx, m)
 	if s, ok := off(ctx); ok {
 		return ctx, s
+	}
+	if l, ok := headerLink(m); ok {
+		links = append(links[:len(links):len(links)], l)
 	}
 	return StartProcess(ctx, MessageOf(m, group), links, attrs...)
 }
@@ -373,6 +384,23 @@ func StartPublishMsg(ctx context.Context, m *nats.Msg, template string, attrs ..
 	msg.Template = template
 	ctx, span := StartPublish(ctx, msg, attrs...)
 	InjectCE(ctx, m.Header)
+	return ctx, span
+}
+
+// StartPublishMeta starts the PRODUCER span of publishing an event whose trace
+// context is *traceparent and *tracestate (the TraceParent and TraceState of the
+// bus.Meta it is published with), a child of the span in ctx, and sets them to the
+// span, so whoever consumes the event continues from it. They are left alone when
+// the span is not recorded. End the span when the publish is acknowledged (or
+// failed), or once it is queued on a batch someone else waits for.
+func StartPublishMeta(ctx context.Context, m Message, traceparent, tracestate *string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	if s, ok := off(ctx); ok {
+		return ctx, s
+	}
+	ctx, span := StartPublish(ctx, m, attrs...)
+	if span.IsRecording() {
+		*traceparent, *tracestate = Inject(ctx)
+	}
 	return ctx, span
 }
 

@@ -167,7 +167,10 @@ func (w *Worker) consequences(ctx context.Context, j *job, rec *run.Record, reco
 		dl := events.DeadLetter{Job: j.data, Class: rec.Class, Reason: rec.Error, StepID: rec.StepID, Deliveries: rec.Attempt, Worker: rec.Worker}
 		dm := j.meta
 		dm.ExecutionID, dm.CausationID = rec.ExecutionID, j.msgID()
+		_, span := telemetry.StartPublishMeta(ctx, telemetry.Message{Destination: dead, Template: subj.Prefix + ".dead.{skill}", ID: rec.ExecutionID + ".dead"},
+			&dm.TraceParent, &dm.TraceState, telemetry.AttrSkillName.String(rec.Skill), telemetry.AttrExecutionID.String(rec.ExecutionID))
 		j.batch.PublishEvent(dead, bus.Event{ID: rec.ExecutionID + ".dead", Source: w.cfg.Source, Type: events.TypeJob, Meta: dm, Data: dl})
+		span.End()
 		w.emit(j, events.TypeExecutionDeadlettered, "final", events.ExecutionDeadlettered{
 			ExecutionID: rec.ExecutionID, Skill: rec.Skill, Subject: dead, Class: rec.Class, Reason: rec.Error,
 		})

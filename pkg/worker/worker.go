@@ -390,6 +390,7 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 		ExecutionID: j.data.ExecutionID, Attempt: int(md.NumDelivered), Pool: j.data.Skill.Pool,
 	}.Attributes()...)
 	defer func() { telemetry.End(span, err) }()
+	j.msg = telemetry.Settling(ctx, msg, events.ExecTemplate(msg.Subject())) // ack, nak and term get settle spans under it
 	if tp, ts := telemetry.Inject(ctx); tp != "" {
 		j.meta.TraceParent, j.meta.TraceState = tp, ts
 	}
@@ -400,7 +401,7 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 	// is claimed: a claim names the worker, not the delivery, so two deliveries here
 	// could otherwise both take it.
 	if _, busy := w.inflight.LoadOrStore(j.data.ExecutionID, j); busy {
-		return msg.NakWithDelay(w.leaseFor(j) / 2)
+		return j.msg.NakWithDelay(w.leaseFor(j) / 2)
 	}
 	defer w.inflight.CompareAndDelete(j.data.ExecutionID, j)
 	if !j.fast {
@@ -613,9 +614,13 @@ func (w *Worker) poison(ctx context.Context, msg jetstream.Msg, cause error) err
 	dead.Header.Set("Skillbus-Reason", cause.Error())
 	dead.Header.Set("Skillbus-Subject", msg.Subject())
 	dead.Data = msg.Data()
+	// Its PRODUCER span continues whatever trace the unreadable job carries.
+	_, span := telemetry.StartPublishMsg(telemetry.ExtractMsg(ctx, &nats.Msg{Header: msg.Headers()}), dead, w.cfg.Bus.Subjects.Prefix+".dead._job")
 	b := w.cfg.Bus.Batch()
 	b.Publish(dead)
-	if err := b.Wait(ctx); err != nil {
+	err := b.Wait(ctx)
+	telemetry.End(span, err)
+	if err != nil {
 		return err
 	}
 	w.cfg.Log.Error("worker: unreadable job dead-lettered", "subject", msg.Subject(), "seq", seq, "err", cause)

@@ -164,7 +164,10 @@ func (s *Service) Stop(ctx context.Context) {
 }
 
 func (s *Service) handle(ctx context.Context, msg jetstream.Msg) {
-	err := s.process(ctx, msg)
+	// A repair job continues the failed execution's trace; a decision, its decider's.
+	sctx, span := telemetry.StartConsume(ctx, &nats.Msg{Subject: msg.Subject(), Header: msg.Headers(), Data: msg.Data()}, s.ConsumerConfig().Durable, nil)
+	err := s.process(sctx, telemetry.Settling(sctx, msg, ""))
+	telemetry.End(span, err)
 	if err == nil {
 		return
 	}

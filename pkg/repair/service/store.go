@@ -24,6 +24,7 @@ import (
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/repair"
+	"github.com/skillbus/skillbus/pkg/telemetry"
 )
 
 // Statuses of a repair.
@@ -204,9 +205,14 @@ func Release(ctx context.Context, b *bus.Bus, kv jetstream.KeyValue, source stri
 	}
 	// Take the claim path: it looks up the execution's outcome first.
 	msg.Header.Set(events.HeaderRecovered, "1")
+	// In the releaser's trace, linked to the parked execution's: that ended long ago.
+	_, span := telemetry.StartPublishLinked(ctx, msg, b.Subjects.Prefix+".exec.{pool}.{skill}.{activation}.{stage}", telemetry.LinkRepair,
+		telemetry.AttrExecutionID.String(p.ExecutionID), telemetry.AttrSkillName.String(job.Skill.Name))
 	batch := b.Batch()
 	batch.Publish(msg)
-	if err := batch.Wait(ctx); err != nil {
+	err = batch.Wait(ctx)
+	telemetry.End(span, err)
+	if err != nil {
 		return err
 	}
 	if err := kv.Delete(ctx, ParkedKey(rec.ID, p.ExecutionID)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
