@@ -104,11 +104,12 @@ type Job struct {
 	// on the live subjects: the trigger carried the "progress" extension set to
 	// "live", because someone follows it.
 	Live bool `json:"live,omitempty"`
-	// Route is set on the jobs the router publishes for a plan: the rest of the
-	// routing decision. Those jobs are the activation's record (see
-	// Subjects.Exec), so the decision travels in them rather than in a write of its
-	// own; Decision rebuilds the route.decided data from such a job.
-	Route *JobRoute `json:"route,omitempty"`
+	// Route is the rest of the routing decision on the jobs the router publishes for
+	// a plan. Those jobs are the activation's record (see Subjects.Exec), so the
+	// decision travels in them rather than in a write of its own: in the
+	// Skillbus-Route header (HeaderRoute), not in the data. Decision rebuilds the
+	// route.decided data from such a job.
+	Route *JobRoute `json:"-"`
 }
 
 // JobRoute is the routing decision on a job of the plan, besides what the job says

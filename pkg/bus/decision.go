@@ -62,9 +62,17 @@ func DecisionOfJob(m *nats.Msg) (events.RouteDecided, bool, error) {
 	if err != nil {
 		return events.RouteDecided{}, false, err
 	}
+	h := m.Header.Get(events.HeaderRoute)
+	if h == "" {
+		return events.RouteDecided{}, false, nil
+	}
 	var j events.Job
 	if err := json.Unmarshal(e.Data, &j); err != nil {
 		return events.RouteDecided{}, false, err
+	}
+	j.Route = new(events.JobRoute)
+	if err := json.Unmarshal([]byte(h), j.Route); err != nil {
+		return events.RouteDecided{}, false, fmt.Errorf("header %s: %w", events.HeaderRoute, err)
 	}
 	d, ok := j.Decision()
 	return d, ok, nil

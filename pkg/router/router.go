@@ -363,7 +363,6 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 			Inputs:       inputs,
 			Trigger:      ref,
 			Live:         live,
-			Route:        events.RouteOf(data, i == 0),
 		}
 		if i == 0 {
 			job.Fallback = plan.FallbackChain // only the primary's job falls back
@@ -376,6 +375,11 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 		if err != nil {
 			return err
 		}
+		route, err := json.Marshal(events.RouteOf(data, i == 0))
+		if err != nil {
+			return err
+		}
+		jobMsg.Header.Set(events.HeaderRoute, string(route))
 		if err := r.cfg.Bus.Fits(jobMsg); err != nil {
 			return r.reject(ctx, msg, ref, events.UnmatchedTooLarge, err.Error(), size)
 		}
