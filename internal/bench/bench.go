@@ -258,7 +258,7 @@ func Run(ctx context.Context, cfg Config) error {
 	var msgBytes int
 	sb := func(name string, sk *skill.Skill, level events.Level) figure {
 		return figure{name, func() (Result, error) {
-			r, err := runSkillbus(ctx, cfg, name, sk, level)
+			r, err := untraced(ctx, cfg, func() (Result, error) { return runSkillbus(ctx, cfg, name, sk, level) })
 			if msgBytes == 0 {
 				msgBytes = r.AvgMsgBytes
 			}
@@ -331,7 +331,7 @@ func runDurable(ctx context.Context, cfg Config) error {
 	var thr []float64
 	var sbMsg int
 	for round := 1; round <= cfg.Rounds; round++ {
-		sb, err := runSkillbus(ctx, d, "skillbus durable", noopSkill, events.DefaultLevel)
+		sb, err := untraced(ctx, d, func() (Result, error) { return runSkillbus(ctx, d, "skillbus durable", noopSkill, events.DefaultLevel) })
 		if err != nil {
 			return fmt.Errorf("skillbus durable: %w", err)
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/pkg/telemetry"
 )
 
 // BenchmarkExecution drives b.N executions through a fleet and through the minimal
@@ -30,6 +31,12 @@ func BenchmarkExecution(b *testing.B) {
 	})
 	for _, level := range []events.Level{events.LevelSteps, events.LevelFull} {
 		b.Run("skillbus-"+string(level), func(b *testing.B) {
+			// As a skillbus process with no exporter configured: tracing off.
+			tel, err := telemetry.Setup(context.Background(), telemetry.Config{Getenv: func(string) string { return "" }, Log: cfg.Log})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer tel.Shutdown(context.Background())
 			sys, err := startSkillbus(context.Background(), cfg, noopSkill, level, b.N)
 			if err != nil {
 				b.Fatal(err)

@@ -91,3 +91,19 @@ func RunTracing(ctx context.Context, cfg Config) error {
 		cfg.Rounds, cfg.Executions, cfg.Window, cfg.Concurrency)
 	return runTracing(ctx, cfg)
 }
+
+// untraced runs fn with telemetry set up as in a skillbus process that has no
+// exporter configured: tracing off, the helpers returning before they build a span.
+func untraced(ctx context.Context, cfg Config, fn func() (Result, error)) (Result, error) {
+	tel, err := telemetry.Setup(ctx, telemetry.Config{ServiceName: "skillbus-bench", Getenv: func(string) string { return "" }, Log: cfg.Log})
+	if err != nil {
+		return Result{}, err
+	}
+	r, err := fn()
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if serr := tel.Shutdown(sctx); err == nil {
+		err = serr
+	}
+	return r, err
+}
