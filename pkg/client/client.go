@@ -78,14 +78,13 @@ func (t *Trigger) defaults() {
 // one of them however fast the skill runs.
 func (c *Client) Run(ctx context.Context, t Trigger, fn func(*event.Event)) (Activation, *Result, error) {
 	t.defaults()
-	if fn != nil {
-		ext := make(map[string]string, len(t.Extensions)+1)
-		for k, v := range t.Extensions {
-			ext[k] = v
-		}
-		ext[events.ExtProgress] = events.ProgressLive
-		t.Extensions = ext
+	// Live progress: fn's events, and the router's announcement of its decision.
+	ext := make(map[string]string, len(t.Extensions)+1)
+	for k, v := range t.Extensions {
+		ext[k] = v
 	}
+	ext[events.ExtProgress] = events.ProgressLive
+	t.Extensions = ext
 	live, err := c.subscribeLive(ctx, events.ActivationID(t.Source, t.ID))
 	if err != nil {
 		return Activation{}, nil, err
@@ -263,10 +262,14 @@ func (c *Client) follow(ctx context.Context, activationID string, fn func(*event
 		return nil, err
 	}
 	// The routing decision travels in the jobs of the plan (an event of its own only
-	// at the full events level). The router announces each decision on the live
-	// subjects once its jobs are stored; the subscription to them is older than this
-	// look-up, so a decision made after it is announced to us.
+	// at the full events level). The router announces a decision on the live
+	// subjects once its jobs are stored when the trigger asked for live progress (Run
+	// does); the subscription to them is older than this look-up, so such a decision
+	// made after it is announced to us. For a trigger that did not ask, the look-up
+	// is repeated every DecisionPoll until the decision is there.
 	next := c.decisionMsg(ctx, activationID)
+	poll := time.NewTicker(DecisionPoll)
+	defer poll.Stop()
 	onLive := func(lm *nats.Msg) {
 		if strings.HasSuffix(lm.Subject, "."+events.Kind(events.TypeRouteDecided)) {
 			if !decided && next == nil {
@@ -306,6 +309,11 @@ func (c *Client) follow(ctx context.Context, activationID string, fn func(*event
 				}
 			case lm := <-live:
 				onLive(lm)
+				continue
+			case <-poll.C:
+				if !decided {
+					next = c.decisionMsg(ctx, activationID)
+				}
 				continue
 			case <-ctx.Done():
 				return nil, fmt.Errorf("no result for activation %s yet: %w", activationID, ctx.Err())
@@ -357,6 +365,10 @@ func (c *Client) follow(ctx context.Context, activationID string, fn func(*event
 		}
 	}
 }
+
+// DecisionPoll is how often Follow looks for the routing decision of a trigger that
+// did not ask for live progress and is not routed yet.
+var DecisionPoll = 500 * time.Millisecond
 
 // decisionMsg is the activation's routing decision as the route.decided message the
 // router publishes at the full events level, or nil while there is none.

@@ -436,10 +436,11 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 		}
 		return msg.Ack()
 	}
-	// Announce the decision to whoever follows the activation (a plain NATS publish
-	// with no body, dropped by the server when nobody listens): the follower reads
-	// it from the jobs just stored.
-	_ = r.cfg.Bus.NC.Publish(subj.Live(actID, plan.Primary.ExecutionID, events.TypeRouteDecided), nil)
+	// Announce the decision to whoever follows the activation live (a plain NATS
+	// publish with no body): the follower reads it from the jobs just stored.
+	if live {
+		_ = r.cfg.Bus.NC.Publish(subj.Live(actID, plan.Primary.ExecutionID, events.TypeRouteDecided), nil)
+	}
 	if len(running) > 1 {
 		r.live.track(actID, running, meta)
 	}
