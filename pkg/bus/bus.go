@@ -34,6 +34,12 @@ type Config struct {
 	// also how long a trigger published again with the same source and id is
 	// answered with its first result instead of running again.
 	TriggerMaxAge, DeadMaxAge, EventsMaxAge time.Duration
+	// PublishAckTimeout is how long a pipelined publish (Batch) waits for its
+	// acknowledgement before failing with jetstream.ErrAsyncPublishTimeout; default
+	// 10s. A publish that reached a stream leader which then died is never answered:
+	// without a bound its Wait would block for good, holding the handler and, through
+	// its in-progress acks, the job. Publishing again with the same message id is safe.
+	PublishAckTimeout time.Duration
 }
 
 func (c *Config) setDefaults() error {
@@ -61,6 +67,12 @@ func (c *Config) setDefaults() error {
 	if c.EventsMaxAge == 0 {
 		c.EventsMaxAge = 7 * 24 * time.Hour
 	}
+	if c.PublishAckTimeout == 0 {
+		c.PublishAckTimeout = 10 * time.Second
+	}
+	if c.PublishAckTimeout < 0 {
+		return fmt.Errorf("publish ack timeout must be positive, got %v", c.PublishAckTimeout)
+	}
 	return nil
 }
 
@@ -80,7 +92,7 @@ func New(nc *nats.Conn, cfg Config) (*Bus, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, fmt.Errorf("bus: %w", err)
 	}
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(16384))
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(16384), jetstream.WithPublishAsyncTimeout(cfg.PublishAckTimeout))
 	if err != nil {
 		return nil, fmt.Errorf("bus: %w", err)
 	}
