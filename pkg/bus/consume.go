@@ -118,7 +118,48 @@ func Consume(c jetstream.Consumer, n int, h Handler, log *slog.Logger, watch ...
 		l.wg.Go(func() { l.run(ctx, h) })
 	}
 	go l.monitor()
+	running.add(l)
 	return l, nil
+}
+
+// running is every loop of this process that has not been stopped, for Stalled.
+var running = &loops{set: map[*Loop]struct{}{}}
+
+type loops struct {
+	mu  sync.Mutex
+	set map[*Loop]struct{}
+}
+
+func (ls *loops) add(l *Loop) {
+	ls.mu.Lock()
+	ls.set[l] = struct{}{}
+	ls.mu.Unlock()
+}
+
+func (ls *loops) remove(l *Loop) {
+	ls.mu.Lock()
+	delete(ls.set, l)
+	ls.mu.Unlock()
+}
+
+// Stalled reports, joined, the stall (see Loop.Stalled) of every consume loop of
+// this process that is running; nil when none is stalled. Its signature is a
+// health check's, for /livez: a process has few loops (a router's, a worker's per
+// pool) and whichever stops receiving, the process is better restarted.
+func Stalled(context.Context) error {
+	running.mu.Lock()
+	ls := make([]*Loop, 0, len(running.set))
+	for l := range running.set {
+		ls = append(ls, l)
+	}
+	running.mu.Unlock()
+	var errs []error
+	for _, l := range ls {
+		if err := l.Stalled(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func (l *Loop) messages() (jetstream.MessagesContext, error) {
@@ -254,6 +295,7 @@ func (l *Loop) Renewals() int { return int(l.renewals.Load()) }
 // (they hand their messages back) and Stop still waits for them to return.
 func (l *Loop) Stop(ctx context.Context) {
 	l.stopped.Do(func() {
+		running.remove(l)
 		l.mu.Lock()
 		l.closing = true
 		it := l.it

@@ -118,6 +118,9 @@ func TestConsumeReportsAStallWhileMessagesWait(t *testing.T) {
 	if l.Renewals() < 1 {
 		t.Errorf("Renewals = %d: the loop did not pull afresh before reporting", l.Renewals())
 	}
+	if err := bus.Stalled(context.Background()); !errors.Is(err, bus.ErrStalled) {
+		t.Errorf("bus.Stalled (the process's /livez check) = %v, want ErrStalled", err)
+	}
 	t.Logf("Stalled: %v", err)
 
 	if err := first.Ack(); err != nil {
