@@ -77,6 +77,7 @@ type Loop struct {
 	stallAt  atomic.Int64 // unix nanos the current stall was first seen; 0: none
 	pending  atomic.Uint64
 	renewals atomic.Int64
+	infos    atomic.Int64 // consumer infos the monitor has looked at
 
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -259,7 +260,11 @@ func (l *Loop) check() {
 		// The consumer does not answer (no leader yet): nothing to tell from here.
 		return
 	}
-	if info.NumPending == 0 || info.Paused {
+	l.infos.Add(1)
+	// Nothing waits, or the server holds it back on purpose: a paused consumer, or
+	// one at its ack-pending limit (a skill's max_concurrent across the fleet).
+	if info.NumPending == 0 || info.Paused ||
+		(info.Config.MaxAckPending > 0 && info.NumAckPending >= info.Config.MaxAckPending) {
 		l.stallAt.Store(0)
 		return
 	}
@@ -272,8 +277,9 @@ func (l *Loop) check() {
 }
 
 // Stalled reports, wrapping ErrStalled, a loop that has had free handlers and no
-// message for longer than Watch.Stuck while its consumer had messages waiting,
-// however often it pulled afresh; nil otherwise. It is meant for a liveness probe: a
+// message for longer than Watch.Stuck while its consumer had messages waiting that
+// it was free to deliver (not paused, not at its MaxAckPending), however often it
+// pulled afresh; nil otherwise. It is meant for a liveness probe: a
 // process whose connection no longer delivers is better restarted.
 func (l *Loop) Stalled() error {
 	at := l.stallAt.Load()

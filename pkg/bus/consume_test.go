@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -91,29 +93,59 @@ func TestConsumeOutlivesItsConsumerBeingRecreated(t *testing.T) {
 
 // A loop with free handlers that gets nothing while its consumer has messages
 // waiting pulls afresh, and once that has gone on for Watch.Stuck, Stalled says so;
-// as soon as messages flow again it is not stalled any more. Here the consumer
-// stops delivering because its one ack-pending slot is held by a message nobody
-// acks; to the loop that looks exactly like a pull request lost on a dead server.
+// as soon as messages flow again it is not stalled any more. Here the loop's pull
+// requests never reach the consumer because its user may not send them (as if
+// they were lost on a dead server, and again after every retry); then the
+// permission is given back.
 func TestConsumeReportsAStallWhileMessagesWait(t *testing.T) {
 	t.Parallel()
-	cc := jetstream.ConsumerConfig{Durable: "w", AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Hour, MaxAckPending: 1}
-	js, _, c := consumeSetup(t, cc)
-	held := make(chan jetstream.Msg, 10)
-	l, err := bus.Consume(c, 4, func(_ context.Context, m jetstream.Msg) { held <- m }, slog.New(slog.DiscardHandler),
-		bus.Watch{Idle: 200 * time.Millisecond, Every: 20 * time.Millisecond, Stuck: 600 * time.Millisecond})
+	var opts *server.Options
+	deny := &server.Permissions{Publish: &server.SubjectPermission{Allow: []string{">"}, Deny: []string{"$JS.API.CONSUMER.MSG.NEXT.>"}}}
+	srv := natstest.StartWith(t, func(o *server.Options) {
+		o.Users = []*server.User{{Username: "admin", Password: "a"}, {Username: "loop", Password: "l", Permissions: deny}}
+		opts = o
+	})
+	connect := func(user, pass string) *nats.Conn {
+		nc, err := nats.Connect(srv.URL(), nats.UserInfo(user, pass), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		return nc
+	}
+	admin, err := jetstream.New(connect("admin", "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := admin.CreateStream(ctx, jetstream.StreamConfig{Name: "Q", Subjects: []string{"q.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.CreateOrUpdateConsumer(ctx, "Q", jetstream.ConsumerConfig{Durable: "w", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+		t.Fatal(err)
+	}
+	js, err := jetstream.New(connect("loop", "l"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := js.Consumer(ctx, "Q", "w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan jetstream.Msg, 10)
+	l, err := bus.Consume(c, 4, func(_ context.Context, m jetstream.Msg) { got <- m; _ = m.Ack() }, slog.New(slog.DiscardHandler),
+		bus.Watch{Heartbeat: time.Second, Idle: 200 * time.Millisecond, Every: 20 * time.Millisecond, Stuck: 600 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Stop(context.Background())
-	publishN(t, js, 0, 3)
-	first := <-held
-	if err := l.Stalled(); err != nil {
-		t.Fatalf("stalled right after a message: %v", err)
-	}
+	publishN(t, admin, 0, 2)
+
 	natstest.Eventually(t, 20*time.Second, func() bool { return l.Stalled() != nil }, "a loop with 2 messages waiting and nothing delivered is not reported")
 	err = l.Stalled()
-	if !errors.Is(err, bus.ErrStalled) {
-		t.Fatalf("Stalled = %v, want ErrStalled", err)
+	if !errors.Is(err, bus.ErrStalled) || !strings.Contains(err.Error(), "consumer w") || !strings.Contains(err.Error(), "2 were waiting") {
+		t.Fatalf("Stalled = %v, want ErrStalled naming consumer w and 2 waiting", err)
 	}
 	if l.Renewals() < 1 {
 		t.Errorf("Renewals = %d: the loop did not pull afresh before reporting", l.Renewals())
@@ -121,16 +153,55 @@ func TestConsumeReportsAStallWhileMessagesWait(t *testing.T) {
 	if err := bus.Stalled(context.Background()); !errors.Is(err, bus.ErrStalled) {
 		t.Errorf("bus.Stalled (the process's /livez check) = %v, want ErrStalled", err)
 	}
-	t.Logf("Stalled: %v", err)
 
+	allow := opts.Clone()
+	for _, u := range allow.Users {
+		u.Permissions = nil
+	}
+	if err := srv.Server.ReloadOptions(allow); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		select {
+		case <-got:
+		case <-time.After(20 * time.Second):
+			t.Fatal("no message once the loop's pulls reach the consumer again")
+		}
+	}
+	if err := l.Stalled(); err != nil {
+		t.Fatalf("still stalled after messages arrived: %v", err)
+	}
+}
+
+// A consumer at its ack-pending limit (a skill's max_concurrent, held by another
+// worker) holds messages back on purpose: the loop waits, and is not stalled.
+func TestConsumeAtTheAckPendingLimitIsNotStalled(t *testing.T) {
+	t.Parallel()
+	cc := jetstream.ConsumerConfig{Durable: "w", AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Hour, MaxAckPending: 1}
+	js, _, c := consumeSetup(t, cc)
+	held := make(chan jetstream.Msg, 10)
+	l, err := bus.Consume(c, 4, func(_ context.Context, m jetstream.Msg) { held <- m }, slog.New(slog.DiscardHandler),
+		bus.Watch{Idle: 50 * time.Millisecond, Every: 10 * time.Millisecond, Stuck: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Stop(context.Background())
+	publishN(t, js, 0, 3)
+	first := <-held
+	// The monitor looks at the consumer (2 pending, 1 of 1 ack-pending) several
+	// times, each past Idle and the last past Stuck.
+	seen := l.Infos()
+	natstest.Eventually(t, 20*time.Second, func() bool { return l.Infos() >= seen+10 }, "the monitor does not look at the consumer")
+	if err := l.Stalled(); err != nil {
+		t.Fatalf("a loop throttled by its consumer's MaxAckPending is reported: %v", err)
+	}
+	if n := l.Renewals(); n != 0 {
+		t.Errorf("the loop pulled afresh %d times while its consumer held messages back on purpose", n)
+	}
 	if err := first.Ack(); err != nil {
 		t.Fatal(err)
 	}
-	second := <-held
-	if err := l.Stalled(); err != nil {
-		t.Fatalf("still stalled after a message arrived: %v", err)
-	}
-	_ = second.Ack()
+	_ = (<-held).Ack()
 	_ = (<-held).Ack()
 }
 
