@@ -62,6 +62,10 @@ func TestClusterSurvivesANodeMidRun(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	natstest.Eventually(t, 30*time.Second, func() bool {
+		// Each attempt has its own deadline: a request lost while the cluster
+		// settles is never answered.
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
 		kv, err := b.JS.KeyValue(ctx, "skills")
 		if err != nil {
 			return false
@@ -70,7 +74,9 @@ func TestClusterSurvivesANodeMidRun(t *testing.T) {
 		return err == nil
 	}, "the registry did not publish hello")
 	for _, name := range []string{b.StreamTriggers(), b.StreamJobs(), b.StreamEvents(), "KV_runs"} {
-		info, err := b.JS.Stream(ctx, name)
+		sctx, scancel := context.WithTimeout(ctx, 10*time.Second)
+		info, err := b.JS.Stream(sctx, name)
+		scancel()
 		if err != nil || info.CachedInfo().Config.Replicas != 3 {
 			t.Fatalf("%s: %v, want replicas 3", name, err)
 		}

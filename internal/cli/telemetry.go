@@ -60,8 +60,11 @@ func (o *observe) start(ctx context.Context, service string, log *slog.Logger) (
 	return tel, telemetry.Logger(log), stop, nil
 }
 
-// watchBus makes readiness depend on the NATS connection and skillbus's streams.
+// watchBus makes readiness depend on the NATS connection and skillbus's streams, and
+// liveness on the process's consume loops receiving while their consumers have
+// messages waiting.
 func watchBus(tel *telemetry.Telemetry, b *bus.Bus) {
+	tel.Live.Add("consume", bus.Stalled)
 	tel.Health.Add("nats", telemetry.NATSConnected(b.NC))
 	names := make([]string, 0, len(b.Streams()))
 	for _, sc := range b.Streams() {

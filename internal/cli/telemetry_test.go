@@ -85,6 +85,16 @@ func TestDevObservability(t *testing.T) {
 			t.Errorf("/readyz lacks %q:\n%s", check, ready)
 		}
 	}
+	// Liveness includes the consume loops (router, worker): receiving, or nothing waits.
+	if resp, err := http.Get("http://" + addr + "/livez"); err != nil {
+		t.Error(err)
+	} else {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || string(b) != "[+] consume ok\nok\n" {
+			t.Errorf("/livez = %d %q", resp.StatusCode, b)
+		}
+	}
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
 		t.Fatal(err)

@@ -40,6 +40,12 @@ type Config struct {
 	// nothing new. A job still unrun after JobsMaxAge (a pool with no worker for
 	// that long) is dropped.
 	JobsMaxAge time.Duration
+	// PublishAckTimeout is how long a pipelined publish (Batch) waits for its
+	// acknowledgement before failing with jetstream.ErrAsyncPublishTimeout; default
+	// 10s. A publish that reached a stream leader which then died is never answered:
+	// without a bound its Wait would block for good, holding the handler and, through
+	// its in-progress acks, the job. Publishing again with the same message id is safe.
+	PublishAckTimeout time.Duration
 }
 
 func (c *Config) setDefaults() error {
@@ -70,6 +76,12 @@ func (c *Config) setDefaults() error {
 	if c.JobsMaxAge == 0 {
 		c.JobsMaxAge = 7 * 24 * time.Hour
 	}
+	if c.PublishAckTimeout == 0 {
+		c.PublishAckTimeout = 10 * time.Second
+	}
+	if c.PublishAckTimeout < 0 {
+		return fmt.Errorf("publish ack timeout must be positive, got %v", c.PublishAckTimeout)
+	}
 	return nil
 }
 
@@ -89,7 +101,7 @@ func New(nc *nats.Conn, cfg Config) (*Bus, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, fmt.Errorf("bus: %w", err)
 	}
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(16384))
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(16384), jetstream.WithPublishAsyncTimeout(cfg.PublishAckTimeout))
 	if err != nil {
 		return nil, fmt.Errorf("bus: %w", err)
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -13,11 +15,73 @@ import (
 // Handler processes one message. It must ack, nak or term the message itself.
 type Handler func(ctx context.Context, msg jetstream.Msg)
 
+// Watch tunes how a Loop notices that it has stopped receiving: its pull request
+// lost on a server that died, or its iterator stopped by the client library. The
+// zero value takes the defaults documented on each field.
+type Watch struct {
+	// Heartbeat is how often the server confirms a waiting pull request; after two
+	// missed heartbeats the iterator re-issues its pull. Default 5s (nats.go's own
+	// default is 15s, so 30s before a pull lost on a dead server is noticed).
+	Heartbeat time.Duration
+	// Idle is how long the loop may go without a message while a handler is free
+	// and its consumer has messages waiting to be delivered, before it gives up on
+	// its iterator and pulls afresh on a new one. Default 30s: well past the
+	// iterator's own recovery after two missed heartbeats.
+	Idle time.Duration
+	// Every is how often the loop checks, default Idle/3.
+	Every time.Duration
+	// Stuck is how long a stall may last, new iterators notwithstanding, before
+	// Stalled reports it (a liveness probe then restarts the process). Default 2·Idle.
+	Stuck time.Duration
+	// InfoTimeout bounds the consumer info request each check makes. Default 5s.
+	InfoTimeout time.Duration
+}
+
+func (w Watch) withDefaults() Watch {
+	if w.Heartbeat <= 0 {
+		w.Heartbeat = 5 * time.Second
+	}
+	if w.Idle <= 0 {
+		w.Idle = 30 * time.Second
+	}
+	if w.Every <= 0 {
+		w.Every = w.Idle / 3
+	}
+	if w.Stuck <= 0 {
+		w.Stuck = 2 * w.Idle
+	}
+	if w.InfoTimeout <= 0 {
+		w.InfoTimeout = 5 * time.Second
+	}
+	return w
+}
+
+// ErrStalled is what Stalled wraps: the loop has free handlers and its consumer has
+// messages waiting, but none has reached the loop for Watch.Stuck.
+var ErrStalled = errors.New("consume: stalled")
+
 // Loop runs a bounded number of handlers over a pull consumer.
 type Loop struct {
+	c     jetstream.Consumer
+	n     int
+	watch Watch
+	log   *slog.Logger
+	name  string
+
+	mu      sync.Mutex
 	it      jetstream.MessagesContext
+	closing bool
+
+	last     atomic.Int64 // unix nanos of the last message (or new iterator)
+	busy     atomic.Int64 // handlers running
+	stallAt  atomic.Int64 // unix nanos the current stall was first seen; 0: none
+	pending  atomic.Uint64
+	renewals atomic.Int64
+	infos    atomic.Int64 // consumer infos the monitor has looked at
+
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
+	done    chan struct{}
 	stopped sync.Once
 }
 
@@ -25,40 +89,225 @@ type Loop struct {
 // message at a time, so at most n messages are in the handlers at once and at most 2n
 // are held by this process. Handlers get a context that outlives Stop's drain, so
 // in-flight work can finish; it is cancelled when Stop's context ends.
-func Consume(c jetstream.Consumer, n int, h Handler, log *slog.Logger) (*Loop, error) {
+//
+// The loop does not rely on the iterator to notice that it no longer receives: when
+// the iterator ends on its own (a terminal status from the server) or no message
+// arrives for Watch.Idle while a handler is free and the consumer has messages
+// waiting — its pull request was parked on a server that died — the loop pulls
+// afresh on a new iterator. Stalled reports a stall that outlasts that.
+func Consume(c jetstream.Consumer, n int, h Handler, log *slog.Logger, watch ...Watch) (*Loop, error) {
 	if n <= 0 {
 		return nil, fmt.Errorf("consume: concurrency must be positive, got %d", n)
 	}
-	it, err := c.Messages(jetstream.PullMaxMessages(2 * n))
+	var w Watch
+	if len(watch) > 0 {
+		w = watch[0]
+	}
+	l := &Loop{c: c, n: n, watch: w.withDefaults(), log: log, done: make(chan struct{})}
+	if info := c.CachedInfo(); info != nil {
+		l.name = info.Name
+	}
+	it, err := l.messages()
 	if err != nil {
 		return nil, fmt.Errorf("consume: %w", err)
 	}
+	l.it = it
+	l.last.Store(time.Now().UnixNano())
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &Loop{it: it, cancel: cancel}
+	l.cancel = cancel
 	for range n {
-		l.wg.Go(func() {
-			for {
-				msg, err := it.Next()
-				if err != nil {
-					if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-						return
-					}
-					log.Warn("consume: next message", "err", err)
-					continue
-				}
-				h(ctx, msg)
-			}
-		})
+		l.wg.Go(func() { l.run(ctx, h) })
 	}
+	go l.monitor()
+	running.add(l)
 	return l, nil
 }
+
+// running is every loop of this process that has not been stopped, for Stalled.
+var running = &loops{set: map[*Loop]struct{}{}}
+
+type loops struct {
+	mu  sync.Mutex
+	set map[*Loop]struct{}
+}
+
+func (ls *loops) add(l *Loop) {
+	ls.mu.Lock()
+	ls.set[l] = struct{}{}
+	ls.mu.Unlock()
+}
+
+func (ls *loops) remove(l *Loop) {
+	ls.mu.Lock()
+	delete(ls.set, l)
+	ls.mu.Unlock()
+}
+
+// Stalled reports, joined, the stall (see Loop.Stalled) of every consume loop of
+// this process that is running; nil when none is stalled. Its signature is a
+// health check's, for /livez: a process has few loops (a router's, a worker's per
+// pool) and whichever stops receiving, the process is better restarted.
+func Stalled(context.Context) error {
+	running.mu.Lock()
+	ls := make([]*Loop, 0, len(running.set))
+	for l := range running.set {
+		ls = append(ls, l)
+	}
+	running.mu.Unlock()
+	var errs []error
+	for _, l := range ls {
+		if err := l.Stalled(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (l *Loop) messages() (jetstream.MessagesContext, error) {
+	return l.c.Messages(jetstream.PullMaxMessages(2*l.n), jetstream.PullHeartbeat(l.watch.Heartbeat))
+}
+
+func (l *Loop) run(ctx context.Context, h Handler) {
+	for {
+		l.mu.Lock()
+		it := l.it
+		l.mu.Unlock()
+		msg, err := it.Next()
+		if err != nil {
+			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				if l.isClosing() || errors.Is(err, jetstream.ErrConnectionClosed) {
+					return
+				}
+				// Closed under us: replaced by renew, or stopped by the library
+				// after a terminal status. Either way take the current one.
+				l.renew(it, "the iterator ended")
+				continue
+			}
+			l.log.Warn("consume: next message", "consumer", l.name, "err", err)
+			continue
+		}
+		l.last.Store(time.Now().UnixNano())
+		l.stallAt.Store(0)
+		l.busy.Add(1)
+		h(ctx, msg)
+		l.busy.Add(-1)
+	}
+}
+
+func (l *Loop) isClosing() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.closing
+}
+
+// renew replaces old, if it is still the loop's iterator, by a new one. When the new
+// one cannot be made (the connection is down), it waits a moment and leaves old in
+// place for the next caller to try again.
+func (l *Loop) renew(old jetstream.MessagesContext, why string) {
+	l.mu.Lock()
+	if l.closing || l.it != old {
+		l.mu.Unlock()
+		return
+	}
+	it, err := l.messages()
+	if err != nil {
+		l.mu.Unlock()
+		l.log.Warn("consume: cannot pull afresh", "consumer", l.name, "why", why, "err", err)
+		select {
+		case <-l.done:
+		case <-time.After(time.Second):
+		}
+		return
+	}
+	l.it = it
+	l.last.Store(time.Now().UnixNano())
+	l.mu.Unlock()
+	old.Stop()
+	l.renewals.Add(1)
+	l.log.Warn("consume: pulling afresh on a new iterator", "consumer", l.name, "why", why)
+}
+
+// monitor checks every Watch.Every whether the loop has gone without a message for
+// Watch.Idle while it could take one and the consumer has one to give.
+func (l *Loop) monitor() {
+	t := time.NewTicker(l.watch.Every)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.done:
+			return
+		case <-t.C:
+		}
+		l.check()
+	}
+}
+
+func (l *Loop) check() {
+	idle := time.Since(time.Unix(0, l.last.Load()))
+	if idle < l.watch.Idle {
+		return
+	}
+	if l.busy.Load() >= int64(l.n) {
+		// Every handler is busy: nothing to pull for; not a stall of the iterator.
+		l.last.Store(time.Now().UnixNano())
+		l.stallAt.Store(0)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), l.watch.InfoTimeout)
+	info, err := l.c.Info(ctx)
+	cancel()
+	if err != nil {
+		// The consumer does not answer (no leader yet): nothing to tell from here.
+		return
+	}
+	l.infos.Add(1)
+	// Nothing waits, or the server holds it back on purpose: a paused consumer, or
+	// one at its ack-pending limit (a skill's max_concurrent across the fleet).
+	if info.NumPending == 0 || info.Paused ||
+		(info.Config.MaxAckPending > 0 && info.NumAckPending >= info.Config.MaxAckPending) {
+		l.stallAt.Store(0)
+		return
+	}
+	l.pending.Store(info.NumPending)
+	l.stallAt.CompareAndSwap(0, time.Now().Add(-idle).UnixNano())
+	l.mu.Lock()
+	it := l.it
+	l.mu.Unlock()
+	l.renew(it, fmt.Sprintf("no message for %v while %d are waiting", idle.Round(time.Second), info.NumPending))
+}
+
+// Stalled reports, wrapping ErrStalled, a loop that has had free handlers and no
+// message for longer than Watch.Stuck while its consumer had messages waiting that
+// it was free to deliver (not paused, not at its MaxAckPending), however often it
+// pulled afresh; nil otherwise. It is meant for a liveness probe: a
+// process whose connection no longer delivers is better restarted.
+func (l *Loop) Stalled() error {
+	at := l.stallAt.Load()
+	if at == 0 {
+		return nil
+	}
+	if d := time.Since(time.Unix(0, at)); d > l.watch.Stuck {
+		return fmt.Errorf("%w: consumer %s: no message for %v while %d were waiting (pulled afresh %d times)",
+			ErrStalled, l.name, d.Round(time.Second), l.pending.Load(), l.renewals.Load())
+	}
+	return nil
+}
+
+// Renewals is how many times the loop has pulled afresh on a new iterator.
+func (l *Loop) Renewals() int { return int(l.renewals.Load()) }
 
 // Stop stops pulling, lets the handlers finish what this process already holds, and
 // returns when they are done. If ctx ends first, the handlers' context is cancelled
 // (they hand their messages back) and Stop still waits for them to return.
 func (l *Loop) Stop(ctx context.Context) {
 	l.stopped.Do(func() {
-		l.it.Drain()
+		running.remove(l)
+		l.mu.Lock()
+		l.closing = true
+		it := l.it
+		l.mu.Unlock()
+		close(l.done)
+		it.Drain()
 		done := make(chan struct{})
 		go func() { l.wg.Wait(); close(done) }()
 		select {

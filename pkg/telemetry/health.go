@@ -56,6 +56,9 @@ type Result struct {
 // whether all passed. With no check yet the process is still starting (it adds its
 // checks once connected): not ready.
 func (h *Health) Run(ctx context.Context) (ready bool, results []Result) {
+	if h == nil {
+		return true, nil
+	}
 	h.mu.Lock()
 	if len(h.checks) == 0 {
 		h.mu.Unlock()
@@ -90,37 +93,55 @@ func (h *Health) Run(ctx context.Context) (ready bool, results []Result) {
 	return ready, results
 }
 
-// Handler serves /metrics from g, /livez (200 while the process serves HTTP at all)
-// and /readyz (200 when every check of h passes, else 503), each check listed with
-// its result, one a line.
-func Handler(g prometheus.Gatherer, h *Health) http.Handler {
+// Handler serves /metrics from g, /readyz (200 when every check of ready passes,
+// else 503) and /livez (200 while the process serves HTTP and every check of live
+// passes, else 503: a liveness probe then restarts it). Each check is listed with its
+// result, one a line; /livez with no check registered answers "ok".
+func Handler(g prometheus.Gatherer, ready, live *Health) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		fmt.Fprintln(w, "ok")
-	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		ready, results := h.Run(r.Context())
-		var b strings.Builder
-		for _, res := range results {
-			if res.Err != nil {
-				fmt.Fprintf(&b, "[-] %s: %s\n", res.Name, oneLine(res.Err.Error()))
-			} else {
-				fmt.Fprintf(&b, "[+] %s ok\n", res.Name)
-			}
-		}
+		ok, results := live.Run(r.Context())
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
-		if !ready {
+		if !ok {
 			w.WriteHeader(http.StatusServiceUnavailable)
-			b.WriteString("not ready\n")
-		} else {
-			b.WriteString("ready\n")
 		}
-		fmt.Fprint(w, b.String())
+		fmt.Fprint(w, report(results))
+		if ok {
+			fmt.Fprintln(w, "ok")
+		} else {
+			fmt.Fprintln(w, "not live")
+		}
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		ok, results := ready.Run(r.Context())
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		if !ok {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		fmt.Fprint(w, report(results))
+		if ok {
+			fmt.Fprintln(w, "ready")
+		} else {
+			fmt.Fprintln(w, "not ready")
+		}
 	})
 	return mux
+}
+
+// report lists results one a line, "[+] name ok" or "[-] name: error".
+func report(results []Result) string {
+	var b strings.Builder
+	for _, res := range results {
+		if res.Err != nil {
+			fmt.Fprintf(&b, "[-] %s: %s\n", res.Name, oneLine(res.Err.Error()))
+		} else {
+			fmt.Fprintf(&b, "[+] %s ok\n", res.Name)
+		}
+	}
+	return b.String()
 }
 
 func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }

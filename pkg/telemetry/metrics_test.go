@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -129,6 +130,26 @@ func TestProbes(t *testing.T) {
 	tel.Health.Remove("stream")
 	if code, _ := get(t, "http://"+addr+"/readyz"); code != 200 {
 		t.Errorf("/readyz after removing the failing check = %d", code)
+	}
+
+	// Liveness: a wedged part of the process (a consume loop that no longer
+	// receives) makes /livez fail, so that the probe restarts the process.
+	var wedged atomic.Bool
+	tel.Live.Add("consume", func(context.Context) error {
+		if wedged.Load() {
+			return errors.New("consume: stalled: consumer worker-default: no message for 1m0s while 12 were waiting")
+		}
+		return nil
+	})
+	if code, body := get(t, "http://"+addr+"/livez"); code != 200 || body != "[+] consume ok\nok\n" {
+		t.Errorf("/livez with a passing check = %d %q", code, body)
+	}
+	wedged.Store(true)
+	if code, body := get(t, "http://"+addr+"/livez"); code != 503 || body != "[-] consume: consume: stalled: consumer worker-default: no message for 1m0s while 12 were waiting\nnot live\n" {
+		t.Errorf("/livez with a failing check = %d %q", code, body)
+	}
+	if code, _ := get(t, "http://"+addr+"/readyz"); code != 200 {
+		t.Errorf("/readyz follows a liveness check: %d", code)
 	}
 
 	if err := tel.Shutdown(context.Background()); err != nil {

@@ -75,6 +75,9 @@ type Telemetry struct {
 	Metrics *Metrics
 	// Health holds the readiness checks /readyz runs.
 	Health *Health
+	// Live holds the liveness checks /livez runs: failing ones mean the process is
+	// wedged and is better restarted (a consume loop that no longer receives).
+	Live *Health
 
 	active *activeTracer
 	tp     *sdktrace.TracerProvider
@@ -109,7 +112,7 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 		cfg.Log = slog.Default()
 	}
 	getenv := cfg.Getenv
-	t := &Telemetry{log: cfg.Log, Health: &Health{}}
+	t := &Telemetry{log: cfg.Log, Health: &Health{}, Live: &Health{}}
 
 	res, err := newResource(cfg)
 	if err != nil {
@@ -175,7 +178,7 @@ func (t *Telemetry) Serve(addr string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("telemetry: metrics listener: %w", err)
 	}
-	srv := &http.Server{Handler: Handler(t.Registry, t.Health), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: Handler(t.Registry, t.Health, t.Live), ReadHeaderTimeout: 10 * time.Second}
 	t.mu.Lock()
 	t.srv = append(t.srv, srv)
 	t.mu.Unlock()

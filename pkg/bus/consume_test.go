@@ -1,0 +1,239 @@
+package bus_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillbus/skillbus/internal/natstest"
+	"github.com/skillbus/skillbus/pkg/bus"
+)
+
+func consumeSetup(t *testing.T, cc jetstream.ConsumerConfig) (jetstream.JetStream, jetstream.Stream, jetstream.Consumer) {
+	t.Helper()
+	srv := natstest.Start(t)
+	js, err := jetstream.New(srv.Conn(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "Q", Subjects: []string{"q.>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.CreateOrUpdateConsumer(ctx, cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js, s, c
+}
+
+func publishN(t *testing.T, js jetstream.JetStream, from, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for i := from; i < from+n; i++ {
+		if _, err := js.Publish(ctx, fmt.Sprintf("q.%d", i), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A consumer deleted and created again (by an operator, or a worker starting while
+// the cluster lost it) ends the iterator with a terminal status: the loop pulls
+// from a new one instead of its handlers quietly returning for good.
+func TestConsumeOutlivesItsConsumerBeingRecreated(t *testing.T) {
+	t.Parallel()
+	cc := jetstream.ConsumerConfig{Durable: "w", AckPolicy: jetstream.AckExplicitPolicy}
+	js, s, c := consumeSetup(t, cc)
+	got := make(chan string, 100)
+	l, err := bus.Consume(c, 2, func(_ context.Context, m jetstream.Msg) {
+		got <- m.Subject()
+		_ = m.Ack()
+	}, slog.New(slog.DiscardHandler), bus.Watch{Heartbeat: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Stop(context.Background())
+	publishN(t, js, 0, 1)
+	if subj := <-got; subj != "q.0" {
+		t.Fatalf("got %s", subj)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.DeleteConsumer(ctx, "w"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateOrUpdateConsumer(ctx, cc); err != nil {
+		t.Fatal(err)
+	}
+	publishN(t, js, 1, 1)
+	select {
+	case subj := <-got:
+		if subj != "q.1" {
+			t.Fatalf("got %s, want q.1", subj)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no message after the consumer was created again: the loop stopped pulling")
+	}
+	if l.Renewals() < 1 {
+		t.Errorf("Renewals = %d, want at least 1", l.Renewals())
+	}
+}
+
+// A loop with free handlers that gets nothing while its consumer has messages
+// waiting pulls afresh, and once that has gone on for Watch.Stuck, Stalled says so;
+// as soon as messages flow again it is not stalled any more. Here the loop's pull
+// requests never reach the consumer because its user may not send them (as if
+// they were lost on a dead server, and again after every retry); then the
+// permission is given back.
+func TestConsumeReportsAStallWhileMessagesWait(t *testing.T) {
+	t.Parallel()
+	var opts *server.Options
+	deny := &server.Permissions{Publish: &server.SubjectPermission{Allow: []string{">"}, Deny: []string{"$JS.API.CONSUMER.MSG.NEXT.>"}}}
+	srv := natstest.StartWith(t, func(o *server.Options) {
+		o.Users = []*server.User{{Username: "admin", Password: "a"}, {Username: "loop", Password: "l", Permissions: deny}}
+		opts = o
+	})
+	connect := func(user, pass string) *nats.Conn {
+		nc, err := nats.Connect(srv.URL(), nats.UserInfo(user, pass), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		return nc
+	}
+	admin, err := jetstream.New(connect("admin", "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := admin.CreateStream(ctx, jetstream.StreamConfig{Name: "Q", Subjects: []string{"q.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.CreateOrUpdateConsumer(ctx, "Q", jetstream.ConsumerConfig{Durable: "w", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+		t.Fatal(err)
+	}
+	js, err := jetstream.New(connect("loop", "l"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := js.Consumer(ctx, "Q", "w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan jetstream.Msg, 10)
+	l, err := bus.Consume(c, 4, func(_ context.Context, m jetstream.Msg) { got <- m; _ = m.Ack() }, slog.New(slog.DiscardHandler),
+		bus.Watch{Heartbeat: time.Second, Idle: 200 * time.Millisecond, Every: 20 * time.Millisecond, Stuck: 600 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Stop(context.Background())
+	publishN(t, admin, 0, 2)
+
+	natstest.Eventually(t, 20*time.Second, func() bool { return l.Stalled() != nil }, "a loop with 2 messages waiting and nothing delivered is not reported")
+	err = l.Stalled()
+	if !errors.Is(err, bus.ErrStalled) || !strings.Contains(err.Error(), "consumer w") || !strings.Contains(err.Error(), "2 were waiting") {
+		t.Fatalf("Stalled = %v, want ErrStalled naming consumer w and 2 waiting", err)
+	}
+	if l.Renewals() < 1 {
+		t.Errorf("Renewals = %d: the loop did not pull afresh before reporting", l.Renewals())
+	}
+	if err := bus.Stalled(context.Background()); !errors.Is(err, bus.ErrStalled) {
+		t.Errorf("bus.Stalled (the process's /livez check) = %v, want ErrStalled", err)
+	}
+
+	allow := opts.Clone()
+	for _, u := range allow.Users {
+		u.Permissions = nil
+	}
+	if err := srv.Server.ReloadOptions(allow); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		select {
+		case <-got:
+		case <-time.After(20 * time.Second):
+			t.Fatal("no message once the loop's pulls reach the consumer again")
+		}
+	}
+	if err := l.Stalled(); err != nil {
+		t.Fatalf("still stalled after messages arrived: %v", err)
+	}
+}
+
+// A consumer at its ack-pending limit (a skill's max_concurrent, held by another
+// worker) holds messages back on purpose: the loop waits, and is not stalled.
+func TestConsumeAtTheAckPendingLimitIsNotStalled(t *testing.T) {
+	t.Parallel()
+	cc := jetstream.ConsumerConfig{Durable: "w", AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Hour, MaxAckPending: 1}
+	js, _, c := consumeSetup(t, cc)
+	held := make(chan jetstream.Msg, 10)
+	l, err := bus.Consume(c, 4, func(_ context.Context, m jetstream.Msg) { held <- m }, slog.New(slog.DiscardHandler),
+		bus.Watch{Idle: 50 * time.Millisecond, Every: 10 * time.Millisecond, Stuck: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Stop(context.Background())
+	publishN(t, js, 0, 3)
+	first := <-held
+	// The monitor looks at the consumer (2 pending, 1 of 1 ack-pending) several
+	// times, each past Idle and the last past Stuck.
+	seen := l.Infos()
+	natstest.Eventually(t, 20*time.Second, func() bool { return l.Infos() >= seen+10 }, "the monitor does not look at the consumer")
+	if err := l.Stalled(); err != nil {
+		t.Fatalf("a loop throttled by its consumer's MaxAckPending is reported: %v", err)
+	}
+	if n := l.Renewals(); n != 0 {
+		t.Errorf("the loop pulled afresh %d times while its consumer held messages back on purpose", n)
+	}
+	if err := first.Ack(); err != nil {
+		t.Fatal(err)
+	}
+	_ = (<-held).Ack()
+	_ = (<-held).Ack()
+}
+
+// A publish that reaches a responder which never answers — a stream leader killed
+// with the message in hand — fails after PublishAckTimeout instead of blocking its
+// Wait (and the handler, and the job it keeps in progress) for good.
+func TestBatchWaitEndsWhenTheAckNeverComes(t *testing.T) {
+	t.Parallel()
+	srv := natstest.Start(t)
+	b := srv.Bus(t, bus.Config{PublishAckTimeout: 300 * time.Millisecond})
+	// Something that takes the publish and never answers.
+	swallow := srv.Conn(t)
+	sub, err := swallow.SubscribeSync("lost.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := swallow.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	bt := b.Batch()
+	bt.Publish(&nats.Msg{Subject: "lost.x", Data: []byte("x")})
+	done := make(chan error, 1)
+	go func() { done <- bt.Wait(context.Background()) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, jetstream.ErrAsyncPublishTimeout) {
+			t.Fatalf("Wait = %v, want ErrAsyncPublishTimeout", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Wait still blocked 20s after a publish whose ack never comes")
+	}
+	if _, err := sub.NextMsg(time.Second); err != nil {
+		t.Fatalf("the publish did not reach the subscriber: %v", err)
+	}
+}
