@@ -53,17 +53,13 @@ type Result struct {
 }
 
 // Run runs every check, each within CheckTimeout, in name order, and reports
-// whether all passed. With no check yet the process is still starting (it adds its
-// checks once connected): not ready.
+// whether all passed.
 func (h *Health) Run(ctx context.Context) (ready bool, results []Result) {
 	if h == nil {
 		return true, nil
 	}
 	h.mu.Lock()
-	if len(h.checks) == 0 {
-		h.mu.Unlock()
-		return false, []Result{{Name: "start", Err: errors.New("starting: not connected yet")}}
-	}
+
 	names := make([]string, 0, len(h.checks))
 	for n := range h.checks {
 		names = append(names, n)
@@ -116,6 +112,11 @@ func Handler(g prometheus.Gatherer, ready, live *Health) http.Handler {
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		ok, results := ready.Run(r.Context())
+		if len(results) == 0 {
+			// A process adds its readiness checks once connected: none yet is
+			// still starting.
+			ok, results = false, []Result{{Name: "start", Err: errors.New("starting: not connected yet")}}
+		}
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
 		if !ok {
