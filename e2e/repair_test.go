@@ -62,7 +62,9 @@ func TestRepairTwoHundred(t *testing.T) {
 	start(t, "router", url)
 	var workers []*proc
 	for i := range 2 {
-		workers = append(workers, start(t, "worker", url, "--repair", "--ack-wait=2s", "--concurrency=8", fmt.Sprintf("--name=w%d", i+1)))
+		// The worker killed below may hold the repair job: it comes back to the other
+		// one after --repair-ack-wait (2m by default).
+		workers = append(workers, start(t, "worker", url, "--repair", "--repair-ack-wait=3s", "--ack-wait=2s", "--concurrency=8", fmt.Sprintf("--name=w%d", i+1)))
 	}
 	skills, err := b.KV(ctx, b.BucketSkills())
 	if err != nil {
@@ -107,9 +109,11 @@ func TestRepairTwoHundred(t *testing.T) {
 	}
 
 	act := service.Actions{Bus: b}
+	var listErr error
 	parked := func() (service.Summary, int) {
 		list, err := act.List(ctx, "")
 		if err != nil || len(list) == 0 {
+			listErr = err
 			return service.Summary{}, 0
 		}
 		if len(list) > 1 {
@@ -127,7 +131,26 @@ func TestRepairTwoHundred(t *testing.T) {
 		var k int
 		rec, k = parked()
 		return rec.Status == service.StatusProposed && k == n
-	}, "not every execution parked on a proposal: %+v", rec)
+	}, "not every execution parked on a proposal: %+v (last list error: %v; %s)", rec, listErr, stringerFunc(func() string {
+		kv, err := b.KV(ctx, b.BucketRepairs())
+		if err != nil {
+			return err.Error()
+		}
+		l, err := kv.ListKeysFiltered(ctx, "r.*")
+		if err != nil {
+			return "list: " + err.Error()
+		}
+		var keys []string
+		for k := range l.Keys() {
+			e, err := kv.Get(ctx, k)
+			if err != nil {
+				keys = append(keys, k+": "+err.Error())
+			} else {
+				keys = append(keys, k+": "+string(e.Value()))
+			}
+		}
+		return fmt.Sprint(keys)
+	}))
 	if !strings.Contains(rec.Diff, "-      text: \"{{ fetch.titel }}\"\n+      text: \"{{ fetch.title }}\"\n") || strings.Count(rec.Diff, "\n+") != 2 {
 		t.Fatalf("diff:\n%s", rec.Diff)
 	}
@@ -195,3 +218,7 @@ func TestRepairTwoHundred(t *testing.T) {
 		t.Fatalf("%d messages on the repair stream, want 2", info.State.LastSeq)
 	}
 }
+
+type stringerFunc func() string
+
+func (f stringerFunc) String() string { return f() }
