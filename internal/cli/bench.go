@@ -27,7 +27,8 @@ settings that produced it:
               the minimal pipeline in bare JetStream (trigger → job → result, three
               persisted publishes with plain nats.go; same concurrency, message
               sizes, acknowledgement discipline), in alternating rounds, as a ratio;
-              the same against bare JetStream doing skillbus's own four writes; each
+              the same against bare JetStream doing skillbus's own writes (the job kept
+              and create-only, the outcome create-only); each
               events level; a three-step workflow (local HTTP tool, compute, echo)
               against the one-step skill; persisted publishes per execution counted
               by the server; and the ratio with every write fsynced (--durable)
