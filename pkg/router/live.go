@@ -52,6 +52,9 @@ func (l *live) start(ctx context.Context) error {
 		FilterSubjects: []string{p + events.Kind(events.TypeExecutionCompleted), p + events.Kind(events.TypeExecutionFailed), p + events.Kind(events.TypeExecutionFallback)},
 		DeliverPolicy:  jetstream.DeliverByStartTimePolicy,
 		OptStartTime:   ptr(time.Now().Add(-l.r.cfg.StatsWindow)),
+		// The counts need the outcome's type, skill, version and activation, all in
+		// its headers: the server sends no data, and the router parses none.
+		HeadersOnly: true,
 	})
 	if err != nil {
 		return err
@@ -106,26 +109,33 @@ func (l *live) stop() {
 }
 
 func (l *live) terminal(ctx context.Context, m jetstream.Msg) {
-	e, err := bus.DecodeFast(&nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
-	if err != nil {
+	h := m.Headers()
+	typ := h.Get("ce-type")
+	if !events.Outcome(typ) {
 		return
 	}
-	// Only these fields are read: the outputs and the log the outcome carries are
-	// skipped, not decoded.
-	var d struct {
-		ExecutionID  string `json:"execution_id"`
-		ActivationID string `json:"activation_id"`
-		Skill        string `json:"skill"`
-		Version      string `json:"version"`
-		Error        string `json:"error"`
+	// Only these fields are read, from the headers; the data (outputs, the log)
+	// is not even sent.
+	d := outcomeFields{
+		ExecutionID: h.Get("ce-" + events.ExtExecutionID), ActivationID: h.Get("ce-" + events.ExtCorrelationID),
+		Skill: h.Get(events.HeaderSkill), Version: h.Get(events.HeaderVersion),
 	}
-	if !events.Outcome(e.Type) || json.Unmarshal(e.Data, &d) != nil {
-		return
+	l.mu.Lock()
+	pending := l.pending[d.ActivationID] != nil
+	l.mu.Unlock()
+	if d.Skill == "" || (pending && typ == events.TypeExecutionFailed) {
+		// An outcome from before outcomes named their skill in headers, or the error
+		// of a failed run that ends a tracked activation: read the data.
+		full, err := l.outcome(ctx, m)
+		if err != nil {
+			return
+		}
+		d = full
 	}
 	var res events.ActivationResult
 	actID, name, version := d.ActivationID, d.Skill, d.Version
 	ok, ended := false, true
-	switch e.Type {
+	switch typ {
 	case events.TypeExecutionFallback:
 		// The skill failed; the activation goes on with the next skill of the chain,
 		// whose own outcome ends it.
@@ -158,6 +168,33 @@ func (l *live) terminal(ctx context.Context, m jetstream.Msg) {
 	if finished != nil {
 		l.r.finish(ctx, actID, finished)
 	}
+}
+
+// outcomeFields are what the router reads of an outcome.
+type outcomeFields struct {
+	ExecutionID  string `json:"execution_id"`
+	ActivationID string `json:"activation_id"`
+	Skill        string `json:"skill"`
+	Version      string `json:"version"`
+	Error        string `json:"error"`
+}
+
+// outcome reads the data of an outcome m delivered without it.
+func (l *live) outcome(ctx context.Context, m jetstream.Msg) (outcomeFields, error) {
+	var d outcomeFields
+	md, err := m.Metadata()
+	if err != nil {
+		return d, err
+	}
+	raw, err := l.r.events.GetMsg(ctx, md.Sequence.Stream)
+	if err != nil {
+		return d, err
+	}
+	e, err := bus.DecodeFast(&nats.Msg{Subject: raw.Subject, Header: raw.Header, Data: raw.Data})
+	if err != nil {
+		return d, err
+	}
+	return d, json.Unmarshal(e.Data, &d)
 }
 
 // success is selector.Env.Success.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,7 +59,17 @@ func (f *fixture) terminal(actID, execID, skillName string, ok bool) {
 		typ = events.TypeExecutionCompleted
 		data = events.ExecutionCompleted{ExecutionID: execID, ActivationID: actID, Skill: skillName, Version: "1.0.0"}
 	}
-	b.PublishEvent(f.b.Subjects.Event(execID, typ), bus.Event{ID: execID + "." + events.Kind(typ), Source: "/test-worker", Type: typ, Data: data})
+	m, err := bus.Event{ID: execID + "." + events.Kind(typ), Source: "/test-worker", Type: typ, Data: data,
+		Meta: bus.Meta{CorrelationID: actID, ExecutionID: execID}}.Msg(f.b.Subjects.Event(execID, typ))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if !strings.HasSuffix(execID, "-old") {
+		// As a worker writes it; an outcome from an earlier version has only its data.
+		m.Header.Set(events.HeaderSkill, skillName)
+		m.Header.Set(events.HeaderVersion, "1.0.0")
+	}
+	b.Publish(m)
 	if err := b.Wait(f.ctx); err != nil {
 		f.t.Fatal(err)
 	}
@@ -116,7 +127,11 @@ func TestTextRequestsAreRoutedByRelevance(t *testing.T) {
 	// Success rate comes from the terminal results of the skill version.
 	before := f.ask("summarize this pdf").Candidate("pdf-summarizer").Components.Success
 	for i := range 3 {
-		f.terminal("a", "e"+string(rune('0'+i)), "pdf-summarizer", true)
+		id := "e" + string(rune('0'+i))
+		if i == 2 {
+			id += "-old"
+		}
+		f.terminal("a", id, "pdf-summarizer", true)
 	}
 	natstest.Eventually(t, 10*time.Second, func() bool {
 		return f.ask("summarize this pdf").Candidate("pdf-summarizer").Components.Success == 0.8

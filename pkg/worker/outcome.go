@@ -250,6 +250,10 @@ func (w *Worker) outcomeMsg(j *job, typ string, data any) (*nats.Msg, error) {
 	if err != nil {
 		return nil, err
 	}
+	msg.Header.Set(events.HeaderSkill, j.data.Skill.Name)
+	if j.data.Skill.Version != "" {
+		msg.Header.Set(events.HeaderVersion, j.data.Skill.Version)
+	}
 	if err := w.cfg.Bus.Fits(msg); err != nil {
 		return nil, err
 	}
