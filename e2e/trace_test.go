@@ -76,7 +76,7 @@ func TestOneTrace(t *testing.T) {
 		a = otlptest.InTrace(spans, traceA)
 		return count(a, "skillbus-router", "process") >= 1 && count(a, "skillbus-worker", "process") >= 1 &&
 			count(a, "", "step tidy") == 1 && count(a, "", "step slug") == 1 && count(a, "example-tools", "") >= 1 &&
-			count(a, "skillbus-router", "ack ") >= 1 && count(a, "skillbus-worker", "ack ") >= 1
+			count(a, "skillbus-worker", "publish skillbus.events") >= 1
 	})
 	defer func() {
 		if t.Failed() {
@@ -94,15 +94,12 @@ func TestOneTrace(t *testing.T) {
 	slug := one(t, a, "skillbus-worker", "step slug")
 	otlptest.AssertChild(t, worker, tidy)
 	otlptest.AssertChild(t, worker, slug)
-	// The plan's PRODUCER span (the job carries the plan), and each delivery's
-	// settlement: an ack under it.
+	// The plan's PRODUCER span (the job carries the plan).
 	planned := one(t, a, "skillbus-router", "publish skillbus.exec.{pool}.{skill}.{activation}.{stage}")
 	otlptest.AssertChild(t, router, planned)
 	if planned.Kind != 4 /* PRODUCER */ || planned.Attrs["messaging.operation.type"] != "send" || planned.Attrs["messaging.message.id"] == nil {
 		t.Errorf("the job's publish span: %s %v", planned, planned.Attrs)
 	}
-	assertSettled(t, a, router, "ack")
-	assertSettled(t, a, worker, "ack")
 	call := one(t, a, "skillbus-worker", "send skillbus.tool.slugify")
 	otlptest.AssertChild(t, slug, call)
 	served := one(t, a, "example-tools", "process skillbus.tool.slugify")
@@ -151,7 +148,6 @@ func TestOneTrace(t *testing.T) {
 		t.Errorf("the failed execution's span has status %v and attributes %v, want an error of class fatal", primary.StatusCode, primary.Attrs)
 	}
 	assertDescends(t, bs, router, primary)
-	assertSettled(t, bs, primary, "ack")
 	// The fallback job's PRODUCER span is the failed execution's child, and the
 	// fallback's processing continues from it.
 	handoff := one(t, bs, "skillbus-worker", "publish skillbus.exec")
@@ -160,20 +156,6 @@ func TestOneTrace(t *testing.T) {
 	if handoff.Attrs["skillbus.skill.name"] != "queue-backorder" || handoff.Attrs["messaging.system"] != "nats" {
 		t.Errorf("the fallback job's publish span has attributes %v", handoff.Attrs)
 	}
-}
-
-// assertSettled fails the test unless the delivery whose span is proc was settled
-// with op (ack, nak, term) in a CLIENT settle span under it.
-func assertSettled(t *testing.T, spans []otlptest.Span, proc otlptest.Span, op string) {
-	t.Helper()
-	for _, s := range spans {
-		if s.ParentSpanID == proc.SpanID && s.TraceID == proc.TraceID && s.Kind == 3 /* CLIENT */ &&
-			s.Attrs["messaging.operation.type"] == "settle" && s.Attrs["messaging.operation.name"] == op &&
-			s.Attrs["messaging.system"] == "nats" && s.Attrs["messaging.destination.name"] == proc.Attrs["messaging.destination.name"] {
-			return
-		}
-	}
-	t.Errorf("%s\n  has no %s settle span", proc, op)
 }
 
 // count returns how many spans of service (any if "") have a name starting with prefix.

@@ -71,7 +71,6 @@ func TestSettlingSpans(t *testing.T) {
 
 	spans := exp.GetSpans()
 	for _, c := range []struct{ name, op, extraKey, extra, id string }{
-		{"ack jobs.default", "ack", "", "", "job-a"},
 		{"nak jobs.default", "nak", "skillbus.settle.delay_ms", "1500", "job-b"},
 		{"term jobs.default", "term", "skillbus.settle.reason", "unreadable job", "job-c"},
 	} {

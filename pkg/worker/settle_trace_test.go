@@ -92,8 +92,8 @@ func TestTraceSettleAndDeadLetters(t *testing.T) {
 	if tp := f.dead("skillbus.dead.doomed")[0].Header.Get("ce-traceparent"); !strings.Contains(tp, dl.SpanContext.SpanID().String()) {
 		t.Errorf("the dead letter carries %q, not its publish span %v", tp, dl.SpanContext.SpanID())
 	}
-	if ack, ok := find("ack skillbus.exec.default.doomed.{activation}.{stage}", child(doomedProc)); !ok || ack.SpanKind != trace.SpanKindClient || attrString(ack, "messaging.operation.type") != "settle" {
-		t.Errorf("the dead execution's ack span: %v %v", ok, ack.Attributes)
+	if _, ok := find("ack skillbus.exec.default.doomed.{activation}.{stage}", child(doomedProc)); ok {
+		t.Error("an ack has a span of its own; the process span covers it")
 	}
 	if nak, ok := find("nak skillbus.exec.default.flappy.{activation}.{stage}", child(flappyFirst)); !ok || attrString(nak, "messaging.operation.name") != "nak" || attrString(nak, "skillbus.settle.delay_ms") == "" {
 		t.Errorf("the retried delivery's nak span: %v %v", ok, nak.Attributes)

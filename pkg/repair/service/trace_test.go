@@ -73,16 +73,6 @@ func TestRepairTrace(t *testing.T) {
 	if !diagnosed {
 		t.Errorf("no repair worker's span continues the repair job's %s", ask)
 	}
-	var acked bool
-	for _, s := range spans {
-		if s.ParentSpanID == first.SpanID && s.Name == "ack skillbus.exec.default.traced-title.{activation}.{stage}" && s.Kind == 3 /* CLIENT */ &&
-			s.Attrs["messaging.operation.type"] == "settle" && s.Attrs["messaging.operation.name"] == "ack" {
-			acked = true
-		}
-	}
-	if !acked {
-		t.Errorf("the parked delivery %s has no ack settle span", first)
-	}
 
 	// The release: a new trace, linked to the failed execution's.
 	rel := byID[released.ParentSpanID]
