@@ -59,7 +59,6 @@ func (s *settling) settle(op string, settle func() error, attrs ...attribute.Key
 	return err
 }
 
-
 func (s *settling) Nak() error { return s.settle("nak", s.Msg.Nak) }
 
 func (s *settling) NakWithDelay(d time.Duration) error {
