@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/skillbus/skillbus/pkg/bus"
@@ -127,4 +128,34 @@ func connectError(url string, err error) error {
 		return fmt.Errorf("%w (check --tls-ca, --tls-cert and --tls-key against the server's TLS settings)", err)
 	}
 	return fmt.Errorf("%w (is a NATS server running there? 'skillbus dev' starts one; or point --nats-url at yours)", err)
+}
+
+// startRetry runs start (a process's start-up after it connected: streams, consumers,
+// the catalog) until it succeeds, fails for a reason other than the server being
+// away, or ctx ends. A server that goes away while a process starts — killed,
+// restarting, electing a leader — times its requests out; the process waits for it
+// with backoff, as it waits to connect, instead of exiting.
+func startRetry(ctx context.Context, log *slog.Logger, what string, start func() error) error {
+	wait := connectRetryMin
+	for {
+		err := start()
+		if err == nil || ctx.Err() != nil || !startRetryable(err) {
+			return err
+		}
+		log.Warn(what+": start-up interrupted; NATS is not answering, trying again", "err", err, "retry_in", wait)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, connectRetryMax)
+	}
+}
+
+// startRetryable reports whether a start-up error means the server did not answer
+// (yet), rather than that something is wrong.
+func startRetryable(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders) ||
+		errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, nats.ErrDisconnected) || errors.Is(err, jetstream.ErrNoHeartbeat) ||
+		errors.Is(err, nats.ErrConnectionReconnecting) || errors.Is(err, jetstream.ErrJetStreamNotEnabled)
 }

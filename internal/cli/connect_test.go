@@ -3,6 +3,9 @@ package cli_test
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -159,5 +162,37 @@ func TestNkey(t *testing.T) {
 	err = cli.Skillbus(context.Background(), []string{"skills", "list", "--nats-url", srv.URL()}, noEnv, &out, &out)
 	if err == nil || !strings.Contains(err.Error(), "--nkey") {
 		t.Errorf("without the nkey: %v, want an authorization error pointing at --nkey", err)
+	}
+}
+
+// A start-up that the server leaves unanswered (its requests time out) is tried
+// again until it succeeds; one that fails for another reason is not.
+func TestStartRetryWaitsOutAnUnansweringServer(t *testing.T) {
+	t.Parallel()
+	var logs natstest.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	calls := 0
+	err := cli.StartRetry(context.Background(), log, "router", func() error {
+		calls++
+		if calls < 3 {
+			return fmt.Errorf("router: consumer: %w", context.DeadlineExceeded)
+		}
+		return nil
+	})
+	if err != nil || calls != 3 {
+		t.Fatalf("err %v after %d calls, want success at the third", err, calls)
+	}
+	if !strings.Contains(logs.String(), "start-up interrupted; NATS is not answering") {
+		t.Errorf("no retry logged:\n%s", logs.String())
+	}
+	bad := errors.New("router: --router-concurrency must be positive")
+	calls = 0
+	if err := cli.StartRetry(context.Background(), log, "router", func() error { calls++; return bad }); !errors.Is(err, bad) || calls != 1 {
+		t.Fatalf("a configuration error: %v after %d calls, want it at once", err, calls)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := cli.StartRetry(ctx, log, "router", func() error { return context.DeadlineExceeded }); err == nil {
+		t.Fatal("a cancelled start-up succeeded")
 	}
 }

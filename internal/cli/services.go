@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/skillbus/skillbus/events"
 	"io"
 	"log/slog"
 	"os"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/skillbus/skillbus/events"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
@@ -103,10 +104,14 @@ see docs/routing.md. Run as many as you like: JetStream spreads the triggers bet
 			}
 			defer b.NC.Drain()
 			watchBus(tel, b)
-			if err := ensure(cmd.Context(), b, ensureStreams, log); err != nil {
+			var stop func(context.Context)
+			err = startRetry(cmd.Context(), log, "router", func() (err error) {
+				if err := ensure(cmd.Context(), b, ensureStreams, log); err != nil {
+					return err
+				}
+				stop, err = startRouter(cmd.Context(), b, log, rf, tel)
 				return err
-			}
-			stop, err := startRouter(cmd.Context(), b, log, rf, tel)
+			})
 			if err != nil {
 				return err
 			}
@@ -161,7 +166,7 @@ Scale by running more workers.`,
 			}
 			defer b.NC.Drain()
 			watchBus(tel, b)
-			if err := ensure(cmd.Context(), b, ensureStreams, log); err != nil {
+			if err := startRetry(cmd.Context(), log, "worker", func() error { return ensure(cmd.Context(), b, ensureStreams, log) }); err != nil {
 				return err
 			}
 			if wf.name == "" {
@@ -173,7 +178,11 @@ Scale by running more workers.`,
 				return err
 			}
 			defer tb.close()
-			stop, err := startWorker(cmd.Context(), b, log, wf, tb, tel)
+			var stop func(context.Context)
+			err = startRetry(cmd.Context(), log, "worker", func() (err error) {
+				stop, err = startWorker(cmd.Context(), b, log, wf, tb, tel)
+				return err
+			})
 			if err != nil {
 				return err
 			}
@@ -247,7 +256,7 @@ validate), which 'skillbus skills' uses. Send SIGHUP to load everything again.`,
 			}
 			defer b.NC.Drain()
 			watchBus(tel, b)
-			if err := ensure(cmd.Context(), b, ensureStreams, log); err != nil {
+			if err := startRetry(cmd.Context(), log, "registry", func() error { return ensure(cmd.Context(), b, ensureStreams, log) }); err != nil {
 				return err
 			}
 			if once {
@@ -261,7 +270,11 @@ validate), which 'skillbus skills' uses. Send SIGHUP to load everything again.`,
 				}
 				return err
 			}
-			reg, err := startRegistry(cmd.Context(), b, log, roots)
+			var reg *registry.Registry
+			err = startRetry(cmd.Context(), log, "registry", func() (err error) {
+				reg, err = startRegistry(cmd.Context(), b, log, roots)
+				return err
+			})
 			if err != nil {
 				return err
 			}

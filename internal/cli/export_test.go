@@ -1,0 +1,4 @@
+package cli
+
+// StartRetry exposes startRetry to the tests.
+var StartRetry = startRetry
