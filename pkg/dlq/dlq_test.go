@@ -519,7 +519,8 @@ func TestReplayAllStopsAtTheQueuesEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cc.Stop()
+	// Wait for a callback in flight, which publishes on the test's connection.
+	defer func() { cc.Drain(); <-cc.Closed() }()
 	res, err := f.q.ReplayAll(f.ctx, dlq.Filter{Skill: "a", Limit: 1}, dlq.ReplayOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package dlq_test
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -10,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/internal/telemetrytest"
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/dlq"
 	"github.com/skillbus/skillbus/pkg/telemetry"
@@ -18,28 +18,10 @@ import (
 // deadTP is the span of the execution (or trigger) that died.
 const deadTP = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
-// keep makes an in-memory exporter survive the tracer provider's Shutdown.
-type keep struct{ *tracetest.InMemoryExporter }
-
-func (keep) Shutdown(context.Context) error { return nil }
-
-// traced turns tracing on, spans to an in-memory exporter; collect flushes them.
+// traced turns tracing on, spans to memory; collect flushes and returns them.
 func traced(t *testing.T) (collect func() tracetest.SpanStubs) {
 	t.Helper()
-	exp := tracetest.NewInMemoryExporter()
-	tel, err := telemetry.Setup(context.Background(), telemetry.Config{Getenv: func(string) string { return "" }, SpanExporter: keep{exp}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tel.Shutdown(context.Background()) })
-	return func() tracetest.SpanStubs {
-		if tp, ok := tel.TracerProvider.(interface{ ForceFlush(context.Context) error }); ok {
-			if err := tp.ForceFlush(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return exp.GetSpans()
-	}
+	return telemetrytest.Record(t).Spans
 }
 
 // checkReplaySpan checks that the replay's PRODUCER span is the child of the span

@@ -1,24 +1,20 @@
 package router_test
 
 import (
-	"context"
 	"encoding/json"
-	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/internal/natstest"
+	"github.com/skillbus/skillbus/internal/telemetrytest"
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/run"
-	"github.com/skillbus/skillbus/pkg/telemetry"
 )
 
 // pause writes what a worker leaves behind when a step needs confirmation.
@@ -93,15 +89,7 @@ func TestUnansweredConfirmationIsDeniedAtItsDeadline(t *testing.T) {
 // to the paused execution's span instead of continuing it (that span ended when the
 // execution paused); the resumed job carries the router's publish span.
 func TestResumedConfirmationLinksThePausedSpan(t *testing.T) {
-	tp, mp, prop := otel.GetTracerProvider(), otel.GetMeterProvider(), otel.GetTextMapPropagator()
-	t.Cleanup(func() { otel.SetTracerProvider(tp); otel.SetMeterProvider(mp); otel.SetTextMapPropagator(prop) })
-	exp := tracetest.NewInMemoryExporter()
-	tel, err := telemetry.Setup(context.Background(), telemetry.Config{
-		Getenv: func(string) string { return "" }, SpanExporter: exp, Log: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tel.Shutdown(context.Background())
+	rec := telemetrytest.Record(t)
 	f := setup(t, hello)
 	const paused = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	job, _ := json.Marshal(events.Job{ExecutionID: "exec3", Skill: events.SkillRef{Name: "hello", Pool: "default", ExecutionID: "exec3"}, Inputs: json.RawMessage(`{}`)})
@@ -116,9 +104,7 @@ func TestResumedConfirmationLinksThePausedSpan(t *testing.T) {
 
 	var answer, pub tracetest.SpanStub
 	natstest.Eventually(t, 10*time.Second, func() bool {
-		tp := tel.TracerProvider.(*sdktrace.TracerProvider)
-		_ = tp.ForceFlush(f.ctx)
-		for _, s := range exp.GetSpans() {
+		for _, s := range rec.Spans() {
 			switch {
 			case s.Name == "process skillbus.events.exec3.confirmation.recorded":
 				answer = s

@@ -1,41 +1,25 @@
 package worker_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/skillbus/skillbus/internal/natstest"
+	"github.com/skillbus/skillbus/internal/telemetrytest"
 	"github.com/skillbus/skillbus/pkg/telemetry"
 )
-
-type keep struct{ *tracetest.InMemoryExporter }
-
-func (keep) Shutdown(context.Context) error { return nil }
 
 // TestTraceSettleAndDeadLetters: with tracing on, a retried delivery ends with a
 // nak span carrying its delay, a dead execution with its dead letter's PRODUCER
 // span and an ack span, both children of its process span, and an unreadable job's
 // dead letter is published under a span that continues the job's trace.
 func TestTraceSettleAndDeadLetters(t *testing.T) {
-	gtp, mp, prop := otel.GetTracerProvider(), otel.GetMeterProvider(), otel.GetTextMapPropagator()
-	exp := tracetest.NewInMemoryExporter()
-	tel, err := telemetry.Setup(context.Background(), telemetry.Config{Getenv: func(string) string { return "" }, SpanExporter: keep{exp}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		tel.Shutdown(context.Background())
-		otel.SetTracerProvider(gtp)
-		otel.SetMeterProvider(mp)
-		otel.SetTextMapPropagator(prop)
-	})
+	rec := telemetrytest.Record(t)
 	f := setup(t, oneStep("doomed", "broken", 0), oneStep("flappy", "once-flaky", 3))
 	f.start()
 	doomed := f.job("d1", "doomed")
@@ -71,10 +55,7 @@ func TestTraceSettleAndDeadLetters(t *testing.T) {
 	}
 	var doomedProc, flappyFirst tracetest.SpanStub
 	natstest.Eventually(t, 20*time.Second, func() bool {
-		if p, ok := otel.GetTracerProvider().(interface{ ForceFlush(context.Context) error }); ok {
-			_ = p.ForceFlush(context.Background())
-		}
-		spans = exp.GetSpans()
+		spans = rec.Spans()
 		var ok1, ok2, ok3 bool
 		doomedProc, ok1 = find("process skillbus.exec.default.doomed.{activation}.{stage}", exec(doomed))
 		flappyFirst, ok2 = find("process skillbus.exec.default.flappy.{activation}.{stage}", func(s tracetest.SpanStub) bool {

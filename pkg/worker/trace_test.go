@@ -1,36 +1,24 @@
 package worker_test
 
 import (
-	"context"
 	"encoding/json"
-	"log/slog"
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/codes"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/internal/natstest"
+	"github.com/skillbus/skillbus/internal/telemetrytest"
 	"github.com/skillbus/skillbus/pkg/bus"
-	"github.com/skillbus/skillbus/pkg/telemetry"
 )
 
 // A retried job's second attempt links to the first, which failed retryably; both
 // continue the trace the job carries, and the first records its failure class.
 func TestRetryLinksTheAttemptBefore(t *testing.T) {
-	tp, mp, prop := otel.GetTracerProvider(), otel.GetMeterProvider(), otel.GetTextMapPropagator()
-	t.Cleanup(func() { otel.SetTracerProvider(tp); otel.SetMeterProvider(mp); otel.SetTextMapPropagator(prop) })
-	exp := tracetest.NewInMemoryExporter()
-	tel, err := telemetry.Setup(context.Background(), telemetry.Config{
-		Getenv: func(string) string { return "" }, SpanExporter: exp, Log: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tel.Shutdown(context.Background())
+	rec := telemetrytest.Record(t)
 
 	f := setup(t, oneStep("once", "once-flaky", 3))
 	f.start()
@@ -47,9 +35,8 @@ func TestRetryLinksTheAttemptBefore(t *testing.T) {
 
 	var attempts []tracetest.SpanStub
 	natstest.Eventually(t, 10*time.Second, func() bool {
-		_ = tel.TracerProvider.(*sdktrace.TracerProvider).ForceFlush(f.ctx)
 		attempts = attempts[:0]
-		for _, s := range exp.GetSpans() {
+		for _, s := range rec.Spans() {
 			if s.SpanKind == trace.SpanKindConsumer && s.Name == "process skillbus.exec.default.once.{activation}.{stage}" {
 				attempts = append(attempts, s)
 			}
