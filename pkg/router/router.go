@@ -260,7 +260,8 @@ func noteOf(ctx context.Context) *routeNote {
 // retried (a publish failed); every outcome about the trigger itself is recorded.
 func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 	ref := events.TriggerRef{Subject: msg.Subject()}
-	if md, err := msg.Metadata(); err == nil {
+	md, _ := msg.Metadata() // nil only for a message that did not come from a stream
+	if md != nil {
 		ref.Seq = md.Sequence.Stream
 	}
 	size := len(msg.Data()) + headerSize(msg.Headers())
@@ -395,7 +396,7 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 	// one's events, and its result, under the same activation id. The decision rides
 	// in the jobs (events.Job.Route), where followers read it; it is an event of its
 	// own only where the events level persists it.
-	if prev, ok := r.routedElsewhere(ctx, msg, actID, plan.Primary.Name); ok {
+	if prev, ok := r.routedElsewhere(ctx, md, actID, plan.Primary.Name); ok {
 		r.cfg.Log.Info("router: trigger routed before to another skill (the catalog changed since); its first activation answers it",
 			"activation", actID, "source", ref.Source, "id", ref.ID, "first", prev, "now", plan.Primary.Name)
 		return msg.Ack()
@@ -430,7 +431,7 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 		return err
 	}
 	if b.Duplicate(jobs[0].Header.Get(bus.HeaderMsgID)) {
-		if md, err := msg.Metadata(); err == nil && md.NumDelivered == 1 {
+		if md != nil && md.NumDelivered == 1 {
 			r.cfg.Log.Info("router: trigger routed before; its first activation answers it",
 				"activation", actID, "source", ref.Source, "id", ref.ID, "seq", ref.Seq)
 		}
@@ -460,9 +461,8 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 // redelivery, or a trigger stored before this router's connection began, whose
 // delivery count a server restart may have reset — reads the decision first. First
 // deliveries of fresh triggers, nearly all of them, read nothing.
-func (r *Router) routedElsewhere(ctx context.Context, msg jetstream.Msg, actID, primary string) (string, bool) {
-	md, err := msg.Metadata()
-	if err == nil && md.NumDelivered == 1 && r.epoch.Fresh(ctx, md.Sequence.Stream) {
+func (r *Router) routedElsewhere(ctx context.Context, md *jetstream.MsgMetadata, actID, primary string) (string, bool) {
+	if md != nil && md.NumDelivered == 1 && r.epoch.Fresh(ctx, md.Sequence.Stream) {
 		return "", false
 	}
 	prev, _, err := r.cfg.Bus.Decision(ctx, actID)
