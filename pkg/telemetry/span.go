@@ -78,8 +78,12 @@ type Job struct {
 	Pool           string
 }
 
-// Attributes returns j as span attributes.
+// Attributes returns j as span attributes; nil when Setup turned tracing off, as
+// no span would record them (building them is most of what a job's spans cost then).
 func (j Job) Attributes() []attribute.KeyValue {
+	if a := active.Load(); a != nil && a.off {
+		return nil
+	}
 	kv := make([]attribute.KeyValue, 0, 6)
 	add := func(k attribute.Key, v string) {
 		if v != "" {

@@ -579,24 +579,31 @@ func (w *Worker) settleOnce(ctx context.Context, j *job, d Decision) error {
 }
 
 // keepAlive tells JetStream the job is still being worked on, well within AckWait,
-// and renews the execution's claim if it holds one.
+// and renews the execution's claim if it holds one. It is a timer, not a goroutine:
+// most jobs finish long before it first fires. stop waits for a beat under way.
 func (w *Worker) keepAlive(ctx context.Context, j *job) (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(w.cfg.AckWait / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-t.C:
-				_ = j.msg.InProgress()
-				w.renew(ctx, j)
-			case <-done:
-				return
-			}
+	var mu sync.Mutex
+	stopped := false
+	every := w.cfg.AckWait / 3
+	var t *time.Timer
+	mu.Lock() // until t is set
+	defer mu.Unlock()
+	t = time.AfterFunc(every, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
 		}
+		_ = j.msg.InProgress()
+		w.renew(ctx, j)
+		t.Reset(every)
 	})
-	return func() { close(done); wg.Wait() }
+	return func() {
+		mu.Lock()
+		stopped = true
+		t.Stop()
+		mu.Unlock()
+	}
 }
 
 // poison records a job message that cannot be read at all and terminates it.

@@ -429,3 +429,37 @@ func TestCrashLoopEnds(t *testing.T) {
 	}
 	f.drained()
 }
+
+// TestLongStepKeepsItsJob: a step running three times the consumer's AckWait keeps
+// its job — the worker tells JetStream it is still working on it — so the job is
+// delivered once and its execution completes once.
+func TestLongStepKeepsItsJob(t *testing.T) {
+	f := setup(t, oneStep("slow", "wait", 0))
+	f.start() // AckWait 1s
+	id := f.job("long", "slow")
+	select {
+	case <-f.blocked:
+	case <-f.ctx.Done():
+		t.Fatal("the step never started")
+	}
+	// The step holds the job for 3 AckWaits; without the heartbeat JetStream hands
+	// it out again after the first.
+	hold := time.After(3 * time.Second)
+	cons, err := f.b.JS.Consumer(f.ctx, f.b.StreamJobs(), "worker-default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-hold
+	info, err := cons.Info(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(f.release)
+	if info.NumRedelivered != 0 || info.Delivered.Consumer != 1 {
+		t.Fatalf("while the step ran: %d redelivered, %d deliveries; want 0 and 1", info.NumRedelivered, info.Delivered.Consumer)
+	}
+	f.waitEvent(id, events.TypeExecutionCompleted)
+	if n := f.calls["wait"].Load(); n != 1 {
+		t.Fatalf("the step ran %d times, want 1", n)
+	}
+}
