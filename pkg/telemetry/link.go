@@ -50,10 +50,7 @@ func StartPublishLinked(ctx context.Context, m *nats.Msg, template, reason strin
 		}
 		msg := MessageOf(m, "")
 		msg.Template = template
-		ctx, span = tracer().Start(ctx, msg.spanName("publish"),
-			trace.WithSpanKind(trace.SpanKindProducer),
-			trace.WithLinks(links...),
-			trace.WithAttributes(msg.attrs(opSend, "publish", attrs)...))
+		ctx, span = startMessage(ctx, msg, trace.SpanKindProducer, opSend, "publish", links, attrs)
 	}
 	if span.IsRecording() {
 		InjectCE(ctx, m.Header)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/skillbus/skillbus/pkg/bus"
@@ -133,6 +134,42 @@ func TestInjectRoundTrips(t *testing.T) {
 	telemetry.InjectHeader(context.Background(), h)
 	if len(e2.Extensions()) != 0 || len(h) != 0 {
 		t.Errorf("injected without a span context: %v %v", e2.Extensions(), h)
+	}
+}
+
+// TestInjectWritesWhatThePropagatorWrites: Inject, InjectCE and InjectHeader
+// format the traceparent themselves (it is cheaper); they must write what the W3C
+// propagator writes, flags and trace state included.
+func TestInjectWritesWhatThePropagatorWrites(t *testing.T) {
+	state, err := trace.ParseTraceState("congo=t61rcWkgMzE,rojo=00f067aa0ba902b7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, flags := range []trace.TraceFlags{0, trace.FlagsSampled, trace.FlagsRandom, trace.FlagsSampled | trace.FlagsRandom, 0xff} {
+		for _, st := range []trace.TraceState{{}, state} {
+			sc := trace.NewSpanContext(trace.SpanContextConfig{
+				TraceID: trace.TraceID{0x0a, 0xf7, 0x65, 0x19, 0x16, 0xcd, 0x43, 0xdd, 0x84, 0x48, 0xeb, 0x21, 0x1c, 0x80, 0x31, 0x9c},
+				SpanID:  trace.SpanID{0xb7, 0xad, 0x6b, 0x71, 0x69, 0x20, 0x33, 0x31}, TraceFlags: flags, TraceState: st,
+			})
+			ctx := trace.ContextWithSpanContext(context.Background(), sc)
+			want := propagation.MapCarrier{}
+			propagation.TraceContext{}.Inject(ctx, want)
+
+			gotTP, gotTS := telemetry.Inject(ctx)
+			if gotTP != want["traceparent"] || gotTS != want["tracestate"] {
+				t.Errorf("flags %02x: Inject = %q, %q; the propagator writes %q, %q", byte(flags), gotTP, gotTS, want["traceparent"], want["tracestate"])
+			}
+			h := nats.Header{}
+			telemetry.InjectCE(ctx, h)
+			telemetry.InjectHeader(ctx, h)
+			for _, prefix := range []string{"ce-", ""} {
+				for _, k := range []string{"traceparent", "tracestate"} {
+					if got := h[prefix+k]; len(want[k]) == 0 && len(got) != 0 || len(want[k]) != 0 && (len(got) != 1 || got[0] != want[k]) {
+						t.Errorf("flags %02x: header %s%s = %q; the propagator writes %q", byte(flags), prefix, k, got, want[k])
+					}
+				}
+			}
+		}
 	}
 }
 

@@ -80,21 +80,32 @@ type Job struct {
 
 // Attributes returns j as span attributes; nil when Setup turned tracing off, as
 // no span would record them (building them is most of what a job's spans cost then).
+// Small enough to be inlined, so that the slice, with room for two more attributes,
+// stays on the caller's stack when it is passed straight to a Start function.
 func (j Job) Attributes() []attribute.KeyValue {
+	return appendJob(make([]attribute.KeyValue, 0, 8), j)
+}
+
+// appendJob appends j's attributes to kv; nil when Setup turned tracing off.
+func appendJob(kv []attribute.KeyValue, j Job) []attribute.KeyValue {
 	if a := active.Load(); a != nil && a.off {
 		return nil
 	}
-	kv := make([]attribute.KeyValue, 0, 6)
-	add := func(k attribute.Key, v string) {
-		if v != "" {
-			kv = append(kv, k.String(v))
-		}
+	if j.Skill != "" {
+		kv = append(kv, AttrSkillName.String(j.Skill))
 	}
-	add(AttrSkillName, j.Skill)
-	add(AttrSkillVersion, j.Version)
-	add(AttrActivationID, j.ActivationID)
-	add(AttrExecutionID, j.ExecutionID)
-	add(AttrPool, j.Pool)
+	if j.Version != "" {
+		kv = append(kv, AttrSkillVersion.String(j.Version))
+	}
+	if j.ActivationID != "" {
+		kv = append(kv, AttrActivationID.String(j.ActivationID))
+	}
+	if j.ExecutionID != "" {
+		kv = append(kv, AttrExecutionID.String(j.ExecutionID))
+	}
+	if j.Pool != "" {
+		kv = append(kv, AttrPool.String(j.Pool))
+	}
 	if j.Attempt > 0 {
 		kv = append(kv, AttrAttempt.Int(j.Attempt))
 	}
@@ -114,8 +125,9 @@ type Message struct {
 	BodySize int
 }
 
-func (m Message) attrs(op attribute.KeyValue, opName string, extra []attribute.KeyValue) []attribute.KeyValue {
-	kv := make([]attribute.KeyValue, 0, 8+len(extra))
+// appendAttrs appends m's messaging attributes for operation op (its
+// messaging.operation.type) named opName, then extra.
+func (m Message) appendAttrs(kv []attribute.KeyValue, op attribute.KeyValue, opName string, extra []attribute.KeyValue) []attribute.KeyValue {
 	kv = append(kv, MessagingSystem, op, semconv.MessagingOperationName(opName))
 	if m.Destination != "" {
 		kv = append(kv, semconv.MessagingDestinationName(m.Destination))
@@ -140,10 +152,17 @@ func (m Message) spanName(op string) string {
 	if d == "" {
 		d = m.Destination
 	}
-	if d == "" {
-		return op
-	}
-	return op + " " + d
+	return spanName(op, d)
+}
+
+// startMessage starts the span of operation op (messaging.operation.type) named
+// opName on m, of kind kind, with links and attrs after m's own attributes.
+func startMessage(ctx context.Context, m Message, kind trace.SpanKind, op attribute.KeyValue, opName string, links []trace.Link, attrs []attribute.KeyValue) (context.Context, trace.Span) {
+	b := getAttrs()
+	b.kv = m.appendAttrs(b.kv, op, opName, attrs)
+	ctx, span := startSpan(ctx, m.spanName(opName), kind, links, b.kv)
+	putAttrs(b)
+	return ctx, span
 }
 
 // active is the tracer Setup installed: nil before Setup (and after Shutdown), when
@@ -187,9 +206,7 @@ func StartPublish(ctx context.Context, m Message, attrs ...attribute.KeyValue) (
 	if s, ok := off(ctx); ok {
 		return ctx, s
 	}
-	return tracer().Start(ctx, m.spanName("publish"),
-		trace.WithSpanKind(trace.SpanKindProducer),
-		trace.WithAttributes(m.attrs(opSend, "publish", attrs)...))
+	return startMessage(ctx, m, trace.SpanKindProducer, opSend, "publish", nil, attrs)
 }
 
 // StartProcess starts the CONSUMER span of processing m ("process <subject>"). ctx
@@ -200,10 +217,7 @@ func StartProcess(ctx context.Context, m Message, links []trace.Link, attrs ...a
 	if s, ok := off(ctx); ok {
 		return ctx, s
 	}
-	return tracer().Start(ctx, m.spanName("process"),
-		trace.WithSpanKind(trace.SpanKindConsumer),
-		trace.WithLinks(links...),
-		trace.WithAttributes(m.attrs(semconv.MessagingOperationTypeProcess, "process", attrs)...))
+	return startMessage(ctx, m, trace.SpanKindConsumer, semconv.MessagingOperationTypeProcess, "process", links, attrs)
 }
 
 // StartReceive starts the CONSUMER span of receiving m ("receive <subject>"), for a
@@ -212,10 +226,7 @@ func StartReceive(ctx context.Context, m Message, links []trace.Link, attrs ...a
 	if s, ok := off(ctx); ok {
 		return ctx, s
 	}
-	return tracer().Start(ctx, m.spanName("receive"),
-		trace.WithSpanKind(trace.SpanKindConsumer),
-		trace.WithLinks(links...),
-		trace.WithAttributes(m.attrs(semconv.MessagingOperationTypeReceive, "receive", attrs)...))
+	return startMessage(ctx, m, trace.SpanKindConsumer, semconv.MessagingOperationTypeReceive, "receive", links, attrs)
 }
 
 // StartSettle starts the CLIENT span of settling m: op names how ("ack", "nak",
@@ -224,9 +235,7 @@ func StartSettle(ctx context.Context, m Message, op string, attrs ...attribute.K
 	if s, ok := off(ctx); ok {
 		return ctx, s
 	}
-	return tracer().Start(ctx, m.spanName(op),
-		trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(m.attrs(semconv.MessagingOperationTypeSettle, op, attrs)...))
+	return startMessage(ctx, m, trace.SpanKindClient, semconv.MessagingOperationTypeSettle, op, nil, attrs)
 }
 
 // StartRequest starts the CLIENT span of a NATS request that waits for its reply,
@@ -236,9 +245,7 @@ func StartRequest(ctx context.Context, m Message, attrs ...attribute.KeyValue) (
 	if s, ok := off(ctx); ok {
 		return ctx, s
 	}
-	return tracer().Start(ctx, m.spanName("send"),
-		trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(m.attrs(opSend, "send", attrs)...))
+	return startMessage(ctx, m, trace.SpanKindClient, opSend, "send", nil, attrs)
 }
 
 // StartServe starts the SERVER span of answering a NATS request ("process
@@ -247,9 +254,7 @@ func StartServe(ctx context.Context, m Message, attrs ...attribute.KeyValue) (co
 	if s, ok := off(ctx); ok {
 		return ctx, s
 	}
-	return tracer().Start(ctx, m.spanName("process"),
-		trace.WithSpanKind(trace.SpanKindServer),
-		trace.WithAttributes(m.attrs(semconv.MessagingOperationTypeProcess, "process", attrs)...))
+	return startMessage(ctx, m, trace.SpanKindServer, semconv.MessagingOperationTypeProcess, "process", nil, attrs)
 }
 
 // StartClient starts a CLIENT span named name, for a call to another service over
@@ -266,14 +271,15 @@ func StartStep(ctx context.Context, id, kind string, attrs ...attribute.KeyValue
 	if s, ok := off(ctx); ok {
 		return ctx, s
 	}
-	kv := make([]attribute.KeyValue, 0, 2+len(attrs))
-	kv = append(kv, AttrStepID.String(id))
+	b := getAttrs()
+	b.kv = append(b.kv, AttrStepID.String(id))
 	if kind != "" {
-		kv = append(kv, AttrStepKind.String(kind))
+		b.kv = append(b.kv, AttrStepKind.String(kind))
 	}
-	return tracer().Start(ctx, "step "+id,
-		trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithAttributes(append(kv, attrs...)...))
+	b.kv = append(b.kv, attrs...)
+	ctx, span := startSpan(ctx, spanName("step", id), trace.SpanKindInternal, nil, b.kv)
+	putAttrs(b)
+	return ctx, span
 }
 
 // Start starts an INTERNAL span named name, for work that is not a message or a step

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -212,5 +213,56 @@ func TestPublishEventOffPassesContextOn(t *testing.T) {
 	pub.End()
 	if out.Extensions()["traceparent"] != tp {
 		t.Errorf("with tracing off the next event carries %v, want the incoming traceparent", out.Extensions())
+	}
+}
+
+// sawAttrs is a sampler that samples everything and keeps the attributes each span
+// started with: what a sampler of a program's own provider may decide on.
+type sawAttrs struct {
+	seen map[string][]attribute.KeyValue
+}
+
+func (s sawAttrs) ShouldSample(p sdktrace.SamplingParameters) sdktrace.SamplingResult {
+	s.seen[p.Name] = p.Attributes
+	return sdktrace.SamplingResult{Decision: sdktrace.RecordAndSample}
+}
+
+func (sawAttrs) Description() string { return "sawAttrs" }
+
+// TestOwnProviderSamplerSeesAttributes: in a program that installs its own SDK
+// rather than calling Setup, the helpers give a span's attributes to Start, where
+// its sampler can read them (the messaging conventions name them for sampling), and
+// the spans record them, each its own (the helpers build them in a shared buffer).
+func TestOwnProviderSamplerSeesAttributes(t *testing.T) {
+	restoreGlobals(t)
+	exp := tracetest.NewInMemoryExporter()
+	s := sawAttrs{seen: map[string][]attribute.KeyValue{}}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp), sdktrace.WithSampler(s))
+	defer tp.Shutdown(context.Background())
+	otel.SetTracerProvider(tp)
+
+	job := telemetry.Job{Skill: "hello", ExecutionID: "x1", Pool: "default"}
+	ctx, pub := telemetry.StartPublish(context.Background(), telemetry.Message{Destination: "skillbus.jobs.default", ID: "x1.job"}, job.Attributes()...)
+	_, step := telemetry.StartStep(ctx, "fetch", "tool")
+	step.End()
+	pub.End()
+
+	for name, want := range map[string]map[string]string{
+		"publish skillbus.jobs.default": {"messaging.system": "nats", "messaging.destination.name": "skillbus.jobs.default", "messaging.message.id": "x1.job", "skillbus.skill.name": "hello", "skillbus.pool": "default"},
+		"step fetch":                    {"skillbus.step.id": "fetch", "skillbus.step.kind": "tool"},
+	} {
+		saw := map[string]string{}
+		for _, kv := range s.seen[name] {
+			saw[string(kv.Key)] = kv.Value.Emit()
+		}
+		got := attrsOf(byName(t, exp.GetSpans(), name))
+		for k, v := range want {
+			if saw[k] != v || got[k] != v {
+				t.Errorf("%s: %s = %q at Start, %q recorded; want %q", name, k, saw[k], got[k], v)
+			}
+		}
+		if _, ok := got["skillbus.step.id"]; ok != (name == "step fetch") {
+			t.Errorf("%s records another span's attributes: %v", name, got)
+		}
 	}
 }
