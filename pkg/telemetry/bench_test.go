@@ -93,3 +93,72 @@ func sinkHeader(nats.Header) {}
 
 //go:noinline
 func sinkEvent(*event.Event) {}
+
+// BenchmarkExecution records the spans of one execution of a one-step skill as
+// the router and the worker record them — the trigger's process span, the job's
+// publish span, the delivery's process span, the step's span, the outcome's
+// publish span — with the trace context injected where they inject it: "on" with
+// every span sampled and batched to an exporter that drops them, "off" with no
+// endpoint set. Unlike the throughput ratio of `skillbus bench --only tracing`,
+// on minus off here is what tracing alone costs, in one goroutine, and barely
+// moves with the machine's load.
+func BenchmarkExecution(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		name, cfg := "off", telemetry.Config{Getenv: env(nil)}
+		if on {
+			name, cfg = "on", telemetry.Config{Getenv: env(map[string]string{telemetry.EnvSampler: "always_on"}), SpanExporter: discard{}}
+		}
+		b.Run(name, func(b *testing.B) {
+			gtp, mp, prop := otel.GetTracerProvider(), otel.GetMeterProvider(), otel.GetTextMapPropagator()
+			tel, err := telemetry.Setup(context.Background(), cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer func() {
+				tel.Shutdown(context.Background())
+				otel.SetTracerProvider(gtp)
+				otel.SetMeterProvider(mp)
+				otel.SetTextMapPropagator(prop)
+			}()
+			b.ReportAllocs()
+			for b.Loop() {
+				execution()
+			}
+		})
+	}
+}
+
+func execution() {
+	const jobTmpl = "skillbus.exec.{pool}.{skill}.{activation}.{stage}"
+	trigger := &nats.Msg{Subject: "skillbus.trigger.bench.noop", Data: make([]byte, 120), Header: nats.Header{
+		"ce-specversion": {"1.0"}, "ce-id": {"t-1"}, "ce-type": {"bench.noop"}, "ce-source": {"/bench"}, "Nats-Msg-Id": {"t-1"}}}
+	job := &nats.Msg{Subject: "skillbus.exec.default.noop.a1.primary", Data: make([]byte, 300), Header: nats.Header{
+		"ce-specversion": {"1.0"}, "ce-id": {"e1.job"}, "ce-type": {"skillbus.job"}, "ce-source": {"/router"}, "Nats-Msg-Id": {"e1.job"}}}
+	outcome := &nats.Msg{Subject: "skillbus.events.e1.execution.completed", Data: make([]byte, 200), Header: nats.Header{
+		"ce-specversion": {"1.0"}, "ce-id": {"e1.outcome"}, "ce-type": {"skillbus.execution.completed"}, "Nats-Msg-Id": {"e1.outcome"}}}
+
+	// The router.
+	rctx, rspan := telemetry.StartConsume(context.Background(), trigger, "router", nil)
+	_, _ = telemetry.Inject(rctx)
+	_, pub := telemetry.StartPublishMsg(rctx, job, jobTmpl, append(telemetry.Job{
+		Skill: "noop", Version: "1.0.0", ActivationID: "a1", ExecutionID: "e1", Pool: "default",
+	}.Attributes(), telemetry.AttrRouteMethod.String("explicit"), telemetry.AttrRouteScore.Float64(1))...)
+	telemetry.End(pub, nil)
+	if rspan.IsRecording() {
+		rspan.SetAttributes(telemetry.AttrOutcome.String(telemetry.OutcomeRouted))
+		rspan.SetAttributes(telemetry.AttrRouteMethod.String("explicit"))
+	}
+	telemetry.End(rspan, nil)
+
+	// The worker.
+	wctx, dspan := telemetry.StartDelivery(context.Background(), job, "worker-default", telemetry.Delivery{
+		ExecutionID: "e1", Attempt: 1, Template: jobTmpl,
+	}, telemetry.Job{Skill: "noop", Version: "1.0.0", ActivationID: "a1", ExecutionID: "e1", Attempt: 1, Pool: "default"}.Attributes()...)
+	_, _ = telemetry.Inject(wctx)
+	_, step := telemetry.StartStep(wctx, "run", "compute", telemetry.AttrTool.String(""))
+	telemetry.End(step, nil)
+	_, out := telemetry.StartPublishMsg(wctx, outcome, "skillbus.events.{execution}.execution.completed",
+		telemetry.Job{Skill: "noop", Version: "1.0.0", ActivationID: "a1", ExecutionID: "e1", Attempt: 1, Pool: "default"}.Attributes()...)
+	telemetry.End(out, nil)
+	telemetry.End(dspan, nil)
+}

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/skillbus/skillbus/events"
@@ -105,7 +104,7 @@ func (w *Worker) fail(ctx context.Context, j *job, stepID string, cause error) e
 // stands instead; the job has then been settled by redrive.
 func (w *Worker) publishOutcome(ctx context.Context, j *job, m *nats.Msg) (lost bool, err error) {
 	// The outcome's PRODUCER span, until everything queued with it is acknowledged.
-	_, span := telemetry.StartPublishMsg(ctx, m, w.cfg.Bus.Subjects.Prefix+".events.{execution}."+events.Kind(m.Header.Get("ce-type")), j.attrs()...)
+	_, span := telemetry.StartPublishMsg(ctx, m, w.cfg.Bus.Subjects.Prefix+".events.{execution}."+events.Kind(m.Header.Get("ce-type")), j.span().Attributes()...)
 	j.batch.Publish(m)
 	err = j.batch.Wait(ctx)
 	telemetry.End(span, err)
@@ -325,10 +324,10 @@ func deadLetter(b *bus.Bus, rec *run.Record) string {
 	return b.Subjects.Dead(rec.Skill)
 }
 
-// attrs are the skillbus attributes of j's spans.
-func (j *job) attrs() []attribute.KeyValue {
+// span describes j for its spans (Attributes at the call site keeps them off the heap).
+func (j *job) span() telemetry.Job {
 	return telemetry.Job{
 		Skill: j.data.Skill.Name, Version: j.data.Skill.Version, ActivationID: j.data.ActivationID,
 		ExecutionID: j.data.ExecutionID, Attempt: int(j.attempt), Pool: j.data.Skill.Pool,
-	}.Attributes()
+	}
 }
