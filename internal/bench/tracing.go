@@ -23,31 +23,58 @@ func (d *discard) ExportSpans(_ context.Context, spans []sdktrace.ReadOnlySpan) 
 
 func (d *discard) Shutdown(context.Context) error { return nil }
 
+// tracingRounds is the fewest rounds the tracing figure is the median of. Its two
+// runs differ by less than a shared machine's load moves one of them: in the
+// throughput phase a run gets anywhere from under one core to two, as other work
+// comes and goes, so one round's ratio can be off by more than tracing costs. Five
+// rounds keep two such rounds out of the median, and every other round measures
+// tracing on first, so that what runs second (a heap left by the first run, a
+// machine getting busier) lands on both sides alike.
+const tracingRounds = 5
+
 // runTracing measures the one-step skill with tracing off and on (every trace
-// sampled, spans batched to an exporter that discards them), in alternating rounds,
-// with telemetry set up through pkg/telemetry as in a skillbus process. It prints
-// each run and the median throughput ratio on/off.
+// sampled, spans batched to an exporter that discards them), in rounds of the
+// two, at least tracingRounds of them, with telemetry set up through
+// pkg/telemetry as in a skillbus process. It prints each run and the median
+// throughput ratio on/off, with the spans an execution exported.
 func runTracing(ctx context.Context, cfg Config) error {
 	var ratios []float64
-	for round := 1; round <= cfg.Rounds; round++ {
-		fmt.Fprintf(cfg.Out, "tracing round %d (one-step skill):\n", round)
-		off, _, err := tracedRun(ctx, cfg, "tracing off", nil)
-		if err != nil {
-			return err
+	var spans, execs int64
+	for round := 1; round <= max(cfg.Rounds, tracingRounds); round++ {
+		onFirst := round%2 == 0
+		order := "off first"
+		if onFirst {
+			order = "on first"
 		}
-		exp := &discard{}
-		on, spans, err := tracedRun(ctx, cfg, "tracing on", exp)
-		if err != nil {
-			return err
-		}
-		if spans == 0 {
-			return fmt.Errorf("tracing on: no span reached the exporter, so the figure would measure nothing")
+		fmt.Fprintf(cfg.Out, "tracing round %d (one-step skill, %s):\n", round, order)
+		var off, on Result
+		for _, traced := range []bool{onFirst, !onFirst} {
+			if !traced {
+				r, _, err := tracedRun(ctx, cfg, "tracing off", nil)
+				if err != nil {
+					return err
+				}
+				off = r
+				continue
+			}
+			exp := &discard{}
+			r, n, err := tracedRun(ctx, cfg, "tracing on", exp)
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				return fmt.Errorf("tracing on: no span reached the exporter, so the figure would measure nothing")
+			}
+			on = r
+			spans += n
+			execs += int64(cfg.Executions + cfg.Samples)
 		}
 		line(cfg.Out, off)
 		line(cfg.Out, on)
 		ratios = append(ratios, on.PerSecond/off.PerSecond)
 	}
-	fmt.Fprintf(cfg.Out, "ratio tracing on/off (100%% sampling, discarding exporter): throughput %.2f\n", median(ratios))
+	fmt.Fprintf(cfg.Out, "ratio tracing on/off (100%% sampling, discarding exporter; median of %d rounds, %.2f spans exported per execution): throughput %.2f\n",
+		len(ratios), float64(spans)/float64(execs), median(ratios))
 	return nil
 }
 
@@ -84,11 +111,12 @@ func tracedRun(ctx context.Context, cfg Config, name string, exp *discard) (Resu
 }
 
 // RunTracing measures only the cost of tracing (what `skillbus bench --only tracing`
-// prints): the one-step skill with tracing off and on, in alternating rounds.
+// prints): the one-step skill with tracing off and on, in rounds of the two (at
+// least tracingRounds).
 func RunTracing(ctx context.Context, cfg Config) error {
 	cfg.defaults()
 	fmt.Fprintf(cfg.Out, "skillbus bench: tracing, %d rounds of %d executions (window %d), concurrency %d\n",
-		cfg.Rounds, cfg.Executions, cfg.Window, cfg.Concurrency)
+		max(cfg.Rounds, tracingRounds), cfg.Executions, cfg.Window, cfg.Concurrency)
 	return runTracing(ctx, cfg)
 }
 
