@@ -38,6 +38,14 @@ const tracingRounds = 5
 // pkg/telemetry as in a skillbus process. It prints each run and the median
 // throughput ratio on/off, with the spans an execution exported.
 func runTracing(ctx context.Context, cfg Config) error {
+	// The first run of a process costs more CPU per execution than those after it
+	// (10–20% in the throughput phase: a heap and caches to grow): an untimed one
+	// keeps that off the first round's tracing-off run.
+	warm := cfg
+	warm.Executions, warm.Samples = max(cfg.Executions/4, 1), 1
+	if _, _, err := tracedRun(ctx, warm, "warm-up", nil); err != nil {
+		return err
+	}
 	var ratios []float64
 	var spans, execs int64
 	for round := 1; round <= max(cfg.Rounds, tracingRounds); round++ {

@@ -80,6 +80,7 @@ type Telemetry struct {
 	Live *Health
 
 	active *activeTracer
+	rec    *recorder
 	tp     *sdktrace.TracerProvider
 	mp     *sdkmetric.MeterProvider
 	log    *slog.Logger
@@ -132,14 +133,21 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 			_ = exp.Shutdown(ctx)
 			return nil, err
 		}
+		bsp := sdktrace.NewBatchSpanProcessor(exp)
 		t.tp = sdktrace.NewTracerProvider(
-			sdktrace.WithBatcher(exp),
+			sdktrace.WithSpanProcessor(bsp),
 			sdktrace.WithResource(res),
 			sdktrace.WithSampler(sampler),
 			sdktrace.WithIDGenerator(idGenerator{}),
 		)
 		t.TracerProvider = t.tp
 		t.Tracing = true
+		// The provider's resource: WithResource merges the process environment in.
+		pres, err := resource.Merge(resource.Environment(), res)
+		if err != nil {
+			pres = res
+		}
+		t.rec = newRecorder(t.tp, sampler, pres, bsp, sdktrace.NewSpanLimits())
 	} else {
 		t.TracerProvider = noop.NewTracerProvider()
 	}
@@ -157,7 +165,7 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 		return nil, err
 	}
 
-	t.active = &activeTracer{off: !t.Tracing, tracer: t.Tracer()}
+	t.active = &activeTracer{off: !t.Tracing, tracer: t.Tracer(), rec: t.rec}
 	active.Store(t.active)
 	otel.SetTracerProvider(t.TracerProvider)
 	otel.SetMeterProvider(t.mp)

@@ -7,7 +7,6 @@ import (
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go"
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
@@ -174,13 +173,9 @@ var active atomic.Pointer[activeTracer]
 type activeTracer struct {
 	off    bool
 	tracer trace.Tracer
-}
-
-func tracer() trace.Tracer {
-	if a := active.Load(); a != nil {
-		return a.tracer
-	}
-	return otel.Tracer(ScopeName)
+	// rec records the helpers' spans for Setup's provider; nil leaves them to the
+	// SDK (see recorder).
+	rec *recorder
 }
 
 // off reports whether Setup turned tracing off; then a helper returns ctx and the
@@ -263,7 +258,7 @@ func StartClient(ctx context.Context, name string, attrs ...attribute.KeyValue) 
 	if s, ok := off(ctx); ok {
 		return ctx, s
 	}
-	return tracer().Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	return startSpan(ctx, name, trace.SpanKindClient, nil, attrs)
 }
 
 // StartStep starts the INTERNAL span of one step of a skill ("step <id>").
@@ -288,7 +283,7 @@ func Start(ctx context.Context, name string, attrs ...attribute.KeyValue) (conte
 	if s, ok := off(ctx); ok {
 		return ctx, s
 	}
-	return tracer().Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
+	return startSpan(ctx, name, trace.SpanKindInternal, nil, attrs)
 }
 
 // Link returns a link to the span traceparent names, with reason in its

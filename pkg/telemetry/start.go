@@ -59,6 +59,9 @@ func startSpan(ctx context.Context, name string, kind trace.SpanKind, links []tr
 		}
 		return otel.Tracer(ScopeName).Start(ctx, name, opts...)
 	}
+	if a.rec != nil {
+		return a.rec.start(ctx, name, kind, links, kv)
+	}
 	var opts []trace.SpanStartOption
 	if len(links) > 0 {
 		opts = []trace.SpanStartOption{trace.WithSpanKind(kind), trace.WithLinks(links...)}

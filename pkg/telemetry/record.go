@@ -1,0 +1,314 @@
+package telemetry
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"runtime"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/sdk/instrumentation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/embedded"
+	"go.opentelemetry.io/otel/trace/noop"
+)
+
+// Recording skillbus's own spans.
+//
+// At 100% sampling, what the SDK's span allocates is most of what tracing costs a
+// skillbus process: the span, its own copy of the attributes, a map to deduplicate
+// them when it ends, a snapshot of it all for the batch processor — five or more
+// times an execution, and then the garbage collector's work, which in one process
+// slows the NATS server too. The spans the helpers start are simpler: their
+// attributes are built without duplicates, they are ended once, and nobody reads
+// them before they end. So, under Setup's provider, a recorder records them itself:
+// it samples with the provider's sampler, takes IDs from its ID generator, applies
+// the span limits the SDK reads from the environment, and, at End, hands the span —
+// frozen from then on, and so its own snapshot — to the provider's batch processor,
+// which exports it with every other span. What is exported is what the SDK's span
+// would have exported (TestRecorderExportsWhatTheSDKWould), but for a value of the
+// composite kinds (attribute.SLICE, attribute.MAP), which no skillbus span carries:
+// it is kept as given, where the SDK would drop keys repeated inside it. Spans
+// started through the provider itself (an instrumented
+// HTTP client, a program's own) are the SDK's as ever; the two nest either way.
+
+// recorder records the spans the helpers start under Setup's provider.
+type recorder struct {
+	provider trace.TracerProvider
+	sampler  sdktrace.Sampler
+	limits   sdktrace.SpanLimits
+	resource *resource.Resource
+	proc     sdktrace.SpanProcessor
+}
+
+var scope = instrumentation.Scope{Name: ScopeName}
+
+// newRecorder returns a recorder for a provider with sampler, resource res and proc
+// as its only span processor; nil when limits ask for what it does not do (cut
+// attribute values to a length), which leaves the spans to the SDK.
+func newRecorder(tp trace.TracerProvider, sampler sdktrace.Sampler, res *resource.Resource, proc sdktrace.SpanProcessor, limits sdktrace.SpanLimits) *recorder {
+	if limits.AttributeValueLengthLimit >= 0 {
+		return nil
+	}
+	return &recorder{provider: tp, sampler: sampler, limits: limits, resource: res, proc: proc}
+}
+
+func (r *recorder) start(ctx context.Context, name string, kind trace.SpanKind, links []trace.Link, kv []attribute.KeyValue) (context.Context, trace.Span) {
+	psc := trace.SpanContextFromContext(ctx)
+	var tid trace.TraceID
+	var sid trace.SpanID
+	if psc.TraceID().IsValid() {
+		tid = psc.TraceID()
+		sid = idGenerator{}.NewSpanID(ctx, tid)
+	} else {
+		tid, sid = idGenerator{}.NewIDs(ctx)
+	}
+	sr := r.sampler.ShouldSample(sdktrace.SamplingParameters{
+		ParentContext: ctx, TraceID: tid, Name: name, Kind: kind, Attributes: kv, Links: links,
+	})
+	flags := psc.TraceFlags() &^ trace.FlagsSampled
+	if sr.Decision == sdktrace.RecordAndSample {
+		flags |= trace.FlagsSampled
+	}
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: flags, TraceState: sr.Tracestate})
+	if sr.Decision == sdktrace.Drop {
+		s := &unrecorded{sc: sc, tp: r.provider}
+		return trace.ContextWithSpan(ctx, s), s
+	}
+	s := &span{
+		r: r, name: name, kind: trace.ValidateSpanKind(kind), sc: sc, parent: psc, start: time.Now(),
+		attrs: make([]attribute.KeyValue, 0, len(sr.Attributes)+len(kv)),
+	}
+	s.setAttributes(sr.Attributes)
+	s.setAttributes(kv)
+	for _, l := range links {
+		s.addLink(l)
+	}
+	r.proc.OnStart(ctx, s)
+	return trace.ContextWithSpan(ctx, s), s
+}
+
+// span is a recording span, and once ended, the read-only span exported.
+type span struct {
+	embedded.Span
+	// The unexported method of the interface, which only the SDK may implement;
+	// every other method is span's own (see TestRecordedSpanIsReadOnlySpan).
+	sdktrace.ReadOnlySpan
+
+	r      *recorder
+	mu     sync.Mutex
+	ended  bool
+	name   string
+	kind   trace.SpanKind
+	sc     trace.SpanContext
+	parent trace.SpanContext
+	start  time.Time
+	end    time.Time
+	status sdktrace.Status
+
+	attrs         []attribute.KeyValue
+	links         []sdktrace.Link
+	events        []sdktrace.Event
+	droppedAttrs  int
+	droppedLinks  int
+	droppedEvents int
+}
+
+var _ sdktrace.ReadWriteSpan = (*span)(nil)
+
+// setAttributes adds kv as the SDK's span does: invalid ones dropped, a key set
+// again keeping its place and taking the new value, new keys past the count limit
+// dropped. The caller holds s.mu or owns s.
+func (s *span) setAttributes(kv []attribute.KeyValue) {
+	limit := s.r.limits.AttributeCountLimit
+next:
+	for _, a := range kv {
+		if !a.Valid() {
+			s.droppedAttrs++
+			continue
+		}
+		for i := range s.attrs {
+			if s.attrs[i].Key == a.Key {
+				s.attrs[i] = a
+				continue next
+			}
+		}
+		if limit >= 0 && len(s.attrs) >= limit {
+			s.droppedAttrs++
+			continue
+		}
+		s.attrs = append(s.attrs, a)
+	}
+}
+
+// capped returns at most n of kv (n < 0: all), as the SDK keeps the attributes of
+// an event or a link, and how many it dropped.
+func capped(kv []attribute.KeyValue, n int) ([]attribute.KeyValue, int) {
+	if n >= 0 && len(kv) > n {
+		return kv[:n:n], len(kv) - n
+	}
+	return kv, 0
+}
+
+func (s *span) addLink(l trace.Link) {
+	if !l.SpanContext.IsValid() && len(l.Attributes) == 0 && l.SpanContext.TraceState().Len() == 0 {
+		return
+	}
+	attrs, dropped := capped(l.Attributes, s.r.limits.AttributePerLinkCountLimit)
+	sl := sdktrace.Link{SpanContext: l.SpanContext, Attributes: attrs, DroppedAttributeCount: dropped}
+	s.links, s.droppedLinks = evict(s.links, sl, s.r.limits.LinkCountLimit, s.droppedLinks)
+}
+
+func (s *span) addEvent(name string, opts ...trace.EventOption) {
+	c := trace.NewEventConfig(opts...)
+	attrs, dropped := capped(c.Attributes(), s.r.limits.AttributePerEventCountLimit)
+	e := sdktrace.Event{Name: name, Attributes: attrs, DroppedAttributeCount: dropped, Time: c.Timestamp()}
+	s.events, s.droppedEvents = evict(s.events, e, s.r.limits.EventCountLimit, s.droppedEvents)
+}
+
+// evict appends v to q, dropping the oldest when q holds n already (n < 0: no limit).
+func evict[T any](q []T, v T, n, dropped int) ([]T, int) {
+	switch {
+	case n == 0:
+		return q, dropped + 1
+	case n > 0 && len(q) >= n:
+		copy(q, q[1:])
+		q[len(q)-1] = v
+		return q, dropped + 1
+	}
+	return append(q, v), dropped
+}
+
+func (s *span) End(opts ...trace.SpanEndOption) {
+	et := s.start.Add(time.Since(s.start)) // on the monotonic clock, as the SDK
+	s.mu.Lock()
+	if s.ended {
+		s.mu.Unlock()
+		return
+	}
+	if p := recover(); p != nil {
+		// A span ended by a deferred End while its function panics: record the
+		// panic, as the SDK does, and let it go on.
+		defer panic(p)
+		s.addEvent(semconv.ExceptionEventName, trace.WithAttributes(
+			semconv.ExceptionType(typeStr(p)), semconv.ExceptionMessage(fmt.Sprint(p))))
+	}
+	if c := trace.NewSpanEndConfig(opts...); !c.Timestamp().IsZero() {
+		et = c.Timestamp()
+	}
+	s.end, s.ended = et, true
+	s.mu.Unlock()
+	s.r.proc.OnEnd(s)
+}
+
+func (s *span) AddEvent(name string, opts ...trace.EventOption) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.ended {
+		s.addEvent(name, opts...)
+	}
+}
+
+func (s *span) AddLink(l trace.Link) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.ended {
+		s.addLink(l)
+	}
+}
+
+func (s *span) IsRecording() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.ended
+}
+
+func (s *span) RecordError(err error, opts ...trace.EventOption) {
+	if err == nil {
+		return
+	}
+	opts = append(opts, trace.WithAttributes(semconv.ExceptionType(typeStr(err)), semconv.ExceptionMessage(err.Error())))
+	if c := trace.NewEventConfig(opts...); c.StackTrace() {
+		buf := make([]byte, 2048)
+		opts = append(opts, trace.WithAttributes(semconv.ExceptionStacktrace(string(buf[:runtime.Stack(buf, false)]))))
+	}
+	s.AddEvent(semconv.ExceptionEventName, opts...)
+}
+
+// typeStr names the type of v as the SDK does in exception.type.
+func typeStr(v any) string {
+	t := reflect.TypeOf(v)
+	if t.PkgPath() == "" && t.Name() == "" {
+		return t.String()
+	}
+	return t.PkgPath() + "." + t.Name()
+}
+
+func (s *span) SetStatus(code codes.Code, description string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended || s.status.Code > code {
+		return
+	}
+	st := sdktrace.Status{Code: code}
+	if code == codes.Error {
+		st.Description = description
+	}
+	s.status = st
+}
+
+func (s *span) SetName(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.ended {
+		s.name = name
+	}
+}
+
+func (s *span) SetAttributes(kv ...attribute.KeyValue) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.ended {
+		s.setAttributes(kv)
+	}
+}
+
+func (s *span) TracerProvider() trace.TracerProvider { return s.r.provider }
+
+// The read-only span, read by the processor and the exporter once s has ended
+// and nothing changes it any more.
+
+func (s *span) Name() string                                    { return s.name }
+func (s *span) SpanContext() trace.SpanContext                  { return s.sc }
+func (s *span) Parent() trace.SpanContext                       { return s.parent }
+func (s *span) SpanKind() trace.SpanKind                        { return s.kind }
+func (s *span) StartTime() time.Time                            { return s.start }
+func (s *span) EndTime() time.Time                              { return s.end }
+func (s *span) Attributes() []attribute.KeyValue                { return s.attrs }
+func (s *span) Links() []sdktrace.Link                          { return s.links }
+func (s *span) Events() []sdktrace.Event                        { return s.events }
+func (s *span) Status() sdktrace.Status                         { return s.status }
+func (s *span) InstrumentationScope() instrumentation.Scope     { return scope }
+func (s *span) Resource() *resource.Resource                    { return s.r.resource }
+func (s *span) DroppedAttributes() int                          { return s.droppedAttrs }
+func (s *span) DroppedLinks() int                               { return s.droppedLinks }
+func (s *span) DroppedEvents() int                              { return s.droppedEvents }
+func (s *span) ChildSpanCount() int                             { return 0 }
+func (s *span) InstrumentationLibrary() instrumentation.Library { return scope } //nolint:staticcheck // part of ReadOnlySpan
+
+// unrecorded is a span the sampler dropped: it carries its context on, records
+// nothing, and names the provider, as the SDK's does.
+type unrecorded struct {
+	noop.Span
+	sc trace.SpanContext
+	tp trace.TracerProvider
+}
+
+func (u *unrecorded) SpanContext() trace.SpanContext       { return u.sc }
+func (u *unrecorded) TracerProvider() trace.TracerProvider { return u.tp }

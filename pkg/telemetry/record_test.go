@@ -1,0 +1,183 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// recording sets up Setup's provider exporting to an in-memory exporter, the
+// environment read as limits says.
+func recording(t *testing.T, limits map[string]string) (*Telemetry, *tracetest.InMemoryExporter) {
+	t.Helper()
+	for k, v := range limits {
+		t.Setenv(k, v) // the SDK reads span limits from the process environment
+	}
+	tp, mp, prop := otel.GetTracerProvider(), otel.GetMeterProvider(), otel.GetTextMapPropagator()
+	exp := tracetest.NewInMemoryExporter()
+	tel, err := Setup(context.Background(), Config{Getenv: func(string) string { return "" }, SpanExporter: keep{exp}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		tel.Shutdown(context.Background())
+		otel.SetTracerProvider(tp)
+		otel.SetMeterProvider(mp)
+		otel.SetTextMapPropagator(prop)
+	})
+	if tel.rec == nil {
+		t.Fatal("Setup left the helpers' spans to the SDK")
+	}
+	return tel, exp
+}
+
+// keep keeps the spans past Shutdown, which the in-memory exporter forgets.
+type keep struct{ *tracetest.InMemoryExporter }
+
+func (keep) Shutdown(context.Context) error { return nil }
+
+// TestRecorderExportsWhatTheSDKWould does the same to a span the SDK records and to
+// one the recorder records — duplicate and invalid attributes, links, events, an
+// error, statuses, a new name, changes after End — and compares what is exported,
+// with the SDK's default span limits and with tight ones from the environment.
+func TestRecorderExportsWhatTheSDKWould(t *testing.T) {
+	for name, limits := range map[string]map[string]string{
+		"default limits": nil,
+		"tight limits": {
+			"OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT": "4", "OTEL_SPAN_EVENT_COUNT_LIMIT": "2", "OTEL_SPAN_LINK_COUNT_LIMIT": "1",
+			"OTEL_EVENT_ATTRIBUTE_COUNT_LIMIT": "1", "OTEL_LINK_ATTRIBUTE_COUNT_LIMIT": "1",
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tel, exp := recording(t, limits)
+			parent := Extract(context.Background(), "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "congo=t61rcWkgMzE")
+			other := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}, TraceFlags: trace.FlagsSampled})
+			third := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{3}, SpanID: trace.SpanID{4}})
+
+			type startFunc func(ctx context.Context, name string, kind trace.SpanKind, links []trace.Link, kv []attribute.KeyValue) (context.Context, trace.Span)
+			do := func(start startFunc) {
+				links := []trace.Link{
+					{SpanContext: other, Attributes: []attribute.KeyValue{AttrLinkReason.String("a"), AttrLinkReason.String("b"), AttrAttempt.Int(1)}},
+					{},                   // invalid, no attributes: ignored
+					{SpanContext: third}, // over a link limit of 1: the first goes
+				}
+				kv := []attribute.KeyValue{MessagingSystem, AttrSkillName.String("one"), {}, AttrSkillName.String("two"), AttrPool.String("p"), AttrAttempt.Int(3)}
+				_, s := start(parent, "process skillbus.jobs.{pool}", trace.SpanKindConsumer, links, kv)
+				s.SetAttributes(AttrOutcome.String("a"), AttrSkillName.String("three"), AttrOutcome.String("b"), AttrRouteScore.Float64(0.5))
+				s.SetStatus(codes.Error, "boom")
+				s.SetStatus(codes.Unset, "ignored")
+				s.RecordError(errors.New("first"))
+				s.AddEvent("retry", trace.WithAttributes(attribute.String("k", "v"), attribute.String("k", "w"), attribute.Int("n", 1)))
+				s.RecordError(nil)
+				s.AddLink(trace.Link{SpanContext: other})
+				s.SetName("process renamed")
+				s.End()
+				s.SetAttributes(AttrOutcome.String("after end"))
+				s.SetStatus(codes.Ok, "")
+				s.AddEvent("after end")
+				s.End()
+			}
+			do(func(ctx context.Context, name string, kind trace.SpanKind, links []trace.Link, kv []attribute.KeyValue) (context.Context, trace.Span) {
+				return tel.Tracer().Start(ctx, name, trace.WithSpanKind(kind), trace.WithLinks(links...), trace.WithAttributes(kv...))
+			})
+			do(tel.rec.start)
+			if err := tel.tp.ForceFlush(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			spans := exp.GetSpans()
+			if len(spans) != 2 {
+				t.Fatalf("%d spans exported, want 2", len(spans))
+			}
+			for i := range spans {
+				s := &spans[i]
+				if !s.SpanContext.IsValid() || s.SpanContext.TraceID() != trace.SpanContextFromContext(parent).TraceID() ||
+					s.StartTime.IsZero() || s.EndTime.Before(s.StartTime) || s.Resource == nil {
+					t.Errorf("span %d: context %v, start %v, end %v, resource %v", i, s.SpanContext, s.StartTime, s.EndTime, s.Resource)
+				}
+				// What differs by nature: the span's own ID, the clock, and the
+				// children the SDK counts (which OTLP does not carry).
+				s.SpanContext = s.SpanContext.WithSpanID(trace.SpanID{})
+				s.StartTime, s.EndTime, s.ChildSpanCount = time.Time{}, time.Time{}, 0
+				for j := range s.Events {
+					s.Events[j].Time = time.Time{}
+				}
+			}
+			opts := cmp.Options{
+				cmp.Comparer(func(a, b trace.SpanContext) bool { return a.Equal(b) }),
+				cmp.Comparer(func(a, b attribute.Value) bool { return a == b }),
+				cmp.Comparer(func(a, b *resource.Resource) bool { return a.Equal(b) }),
+				cmp.Comparer(func(a, b attribute.Set) bool { return a.Equals(&b) }),
+			}
+			if d := cmp.Diff(spans[0], spans[1], opts); d != "" {
+				t.Errorf("recorded span differs from the SDK's (-sdk +recorder):\n%s", d)
+			}
+		})
+	}
+}
+
+// TestRecordedSpanIsReadOnlySpan calls every method of the SDK's ReadOnlySpan on a
+// recorded span: span implements them all but the unexported one, and an SDK that
+// adds one must find it implemented here too (a call would reach the nil interface
+// span embeds and panic in the exporter).
+func TestRecordedSpanIsReadOnlySpan(t *testing.T) {
+	tel, _ := recording(t, nil)
+	_, s := tel.rec.start(context.Background(), "x", trace.SpanKindInternal, nil, nil)
+	s.End()
+	v := reflect.ValueOf(s)
+	it := reflect.TypeOf((*sdktrace.ReadOnlySpan)(nil)).Elem()
+	for i := range it.NumMethod() {
+		m := it.Method(i)
+		if !m.IsExported() {
+			continue
+		}
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					t.Errorf("ReadOnlySpan.%s is not implemented by the recorder's span: %v", m.Name, p)
+				}
+			}()
+			v.MethodByName(m.Name).Call(nil)
+		}()
+	}
+}
+
+// TestRecorderUnsampled: a span the sampler drops records nothing and reaches no
+// exporter, but carries a valid, unsampled context on, as the SDK's does.
+func TestRecorderUnsampled(t *testing.T) {
+	tp, mp, prop := otel.GetTracerProvider(), otel.GetMeterProvider(), otel.GetTextMapPropagator()
+	exp := tracetest.NewInMemoryExporter()
+	tel, err := Setup(context.Background(), Config{Getenv: func(k string) string { return map[string]string{EnvSampler: "always_off"}[k] }, SpanExporter: keep{exp}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		tel.Shutdown(context.Background())
+		otel.SetTracerProvider(tp)
+		otel.SetMeterProvider(mp)
+		otel.SetTextMapPropagator(prop)
+	}()
+	ctx, s := StartStep(context.Background(), "fetch", "tool")
+	sc := trace.SpanContextFromContext(ctx)
+	if s.IsRecording() || !sc.IsValid() || sc.IsSampled() || s.TracerProvider() != tel.TracerProvider {
+		t.Errorf("unsampled span: recording %v, context %v sampled %v, provider %T", s.IsRecording(), sc, sc.IsSampled(), s.TracerProvider())
+	}
+	s.SetAttributes(AttrOutcome.String("x"))
+	End(s, errors.New("boom"))
+	if err := tel.tp.ForceFlush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(exp.GetSpans()); n != 0 {
+		t.Errorf("%d unsampled spans exported", n)
+	}
+}
