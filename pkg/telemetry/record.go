@@ -35,8 +35,8 @@ import (
 // would have exported (TestRecorderExportsWhatTheSDKWould), but for a value of the
 // composite kinds (attribute.SLICE, attribute.MAP), which no skillbus span carries:
 // it is kept as given, where the SDK would drop keys repeated inside it. Spans
-// started through the provider itself (an instrumented
-// HTTP client, a program's own) are the SDK's as ever; the two nest either way.
+// started through the provider itself (an instrumented HTTP client, a program's
+// own) are the SDK's as ever; the two nest either way.
 
 // recorder records the spans the helpers start under Setup's provider.
 type recorder struct {

@@ -181,3 +181,41 @@ func TestRecorderUnsampled(t *testing.T) {
 		t.Errorf("%d unsampled spans exported", n)
 	}
 }
+
+// TestValueLengthLimitLeavesSpansToTheSDK: with attribute values cut to a length,
+// which the recorder does not do, the SDK records the helpers' spans, with their
+// attributes (set after the span starts) cut as the limit says.
+func TestValueLengthLimitLeavesSpansToTheSDK(t *testing.T) {
+	t.Setenv("OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT", "5")
+	tp, mp, prop := otel.GetTracerProvider(), otel.GetMeterProvider(), otel.GetTextMapPropagator()
+	exp := tracetest.NewInMemoryExporter()
+	tel, err := Setup(context.Background(), Config{Getenv: func(string) string { return "" }, SpanExporter: keep{exp}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		tel.Shutdown(context.Background())
+		otel.SetTracerProvider(tp)
+		otel.SetMeterProvider(mp)
+		otel.SetTextMapPropagator(prop)
+	}()
+	if tel.rec != nil {
+		t.Fatal("the recorder records spans whose attribute values must be cut")
+	}
+	_, s := StartPublish(context.Background(), Message{Destination: "skillbus.jobs.default", ID: "x1.job"}, AttrSkillName.String("hello-world"))
+	s.End()
+	if err := tel.tp.ForceFlush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	spans := exp.GetSpans()
+	if len(spans) != 1 {
+		t.Fatalf("%d spans exported, want 1", len(spans))
+	}
+	got := map[attribute.Key]string{}
+	for _, kv := range spans[0].Attributes {
+		got[kv.Key] = kv.Value.Emit()
+	}
+	if got[AttrSkillName] != "hello" || got["messaging.system"] != "nats" || got["messaging.message.id"] != "x1.jo" {
+		t.Errorf("attributes %v", got)
+	}
+}

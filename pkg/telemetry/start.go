@@ -45,11 +45,12 @@ var kindOnly = func() (o [trace.SpanKindConsumer + 1][]trace.SpanStartOption) {
 // startSpan starts a span named name of kind kind with links and the attributes
 // kv, which it does not keep.
 //
-// Under Setup's provider the attributes are set right after the span starts rather
-// than given to Start: Setup's samplers (those OTEL_TRACES_SAMPLER names) decide on
-// the trace id and the parent alone, and the span records the same attributes, with
-// one copy of them and two allocations fewer. Under another provider, whose sampler
-// may read them, they are given to Start.
+// Under Setup's provider the recorder records it (see recorder). Where it does not
+// (a length limit on attribute values), the SDK does, and the attributes are set
+// right after the span starts rather than given to Start: Setup's samplers (those
+// OTEL_TRACES_SAMPLER names) decide on the trace id and the parent alone, and the
+// span records the same attributes with one copy of them and two allocations fewer.
+// Under another provider, whose sampler may read them, they are given to Start.
 func startSpan(ctx context.Context, name string, kind trace.SpanKind, links []trace.Link, kv []attribute.KeyValue) (context.Context, trace.Span) {
 	a := active.Load()
 	if a == nil {
