@@ -47,7 +47,11 @@ func (w *Worker) complete(ctx context.Context, j *job, outputs map[string]any) e
 	if err != nil || lost {
 		return err
 	}
+	w.stats.Add(j.data.Skill.Name, j.data.Skill.Version, true)
 	w.cfg.Metrics.Execution(ctx, j.skill.Name, j.data.Skill.Version, run.StatusCompleted, time.Since(j.start))
+	if err := w.endActivation(ctx, j, &run.Record{ExecutionID: j.data.ExecutionID, Skill: j.data.Skill.Name, Status: run.StatusCompleted}); err != nil {
+		return err
+	}
 	return j.msg.Ack()
 }
 
@@ -90,7 +94,13 @@ func (w *Worker) fail(ctx context.Context, j *job, stepID string, cause error) e
 	if err := j.batch.Wait(ctx); err != nil {
 		return err
 	}
+	w.stats.Add(rec.Skill, rec.Version, false)
 	w.cfg.Metrics.Execution(ctx, rec.Skill, rec.Version, rec.Status, time.Since(j.start))
+	if rec.Status == run.StatusFailed {
+		if err := w.endActivation(ctx, j, rec); err != nil {
+			return err
+		}
+	}
 	switch {
 	case rec.Status == run.StatusFallback:
 		w.cfg.Metrics.Fallback(ctx, rec.Skill, rec.Class)
@@ -140,7 +150,8 @@ func (w *Worker) consequences(ctx context.Context, j *job, rec *run.Record, reco
 		nj := events.Job{
 			ExecutionID: next.ExecutionID, ActivationID: j.data.ActivationID, Skill: next,
 			Inputs: j.data.Inputs, Trigger: j.data.Trigger, Fallback: j.data.Fallback[1:], Depth: j.data.Depth, Live: j.data.Live,
-			History: append(append([]events.Attempt(nil), j.data.History...), attempt),
+			Together: j.data.Together,
+			History:  append(append([]events.Attempt(nil), j.data.History...), attempt),
 		}
 		m := j.meta
 		m.ExecutionID, m.CausationID = next.ExecutionID, j.msgID()
@@ -199,6 +210,11 @@ func (w *Worker) redrive(ctx context.Context, j *job, rec *run.Record) error {
 	if err := j.batch.Wait(ctx); err != nil {
 		return err
 	}
+	if rec.Status != run.StatusFallback {
+		if err := w.endActivation(ctx, j, rec); err != nil {
+			return err
+		}
+	}
 	return j.msg.Ack()
 }
 
@@ -249,10 +265,6 @@ func (w *Worker) outcomeMsg(j *job, typ string, data any) (*nats.Msg, error) {
 		Msg(w.cfg.Bus.Subjects.Event(j.data.ExecutionID, typ))
 	if err != nil {
 		return nil, err
-	}
-	msg.Header.Set(events.HeaderSkill, j.data.Skill.Name)
-	if j.data.Skill.Version != "" {
-		msg.Header.Set(events.HeaderVersion, j.data.Skill.Version)
 	}
 	if err := w.cfg.Bus.Fits(msg); err != nil {
 		return nil, err

@@ -47,6 +47,7 @@ import (
 	"github.com/skillbus/skillbus/pkg/instruct"
 	"github.com/skillbus/skillbus/pkg/run"
 	"github.com/skillbus/skillbus/pkg/skill"
+	"github.com/skillbus/skillbus/pkg/stats"
 	"github.com/skillbus/skillbus/pkg/telemetry"
 	"github.com/skillbus/skillbus/pkg/tool"
 	"github.com/skillbus/skillbus/pkg/workflow"
@@ -146,6 +147,9 @@ type Worker struct {
 	events   jetstream.Stream
 	loops    []*bus.Loop
 	beat     *heartbeat
+	stats    *stats.Recorder
+	counting sync.WaitGroup     // the stats recorder's writes
+	stopStat context.CancelFunc // ends them
 	epoch    *bus.Epoch
 	inflight sync.Map // execution id → *job running in this process
 	status   chan nats.Status
@@ -249,6 +253,15 @@ func (w *Worker) Start(ctx context.Context) error {
 		return fmt.Errorf("worker: %w", err)
 	}
 	w.cache = &cache{kv: cacheKV}
+	statsKV, err := b.KV(ctx, b.BucketStats())
+	if err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	// The outcomes this process publishes, counted for the routers' success rates.
+	w.stats = stats.NewRecorder(statsKV, w.cfg.Log)
+	sctx, stopStat := context.WithCancel(context.WithoutCancel(ctx))
+	w.stopStat = stopStat
+	w.counting.Go(func() { w.stats.Run(sctx, time.Second) })
 	if w.events, err = b.JS.Stream(ctx, b.StreamEvents()); err != nil {
 		return fmt.Errorf("worker: stream %s: %w", b.StreamEvents(), err)
 	}
@@ -302,6 +315,11 @@ func (w *Worker) Stop(ctx context.Context) {
 	if w.beat != nil {
 		w.beat.stop()
 		w.beat = nil
+	}
+	if w.stopStat != nil {
+		w.stopStat() // the last counts are written on the way out
+		w.counting.Wait()
+		w.stopStat = nil
 	}
 	if w.status != nil {
 		w.cfg.Bus.NC.RemoveStatusListener(w.status)
