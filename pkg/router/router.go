@@ -328,13 +328,21 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 		return r.unmatched(ctx, msg, ref, actID, meta, d, reason)
 	}
 
+	// A plan's entries, each built once (an execution id is a hash).
+	refs := make(map[string]events.SkillRef, 1)
 	refOf := func(name string) events.SkillRef {
-		c := d.Candidate(name)
-		if c == nil { // the generic skill, appended to the chain without being recalled
-			s, _ := r.sel.Get(name)
-			return skillRef(selector.Candidate{Name: s.Name, Skill: s, Source: "generic"}, e)
+		if sr, ok := refs[name]; ok {
+			return sr
 		}
-		return skillRef(*c, e)
+		var sr events.SkillRef
+		if c := d.Candidate(name); c != nil {
+			sr = skillRef(*c, e)
+		} else { // the generic skill, appended to the chain without being recalled
+			s, _ := r.sel.Get(name)
+			sr = skillRef(selector.Candidate{Name: s.Name, Skill: s, Source: "generic"}, e)
+		}
+		refs[name] = sr
+		return sr
 	}
 	plan := events.Plan{Primary: refOf(d.Primary), ParallelGroups: d.ParallelGroups, EstimatedCost: d.EstimatedCost, Parameters: d.Parameters}
 	for _, n := range d.Fallback {
