@@ -93,8 +93,11 @@ func NewRecorder(kv jetstream.KeyValue, log *slog.Logger) *Recorder {
 		slices: map[time.Time]map[id]*Tally{}, dirty: map[time.Time]bool{}}
 }
 
-// Add counts one terminal result of a skill version.
+// Add counts one terminal result of a skill version. A nil Recorder counts nothing.
 func (r *Recorder) Add(skill, version string, ok bool) {
+	if r == nil {
+		return
+	}
 	start := r.now().UTC().Truncate(Slice)
 	r.mu.Lock()
 	defer r.mu.Unlock()
