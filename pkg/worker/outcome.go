@@ -24,16 +24,25 @@ import (
 // before the job is acked. A delivery whose outcome JetStream reports as a duplicate
 // lost to an earlier one: it looks that one up and finishes what it caused instead.
 
+// completed is the data of execution.completed as the worker writes it: the log is
+// encoded with the rest rather than encoded first and then checked and copied again
+// as a json.RawMessage. (The field shadows the embedded one; readers decode
+// events.ExecutionCompleted.)
+type completed struct {
+	events.ExecutionCompleted
+	Log *workflow.Log `json:"log,omitempty"`
+}
+
 // complete publishes the execution's completed outcome and acks the job.
 func (w *Worker) complete(ctx context.Context, j *job, outputs map[string]any) error {
 	if err := w.ensureClaim(ctx, j); err != nil {
 		return err
 	}
-	ev := events.ExecutionCompleted{
+	ev := completed{ExecutionCompleted: events.ExecutionCompleted{
 		ExecutionID: j.data.ExecutionID, ActivationID: j.data.ActivationID, Skill: j.skill.Name,
 		Version: j.data.Skill.Version, Outputs: outputs, DurationMS: ms(time.Since(j.start)), Attempt: j.attempt,
-		Worker: w.cfg.Name, Log: j.log,
-	}
+		Worker: w.cfg.Name,
+	}, Log: j.log}
 	ev.RepairID, ev.Digest = j.repaired()
 	m, err := w.outcomeMsg(j, events.TypeExecutionCompleted, ev)
 	var tl *bus.TooLargeError
@@ -69,7 +78,7 @@ func (w *Worker) fail(ctx context.Context, j *job, stepID string, cause error) e
 		Skill: j.data.Skill.Name, Version: j.data.Skill.Version, Status: run.StatusFailed,
 		StepID: stepID, Class: string(class), Error: cause.Error(),
 		Attempt: j.attempt, Worker: w.cfg.Name,
-		DurationMS: ms(time.Since(j.start)), FinishedAt: time.Now().UTC(), Log: j.log,
+		DurationMS: ms(time.Since(j.start)), FinishedAt: time.Now().UTC(), Log: j.logJSON(),
 		// A human said no: another skill doing the same thing is not the answer.
 		Denied: errors.Is(cause, workflow.ErrDenied),
 	}

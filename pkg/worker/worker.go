@@ -345,7 +345,7 @@ type job struct {
 	skill    *skill.Skill
 	batch    *bus.Batch
 	start    time.Time
-	log      json.RawMessage // the execution log of this delivery
+	log      *workflow.Log // the execution log of this delivery (nil for instruction and script skills)
 	// fast: the first delivery of a job stored in the worker's current epoch; it runs
 	// unclaimed (see claim.go). reconnects is the connection's count when it began.
 	fast       bool
@@ -664,6 +664,15 @@ func (j *job) msgID() string { return j.data.ExecutionID + ".job" }
 // Encoding stays with encoding/json, which is the faster of the two there.
 func decodeJSON(data []byte, v any) error {
 	return jsonv2.Unmarshal(data, v, jsonv1.DefaultOptionsV1())
+}
+
+// logJSON is the job's execution log as JSON, nil without one.
+func (j *job) logJSON() json.RawMessage {
+	if j.log == nil {
+		return nil
+	}
+	b, _ := json.Marshal(j.log)
+	return b
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
