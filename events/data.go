@@ -100,6 +100,11 @@ type Job struct {
 	// waited for, and whether it was applied (the job then names the repaired
 	// version) or declined.
 	Repair *JobRepair `json:"repair,omitempty"`
+	// Together is set on the jobs of a plan that started several at once (a parallel
+	// group, always-skills): for each of those jobs in plan order, the executions that
+	// can end it — its own, then its fallbacks'. The worker whose outcome ends the
+	// last of them publishes activation.completed. Fallback jobs carry it on.
+	Together [][]string `json:"together,omitempty"`
 	// Live asks the worker to publish the progress its events level does not persist
 	// on the live subjects: the trigger carried the "progress" extension set to
 	// "live", because someone follows it.

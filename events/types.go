@@ -74,9 +74,4 @@ const (
 	// (a JobRoute as JSON): in a header, so a worker, which has no use for it, does
 	// not parse it.
 	HeaderRoute = "Skillbus-Route"
-	// HeaderSkill and HeaderVersion name, on an execution's outcome, the skill and
-	// version it ran, so that whoever follows outcomes for counts (the router's
-	// success rates) reads headers only and not the outcome's data.
-	HeaderSkill   = "Skillbus-Skill"
-	HeaderVersion = "Skillbus-Version"
 )

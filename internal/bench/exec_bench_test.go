@@ -2,13 +2,17 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/pkg/skill"
 	"github.com/skillbus/skillbus/pkg/telemetry"
 )
 
@@ -17,7 +21,8 @@ import (
 // allocs/op, B/op and cpu-µs/op (user and system CPU time, from getrusage) are per
 // execution and count the whole process — server, router, worker and the driver —
 // so, unlike exec/s on a shared machine, they hardly depend on the load: `go test ./internal/bench -run - -bench Execution
-// -benchmem -benchtime 5000x`.
+// -benchmem -benchtime 5000x`. skillbus-steps-three is the three-step workflow
+// (a local HTTP call, a compute step, an echo).
 func BenchmarkExecution(b *testing.B) {
 	cfg := Config{Concurrency: 64, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	cfg.defaults()
@@ -29,22 +34,38 @@ func BenchmarkExecution(b *testing.B) {
 		defer sys.stop()
 		drive(b, sys, sys.results)
 	})
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"n":%q,"items":[1,2,3]}`, r.URL.Query().Get("n"))
+	}))
+	defer web.Close()
+	skills := map[string]*skill.Skill{"": noopSkill, "-three": workflowSkill(web.URL)}
 	for _, level := range []events.Level{events.LevelSteps, events.LevelFull} {
-		b.Run("skillbus-"+string(level), func(b *testing.B) {
-			// As a skillbus process with no exporter configured: tracing off.
-			tel, err := telemetry.Setup(context.Background(), telemetry.Config{Getenv: func(string) string { return "" }, Log: cfg.Log})
-			if err != nil {
-				b.Fatal(err)
+		for _, suffix := range []string{"", "-three"} {
+			if level == events.LevelFull && suffix != "" {
+				continue
 			}
-			defer tel.Shutdown(context.Background())
-			sys, err := startSkillbus(context.Background(), cfg, noopSkill, level, b.N)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer sys.stop()
-			drive(b, sys, sys.results)
-		})
+			execution(b, "skillbus-"+string(level)+suffix, cfg, skills[suffix], level)
+		}
 	}
+}
+
+// execution is BenchmarkExecution's sub-benchmark of skillbus running sk.
+func execution(b *testing.B, name string, cfg Config, sk *skill.Skill, level events.Level) {
+	b.Run(name, func(b *testing.B) {
+		// As a skillbus process with no exporter configured: tracing off.
+		tel, err := telemetry.Setup(context.Background(), telemetry.Config{Getenv: func(string) string { return "" }, Log: cfg.Log})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer tel.Shutdown(context.Background())
+		sys, err := startSkillbus(context.Background(), cfg, sk, level, b.N)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer sys.stop()
+		drive(b, sys, sys.results)
+	})
 }
 
 // drive publishes b.N triggers, at most 256 unfinished, and waits for every result.

@@ -160,10 +160,11 @@ func (s *skillbusSystem) trigger(ctx context.Context, i int) error {
 	return err
 }
 
-// msgBytes is the average size of the messages skillbus persisted.
+// msgBytes is the average size of the messages skillbus persisted: triggers, jobs
+// (which JOBS keeps after they ran) and events.
 func (s *skillbusSystem) msgBytes(ctx context.Context) int {
 	var msgs, bytes uint64
-	for _, name := range []string{s.b.StreamTriggers(), s.b.StreamEvents()} {
+	for _, name := range []string{s.b.StreamTriggers(), s.b.StreamJobs(), s.b.StreamEvents()} {
 		st, err := s.js.Stream(ctx, name)
 		if err != nil {
 			continue

@@ -160,11 +160,11 @@ func Roles(prefix string) []Role {
 		},
 		{
 			Name: "router",
-			Doc:  "Consumes triggers (durable router) and confirmation answers (durable router-confirmations); publishes plans, jobs and unroutable triggers' dead letters; resumes confirmed runs (reads and deletes paused records in KV runs, purges the pending timeout from EVENTS); follows the catalog, the workers' heartbeats (which pools are served) and the outcomes (success rates); serves the skillbus-router micro service (live route decisions).",
+			Doc:  "Consumes triggers (durable router) and confirmation answers (durable router-confirmations); publishes plans, jobs and unroutable triggers' dead letters; resumes confirmed runs (reads and deletes paused records in KV runs, purges the pending timeout from EVENTS); follows the catalog, the workers' heartbeats (which pools are served) and the outcome counts workers write to KV stats (success rates); serves the skillbus-router micro service (live route decisions).",
 			Publish: join(jsInfo, n.streamInfos(),
 				readStream(n.triggers), readStream(n.events),
 				[]string{"$JS.API.STREAM.PURGE." + n.events},
-				readKV(n.skills), writeKV(n.runs), readKV(n.workers),
+				readKV(n.skills), writeKV(n.runs), readKV(n.workers), readKV(n.stats),
 				[]string{p + ".events.>", p + ".live.>", p + ".exec.>", p + ".dead.>"},
 			),
 			Subscribe: join(inbox, []string{p + ".router.>", "$SRV.>"}),
@@ -172,7 +172,7 @@ func Roles(prefix string) []Role {
 		},
 		{
 			Name: "worker",
-			Doc:  "Consumes jobs (durables worker-<pool>) and, with --repair, repair jobs (durable repair; writes KV repairs and asks the registry to publish approved repairs); publishes progress and results, next and fallback jobs, repair jobs, dead letters and confirmation timeouts; writes run records, checkpoints, cache, stats and its heartbeat; reads the catalog and skill files but cannot write them; calls tools on the bus and invokes skills (the skill tool publishes triggers); serves the skillbus-worker micro service (its status and stats).",
+			Doc:  "Consumes jobs (durables worker-<pool>) and, with --repair, repair jobs (durable repair; writes KV repairs and asks the registry to publish approved repairs); publishes progress and results (and activation.completed when its outcome ends the last of an activation's concurrent jobs), next and fallback jobs, repair jobs, dead letters and confirmation timeouts; writes run records, checkpoints, cache, its outcome counts (KV stats) and its heartbeat; reads the catalog and skill files but cannot write them; calls tools on the bus and invokes skills (the skill tool publishes triggers); serves the skillbus-worker micro service (its status and stats).",
 			Publish: join(jsInfo, n.streamInfos(),
 				readStream(n.jobs), readStream(n.repair), readStream(n.events),
 				readKV(n.skills), readObj(n.files),

@@ -182,7 +182,8 @@ func (b *Bus) Buckets() []jetstream.KeyValueConfig {
 	skills.History = 16
 	runs := kv(b.BucketRuns(), "skillbus execution claims and paused executions")
 	runs.TTL = 7 * 24 * time.Hour
-	stats := kv(b.BucketStats(), "skillbus per-skill success and latency aggregates")
+	stats := kv(b.BucketStats(), "skillbus terminal results per skill version: one key per worker process and minute")
+	stats.TTL = 25 * time.Hour // a day of results for the routers' success rates, and some
 	workers := kv(b.BucketWorkers(), "skillbus worker heartbeats")
 	workers.TTL = 30 * time.Second
 	cache := kv(b.BucketCache(), "skillbus cached step results")

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"strings"
+	"reflect"
 	"testing"
 	"time"
 
@@ -12,12 +12,12 @@ import (
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/internal/natstest"
-	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/embed"
 	"github.com/skillbus/skillbus/pkg/llmrecall"
 	"github.com/skillbus/skillbus/pkg/router"
 	"github.com/skillbus/skillbus/pkg/selector"
 	"github.com/skillbus/skillbus/pkg/skill"
+	"github.com/skillbus/skillbus/pkg/stats"
 	"github.com/skillbus/skillbus/pkg/tool/llm"
 	"github.com/skillbus/skillbus/pkg/tool/llm/llmtest"
 )
@@ -50,27 +50,19 @@ func (f *fixture) heartbeat(name string, pools ...string) {
 }
 
 // terminal publishes what a worker publishes when an execution ends.
-func (f *fixture) terminal(actID, execID, skillName string, ok bool) {
+// results writes terminal results of a skill version to the stats bucket, as a
+// worker that published them does.
+func (f *fixture) results(skillName string, ok ...bool) {
 	f.t.Helper()
-	b := f.b.Batch()
-	typ := events.TypeExecutionFailed
-	var data any = events.ExecutionFailed{ExecutionID: execID, ActivationID: actID, Skill: skillName, Version: "1.0.0", Class: "fatal", Error: "boom"}
-	if ok {
-		typ = events.TypeExecutionCompleted
-		data = events.ExecutionCompleted{ExecutionID: execID, ActivationID: actID, Skill: skillName, Version: "1.0.0"}
-	}
-	m, err := bus.Event{ID: execID + "." + events.Kind(typ), Source: "/test-worker", Type: typ, Data: data,
-		Meta: bus.Meta{CorrelationID: actID, ExecutionID: execID}}.Msg(f.b.Subjects.Event(execID, typ))
+	kv, err := f.b.KV(f.ctx, f.b.BucketStats())
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	if !strings.HasSuffix(execID, "-old") {
-		// As a worker writes it; an outcome from an earlier version has only its data.
-		m.Header.Set(events.HeaderSkill, skillName)
-		m.Header.Set(events.HeaderVersion, "1.0.0")
+	r := stats.NewRecorder(kv, nil)
+	for _, o := range ok {
+		r.Add(skillName, "1.0.0", o)
 	}
-	b.Publish(m)
-	if err := b.Wait(f.ctx); err != nil {
+	if err := r.Flush(f.ctx); err != nil {
 		f.t.Fatal(err)
 	}
 }
@@ -126,13 +118,8 @@ func TestTextRequestsAreRoutedByRelevance(t *testing.T) {
 
 	// Success rate comes from the terminal results of the skill version.
 	before := f.ask("summarize this pdf").Candidate("pdf-summarizer").Components.Success
-	for i := range 3 {
-		id := "e" + string(rune('0'+i))
-		if i == 2 {
-			id += "-old"
-		}
-		f.terminal("a", id, "pdf-summarizer", true)
-	}
+	f.results("pdf-summarizer", true, true)
+	f.results("pdf-summarizer", true) // another worker's
 	natstest.Eventually(t, 10*time.Second, func() bool {
 		return f.ask("summarize this pdf").Candidate("pdf-summarizer").Components.Success == 0.8
 	}, "success rate did not follow results (before %v)", before)
@@ -150,7 +137,7 @@ func TestTextRequestsAreRoutedByRelevance(t *testing.T) {
 	f.settled()
 }
 
-func TestParallelGroupRunsAsConcurrentJobsAndEndsOnce(t *testing.T) {
+func TestParallelGroupRunsAsConcurrentJobs(t *testing.T) {
 	t.Parallel()
 	f := setup(t, forecast, warnings)
 	f.heartbeat("w1", "default", "alerts")
@@ -170,12 +157,14 @@ func TestParallelGroupRunsAsConcurrentJobsAndEndsOnce(t *testing.T) {
 	if j1.ActivationID != act || j2.ActivationID != act || len(j2.Fallback) != 0 {
 		t.Fatalf("jobs = %+v / %+v", j1, j2)
 	}
-	f.terminal(act, j1.ExecutionID, "forecast", true)
-	f.terminal(act, j2.ExecutionID, "storm-warnings", false)
-	var ac events.ActivationCompleted
-	f.event(act, events.TypeActivationCompleted, &ac)
-	if ac.Outcome != events.OutcomePartial || len(ac.Executions) != 2 || ac.Executions[1].Error != "boom" {
-		t.Fatalf("activation.completed = %+v", ac)
+	// Each job names the executions that can end each of the plan's jobs: whichever
+	// worker ends the last publishes activation.completed (see the worker's tests).
+	want := [][]string{{j1.ExecutionID}, {j2.ExecutionID}}
+	for _, f := range rd.Plan.FallbackChain {
+		want[0] = append(want[0], f.ExecutionID)
+	}
+	if !reflect.DeepEqual(j1.Together, want) || !reflect.DeepEqual(j2.Together, want) {
+		t.Fatalf("together = %v / %v, want %v", j1.Together, j2.Together, want)
 	}
 }
 

@@ -2,10 +2,9 @@
 // validates each trigger, decides its activation plan (package selector) against the
 // live catalog, and publishes the plan (route.decided) and the jobs that run at once
 // (the primary, its parallel partners and always-skills), acking the trigger only
-// after all are persisted. While it runs it follows terminal results per skill
-// version and worker heartbeats, which feed the success-rate and availability parts
-// of the score, and publishes activation.completed when an activation that ran
-// several jobs at once has seen all of them end. A trigger that is not a valid CloudEvent, is
+// after all are persisted. While it runs it follows the terminal results per skill
+// version that workers count (package stats) and worker heartbeats, which feed the
+// success-rate and availability parts of the score. A trigger that is not a valid CloudEvent, is
 // too large, or explicitly names an unknown skill is terminated and recorded
 // (route.unmatched, and the raw message in the DLQ under dead._trigger); a valid
 // trigger that no skill wants is acked and recorded as route.unmatched.
@@ -29,6 +28,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/internal/jsonx"
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/selector"
 	"github.com/skillbus/skillbus/pkg/skill"
@@ -64,7 +64,8 @@ type Config struct {
 	Recallers []Recaller
 	// RecallTimeout bounds each Recaller; default 2s.
 	RecallTimeout time.Duration
-	// StatsWindow is how far back terminal results are read at start; default 24h.
+	// StatsWindow is how far back the terminal results a skill version's success
+	// rate counts go; default 24h. The stats bucket keeps 25 hours of them.
 	StatsWindow time.Duration
 	// Log receives the router's logs; default slog.Default().
 	Log *slog.Logger
@@ -328,13 +329,21 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 		return r.unmatched(ctx, msg, ref, actID, meta, d, reason)
 	}
 
+	// A plan's entries, each built once (an execution id is a hash).
+	refs := make(map[string]events.SkillRef, 1)
 	refOf := func(name string) events.SkillRef {
-		c := d.Candidate(name)
-		if c == nil { // the generic skill, appended to the chain without being recalled
-			s, _ := r.sel.Get(name)
-			return skillRef(selector.Candidate{Name: s.Name, Skill: s, Source: "generic"}, e)
+		if sr, ok := refs[name]; ok {
+			return sr
 		}
-		return skillRef(*c, e)
+		var sr events.SkillRef
+		if c := d.Candidate(name); c != nil {
+			sr = skillRef(*c, e)
+		} else { // the generic skill, appended to the chain without being recalled
+			s, _ := r.sel.Get(name)
+			sr = skillRef(selector.Candidate{Name: s.Name, Skill: s, Source: "generic"}, e)
+		}
+		refs[name] = sr
+		return sr
 	}
 	plan := events.Plan{Primary: refOf(d.Primary), ParallelGroups: d.ParallelGroups, EstimatedCost: d.EstimatedCost, Parameters: d.Parameters}
 	for _, n := range d.Fallback {
@@ -354,6 +363,17 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 	running := d.Running()
 	live := e.Ext(events.ExtProgress) == events.ProgressLive
 	jobs := make([]*nats.Msg, 0, len(running))
+	var together [][]string
+	if len(running) > 1 {
+		// Whichever worker ends the last of them says the activation is over.
+		together = make([][]string, len(running))
+		for i, name := range running {
+			together[i] = []string{refOf(name).ExecutionID}
+		}
+		for _, f := range plan.FallbackChain {
+			together[0] = append(together[0], f.ExecutionID)
+		}
+	}
 	for i, name := range running {
 		sr := refOf(name)
 		job := events.Job{
@@ -364,6 +384,7 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 			Inputs:       inputs,
 			Trigger:      ref,
 			Live:         live,
+			Together:     together,
 		}
 		if i == 0 {
 			job.Fallback = plan.FallbackChain // only the primary's job falls back
@@ -441,9 +462,6 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 	// publish with no body): the follower reads it from the jobs just stored.
 	if live {
 		_ = r.cfg.Bus.NC.Publish(subj.Live(actID, plan.Primary.ExecutionID, events.TypeRouteDecided), nil)
-	}
-	if len(running) > 1 {
-		r.live.track(actID, running, meta)
 	}
 	if n := noteOf(ctx); n != nil {
 		n.method = plan.Primary.Source
@@ -549,7 +567,7 @@ func inputsOf(e *bus.Binary) (_ json.RawMessage, obj map[string]any, _ error) {
 		return json.RawMessage("{}"), map[string]any{}, nil
 	}
 	var v any
-	if err := json.Unmarshal(data, &v); err != nil {
+	if err := jsonx.Unmarshal(data, &v); err != nil {
 		if mt := e.DataMediaType(); mt == "" || mt == "application/json" || mt == "text/json" {
 			return nil, nil, fmt.Errorf("data is not valid JSON (datacontenttype %q): %v", e.ContentType, err)
 		}

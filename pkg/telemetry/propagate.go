@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
-	"mime"
 	"net/textproto"
+	"strings"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/cloudevents/sdk-go/v2/types"
@@ -141,8 +141,8 @@ func ExtractMsg(ctx context.Context, m *nats.Msg) context.Context {
 func structured(m *nats.Msg) bool {
 	ct := headerValue(m.Header, "content-type")
 	if ct != "" {
-		mt, _, _ := mime.ParseMediaType(ct)
-		return mt == "application/cloudevents+json"
+		mt, _, _ := strings.Cut(ct, ";") // the media type without its parameters
+		return strings.EqualFold(strings.TrimSpace(mt), "application/cloudevents+json")
 	}
 	if headerValue(m.Header, "ce-specversion") != "" {
 		return false

@@ -9,9 +9,10 @@ import (
 )
 
 // Echo returns the "echo" tool: its result is its arguments, unchanged (a shallow
-// copy of the map). Arguments that are not JSON-like are a Repairable error.
+// copy of the map). Arguments that are not JSON-like are a Repairable error. Its
+// calls only read (ReadOnly).
 func Echo() Tool {
-	return Func("echo", func(ctx context.Context, c Call) (any, error) {
+	return readOnlyFunc{funcTool{name: "echo", fn: func(ctx context.Context, c Call) (any, error) {
 		if err := cancelled(ctx, "echo"); err != nil {
 			return nil, err
 		}
@@ -21,17 +22,18 @@ func Echo() Tool {
 			}
 		}
 		return maps.Clone(c.Args), nil
-	})
+	}}}
 }
 
-// Noop returns the "noop" tool: it ignores its arguments and returns nil.
+// Noop returns the "noop" tool: it ignores its arguments and returns nil; its calls
+// only read.
 func Noop() Tool {
-	return Func("noop", func(ctx context.Context, _ Call) (any, error) {
+	return readOnlyFunc{funcTool{name: "noop", fn: func(ctx context.Context, _ Call) (any, error) {
 		if err := cancelled(ctx, "noop"); err != nil {
 			return nil, err
 		}
 		return nil, nil
-	})
+	}}}
 }
 
 // Builtins returns the built-in tools: http, exec, echo and noop.

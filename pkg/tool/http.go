@@ -145,6 +145,26 @@ type httpRequest struct {
 	timeout time.Duration
 }
 
+// ReadOnly reports whether c is a GET, HEAD or OPTIONS request (a call with no
+// method and no json or body is a GET): the methods HTTP defines as safe, which
+// change nothing on the server.
+func (h *httpTool) ReadOnly(c Call) bool {
+	m, _ := c.Args["method"].(string)
+	if m == "" {
+		_, j := c.Args["json"]
+		_, b := c.Args["body"]
+		if j || b {
+			return false
+		}
+		m = http.MethodGet
+	}
+	switch strings.ToUpper(m) {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return true
+	}
+	return false
+}
+
 func (h *httpTool) Call(ctx context.Context, c Call) (any, error) {
 	if err := cancelled(ctx, "http"); err != nil {
 		return nil, err

@@ -34,6 +34,26 @@ type Tool interface {
 	Call(ctx context.Context, c Call) (any, error)
 }
 
+// ReadOnly is implemented by a tool that can tell whether a call only reads:
+// making it again changes nothing anywhere — an HTTP GET, an echo. A workflow run at
+// the default events level keeps no checkpoint after a step whose calls all only
+// read: a redelivery after a crash calls them again instead of every execution
+// paying a persisted write for them.
+type ReadOnly interface {
+	ReadOnly(c Call) bool
+}
+
+// IsReadOnly reports whether t says call c only reads.
+func IsReadOnly(t Tool, c Call) bool {
+	r, ok := t.(ReadOnly)
+	return ok && r.ReadOnly(c)
+}
+
+// readOnlyFunc is a Func whose every call only reads.
+type readOnlyFunc struct{ funcTool }
+
+func (readOnlyFunc) ReadOnly(Call) bool { return true }
+
 // Func adapts a function to Tool.
 func Func(name string, fn func(ctx context.Context, c Call) (any, error)) Tool {
 	return funcTool{name: name, fn: fn}

@@ -120,3 +120,33 @@ func nanValue() float64 {
 	zero := 0.0
 	return zero / zero
 }
+
+func TestReadOnlyCalls(t *testing.T) {
+	h := tool.NewHTTP(tool.HTTPConfig{})
+	for _, c := range []struct {
+		args map[string]any
+		want bool
+	}{
+		{map[string]any{"url": "http://x"}, true},
+		{map[string]any{"url": "http://x", "method": "head"}, true},
+		{map[string]any{"url": "http://x", "method": "OPTIONS"}, true},
+		{map[string]any{"url": "http://x", "method": "POST"}, false},
+		{map[string]any{"url": "http://x", "method": "DELETE"}, false},
+		{map[string]any{"url": "http://x", "json": map[string]any{"a": 1}}, false}, // a POST
+		{map[string]any{"url": "http://x", "body": "b"}, false},
+		{map[string]any{"url": "http://x", "method": "GET", "body": "b"}, true}, // an odd GET is still a GET
+	} {
+		if got := tool.IsReadOnly(h, tool.Call{Args: c.args}); got != c.want {
+			t.Errorf("http %v: read-only %v, want %v", c.args, got, c.want)
+		}
+	}
+	if !tool.IsReadOnly(tool.Echo(), tool.Call{}) || !tool.IsReadOnly(tool.Noop(), tool.Call{}) {
+		t.Error("echo and noop only read")
+	}
+	if tool.IsReadOnly(tool.Func("act", func(context.Context, tool.Call) (any, error) { return nil, nil }), tool.Call{}) {
+		t.Error("a Func tool says nothing about its calls: it is taken to act")
+	}
+	if tool.IsReadOnly(tool.NewExec(tool.ExecConfig{}), tool.Call{}) {
+		t.Error("exec acts")
+	}
+}

@@ -128,7 +128,8 @@ func TestServerRestartClaimsRunningExecutions(t *testing.T) {
 // progress goes live, and only when the trigger asked for it.
 func TestStepsLevelPersistsOnlyWhatRecoveryNeeds(t *testing.T) {
 	t.Parallel()
-	f := setup(t, oneStep("hello", "greet", 3), twoSteps("pair", nil))
+	readFirst := twoSteps("read-first", func(s *skill.Skill) { s.Workflow.Steps[0].Tool = "echo" })
+	f := setup(t, oneStep("hello", "greet", 3), twoSteps("pair", nil), readFirst)
 	f.level = events.LevelSteps
 	f.start()
 	nc := f.srv.Conn(t)
@@ -151,6 +152,13 @@ func TestStepsLevelPersistsOnlyWhatRecoveryNeeds(t *testing.T) {
 	cps := f.events(pair, events.TypeStepCompleted)
 	if len(cps) != 1 || cps[0]["step_id"] != "first" {
 		t.Errorf("two-step checkpoints %v, want the first step's only", cps)
+	}
+	// A first step that only read (echo) is done again after a crash rather than
+	// checkpointed: no checkpoint at all.
+	rf := f.job("lvl3", "read-first")
+	f.waitEvent(rf, events.TypeExecutionCompleted)
+	if cps := f.events(rf, events.TypeStepCompleted); len(cps) != 0 {
+		t.Errorf("read-only first step: checkpoints %v, want none", cps)
 	}
 	if m, err := live.NextMsg(100 * time.Millisecond); err == nil {
 		t.Errorf("live event %s published although nobody asked", m.Subject)

@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -84,9 +83,7 @@ func (w *Worker) execute(ctx context.Context, j *job, inputs map[string]any, ans
 			Tools:         tools,
 		})
 	}
-	if log != nil {
-		j.log, _ = json.Marshal(log)
-	}
+	j.log = log
 	return w.decide(j, outputs, err)
 }
 

@@ -23,16 +23,25 @@ import (
 // before the job is acked. A delivery whose outcome JetStream reports as a duplicate
 // lost to an earlier one: it looks that one up and finishes what it caused instead.
 
+// completed is the data of execution.completed as the worker writes it: the log is
+// encoded with the rest rather than encoded first and then checked and copied again
+// as a json.RawMessage. (The field shadows the embedded one; readers decode
+// events.ExecutionCompleted.)
+type completed struct {
+	events.ExecutionCompleted
+	Log *workflow.Log `json:"log,omitempty"`
+}
+
 // complete publishes the execution's completed outcome and acks the job.
 func (w *Worker) complete(ctx context.Context, j *job, outputs map[string]any) error {
 	if err := w.ensureClaim(ctx, j); err != nil {
 		return err
 	}
-	ev := events.ExecutionCompleted{
+	ev := completed{ExecutionCompleted: events.ExecutionCompleted{
 		ExecutionID: j.data.ExecutionID, ActivationID: j.data.ActivationID, Skill: j.skill.Name,
 		Version: j.data.Skill.Version, Outputs: outputs, DurationMS: ms(time.Since(j.start)), Attempt: j.attempt,
-		Worker: w.cfg.Name, Log: j.log,
-	}
+		Worker: w.cfg.Name,
+	}, Log: j.log}
 	ev.RepairID, ev.Digest = j.repaired()
 	m, err := w.outcomeMsg(j, events.TypeExecutionCompleted, ev)
 	var tl *bus.TooLargeError
@@ -46,7 +55,11 @@ func (w *Worker) complete(ctx context.Context, j *job, outputs map[string]any) e
 	if err != nil || lost {
 		return err
 	}
+	w.stats.Add(j.data.Skill.Name, j.data.Skill.Version, true)
 	w.cfg.Metrics.Execution(ctx, j.skill.Name, j.data.Skill.Version, run.StatusCompleted, time.Since(j.start))
+	if err := w.endActivation(ctx, j, &run.Record{ExecutionID: j.data.ExecutionID, Skill: j.data.Skill.Name, Status: run.StatusCompleted}); err != nil {
+		return err
+	}
 	return j.msg.Ack()
 }
 
@@ -64,7 +77,7 @@ func (w *Worker) fail(ctx context.Context, j *job, stepID string, cause error) e
 		Skill: j.data.Skill.Name, Version: j.data.Skill.Version, Status: run.StatusFailed,
 		StepID: stepID, Class: string(class), Error: cause.Error(),
 		Attempt: j.attempt, Worker: w.cfg.Name,
-		DurationMS: ms(time.Since(j.start)), FinishedAt: time.Now().UTC(), Log: j.log,
+		DurationMS: ms(time.Since(j.start)), FinishedAt: time.Now().UTC(), Log: j.logJSON(),
 		// A human said no: another skill doing the same thing is not the answer.
 		Denied: errors.Is(cause, workflow.ErrDenied),
 	}
@@ -89,7 +102,13 @@ func (w *Worker) fail(ctx context.Context, j *job, stepID string, cause error) e
 	if err := j.batch.Wait(ctx); err != nil {
 		return err
 	}
+	w.stats.Add(rec.Skill, rec.Version, false)
 	w.cfg.Metrics.Execution(ctx, rec.Skill, rec.Version, rec.Status, time.Since(j.start))
+	if rec.Status == run.StatusFailed {
+		if err := w.endActivation(ctx, j, rec); err != nil {
+			return err
+		}
+	}
 	switch {
 	case rec.Status == run.StatusFallback:
 		w.cfg.Metrics.Fallback(ctx, rec.Skill, rec.Class)
@@ -139,7 +158,8 @@ func (w *Worker) consequences(ctx context.Context, j *job, rec *run.Record, reco
 		nj := events.Job{
 			ExecutionID: next.ExecutionID, ActivationID: j.data.ActivationID, Skill: next,
 			Inputs: j.data.Inputs, Trigger: j.data.Trigger, Fallback: j.data.Fallback[1:], Depth: j.data.Depth, Live: j.data.Live,
-			History: append(append([]events.Attempt(nil), j.data.History...), attempt),
+			Together: j.data.Together,
+			History:  append(append([]events.Attempt(nil), j.data.History...), attempt),
 		}
 		m := j.meta
 		m.ExecutionID, m.CausationID = next.ExecutionID, j.msgID()
@@ -198,6 +218,11 @@ func (w *Worker) redrive(ctx context.Context, j *job, rec *run.Record) error {
 	if err := j.batch.Wait(ctx); err != nil {
 		return err
 	}
+	if rec.Status != run.StatusFallback {
+		if err := w.endActivation(ctx, j, rec); err != nil {
+			return err
+		}
+	}
 	return j.msg.Ack()
 }
 
@@ -248,10 +273,6 @@ func (w *Worker) outcomeMsg(j *job, typ string, data any) (*nats.Msg, error) {
 		Msg(w.cfg.Bus.Subjects.Event(j.data.ExecutionID, typ))
 	if err != nil {
 		return nil, err
-	}
-	msg.Header.Set(events.HeaderSkill, j.data.Skill.Name)
-	if j.data.Skill.Version != "" {
-		msg.Header.Set(events.HeaderVersion, j.data.Skill.Version)
 	}
 	if err := w.cfg.Bus.Fits(msg); err != nil {
 		return nil, err

@@ -37,7 +37,7 @@ func (w *Worker) pause(ctx context.Context, j *job, p *workflow.PausedError) err
 	rec, err := json.Marshal(run.Paused{
 		ExecutionID: j.data.ExecutionID, Step: p.Step, Subject: j.msg.Subject(), Job: jobData,
 		Meta:      map[string]string{events.ExtCorrelationID: j.meta.CorrelationID, events.ExtTraceParent: j.meta.TraceParent, events.ExtTraceState: j.meta.TraceState},
-		TimeoutAt: deadline, Message: p.Message, Log: j.log,
+		TimeoutAt: deadline, Message: p.Message, Log: j.logJSON(),
 	})
 	if err != nil {
 		return err

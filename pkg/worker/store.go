@@ -133,7 +133,9 @@ func (c *checkpoints) Save(_ context.Context, executionID, stepID string, cp wor
 	case events.LevelFull:
 		persist = true
 	case events.LevelSteps:
-		persist = cp.Status != workflow.StatusSkipped && cp.Kind != "compute" && !cp.Final
+		// Kept only where a redelivery must not do the step again: a step that
+		// acted (a call that did not only read), with more of the run to come.
+		persist = cp.Status != workflow.StatusSkipped && cp.Kind != "compute" && !cp.Final && !cp.ReadOnly
 	}
 	var err error
 	if cp.Status == workflow.StatusSkipped {

@@ -42,11 +42,13 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/internal/jsonx"
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/failure"
 	"github.com/skillbus/skillbus/pkg/instruct"
 	"github.com/skillbus/skillbus/pkg/run"
 	"github.com/skillbus/skillbus/pkg/skill"
+	"github.com/skillbus/skillbus/pkg/stats"
 	"github.com/skillbus/skillbus/pkg/telemetry"
 	"github.com/skillbus/skillbus/pkg/tool"
 	"github.com/skillbus/skillbus/pkg/workflow"
@@ -146,6 +148,9 @@ type Worker struct {
 	events   jetstream.Stream
 	loops    []*bus.Loop
 	beat     *heartbeat
+	stats    *stats.Recorder
+	counting sync.WaitGroup     // the stats recorder's writes
+	stopStat context.CancelFunc // ends them
 	epoch    *bus.Epoch
 	inflight sync.Map // execution id → *job running in this process
 	status   chan nats.Status
@@ -249,6 +254,15 @@ func (w *Worker) Start(ctx context.Context) error {
 		return fmt.Errorf("worker: %w", err)
 	}
 	w.cache = &cache{kv: cacheKV}
+	statsKV, err := b.KV(ctx, b.BucketStats())
+	if err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	// The outcomes this process publishes, counted for the routers' success rates.
+	w.stats = stats.NewRecorder(statsKV, w.cfg.Log)
+	sctx, stopStat := context.WithCancel(context.WithoutCancel(ctx))
+	w.stopStat = stopStat
+	w.counting.Go(func() { w.stats.Run(sctx, time.Second) })
 	if w.events, err = b.JS.Stream(ctx, b.StreamEvents()); err != nil {
 		return fmt.Errorf("worker: stream %s: %w", b.StreamEvents(), err)
 	}
@@ -303,6 +317,11 @@ func (w *Worker) Stop(ctx context.Context) {
 		w.beat.stop()
 		w.beat = nil
 	}
+	if w.stopStat != nil {
+		w.stopStat() // the last counts are written on the way out
+		w.counting.Wait()
+		w.stopStat = nil
+	}
 	if w.status != nil {
 		w.cfg.Bus.NC.RemoveStatusListener(w.status)
 		w.status = nil
@@ -324,7 +343,7 @@ type job struct {
 	skill    *skill.Skill
 	batch    *bus.Batch
 	start    time.Time
-	log      json.RawMessage // the execution log of this delivery
+	log      *workflow.Log // the execution log of this delivery (nil for instruction and script skills)
 	// fast: the first delivery of a job stored in the worker's current epoch; it runs
 	// unclaimed (see claim.go). reconnects is the connection's count when it began.
 	fast       bool
@@ -374,7 +393,7 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 	// (the delivery count is no record of retries: see claim.go).
 	j := &job{msg: msg, meta: e.Meta(), attempt: 1, batch: w.cfg.Bus.Batch(), start: time.Now(),
 		delivery: strconv.FormatUint(md.Sequence.Stream, 10) + "." + nuid.Next()}
-	if err := json.Unmarshal(e.Data, &j.data); err != nil || j.data.ExecutionID == "" || j.data.Skill.Name == "" {
+	if err := jsonx.Unmarshal(e.Data, &j.data); err != nil || j.data.ExecutionID == "" || j.data.Skill.Name == "" {
 		if err == nil {
 			err = errors.New("job has no execution_id or skill")
 		}
@@ -426,7 +445,7 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 
 	var inputs map[string]any
 	if len(j.data.Inputs) > 0 {
-		if err := json.Unmarshal(j.data.Inputs, &inputs); err != nil {
+		if err := jsonx.Unmarshal(j.data.Inputs, &inputs); err != nil {
 			return w.fail(ctx, j, "", failure.Fatalf("inputs are not a JSON object: %v", err))
 		}
 	}
@@ -635,5 +654,14 @@ func (w *Worker) poison(ctx context.Context, msg jetstream.Msg, cause error) err
 }
 
 func (j *job) msgID() string { return j.data.ExecutionID + ".job" }
+
+// logJSON is the job's execution log as JSON, nil without one.
+func (j *job) logJSON() json.RawMessage {
+	if j.log == nil {
+		return nil
+	}
+	b, _ := json.Marshal(j.log)
+	return b
+}
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -100,6 +100,7 @@ func setup(t *testing.T, skills ...*skill.Skill) *fixture {
 			return "released", nil
 		}),
 		counted("big", func(c tool.Call, _ int64) (any, error) { return strings.Repeat("x", 9<<20), nil }),
+		tool.Echo(), // its calls only read
 	)
 	if err != nil {
 		t.Fatal(err)

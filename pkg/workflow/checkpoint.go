@@ -50,6 +50,10 @@ type Checkpoint struct {
 	// not need; they are not stored.
 	Kind  string `json:"-"`
 	Final bool   `json:"-"`
+	// ReadOnly is set when every tool call the step made only read (tool.ReadOnly:
+	// an HTTP GET, an echo), or it made none: running it again changes nothing, so a
+	// store may skip its checkpoint too. Not stored.
+	ReadOnly bool `json:"-"`
 }
 
 // Checkpoints stores the checkpoints of executions. The worker implements it over KV

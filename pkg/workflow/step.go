@@ -20,7 +20,11 @@ import (
 const saveTimeout = 10 * time.Second
 
 // calls counts a step's tool calls and cache hits.
-type calls struct{ made, hits int }
+type calls struct {
+	made, hits int
+	// writes counts the calls made that did not only read (tool.IsReadOnly).
+	writes int
+}
 
 // step runs step i in env: condition, confirmation, body, checkpoint, and the
 // Observer calls. It may run beside other steps, so it touches only the step's log
@@ -85,7 +89,7 @@ func (x *execution) step(i int, env expr.Env, heal *AutoHeal, retryOf string) (s
 		txt := errorText(err)
 		cl := failure.ClassOf(err)
 		ck := Checkpoint{Status: StatusContinued, Result: txt, Error: err.Error(), Class: cl, Calls: n.made,
-			Skill: x.ref, Attempt: x.r.Attempt, Started: start, Finished: fin, Kind: cs.kind, Final: x.final == i}
+			Skill: x.ref, Attempt: x.r.Attempt, Started: start, Finished: fin, Kind: cs.kind, Final: x.final == i, ReadOnly: n.writes == 0}
 		if serr := x.save(st.ID, ck); serr != nil {
 			return x.fail(i, serr, start, true)
 		}
@@ -95,7 +99,7 @@ func (x *execution) step(i int, env expr.Env, heal *AutoHeal, retryOf string) (s
 		return stepState{status: StatusContinued, bound: true, value: txt, err: err, errText: err.Error(), class: cl}
 	}
 	ck := Checkpoint{Status: StatusCompleted, Result: res, Cached: sl.Cached, Calls: n.made,
-		Skill: x.ref, Attempt: x.r.Attempt, Started: start, Finished: fin, Kind: cs.kind, Final: x.final == i}
+		Skill: x.ref, Attempt: x.r.Attempt, Started: start, Finished: fin, Kind: cs.kind, Final: x.final == i, ReadOnly: n.writes == 0}
 	if serr := x.save(st.ID, ck); serr != nil {
 		return x.fail(i, serr, start, true)
 	}
@@ -241,7 +245,11 @@ func (x *execution) once(ctx context.Context, key string, cs *cstep, env expr.En
 		}
 	}
 	n.made++
-	v, err := t.Call(ctx, tool.Call{Args: args, ExecutionID: x.r.ExecutionID, Step: st.ID, IdempotencyKey: key})
+	call := tool.Call{Args: args, ExecutionID: x.r.ExecutionID, Step: st.ID, IdempotencyKey: key}
+	if !tool.IsReadOnly(t, call) {
+		n.writes++
+	}
+	v, err := t.Call(ctx, call)
 	if err == nil && ckey != "" {
 		if perr := x.cache.Put(ctx, ckey, v, time.Duration(st.Cache)); perr != nil {
 			x.e.log.Warn("workflow: cache put failed", "step", st.ID, "key", ckey, "err", perr)

@@ -98,7 +98,7 @@ func testServer(started chan<- struct{}, release <-chan struct{}) *mcp.Server {
 			}
 			return nil, nil, fmt.Errorf("invalid parameter mode %q", in.Mode)
 		})
-	mcp.AddTool(s, &mcp.Tool{Name: "stats", Description: "Counts words."},
+	mcp.AddTool(s, &mcp.Tool{Name: "stats", Description: "Counts words.", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in struct {
 			Text string `json:"text"`
 		}) (*mcp.CallToolResult, statsOut, error) {

@@ -28,6 +28,9 @@ type Tool struct {
 	mcpName     string
 	description string
 	schema      map[string]any
+	// readOnly: the server annotates the tool readOnlyHint (it does not modify its
+	// environment).
+	readOnly bool
 }
 
 func newTool(s *server, t *mcp.Tool) (*Tool, error) {
@@ -35,7 +38,8 @@ func newTool(s *server, t *mcp.Tool) (*Tool, error) {
 	if t.Name == "" || strings.ContainsFunc(name, unicode.IsSpace) {
 		return nil, fmt.Errorf("mcp: server %s: tool %q has no usable name", s.name, name)
 	}
-	tl := &Tool{srv: s, name: name, mcpName: t.Name, description: t.Description}
+	tl := &Tool{srv: s, name: name, mcpName: t.Name, description: t.Description,
+		readOnly: t.Annotations != nil && t.Annotations.ReadOnlyHint}
 	if t.InputSchema != nil {
 		v, err := toValue(t.InputSchema)
 		if m, ok := v.(map[string]any); err == nil && ok {
@@ -50,6 +54,11 @@ func newTool(s *server, t *mcp.Tool) (*Tool, error) {
 
 // Name is the tool's name: the prefixes and its MCP name.
 func (t *Tool) Name() string { return t.name }
+
+// ReadOnly reports whether the server annotates the tool readOnlyHint: its calls
+// only read (tool.ReadOnly). Servers are the operator's to configure, so the hint is
+// taken at its word; at worst a step is done again after a worker's crash.
+func (t *Tool) ReadOnly(tool.Call) bool { return t.readOnly }
 
 // MCPName is the tool's name on its server.
 func (t *Tool) MCPName() string { return t.mcpName }

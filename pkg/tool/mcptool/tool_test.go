@@ -175,6 +175,11 @@ func TestOpen(t *testing.T) {
 		if tl.MCPName() != "greet" || tl.Description() != "Greets someone." {
 			t.Errorf("tool %s: MCP name %q, description %q", tl.Name(), tl.MCPName(), tl.Description())
 		}
+		// A tool annotated readOnlyHint only reads; the others are taken to act.
+		if tool.IsReadOnly(tl, tool.Call{}) || !tool.IsReadOnly(toolNamed(t, c, "mcp_a_stats"), tool.Call{}) {
+			t.Errorf("read-only: greet %v, stats %v; want false, true (stats is annotated readOnlyHint)",
+				tool.IsReadOnly(tl, tool.Call{}), tool.IsReadOnly(toolNamed(t, c, "mcp_a_stats"), tool.Call{}))
+		}
 		props, _ := tl.InputSchema()["properties"].(map[string]any)
 		if props["name"] == nil {
 			t.Errorf("schema %v has no name property", tl.InputSchema())
