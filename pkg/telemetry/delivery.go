@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -91,12 +92,17 @@ func withSpanID(ctx context.Context, id trace.SpanID) context.Context {
 type idGenerator struct{}
 
 func (idGenerator) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
+	tid := newTraceID()
+	return tid, idGenerator{}.NewSpanID(ctx, tid)
+}
+
+func newTraceID() trace.TraceID {
 	var tid trace.TraceID
 	for !tid.IsValid() {
 		binary.BigEndian.PutUint64(tid[:8], rand.Uint64())
 		binary.BigEndian.PutUint64(tid[8:], rand.Uint64())
 	}
-	return tid, idGenerator{}.NewSpanID(ctx, tid)
+	return tid
 }
 
 func (idGenerator) NewSpanID(ctx context.Context, _ trace.TraceID) trace.SpanID {
@@ -134,7 +140,6 @@ func StartDelivery(ctx context.Context, m *nats.Msg, group string, d Delivery, a
 	if hasLink {
 		links = append(links, hl)
 	}
-	sctx := ctx
 	if derivedIDs() {
 		parent := trace.SpanContextFromContext(ctx)
 		// The first delivery of a released job replaces no delivery in this trace:
@@ -151,16 +156,29 @@ func StartDelivery(ctx context.Context, m *nats.Msg, group string, d Delivery, a
 				Attributes: []attribute.KeyValue{AttrLinkReason.String(reason), AttrAttempt.Int(prev.Attempt)},
 			})
 		}
-		sctx = withSpanID(ctx, d.SpanID())
 	}
 	msg := MessageOf(m, group)
 	if d.Template != "" {
 		msg.Template = d.Template
 	}
-	_, span := StartProcess(sctx, msg, links, attrs...)
+	var span trace.Span
+	if a := active.Load(); a != nil && a.rec != nil {
+		// The recorder takes the span ID as it is: no context to carry the request.
+		b := getAttrs()
+		b.kv = msg.appendAttrs(b.kv, semconv.MessagingOperationTypeProcess, "process", attrs)
+		ctx, span = a.rec.startID(ctx, msg.spanName("process"), trace.SpanKindConsumer, links, b.kv, d.SpanID())
+		putAttrs(b)
+	} else {
+		sctx := ctx
+		if derivedIDs() {
+			sctx = withSpanID(ctx, d.SpanID())
+		}
+		_, span = StartProcess(sctx, msg, links, attrs...)
+		// The span's children get random IDs: ctx, not sctx, carries it on.
+		ctx = trace.ContextWithSpan(ctx, span)
+	}
 	if d.Recovered && span.IsRecording() {
 		span.SetAttributes(AttrRecovered.Bool(true))
 	}
-	// The span's children get random IDs: ctx, not sctx, carries it on.
-	return trace.ContextWithSpan(ctx, span), span
+	return ctx, span
 }

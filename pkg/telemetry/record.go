@@ -60,14 +60,19 @@ func newRecorder(tp trace.TracerProvider, sampler sdktrace.Sampler, res *resourc
 }
 
 func (r *recorder) start(ctx context.Context, name string, kind trace.SpanKind, links []trace.Link, kv []attribute.KeyValue) (context.Context, trace.Span) {
+	return r.startID(ctx, name, kind, links, kv, trace.SpanID{})
+}
+
+// startID is start with span ID sid (a delivery's, see Delivery.SpanID); an
+// invalid one asks the ID generator for one.
+func (r *recorder) startID(ctx context.Context, name string, kind trace.SpanKind, links []trace.Link, kv []attribute.KeyValue, sid trace.SpanID) (context.Context, trace.Span) {
 	psc := trace.SpanContextFromContext(ctx)
-	var tid trace.TraceID
-	var sid trace.SpanID
-	if psc.TraceID().IsValid() {
-		tid = psc.TraceID()
+	tid := psc.TraceID()
+	if !tid.IsValid() {
+		tid = newTraceID()
+	}
+	if !sid.IsValid() {
 		sid = idGenerator{}.NewSpanID(ctx, tid)
-	} else {
-		tid, sid = idGenerator{}.NewIDs(ctx)
 	}
 	sr := r.sampler.ShouldSample(sdktrace.SamplingParameters{
 		ParentContext: ctx, TraceID: tid, Name: name, Kind: kind, Attributes: kv, Links: links,
@@ -81,9 +86,15 @@ func (r *recorder) start(ctx context.Context, name string, kind trace.SpanKind, 
 		s := &unrecorded{sc: sc, tp: r.provider}
 		return trace.ContextWithSpan(ctx, s), s
 	}
+	room := len(sr.Attributes) + len(kv)
+	if kind == trace.SpanKindConsumer {
+		// A consumer's handler records how it ended (the router: its outcome and
+		// how it routed; a failure: its error type and class), most often two more.
+		room += 2
+	}
 	s := &span{
 		r: r, name: name, kind: trace.ValidateSpanKind(kind), sc: sc, parent: psc, start: time.Now(),
-		attrs: make([]attribute.KeyValue, 0, len(sr.Attributes)+len(kv)),
+		attrs: make([]attribute.KeyValue, 0, room),
 	}
 	s.setAttributes(sr.Attributes)
 	s.setAttributes(kv)

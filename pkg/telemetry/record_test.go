@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -204,12 +205,20 @@ func TestValueLengthLimitLeavesSpansToTheSDK(t *testing.T) {
 	}
 	_, s := StartPublish(context.Background(), Message{Destination: "skillbus.jobs.default", ID: "x1.job"}, AttrSkillName.String("hello-world"))
 	s.End()
+	// A delivery's span still gets the ID its delivery derives.
+	d := Delivery{ExecutionID: "x1", Attempt: 1}
+	job := &nats.Msg{Subject: "skillbus.jobs.default", Header: nats.Header{CETraceParent: {"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}}
+	_, ds := StartDelivery(context.Background(), job, "worker", d)
+	ds.End()
 	if err := tel.tp.ForceFlush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	spans := exp.GetSpans()
-	if len(spans) != 1 {
-		t.Fatalf("%d spans exported, want 1", len(spans))
+	if len(spans) != 2 {
+		t.Fatalf("%d spans exported, want 2", len(spans))
+	}
+	if got := spans[1].SpanContext.SpanID(); got != d.SpanID() {
+		t.Errorf("the delivery's span has ID %s, not the derived %s", got, d.SpanID())
 	}
 	got := map[attribute.Key]string{}
 	for _, kv := range spans[0].Attributes {
