@@ -33,7 +33,9 @@ func TestBenchRuns(t *testing.T) {
 		`ratio 3-step workflow/one-step skill .*: throughput \d+\.\d\d`,
 		`tracing off\s+\d+ exec/s`,
 		`tracing on\s+\d+ exec/s`,
-		`ratio tracing on/off \(100% sampling, discarding exporter; median of 5 rounds, 5\.00 spans exported per execution\): throughput \d+\.\d\d`,
+		// 5 spans an execution: fewer would be spans lost; a redelivery on a slow
+		// machine may add a few.
+		`ratio tracing on/off \(100% sampling, discarding exporter; median of 5 rounds, 5\.0\d spans exported per execution\): throughput \d+\.\d\d`,
 	} {
 		if !regexp.MustCompile(re).MatchString(out.String()) {
 			t.Errorf("output lacks %s:\n%s", re, out.String())
