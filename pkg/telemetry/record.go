@@ -124,6 +124,7 @@ type span struct {
 	status sdktrace.Status
 
 	attrs         []attribute.KeyValue
+	keys          uint64 // keyBit of every key in attrs
 	links         []sdktrace.Link
 	events        []sdktrace.Event
 	droppedAttrs  int
@@ -144,10 +145,15 @@ next:
 			s.droppedAttrs++
 			continue
 		}
-		for i := range s.attrs {
-			if s.attrs[i].Key == a.Key {
-				s.attrs[i] = a
-				continue next
+		// Keys are rarely set twice: a bit per key's sketch tells most new keys
+		// from the ones the span has without comparing them all.
+		bit := keyBit(a.Key)
+		if s.keys&bit != 0 {
+			for i := range s.attrs {
+				if s.attrs[i].Key == a.Key {
+					s.attrs[i] = a
+					continue next
+				}
 			}
 		}
 		if limit >= 0 && len(s.attrs) >= limit {
@@ -155,7 +161,18 @@ next:
 			continue
 		}
 		s.attrs = append(s.attrs, a)
+		s.keys |= bit
 	}
+}
+
+// keyBit is one of 64 bits for k: keys with different bits differ.
+func keyBit(k attribute.Key) uint64 {
+	n := len(k)
+	h := uint(n) * 0x9e3779b1
+	if n > 0 {
+		h ^= uint(k[n-1])*31 + uint(k[n/2])*131 + uint(k[0])
+	}
+	return 1 << (h % 64)
 }
 
 // capped returns at most n of kv (n < 0: all), as the SDK keeps the attributes of
