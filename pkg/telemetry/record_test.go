@@ -43,6 +43,30 @@ func recording(t *testing.T, limits map[string]string) (*Telemetry, *tracetest.I
 	return tel, exp
 }
 
+// TestSpansSDKLeavesTheHelpersSpansToTheSDK: SKILLBUS_OTEL_SPANS=sdk records every
+// span with the SDK; by default the helpers' spans are the recorder's.
+func TestSpansSDKLeavesTheHelpersSpansToTheSDK(t *testing.T) {
+	for _, v := range []string{"", "skillbus", "SDK"} {
+		tp, mp, prop := otel.GetTracerProvider(), otel.GetMeterProvider(), otel.GetTextMapPropagator()
+		exp := tracetest.NewInMemoryExporter()
+		tel, err := Setup(context.Background(), Config{SpanExporter: exp,
+			Getenv: func(k string) string { return map[string]string{EnvSpans: v}[k] }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, s := StartPublish(context.Background(), Message{Destination: "x"})
+		_, recorded := s.(*span)
+		s.End()
+		tel.Shutdown(context.Background())
+		otel.SetTracerProvider(tp)
+		otel.SetMeterProvider(mp)
+		otel.SetTextMapPropagator(prop)
+		if want := v != "SDK"; recorded != want {
+			t.Errorf("%s=%q: recorded by skillbus %v, want %v", EnvSpans, v, recorded, want)
+		}
+	}
+}
+
 // keep keeps the spans past Shutdown, which the in-memory exporter forgets.
 type keep struct{ *tracetest.InMemoryExporter }
 

@@ -40,6 +40,13 @@ const (
 	EnvSDKDisabled    = "OTEL_SDK_DISABLED"
 )
 
+// EnvSpans chooses what records skillbus's own spans under Setup's provider:
+// "skillbus" (the default), its lighter recorder, or "sdk", the OpenTelemetry SDK's
+// span — what every span of other instrumentation is either way. The two export the
+// same; "sdk" is there to rule the recorder out if a trace ever looks wrong, at about
+// twice tracing's CPU cost.
+const EnvSpans = "SKILLBUS_OTEL_SPANS"
+
 // ErrConfig is wrapped by every error Setup returns for a bad OTEL_* variable.
 var ErrConfig = errors.New("telemetry: bad configuration")
 
@@ -147,7 +154,14 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 		if err != nil {
 			pres = res
 		}
-		t.rec = newRecorder(t.tp, sampler, pres, bsp, sdktrace.NewSpanLimits())
+		switch v := strings.ToLower(strings.TrimSpace(getenv(EnvSpans))); v {
+		case "", "skillbus":
+			t.rec = newRecorder(t.tp, sampler, pres, bsp, sdktrace.NewSpanLimits())
+		case "sdk":
+		default:
+			_ = t.tp.Shutdown(ctx)
+			return nil, fmt.Errorf("%w: %s=%q: want skillbus or sdk", ErrConfig, EnvSpans, v)
+		}
 	} else {
 		t.TracerProvider = noop.NewTracerProvider()
 	}

@@ -166,6 +166,7 @@ func TestSetupBadEnvironment(t *testing.T) {
 		"bad ratio":          {telemetry.EnvEndpoint: "http://c:4318", telemetry.EnvSampler: "traceidratio", telemetry.EnvSamplerArg: "2"},
 		"bad resource":       {telemetry.EnvResourceAttrs: "novalue"},
 		"bad escape":         {telemetry.EnvResourceAttrs: "a=%zz"},
+		"unknown spans":      {telemetry.EnvEndpoint: "http://c:4318", telemetry.EnvSpans: "fast"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			restoreGlobals(t)
