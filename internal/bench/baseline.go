@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/skillbus/skillbus/pkg/bus"
 )
 
 // Shape is what a bare-JetStream baseline persists per execution.
@@ -58,15 +59,32 @@ func runBaseline(ctx context.Context, cfg Config, shape Shape, msgBytes int) (Re
 
 // startBaseline starts the pipeline of shape with messages of msgBytes.
 func startBaseline(ctx context.Context, cfg Config, shape Shape, msgBytes int) (_ *baseline, err error) {
-	_, nc, cleanup, err := server(cfg)
+	srv, nc, cleanup, err := server(cfg)
 	if err != nil {
 		return nil, err
 	}
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(16384))
-	if err != nil {
-		cleanup()
-		return nil, err
+	// The router, the worker and the driver each on a connection of its own, as
+	// separate processes would be (and as skillbus is measured).
+	conns := []*nats.Conn{nc}
+	cleanup = closing(cleanup, &conns)
+	var jss []jetstream.JetStream
+	for i, name := range []string{"driver", "router", "worker"} {
+		if i > 0 {
+			c, err := bus.Connect(srv.URL(), "bench "+name)
+			if err != nil {
+				cleanup()
+				return nil, err
+			}
+			conns = append(conns, c)
+		}
+		j, err := jetstream.New(conns[i], jetstream.WithPublishAsyncMaxPending(16384))
+		if err != nil {
+			cleanup()
+			return nil, err
+		}
+		jss = append(jss, j)
 	}
+	js, jsRouter, jsWorker := jss[0], jss[1], jss[2]
 	// Pad the data so a message is as large as skillbus's average, headers included.
 	pad := max(0, msgBytes-60)
 	b := &baseline{nc: nc, js: js, pad: []byte(`"` + strings.Repeat("x", pad) + `"`), cleanup: cleanup}
@@ -88,17 +106,17 @@ func startBaseline(ctx context.Context, cfg Config, shape Shape, msgBytes int) (
 			return nil, err
 		}
 	}
-	consumer := func(stream, name, filter string) (jetstream.Consumer, error) {
+	consumer := func(js jetstream.JetStream, stream, name, filter string) (jetstream.Consumer, error) {
 		return js.CreateOrUpdateConsumer(ctx, stream, jetstream.ConsumerConfig{
 			Durable: name, FilterSubject: filter, AckPolicy: jetstream.AckExplicitPolicy,
 			AckWait: 30 * time.Second, MaxAckPending: 10000,
 		})
 	}
-	rc, err := consumer("BASE_TRIGGERS", "router", "base.trigger.>")
+	rc, err := consumer(jsRouter, "BASE_TRIGGERS", "router", "base.trigger.>")
 	if err != nil {
 		return nil, err
 	}
-	wc, err := consumer("BASE_JOBS", "worker", "base.exec.>")
+	wc, err := consumer(jsWorker, "BASE_JOBS", "worker", "base.exec.>")
 	if err != nil {
 		return nil, err
 	}
@@ -107,17 +125,17 @@ func startBaseline(ctx context.Context, cfg Config, shape Shape, msgBytes int) (
 	b.loop(rc, cfg.Concurrency, func(m jetstream.Msg) []jetstream.PubAckFuture {
 		id := m.Headers().Get("Bench-I")
 		if shape == SameWrites {
-			return []jetstream.PubAckFuture{b.publish("base.exec.default.noop."+id+".job", id, "job", jetstream.WithExpectLastSequencePerSubject(0))}
+			return []jetstream.PubAckFuture{b.publish(jsRouter, "base.exec.default.noop."+id+".job", id, "job", jetstream.WithExpectLastSequencePerSubject(0))}
 		}
-		return []jetstream.PubAckFuture{b.publish("base.exec.default.noop", id, "job")}
+		return []jetstream.PubAckFuture{b.publish(jsRouter, "base.exec.default.noop", id, "job")}
 	})
 	// The "worker": the result, then the ack.
 	b.loop(wc, cfg.Concurrency, func(m jetstream.Msg) []jetstream.PubAckFuture {
 		id := m.Headers().Get("Bench-I")
 		if shape == SameWrites {
-			return []jetstream.PubAckFuture{b.publish("base.events."+id+".completed", id, "completed", jetstream.WithExpectLastSequencePerSubject(0))}
+			return []jetstream.PubAckFuture{b.publish(jsWorker, "base.events."+id+".completed", id, "completed", jetstream.WithExpectLastSequencePerSubject(0))}
 		}
-		return []jetstream.PubAckFuture{b.publish("base.events."+id+".completed", id, "completed")}
+		return []jetstream.PubAckFuture{b.publish(jsWorker, "base.events."+id+".completed", id, "completed")}
 	})
 
 	results := make(chan int, 1024)
@@ -134,12 +152,12 @@ func startBaseline(ctx context.Context, cfg Config, shape Shape, msgBytes int) (
 	return b, nil
 }
 
-func (b *baseline) publish(subject, id, stage string, opts ...jetstream.PublishOpt) jetstream.PubAckFuture {
+func (b *baseline) publish(js jetstream.JetStream, subject, id, stage string, opts ...jetstream.PublishOpt) jetstream.PubAckFuture {
 	m := nats.NewMsg(subject)
 	m.Header.Set("Nats-Msg-Id", id+"."+stage)
 	m.Header.Set("Bench-I", id)
 	m.Data = b.pad
-	f, err := b.js.PublishMsgAsync(m, opts...)
+	f, err := js.PublishMsgAsync(m, opts...)
 	if err != nil {
 		return nil
 	}

@@ -236,6 +236,16 @@ func server(cfg Config) (*bus.Embedded, *nats.Conn, func(), error) {
 	return srv, nc, func() { nc.Close(); srv.Shutdown(); os.RemoveAll(dir) }, nil
 }
 
+// closing returns cleanup preceded by closing every connection in *conns.
+func closing(cleanup func(), conns *[]*nats.Conn) func() {
+	return func() {
+		for _, c := range *conns {
+			c.Close()
+		}
+		cleanup()
+	}
+}
+
 // Run measures skillbus and the baselines in alternating rounds, each on a fresh
 // server, and prints the report. Alternating keeps a slow stretch of a shared machine
 // from landing on one side only; the median ratio is the figure to quote.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/skillbus/skillbus/internal/skillgen"
 	"io"
 	"log/slog"
 	"os"
@@ -15,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/skillbus/skillbus/internal/skillgen"
 
 	"github.com/nats-io/nats.go/jetstream"
 

@@ -72,11 +72,21 @@ func runSkillbus(ctx context.Context, cfg Config, name string, sk *skill.Skill, 
 // startSkillbus starts a fleet running sk that reports the first total triggers'
 // results.
 func startSkillbus(ctx context.Context, cfg Config, sk *skill.Skill, level events.Level, total int) (_ *skillbusSystem, err error) {
-	_, nc, cleanup, err := server(cfg)
+	srv, nc, cleanup, err := server(cfg)
 	if err != nil {
 		return nil, err
 	}
 	s := &skillbusSystem{stops: []func(){cleanup}}
+	// The router and the worker each on a connection of its own, as separate
+	// processes would be; the driver publishes and follows on nc.
+	dial := func(name string) (*bus.Bus, error) {
+		c, err := bus.Connect(srv.URL(), "bench "+name)
+		if err != nil {
+			return nil, err
+		}
+		s.stops = append(s.stops, c.Close)
+		return bus.New(c, bus.Config{Storage: cfg.Storage})
+	}
 	defer func() {
 		if err != nil {
 			s.stop()
@@ -104,7 +114,11 @@ func startSkillbus(ctx context.Context, cfg Config, sk *skill.Skill, level event
 		return nil, err
 	}
 	s.stops = append(s.stops, rcat.Stop)
-	r, err := router.New(router.Config{Bus: b, Catalog: rcat, Log: cfg.Log, Concurrency: cfg.Concurrency, Events: level})
+	rb, err := dial("router")
+	if err != nil {
+		return nil, err
+	}
+	r, err := router.New(router.Config{Bus: rb, Catalog: rcat, Log: cfg.Log, Concurrency: cfg.Concurrency, Events: level})
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +135,11 @@ func startSkillbus(ctx context.Context, cfg Config, sk *skill.Skill, level event
 	if err != nil {
 		return nil, err
 	}
-	w, err := worker.New(worker.Config{Bus: b, Catalog: wcat, Engine: eng, Log: cfg.Log, Concurrency: cfg.Concurrency, Events: level})
+	wb, err := dial("worker")
+	if err != nil {
+		return nil, err
+	}
+	w, err := worker.New(worker.Config{Bus: wb, Catalog: wcat, Engine: eng, Log: cfg.Log, Concurrency: cfg.Concurrency, Events: level})
 	if err != nil {
 		return nil, err
 	}
