@@ -268,11 +268,7 @@ func Run(ctx context.Context, cfg Config) error {
 	var msgBytes int
 	sb := func(name string, sk *skill.Skill, level events.Level) figure {
 		return figure{name, func() (Result, error) {
-			r, err := untraced(ctx, cfg, func() (Result, error) { return runSkillbus(ctx, cfg, name, sk, level) })
-			if msgBytes == 0 {
-				msgBytes = r.AvgMsgBytes
-			}
-			return r, err
+			return untraced(ctx, cfg, func() (Result, error) { return runSkillbus(ctx, cfg, name, sk, level) })
 		}}
 	}
 	base := func(shape Shape) figure {
@@ -286,11 +282,28 @@ func Run(ctx context.Context, cfg Config) error {
 		sb("skillbus full", noopSkill, events.LevelFull),
 		sb("skillbus terminal", noopSkill, events.LevelTerminal),
 	}
+	// A process's first run costs more CPU per execution than the ones after it
+	// (caches, the heap growing): an untimed skillbus run takes it, and learns the
+	// message size the baselines are padded to. Every other round then runs the
+	// figures in reverse order, so that none always follows the same one.
+	warm := cfg
+	warm.Executions, warm.Samples = max(cfg.Executions/4, 1), 1
+	wr, err := untraced(ctx, warm, func() (Result, error) { return runSkillbus(ctx, warm, "warm-up", noopSkill, events.DefaultLevel) })
+	if err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+	msgBytes = wr.AvgMsgBytes
 	rounds := make([]map[string]Result, 0, cfg.Rounds)
 	for round := 1; round <= cfg.Rounds; round++ {
 		got := map[string]Result{}
-		fmt.Fprintf(cfg.Out, "round %d:\n", round)
-		for _, f := range figures {
+		order := slices.Clone(figures)
+		how := "in order"
+		if round%2 == 0 {
+			slices.Reverse(order)
+			how = "in reverse order"
+		}
+		fmt.Fprintf(cfg.Out, "round %d (%s):\n", round, how)
+		for _, f := range order {
 			r, err := f.run()
 			if err != nil {
 				return fmt.Errorf("%s: %w", f.name, err)
