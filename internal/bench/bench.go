@@ -98,6 +98,11 @@ type Result struct {
 	LoadedP50   time.Duration // latency inside the throughput phase
 	AvgMsgBytes int           // average persisted message (headers + data)
 	Persisted   float64       // persisted publishes per execution, counted by the server
+	// CPU is the process's CPU time (user and system, server included) per
+	// execution over the throughput phase: throughput is the cores the run got
+	// divided by it, and unlike throughput it hardly depends on how many cores
+	// other work on the machine left the run.
+	CPU time.Duration
 }
 
 // system is one side of the comparison.
@@ -155,7 +160,7 @@ func measure(ctx context.Context, cfg Config, name string, sys system, results <
 	if err != nil {
 		return r, err
 	}
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuTime()
 	for i := range cfg.Executions {
 		select {
 		case window <- struct{}{}:
@@ -176,6 +181,7 @@ func measure(ctx context.Context, cfg Config, name string, sys system, results <
 	}
 	elapsed := time.Since(start)
 	r.PerSecond = float64(cfg.Executions) / elapsed.Seconds()
+	r.CPU = (cpuTime() - cpu0) / time.Duration(cfg.Executions)
 	after, err := persisted(ctx, sys.jetstream())
 	if err != nil {
 		return r, err
@@ -330,6 +336,9 @@ func Run(ctx context.Context, cfg Config) error {
 		last["bare JetStream"].Persisted, last["skillbus"].Persisted, last["skillbus 3-step"].Persisted, last["skillbus full"].Persisted, last["skillbus terminal"].Persisted)
 	fmt.Fprintf(w, "ratio skillbus/minimal JetStream pipeline (median of %d rounds): throughput %.2f   latency p50 %.2f  p99 %.2f   (1.00 = no overhead)\n",
 		cfg.Rounds, med("skillbus", "bare JetStream", thr), med("skillbus", "bare JetStream", p50), med("skillbus", "bare JetStream", p99))
+	cpu := func(a, b Result) float64 { return ratio(b.CPU, a.CPU) }
+	fmt.Fprintf(w, "same, by CPU per execution (the minimal pipeline's over skillbus's, whole process; hardly moved by other load): one-step %.2f   3-step/one-step %.2f\n",
+		med("skillbus", "bare JetStream", cpu), med("skillbus 3-step", "skillbus", cpu))
 	fmt.Fprintf(w, "ratio skillbus/bare JetStream doing skillbus's writes (create-only job kept, create-only outcome; client overhead): throughput %.2f   latency p50 %.2f\n",
 		med("skillbus", SameWrites.String(), thr), med("skillbus", SameWrites.String(), p50))
 	fmt.Fprintf(w, "ratio by events level, one-step skill / minimal pipeline: full %.2f   steps (default) %.2f   terminal %.2f\n",
@@ -374,8 +383,9 @@ func runDurable(ctx context.Context, cfg Config) error {
 }
 
 func line(w io.Writer, r Result) {
-	fmt.Fprintf(w, "  %-18s %7.0f exec/s   latency p50 %8s  p99 %8s   (p50 under load %s)   %.2f persisted/exec\n",
-		r.Name, r.PerSecond, r.P50.Round(time.Microsecond), r.P99.Round(time.Microsecond), r.LoadedP50.Round(time.Millisecond), r.Persisted)
+	fmt.Fprintf(w, "  %-18s %7.0f exec/s   latency p50 %8s  p99 %8s   (p50 under load %s)   %.2f persisted/exec   %5.0f cpu-µs/exec\n",
+		r.Name, r.PerSecond, r.P50.Round(time.Microsecond), r.P99.Round(time.Microsecond), r.LoadedP50.Round(time.Millisecond), r.Persisted,
+		float64(r.CPU.Nanoseconds())/1e3)
 }
 
 func settings(cfg Config, msgBytes int, durable bool) {

@@ -22,7 +22,8 @@ func TestBenchRuns(t *testing.T) {
 	}
 	for _, re := range []string{
 		`bare JetStream\s+\d+ exec/s\s+latency p50`,
-		`skillbus\s+\d+ exec/s`,
+		`skillbus\s+\d+ exec/s .* [1-9]\d* cpu-µs/exec`,
+		`same, by CPU per execution .*: one-step \d+\.\d\d   3-step/one-step \d+\.\d\d`,
 		`settings: storage=file replicas=1 sync_interval=default \(2m\) msg_size≈\d+B`,
 		`ratio skillbus/minimal JetStream pipeline \(median of 1 rounds\): throughput \d+\.\d\d`,
 		`persisted publishes per execution \(counted by the server\): minimal 3\.0, skillbus one-step 3\.0, three-step \d\.\d`,
@@ -35,7 +36,7 @@ func TestBenchRuns(t *testing.T) {
 		`tracing on\s+\d+ exec/s`,
 		// 5 spans an execution: fewer would be spans lost; a redelivery on a slow
 		// machine may add a few.
-		`ratio tracing on/off \(100% sampling, discarding exporter; median of 5 rounds, 5\.0\d spans exported per execution\): throughput \d+\.\d\d`,
+		`ratio tracing on/off \(100% sampling, discarding exporter; median of 5 rounds, 5\.0\d spans exported per execution\): throughput \d+\.\d\d   by CPU per execution \d+\.\d\d`,
 	} {
 		if !regexp.MustCompile(re).MatchString(out.String()) {
 			t.Errorf("output lacks %s:\n%s", re, out.String())

@@ -46,7 +46,7 @@ func runTracing(ctx context.Context, cfg Config) error {
 	if _, _, err := tracedRun(ctx, warm, "warm-up", nil); err != nil {
 		return err
 	}
-	var ratios []float64
+	var ratios, cpus []float64
 	var spans, execs int64
 	for round := 1; round <= max(cfg.Rounds, tracingRounds); round++ {
 		onFirst := round%2 == 0
@@ -80,9 +80,10 @@ func runTracing(ctx context.Context, cfg Config) error {
 		line(cfg.Out, off)
 		line(cfg.Out, on)
 		ratios = append(ratios, on.PerSecond/off.PerSecond)
+		cpus = append(cpus, ratio(off.CPU, on.CPU))
 	}
-	fmt.Fprintf(cfg.Out, "ratio tracing on/off (100%% sampling, discarding exporter; median of %d rounds, %.2f spans exported per execution): throughput %.2f\n",
-		len(ratios), float64(spans)/float64(execs), median(ratios))
+	fmt.Fprintf(cfg.Out, "ratio tracing on/off (100%% sampling, discarding exporter; median of %d rounds, %.2f spans exported per execution): throughput %.2f   by CPU per execution %.2f\n",
+		len(ratios), float64(spans)/float64(execs), median(ratios), median(cpus))
 	return nil
 }
 
