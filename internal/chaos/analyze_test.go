@@ -44,13 +44,19 @@ func TestRepeats(t *testing.T) {
 	eff := func(exec string, worker, from, to int) Effect {
 		return Effect{Execution: exec, Step: "s", Worker: fmt.Sprintf("w%d.1", worker), Start: at(from), End: at(to)}
 	}
-	kills := Kills{"w1.1": at(150), "w3.1": at(10_000)}
+	kill := func(sent, exited int) Kill { return Kill{Sent: at(sent), Exited: at(exited)} }
+	kills := Kills{"w1.1": kill(150, 152), "w3.1": kill(10_000, 10_001), "w4.1": kill(40, 60), "w5.1": kill(40, 45)}
 	got := Repeats([]Effect{
 		eff("once", 2, 0, 100),
 		eff("killed", 1, 100, 200), eff("killed", 2, 6000, 6100), // worker 1 died mid-step
 		eff("unexplained", 2, 0, 100), eff("unexplained", 2, 6000, 6100), // nobody died: a bug
 		eff("late", 3, 0, 100), eff("late", 2, 6000, 6100), // its worker died long after: a bug
 		eff("overlap", 1, 100, 200), eff("overlap", 2, 150, 300),
+		// The signal was sent at 40 and the exit seen at 60: a step its worker
+		// began at 50 was still being killed.
+		eff("while dying", 4, 50, 55), eff("while dying", 2, 6000, 6100),
+		// Dead at 45 for sure: a step that began at 50 on it is not its.
+		eff("after death", 5, 50, 55), eff("after death", 2, 6000, 6100),
 	}, kills, 2*time.Second)
 	type verdict struct {
 		Exec               string
@@ -60,7 +66,8 @@ func TestRepeats(t *testing.T) {
 	for _, r := range got {
 		v = append(v, verdict{r.Execution, r.Killed, r.Concurrent})
 	}
-	want := []verdict{{"killed", true, false}, {"overlap", true, true}, {"unexplained", false, false}, {"late", false, false}}
+	want := []verdict{{"killed", true, false}, {"overlap", true, true}, {"unexplained", false, false}, {"late", false, false},
+		{"while dying", true, false}, {"after death", false, false}}
 	less := func(a, b verdict) bool { return a.Exec < b.Exec }
 	if diff := cmp.Diff(want, v, cmpopts.SortSlices(less)); diff != "" {
 		t.Errorf("repeats (-want +got):\n%s", diff)

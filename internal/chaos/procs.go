@@ -87,25 +87,26 @@ func (p *proc) start() error {
 }
 
 // signal sends sig to the running incarnation and waits for it to exit (SIGKILL
-// after timeout). It returns the incarnation's pid and when the signal was sent.
-func (p *proc) signal(sig syscall.Signal, timeout time.Duration) (pid int, at time.Time, err error) {
+// after timeout). It returns the incarnation's pid, when the signal was sent and
+// when its exit was seen.
+func (p *proc) signal(sig syscall.Signal, timeout time.Duration) (pid int, at, exited time.Time, err error) {
 	p.mu.Lock()
 	cmd, done := p.cmd, p.done
 	if cmd == nil || done == nil {
 		p.mu.Unlock()
-		return 0, time.Time{}, errors.New("not running")
+		return 0, time.Time{}, time.Time{}, errors.New("not running")
 	}
 	select {
 	case <-done:
 		p.mu.Unlock()
-		return 0, time.Time{}, errors.New("not running")
+		return 0, time.Time{}, time.Time{}, errors.New("not running")
 	default:
 	}
 	p.signalled = true
 	p.mu.Unlock()
 	at = time.Now()
 	if err := cmd.Process.Signal(sig); err != nil {
-		return 0, at, err
+		return 0, at, time.Now(), err
 	}
 	select {
 	case <-done:
@@ -113,7 +114,7 @@ func (p *proc) signal(sig syscall.Signal, timeout time.Duration) (pid int, at ti
 		_ = cmd.Process.Kill()
 		<-done
 	}
-	return cmd.Process.Pid, at, nil
+	return cmd.Process.Pid, at, time.Now(), nil
 }
 
 // running reports whether an incarnation is up.
@@ -136,5 +137,5 @@ func (p *proc) stop(timeout time.Duration) {
 	p.mu.Lock()
 	p.stopped = true
 	p.mu.Unlock()
-	_, _, _ = p.signal(syscall.SIGTERM, timeout)
+	_, _, _, _ = p.signal(syscall.SIGTERM, timeout)
 }

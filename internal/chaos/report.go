@@ -216,8 +216,8 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintf(w, "repeated: %s execution %s step %s:\n", x.Copies[0].Skill, x.Execution, x.Step)
 		for _, c := range x.Copies {
 			kill := ""
-			if at, ok := r.kills[c.Worker]; ok {
-				kill = fmt.Sprintf(", worker SIGKILLed at %s", at.Format("15:04:05.000"))
+			if k, ok := r.kills[c.Worker]; ok {
+				kill = fmt.Sprintf(", worker SIGKILLed %s–%s (signal sent, exit seen)", k.Sent.Format("15:04:05.000"), k.Exited.Format("15:04:05.000"))
 			}
 			fmt.Fprintf(w, "  attempt %d on %s %s–%s%s%s\n", c.Attempt, c.Worker,
 				c.Start.Format("15:04:05.000000"), c.End.Format("15:04:05.000000"), kill, r.outage(c.Start, c.End.Add(5*time.Second)))

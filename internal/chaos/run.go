@@ -496,7 +496,7 @@ func (r *runner) inject(ctx context.Context, stop <-chan struct{}) {
 
 func (r *runner) fault(ctx context.Context, kind string) error {
 	restart := func(p *proc, sig syscall.Signal, down time.Duration, count *int) error {
-		pid, at, err := p.signal(sig, 30*time.Second)
+		pid, at, exited, err := p.signal(sig, 30*time.Second)
 		if err != nil {
 			return err
 		}
@@ -504,7 +504,7 @@ func (r *runner) fault(ctx context.Context, kind string) error {
 		*count++
 		name := r.names[pid]
 		if sig == syscall.SIGKILL {
-			r.kills[name] = at
+			r.kills[name] = Kill{Sent: at, Exited: exited}
 		}
 		r.mu.Unlock()
 		r.cfg.Log.Info("chaos: fault", "fault", kind, "process", name, "down_for", down.Round(time.Millisecond))

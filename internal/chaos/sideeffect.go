@@ -93,8 +93,14 @@ type Repeat struct {
 	Concurrent bool
 }
 
+// Kill is when a worker process was SIGKILLed: between Sent, just before the
+// signal was sent, and Exited, when its exit was seen. On a loaded machine the two
+// can be tens of milliseconds apart, and the process may run a step's first
+// instructions in between.
+type Kill struct{ Sent, Exited time.Time }
+
 // Kills says when each worker process (by incarnation) was SIGKILLed.
-type Kills map[string]time.Time
+type Kills map[string]Kill
 
 // Repeats finds every step whose side effect happened more than once and says why.
 // grace is how long after a step ended its worker may die before the step is
@@ -119,8 +125,10 @@ func Repeats(effects []Effect, kills Kills, grace time.Duration) []Repeat {
 			if i == len(cs)-1 {
 				break
 			}
-			at, ok := kills[c.Worker]
-			if !ok || at.Before(c.Start) || at.After(c.End.Add(grace)) {
+			// Explained when the worker died while the step ran or within grace
+			// after: its kill was under way at some moment of [Start, End+grace].
+			k, ok := kills[c.Worker]
+			if !ok || !k.Exited.After(c.Start) || k.Sent.After(c.End.Add(grace)) {
 				r.Killed = false
 			}
 		}
