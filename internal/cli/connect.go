@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -110,13 +112,23 @@ func (c *common) connectWait(ctx context.Context, name string, log *slog.Logger)
 }
 
 // retryable reports whether a connection error may go away by itself: nothing is
-// listening yet, or the server is still starting.
+// listening yet, the server is still starting, or it went away in the middle of the
+// handshake (a restart: the connection is reset or closed before its INFO).
 func retryable(err error) bool {
-	if errors.Is(err, nats.ErrNoServers) || errors.Is(err, nats.ErrTimeout) {
+	s := err.Error()
+	if strings.Contains(s, "tls:") || strings.Contains(s, "x509:") || strings.Contains(s, "Authorization Violation") {
+		return false // a configuration to fix, whatever the connection did
+	}
+	if errors.Is(err, nats.ErrNoServers) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, io.EOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
 		return true
 	}
-	s := err.Error()
-	return strings.Contains(s, "connection refused") || strings.Contains(s, "no such host") || strings.Contains(s, "i/o timeout")
+	for _, m := range []string{"connection refused", "no such host", "i/o timeout", "connection reset by peer", "broken pipe", "EOF"} {
+		if strings.Contains(s, m) {
+			return true
+		}
+	}
+	return false
 }
 
 // connectError explains a connection failure.

@@ -93,6 +93,51 @@ func TestWaitsForNATSAndLogsReconnects(t *testing.T) {
 	}, "no disconnect and reconnect lines naming the server:\n%s", logs)
 }
 
+// A server that goes away in the middle of the handshake (its connections reset
+// before INFO, as when it is killed while a service starts) is waited for like one
+// not listening yet: the service does not exit.
+func TestWaitsForNATSThatResetsConnections(t *testing.T) {
+	t.Parallel()
+	port := freePort(t)
+	url := "nats://127.0.0.1:" + strconv.Itoa(port)
+	ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.(*net.TCPConn).SetLinger(0) // close with a reset
+			c.Close()
+		}
+	}()
+	ctx, cancel := context.WithCancel(context.Background())
+	logs := &natstest.Buffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- cli.Router(ctx, []string{"--nats-url", url, "--log-format", "text"}, noEnv, logs, logs)
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("router: %v", err)
+		}
+	}()
+	natstest.Eventually(t, 20*time.Second, func() bool { return strings.Count(logs.String(), "waiting for NATS") >= 2 },
+		"no two 'waiting for NATS' lines while the server resets connections:\n%s", logs)
+	select {
+	case err := <-done:
+		t.Fatalf("the router exited: %v\n%s", err, logs)
+	default:
+	}
+	ln.Close()
+	natstest.StartWith(t, func(o *server.Options) { o.Port = port })
+	natstest.Eventually(t, 30*time.Second, func() bool { return strings.Contains(logs.String(), "router: running") }, "the router did not start once NATS was up:\n%s", logs)
+}
+
 // mTLS: a server that verifies client certificates takes skillbus with --tls-ca,
 // --tls-cert and --tls-key (or their variables), and refuses it without.
 func TestMutualTLS(t *testing.T) {
