@@ -31,7 +31,13 @@ settings that produced it:
               and create-only, the outcome create-only); each
               events level; a three-step workflow (local HTTP tool, compute, echo)
               against the one-step skill; persisted publishes per execution counted
-              by the server; and the ratio with every write fsynced (--durable)
+              by the server; and the ratio with every write fsynced (--durable).
+              Router, worker and driver each have their own connection; an untimed
+              warm-up run comes first; every run prints the process's CPU per
+              execution, and the ratios are also given by it, which other load on
+              the machine hardly moves
+  tracing     the one-step skill with tracing off and on (every trace sampled,
+              spans to an exporter that drops them), median of at least 5 rounds
   engine      the workflow engine's per-step overhead (template, condition,
               checkpoint; in memory)
   registry    loading and validating 10,000 skills, and an edit on disk until the
