@@ -62,24 +62,48 @@ func freePort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
+// startRouter runs the router on url, logging as text. exited reports whether it
+// has stopped by itself; stop ends it, which must go without error: defer it, so it
+// runs before the test's server is shut down.
+func startRouter(t *testing.T, url string) (logs *natstest.Buffer, exited func() bool, stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	logs = &natstest.Buffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- cli.Router(ctx, []string{"--nats-url", url, "--log-format", "text"}, noEnv, logs, logs)
+	}()
+	var err error
+	ended := false
+	stop = func() {
+		cancel()
+		if !ended {
+			err, ended = <-done, true
+		}
+		if err != nil {
+			t.Errorf("router: %v", err)
+		}
+	}
+	return logs, func() bool {
+		if !ended {
+			select {
+			case e := <-done:
+				err, ended = e, true
+			default:
+			}
+		}
+		return ended
+	}, stop
+}
+
 // A service started before NATS waits for it, saying so, and then logs every
 // disconnect and reconnect with the server.
 func TestWaitsForNATSAndLogsReconnects(t *testing.T) {
 	t.Parallel()
 	port := freePort(t)
 	url := "nats://127.0.0.1:" + strconv.Itoa(port)
-	ctx, cancel := context.WithCancel(context.Background())
-	logs := &natstest.Buffer{}
-	done := make(chan error, 1)
-	go func() {
-		done <- cli.Router(ctx, []string{"--nats-url", url, "--log-format", "text"}, noEnv, logs, logs)
-	}()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("router: %v", err)
-		}
-	}()
+	logs, _, stop := startRouter(t, url)
+	defer stop()
 	natstest.Eventually(t, 20*time.Second, func() bool { return strings.Contains(logs.String(), "waiting for NATS") }, "no 'waiting for NATS' line:\n%s", logs)
 	if !strings.Contains(logs.String(), "url="+url) {
 		t.Errorf("the waiting line does not name the URL:\n%s", logs)
@@ -114,24 +138,12 @@ func TestWaitsForNATSThatResetsConnections(t *testing.T) {
 			c.Close()
 		}
 	}()
-	ctx, cancel := context.WithCancel(context.Background())
-	logs := &natstest.Buffer{}
-	done := make(chan error, 1)
-	go func() {
-		done <- cli.Router(ctx, []string{"--nats-url", url, "--log-format", "text"}, noEnv, logs, logs)
-	}()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("router: %v", err)
-		}
-	}()
+	logs, exited, stop := startRouter(t, url)
+	defer stop()
 	natstest.Eventually(t, 20*time.Second, func() bool { return strings.Count(logs.String(), "waiting for NATS") >= 2 },
 		"no two 'waiting for NATS' lines while the server resets connections:\n%s", logs)
-	select {
-	case err := <-done:
-		t.Fatalf("the router exited: %v\n%s", err, logs)
-	default:
+	if exited() {
+		t.Fatalf("the router exited:\n%s", logs)
 	}
 	ln.Close()
 	natstest.StartWith(t, func(o *server.Options) { o.Port = port })

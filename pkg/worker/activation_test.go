@@ -83,16 +83,33 @@ func TestActivationWaitsForEveryJob(t *testing.T) {
 	f := setup(t, oneStep("ok", "greet", 0), oneStep("slow", "wait", 0))
 	f.start()
 	act, execs := f.together("p2", []string{"ok"}, []string{"slow"})
+	released := false
+	defer func() { // a failure must not leave the worker's stop waiting on the step
+		if !released {
+			close(f.release)
+		}
+	}()
 	select {
 	case <-f.blocked:
 	case <-f.ctx.Done():
 		t.Fatal("the slow job never started")
 	}
 	f.waitEvent(execs[0][0], events.TypeExecutionCompleted)
+	// Its worker acks the finished job only after looking at the activation: once
+	// only the slow job is unacked, whatever it would have published is there.
+	cons, err := f.b.JS.Consumer(f.ctx, f.b.StreamJobs(), "worker-default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		info, err := cons.Info(f.ctx)
+		return err == nil && info.NumPending == 0 && info.NumAckPending == 1
+	}, "the finished job was not acked")
 	if evs := f.events(act, events.TypeActivationCompleted); len(evs) != 0 {
 		t.Fatalf("activation.completed while a job runs: %v", evs)
 	}
 	close(f.release)
+	released = true
 	ev := f.waitEvent(act, events.TypeActivationCompleted)
 	if ev["outcome"] != events.OutcomeCompleted {
 		t.Fatalf("activation.completed = %v", ev)

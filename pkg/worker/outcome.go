@@ -57,8 +57,10 @@ func (w *Worker) complete(ctx context.Context, j *job, outputs map[string]any) e
 	}
 	w.stats.Add(j.data.Skill.Name, j.data.Skill.Version, true)
 	w.cfg.Metrics.Execution(ctx, j.skill.Name, j.data.Skill.Version, run.StatusCompleted, time.Since(j.start))
-	if err := w.endActivation(ctx, j, &run.Record{ExecutionID: j.data.ExecutionID, Skill: j.data.Skill.Name, Status: run.StatusCompleted}); err != nil {
-		return err
+	if len(j.data.Together) > 1 { // the record only for an activation of several jobs
+		if err := w.endActivation(ctx, j, &run.Record{ExecutionID: j.data.ExecutionID, Skill: j.data.Skill.Name, Status: run.StatusCompleted}); err != nil {
+			return err
+		}
 	}
 	return j.msg.Ack()
 }
