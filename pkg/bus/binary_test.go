@@ -1,6 +1,7 @@
 package bus_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -161,4 +162,33 @@ func BenchmarkDecode(b *testing.B) {
 			_ = e.Meta()
 		}
 	})
+}
+
+// A job carries only the headers a worker needs: its activation and execution are
+// in its data, and it has no time or content type (JSON is the default).
+func TestJobMsgCarriesOnlyWhatItsReaderNeeds(t *testing.T) {
+	t.Parallel()
+	m, err := bus.Event{ID: "e1.job", Source: "/skillbus/router", Type: events.TypeJob,
+		Meta: bus.Meta{CorrelationID: "a1", CausationID: "a1.route.decided", ExecutionID: "e1", TraceParent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"},
+		Data: map[string]any{"execution_id": "e1", "activation_id": "a1"}}.JobMsg("skillbus.exec.default.x.a1.job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for k := range m.Header {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	want := []string{"Nats-Msg-Id", "ce-causationid", "ce-id", "ce-source", "ce-specversion", "ce-traceparent", "ce-type"}
+	if d := cmp.Diff(want, keys); d != "" {
+		t.Fatalf("job headers (-want +got)\n%s", d)
+	}
+	b, err := bus.DecodeFast(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.ID != "e1.job" || b.Type != events.TypeJob || b.ContentType != "" || string(b.Data) != `{"activation_id":"a1","execution_id":"e1"}` {
+		t.Fatalf("job read back as %+v", viewOf(b))
+	}
+	decodeFastAgrees(t, m)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
 
+	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/internal/natstest"
 	"github.com/skillbus/skillbus/pkg/bus"
 )
@@ -80,6 +81,43 @@ func TestBatchWaitsForEveryAckAndDedupes(t *testing.T) {
 	}
 	if info.State.Msgs != 100 {
 		t.Fatalf("stream holds %d messages, want 100 (duplicates dropped)", info.State.Msgs)
+	}
+}
+
+// A create-only publish is identified by its subject: it is stored without a
+// Nats-Msg-Id, and publishing it again is a duplicate that Duplicate reports by
+// the event's id.
+func TestCreateIsIdentifiedByItsSubject(t *testing.T) {
+	t.Parallel()
+	srv := natstest.Start(t)
+	b := srv.Bus(t, bus.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	subj := b.Subjects.Exec("default", "x", "a1", events.StagePlan)
+	for round := range 2 {
+		m, err := bus.Event{ID: "e1.job", Source: "/t", Type: events.TypeJob, Data: round}.JobMsg(subj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bt := b.Batch()
+		bt.Create(m)
+		if err := bt.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := bt.Duplicate("e1.job"); got != (round == 1) {
+			t.Fatalf("round %d: Duplicate = %v", round, got)
+		}
+	}
+	s, err := b.JS.Stream(ctx, b.StreamJobs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := s.GetLastMsgForSubject(ctx, subj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(stored.Data) != "0" || stored.Header.Get(bus.HeaderMsgID) != "" || stored.Header.Get("ce-id") != "e1.job" {
+		t.Fatalf("stored %s with headers %v, want the first publish, without Nats-Msg-Id", stored.Data, stored.Header)
 	}
 }
 

@@ -43,7 +43,19 @@ type Event struct {
 }
 
 // Msg encodes the event for subject.
-func (e Event) Msg(subject string) (*nats.Msg, error) {
+func (e Event) Msg(subject string) (*nats.Msg, error) { return e.msg(subject, false) }
+
+// JobMsg encodes a job (events.TypeJob) for subject. A job is a command to one
+// worker, not a record for watchers, and every reader of it reads its data, so it
+// carries only what CloudEvents and the work need: specversion, id, source, type, the
+// causation and trace extensions, and Nats-Msg-Id. It leaves out the optional time
+// (the stream's timestamp is the job's), Content-Type (a job's data is always JSON,
+// the default when datacontenttype is absent) and the correlation and execution
+// extensions, which repeat the data's activation_id and execution_id. Every header
+// is parsed into a map by each reader, so on the hot path each one costs.
+func (e Event) JobMsg(subject string) (*nats.Msg, error) { return e.msg(subject, true) }
+
+func (e Event) msg(subject string, job bool) (*nats.Msg, error) {
 	data, err := json.Marshal(e.Data)
 	if err != nil {
 		return nil, fmt.Errorf("event %s: data: %w", e.Type, err)
@@ -65,13 +77,16 @@ func (e Event) Msg(subject string) (*nats.Msg, error) {
 	set("ce-id", e.ID)
 	set("ce-source", e.Source)
 	set("ce-type", e.Type)
+	set(ceHeaderPrefix+events.ExtCausationID, e.Meta.CausationID)
+	set(ceHeaderPrefix+events.ExtTraceParent, e.Meta.TraceParent)
+	set(ceHeaderPrefix+events.ExtTraceState, e.Meta.TraceState)
+	if job {
+		return &nats.Msg{Subject: subject, Header: h, Data: data}, nil
+	}
 	set("ce-time", time.Now().UTC().Format(time.RFC3339Nano))
 	set(HeaderContentType, "application/json")
 	set(ceHeaderPrefix+events.ExtCorrelationID, e.Meta.CorrelationID)
-	set(ceHeaderPrefix+events.ExtCausationID, e.Meta.CausationID)
 	set(ceHeaderPrefix+events.ExtExecutionID, e.Meta.ExecutionID)
-	set(ceHeaderPrefix+events.ExtTraceParent, e.Meta.TraceParent)
-	set(ceHeaderPrefix+events.ExtTraceState, e.Meta.TraceState)
 	return &nats.Msg{Subject: subject, Header: h, Data: data}, nil
 }
 
@@ -153,8 +168,12 @@ func (bt *Batch) Publish(m *nats.Msg, opts ...jetstream.PublishOpt) {
 
 // Create queues m as a create-only publish: JetStream stores it only if its subject
 // holds no message yet. A subject that holds one already counts, like a duplicate
-// message id, as a success that Duplicate reports: the message was there before.
+// message id, as a success that Duplicate reports (by the message's ce-id): the
+// message was there before. The subject is the message's identity, so Create drops
+// its Nats-Msg-Id: the server's duplicate window would only repeat, at a cost per
+// message, what the subject already guarantees, and for longer than the window.
 func (bt *Batch) Create(m *nats.Msg) {
+	delete(m.Header, HeaderMsgID)
 	bt.publish(queued{m: m, opts: createOnly, create: true})
 }
 
@@ -196,9 +215,10 @@ func (bt *Batch) Put(bucket, key string, value []byte) {
 	bt.Publish(&nats.Msg{Subject: "$KV." + bucket + "." + key, Data: value})
 }
 
-// Duplicate reports whether a publish with message id id, waited for by Wait, was
-// dropped by JetStream as a repeat of one it had persisted before (or, for Create,
-// found its subject taken).
+// Duplicate reports whether a publish with message id id (its Nats-Msg-Id, or for a
+// message without one its CloudEvent id), waited for by Wait, was dropped by
+// JetStream as a repeat of one it had persisted before (or, for Create, found its
+// subject taken).
 func (bt *Batch) Duplicate(id string) bool {
 	bt.mu.Lock()
 	defer bt.mu.Unlock()
@@ -251,7 +271,16 @@ func (bt *Batch) duplicate(m *nats.Msg) {
 	if bt.dups == nil {
 		bt.dups = map[string]bool{}
 	}
-	bt.dups[m.Header.Get(HeaderMsgID)] = true
+	bt.dups[MsgID(m)] = true
+}
+
+// MsgID is m's identity for Duplicate: its Nats-Msg-Id, or its CloudEvent id for a
+// message published without one (Create drops it).
+func MsgID(m *nats.Msg) string {
+	if id := m.Header.Get(HeaderMsgID); id != "" {
+		return id
+	}
+	return m.Header.Get("ce-id")
 }
 
 // WrongLastSequence reports whether err is JetStream's answer to a create-only (or

@@ -173,7 +173,7 @@ func (q *Queue) replayJob(ctx context.Context, e *Entry, n int, opt ReplayOption
 			// A new trace, linked to the dead execution's (the dead letter's).
 			jm := meta
 			jm.TraceParent, jm.TraceState = e.header.Get("ce-traceparent"), e.header.Get("ce-tracestate")
-			m, err := bus.Event{ID: execID + ".job", Source: q.source, Type: events.TypeJob, Meta: jm, Data: job}.Msg(rec.Subject)
+			m, err := bus.Event{ID: execID + ".job", Source: q.source, Type: events.TypeJob, Meta: jm, Data: job}.JobMsg(rec.Subject)
 			if err != nil {
 				return nil, fmt.Errorf("dlq: replay %s: %w", e.ID, err)
 			}

@@ -108,7 +108,7 @@ func (r *Router) answer(ctx context.Context, msg jetstream.Msg) error {
 		span.SetAttributes(telemetry.AttrExecutionID.String(d.ExecutionID), telemetry.AttrStepID.String(d.StepID), telemetry.AttrSkillName.String(job.Skill.Name))
 	}
 	jm, err := bus.Event{ID: d.ExecutionID + ".job.answered." + d.StepID, Source: r.cfg.Source, Type: events.TypeJob, Meta: meta, Data: job}.
-		Msg(r.cfg.Bus.Subjects.Exec(job.Skill.Pool, job.Skill.Name, job.ActivationID, events.StageAnswered(d.StepID)))
+		JobMsg(r.cfg.Bus.Subjects.Exec(job.Skill.Pool, job.Skill.Name, job.ActivationID, events.StageAnswered(d.StepID)))
 	if err != nil {
 		return msg.TermWithReason("resumed job unencodable: " + err.Error())
 	}

@@ -393,7 +393,7 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 		jm.ExecutionID = job.ExecutionID
 		jm.CausationID = decided.ID
 		jobMsg, err := bus.Event{ID: job.ExecutionID + ".job", Source: r.cfg.Source, Type: events.TypeJob, Meta: jm, Data: job}.
-			Msg(subj.Exec(sr.Pool, sr.Name, actID, events.StagePlan))
+			JobMsg(subj.Exec(sr.Pool, sr.Name, actID, events.StagePlan))
 		if err != nil {
 			return err
 		}
@@ -451,7 +451,7 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 	if err != nil {
 		return err
 	}
-	if b.Duplicate(jobs[0].Header.Get(bus.HeaderMsgID)) {
+	if b.Duplicate(bus.MsgID(jobs[0])) {
 		if md != nil && md.NumDelivered == 1 {
 			r.cfg.Log.Info("router: trigger routed before; its first activation answers it",
 				"activation", actID, "source", ref.Source, "id", ref.ID, "seq", ref.Seq)

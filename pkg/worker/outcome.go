@@ -166,7 +166,7 @@ func (w *Worker) consequences(ctx context.Context, j *job, rec *run.Record, reco
 		m := j.meta
 		m.ExecutionID, m.CausationID = next.ExecutionID, j.msgID()
 		nextSubject := subj.Exec(next.Pool, next.Name, j.data.ActivationID, events.StageFallback)
-		msg, err := bus.Event{ID: next.ExecutionID + ".job", Source: w.cfg.Source, Type: events.TypeJob, Meta: m, Data: nj}.Msg(nextSubject)
+		msg, err := bus.Event{ID: next.ExecutionID + ".job", Source: w.cfg.Source, Type: events.TypeJob, Meta: m, Data: nj}.JobMsg(nextSubject)
 		if err != nil {
 			j.batch.Publish(&nats.Msg{Subject: nextSubject}) // reported by Wait as a bad message
 			return

@@ -399,6 +399,9 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 		}
 		return w.poison(ctx, msg, fmt.Errorf("job data: %w", err))
 	}
+	// A job says its activation and execution in its data (bus.Event.JobMsg); the
+	// events it causes carry them as extensions.
+	j.meta.CorrelationID, j.meta.ExecutionID = j.data.ActivationID, j.data.ExecutionID
 	// The delivery's CONSUMER span continues the trace the job carries and links to
 	// the delivery before it; everything this delivery publishes carries the span on.
 	ctx, span := telemetry.StartDelivery(ctx, nm, md.Consumer, telemetry.Delivery{

@@ -162,8 +162,13 @@ func (f *fixture) jobIn(pool, id, suffix string, names ...string) string {
 	}
 	j := events.Job{ExecutionID: refs[0].ExecutionID, ActivationID: events.ActivationID("/t", id), Skill: refs[0],
 		Inputs: json.RawMessage(`{"who":"ada"}`), Trigger: events.TriggerRef{ID: id, Source: "/t", Subject: "x"}, Fallback: refs[1:]}
+	m, err := bus.Event{ID: j.ExecutionID + ".job" + suffix, Source: "/t", Type: events.TypeJob, Meta: bus.Meta{CausationID: j.ActivationID + ".route.decided"}, Data: j}.
+		JobMsg(f.b.Subjects.Exec(pool, names[0], j.ActivationID, events.StagePlan))
+	if err != nil {
+		f.t.Fatal(err)
+	}
 	bt := f.b.Batch()
-	bt.PublishEvent(f.b.Subjects.Exec(pool, names[0], j.ActivationID, events.StagePlan), bus.Event{ID: j.ExecutionID + ".job" + suffix, Source: "/t", Type: events.TypeJob, Meta: bus.Meta{ExecutionID: j.ExecutionID}, Data: j})
+	bt.Publish(m)
 	if err := bt.Wait(f.ctx); err != nil {
 		f.t.Fatal(err)
 	}
@@ -246,6 +251,35 @@ func (f *fixture) dead(subject string) []*jetstream.RawStreamMsg {
 		}
 	}
 	return out
+}
+
+// A job says its activation and execution only in its data; the events it causes
+// carry them, and their cause, as CloudEvents extensions.
+func TestOutcomeCarriesTheJobsActivationAndExecution(t *testing.T) {
+	t.Parallel()
+	f := setup(t, oneStep("hello", "greet", 3))
+	f.start()
+	id := f.job("1", "hello")
+	f.waitEvent(id, events.TypeExecutionCompleted)
+	s, err := f.b.JS.Stream(f.ctx, f.b.StreamEvents())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := s.GetLastMsgForSubject(f.ctx, f.b.Subjects.Event(id, events.TypeExecutionCompleted))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := bus.Decode(&nats.Msg{Header: m.Header, Data: m.Data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m2 := bus.MetaOf(e)
+	if want := (bus.Meta{CorrelationID: events.ActivationID("/t", "1"), CausationID: id + ".job", ExecutionID: id}); m2 != want {
+		t.Fatalf("outcome extensions %+v, want %+v", m2, want)
+	}
+	if e.Time().IsZero() || e.DataContentType() != "application/json" {
+		t.Fatalf("outcome time %v, content type %q: an event for watchers has both", e.Time(), e.DataContentType())
+	}
 }
 
 func TestSuccess(t *testing.T) {

@@ -199,7 +199,7 @@ func Release(ctx context.Context, b *bus.Bus, kv jetstream.KeyValue, source stri
 		TraceParent: p.Meta[events.ExtTraceParent], TraceState: p.Meta[events.ExtTraceState],
 	}
 	msg, err := bus.Event{ID: p.ExecutionID + ".job.repair." + rec.ID, Source: source, Type: events.TypeJob, Meta: meta, Data: job}.
-		Msg(b.Subjects.Exec(job.Skill.Pool, job.Skill.Name, job.ActivationID, events.StageRepair(rec.ID)))
+		JobMsg(b.Subjects.Exec(job.Skill.Pool, job.Skill.Name, job.ActivationID, events.StageRepair(rec.ID)))
 	if err != nil {
 		return err
 	}
