@@ -60,16 +60,17 @@ func (e Event) msg(subject string, job bool) (*nats.Msg, error) {
 	if err != nil {
 		return nil, fmt.Errorf("event %s: data: %w", e.Type, err)
 	}
-	// One backing array holds every header's value: a header costs no allocation of
-	// its own. Each value's slice is capped at its length, so a later Header.Add
-	// copies instead of overwriting the next header's value.
-	vals := make([]string, 0, 12)
-	h := make(nats.Header, 12)
+	// The headers are gathered first so that the map is made at its final size (one
+	// more for a job, which the router gives its route): a map sized for more than
+	// it holds costs bytes, one sized for fewer grows. One backing array holds every
+	// value, so a header costs no allocation of its own; each value's slice is capped
+	// at its length, so a later Header.Add copies instead of overwriting the next.
+	var kv [12]struct{ k, v string }
+	n := 0
 	set := func(k, v string) {
 		if v != "" {
-			vals = append(vals, v)
-			n := len(vals)
-			h[k] = vals[n-1 : n : n]
+			kv[n].k, kv[n].v = k, v
+			n++
 		}
 	}
 	set(HeaderMsgID, e.ID)
@@ -80,13 +81,20 @@ func (e Event) msg(subject string, job bool) (*nats.Msg, error) {
 	set(ceHeaderPrefix+events.ExtCausationID, e.Meta.CausationID)
 	set(ceHeaderPrefix+events.ExtTraceParent, e.Meta.TraceParent)
 	set(ceHeaderPrefix+events.ExtTraceState, e.Meta.TraceState)
-	if job {
-		return &nats.Msg{Subject: subject, Header: h, Data: data}, nil
+	room := 1
+	if !job {
+		room = 0
+		set("ce-time", time.Now().UTC().Format(time.RFC3339Nano))
+		set(HeaderContentType, "application/json")
+		set(ceHeaderPrefix+events.ExtCorrelationID, e.Meta.CorrelationID)
+		set(ceHeaderPrefix+events.ExtExecutionID, e.Meta.ExecutionID)
 	}
-	set("ce-time", time.Now().UTC().Format(time.RFC3339Nano))
-	set(HeaderContentType, "application/json")
-	set(ceHeaderPrefix+events.ExtCorrelationID, e.Meta.CorrelationID)
-	set(ceHeaderPrefix+events.ExtExecutionID, e.Meta.ExecutionID)
+	vals := make([]string, n)
+	h := make(nats.Header, n+room)
+	for i := range n {
+		vals[i] = kv[i].v
+		h[kv[i].k] = vals[i : i+1 : i+1]
+	}
 	return &nats.Msg{Subject: subject, Header: h, Data: data}, nil
 }
 
@@ -142,13 +150,18 @@ func MetaOf(e *event.Event) Meta {
 type Batch struct {
 	js      jetstream.JetStream
 	mu      sync.Mutex
-	futures []jetstream.PubAckFuture
+	pending []sent // published, not yet waited for
 	err     error
 	dups    map[string]bool // message ids JetStream acknowledged as duplicates
-	opts    [][]jetstream.PublishOpt
-	create  []bool   // which futures are create-only publishes (see Create)
-	unacked []queued // see Resend
-	dropped []queued // not sent since the last Wait: the batch had failed
+	unacked []queued        // see Resend
+	dropped []queued        // not sent since the last Wait: the batch had failed
+}
+
+// sent is a publish awaiting its acknowledgement.
+type sent struct {
+	f      jetstream.PubAckFuture
+	opts   []jetstream.PublishOpt
+	create bool // a create-only publish (see Create)
 }
 
 // queued is a message and the options it was published with.
@@ -192,9 +205,7 @@ func (bt *Batch) publish(q queued) {
 		bt.dropped = append(bt.dropped, q)
 		return
 	}
-	bt.futures = append(bt.futures, f)
-	bt.opts = append(bt.opts, q.opts)
-	bt.create = append(bt.create, q.create)
+	bt.pending = append(bt.pending, sent{f, q.opts, q.create})
 }
 
 // PublishEvent encodes e on subject and queues it.
@@ -229,7 +240,7 @@ func (bt *Batch) Duplicate(id string) bool {
 func (bt *Batch) Len() int {
 	bt.mu.Lock()
 	defer bt.mu.Unlock()
-	return len(bt.futures)
+	return len(bt.pending)
 }
 
 // Wait blocks until every queued publish is acknowledged by JetStream and returns the
@@ -237,28 +248,28 @@ func (bt *Batch) Len() int {
 // the message was persisted before.
 func (bt *Batch) Wait(ctx context.Context) error {
 	bt.mu.Lock()
-	err, futures, opts, create := bt.err, bt.futures, bt.opts, bt.create
-	bt.futures, bt.opts, bt.create = nil, nil, nil
+	err, pending := bt.err, bt.pending
+	bt.pending = nil
 	bt.mu.Unlock()
 	if err != nil {
-		bt.keep(futures, opts, create)
+		bt.keep(pending)
 		return err
 	}
-	for i, f := range futures {
+	for i, p := range pending {
 		select {
-		case a := <-f.Ok():
+		case a := <-p.f.Ok():
 			if a.Duplicate {
-				bt.duplicate(f.Msg())
+				bt.duplicate(p.f.Msg())
 			}
-		case err := <-f.Err():
-			if create[i] && WrongLastSequence(err) {
-				bt.duplicate(f.Msg())
+		case err := <-p.f.Err():
+			if p.create && WrongLastSequence(err) {
+				bt.duplicate(p.f.Msg())
 				continue
 			}
-			bt.keep(futures[i:], opts[i:], create[i:])
-			return fmt.Errorf("publish %s: %w", f.Msg().Subject, err)
+			bt.keep(pending[i:])
+			return fmt.Errorf("publish %s: %w", p.f.Msg().Subject, err)
 		case <-ctx.Done():
-			bt.keep(futures[i:], opts[i:], create[i:])
+			bt.keep(pending[i:])
 			return ctx.Err()
 		}
 	}
@@ -291,13 +302,13 @@ func WrongLastSequence(err error) bool {
 		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
 }
 
-// keep notes futures whose acknowledgement Wait did not see, then what was dropped
-// after them: the order they were queued in.
-func (bt *Batch) keep(futures []jetstream.PubAckFuture, opts [][]jetstream.PublishOpt, create []bool) {
+// keep notes publishes whose acknowledgement Wait did not see, then what was
+// dropped after them: the order they were queued in.
+func (bt *Batch) keep(pending []sent) {
 	bt.mu.Lock()
 	defer bt.mu.Unlock()
-	for i, f := range futures {
-		bt.unacked = append(bt.unacked, queued{f.Msg(), opts[i], create[i]})
+	for _, p := range pending {
+		bt.unacked = append(bt.unacked, queued{p.f.Msg(), p.opts, p.create})
 	}
 	bt.unacked = append(bt.unacked, bt.dropped...)
 	bt.dropped = nil

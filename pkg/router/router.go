@@ -354,7 +354,7 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 	}
 	data := events.RouteDecided{ActivationID: actID, Trigger: ref, Plan: plan, Threshold: d.Threshold, Candidates: candidates(d)}
 
-	decided := bus.Event{ID: actID + ".route.decided", Source: r.cfg.Source, Type: events.TypeRouteDecided, Meta: meta, Data: data}
+	decidedID := actID + ".route.decided" // the plan's id, the jobs' cause
 
 	depth := 0
 	if d := e.Ext("skilldepth"); d != "" {
@@ -391,7 +391,7 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 		}
 		jm := meta
 		jm.ExecutionID = job.ExecutionID
-		jm.CausationID = decided.ID
+		jm.CausationID = decidedID
 		jobMsg, err := bus.Event{ID: job.ExecutionID + ".job", Source: r.cfg.Source, Type: events.TypeJob, Meta: jm, Data: job}.
 			JobMsg(subj.Exec(sr.Pool, sr.Name, actID, events.StagePlan))
 		if err != nil {
@@ -427,6 +427,8 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 	pubs := make([]trace.Span, 0, len(jobs)+1)
 	if persist {
 		dsubj := subj.Event(actID, events.TypeRouteDecided)
+		// Built only here: boxing the decision as the event's data costs an allocation.
+		decided := bus.Event{ID: decidedID, Source: r.cfg.Source, Type: events.TypeRouteDecided, Meta: meta, Data: data}
 		_, dspan := telemetry.StartPublishMeta(ctx, telemetry.Message{Destination: dsubj, Template: subj.Prefix + ".events.{activation}.route.decided", ID: decided.ID},
 			&decided.Meta.TraceParent, &decided.Meta.TraceState, telemetry.AttrActivationID.String(actID))
 		pubs = append(pubs, dspan)
@@ -440,9 +442,11 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 	for i, m := range jobs {
 		// The job's PRODUCER span: the worker's delivery continues from it.
 		sr := refOf(running[i])
-		_, span := telemetry.StartPublishMsg(ctx, m, subj.Prefix+".exec.{pool}.{skill}.{activation}.{stage}", append(telemetry.Job{
-			Skill: sr.Name, Version: sr.Version, ActivationID: actID, ExecutionID: sr.ExecutionID, Pool: sr.Pool,
-		}.Attributes(), telemetry.AttrRouteMethod.String(sr.Source), telemetry.AttrRouteScore.Float64(sr.Score))...)
+		attrs := telemetry.Job{Skill: sr.Name, Version: sr.Version, ActivationID: actID, ExecutionID: sr.ExecutionID, Pool: sr.Pool}.Attributes()
+		if attrs != nil { // nil with tracing off: then nothing to append to
+			attrs = append(attrs, telemetry.AttrRouteMethod.String(sr.Source), telemetry.AttrRouteScore.Float64(sr.Score))
+		}
+		_, span := telemetry.StartPublishMsg(ctx, m, subj.Prefix+".exec.{pool}.{skill}.{activation}.{stage}", attrs...)
 		pubs = append(pubs, span)
 		b.Create(m)
 	}

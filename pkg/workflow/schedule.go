@@ -206,7 +206,10 @@ func (x *execution) resume(i int) bool {
 
 // prepare gives step i, about to start, its Env and its part in an auto-heal.
 func (x *execution) prepare(i int) (expr.Env, *AutoHeal, string) {
-	env := x.envFor(x.c.steps[i].anc)
+	env := x.base // read, never written, by a step that follows none and loops over nothing
+	if len(x.c.steps[i].anc) > 0 || x.c.steps[i].step.Loop != "" {
+		env = x.envFor(x.c.steps[i].anc)
+	}
 	heal, retryOf := x.healFor(i, env)
 	return env, heal, retryOf
 }
