@@ -16,7 +16,8 @@ import (
 )
 
 // BenchmarkExecution drives b.N executions through a fleet and through the minimal
-// pipeline, each on its own embedded server, a window of 256 unfinished at once.
+// pipeline, each on its own embedded server, with as many unfinished at once as
+// skillbus bench's throughput phase allows (Config.Window).
 // allocs/op, B/op and cpu-µs/op (user and system CPU time, from getrusage) are per
 // execution and count the whole process — server, router, worker and the driver —
 // so, unlike exec/s on a shared machine, they hardly depend on the load: `go test ./internal/bench -run - -bench Execution
@@ -31,7 +32,7 @@ func BenchmarkExecution(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer sys.stop()
-		drive(b, sys, sys.results)
+		drive(b, sys, sys.results, cfg.Window)
 	})
 	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -63,20 +64,20 @@ func execution(b *testing.B, name string, cfg Config, sk *skill.Skill, level eve
 			b.Fatal(err)
 		}
 		defer sys.stop()
-		drive(b, sys, sys.results)
+		drive(b, sys, sys.results, cfg.Window)
 	})
 }
 
-// drive publishes b.N triggers, at most 256 unfinished, and waits for every result.
-func drive(b *testing.B, sys system, results <-chan int) {
+// drive publishes b.N triggers, at most window unfinished, and waits for every result.
+func drive(b *testing.B, sys system, results <-chan int, window int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	window := make(chan struct{}, 256)
+	slots := make(chan struct{}, window)
 	done := make(chan struct{})
 	go func() {
 		n := 0
 		for range results {
-			<-window
+			<-slots
 			if n++; n == b.N {
 				close(done)
 			}
@@ -86,7 +87,7 @@ func drive(b *testing.B, sys system, results <-chan int) {
 	cpu0 := cpuTime()
 	b.ResetTimer()
 	for i := range b.N {
-		window <- struct{}{}
+		slots <- struct{}{}
 		if err := sys.trigger(ctx, i); err != nil {
 			b.Fatal(err)
 		}

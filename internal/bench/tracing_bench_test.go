@@ -41,7 +41,7 @@ func BenchmarkTracing(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer sys.stop()
-			drive(b, sys, sys.results)
+			drive(b, sys, sys.results, cfg.Window)
 			if on {
 				if err := tel.Shutdown(context.Background()); err != nil {
 					b.Fatal(err)
