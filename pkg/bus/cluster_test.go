@@ -115,3 +115,66 @@ func TestClusterBatchEndsWhenTheLeaderDiesWithPublishesInFlight(t *testing.T) {
 	t.Logf("leader %s killed with the client on %s: of %d batches of 100 in flight, %d acknowledged, %d failed, %d timed out waiting for an ack",
 		leader.Name, via.Name, len(batches)-1, ok, failed, timedOut)
 }
+
+// On a clustered stream, a create-only publish sent while an earlier one to the
+// same subject is still being replicated is refused with "wrong last sequence" and
+// no sequence: the earlier one may yet fail to be stored, so the refusal is not a
+// duplicate. Batch.Wait returns it (bus.InProcess), the caller publishes again, and
+// then finds the subject taken.
+func TestClusterCreateInProcessIsNoDuplicate(t *testing.T) {
+	t.Parallel()
+	c := natstest.StartProcessCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	nc, err := nats.Connect(c.URLs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	b, err := bus.New(nc, bus.Config{Replicas: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Ensure(ctx); err != nil {
+		t.Fatal(err)
+	}
+	inProcess := 0
+	for i := range 20 {
+		subj := b.Subjects.Exec("default", "x", fmt.Sprintf("a%d", i), "job")
+		bt := b.Batch()
+		for range 2 { // the same job twice, back to back, as a re-send would
+			m, err := bus.Event{ID: fmt.Sprintf("e%d.job", i), Source: "/t", Type: "io.skillbus.job", Data: i}.JobMsg(subj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bt.Create(m)
+		}
+		err := bt.Wait(ctx)
+		switch {
+		case err == nil:
+		case bus.InProcess(err):
+			inProcess++
+			again := b.Batch() // sent again: the first is stored by now, or not
+			m, _ := bus.Event{ID: fmt.Sprintf("e%d.job", i), Source: "/t", Type: "io.skillbus.job", Data: i}.JobMsg(subj)
+			again.Create(m)
+			natstest.Eventually(t, 30*time.Second, func() bool {
+				if err := again.Wait(ctx); err != nil {
+					if !bus.InProcess(err) {
+						t.Fatalf("publish again: %v", err)
+					}
+					again = b.Batch()
+					m, _ := bus.Event{ID: fmt.Sprintf("e%d.job", i), Source: "/t", Type: "io.skillbus.job", Data: i}.JobMsg(subj)
+					again.Create(m)
+					return false
+				}
+				return again.Duplicate(fmt.Sprintf("e%d.job", i))
+			}, "the first publish to %s is not found stored", subj)
+		default:
+			t.Fatalf("round %d: %v", i, err)
+		}
+	}
+	if inProcess == 0 {
+		t.Fatal("no publish was refused as in process: a re-send while the first is replicated was taken for a duplicate")
+	}
+	t.Logf("%d of 20 re-sends refused while the first was replicated", inProcess)
+}

@@ -185,6 +185,9 @@ func (bt *Batch) Publish(m *nats.Msg, opts ...jetstream.PublishOpt) {
 // message was there before. The subject is the message's identity, so Create drops
 // its Nats-Msg-Id: the server's duplicate window would only repeat, at a cost per
 // message, what the subject already guarantees, and for longer than the window.
+// A clustered stream still replicating an earlier publish to the subject refuses
+// this one without saying whether that one will be stored: Wait returns that
+// refusal (InProcess), and the caller publishes again later.
 func (bt *Batch) Create(m *nats.Msg) {
 	delete(m.Header, HeaderMsgID)
 	bt.publish(queued{m: m, opts: createOnly, create: true})
@@ -262,7 +265,7 @@ func (bt *Batch) Wait(ctx context.Context) error {
 				bt.duplicate(p.f.Msg())
 			}
 		case err := <-p.f.Err():
-			if p.create && WrongLastSequence(err) {
+			if p.create && subjectTaken(err) {
 				bt.duplicate(p.f.Msg())
 				continue
 			}
@@ -301,6 +304,29 @@ func WrongLastSequence(err error) bool {
 	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
 		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
 }
+
+// subjectTaken reports whether err says a create-only publish's subject holds a
+// stored message: "wrong last sequence: N". A clustered stream answers "wrong last
+// sequence" without a number (InProcess) while another publish to the subject is
+// still being replicated, which may yet fail: that is no proof the subject is taken.
+func subjectTaken(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
+}
+
+// InProcess reports whether err is a clustered stream refusing a publish because
+// an earlier one with the same message id ("duplicate message id is in process") or,
+// for a create-only publish, to the same subject ("wrong last sequence", without a
+// number) is still being replicated. Whether that one gets stored is not known yet:
+// the publish is to be sent again, and then finds it stored (a duplicate) or not.
+func InProcess(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jsErrDuplicateInProcess ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
+}
+
+// jsErrDuplicateInProcess is JetStream's "duplicate message id is in process".
+const jsErrDuplicateInProcess = 10158
 
 // keep notes publishes whose acknowledgement Wait did not see, then what was
 // dropped after them: the order they were queued in.

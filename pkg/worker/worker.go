@@ -534,18 +534,13 @@ func (w *Worker) settle(ctx context.Context, j *job, d Decision) error {
 // connectionTrouble reports whether err is the server being away (a publish that
 // could not reach it or got no answer) rather than a refusal.
 func (w *Worker) connectionTrouble(err error) bool {
-	var apiErr *jetstream.APIError
-	if errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrDuplicateInProcess {
-		return true // a publish of the same id is still being replicated: try again
+	if bus.InProcess(err) {
+		return true // a publish of the same id or subject is still being replicated: try again
 	}
 	return !w.cfg.Bus.NC.IsConnected() || errors.Is(err, nats.ErrDisconnected) || errors.Is(err, nats.ErrConnectionReconnecting) ||
 		errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, context.DeadlineExceeded) ||
 		errors.Is(err, jetstream.ErrAsyncPublishTimeout) || errors.Is(err, jetstream.ErrNoStreamResponse)
 }
-
-// jsErrDuplicateInProcess is JetStream's "duplicate message id is in process": a
-// clustered stream is still committing an earlier publish with the same id.
-const jsErrDuplicateInProcess = 10158
 
 // waitConnected waits until the connection is up; false when ctx ends or the
 // connection is closed for good.
