@@ -132,7 +132,7 @@ func (w *Worker) publishOutcome(ctx context.Context, j *job, m *nats.Msg) (lost 
 	if err != nil {
 		return false, err
 	}
-	if !j.batch.Duplicate(run.OutcomeID(j.data.ExecutionID)) {
+	if !j.batch.Duplicate(bus.MsgID(m)) {
 		return false, nil
 	}
 	prev, err := run.Load(ctx, w.events, w.cfg.Bus.Subjects, j.data.ExecutionID)
