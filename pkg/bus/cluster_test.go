@@ -141,33 +141,33 @@ func TestClusterCreateInProcessIsNoDuplicate(t *testing.T) {
 	inProcess := 0
 	for i := range 20 {
 		subj := b.Subjects.Exec("default", "x", fmt.Sprintf("a%d", i), "job")
-		bt := b.Batch()
-		for range 2 { // the same job twice, back to back, as a re-send would
-			m, err := bus.Event{ID: fmt.Sprintf("e%d.job", i), Source: "/t", Type: "io.skillbus.job", Data: i}.JobMsg(subj)
+		id := fmt.Sprintf("e%d.job", i)
+		create := func(bt *bus.Batch) {
+			m, err := bus.Event{ID: id, Source: "/t", Type: "io.skillbus.job", Data: i}.JobMsg(subj)
 			if err != nil {
 				t.Fatal(err)
 			}
 			bt.Create(m)
 		}
+		bt := b.Batch()
+		create(bt) // the same job twice, back to back, as a re-send would
+		create(bt)
 		err := bt.Wait(ctx)
 		switch {
 		case err == nil:
 		case bus.InProcess(err):
 			inProcess++
-			again := b.Batch() // sent again: the first is stored by now, or not
-			m, _ := bus.Event{ID: fmt.Sprintf("e%d.job", i), Source: "/t", Type: "io.skillbus.job", Data: i}.JobMsg(subj)
-			again.Create(m)
+			// Sent again until the answer is known: the first is stored by now, or not.
 			natstest.Eventually(t, 30*time.Second, func() bool {
+				again := b.Batch()
+				create(again)
 				if err := again.Wait(ctx); err != nil {
 					if !bus.InProcess(err) {
 						t.Fatalf("publish again: %v", err)
 					}
-					again = b.Batch()
-					m, _ := bus.Event{ID: fmt.Sprintf("e%d.job", i), Source: "/t", Type: "io.skillbus.job", Data: i}.JobMsg(subj)
-					again.Create(m)
 					return false
 				}
-				return again.Duplicate(fmt.Sprintf("e%d.job", i))
+				return again.Duplicate(id)
 			}, "the first publish to %s is not found stored", subj)
 		default:
 			t.Fatalf("round %d: %v", i, err)
