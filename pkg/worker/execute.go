@@ -71,9 +71,8 @@ func (w *Worker) execute(ctx context.Context, j *job, inputs map[string]any, ans
 			ExecutionID: j.data.ExecutionID,
 			Skill:       j.skill,
 			Inputs:      inputs,
-			Trigger: map[string]any{
-				"id": j.data.Trigger.ID, "source": j.data.Trigger.Source,
-				"type": j.data.Trigger.Type, "subject": j.data.Trigger.Subject,
+			TriggerRef: workflow.TriggerRef{
+				ID: j.data.Trigger.ID, Source: j.data.Trigger.Source, Type: j.data.Trigger.Type, Subject: j.data.Trigger.Subject,
 			},
 			Attempt:       j.attempt,
 			Observer:      obs,

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/skillbus/skillbus/pkg/expr"
 	"github.com/skillbus/skillbus/pkg/failure"
@@ -17,6 +18,24 @@ type compiled struct {
 	outputs []coutput
 	inputs  []cinput
 	index   map[string]int // step id → index
+	// readsTrigger and readsExecution: some expression reads `trigger` or
+	// `execution`, so a run builds them (a run of a workflow that reads neither, the
+	// usual case, makes neither map). A compute block whose source so much as
+	// mentions the name counts too: the hint a block gets for a name it reads before
+	// assigning it is about the workflow's name of the same spelling.
+	readsTrigger, readsExecution bool
+}
+
+// reads notes the free names an expression reads.
+func (c *compiled) reads(names []string) {
+	for _, n := range names {
+		switch n {
+		case "trigger":
+			c.readsTrigger = true
+		case "execution":
+			c.readsExecution = true
+		}
+	}
 }
 
 type cstep struct {
@@ -94,6 +113,11 @@ func compile(wf *skill.Workflow) (*compiled, error) {
 			return nil, err
 		}
 		cs.refs = resolve(refs, writers, st.LoopVar)
+		c.reads(refs)
+		if cs.compute != nil {
+			c.readsTrigger = c.readsTrigger || strings.Contains(st.Compute, "trigger")
+			c.readsExecution = c.readsExecution || strings.Contains(st.Compute, "execution")
+		}
 		if err := cs.order(c, wf.Steps, i); err != nil {
 			return nil, err
 		}
@@ -117,6 +141,7 @@ func compile(wf *skill.Workflow) (*compiled, error) {
 			return nil, failure.Wrap(failure.ClassOf(err), fmt.Errorf("confirmation of %s: %w", cf.Step, err))
 		}
 		cs.confirm = &cconfirm{message: t, def: cf.Default, timeout: cf.Timeout}
+		c.reads(t.Refs())
 		// The message may read earlier steps: they become dependencies too.
 		extra := resolve(t.Refs(), writersBefore(writers, i), "")
 		if len(extra) > 0 {
@@ -134,6 +159,7 @@ func compile(wf *skill.Workflow) (*compiled, error) {
 		if err != nil {
 			return nil, failure.Wrap(failure.ClassOf(err), fmt.Errorf("output %s: %w", o.Name, err))
 		}
+		c.reads(v.Refs())
 		c.outputs = append(c.outputs, coutput{name: o.Name, value: v})
 	}
 	return c, nil

@@ -85,8 +85,11 @@ type Run struct {
 	Skill       *skill.Skill
 	Inputs      map[string]any
 	// Trigger describes the triggering event to expressions as `trigger` (id,
-	// source, type, subject, ...).
+	// source, type, subject, ...). When it is nil, TriggerRef is what they see.
 	Trigger map[string]any
+	// TriggerRef is the triggering event's id, source, type and subject, made into
+	// `trigger` only for a workflow whose expressions read it.
+	TriggerRef TriggerRef
 	// Attempt is the delivery count of the job, from 1; expressions see it as
 	// execution.attempt, and checkpoints and the log record it.
 	Attempt  uint64
@@ -97,6 +100,18 @@ type Run struct {
 	// Checkpoints and Cache override the Engine's for this run when set.
 	Checkpoints Checkpoints
 	Cache       Cache
+}
+
+// TriggerRef names the event a run answers.
+type TriggerRef struct{ ID, Source, Type, Subject string }
+
+// trigger is what expressions see as `trigger`.
+func (r *Run) trigger() map[string]any {
+	if r.Trigger != nil || r.TriggerRef == (TriggerRef{}) {
+		return r.Trigger
+	}
+	t := r.TriggerRef
+	return map[string]any{"id": t.ID, "source": t.Source, "type": t.Type, "subject": t.Subject}
 }
 
 // StepError is a failure of one step; its class is the class of Err.
@@ -187,16 +202,19 @@ func (e *Engine) execute(ctx context.Context, r Run, l *Log) (map[string]any, er
 		ref:         skillRef(s),
 		state:       make([]stepState, len(c.steps)),
 		taint:       make([][]int, len(c.steps)),
-		base: expr.Env{
-			"inputs":  inputs,
-			"trigger": r.Trigger,
-			"execution": map[string]any{
-				"id":      r.ExecutionID,
-				"skill":   s.Name,
-				"version": s.Version,
-				"attempt": int64(r.Attempt),
-			},
-		},
+		base:        make(expr.Env, 3),
+	}
+	x.base["inputs"] = inputs
+	if c.readsTrigger {
+		x.base["trigger"] = r.trigger()
+	}
+	if c.readsExecution {
+		x.base["execution"] = map[string]any{
+			"id":      r.ExecutionID,
+			"skill":   s.Name,
+			"version": s.Version,
+			"attempt": int64(r.Attempt),
+		}
 	}
 	if r.Checkpoints != nil {
 		x.checkpoints = r.Checkpoints
