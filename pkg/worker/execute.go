@@ -56,16 +56,17 @@ func (w *Worker) execute(ctx context.Context, j *job, inputs map[string]any, ans
 		return Fail{Err: err} // fatal: the plan falls back
 	}
 	obs := &observer{w: w, j: j}
-	// Tool calls act under the skill's permissions (network, environment).
-	rctx := tool.WithPermissions(withDepth(ctx, j.data.Depth), tool.SkillPermissions(j.skill))
+	rctx := withDepth(ctx, j.data.Depth)
 	var outputs map[string]any
 	var log *workflow.Log
 	var err error
 	switch {
+	// Tool calls act under the skill's permissions (network, environment); the
+	// engine puts a workflow's in place itself.
 	case j.skill.Workflow == nil && j.skill.Kind == skill.KindInstruction && w.cfg.Instruct != nil:
-		outputs, err = w.runInstruction(rctx, j, inputs, tools)
+		outputs, err = w.runInstruction(tool.WithPermissions(rctx, tool.SkillPermissions(j.skill)), j, inputs, tools)
 	case j.skill.Workflow == nil && j.skill.Kind == skill.KindScript:
-		outputs, err = w.runScript(rctx, j, inputs, obs)
+		outputs, err = w.runScript(tool.WithPermissions(rctx, tool.SkillPermissions(j.skill)), j, inputs, obs)
 	default:
 		outputs, log, err = w.cfg.Engine.ExecuteLog(rctx, workflow.Run{
 			ExecutionID: j.data.ExecutionID,

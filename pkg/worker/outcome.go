@@ -308,15 +308,15 @@ func (w *Worker) emitID(j *job, id, typ string, data any) {
 // (persist) or publishes it live. A persisted event the server would refuse as too
 // large is an error; a live one is dropped with a log line.
 func (w *Worker) publish(j *job, id, typ string, data any, persist bool) error {
+	if !persist && !j.data.Live {
+		return nil // nobody follows this activation live
+	}
 	m := j.meta
 	m.ExecutionID = j.data.ExecutionID
 	m.CausationID = j.msgID()
 	ev := bus.Event{ID: id, Source: w.cfg.Source, Type: typ, Meta: m, Data: data}
 	subj := w.cfg.Bus.Subjects
 	if !persist {
-		if !j.data.Live {
-			return nil // nobody follows this activation live
-		}
 		msg, err := ev.Msg(subj.Live(j.data.ActivationID, j.data.ExecutionID, typ))
 		if err == nil {
 			err = w.cfg.Bus.Fits(msg)

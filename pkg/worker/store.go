@@ -126,8 +126,6 @@ func continuedResult(msg string) string {
 // A result larger than the server accepts fails the step once, fatally, with
 // result_too_large: retrying would only hit the same limit.
 func (c *checkpoints) Save(_ context.Context, executionID, stepID string, cp workflow.Checkpoint) error {
-	st := &skill.Step{ID: stepID}
-	o := &observer{w: c.w, j: c.j}
 	var persist bool
 	switch c.w.cfg.Events {
 	case events.LevelFull:
@@ -137,6 +135,11 @@ func (c *checkpoints) Save(_ context.Context, executionID, stepID string, cp wor
 		// acted (a call that did not only read), with more of the run to come.
 		persist = cp.Status != workflow.StatusSkipped && cp.Kind != "compute" && !cp.Final && !cp.ReadOnly
 	}
+	if !persist && !c.j.data.Live {
+		return nil // neither kept nor followed: nothing to build
+	}
+	st := &skill.Step{ID: stepID}
+	o := &observer{w: c.w, j: c.j}
 	var err error
 	if cp.Status == workflow.StatusSkipped {
 		err = c.w.publish(c.j, o.id(st, "skipped"), events.TypeStepSkipped, events.StepSkipped{

@@ -404,15 +404,16 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 	j.meta.CorrelationID, j.meta.ExecutionID = j.data.ActivationID, j.data.ExecutionID
 	// The delivery's CONSUMER span continues the trace the job carries and links to
 	// the delivery before it; everything this delivery publishes carries the span on.
+	template := events.ExecTemplate(msg.Subject())
 	ctx, span := telemetry.StartDelivery(ctx, nm, md.Consumer, telemetry.Delivery{
 		ExecutionID: j.data.ExecutionID, Resumes: len(j.data.Answers), Attempt: int(md.NumDelivered),
-		Recovered: msg.Headers().Get(events.HeaderRecovered) != "", Template: events.ExecTemplate(msg.Subject()),
+		Recovered: msg.Headers().Get(events.HeaderRecovered) != "", Template: template,
 	}, telemetry.Job{
 		Skill: j.data.Skill.Name, Version: j.data.Skill.Version, ActivationID: j.data.ActivationID,
 		ExecutionID: j.data.ExecutionID, Attempt: int(md.NumDelivered), Pool: j.data.Skill.Pool,
 	}.Attributes()...)
 	defer func() { telemetry.End(span, err) }()
-	j.msg = telemetry.Settling(ctx, msg, events.ExecTemplate(msg.Subject())) // ack, nak and term get settle spans under it
+	j.msg = telemetry.Settling(ctx, msg, template) // ack, nak and term get settle spans under it
 	if tp, ts := telemetry.Inject(ctx); tp != "" {
 		j.meta.TraceParent, j.meta.TraceState = tp, ts
 	}

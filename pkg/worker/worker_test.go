@@ -101,6 +101,10 @@ func setup(t *testing.T, skills ...*skill.Skill) *fixture {
 		}),
 		counted("big", func(c tool.Call, _ int64) (any, error) { return strings.Repeat("x", 9<<20), nil }),
 		tool.Echo(), // its calls only read
+		// "perms" reports the permissions its call acts under.
+		tool.Func("perms", func(ctx context.Context, _ tool.Call) (any, error) {
+			return map[string]any{"network": tool.PermissionsFrom(ctx).Network}, nil
+		}),
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -279,6 +283,23 @@ func TestOutcomeCarriesTheJobsActivationAndExecution(t *testing.T) {
 	}
 	if e.Time().IsZero() || e.DataContentType() != "application/json" {
 		t.Fatalf("outcome time %v, content type %q: an event for watchers has both", e.Time(), e.DataContentType())
+	}
+}
+
+// A workflow's tool calls act under its skill's permissions, and only its own.
+func TestToolCallsActUnderTheSkillsPermissions(t *testing.T) {
+	t.Parallel()
+	open, closed := oneStep("open", "perms", 0), oneStep("closed", "perms", 0)
+	open.Permissions.Network.Outbound = true
+	f := setup(t, open, closed)
+	f.start()
+	for name, want := range map[string]bool{"open": true, "closed": false} {
+		id := f.job(name, name)
+		done := f.waitEvent(id, events.TypeExecutionCompleted)
+		got := done["outputs"].(map[string]any)["only"].(map[string]any)["network"]
+		if got != want {
+			t.Errorf("%s: the call acted with network %v, want %v", name, got, want)
+		}
 	}
 }
 
