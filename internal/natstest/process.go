@@ -80,14 +80,16 @@ func StartProcessCluster(t testing.TB, n int) *ProcessCluster {
 		dir := t.TempDir()
 		p := &Process{t: t, Name: fmt.Sprintf("n%d", i+1), Port: freePort(t), HTTPPort: freePort(t), bin: bin,
 			conf: filepath.Join(dir, "nats.conf"), log: filepath.Join(dir, "nats.log")}
+		// A cluster name of its own: a route that reaches another test's cluster
+		// (another test process's ports) is refused instead of joining the two.
 		conf := fmt.Sprintf(`server_name: %s
 listen: "127.0.0.1:%d"
 http: "127.0.0.1:%d"
 max_payload: 8MB
 log_file: %q
 jetstream { store_dir: %q }
-cluster { name: test, listen: "127.0.0.1:%d", routes: [%s] }
-`, p.Name, p.Port, p.HTTPPort, p.log, filepath.Join(dir, "js"), cports[i], strings.Join(routes, ", "))
+cluster { name: test-%d, listen: "127.0.0.1:%d", routes: [%s] }
+`, p.Name, p.Port, p.HTTPPort, p.log, filepath.Join(dir, "js"), cports[0], cports[i], strings.Join(routes, ", "))
 		if err := os.WriteFile(p.conf, []byte(conf), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -232,12 +234,29 @@ func (p *Process) getJSON(path string, v any) error {
 	return json.NewDecoder(resp.Body).Decode(v)
 }
 
+// freePort returns a loopback port nothing listens on, and never the same one twice
+// in a process: a port is free only until its server listens on it, and the kernel
+// may hand a port just closed out again, so two clusters started at once (parallel
+// tests) could otherwise get each other's ports, and their routes join them into one.
 func freePort(t testing.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		if !portsGiven[port] {
+			portsGiven[port] = true
+			return port
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
+
+var (
+	portsMu    sync.Mutex
+	portsGiven = map[int]bool{}
+)
