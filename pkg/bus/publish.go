@@ -297,14 +297,6 @@ func MsgID(m *nats.Msg) string {
 	return m.Header.Get("ce-id")
 }
 
-// WrongLastSequence reports whether err is JetStream's answer to a create-only (or
-// compare-and-set) publish whose subject did not hold what it expected.
-func WrongLastSequence(err error) bool {
-	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
-		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
-}
-
 // subjectTaken reports whether err says a create-only publish's subject holds a
 // stored message: "wrong last sequence: N". A clustered stream answers "wrong last
 // sequence" without a number (InProcess) while another publish to the subject is
