@@ -339,11 +339,15 @@ type job struct {
 	// resumed confirmation) or the server forgot how often it delivered it, so
 	// progress events of a new delivery are never dropped as duplicates of an
 	// earlier one's.
-	delivery string
-	skill    *skill.Skill
-	batch    *bus.Batch
-	start    time.Time
-	log      *workflow.Log // the execution log of this delivery (nil for instruction and script skills)
+	// It is made when first asked for (deliveryID): a delivery that publishes no
+	// progress and takes no claim never needs it.
+	delivery     string
+	deliveryOnce sync.Once
+	seq          uint64 // the job message's stream sequence
+	skill        *skill.Skill
+	batch        *bus.Batch
+	start        time.Time
+	log          *workflow.Log // the execution log of this delivery (nil for instruction and script skills)
 	// fast: the first delivery of a job stored in the worker's current epoch; it runs
 	// unclaimed (see claim.go). reconnects is the connection's count when it began.
 	fast       bool
@@ -391,8 +395,7 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 	}
 	// The attempt is 1 on the fast path; the claim path reads it from the claim
 	// (the delivery count is no record of retries: see claim.go).
-	j := &job{msg: msg, meta: e.Meta(), attempt: 1, batch: w.cfg.Bus.Batch(), start: time.Now(),
-		delivery: strconv.FormatUint(md.Sequence.Stream, 10) + "." + nuid.Next()}
+	j := &job{msg: msg, meta: e.Meta(), attempt: 1, batch: w.cfg.Bus.Batch(), start: time.Now(), seq: md.Sequence.Stream}
 	if err := jsonx.Unmarshal(e.Data, &j.data); err != nil || j.data.ExecutionID == "" || j.data.Skill.Name == "" {
 		if err == nil {
 			err = errors.New("job has no execution_id or skill")
@@ -460,7 +463,10 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 		})
 	}
 
-	answers := make(map[string]workflow.Answer, len(j.data.Answers))
+	var answers map[string]workflow.Answer // nil for a job no one has answered
+	if len(j.data.Answers) > 0 {
+		answers = make(map[string]workflow.Answer, len(j.data.Answers))
+	}
 	for step, a := range j.data.Answers {
 		answers[step] = workflow.Answer(a)
 	}
@@ -653,6 +659,12 @@ func (w *Worker) poison(ctx context.Context, msg jetstream.Msg, cause error) err
 }
 
 func (j *job) msgID() string { return j.data.ExecutionID + ".job" }
+
+// deliveryID names this delivery (see job.delivery).
+func (j *job) deliveryID() string {
+	j.deliveryOnce.Do(func() { j.delivery = strconv.FormatUint(j.seq, 10) + "." + nuid.Next() })
+	return j.delivery
+}
 
 // logJSON is the job's execution log as JSON, nil without one.
 func (j *job) logJSON() json.RawMessage {
