@@ -474,7 +474,15 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 	if w.cfg.Tools != nil {
 		tools = w.cfg.Tools.Ensure(ctx, toolNames(j.skill)...)
 	}
-	rctx, cancel := context.WithCancel(ctx)
+	// The run's context: cancelled when the claim is lost (see renew), and ending
+	// at a workflow's time limit, which the engine then does not set again.
+	var rctx context.Context
+	var cancel context.CancelFunc
+	if j.skill.Workflow != nil {
+		rctx, cancel = context.WithTimeout(ctx, j.skill.ExecTimeout())
+	} else {
+		rctx, cancel = context.WithCancel(ctx)
+	}
 	defer cancel()
 	j.claim.mu.Lock()
 	j.claim.cancel = cancel

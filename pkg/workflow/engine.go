@@ -191,8 +191,14 @@ func (e *Engine) execute(ctx context.Context, r Run, l *Log) (map[string]any, er
 			return nil, failure.Wrap(failure.Fatal, &deniedError{"skill " + s.Name + " was " + a.denial()})
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.ExecTimeout())
-	defer cancel()
+	// The skill's time limit, unless the caller's context already ends by then (a
+	// worker sets it on the context it runs the job under, which saves a second
+	// context and timer per run).
+	if limit := s.ExecTimeout(); !endsWithin(ctx, limit) {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, limit)
+		defer cancel()
+	}
 
 	x := &execution{
 		e: e, c: c, r: r, ctx: ctx, log: l, tools: tools, final: -1,
@@ -227,6 +233,12 @@ func (e *Engine) execute(ctx context.Context, r Run, l *Log) (map[string]any, er
 	}
 	x.run()
 	return x.result()
+}
+
+// endsWithin reports whether ctx has a deadline no later than d from now.
+func endsWithin(ctx context.Context, d time.Duration) bool {
+	dl, ok := ctx.Deadline()
+	return ok && !dl.After(time.Now().Add(d))
 }
 
 func skillRef(s *skill.Skill) string {

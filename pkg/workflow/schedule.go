@@ -280,11 +280,6 @@ func (x *execution) result() (map[string]any, error) {
 			return nil, &StepError{Step: x.c.steps[i].step.ID, Err: fmt.Errorf("not started: %w", x.ctx.Err())}
 		}
 	}
-	all := make([]int, len(x.state))
-	for i := range all {
-		all[i] = i
-	}
-	env := x.envFor(all)
 	if len(x.c.outputs) == 0 {
 		out := make(map[string]any, len(x.state))
 		for i := range x.state {
@@ -294,6 +289,11 @@ func (x *execution) result() (map[string]any, error) {
 		}
 		return out, nil
 	}
+	all := make([]int, len(x.state))
+	for i := range all {
+		all[i] = i
+	}
+	env := x.envFor(all)
 	out := make(map[string]any, len(x.c.outputs))
 	for _, o := range x.c.outputs {
 		v, err := o.value.Eval(x.ctx, env)
