@@ -51,7 +51,7 @@ type Engine struct {
 	cache       Cache
 
 	mu       sync.Mutex
-	compiled map[string]*compiled
+	compiled map[compiledKey]*compiled
 }
 
 // New returns an Engine.
@@ -71,7 +71,7 @@ func New(cfg Config) (*Engine, error) {
 	return &Engine{
 		tools: cfg.Tools, log: cfg.Log, maxParallel: cfg.MaxParallel,
 		checkpoints: cfg.Checkpoints, cache: cfg.Cache,
-		compiled: map[string]*compiled{},
+		compiled: map[compiledKey]*compiled{},
 	}, nil
 }
 
@@ -207,7 +207,6 @@ func (e *Engine) execute(ctx context.Context, r Run, l *Log) (map[string]any, er
 		cache:       e.cache,
 		ref:         skillRef(s),
 		state:       make([]stepState, len(c.steps)),
-		taint:       make([][]int, len(c.steps)),
 		base:        make(expr.Env, 3),
 	}
 	x.base["inputs"] = inputs
@@ -285,6 +284,9 @@ func contains(ss []string, s string) bool {
 	return false
 }
 
+// compiledKey names a skill version in the engine's cache.
+type compiledKey struct{ name, version string }
+
 // compile returns the skill version's compiled workflow, compiling its
 // expressions the first time the version is run. A version is its content digest;
 // a skill without one (built in code rather than loaded) is keyed by its
@@ -299,7 +301,7 @@ func (e *Engine) compile(s *skill.Skill) (*compiled, error) {
 		sum := sha256.Sum256(b)
 		version = "json:" + hex.EncodeToString(sum[:])
 	}
-	key := s.Name + "@" + version
+	key := compiledKey{s.Name, version}
 	e.mu.Lock()
 	c, ok := e.compiled[key]
 	e.mu.Unlock()
