@@ -359,6 +359,7 @@ type job struct {
 	// released: the claim was handed back on purpose (see release).
 	retries  int
 	released bool
+	beat     jobBeat // see keepAlive
 }
 
 func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
@@ -489,8 +490,8 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 	j.claim.mu.Unlock()
 	// The heartbeat goes on while the decision is settled: a settle that waits out a
 	// server outage still holds the job and the execution's claim.
-	stopBeat := w.keepAlive(ctx, j)
-	defer stopBeat()
+	w.keepAlive(ctx, j)
+	defer j.stopBeat()
 	d := w.execute(rctx, j, inputs, answers, tools)
 	if ctx.Err() != nil {
 		if _, ok := d.(Complete); !ok {
@@ -612,30 +613,45 @@ func (w *Worker) settleOnce(ctx context.Context, j *job, d Decision) error {
 
 // keepAlive tells JetStream the job is still being worked on, well within AckWait,
 // and renews the execution's claim if it holds one. It is a timer, not a goroutine:
-// most jobs finish long before it first fires. stop waits for a beat under way.
-func (w *Worker) keepAlive(ctx context.Context, j *job) (stop func()) {
-	var mu sync.Mutex
-	stopped := false
-	every := w.cfg.AckWait / 3
-	var t *time.Timer
-	mu.Lock() // until t is set
-	defer mu.Unlock()
-	t = time.AfterFunc(every, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if stopped {
-			return
-		}
-		_ = j.msg.InProgress()
-		w.renew(ctx, j)
-		t.Reset(every)
-	})
-	return func() {
-		mu.Lock()
-		stopped = true
-		t.Stop()
-		mu.Unlock()
+// most jobs finish long before it first fires. Its state lives in the job, so a
+// job's heartbeat costs a timer and its callback, nothing else. stopBeat waits for a beat
+// under way: no renewal runs after it returns.
+func (w *Worker) keepAlive(ctx context.Context, j *job) {
+	j.beat.mu.Lock() // until the timer is set
+	defer j.beat.mu.Unlock()
+	j.beat.w, j.beat.ctx, j.beat.j = w, ctx, j
+	j.beat.t = time.AfterFunc(w.cfg.AckWait/3, j.beat.fire)
+}
+
+// jobBeat is a job's keepAlive timer and what it needs when it fires.
+type jobBeat struct {
+	mu      sync.Mutex
+	stopped bool
+	t       *time.Timer
+	w       *Worker
+	ctx     context.Context
+	j       *job
+}
+
+func (b *jobBeat) fire() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.stopped {
+		return
 	}
+	_ = b.j.msg.InProgress()
+	b.w.renew(b.ctx, b.j)
+	b.t.Reset(b.w.cfg.AckWait / 3)
+}
+
+// stopBeat stops the job's heartbeat; a beat under way finishes first.
+func (j *job) stopBeat() {
+	j.beat.mu.Lock()
+	j.beat.stopped = true
+	if j.beat.t != nil {
+		j.beat.t.Stop()
+	}
+	j.beat.mu.Unlock()
 }
 
 // poison records a job message that cannot be read at all and terminates it.
