@@ -412,6 +412,7 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 	ctx, span := telemetry.StartDelivery(ctx, nm, md.Consumer, telemetry.Delivery{
 		ExecutionID: j.data.ExecutionID, Resumes: len(j.data.Answers), Attempt: int(md.NumDelivered),
 		Recovered: msg.Headers().Get(events.HeaderRecovered) != "", Template: template,
+		ID: e.ID, TraceParent: j.meta.TraceParent, TraceState: j.meta.TraceState,
 	}, telemetry.Job{
 		Skill: j.data.Skill.Name, Version: j.data.Skill.Version, ActivationID: j.data.ActivationID,
 		ExecutionID: j.data.ExecutionID, Attempt: int(md.NumDelivered), Pool: j.data.Skill.Pool,
