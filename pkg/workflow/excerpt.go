@@ -33,7 +33,16 @@ func excerpt(v any) string {
 	if !ok || !e.rest.check() {
 		return fmt.Sprintf("%v", v)
 	}
-	return truncate(string(e.buf), ExcerptBytes)
+	b := e.buf
+	if len(b) > ExcerptBytes {
+		// truncate's cut, made before the one copy into a string
+		n := ExcerptBytes
+		for n > 0 && !utf8.RuneStart(b[n]) {
+			n--
+		}
+		b = append(b[:n], "…"...)
+	}
+	return string(b)
 }
 
 // excerptMarshal is excerpt the plain way, for values nested too deeply to walk.
