@@ -1,7 +1,6 @@
 package workflow
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -111,18 +110,6 @@ func (l *Log) end(err error) {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-// excerpt is the start of v's JSON.
-func excerpt(v any) string {
-	if v == nil {
-		return ""
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprintf("%v", v)
-	}
-	return truncate(string(b), ExcerptBytes)
-}
 
 func truncate(s string, n int) string {
 	if len(s) <= n {
