@@ -393,7 +393,7 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 	// (the delivery count is no record of retries: see claim.go).
 	j := &job{msg: msg, meta: e.Meta(), attempt: 1, batch: w.cfg.Bus.Batch(), start: time.Now(),
 		delivery: strconv.FormatUint(md.Sequence.Stream, 10) + "." + nuid.Next()}
-	if err := jsonx.Unmarshal(e.Data, &j.data); err != nil || j.data.ExecutionID == "" || j.data.Skill.Name == "" {
+	if err := events.DecodeJob(e.Data, &j.data); err != nil || j.data.ExecutionID == "" || j.data.Skill.Name == "" {
 		if err == nil {
 			err = errors.New("job has no execution_id or skill")
 		}
