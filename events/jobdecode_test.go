@@ -89,6 +89,31 @@ func FuzzDecodeJob(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) { checkDecodeJob(t, data) })
 }
 
+// FuzzDecodeJobValues: a job with any values in its fields, as json.Marshal writes
+// it, takes the fast path and decodes to itself.
+func FuzzDecodeJobValues(f *testing.F) {
+	f.Add("exec_1", "a<b>&c\u2028\"\\\n\x01é世😀", int64(-3), uint64(1<<63), 0.87, true, `{"a":[1,"b"]}`)
+	f.Add("", "\xff\xfe", int64(0), uint64(0), -1e-300, false, `null`)
+	f.Fuzz(func(t *testing.T, s1, s2 string, n int64, u uint64, fl float64, b bool, raw string) {
+		j := fullJob()
+		j.ExecutionID, j.Skill.Name, j.Trigger.Subject, j.History[0].Error = s1, s2, s2, s1
+		j.Answers = map[string]Answer{s1: {By: s2, Approved: b}}
+		j.Depth, j.Repair.Attempts, j.Trigger.Seq, j.History[0].Deliveries = int(n), -int(n), u, u
+		j.Skill.Score, j.Fallback[0].Score, j.Live = fl, -fl, b
+		j.Together = [][]string{{s1, s2}, {s2}}
+		if json.Valid([]byte(raw)) {
+			j.Inputs = json.RawMessage(raw)
+		}
+		data, err := json.Marshal(j)
+		if err != nil {
+			return // NaN or an infinity
+		}
+		if !checkDecodeJob(t, data) {
+			t.Fatalf("the fast path does not decode %s", data)
+		}
+	})
+}
+
 var decodeJobCases = []struct {
 	name, data string
 	fast       bool // the fast path decodes it

@@ -42,7 +42,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/skillbus/skillbus/events"
-	"github.com/skillbus/skillbus/internal/jsonx"
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/failure"
 	"github.com/skillbus/skillbus/pkg/instruct"
@@ -449,7 +448,7 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 
 	var inputs map[string]any
 	if len(j.data.Inputs) > 0 {
-		if err := jsonx.Unmarshal(j.data.Inputs, &inputs); err != nil {
+		if err := events.DecodeInputs(j.data.Inputs, &inputs); err != nil {
 			return w.fail(ctx, j, "", failure.Fatalf("inputs are not a JSON object: %v", err))
 		}
 	}
