@@ -72,6 +72,9 @@ func (d *jsonDecoder) ws() {
 
 // peek is the next byte after white space, 0 at the end.
 func (d *jsonDecoder) peek() byte {
+	if d.i < len(d.s) && d.s[d.i] > ' ' {
+		return d.s[d.i]
+	}
 	d.ws()
 	if d.i < len(d.s) {
 		return d.s[d.i]
@@ -193,6 +196,10 @@ func (d *jsonDecoder) scanString() (start, end int, esc, ok bool) {
 	start = d.i + 1
 	for k := start; k < len(d.s); {
 		c := d.s[k]
+		if plain[c] {
+			k++
+			continue
+		}
 		switch {
 		case c == '"':
 			d.i = k + 1
@@ -238,6 +245,15 @@ func (d *jsonDecoder) scanString() (start, end int, esc, ok bool) {
 	}
 	return 0, 0, false, false
 }
+
+// plain is the bytes a string holds as they are: not a quote, a backslash, a
+// control character or part of a multi-byte character.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 // unescape is the text of a string scanString checked.
 func unescape(s string) string {
