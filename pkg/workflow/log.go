@@ -94,18 +94,19 @@ func (sl *StepLog) fromCheckpoint(ck Checkpoint) {
 func (l *Log) end(err error) {
 	l.Finished = time.Now()
 	l.DurationMS = ms(l.Finished.Sub(l.Started))
-	var p *PausedError
-	var se *StepError
-	switch {
-	case err == nil:
+	if err == nil {
 		l.Status = RunCompleted
-	case errors.As(err, &p):
+		return
+	}
+	var p *PausedError
+	if errors.As(err, &p) {
 		l.Status, l.Waiting = RunPaused, p.Step
-	default:
-		l.Status, l.Error, l.Class = RunFailed, err.Error(), failure.ClassOf(err)
-		if errors.As(err, &se) {
-			l.FailedStep = se.Step
-		}
+		return
+	}
+	l.Status, l.Error, l.Class = RunFailed, err.Error(), failure.ClassOf(err)
+	var se *StepError
+	if errors.As(err, &se) {
+		l.FailedStep = se.Step
 	}
 }
 
