@@ -71,14 +71,14 @@ func FuzzDecodeInputs(f *testing.F) {
 	for _, c := range inputsCases {
 		f.Add([]byte(c))
 	}
-	j := typicalJob()
+	j := jobToDecode()
 	f.Add([]byte(j.Inputs))
 	f.Add(mustMarshal(f, j))
 	f.Fuzz(func(t *testing.T, data []byte) { checkDecodeInputs(t, data) })
 }
 
 func BenchmarkDecodeInputs(b *testing.B) {
-	for _, in := range []string{`{"n":1234}`, string(typicalJob().Inputs)} {
+	for _, in := range []string{`{"n":1234}`, string(jobToDecode().Inputs)} {
 		data := []byte(in)
 		b.Run(fmt.Sprintf("jsonx/%d", len(data)), func(b *testing.B) {
 			b.ReportAllocs()

@@ -30,7 +30,9 @@ func decodeJobFast(data []byte, j *Job) bool {
 	if !jobIsZero(j) {
 		return false
 	}
-	// One copy of the document; the strings decoded are slices of it.
+	// One copy of the document, and the strings decoded are slices of it: one
+	// allocation rather than one per string, for a document no larger than the job
+	// that keeps it.
 	d := jsonDecoder{s: string(data)}
 	if d.job(j) && d.end() {
 		return true

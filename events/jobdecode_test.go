@@ -10,8 +10,8 @@ import (
 	"github.com/skillbus/skillbus/internal/jsonx"
 )
 
-// typicalJob is a job as the router publishes it for a plan's primary skill.
-func typicalJob() Job {
+// jobToDecode is a job as the router publishes it for a plan's primary skill.
+func jobToDecode() Job {
 	return Job{
 		ExecutionID:  "exec_6f1c2a9be0d94c1a8d3f7e52",
 		ActivationID: "act_0b5e8f7d2c1a4e6f9b3d",
@@ -25,10 +25,10 @@ func typicalJob() Job {
 	}
 }
 
-// fullJob has every field of a job set, as a fallback job resumed after a repair
+// fullJobToDecode has every field of a job set, as a fallback job resumed after a repair
 // and a confirmation carries them.
-func fullJob() Job {
-	j := typicalJob()
+func fullJobToDecode() Job {
+	j := jobToDecode()
 	j.History = []Attempt{{Skill: "first", ExecutionID: "exec_0", Class: "retryable", Error: "timeout: \"upstream\" \u00e9\u4e16\U0001F600", Deliveries: 3}}
 	j.Answers = map[string]Answer{"confirm": {Approved: true, By: "alice"}, "deny\tstep": {Reason: "no"}}
 	j.Depth = 2
@@ -78,7 +78,7 @@ func checkDecodeJob(t *testing.T, data []byte) (fast bool) {
 // FuzzDecodeJob: DecodeJob, and its fast path whenever it takes it, decodes
 // whatever it is given exactly as jsonx.Unmarshal does.
 func FuzzDecodeJob(f *testing.F) {
-	for _, j := range []Job{typicalJob(), fullJob(), {}} {
+	for _, j := range []Job{jobToDecode(), fullJobToDecode(), {}} {
 		f.Add(mustMarshal(f, j))
 		b, _ := json.MarshalIndent(j, "", "\t")
 		f.Add(b)
@@ -95,7 +95,7 @@ func FuzzDecodeJobValues(f *testing.F) {
 	f.Add("exec_1", "a<b>&c\u2028\"\\\n\x01é世😀", int64(-3), uint64(1<<63), 0.87, true, `{"a":[1,"b"]}`)
 	f.Add("", "\xff\xfe", int64(0), uint64(0), -1e-300, false, `null`)
 	f.Fuzz(func(t *testing.T, s1, s2 string, n int64, u uint64, fl float64, b bool, raw string) {
-		j := fullJob()
+		j := fullJobToDecode()
 		j.ExecutionID, j.Skill.Name, j.Trigger.Subject, j.History[0].Error = s1, s2, s2, s1
 		j.Answers = map[string]Answer{s1: {By: s2, Approved: b}}
 		j.Depth, j.Repair.Attempts, j.Trigger.Seq, j.History[0].Deliveries = int(n), -int(n), u, u
@@ -272,7 +272,7 @@ func populate(v reflect.Value) {
 func BenchmarkDecodeJob(b *testing.B) {
 	jobs := make([][]byte, 1024)
 	for i := range jobs {
-		j := typicalJob()
+		j := jobToDecode()
 		id := fmt.Sprintf("exec_%024x", i*7919)
 		j.ExecutionID, j.Skill.ExecutionID, j.ActivationID, j.Trigger.ID = id, id, fmt.Sprintf("act_%020x", i), fmt.Sprintf("evt-%d", i)
 		j.Together = [][]string{{id, j.Fallback[0].ExecutionID}}
