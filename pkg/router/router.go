@@ -28,7 +28,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/skillbus/skillbus/events"
-	"github.com/skillbus/skillbus/internal/jsonx"
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/selector"
 	"github.com/skillbus/skillbus/pkg/skill"
@@ -574,7 +573,7 @@ func inputsOf(e *bus.Binary) (_ json.RawMessage, obj map[string]any, _ error) {
 		return json.RawMessage("{}"), map[string]any{}, nil
 	}
 	var v any
-	if err := jsonx.Unmarshal(data, &v); err != nil {
+	if err := events.DecodeValue(data, &v); err != nil {
 		if mt := e.DataMediaType(); mt == "" || mt == "application/json" || mt == "text/json" {
 			return nil, nil, fmt.Errorf("data is not valid JSON (datacontenttype %q): %v", e.ContentType, err)
 		}

@@ -42,7 +42,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/skillbus/skillbus/events"
-	"github.com/skillbus/skillbus/internal/jsonx"
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/failure"
 	"github.com/skillbus/skillbus/pkg/instruct"
@@ -397,7 +396,7 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 	// The attempt is 1 on the fast path; the claim path reads it from the claim
 	// (the delivery count is no record of retries: see claim.go).
 	j := &job{msg: msg, meta: e.Meta(), attempt: 1, batch: w.cfg.Bus.Batch(), start: time.Now(), seq: md.Sequence.Stream}
-	if err := jsonx.Unmarshal(e.Data, &j.data); err != nil || j.data.ExecutionID == "" || j.data.Skill.Name == "" {
+	if err := events.DecodeJob(e.Data, &j.data); err != nil || j.data.ExecutionID == "" || j.data.Skill.Name == "" {
 		if err == nil {
 			err = errors.New("job has no execution_id or skill")
 		}
@@ -454,7 +453,7 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 
 	var inputs map[string]any
 	if len(j.data.Inputs) > 0 {
-		if err := jsonx.Unmarshal(j.data.Inputs, &inputs); err != nil {
+		if err := events.DecodeInputs(j.data.Inputs, &inputs); err != nil {
 			return w.fail(ctx, j, "", failure.Fatalf("inputs are not a JSON object: %v", err))
 		}
 	}
