@@ -45,15 +45,32 @@ type Event struct {
 // Msg encodes the event for subject.
 func (e Event) Msg(subject string) (*nats.Msg, error) { return e.msg(subject, false) }
 
-// JobMsg encodes a job (events.TypeJob) for subject. A job is a command to one
-// worker, not a record for watchers, and every reader of it reads its data, so it
-// carries only what CloudEvents and the work need: specversion, id, source, type, the
-// causation and trace extensions, and Nats-Msg-Id. It leaves out the optional time
-// (the stream's timestamp is the job's), Content-Type (a job's data is always JSON,
-// the default when datacontenttype is absent) and the correlation and execution
-// extensions, which repeat the data's activation_id and execution_id. Every header
-// is parsed into a map by each reader, so on the hot path each one costs.
-func (e Event) JobMsg(subject string) (*nats.Msg, error) { return e.msg(subject, true) }
+// JobMsg encodes a job (events.TypeJob) for subject, as a structured-mode CloudEvent:
+// one JSON document holding the attributes and the data, with Content-Type
+// application/cloudevents+json and Nats-Msg-Id as its only headers. A job is a
+// command to one worker, not a record for watchers, and its worker reads the whole
+// of it anyway; each header, on the other hand, is encoded by the publisher's
+// client, scanned by the server and parsed into a map by every reader. It carries
+// what CloudEvents and the work need: specversion, id, source, type, the causation
+// and trace extensions. It leaves out the optional time (the stream's timestamp is
+// the job's), the data content type (JSON, the default) and the correlation and
+// execution extensions, which repeat the data's activation_id and execution_id.
+func (e Event) JobMsg(subject string) (*nats.Msg, error) {
+	data, err := json.Marshal(e.Data)
+	if err != nil {
+		return nil, fmt.Errorf("event %s: data: %w", e.Type, err)
+	}
+	body := appendStructured(make([]byte, 0, len(data)+160+len(e.Meta.TraceParent)+len(e.Meta.TraceState)), e, data,
+		[2]string{events.ExtCausationID, e.Meta.CausationID},
+		[2]string{events.ExtTraceParent, e.Meta.TraceParent},
+		[2]string{events.ExtTraceState, e.Meta.TraceState})
+	// Two values in one backing array; room for one more header (a plan's job gets
+	// its route).
+	vals := []string{structuredJSON, e.ID}
+	h := make(nats.Header, 3)
+	h[HeaderContentType], h[HeaderMsgID] = vals[0:1:1], vals[1:2:2]
+	return &nats.Msg{Subject: subject, Header: h, Data: body}, nil
+}
 
 func (e Event) msg(subject string, job bool) (*nats.Msg, error) {
 	data, err := json.Marshal(e.Data)
@@ -294,7 +311,10 @@ func MsgID(m *nats.Msg) string {
 	if id := m.Header.Get(HeaderMsgID); id != "" {
 		return id
 	}
-	return m.Header.Get("ce-id")
+	if id := m.Header.Get("ce-id"); id != "" {
+		return id
+	}
+	return structuredID(m) // a job: its id is in its JSON
 }
 
 // subjectTaken reports whether err says a create-only publish's subject holds a

@@ -173,13 +173,16 @@ func (q *Queue) replayJob(ctx context.Context, e *Entry, n int, opt ReplayOption
 			// A new trace, linked to the dead execution's (the dead letter's).
 			jm := meta
 			jm.TraceParent, jm.TraceState = e.header.Get("ce-traceparent"), e.header.Get("ce-tracestate")
+			_, span, link := telemetry.StartPublishLinkedMeta(ctx, telemetry.Message{Destination: rec.Subject, Template: q.b.Subjects.Prefix + ".exec.{pool}.{skill}.{activation}.{stage}", ID: execID + ".job"},
+				&jm.TraceParent, &jm.TraceState, telemetry.LinkReplay, telemetry.AttrExecutionID.String(execID), telemetry.AttrSkillName.String(ref.Name))
+			defer span.End()
 			m, err := bus.Event{ID: execID + ".job", Source: q.source, Type: events.TypeJob, Meta: jm, Data: job}.JobMsg(rec.Subject)
 			if err != nil {
 				return nil, fmt.Errorf("dlq: replay %s: %w", e.ID, err)
 			}
-			_, span := telemetry.StartPublishLinked(ctx, m, q.b.Subjects.Prefix+".exec.{pool}.{skill}.{activation}.{stage}", telemetry.LinkReplay,
-				telemetry.AttrExecutionID.String(execID), telemetry.AttrSkillName.String(ref.Name))
-			defer span.End()
+			if link != "" {
+				m.Header.Set(telemetry.HeaderLink, link)
+			}
 			b.Publish(m)
 		}
 	} else {

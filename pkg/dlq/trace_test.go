@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/nats-io/nats.go"
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/internal/telemetrytest"
 	"github.com/skillbus/skillbus/pkg/bus"
@@ -84,7 +85,25 @@ func TestReplayJobTrace(t *testing.T) {
 	if len(ms) != 1 {
 		t.Fatalf("%d jobs published, want 1", len(ms))
 	}
-	checkReplaySpan(t, collect(), op, "publish skillbus.exec.{pool}.{skill}.{activation}.{stage}", ms[0].Header)
+	job, err := bus.DecodeFast(&nats.Msg{Subject: ms[0].Subject, Header: ms[0].Header, Data: ms[0].Data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkReplaySpan(t, collect(), op, "publish skillbus.exec.{pool}.{skill}.{activation}.{stage}", jobAttrs{ms[0].Header, job})
+}
+
+// jobAttrs reads a job's CloudEvent attributes (ce-*) from its JSON and its other
+// headers from the message.
+type jobAttrs struct {
+	h   nats.Header
+	job *bus.Binary
+}
+
+func (a jobAttrs) Get(k string) string {
+	if name, ok := strings.CutPrefix(k, "ce-"); ok {
+		return a.job.Ext(name)
+	}
+	return a.h.Get(k)
 }
 
 func TestReplayTriggerTrace(t *testing.T) {

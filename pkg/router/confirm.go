@@ -107,16 +107,18 @@ func (r *Router) answer(ctx context.Context, msg jetstream.Msg) error {
 		span.AddLink(l)
 		span.SetAttributes(telemetry.AttrExecutionID.String(d.ExecutionID), telemetry.AttrStepID.String(d.StepID), telemetry.AttrSkillName.String(job.Skill.Name))
 	}
-	jm, err := bus.Event{ID: d.ExecutionID + ".job.answered." + d.StepID, Source: r.cfg.Source, Type: events.TypeJob, Meta: meta, Data: job}.
-		JobMsg(r.cfg.Bus.Subjects.Exec(job.Skill.Pool, job.Skill.Name, job.ActivationID, events.StageAnswered(d.StepID)))
-	if err != nil {
-		return msg.TermWithReason("resumed job unencodable: " + err.Error())
-	}
+	id, subject := d.ExecutionID+".job.answered."+d.StepID, r.cfg.Bus.Subjects.Exec(job.Skill.Pool, job.Skill.Name, job.ActivationID, events.StageAnswered(d.StepID))
 	// The resumed job's PRODUCER span, a child of this answer's span (when tracing):
 	// the resumed execution continues from it.
-	_, pub := telemetry.StartPublishMsg(ctx, jm, r.cfg.Bus.Subjects.Prefix+".exec.{pool}.{skill}.{activation}.{stage}", telemetry.Job{
-		Skill: job.Skill.Name, Version: job.Skill.Version, ActivationID: job.ActivationID, ExecutionID: d.ExecutionID, Pool: job.Skill.Pool,
-	}.Attributes()...)
+	_, pub := telemetry.StartPublishMeta(ctx, telemetry.Message{Destination: subject, Template: r.cfg.Bus.Subjects.Prefix + ".exec.{pool}.{skill}.{activation}.{stage}", ID: id},
+		&meta.TraceParent, &meta.TraceState, telemetry.Job{
+			Skill: job.Skill.Name, Version: job.Skill.Version, ActivationID: job.ActivationID, ExecutionID: d.ExecutionID, Pool: job.Skill.Pool,
+		}.Attributes()...)
+	jm, err := bus.Event{ID: id, Source: r.cfg.Source, Type: events.TypeJob, Meta: meta, Data: job}.JobMsg(subject)
+	if err != nil {
+		telemetry.End(pub, err)
+		return msg.TermWithReason("resumed job unencodable: " + err.Error())
+	}
 	b := r.cfg.Bus.Batch()
 	b.Publish(jm)
 	err = b.Wait(ctx)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -129,7 +130,11 @@ func TestResumedConfirmationLinksThePausedSpan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := raw.Header.Get("ce-traceparent"), "00-"+pub.SpanContext.TraceID().String()+"-"+pub.SpanContext.SpanID().String()+"-01"; got != want {
+	stored, err := bus.DecodeFast(&nats.Msg{Subject: raw.Subject, Header: raw.Header, Data: raw.Data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := stored.Meta().TraceParent, "00-"+pub.SpanContext.TraceID().String()+"-"+pub.SpanContext.SpanID().String()+"-01"; got != want {
 		t.Errorf("the resumed job's traceparent is %s, want the publish span's %s", got, want)
 	}
 }

@@ -376,6 +376,21 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 			together[0] = append(together[0], f.ExecutionID)
 		}
 	}
+	// The jobs are the activation's record, each written once: create-only
+	// publishes on subjects that name the activation, in a stream that keeps them. If
+	// the primary's job exists, this trigger was routed before — by an earlier
+	// delivery of this same message that died before acking it, or as an earlier
+	// message with the same source and id, published again after the duplicate
+	// window. Either way no second execution starts; the publisher finds the first
+	// one's events, and its result, under the same activation id. The decision rides
+	// in the jobs (events.Job.Route), where followers read it; it is an event of its
+	// own only where the events level persists it.
+	if prev, ok := r.routedElsewhere(ctx, md, actID, plan.Primary.Name); ok {
+		r.cfg.Log.Info("router: trigger routed before to another skill (the catalog changed since); its first activation answers it",
+			"activation", actID, "source", ref.Source, "id", ref.ID, "first", prev, "now", plan.Primary.Name)
+		return msg.Ack()
+	}
+	pubs := make([]trace.Span, 0, len(running)+1)
 	for i, name := range running {
 		sr := refOf(name)
 		job := events.Job{
@@ -394,40 +409,36 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 		jm := meta
 		jm.ExecutionID = job.ExecutionID
 		jm.CausationID = decidedID
-		jobMsg, err := bus.Event{ID: job.ExecutionID + ".job", Source: r.cfg.Source, Type: events.TypeJob, Meta: jm, Data: job}.
-			JobMsg(subj.Exec(sr.Pool, sr.Name, actID, events.StagePlan))
+		// The job's PRODUCER span: the worker's delivery continues from it. It is
+		// started first, so the job carries it in its JSON.
+		attrs := telemetry.Job{Skill: sr.Name, Version: sr.Version, ActivationID: actID, ExecutionID: sr.ExecutionID, Pool: sr.Pool}.Attributes()
+		if attrs != nil { // nil with tracing off: then nothing to append to
+			attrs = append(attrs, telemetry.AttrRouteMethod.String(sr.Source), telemetry.AttrRouteScore.Float64(sr.Score))
+		}
+		jsubj := subj.Exec(sr.Pool, sr.Name, actID, events.StagePlan)
+		_, span := telemetry.StartPublishMeta(ctx, telemetry.Message{Destination: jsubj, Template: r.jobTemplate, ID: job.ExecutionID + ".job"},
+			&jm.TraceParent, &jm.TraceState, attrs...)
+		pubs = append(pubs, span)
+		jobMsg, err := bus.Event{ID: job.ExecutionID + ".job", Source: r.cfg.Source, Type: events.TypeJob, Meta: jm, Data: job}.JobMsg(jsubj)
 		if err != nil {
+			telemetry.EndAll(pubs, err)
 			return err
 		}
 		route, err := json.Marshal(events.RouteOf(data, i == 0))
 		if err != nil {
+			telemetry.EndAll(pubs, err)
 			return err
 		}
 		jobMsg.Header.Set(events.HeaderRoute, string(route))
 		if err := r.cfg.Bus.Fits(jobMsg); err != nil {
+			telemetry.EndAll(pubs, err)
 			return r.reject(ctx, msg, ref, events.UnmatchedTooLarge, err.Error(), size)
 		}
 		jobs = append(jobs, jobMsg)
 	}
 
-	// The jobs are the activation's record, each written once: create-only
-	// publishes on subjects that name the activation, in a stream that keeps them. If
-	// the primary's job exists, this trigger was routed before — by an earlier
-	// delivery of this same message that died before acking it, or as an earlier
-	// message with the same source and id, published again after the duplicate
-	// window. Either way no second execution starts; the publisher finds the first
-	// one's events, and its result, under the same activation id. The decision rides
-	// in the jobs (events.Job.Route), where followers read it; it is an event of its
-	// own only where the events level persists it.
-	if prev, ok := r.routedElsewhere(ctx, md, actID, plan.Primary.Name); ok {
-		r.cfg.Log.Info("router: trigger routed before to another skill (the catalog changed since); its first activation answers it",
-			"activation", actID, "source", ref.Source, "id", ref.ID, "first", prev, "now", plan.Primary.Name)
-		return msg.Ack()
-	}
 	b := r.cfg.Bus.Batch()
-	persist := r.cfg.Events.Persisted(events.TypeRouteDecided)
-	pubs := make([]trace.Span, 0, len(jobs)+1)
-	if persist {
+	if r.cfg.Events.Persisted(events.TypeRouteDecided) {
 		dsubj := subj.Event(actID, events.TypeRouteDecided)
 		// Built only here: boxing the decision as the event's data costs an allocation.
 		decided := bus.Event{ID: decidedID, Source: r.cfg.Source, Type: events.TypeRouteDecided, Meta: meta, Data: data}
@@ -441,15 +452,7 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 		}
 		b.Create(dm)
 	}
-	for i, m := range jobs {
-		// The job's PRODUCER span: the worker's delivery continues from it.
-		sr := refOf(running[i])
-		attrs := telemetry.Job{Skill: sr.Name, Version: sr.Version, ActivationID: actID, ExecutionID: sr.ExecutionID, Pool: sr.Pool}.Attributes()
-		if attrs != nil { // nil with tracing off: then nothing to append to
-			attrs = append(attrs, telemetry.AttrRouteMethod.String(sr.Source), telemetry.AttrRouteScore.Float64(sr.Score))
-		}
-		_, span := telemetry.StartPublishMsg(ctx, m, r.jobTemplate, attrs...)
-		pubs = append(pubs, span)
+	for _, m := range jobs {
 		b.Create(m)
 	}
 	err = b.Wait(ctx)
@@ -457,7 +460,7 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 	if err != nil {
 		return err
 	}
-	if b.Duplicate(bus.MsgID(jobs[0])) {
+	if b.Duplicate(refOf(running[0]).ExecutionID + ".job") {
 		if md != nil && md.NumDelivered == 1 {
 			r.cfg.Log.Info("router: trigger routed before; its first activation answers it",
 				"activation", actID, "source", ref.Source, "id", ref.ID, "seq", ref.Seq)

@@ -70,3 +70,30 @@ func headerLink(m *nats.Msg) (trace.Link, bool) {
 	}
 	return Link(tp, "", reason)
 }
+
+// StartPublishLinkedMeta is StartPublishLinked for a message not encoded yet, whose
+// trace context is *traceparent and *tracestate (the TraceParent and TraceState of
+// the bus.Meta it will be published with; a job, which carries its trace context in
+// its JSON): they name the earlier span on the way in and the new span on the way
+// out (empty when it is not recorded). link is the value for the message's
+// Skillbus-Link header ("" for none).
+func StartPublishLinkedMeta(ctx context.Context, m Message, traceparent, tracestate *string, reason string, attrs ...attribute.KeyValue) (_ context.Context, _ trace.Span, link string) {
+	tp, ts := *traceparent, *tracestate
+	*traceparent, *tracestate = "", ""
+	l, linked := Link(tp, ts, reason)
+	if linked {
+		link = reason + " " + tp
+	}
+	if s, ok := off(ctx); ok {
+		return ctx, s, link
+	}
+	var links []trace.Link
+	if linked {
+		links = []trace.Link{l}
+	}
+	ctx, span := startMessage(ctx, m, trace.SpanKindProducer, opSend, "publish", links, attrs)
+	if span.IsRecording() {
+		*traceparent, *tracestate = Inject(ctx)
+	}
+	return ctx, span, link
+}

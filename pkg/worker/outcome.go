@@ -166,19 +166,21 @@ func (w *Worker) consequences(ctx context.Context, j *job, rec *run.Record, reco
 		m := j.meta
 		m.ExecutionID, m.CausationID = next.ExecutionID, j.msgID()
 		nextSubject := subj.Exec(next.Pool, next.Name, j.data.ActivationID, events.StageFallback)
+		// The next job's PRODUCER span, a child of this execution's: the fallback
+		// stays in the trace. It covers queueing the job; its caller waits for it.
+		_, span := telemetry.StartPublishMeta(ctx, telemetry.Message{Destination: nextSubject, Template: subj.Prefix + ".exec.{pool}.{skill}.{activation}.{stage}", ID: next.ExecutionID + ".job"},
+			&m.TraceParent, &m.TraceState, telemetry.Job{
+				Skill: next.Name, Version: next.Version, ActivationID: j.data.ActivationID, ExecutionID: next.ExecutionID, Pool: next.Pool,
+			}.Attributes()...)
 		msg, err := bus.Event{ID: next.ExecutionID + ".job", Source: w.cfg.Source, Type: events.TypeJob, Meta: m, Data: nj}.JobMsg(nextSubject)
 		if err != nil {
+			span.End()
 			j.batch.Publish(&nats.Msg{Subject: nextSubject}) // reported by Wait as a bad message
 			return
 		}
 		if recovered {
 			msg.Header.Set(events.HeaderRecovered, "1")
 		}
-		// The next job's PRODUCER span, a child of this execution's: the fallback
-		// stays in the trace. It covers queueing the job; its caller waits for it.
-		_, span := telemetry.StartPublishMsg(ctx, msg, subj.Prefix+".exec.{pool}.{skill}.{activation}.{stage}", telemetry.Job{
-			Skill: next.Name, Version: next.Version, ActivationID: j.data.ActivationID, ExecutionID: next.ExecutionID, Pool: next.Pool,
-		}.Attributes()...)
 		// Create-only, like the plan's jobs: a redelivery that publishes it again
 		// finds it there.
 		j.batch.Create(msg)

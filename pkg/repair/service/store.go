@@ -198,16 +198,20 @@ func Release(ctx context.Context, b *bus.Bus, kv jetstream.KeyValue, source stri
 		CorrelationID: p.Meta[events.ExtCorrelationID], ExecutionID: p.ExecutionID, CausationID: rec.ID,
 		TraceParent: p.Meta[events.ExtTraceParent], TraceState: p.Meta[events.ExtTraceState],
 	}
-	msg, err := bus.Event{ID: p.ExecutionID + ".job.repair." + rec.ID, Source: source, Type: events.TypeJob, Meta: meta, Data: job}.
-		JobMsg(b.Subjects.Exec(job.Skill.Pool, job.Skill.Name, job.ActivationID, events.StageRepair(rec.ID)))
+	id, subject := p.ExecutionID+".job.repair."+rec.ID, b.Subjects.Exec(job.Skill.Pool, job.Skill.Name, job.ActivationID, events.StageRepair(rec.ID))
+	// In the releaser's trace, linked to the parked execution's: that ended long ago.
+	_, span, link := telemetry.StartPublishLinkedMeta(ctx, telemetry.Message{Destination: subject, Template: b.Subjects.Prefix + ".exec.{pool}.{skill}.{activation}.{stage}", ID: id},
+		&meta.TraceParent, &meta.TraceState, telemetry.LinkRepair, telemetry.AttrExecutionID.String(p.ExecutionID), telemetry.AttrSkillName.String(job.Skill.Name))
+	msg, err := bus.Event{ID: id, Source: source, Type: events.TypeJob, Meta: meta, Data: job}.JobMsg(subject)
 	if err != nil {
+		telemetry.End(span, err)
 		return err
 	}
 	// Take the claim path: it looks up the execution's outcome first.
 	msg.Header.Set(events.HeaderRecovered, "1")
-	// In the releaser's trace, linked to the parked execution's: that ended long ago.
-	_, span := telemetry.StartPublishLinked(ctx, msg, b.Subjects.Prefix+".exec.{pool}.{skill}.{activation}.{stage}", telemetry.LinkRepair,
-		telemetry.AttrExecutionID.String(p.ExecutionID), telemetry.AttrSkillName.String(job.Skill.Name))
+	if link != "" {
+		msg.Header.Set(telemetry.HeaderLink, link)
+	}
 	batch := b.Batch()
 	batch.Publish(msg)
 	err = batch.Wait(ctx)
