@@ -25,10 +25,9 @@ type Binary struct {
 	ext map[string]string
 	// h holds them as ce- headers when the event was read by DecodeBinary.
 	h nats.Header
-	// kv holds the first next of them, by name, when the event was read from a
-	// structured-mode message by decodeStructuredFast.
-	kv         [6][2]string
-	next       int
+	// kv holds them, by name, when the event was read from a structured-mode
+	// message by decodeStructuredFast.
+	kv         [][2]string
 	structured bool
 }
 
@@ -41,7 +40,7 @@ func (b *Binary) Ext(name string) string {
 		return ""
 	}
 	if b.structured {
-		for _, kv := range b.kv[:b.next] {
+		for _, kv := range b.kv {
 			if kv[0] == name {
 				return kv[1]
 			}
@@ -120,14 +119,14 @@ func decodeBinaryFast(m *nats.Msg) (_ *Binary, ok bool) {
 				return nil, false
 			}
 			spec = true
-		case "ce-id":
-			b.ID = unescapeHeader(v[0])
+		case "ce-id": // the SDK trims id, type and subject
+			b.ID = strings.TrimSpace(unescapeHeader(v[0]))
 		case "ce-source":
 			b.Source = unescapeHeader(v[0])
 		case "ce-type":
-			b.Type = unescapeHeader(v[0])
+			b.Type = strings.TrimSpace(unescapeHeader(v[0]))
 		case "ce-subject":
-			if b.Subject = unescapeHeader(v[0]); strings.TrimSpace(b.Subject) == "" {
+			if b.Subject = strings.TrimSpace(unescapeHeader(v[0])); b.Subject == "" {
 				return nil, false
 			}
 		case "ce-time":

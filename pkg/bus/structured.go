@@ -119,81 +119,36 @@ func decodeStructuredFast(m *nats.Msg) (_ *Binary, ok bool) {
 	if !ct || len(d) < 2 || d[0] != '{' || d[len(d)-1] != '}' {
 		return nil, false
 	}
-	b := &Binary{}
-	spec, data := false, false
-	var seen [16]string // keys read so far, to refuse a repeated one
-	nseen := 0
+	// First the members' places, then one string for every attribute: the part of
+	// the document they are in.
+	type span struct{ k0, k1, v0, v1 int }
+	var attrs [16]span
+	n, dataAt, dataEnd, last := 0, -1, -1, 0
 	i := 1
 	for {
-		// "key":
-		if i >= len(d) || d[i] != '"' {
+		k0, k1, ok := plainString(d, i)
+		if !ok || k1+1 >= len(d) || d[k1+1] != ':' {
 			return nil, false
 		}
-		key, next, ok := plainString(d, i)
-		if !ok || next >= len(d) || d[next] != ':' {
-			return nil, false
-		}
-		for _, s := range seen[:nseen] {
-			if s == key {
-				return nil, false
-			}
-		}
-		if nseen == len(seen) {
-			return nil, false
-		}
-		seen[nseen] = key
-		nseen++
-		i = next + 1
-		if key == "data" {
-			if i >= len(d) || d[i] != '{' && d[i] != '[' {
+		i = k1 + 2
+		if string(d[k0:k1]) == "data" {
+			if dataAt >= 0 || i >= len(d) || d[i] != '{' && d[i] != '[' {
 				return nil, false
 			}
 			end, ok := skipValue(d, i, 0)
 			if !ok {
 				return nil, false
 			}
-			b.Data = d[i:end:end]
-			data = true
-			i = end
+			dataAt, dataEnd, i = i, end, end
 		} else {
-			v, next, ok := plainString(d, i)
-			if !ok {
+			v0, v1, ok := plainString(d, i)
+			if !ok || n == len(attrs) {
 				return nil, false
 			}
-			i = next
-			switch key {
-			case "specversion":
-				if v != "1.0" {
-					return nil, false
-				}
-				spec = true
-			case "id":
-				b.ID = v
-			case "source":
-				b.Source = v
-			case "type":
-				b.Type = v
-			case "subject":
-				if strings.TrimSpace(v) == "" {
-					return nil, false
-				}
-				b.Subject = v
-			case "time":
-				if _, err := time.Parse(time.RFC3339Nano, v); err != nil {
-					return nil, false
-				}
-			case "datacontenttype":
-				if v != "application/json" {
-					return nil, false
-				}
-				b.ContentType = v
-			default:
-				if !validExtName(key) || b.next == len(b.kv) {
-					return nil, false // dataschema, data_base64, a name the SDK refuses, ...
-				}
-				b.kv[b.next] = [2]string{key, v}
-				b.next++
-			}
+			attrs[n] = span{k0, k1, v0, v1}
+			n++
+			i = v1 + 1
+			last = i
 		}
 		if i >= len(d) {
 			return nil, false
@@ -209,28 +164,78 @@ func decodeStructuredFast(m *nats.Msg) (_ *Binary, ok bool) {
 		}
 		i++
 	}
-	if !spec || !data || strings.TrimSpace(b.ID) == "" || strings.TrimSpace(b.Type) == "" || !plainSource(b.Source) {
+	if dataAt < 0 {
 		return nil, false
 	}
-	b.structured = true
+	for a := range n { // each key once
+		for b := a + 1; b < n; b++ {
+			if string(d[attrs[a].k0:attrs[a].k1]) == string(d[attrs[b].k0:attrs[b].k1]) {
+				return nil, false
+			}
+		}
+	}
+	text := string(d[:last])
+	b := &Binary{Data: d[dataAt:dataEnd:dataEnd], structured: true}
+	spec := false
+	for _, a := range attrs[:n] {
+		v := text[a.v0:a.v1]
+		switch key := text[a.k0:a.k1]; key {
+		case "specversion":
+			if v != "1.0" {
+				return nil, false
+			}
+			spec = true
+		case "id":
+			b.ID = v
+		case "source":
+			b.Source = v
+		case "type":
+			b.Type = v
+		case "subject":
+			if strings.TrimSpace(v) == "" {
+				return nil, false
+			}
+			b.Subject = v
+		case "time":
+			if _, err := time.Parse(time.RFC3339Nano, v); err != nil {
+				return nil, false
+			}
+		case "datacontenttype":
+			if v != "application/json" {
+				return nil, false
+			}
+			b.ContentType = v
+		default:
+			if !validExtName(key) {
+				return nil, false // dataschema, data_base64, a name the SDK refuses, ...
+			}
+			if b.kv == nil {
+				b.kv = make([][2]string, 0, n)
+			}
+			b.kv = append(b.kv, [2]string{key, v})
+		}
+	}
+	if !spec || strings.TrimSpace(b.ID) == "" || strings.TrimSpace(b.Type) == "" || !plainSource(b.Source) {
+		return nil, false
+	}
 	return b, true
 }
 
-// plainString reads the JSON string at d[i] (a quote) when it holds only printable
-// ASCII and no escapes; next is the index after its closing quote.
-func plainString(d []byte, i int) (s string, next int, ok bool) {
+// plainString finds the JSON string at d[i] (a quote) when it holds only printable
+// ASCII and no escapes: its contents are d[s0:s1], and d[s1] is its closing quote.
+func plainString(d []byte, i int) (s0, s1 int, ok bool) {
 	if i >= len(d) || d[i] != '"' {
-		return "", 0, false
+		return 0, 0, false
 	}
 	for j := i + 1; j < len(d); j++ {
 		switch c := d[j]; {
 		case c == '"':
-			return string(d[i+1 : j]), j + 1, true
+			return i + 1, j, true
 		case c < 0x20 || c >= 0x7f || c == '\\':
-			return "", 0, false
+			return 0, 0, false
 		}
 	}
-	return "", 0, false
+	return 0, 0, false
 }
 
 // skipValue returns the index after the JSON value at d[i], checking its grammar
