@@ -415,11 +415,11 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 		if attrs != nil { // nil with tracing off: then nothing to append to
 			attrs = append(attrs, telemetry.AttrRouteMethod.String(sr.Source), telemetry.AttrRouteScore.Float64(sr.Score))
 		}
-		jsubj := subj.Exec(sr.Pool, sr.Name, actID, events.StagePlan)
-		_, span := telemetry.StartPublishMeta(ctx, telemetry.Message{Destination: jsubj, Template: r.jobTemplate, ID: job.ExecutionID + ".job"},
+		jsubj, jid := subj.Exec(sr.Pool, sr.Name, actID, events.StagePlan), job.ExecutionID+".job"
+		_, span := telemetry.StartPublishMeta(ctx, telemetry.Message{Destination: jsubj, Template: r.jobTemplate, ID: jid},
 			&jm.TraceParent, &jm.TraceState, attrs...)
 		pubs = append(pubs, span)
-		jobMsg, err := bus.Event{ID: job.ExecutionID + ".job", Source: r.cfg.Source, Type: events.TypeJob, Meta: jm, Data: job}.JobMsg(jsubj)
+		jobMsg, err := bus.Event{ID: jid, Source: r.cfg.Source, Type: events.TypeJob, Meta: jm, Data: job}.JobMsg(jsubj)
 		if err != nil {
 			telemetry.EndAll(pubs, err)
 			return err
