@@ -28,7 +28,7 @@ import (
 // as it was and the error json.Marshal would give.
 func (j Job) AppendJSON(b []byte) ([]byte, error) {
 	n := len(b)
-	b, err := j.appendJSON(b)
+	b, err := j.appendJSON(slices.Grow(b, j.size()))
 	if err != nil {
 		return b[:n], err
 	}
@@ -89,7 +89,7 @@ func (j *Job) appendJSON(b []byte) ([]byte, error) {
 // as it was and the error json.Marshal would give.
 func (r JobRoute) AppendJSON(b []byte) ([]byte, error) {
 	n := len(b)
-	b, err := r.appendJSON(b)
+	b, err := r.appendJSON(slices.Grow(b, r.size()))
 	if err != nil {
 		return b[:n], err
 	}
@@ -127,7 +127,7 @@ func (r *JobRoute) appendJSON(b []byte) ([]byte, error) {
 	}
 	if len(r.Parameters) != 0 {
 		b = append(b, `,"parameters":`...)
-		if b, err = appendMap(b, r.Parameters, 0); err != nil {
+		if b, err = appendMap(b, r.Parameters); err != nil {
 			return b, err
 		}
 	}
@@ -157,7 +157,7 @@ func (r *JobRoute) appendJSON(b []byte) ([]byte, error) {
 // as it was and the error json.Marshal would give.
 func (e ExecutionCompleted) AppendJSON(b []byte) ([]byte, error) {
 	n := len(b)
-	b, err := e.appendJSON(b)
+	b, err := e.appendJSON(slices.Grow(b, e.size()))
 	if err != nil {
 		return b[:n], err
 	}
@@ -174,7 +174,7 @@ func (e *ExecutionCompleted) appendJSON(b []byte) ([]byte, error) {
 	b = appendString(b, e.Skill)
 	b = appendOmitString(b, `,"version":`, e.Version)
 	b = append(b, `,"outputs":`...)
-	if b, err = appendMap(b, e.Outputs, 0); err != nil {
+	if b, err = appendMap(b, e.Outputs); err != nil {
 		return b, err
 	}
 	b = append(b, `,"duration_ms":`...)
@@ -199,7 +199,7 @@ func (e *ExecutionCompleted) appendJSON(b []byte) ([]byte, error) {
 // as it was and the error json.Marshal would give.
 func (e ExecutionFailed) AppendJSON(b []byte) ([]byte, error) {
 	n := len(b)
-	b, err := e.appendJSON(b)
+	b, err := e.appendJSON(slices.Grow(b, e.size()))
 	if err != nil {
 		return b[:n], err
 	}
@@ -252,7 +252,7 @@ func (e *ExecutionFailed) appendJSON(b []byte) ([]byte, error) {
 // as it was and the error json.Marshal would give.
 func (e ExecutionFallback) AppendJSON(b []byte) ([]byte, error) {
 	n := len(b)
-	b, err := e.appendJSON(b)
+	b, err := e.appendJSON(slices.Grow(b, e.size()))
 	if err != nil {
 		return b[:n], err
 	}
@@ -421,6 +421,100 @@ func (s *ScoreComponents) appendJSON(b []byte) ([]byte, error) {
 	return append(appendBoolField(b, `,"available":`, s.Available), '}'), nil
 }
 
+// The size methods estimate the length of the encoding, so that AppendJSON grows
+// its buffer once: the sum of the lengths of the strings and raw messages, and
+// room for the keys and numbers. Escapes and unusual outputs may need more;
+// append then grows the buffer again.
+
+func (j *Job) size() int {
+	n := 96 + len(j.ExecutionID) + len(j.ActivationID) + j.Skill.size() + len(j.Inputs) + j.Trigger.size()
+	for i := range j.Fallback {
+		n += 1 + j.Fallback[i].size()
+	}
+	for i := range j.History {
+		a := &j.History[i]
+		n += 96 + len(a.Skill) + len(a.ExecutionID) + len(a.Class) + len(a.Error)
+	}
+	for k, a := range j.Answers {
+		n += 48 + len(k) + len(a.By) + len(a.Reason)
+	}
+	if r := j.Repair; r != nil {
+		n += 128 + len(r.ID) + len(r.BudgetKey) + len(r.Declined) + len(r.Step) + len(r.Error) + len(r.Class) + len(r.From)
+	}
+	for _, ids := range j.Together {
+		for _, id := range ids {
+			n += 3 + len(id)
+		}
+		n += 3
+	}
+	return n
+}
+
+func (s *SkillRef) size() int {
+	return 112 + len(s.Name) + len(s.Version) + len(s.Digest) + len(s.Pool) + len(s.ExecutionID) + len(s.Source)
+}
+
+func (t *TriggerRef) size() int {
+	return 72 + len(t.ID) + len(t.Source) + len(t.Type) + len(t.Subject)
+}
+
+func (r *JobRoute) size() int {
+	n := 160 + 64*len(r.Parameters) + 384*len(r.Candidates)
+	if r.Primary != nil {
+		n += r.Primary.size()
+	}
+	for i := range r.FallbackChain {
+		n += r.FallbackChain[i].size()
+	}
+	for i := range r.Always {
+		n += r.Always[i].size()
+	}
+	for _, g := range r.ParallelGroups {
+		for _, name := range g {
+			n += 3 + len(name)
+		}
+	}
+	return n
+}
+
+func (e *ExecutionCompleted) size() int {
+	n := 192 + len(e.ExecutionID) + len(e.ActivationID) + len(e.Skill) + len(e.Version) + len(e.Worker) +
+		len(e.Log) + len(e.RepairID) + len(e.Digest)
+	for k, v := range e.Outputs {
+		n += 4 + len(k) + valueSize(v)
+	}
+	return n
+}
+
+func (e *ExecutionFailed) size() int {
+	n := 224 + len(e.ExecutionID) + len(e.ActivationID) + len(e.Skill) + len(e.Version) + len(e.StepID) +
+		len(e.Class) + len(e.Error) + len(e.DeadLetter) + len(e.Worker) + len(e.Log) + len(e.RepairID) + len(e.Digest)
+	for i := range e.History {
+		a := &e.History[i]
+		n += 96 + len(a.Skill) + len(a.ExecutionID) + len(a.Class) + len(a.Error)
+	}
+	return n
+}
+
+func (e *ExecutionFallback) size() int {
+	return 256 + len(e.ExecutionID) + len(e.ActivationID) + len(e.Skill) + len(e.Version) + len(e.Next) +
+		len(e.NextExecutionID) + len(e.StepID) + len(e.Class) + len(e.Error) + len(e.Worker) + len(e.Log) +
+		len(e.RepairID) + len(e.Digest)
+}
+
+// valueSize guesses the length of a dynamic value without walking into it.
+func valueSize(v any) int {
+	switch v := v.(type) {
+	case string:
+		return 2 + len(v)
+	case json.RawMessage:
+		return len(v)
+	case bool, nil:
+		return 5
+	}
+	return 24
+}
+
 // closeObject turns the members appended since start, each led by a comma, into
 // an object.
 func closeObject(b []byte, start int) []byte {
@@ -552,10 +646,48 @@ func appendValue(b []byte, v any, depth int) ([]byte, error) {
 			return append(b, "true"...), nil
 		}
 		return append(b, "false"...), nil
+	// Maps and slices recurse here rather than in functions of their own: the
+	// compiler then sees that b only flows to the result, and a caller's buffer
+	// may stay on its stack.
 	case map[string]any:
-		return appendMap(b, v, depth)
+		if v == nil {
+			return append(b, "null"...), nil
+		}
+		if depth >= maxDepth {
+			return appendMarshal(b, v)
+		}
+		var err error
+		b = append(b, '{')
+		var arr [8]string
+		for i, k := range sortedKeys(arr[:0], v) {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, k)
+			b = append(b, ':')
+			if b, err = appendValue(b, v[k], depth+1); err != nil {
+				return b, err
+			}
+		}
+		return append(b, '}'), nil
 	case []any:
-		return appendSlice(b, v, depth)
+		if v == nil {
+			return append(b, "null"...), nil
+		}
+		if depth >= maxDepth {
+			return appendMarshal(b, v)
+		}
+		var err error
+		b = append(b, '[')
+		for i, e := range v {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, err = appendValue(b, e, depth+1); err != nil {
+				return b, err
+			}
+		}
+		return append(b, ']'), nil
 	case json.Number:
 		return appendNumber(b, v)
 	case json.RawMessage:
@@ -616,57 +748,9 @@ func appendMarshal(b []byte, v any) ([]byte, error) {
 	return append(b, out...), nil
 }
 
-func appendMap(b []byte, m map[string]any, depth int) ([]byte, error) {
-	if m == nil {
-		return append(b, "null"...), nil
-	}
-	if depth >= maxDepth {
-		return appendMarshal(b, m)
-	}
-	var err error
-	b = append(b, '{')
-	if len(m) == 1 {
-		for k, v := range m {
-			b = appendString(b, k)
-			b = append(b, ':')
-			if b, err = appendValue(b, v, depth+1); err != nil {
-				return b, err
-			}
-		}
-		return append(b, '}'), nil
-	}
-	var arr [16]string
-	for i, k := range sortedKeys(arr[:0], m) {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendString(b, k)
-		b = append(b, ':')
-		if b, err = appendValue(b, m[k], depth+1); err != nil {
-			return b, err
-		}
-	}
-	return append(b, '}'), nil
-}
-
-func appendSlice(b []byte, s []any, depth int) ([]byte, error) {
-	if s == nil {
-		return append(b, "null"...), nil
-	}
-	if depth >= maxDepth {
-		return appendMarshal(b, s)
-	}
-	var err error
-	b = append(b, '[')
-	for i, v := range s {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		if b, err = appendValue(b, v, depth+1); err != nil {
-			return b, err
-		}
-	}
-	return append(b, ']'), nil
+// appendMap appends m as json.Marshal does.
+func appendMap(b []byte, m map[string]any) ([]byte, error) {
+	return appendValue(b, m, 0)
 }
 
 // appendFloat writes f as encoding/json does: like ES6's number to string, with

@@ -55,8 +55,20 @@ func (e Event) Msg(subject string) (*nats.Msg, error) { return e.msg(subject, fa
 // is parsed into a map by each reader, so on the hot path each one costs.
 func (e Event) JobMsg(subject string) (*nats.Msg, error) { return e.msg(subject, true) }
 
+// jsonAppender is data that encodes itself as json.Marshal would, without its
+// reflection: the jobs and outcomes of the hot path (see events.Job.AppendJSON).
+type jsonAppender interface {
+	AppendJSON([]byte) ([]byte, error)
+}
+
 func (e Event) msg(subject string, job bool) (*nats.Msg, error) {
-	data, err := json.Marshal(e.Data)
+	var data []byte
+	var err error
+	if a, ok := e.Data.(jsonAppender); ok {
+		data, err = a.AppendJSON(make([]byte, 0, 512)) // a typical job or outcome fits
+	} else {
+		data, err = json.Marshal(e.Data)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("event %s: data: %w", e.Type, err)
 	}
