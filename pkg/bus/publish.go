@@ -65,7 +65,7 @@ func (e Event) msg(subject string, job bool) (*nats.Msg, error) {
 	var data []byte
 	var err error
 	if a, ok := e.Data.(jsonAppender); ok {
-		data, err = a.AppendJSON(make([]byte, 0, 512)) // a typical job or outcome fits
+		data, err = a.AppendJSON(nil) // it sizes the buffer for itself
 	} else {
 		data, err = json.Marshal(e.Data)
 	}
