@@ -1,7 +1,6 @@
 package events
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -481,7 +480,7 @@ func (e *ExecutionCompleted) size() int {
 	n := 192 + len(e.ExecutionID) + len(e.ActivationID) + len(e.Skill) + len(e.Version) + len(e.Worker) +
 		len(e.Log) + len(e.RepairID) + len(e.Digest)
 	for k, v := range e.Outputs {
-		n += 4 + len(k) + valueSize(v)
+		n += 4 + len(k) + encodedValueSize(v)
 	}
 	return n
 }
@@ -502,8 +501,8 @@ func (e *ExecutionFallback) size() int {
 		len(e.RepairID) + len(e.Digest)
 }
 
-// valueSize guesses the length of a dynamic value without walking into it.
-func valueSize(v any) int {
+// encodedValueSize guesses the length of a dynamic value without walking into it.
+func encodedValueSize(v any) int {
 	switch v := v.(type) {
 	case string:
 		return 2 + len(v)
@@ -578,7 +577,7 @@ func appendAnswers(b []byte, m map[string]Answer) []byte {
 	}
 	b = append(b, '{')
 	var arr [16]string
-	for i, k := range sortedKeys(arr[:0], m) {
+	for i, k := range appendSortedKeys(arr[:0], m) {
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -618,9 +617,9 @@ func appendStringSlices(b []byte, sss [][]string) []byte {
 	return append(b, ']')
 }
 
-// sortedKeys appends m's keys to keys in the order json.Marshal writes them
+// appendSortedKeys appends m's keys to keys in the order json.Marshal writes them
 // (byte-wise). Given a slice of a local array, a small map's keys stay off the heap.
-func sortedKeys[V any](keys []string, m map[string]V) []string {
+func appendSortedKeys[V any](keys []string, m map[string]V) []string {
 	for k := range m {
 		keys = append(keys, k)
 	}
@@ -628,9 +627,9 @@ func sortedKeys[V any](keys []string, m map[string]V) []string {
 	return keys
 }
 
-// maxDepth is how deep appendValue nests before it hands a value to json.Marshal,
+// encodeMaxDepth is how deep appendValue nests before it hands a value to json.Marshal,
 // which tells a cycle (an error) from a deep value.
-const maxDepth = 1000
+const encodeMaxDepth = 1000
 
 // appendValue appends v, a value of any type, as json.Marshal does.
 func appendValue(b []byte, v any, depth int) ([]byte, error) {
@@ -653,13 +652,13 @@ func appendValue(b []byte, v any, depth int) ([]byte, error) {
 		if v == nil {
 			return append(b, "null"...), nil
 		}
-		if depth >= maxDepth {
+		if depth >= encodeMaxDepth {
 			return appendMarshal(b, v)
 		}
 		var err error
 		b = append(b, '{')
 		var arr [8]string
-		for i, k := range sortedKeys(arr[:0], v) {
+		for i, k := range appendSortedKeys(arr[:0], v) {
 			if i > 0 {
 				b = append(b, ',')
 			}
@@ -674,7 +673,7 @@ func appendValue(b []byte, v any, depth int) ([]byte, error) {
 		if v == nil {
 			return append(b, "null"...), nil
 		}
-		if depth >= maxDepth {
+		if depth >= encodeMaxDepth {
 			return appendMarshal(b, v)
 		}
 		var err error
@@ -725,7 +724,7 @@ func appendValue(b []byte, v any, depth int) ([]byte, error) {
 		}
 		b = append(b, '{')
 		var arr [16]string
-		for i, k := range sortedKeys(arr[:0], v) {
+		for i, k := range appendSortedKeys(arr[:0], v) {
 			if i > 0 {
 				b = append(b, ',')
 			}
@@ -789,14 +788,14 @@ func appendNumber(b []byte, n json.Number) ([]byte, error) {
 	if s == "" {
 		s = "0" // what encoding/json writes for Number's zero value
 	}
-	if !validNumber(s) {
+	if !validNumberLiteral(s) {
 		return b, fmt.Errorf("json: invalid number literal %q", s)
 	}
 	return append(b, s...), nil
 }
 
-// validNumber reports whether s is a JSON number literal.
-func validNumber(s string) bool {
+// validNumberLiteral reports whether s is a JSON number literal.
+func validNumberLiteral(s string) bool {
 	if s == "" {
 		return false
 	}
@@ -848,54 +847,10 @@ func appendTime(b []byte, t time.Time) ([]byte, error) {
 	return append(out, '"'), nil
 }
 
-var rawMessageType = reflect.TypeFor[json.RawMessage]()
+const lowerHex = "0123456789abcdef"
 
-// appendRaw appends raw JSON as encoding/json does: validated, compacted, and with
-// <, >, &, U+2028 and U+2029 escaped.
-func appendRaw(b, raw []byte) ([]byte, error) {
-	if !json.Valid(raw) {
-		var buf bytes.Buffer
-		err := json.Compact(&buf, raw) // the scanner's error, as json.Marshal reports it
-		if err == nil {
-			err = fmt.Errorf("invalid JSON")
-		}
-		return b, &json.MarshalerError{Type: rawMessageType, Err: err}
-	}
-	start := 0
-	inString := false
-	for i := 0; i < len(raw); i++ {
-		c := raw[i]
-		switch {
-		case c == '<' || c == '>' || c == '&':
-			b = append(b, raw[start:i]...)
-			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			start = i + 1
-		case c == 0xE2 && i+2 < len(raw) && raw[i+1] == 0x80 && raw[i+2]&^1 == 0xA8:
-			b = append(b, raw[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[raw[i+2]&0xF])
-			i += 2
-			start = i + 1
-		case inString:
-			switch c {
-			case '\\':
-				i++ // the escaped byte is never a quote that ends the string
-			case '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
-			b = append(b, raw[start:i]...)
-			start = i + 1
-		}
-	}
-	return append(b, raw[start:]...), nil
-}
-
-const hexDigits = "0123456789abcdef"
-
-// safe marks the ASCII bytes a JSON string holds as they are when escaping HTML.
-var safe = func() (t [utf8.RuneSelf]bool) {
+// htmlSafe marks the ASCII bytes a JSON string holds as they are when escaping HTML.
+var htmlSafe = func() (t [utf8.RuneSelf]bool) {
 	for c := ' '; c < utf8.RuneSelf; c++ {
 		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
 	}
@@ -909,7 +864,7 @@ func appendString(b []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		if c := s[i]; c < utf8.RuneSelf {
-			if safe[c] {
+			if htmlSafe[c] {
 				i++
 				continue
 			}
@@ -928,7 +883,7 @@ func appendString(b []byte, s string) []byte {
 			case '\t':
 				b = append(b, '\\', 't')
 			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+				b = append(b, '\\', 'u', '0', '0', lowerHex[c>>4], lowerHex[c&0xF])
 			}
 			i++
 			start = i
@@ -944,7 +899,7 @@ func appendString(b []byte, s string) []byte {
 		}
 		if r == '\u2028' || r == '\u2029' {
 			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			b = append(b, '\\', 'u', '2', '0', '2', lowerHex[r&0xF])
 			i += size
 			start = i
 			continue
