@@ -55,20 +55,26 @@ func (e Event) Msg(subject string) (*nats.Msg, error) { return e.msg(subject, fa
 // is parsed into a map by each reader, so on the hot path each one costs.
 func (e Event) JobMsg(subject string) (*nats.Msg, error) { return e.msg(subject, true) }
 
-// jsonAppender is data that encodes itself as json.Marshal would, without its
-// reflection: the jobs and outcomes of the hot path (see events.Job.AppendJSON).
-type jsonAppender interface {
-	AppendJSON([]byte) ([]byte, error)
+// marshal encodes an event's data. The jobs and outcomes of the hot path encode
+// themselves, into the bytes json.Marshal would write, without its reflection (see
+// events.Job.AppendJSON). Only these very types do: a type that embeds one inherits
+// its AppendJSON, which knows nothing of the embedding type's own fields.
+func marshal(data any) ([]byte, error) {
+	switch d := data.(type) {
+	case events.Job:
+		return d.AppendJSON(nil) // each sizes the buffer for itself
+	case events.ExecutionCompleted:
+		return d.AppendJSON(nil)
+	case events.ExecutionFailed:
+		return d.AppendJSON(nil)
+	case events.ExecutionFallback:
+		return d.AppendJSON(nil)
+	}
+	return json.Marshal(data)
 }
 
 func (e Event) msg(subject string, job bool) (*nats.Msg, error) {
-	var data []byte
-	var err error
-	if a, ok := e.Data.(jsonAppender); ok {
-		data, err = a.AppendJSON(nil) // it sizes the buffer for itself
-	} else {
-		data, err = json.Marshal(e.Data)
-	}
+	data, err := marshal(e.Data)
 	if err != nil {
 		return nil, fmt.Errorf("event %s: data: %w", e.Type, err)
 	}

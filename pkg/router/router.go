@@ -397,7 +397,7 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 		if err != nil {
 			return err
 		}
-		var buf [1024]byte // the header copies it: a route that fits stays off the heap
+		var buf [2048]byte // the header copies it: a route that fits stays off the heap
 		route, err := events.RouteOf(data, i == 0).AppendJSON(buf[:0])
 		if err != nil {
 			return err
