@@ -2,13 +2,10 @@ package events
 
 import (
 	"encoding/json"
-	"fmt"
-	"math"
-	"reflect"
 	"slices"
 	"strconv"
-	"time"
-	"unicode/utf8"
+
+	"github.com/skillbus/skillbus/internal/jsonenc"
 )
 
 // The types every execution publishes (a job, its route, its outcome) encode
@@ -17,9 +14,9 @@ import (
 // output is byte for byte what json.Marshal writes for the same value — HTML-safe
 // escaping, sorted map keys, omitempty, compacted raw messages, the same float
 // format — and AppendJSON fails where json.Marshal fails, so readers cannot tell
-// the two apart. Values of the generic JSON types (maps, slices, strings, numbers,
-// json.RawMessage, json.Number, time.Time) are written directly; any other type
-// found in an output or a parameter is handed to json.Marshal. A field added to
+// the two apart. The pieces (strings, numbers, raw messages, values of any type)
+// come from internal/jsonenc, which hands a value of a type it does not know to
+// json.Marshal. A field added to
 // one of these types must be added to its AppendJSON as well: the tests compare
 // every field with json.Marshal and fail until it is.
 
@@ -37,16 +34,16 @@ func (j Job) AppendJSON(b []byte) ([]byte, error) {
 func (j *Job) appendJSON(b []byte) ([]byte, error) {
 	var err error
 	b = append(b, `{"execution_id":`...)
-	b = appendString(b, j.ExecutionID)
+	b = jsonenc.AppendString(b, j.ExecutionID)
 	b = append(b, `,"activation_id":`...)
-	b = appendString(b, j.ActivationID)
+	b = jsonenc.AppendString(b, j.ActivationID)
 	b = append(b, `,"skill":`...)
 	if b, err = j.Skill.appendJSON(b); err != nil {
 		return b, err
 	}
 	if len(j.Inputs) != 0 {
 		b = append(b, `,"inputs":`...)
-		if b, err = appendRaw(b, j.Inputs); err != nil {
+		if b, err = jsonenc.AppendRaw(b, j.Inputs); err != nil {
 			return b, err
 		}
 	}
@@ -132,7 +129,7 @@ func (r *JobRoute) appendJSON(b []byte) ([]byte, error) {
 	}
 	if r.Threshold != 0 {
 		b = append(b, `,"threshold":`...)
-		if b, err = appendFloat(b, r.Threshold, 64); err != nil {
+		if b, err = jsonenc.AppendFloat(b, r.Threshold, 64); err != nil {
 			return b, err
 		}
 	}
@@ -166,18 +163,18 @@ func (e ExecutionCompleted) AppendJSON(b []byte) ([]byte, error) {
 func (e *ExecutionCompleted) appendJSON(b []byte) ([]byte, error) {
 	var err error
 	b = append(b, `{"execution_id":`...)
-	b = appendString(b, e.ExecutionID)
+	b = jsonenc.AppendString(b, e.ExecutionID)
 	b = append(b, `,"activation_id":`...)
-	b = appendString(b, e.ActivationID)
+	b = jsonenc.AppendString(b, e.ActivationID)
 	b = append(b, `,"skill":`...)
-	b = appendString(b, e.Skill)
+	b = jsonenc.AppendString(b, e.Skill)
 	b = appendOmitString(b, `,"version":`, e.Version)
 	b = append(b, `,"outputs":`...)
 	if b, err = appendMap(b, e.Outputs); err != nil {
 		return b, err
 	}
 	b = append(b, `,"duration_ms":`...)
-	if b, err = appendFloat(b, e.DurationMS, 64); err != nil {
+	if b, err = jsonenc.AppendFloat(b, e.DurationMS, 64); err != nil {
 		return b, err
 	}
 	b = append(b, `,"attempt":`...)
@@ -185,7 +182,7 @@ func (e *ExecutionCompleted) appendJSON(b []byte) ([]byte, error) {
 	b = appendOmitString(b, `,"worker":`, e.Worker)
 	if len(e.Log) != 0 {
 		b = append(b, `,"log":`...)
-		if b, err = appendRaw(b, e.Log); err != nil {
+		if b, err = jsonenc.AppendRaw(b, e.Log); err != nil {
 			return b, err
 		}
 	}
@@ -208,17 +205,17 @@ func (e ExecutionFailed) AppendJSON(b []byte) ([]byte, error) {
 func (e *ExecutionFailed) appendJSON(b []byte) ([]byte, error) {
 	var err error
 	b = append(b, `{"execution_id":`...)
-	b = appendString(b, e.ExecutionID)
+	b = jsonenc.AppendString(b, e.ExecutionID)
 	b = append(b, `,"activation_id":`...)
-	b = appendString(b, e.ActivationID)
+	b = jsonenc.AppendString(b, e.ActivationID)
 	b = append(b, `,"skill":`...)
-	b = appendString(b, e.Skill)
+	b = jsonenc.AppendString(b, e.Skill)
 	b = appendOmitString(b, `,"version":`, e.Version)
 	b = appendOmitString(b, `,"step_id":`, e.StepID)
 	b = append(b, `,"class":`...)
-	b = appendString(b, e.Class)
+	b = jsonenc.AppendString(b, e.Class)
 	b = append(b, `,"error":`...)
-	b = appendString(b, e.Error)
+	b = jsonenc.AppendString(b, e.Error)
 	b = append(b, `,"attempt":`...)
 	b = strconv.AppendUint(b, e.Attempt, 10)
 	if len(e.History) != 0 {
@@ -231,14 +228,14 @@ func (e *ExecutionFailed) appendJSON(b []byte) ([]byte, error) {
 	}
 	if e.DurationMS != 0 {
 		b = append(b, `,"duration_ms":`...)
-		if b, err = appendFloat(b, e.DurationMS, 64); err != nil {
+		if b, err = jsonenc.AppendFloat(b, e.DurationMS, 64); err != nil {
 			return b, err
 		}
 	}
 	b = appendOmitString(b, `,"worker":`, e.Worker)
 	if len(e.Log) != 0 {
 		b = append(b, `,"log":`...)
-		if b, err = appendRaw(b, e.Log); err != nil {
+		if b, err = jsonenc.AppendRaw(b, e.Log); err != nil {
 			return b, err
 		}
 	}
@@ -261,34 +258,34 @@ func (e ExecutionFallback) AppendJSON(b []byte) ([]byte, error) {
 func (e *ExecutionFallback) appendJSON(b []byte) ([]byte, error) {
 	var err error
 	b = append(b, `{"execution_id":`...)
-	b = appendString(b, e.ExecutionID)
+	b = jsonenc.AppendString(b, e.ExecutionID)
 	b = appendOmitString(b, `,"activation_id":`, e.ActivationID)
 	b = append(b, `,"skill":`...)
-	b = appendString(b, e.Skill)
+	b = jsonenc.AppendString(b, e.Skill)
 	b = appendOmitString(b, `,"version":`, e.Version)
 	b = append(b, `,"next":`...)
-	b = appendString(b, e.Next)
+	b = jsonenc.AppendString(b, e.Next)
 	b = append(b, `,"next_execution_id":`...)
-	b = appendString(b, e.NextExecutionID)
+	b = jsonenc.AppendString(b, e.NextExecutionID)
 	b = appendOmitString(b, `,"step_id":`, e.StepID)
 	b = append(b, `,"class":`...)
-	b = appendString(b, e.Class)
+	b = jsonenc.AppendString(b, e.Class)
 	b = append(b, `,"error":`...)
-	b = appendString(b, e.Error)
+	b = jsonenc.AppendString(b, e.Error)
 	if e.Attempt != 0 {
 		b = append(b, `,"attempt":`...)
 		b = strconv.AppendUint(b, e.Attempt, 10)
 	}
 	if e.DurationMS != 0 {
 		b = append(b, `,"duration_ms":`...)
-		if b, err = appendFloat(b, e.DurationMS, 64); err != nil {
+		if b, err = jsonenc.AppendFloat(b, e.DurationMS, 64); err != nil {
 			return b, err
 		}
 	}
 	b = appendOmitString(b, `,"worker":`, e.Worker)
 	if len(e.Log) != 0 {
 		b = append(b, `,"log":`...)
-		if b, err = appendRaw(b, e.Log); err != nil {
+		if b, err = jsonenc.AppendRaw(b, e.Log); err != nil {
 			return b, err
 		}
 	}
@@ -299,13 +296,13 @@ func (e *ExecutionFallback) appendJSON(b []byte) ([]byte, error) {
 
 func (s *SkillRef) appendJSON(b []byte) ([]byte, error) {
 	b = append(b, `{"name":`...)
-	b = appendString(b, s.Name)
+	b = jsonenc.AppendString(b, s.Name)
 	b = appendOmitString(b, `,"version":`, s.Version)
 	b = appendOmitString(b, `,"digest":`, s.Digest)
 	b = append(b, `,"pool":`...)
-	b = appendString(b, s.Pool)
+	b = jsonenc.AppendString(b, s.Pool)
 	b = append(b, `,"execution_id":`...)
-	b = appendString(b, s.ExecutionID)
+	b = jsonenc.AppendString(b, s.ExecutionID)
 	b = appendOmitString(b, `,"source":`, s.Source)
 	if s.Score != 0 {
 		b = append(b, `,"score":`...)
@@ -316,7 +313,7 @@ func (s *SkillRef) appendJSON(b []byte) ([]byte, error) {
 
 // appendFloatClose appends f and closes the object.
 func appendFloatClose(b []byte, f float64) ([]byte, error) {
-	b, err := appendFloat(b, f, 64)
+	b, err := jsonenc.AppendFloat(b, f, 64)
 	if err != nil {
 		return b, err
 	}
@@ -329,7 +326,7 @@ func (t *TriggerRef) appendJSON(b []byte) []byte {
 	b = appendOmitString(b, `,"source":`, t.Source)
 	b = appendOmitString(b, `,"type":`, t.Type)
 	b = append(b, `,"subject":`...)
-	b = appendString(b, t.Subject)
+	b = jsonenc.AppendString(b, t.Subject)
 	if t.Seq != 0 {
 		b = append(b, `,"seq":`...)
 		b = strconv.AppendUint(b, t.Seq, 10)
@@ -339,13 +336,13 @@ func (t *TriggerRef) appendJSON(b []byte) []byte {
 
 func (a *Attempt) appendJSON(b []byte) []byte {
 	b = append(b, `{"skill":`...)
-	b = appendString(b, a.Skill)
+	b = jsonenc.AppendString(b, a.Skill)
 	b = append(b, `,"execution_id":`...)
-	b = appendString(b, a.ExecutionID)
+	b = jsonenc.AppendString(b, a.ExecutionID)
 	b = append(b, `,"class":`...)
-	b = appendString(b, a.Class)
+	b = jsonenc.AppendString(b, a.Class)
 	b = append(b, `,"error":`...)
-	b = appendString(b, a.Error)
+	b = jsonenc.AppendString(b, a.Error)
 	b = append(b, `,"deliveries":`...)
 	b = strconv.AppendUint(b, a.Deliveries, 10)
 	return append(b, '}')
@@ -364,9 +361,9 @@ func (a *Answer) appendJSON(b []byte) []byte {
 
 func (r *JobRepair) appendJSON(b []byte) []byte {
 	b = append(b, `{"id":`...)
-	b = appendString(b, r.ID)
+	b = jsonenc.AppendString(b, r.ID)
 	b = append(b, `,"budget_key":`...)
-	b = appendString(b, r.BudgetKey)
+	b = jsonenc.AppendString(b, r.BudgetKey)
 	b = append(b, `,"attempts":`...)
 	b = strconv.AppendInt(b, int64(r.Attempts), 10)
 	b = appendOmitString(b, `,"declined":`, r.Declined)
@@ -380,16 +377,16 @@ func (r *JobRepair) appendJSON(b []byte) []byte {
 func (c *Candidate) appendJSON(b []byte) ([]byte, error) {
 	var err error
 	b = append(b, `{"name":`...)
-	b = appendString(b, c.Name)
+	b = jsonenc.AppendString(b, c.Name)
 	b = appendOmitString(b, `,"version":`, c.Version)
 	b = append(b, `,"source":`...)
-	b = appendString(b, c.Source)
+	b = jsonenc.AppendString(b, c.Source)
 	if len(c.Sources) != 0 {
 		b = append(b, `,"sources":`...)
-		b = appendStrings(b, c.Sources)
+		b = jsonenc.AppendStrings(b, c.Sources)
 	}
 	b = append(b, `,"score":`...)
-	if b, err = appendFloat(b, c.Score, 64); err != nil {
+	if b, err = jsonenc.AppendFloat(b, c.Score, 64); err != nil {
 		return b, err
 	}
 	b = append(b, `,"components":`...)
@@ -399,7 +396,7 @@ func (c *Candidate) appendJSON(b []byte) ([]byte, error) {
 	b = appendBoolField(b, `,"selected":`, c.Selected)
 	b = appendOmitString(b, `,"role":`, c.Role)
 	b = append(b, `,"reason":`...)
-	b = appendString(b, c.Reason)
+	b = jsonenc.AppendString(b, c.Reason)
 	return append(b, '}'), nil
 }
 
@@ -413,7 +410,7 @@ func (s *ScoreComponents) appendJSON(b []byte) ([]byte, error) {
 		{`,"context":`, s.Context}, {`,"cost":`, s.Cost}, {`,"conflict":`, s.Conflict},
 	} {
 		b = append(b, f.key...)
-		if b, err = appendFloat(b, f.v, 64); err != nil {
+		if b, err = jsonenc.AppendFloat(b, f.v, 64); err != nil {
 			return b, err
 		}
 	}
@@ -529,7 +526,7 @@ func appendOmitString(b []byte, key, s string) []byte {
 		return b
 	}
 	b = append(b, key...)
-	return appendString(b, s)
+	return jsonenc.AppendString(b, s)
 }
 
 func appendBoolField(b []byte, key string, v bool) []byte {
@@ -577,30 +574,16 @@ func appendAnswers(b []byte, m map[string]Answer) []byte {
 	}
 	b = append(b, '{')
 	var arr [16]string
-	for i, k := range appendSortedKeys(arr[:0], m) {
+	for i, k := range jsonenc.SortedKeys(arr[:0], m) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, k)
+		b = jsonenc.AppendString(b, k)
 		b = append(b, ':')
 		a := m[k]
 		b = a.appendJSON(b)
 	}
 	return append(b, '}')
-}
-
-func appendStrings(b []byte, ss []string) []byte {
-	if ss == nil {
-		return append(b, "null"...)
-	}
-	b = append(b, '[')
-	for i, s := range ss {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendString(b, s)
-	}
-	return append(b, ']')
 }
 
 func appendStringSlices(b []byte, sss [][]string) []byte {
@@ -612,300 +595,12 @@ func appendStringSlices(b []byte, sss [][]string) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendStrings(b, ss)
+		b = jsonenc.AppendStrings(b, ss)
 	}
 	return append(b, ']')
 }
 
-// appendSortedKeys appends m's keys to keys in the order json.Marshal writes them
-// (byte-wise). Given a slice of a local array, a small map's keys stay off the heap.
-func appendSortedKeys[V any](keys []string, m map[string]V) []string {
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
-// encodeMaxDepth is how deep appendValue nests before it hands a value to json.Marshal,
-// which tells a cycle (an error) from a deep value.
-const encodeMaxDepth = 1000
-
-// appendValue appends v, a value of any type, as json.Marshal does.
-func appendValue(b []byte, v any, depth int) ([]byte, error) {
-	switch v := v.(type) {
-	case nil:
-		return append(b, "null"...), nil
-	case string:
-		return appendString(b, v), nil
-	case float64:
-		return appendFloat(b, v, 64)
-	case bool:
-		if v {
-			return append(b, "true"...), nil
-		}
-		return append(b, "false"...), nil
-	// Maps and slices recurse here rather than in functions of their own: the
-	// compiler then sees that b only flows to the result, and a caller's buffer
-	// may stay on its stack.
-	case map[string]any:
-		if v == nil {
-			return append(b, "null"...), nil
-		}
-		if depth >= encodeMaxDepth {
-			return appendMarshal(b, v)
-		}
-		var err error
-		b = append(b, '{')
-		var arr [8]string
-		for i, k := range appendSortedKeys(arr[:0], v) {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendString(b, k)
-			b = append(b, ':')
-			if b, err = appendValue(b, v[k], depth+1); err != nil {
-				return b, err
-			}
-		}
-		return append(b, '}'), nil
-	case []any:
-		if v == nil {
-			return append(b, "null"...), nil
-		}
-		if depth >= encodeMaxDepth {
-			return appendMarshal(b, v)
-		}
-		var err error
-		b = append(b, '[')
-		for i, e := range v {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			if b, err = appendValue(b, e, depth+1); err != nil {
-				return b, err
-			}
-		}
-		return append(b, ']'), nil
-	case json.Number:
-		return appendNumber(b, v)
-	case json.RawMessage:
-		if v == nil {
-			return append(b, "null"...), nil
-		}
-		return appendRaw(b, v)
-	case int:
-		return strconv.AppendInt(b, int64(v), 10), nil
-	case int64:
-		return strconv.AppendInt(b, v, 10), nil
-	case int32:
-		return strconv.AppendInt(b, int64(v), 10), nil
-	case int16:
-		return strconv.AppendInt(b, int64(v), 10), nil
-	case int8:
-		return strconv.AppendInt(b, int64(v), 10), nil
-	case uint:
-		return strconv.AppendUint(b, uint64(v), 10), nil
-	case uint64:
-		return strconv.AppendUint(b, v, 10), nil
-	case uint32:
-		return strconv.AppendUint(b, uint64(v), 10), nil
-	case uint16:
-		return strconv.AppendUint(b, uint64(v), 10), nil
-	case uint8:
-		return strconv.AppendUint(b, uint64(v), 10), nil
-	case float32:
-		return appendFloat(b, float64(v), 32)
-	case []string:
-		return appendStrings(b, v), nil
-	case map[string]string:
-		if v == nil {
-			return append(b, "null"...), nil
-		}
-		b = append(b, '{')
-		var arr [16]string
-		for i, k := range appendSortedKeys(arr[:0], v) {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendString(b, k)
-			b = append(b, ':')
-			b = appendString(b, v[k])
-		}
-		return append(b, '}'), nil
-	case time.Time:
-		return appendTime(b, v)
-	}
-	return appendMarshal(b, v)
-}
-
-func appendMarshal(b []byte, v any) ([]byte, error) {
-	out, err := json.Marshal(v)
-	if err != nil {
-		return b, err
-	}
-	return append(b, out...), nil
-}
-
 // appendMap appends m as json.Marshal does.
 func appendMap(b []byte, m map[string]any) ([]byte, error) {
-	return appendValue(b, m, 0)
-}
-
-// appendFloat writes f as encoding/json does: like ES6's number to string, with
-// exponents from 1e21 and below 1e-6, and no NaN or infinity.
-func appendFloat(b []byte, f float64, bits int) ([]byte, error) {
-	if math.IsInf(f, 0) || math.IsNaN(f) {
-		var v reflect.Value
-		if bits == 32 {
-			v = reflect.ValueOf(float32(f))
-		} else {
-			v = reflect.ValueOf(f)
-		}
-		return b, &json.UnsupportedValueError{Value: v, Str: strconv.FormatFloat(f, 'g', -1, bits)}
-	}
-	abs := math.Abs(f)
-	format := byte('f')
-	if abs != 0 {
-		if bits == 64 && (abs < 1e-6 || abs >= 1e21) || bits == 32 && (float32(abs) < 1e-6 || float32(abs) >= 1e21) {
-			format = 'e'
-		}
-	}
-	b = strconv.AppendFloat(b, f, format, -1, bits)
-	if format == 'e' {
-		// e-09 becomes e-9
-		n := len(b)
-		if n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
-	}
-	return b, nil
-}
-
-func appendNumber(b []byte, n json.Number) ([]byte, error) {
-	s := string(n)
-	if s == "" {
-		s = "0" // what encoding/json writes for Number's zero value
-	}
-	if !validNumberLiteral(s) {
-		return b, fmt.Errorf("json: invalid number literal %q", s)
-	}
-	return append(b, s...), nil
-}
-
-// validNumberLiteral reports whether s is a JSON number literal.
-func validNumberLiteral(s string) bool {
-	if s == "" {
-		return false
-	}
-	if s[0] == '-' {
-		s = s[1:]
-		if s == "" {
-			return false
-		}
-	}
-	switch {
-	case s[0] == '0':
-		s = s[1:]
-	case '1' <= s[0] && s[0] <= '9':
-		s = s[1:]
-		for len(s) > 0 && '0' <= s[0] && s[0] <= '9' {
-			s = s[1:]
-		}
-	default:
-		return false
-	}
-	if len(s) >= 2 && s[0] == '.' && '0' <= s[1] && s[1] <= '9' {
-		s = s[2:]
-		for len(s) > 0 && '0' <= s[0] && s[0] <= '9' {
-			s = s[1:]
-		}
-	}
-	if len(s) >= 2 && (s[0] == 'e' || s[0] == 'E') {
-		s = s[1:]
-		if s[0] == '+' || s[0] == '-' {
-			s = s[1:]
-			if s == "" {
-				return false
-			}
-		}
-		for len(s) > 0 && '0' <= s[0] && s[0] <= '9' {
-			s = s[1:]
-		}
-	}
-	return s == ""
-}
-
-func appendTime(b []byte, t time.Time) ([]byte, error) {
-	out, err := t.AppendText(append(b, '"'))
-	if err != nil {
-		// MarshalJSON gives the error json.Marshal reports.
-		_, err = t.MarshalJSON()
-		return b, &json.MarshalerError{Type: reflect.TypeFor[time.Time](), Err: err}
-	}
-	return append(out, '"'), nil
-}
-
-const lowerHex = "0123456789abcdef"
-
-// htmlSafe marks the ASCII bytes a JSON string holds as they are when escaping HTML.
-var htmlSafe = func() (t [utf8.RuneSelf]bool) {
-	for c := ' '; c < utf8.RuneSelf; c++ {
-		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
-	}
-	return t
-}()
-
-// appendString appends s quoted as encoding/json quotes strings: HTML-safe, with
-// U+2028 and U+2029 escaped and each byte of invalid UTF-8 as U+FFFD.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if htmlSafe[c] {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '\\', '"':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', lowerHex[c>>4], lowerHex[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', lowerHex[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
+	return jsonenc.AppendValue(b, m)
 }
