@@ -3,8 +3,10 @@ package jsonenc
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
+	"time"
 )
 
 // rawEdgeCases are raw messages at the edges of what encoding/json's scanner
@@ -57,4 +59,30 @@ func sameRaw(t *testing.T, raw []byte) {
 	if !bytes.Equal(got[1:], want) {
 		t.Fatalf("%q:\njson.Marshal: %s\nAppendRaw:    %s", raw, want, got[1:])
 	}
+}
+
+// FuzzAppendValue: values decoded from fuzzed JSON, strings and numbers are
+// written as json.Marshal writes them, and refused where it refuses them.
+func FuzzAppendValue(f *testing.F) {
+	f.Add([]byte(`{"b":[1,"<\u2028>",null,true],"a":{"x":1e21}}`), "s\xff<&>", 1.5, float32(0.1))
+	f.Add([]byte(`[]`), "", math.NaN(), float32(1e-7))
+	f.Add([]byte(` "x" `), "\u2029\x00", 1e-7, float32(math.Inf(1)))
+	f.Fuzz(func(t *testing.T, data []byte, s string, x float64, y float32) {
+		var v, n any
+		_ = json.Unmarshal(data, &v)
+		d := json.NewDecoder(bytes.NewReader(data))
+		d.UseNumber()
+		_ = d.Decode(&n)
+		for _, val := range []any{v, n, s, x, y, json.Number(s), json.RawMessage(data), []string{s}, map[string]string{s: s},
+			map[string]any{s: v, "n": n, "x": x, "y": y}, []any{s, x, y, v, n, time.Unix(int64(x), 0).UTC()}} {
+			want, wantErr := json.Marshal(val)
+			got, gotErr := AppendValue([]byte("x"), val)
+			if (wantErr != nil) != (gotErr != nil) || wantErr != nil && wantErr.Error() != gotErr.Error() {
+				t.Fatalf("%#v: json.Marshal error %v, AppendValue error %v", val, wantErr, gotErr)
+			}
+			if wantErr == nil && !bytes.Equal(got[1:], want) {
+				t.Fatalf("%#v:\njson.Marshal: %s\nAppendValue:  %s", val, want, got[1:])
+			}
+		}
+	})
 }
