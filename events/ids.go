@@ -60,14 +60,16 @@ func unhex(c byte) byte {
 }
 
 func hash(parts ...string) string {
-	h := sha256.New()
+	// The parts, each length-prefixed so ("ab","c") and ("a","bc") differ, in a
+	// buffer on the stack for the usual short ones: an id costs one allocation.
+	var buf [256]byte
+	b := buf[:0]
 	for _, p := range parts {
-		// Length-prefix each part so ("ab","c") and ("a","bc") differ.
-		var n [4]byte
-		n[0], n[1], n[2], n[3] = byte(len(p)>>24), byte(len(p)>>16), byte(len(p)>>8), byte(len(p))
-		h.Write(n[:])
-		h.Write([]byte(p))
+		b = append(b, byte(len(p)>>24), byte(len(p)>>16), byte(len(p)>>8), byte(len(p)))
+		b = append(b, p...)
 	}
-	var sum [sha256.Size]byte
-	return hex.EncodeToString(h.Sum(sum[:0]))[:idLen]
+	sum := sha256.Sum256(b)
+	var out [idLen]byte
+	hex.Encode(out[:], sum[:idLen/2])
+	return string(out[:])
 }

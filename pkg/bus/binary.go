@@ -25,6 +25,11 @@ type Binary struct {
 	ext map[string]string
 	// h holds them as ce- headers when the event was read by DecodeBinary.
 	h nats.Header
+	// kv holds the first next of them, by name, when the event was read from a
+	// structured-mode message by decodeStructuredFast.
+	kv         [6][2]string
+	next       int
+	structured bool
 }
 
 // Ext returns the string value of extension attribute name (lowercase), or "".
@@ -32,6 +37,14 @@ func (b *Binary) Ext(name string) string {
 	if b.h != nil {
 		if v := b.h[ceHeaderPrefix+name]; len(v) > 0 {
 			return unescapeHeader(v[0])
+		}
+		return ""
+	}
+	if b.structured {
+		for _, kv := range b.kv[:b.next] {
+			if kv[0] == name {
+				return kv[1]
+			}
 		}
 		return ""
 	}
@@ -58,10 +71,14 @@ func (b *Binary) DataMediaType() string {
 
 // DecodeFast reads m as Decode does and returns the event as a Binary. A plain
 // binary-mode 1.0 event with JSON data — every event skillbus writes, and what
-// most publishers send — is read straight from its headers; anything else goes
-// through Decode, whose errors say what is wrong with it.
+// most publishers send — is read straight from its headers, and a compact
+// structured-mode one — every job skillbus writes — straight from its JSON;
+// anything else goes through Decode, whose errors say what is wrong with it.
 func DecodeFast(m *nats.Msg) (*Binary, error) {
 	if b, ok := decodeBinaryFast(m); ok {
+		return b, nil
+	}
+	if b, ok := decodeStructuredFast(m); ok {
 		return b, nil
 	}
 	e, err := Decode(m)

@@ -2,6 +2,7 @@ package bus_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -191,4 +192,73 @@ func TestJobMsgCarriesOnlyWhatItsReaderNeeds(t *testing.T) {
 		t.Fatalf("job read back as %+v", viewOf(b))
 	}
 	decodeFastAgrees(t, m)
+}
+
+func structuredMsg(body string) *nats.Msg {
+	m := nats.NewMsg("skillbus.exec.default.x.a1.job")
+	m.Header["Content-Type"] = []string{"application/cloudevents+json"}
+	m.Data = []byte(body)
+	return m
+}
+
+// DecodeFast reads a compact structured-mode event, as jobs are written, itself,
+// and anything it is not sure of through Decode: either way the same event.
+func TestDecodeFastAgreesOnStructured(t *testing.T) {
+	t.Parallel()
+	const head = `{"specversion":"1.0","id":"e1.job","source":"/skillbus/router","type":"io.skillbus.job"`
+	for name, body := range map[string]string{
+		"plain":              head + `,"data":{"execution_id":"e1"}}`,
+		"extensions":         head + `,"causationid":"a1.route.decided","traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01","data":{"a":[1,2.5e3,-0,"x\"y\u00e9",true,false,null,{}]}}`,
+		"data first":         `{"data":[1],"specversion":"1.0","id":"1","source":"/s","type":"t"}`,
+		"json content type":  head + `,"datacontenttype":"application/json","data":{}}`,
+		"text content type":  head + `,"datacontenttype":"text/plain","data":"x"}`,
+		"time":               head + `,"time":"2026-01-02T03:04:05Z","data":{}}`,
+		"bad time":           head + `,"time":"now","data":{}}`,
+		"subject":            head + `,"subject":"s","data":{}}`,
+		"no data":            head + `}`,
+		"null data":          head + `,"data":null}`,
+		"string data":        head + `,"data":"x"}`,
+		"data_base64":        head + `,"data_base64":"eyJhIjoxfQ=="}`,
+		"repeated key":       head + `,"id":"2","data":{}}`,
+		"spaces":             `{ "specversion": "1.0", "id": "1", "source": "/s", "type": "t", "data": {} }`,
+		"escaped attribute":  `{"specversion":"1.0","id":"a\u0041","source":"/s","type":"t","data":{}}`,
+		"number extension":   head + `,"n":1,"data":{}}`,
+		"bad extension":      head + `,"skill_name":"x","data":{}}`,
+		"spec 0.3":           `{"specversion":"0.3","id":"1","source":"/s","type":"t","data":{}}`,
+		"blank id":           `{"specversion":"1.0","id":" ","source":"/s","type":"t","data":{}}`,
+		"no source":          `{"specversion":"1.0","id":"1","type":"t","data":{}}`,
+		"bad data":           head + `,"data":{"a":}}`,
+		"unterminated":       head + `,"data":{"a":1}`,
+		"trailing":           head + `,"data":{}}x`,
+		"bad number":         head + `,"data":[01]}`,
+		"invalid utf-8":      head + ",\"data\":[\"\xff\"]}",
+		"deep":               head + `,"data":` + strings.Repeat("[", 2000) + strings.Repeat("]", 2000) + `}`,
+		"escapes in data":    head + `,"data":{"\u0000":"\/\b\f\n\r\t"}}`,
+		"bad escape in data": head + `,"data":{"a":"\x"}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			decodeFastAgrees(t, structuredMsg(body))
+			fast := map[string]bool{"plain": true, "extensions": true, "data first": true, "json content type": true, "time": true, "subject": true, "escapes in data": true}[name]
+			if got := bus.ReadsStructuredItself(structuredMsg(body)); got != fast {
+				t.Errorf("read without Decode: %v, want %v", got, fast)
+			}
+		})
+	}
+	// With a ce- header too, or another spelling of Content-Type, Decode decides.
+	m := structuredMsg(head + `,"data":{}}`)
+	m.Header["ce-id"] = []string{"other"}
+	decodeFastAgrees(t, m)
+	m = structuredMsg(head + `,"data":{}}`)
+	m.Header["content-type"] = m.Header["Content-Type"]
+	delete(m.Header, "Content-Type")
+	decodeFastAgrees(t, m)
+}
+
+func FuzzDecodeFastStructured(f *testing.F) {
+	f.Add(`{"specversion":"1.0","id":"e1.job","source":"/skillbus/router","type":"io.skillbus.job","causationid":"c","data":{"a":[1,"b",{"c":null}]}}`)
+	f.Add(`{"specversion":"1.0","id":"1","source":"HTTPS://x/y","type":"t","time":"2026-01-02T03:04:05Z","data":[1e5,-0.5,"\u00e9"]}`)
+	f.Add(`{"data":{},"specversion":"1.0","id":"1","source":"/s","type":"t","datacontenttype":"application/json"}`)
+	f.Fuzz(func(t *testing.T, body string) {
+		decodeFastAgrees(t, structuredMsg(body))
+	})
 }

@@ -1,4 +1,13 @@
 package bus
 
+import "github.com/nats-io/nats.go"
+
 // Infos is how many consumer infos the loop's monitor has looked at.
 func (l *Loop) Infos() int64 { return l.infos.Load() }
+
+// ReadsStructuredItself reports whether DecodeFast reads m, a structured-mode
+// event, without Decode.
+func ReadsStructuredItself(m *nats.Msg) bool {
+	_, ok := decodeStructuredFast(m)
+	return ok
+}

@@ -28,7 +28,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/skillbus/skillbus/events"
-	"github.com/skillbus/skillbus/internal/jsonx"
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/selector"
 	"github.com/skillbus/skillbus/pkg/skill"
@@ -103,6 +102,8 @@ type Router struct {
 	answers *bus.Loop
 	runs    jetstream.KeyValue
 	events  jetstream.Stream
+	// jobTemplate is the jobs' subject template, for their PRODUCER spans.
+	jobTemplate string
 }
 
 // New validates cfg and returns a Router; Start begins consuming.
@@ -142,7 +143,7 @@ func New(cfg Config) (*Router, error) {
 	if cfg.MaxEventBytes < 0 || cfg.Concurrency < 0 || cfg.AckWait < 0 {
 		return nil, errors.New("router: MaxEventBytes, Concurrency and AckWait must not be negative")
 	}
-	r := &Router{cfg: cfg, sel: selector.New(cfg.Selector)}
+	r := &Router{cfg: cfg, sel: selector.New(cfg.Selector), jobTemplate: cfg.Bus.Subjects.Prefix + ".exec.{pool}.{skill}.{activation}.{stage}"}
 	r.live = newLive(r)
 	return r, nil
 }
@@ -306,15 +307,16 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 	}
 
 	d, err := r.decide(ctx, req)
-	var unknown *selector.UnknownSkillError
 	switch {
-	case errors.As(err, &unknown):
+	case err != nil:
+		var unknown *selector.UnknownSkillError
+		if !errors.As(err, &unknown) {
+			return err
+		}
 		if why, ok := r.invalidSkill(ctx, unknown.Name); ok {
 			return r.reject(ctx, msg, ref, events.UnmatchedInvalidSkill, why, size)
 		}
 		return r.reject(ctx, msg, ref, events.UnmatchedUnknownSkill, err.Error(), size)
-	case err != nil:
-		return err
 	case d.Primary == "":
 		reason := "no skill matches"
 		if req.Text != "" {
@@ -447,7 +449,7 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 		if attrs != nil { // nil with tracing off: then nothing to append to
 			attrs = append(attrs, telemetry.AttrRouteMethod.String(sr.Source), telemetry.AttrRouteScore.Float64(sr.Score))
 		}
-		_, span := telemetry.StartPublishMsg(ctx, m, subj.Prefix+".exec.{pool}.{skill}.{activation}.{stage}", attrs...)
+		_, span := telemetry.StartPublishMsg(ctx, m, r.jobTemplate, attrs...)
 		pubs = append(pubs, span)
 		b.Create(m)
 	}
@@ -572,7 +574,7 @@ func inputsOf(e *bus.Binary) (_ json.RawMessage, obj map[string]any, _ error) {
 		return json.RawMessage("{}"), map[string]any{}, nil
 	}
 	var v any
-	if err := jsonx.Unmarshal(data, &v); err != nil {
+	if err := events.DecodeValue(data, &v); err != nil {
 		if mt := e.DataMediaType(); mt == "" || mt == "application/json" || mt == "text/json" {
 			return nil, nil, fmt.Errorf("data is not valid JSON (datacontenttype %q): %v", e.ContentType, err)
 		}

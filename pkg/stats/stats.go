@@ -71,6 +71,19 @@ func sliceOf(k string) (time.Time, bool) {
 
 type id struct{ skill, version string }
 
+// sliceNumber is the number of the slice t falls in, counted from the Unix epoch.
+func sliceNumber(t time.Time) int64 {
+	n := t.Unix()
+	d := int64(Slice / time.Second)
+	if n < 0 {
+		return (n - d + 1) / d
+	}
+	return n / d
+}
+
+// sliceStart is when slice n starts.
+func sliceStart(n int64) time.Time { return time.Unix(n*int64(Slice/time.Second), 0).UTC() }
+
 // Recorder counts a worker process's outcomes and writes them to the bucket.
 type Recorder struct {
 	kv       jetstream.KeyValue
@@ -78,9 +91,11 @@ type Recorder struct {
 	instance string
 	now      func() time.Time
 
-	mu     sync.Mutex
-	slices map[time.Time]map[id]*Tally
-	dirty  map[time.Time]bool
+	mu sync.Mutex
+	// Slices by their number since the epoch (Unix time / Slice): an integer key
+	// keeps Add, which runs for every outcome, cheap.
+	slices map[int64]map[id]*Tally
+	dirty  map[int64]bool
 }
 
 // NewRecorder returns a recorder writing to kv (the stats bucket). Each recorder is
@@ -90,7 +105,7 @@ func NewRecorder(kv jetstream.KeyValue, log *slog.Logger) *Recorder {
 		log = slog.Default()
 	}
 	return &Recorder{kv: kv, log: log, instance: nuid.Next(), now: time.Now,
-		slices: map[time.Time]map[id]*Tally{}, dirty: map[time.Time]bool{}}
+		slices: map[int64]map[id]*Tally{}, dirty: map[int64]bool{}}
 }
 
 // Add counts one terminal result of a skill version. A nil Recorder counts nothing.
@@ -98,7 +113,7 @@ func (r *Recorder) Add(skill, version string, ok bool) {
 	if r == nil {
 		return
 	}
-	start := r.now().UTC().Truncate(Slice)
+	start := sliceNumber(r.now())
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s := r.slices[start]
@@ -123,12 +138,12 @@ func (r *Recorder) Add(skill, version string, ok bool) {
 func (r *Recorder) Flush(ctx context.Context) error {
 	r.mu.Lock()
 	type put struct {
-		start time.Time
+		start int64
 		v     []byte
 	}
 	var puts []put
 	for start := range r.dirty {
-		c := Counts{Start: start}
+		c := Counts{Start: sliceStart(start)}
 		for _, t := range r.slices[start] {
 			c.Results = append(c.Results, *t)
 		}
@@ -140,12 +155,12 @@ func (r *Recorder) Flush(ctx context.Context) error {
 		puts = append(puts, put{start, v})
 	}
 	clear(r.dirty)
-	current := r.now().UTC().Truncate(Slice)
+	current := sliceNumber(r.now())
 	r.mu.Unlock()
 
 	var errs []error
 	for _, p := range puts {
-		if _, err := r.kv.Put(ctx, key(p.start, r.instance), p.v); err != nil {
+		if _, err := r.kv.Put(ctx, key(sliceStart(p.start), r.instance), p.v); err != nil {
 			errs = append(errs, err)
 			r.mu.Lock()
 			r.dirty[p.start] = true // written at the next flush
@@ -154,7 +169,7 @@ func (r *Recorder) Flush(ctx context.Context) error {
 	}
 	r.mu.Lock()
 	for start := range r.slices {
-		if start.Before(current) && !r.dirty[start] {
+		if start < current && !r.dirty[start] {
 			delete(r.slices, start)
 		}
 	}

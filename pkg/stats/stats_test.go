@@ -141,3 +141,17 @@ func TestRunWritesOnStop(t *testing.T) {
 		t.Fatalf("%d keys after Run stopped, want the one slice written on the way out", n)
 	}
 }
+
+// TestSliceNumberIsTruncate: a slice's number and start are the minute an outcome
+// falls in, as Truncate would give it, before the epoch as after.
+func TestSliceNumberIsTruncate(t *testing.T) {
+	for _, tm := range []time.Time{
+		time.Date(2026, 11, 23, 20, 59, 59, 999999999, time.UTC),
+		time.Date(2026, 11, 23, 21, 0, 0, 0, time.FixedZone("x", 3600)),
+		time.Unix(0, 0), time.Unix(-1, 0), time.Unix(-60, 0), time.Unix(-61, 5),
+	} {
+		if got, want := sliceStart(sliceNumber(tm)), tm.UTC().Truncate(Slice); !got.Equal(want) {
+			t.Errorf("%v: slice starts %v, want %v", tm, got, want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package telemetry_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go"
@@ -161,4 +162,18 @@ func execution() {
 		telemetry.Job{Skill: "noop", Version: "1.0.0", ActivationID: "a1", ExecutionID: "e1", Attempt: 1, Pool: "default"}.Attributes()...)
 	telemetry.End(out, nil)
 	telemetry.End(dspan, nil)
+}
+
+// BenchmarkMetricsExecution is what a worker's metrics cost per execution.
+func BenchmarkMetricsExecution(b *testing.B) {
+	tel, err := telemetry.Setup(context.Background(), telemetry.Config{Getenv: env(nil)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tel.Shutdown(context.Background())
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		tel.Metrics.Execution(ctx, "hello", "1.0.0", telemetry.OutcomeCompleted, time.Millisecond)
+	}
 }

@@ -46,6 +46,10 @@ type Delivery struct {
 	// Template names the destination in the span's name instead of the subject,
 	// whose tokens (an activation id) would make span names countless.
 	Template string
+	// ID, TraceParent and TraceState are the job's CloudEvent id and trace context
+	// as its reader decoded them. A job in structured mode carries them in its
+	// JSON, not in headers; given here, they are not looked for in the message.
+	ID, TraceParent, TraceState string
 }
 
 // SpanID is the span ID of the delivery's CONSUMER span.
@@ -129,7 +133,11 @@ func derivedIDs() bool {
 // recovered job's first delivery), and to the span m's Skillbus-Link header names
 // (see StartPublishLinked). Its attributes include d.Attempt.
 func StartDelivery(ctx context.Context, m *nats.Msg, group string, d Delivery, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
-	ctx = ExtractMsg(ctx, m)
+	if d.TraceParent != "" {
+		ctx = Extract(ctx, d.TraceParent, d.TraceState)
+	} else if d.ID == "" {
+		ctx = ExtractMsg(ctx, m)
+	}
 	if s, ok := off(ctx); ok {
 		return ctx, s
 	}
@@ -158,6 +166,9 @@ func StartDelivery(ctx context.Context, m *nats.Msg, group string, d Delivery, a
 		}
 	}
 	msg := MessageOf(m, group)
+	if d.ID != "" {
+		msg.ID = d.ID
+	}
 	if d.Template != "" {
 		msg.Template = d.Template
 	}

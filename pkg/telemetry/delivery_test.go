@@ -76,3 +76,27 @@ func hasAttr(kvs []attribute.KeyValue, key, value string) bool {
 	}
 	return false
 }
+
+// A job in structured mode has its trace context in its JSON: the worker passes
+// what it decoded, and the delivery continues that trace with the job's id.
+func TestDeliveryOfAStructuredJob(t *testing.T) {
+	exp := record(t)
+	m := nats.NewMsg("skillbus.exec.default.hello.a1.job")
+	m.Header.Set("Content-Type", "application/cloudevents+json")
+	m.Data = []byte(`{"specversion":"1.0","id":"x1.job","source":"/r","type":"io.skillbus.job","traceparent":"00-00000000000000000000000000000001-0000000000000001-01","data":{}}`)
+	d := telemetry.Delivery{ExecutionID: "x1", Attempt: 1, ID: "x1.job", TraceParent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
+	_, span := telemetry.StartDelivery(context.Background(), m, "worker-default", d)
+	span.End()
+	flush(t)
+	spans := exp.GetSpans()
+	if len(spans) != 1 {
+		t.Fatalf("%d spans", len(spans))
+	}
+	s := spans[0]
+	if s.Parent.SpanID().String() != "00f067aa0ba902b7" || s.SpanContext.TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" {
+		t.Errorf("the delivery continues %s/%s, not the trace it was given", s.SpanContext.TraceID(), s.Parent.SpanID())
+	}
+	if !hasAttr(s.Attributes, "messaging.message.id", "x1.job") {
+		t.Errorf("attrs %v, want the job's id", s.Attributes)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -55,6 +56,52 @@ type Metrics struct {
 	routeDuration     metric.Float64Histogram
 	pending           metric.Int64ObservableGauge
 	ackPending        metric.Int64ObservableGauge
+	// sets are the attribute sets of the measurements made on every execution and
+	// every routing decision, by their values: building a set sorts and copies its
+	// attributes, which would otherwise cost each of them an allocation or more. The
+	// SDK keeps a series per distinct set anyway, so this holds no more than it does.
+	setsMu sync.RWMutex
+	sets   map[setKey]metric.MeasurementOption
+}
+
+// setKey names an attribute set: which measurement (kind) and its values.
+type setKey struct {
+	kind    byte
+	a, b, c string
+}
+
+// Kinds of setKey.
+const (
+	setExecution = iota // skill, version, outcome
+	setStep             // skill, step kind, outcome
+	setRoute            // outcome, route method
+)
+
+// set returns the attribute set k names, made the first time it is asked for.
+func (m *Metrics) set(k setKey) metric.MeasurementOption {
+	m.setsMu.RLock()
+	o, ok := m.sets[k]
+	m.setsMu.RUnlock()
+	if ok {
+		return o
+	}
+	var attrs []attribute.KeyValue
+	switch k.kind {
+	case setExecution:
+		attrs = []attribute.KeyValue{AttrSkillName.String(k.a), AttrSkillVersion.String(k.b), AttrOutcome.String(k.c)}
+	case setStep:
+		attrs = []attribute.KeyValue{AttrSkillName.String(k.a), AttrStepKind.String(k.b), AttrOutcome.String(k.c)}
+	case setRoute:
+		attrs = []attribute.KeyValue{AttrOutcome.String(k.a), AttrRouteMethod.String(k.b)}
+	}
+	o = metric.WithAttributeSet(attribute.NewSet(attrs...))
+	m.setsMu.Lock()
+	if m.sets == nil {
+		m.sets = map[setKey]metric.MeasurementOption{}
+	}
+	m.sets[k] = o
+	m.setsMu.Unlock()
+	return o
 }
 
 // NewMetrics creates the instruments on mp.
@@ -100,7 +147,7 @@ func (m *Metrics) Execution(ctx context.Context, skill, version, outcome string,
 	if m == nil {
 		return
 	}
-	set := metric.WithAttributeSet(attribute.NewSet(AttrSkillName.String(skill), AttrSkillVersion.String(version), AttrOutcome.String(outcome)))
+	set := m.set(setKey{setExecution, skill, version, outcome})
 	m.executions.Add(ctx, 1, set)
 	m.executionDuration.Record(ctx, d.Seconds(), set)
 }
@@ -110,8 +157,7 @@ func (m *Metrics) Step(ctx context.Context, skill, kind, outcome string, d time.
 	if m == nil {
 		return
 	}
-	m.stepDuration.Record(ctx, d.Seconds(), metric.WithAttributeSet(attribute.NewSet(
-		AttrSkillName.String(skill), AttrStepKind.String(kind), AttrOutcome.String(outcome))))
+	m.stepDuration.Record(ctx, d.Seconds(), m.set(setKey{setStep, skill, kind, outcome}))
 }
 
 // Retry records a job handed back for another attempt; class is its failure class.
@@ -163,7 +209,7 @@ func (m *Metrics) Route(ctx context.Context, outcome, method string, d time.Dura
 	if m == nil {
 		return
 	}
-	set := metric.WithAttributeSet(attribute.NewSet(AttrOutcome.String(outcome), AttrRouteMethod.String(method)))
+	set := m.set(setKey{setRoute, outcome, method, ""})
 	m.routeDecisions.Add(ctx, 1, set)
 	m.routeDuration.Record(ctx, d.Seconds(), set)
 }

@@ -46,6 +46,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	m.Execution(ctx, "hello", "1.0.0", telemetry.OutcomeCompleted, 1500*time.Millisecond)
 	m.Execution(ctx, "hello", "1.0.0", telemetry.OutcomeCompleted, 100*time.Millisecond)
 	m.Execution(ctx, "hello", "1.0.0", telemetry.OutcomeFailed, time.Second)
+	m.Execution(ctx, "hello", "2.0.0", telemetry.OutcomeCompleted, time.Second) // a series of its own
 	m.Step(ctx, "hello", "tool", telemetry.OutcomeCompleted, 20*time.Millisecond)
 	m.Retry(ctx, "hello", "retryable")
 	m.Fallback(ctx, "hello", "fatal")
@@ -67,6 +68,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	for _, want := range []string{
 		`skillbus_executions_total{otel_scope_name="github.com/skillbus/skillbus",otel_scope_schema_url="",otel_scope_version="",skillbus_outcome="completed",skillbus_skill_name="hello",skillbus_skill_version="1.0.0"} 2`,
 		`skillbus_executions_total{otel_scope_name="github.com/skillbus/skillbus",otel_scope_schema_url="",otel_scope_version="",skillbus_outcome="failed",skillbus_skill_name="hello",skillbus_skill_version="1.0.0"} 1`,
+		`skillbus_executions_total{otel_scope_name="github.com/skillbus/skillbus",otel_scope_schema_url="",otel_scope_version="",skillbus_outcome="completed",skillbus_skill_name="hello",skillbus_skill_version="2.0.0"} 1`,
 		`skillbus_execution_duration_seconds_bucket{otel_scope_name="github.com/skillbus/skillbus",otel_scope_schema_url="",otel_scope_version="",skillbus_outcome="completed",skillbus_skill_name="hello",skillbus_skill_version="1.0.0",le="2.5"} 2`,
 		`skillbus_step_duration_seconds_count{`,
 		`skillbus_retries_total{`,

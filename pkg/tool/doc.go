@@ -69,6 +69,12 @@
 // reaches any address the worker can, loopback and cloud metadata included; give
 // HTTPConfig.Client a dialer that refuses them where skills are not trusted.
 //
+// The tool's own client records OpenTelemetry's http.client.request.duration and
+// http.client.request.body.size histograms with attribute sets made once per
+// method, server, protocol and status, and, with tracing on, a CLIENT span per
+// request with W3C trace headers through otelhttp; with tracing off a request
+// goes straight to the transport, carrying the trace context its context has.
+//
 // # exec
 //
 // NewExec runs a program from an argument vector, never through a shell (see

@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
-	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 
 	"github.com/skillbus/skillbus/pkg/failure"
 )
@@ -28,7 +27,9 @@ type HTTPConfig struct {
 	// Client sends the requests; wrap its Transport for tracing (otelhttp) or
 	// proxies, or give it a dialer that refuses private addresses: the tool
 	// itself reaches any host the worker can. Nil: a client of the tool's own,
-	// with a pooled transport cloned from http.DefaultTransport and traced by otelhttp.
+	// with a pooled transport cloned from http.DefaultTransport that records
+	// http.client.request.duration and, with tracing on, a client span per
+	// request with W3C trace headers (as otelhttp would).
 	Client *http.Client
 	// Timeout bounds one call, from sending the request to reading the whole
 	// response; a call's "timeout" argument replaces it. Zero: 30s.
@@ -100,9 +101,9 @@ func NewHTTP(cfg HTTPConfig) Tool {
 			// of 2 idle connections per host would open a new connection for most
 			// calls under load.
 			t.MaxIdleConns, t.MaxIdleConnsPerHost = 256, 64
-			// W3C trace headers and a client span per request (a no-op span with
-			// tracing off).
-			hc.Transport = otelhttp.NewTransport(t)
+			// The request duration histogram; with tracing on, W3C trace
+			// headers and a client span per request.
+			hc.Transport = newClientTransport(t, clientTelemetry{})
 		}
 	}
 	if cfg.Timeout <= 0 {

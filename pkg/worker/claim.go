@@ -273,7 +273,7 @@ func (w *Worker) ownClaim(ctx context.Context, j *job) (uint64, bool) {
 		return 0, false
 	}
 	var c claimRecord
-	if json.Unmarshal(e.Value(), &c) != nil || c.Worker != w.cfg.Name || c.Delivery != j.delivery {
+	if json.Unmarshal(e.Value(), &c) != nil || c.Worker != w.cfg.Name || c.Delivery != j.deliveryID() {
 		return 0, false
 	}
 	return e.Revision(), true
@@ -281,7 +281,7 @@ func (w *Worker) ownClaim(ctx context.Context, j *job) (uint64, bool) {
 
 func (w *Worker) claimValue(j *job) []byte {
 	j.claim.mu.Lock()
-	c := claimRecord{ExecutionID: j.data.ExecutionID, Worker: w.cfg.Name, Delivery: j.delivery,
+	c := claimRecord{ExecutionID: j.data.ExecutionID, Worker: w.cfg.Name, Delivery: j.deliveryID(),
 		LeaseUntil: time.Now().Add(w.leaseFor(j)), Takeovers: j.takeovers, Retries: j.retries, Released: j.released}
 	j.claim.mu.Unlock()
 	if c.Released {

@@ -80,7 +80,7 @@ type turnObserver struct {
 }
 
 func (o *turnObserver) id(step, what string) string {
-	return o.j.data.ExecutionID + "." + o.j.delivery + ".step." + step + "." + what
+	return o.j.data.ExecutionID + "." + o.j.deliveryID() + ".step." + step + "." + what
 }
 
 func (o *turnObserver) started(step, kind, toolName string) {

@@ -18,7 +18,7 @@ type observer struct {
 }
 
 func (o *observer) id(st *skill.Step, what string) string {
-	return o.j.data.ExecutionID + "." + o.j.delivery + ".step." + st.ID + "." + what
+	return o.j.data.ExecutionID + "." + o.j.deliveryID() + ".step." + st.ID + "." + what
 }
 
 func (o *observer) StepStarted(st *skill.Step, kind string) {

@@ -288,7 +288,7 @@ func (w *Worker) outcomeMsg(j *job, typ string, data any) (*nats.Msg, error) {
 func (w *Worker) emit(j *job, typ, tag string, data any) {
 	id := j.data.ExecutionID + "." + events.Kind(typ)
 	if tag == "" {
-		id += "." + j.delivery
+		id += "." + j.deliveryID()
 	}
 	w.emitID(j, id, typ, data)
 }

@@ -42,7 +42,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/skillbus/skillbus/events"
-	"github.com/skillbus/skillbus/internal/jsonx"
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/failure"
 	"github.com/skillbus/skillbus/pkg/instruct"
@@ -339,11 +338,15 @@ type job struct {
 	// resumed confirmation) or the server forgot how often it delivered it, so
 	// progress events of a new delivery are never dropped as duplicates of an
 	// earlier one's.
-	delivery string
-	skill    *skill.Skill
-	batch    *bus.Batch
-	start    time.Time
-	log      *workflow.Log // the execution log of this delivery (nil for instruction and script skills)
+	// It is made when first asked for (deliveryID): a delivery that publishes no
+	// progress and takes no claim never needs it.
+	delivery     string
+	deliveryOnce sync.Once
+	seq          uint64 // the job message's stream sequence
+	skill        *skill.Skill
+	batch        *bus.Batch
+	start        time.Time
+	log          *workflow.Log // the execution log of this delivery (nil for instruction and script skills)
 	// fast: the first delivery of a job stored in the worker's current epoch; it runs
 	// unclaimed (see claim.go). reconnects is the connection's count when it began.
 	fast       bool
@@ -355,6 +358,7 @@ type job struct {
 	// released: the claim was handed back on purpose (see release).
 	retries  int
 	released bool
+	beat     jobBeat // see keepAlive
 }
 
 func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
@@ -391,9 +395,8 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 	}
 	// The attempt is 1 on the fast path; the claim path reads it from the claim
 	// (the delivery count is no record of retries: see claim.go).
-	j := &job{msg: msg, meta: e.Meta(), attempt: 1, batch: w.cfg.Bus.Batch(), start: time.Now(),
-		delivery: strconv.FormatUint(md.Sequence.Stream, 10) + "." + nuid.Next()}
-	if err := jsonx.Unmarshal(e.Data, &j.data); err != nil || j.data.ExecutionID == "" || j.data.Skill.Name == "" {
+	j := &job{msg: msg, meta: e.Meta(), attempt: 1, batch: w.cfg.Bus.Batch(), start: time.Now(), seq: md.Sequence.Stream}
+	if err := events.DecodeJob(e.Data, &j.data); err != nil || j.data.ExecutionID == "" || j.data.Skill.Name == "" {
 		if err == nil {
 			err = errors.New("job has no execution_id or skill")
 		}
@@ -408,6 +411,7 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 	ctx, span := telemetry.StartDelivery(ctx, nm, md.Consumer, telemetry.Delivery{
 		ExecutionID: j.data.ExecutionID, Resumes: len(j.data.Answers), Attempt: int(md.NumDelivered),
 		Recovered: msg.Headers().Get(events.HeaderRecovered) != "", Template: template,
+		ID: e.ID, TraceParent: j.meta.TraceParent, TraceState: j.meta.TraceState,
 	}, telemetry.Job{
 		Skill: j.data.Skill.Name, Version: j.data.Skill.Version, ActivationID: j.data.ActivationID,
 		ExecutionID: j.data.ExecutionID, Attempt: int(md.NumDelivered), Pool: j.data.Skill.Pool,
@@ -449,7 +453,7 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 
 	var inputs map[string]any
 	if len(j.data.Inputs) > 0 {
-		if err := jsonx.Unmarshal(j.data.Inputs, &inputs); err != nil {
+		if err := events.DecodeInputs(j.data.Inputs, &inputs); err != nil {
 			return w.fail(ctx, j, "", failure.Fatalf("inputs are not a JSON object: %v", err))
 		}
 	}
@@ -460,7 +464,10 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 		})
 	}
 
-	answers := make(map[string]workflow.Answer, len(j.data.Answers))
+	var answers map[string]workflow.Answer // nil for a job no one has answered
+	if len(j.data.Answers) > 0 {
+		answers = make(map[string]workflow.Answer, len(j.data.Answers))
+	}
 	for step, a := range j.data.Answers {
 		answers[step] = workflow.Answer(a)
 	}
@@ -468,15 +475,23 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 	if w.cfg.Tools != nil {
 		tools = w.cfg.Tools.Ensure(ctx, toolNames(j.skill)...)
 	}
-	rctx, cancel := context.WithCancel(ctx)
+	// The run's context: cancelled when the claim is lost (see renew), and ending
+	// at a workflow's time limit, which the engine then does not set again.
+	var rctx context.Context
+	var cancel context.CancelFunc
+	if j.skill.Workflow != nil {
+		rctx, cancel = context.WithTimeout(ctx, j.skill.ExecTimeout())
+	} else {
+		rctx, cancel = context.WithCancel(ctx)
+	}
 	defer cancel()
 	j.claim.mu.Lock()
 	j.claim.cancel = cancel
 	j.claim.mu.Unlock()
 	// The heartbeat goes on while the decision is settled: a settle that waits out a
 	// server outage still holds the job and the execution's claim.
-	stopBeat := w.keepAlive(ctx, j)
-	defer stopBeat()
+	w.keepAlive(ctx, j)
+	defer j.stopBeat()
 	d := w.execute(rctx, j, inputs, answers, tools)
 	if ctx.Err() != nil {
 		if _, ok := d.(Complete); !ok {
@@ -598,30 +613,45 @@ func (w *Worker) settleOnce(ctx context.Context, j *job, d Decision) error {
 
 // keepAlive tells JetStream the job is still being worked on, well within AckWait,
 // and renews the execution's claim if it holds one. It is a timer, not a goroutine:
-// most jobs finish long before it first fires. stop waits for a beat under way.
-func (w *Worker) keepAlive(ctx context.Context, j *job) (stop func()) {
-	var mu sync.Mutex
-	stopped := false
-	every := w.cfg.AckWait / 3
-	var t *time.Timer
-	mu.Lock() // until t is set
-	defer mu.Unlock()
-	t = time.AfterFunc(every, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if stopped {
-			return
-		}
-		_ = j.msg.InProgress()
-		w.renew(ctx, j)
-		t.Reset(every)
-	})
-	return func() {
-		mu.Lock()
-		stopped = true
-		t.Stop()
-		mu.Unlock()
+// most jobs finish long before it first fires. Its state lives in the job, so a
+// job's heartbeat costs a timer and its callback, nothing else. stopBeat waits for a beat
+// under way: no renewal runs after it returns.
+func (w *Worker) keepAlive(ctx context.Context, j *job) {
+	j.beat.mu.Lock() // until the timer is set
+	defer j.beat.mu.Unlock()
+	j.beat.w, j.beat.ctx, j.beat.j = w, ctx, j
+	j.beat.t = time.AfterFunc(w.cfg.AckWait/3, j.beat.fire)
+}
+
+// jobBeat is a job's keepAlive timer and what it needs when it fires.
+type jobBeat struct {
+	mu      sync.Mutex
+	stopped bool
+	t       *time.Timer
+	w       *Worker
+	ctx     context.Context
+	j       *job
+}
+
+func (b *jobBeat) fire() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.stopped {
+		return
 	}
+	_ = b.j.msg.InProgress()
+	b.w.renew(b.ctx, b.j)
+	b.t.Reset(b.w.cfg.AckWait / 3)
+}
+
+// stopBeat stops the job's heartbeat; a beat under way finishes first.
+func (j *job) stopBeat() {
+	j.beat.mu.Lock()
+	j.beat.stopped = true
+	if j.beat.t != nil {
+		j.beat.t.Stop()
+	}
+	j.beat.mu.Unlock()
 }
 
 // poison records a job message that cannot be read at all and terminates it.
@@ -653,6 +683,12 @@ func (w *Worker) poison(ctx context.Context, msg jetstream.Msg, cause error) err
 }
 
 func (j *job) msgID() string { return j.data.ExecutionID + ".job" }
+
+// deliveryID names this delivery (see job.delivery).
+func (j *job) deliveryID() string {
+	j.deliveryOnce.Do(func() { j.delivery = strconv.FormatUint(j.seq, 10) + "." + nuid.Next() })
+	return j.delivery
+}
 
 // logJSON is the job's execution log as JSON, nil without one.
 func (j *job) logJSON() json.RawMessage {

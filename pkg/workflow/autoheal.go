@@ -38,7 +38,7 @@ func (x *execution) healFor(i int, env expr.Env) (heal *AutoHeal, retryOf string
 	}
 	failed := -1
 	for _, k := range cs.condRefs {
-		for _, f := range x.taint[k] {
+		for _, f := range x.state[k].taint {
 			if failed < 0 || f < failed {
 				failed = f
 			}
@@ -73,7 +73,7 @@ func (x *execution) healFor(i int, env expr.Env) (heal *AutoHeal, retryOf string
 func (x *execution) tainted(name string, cs *cstep) bool {
 	for _, k := range cs.condRefs {
 		st := x.c.steps[k].step
-		if (st.ID == name || st.Output == name) && len(x.taint[k]) > 0 {
+		if (st.ID == name || st.Output == name) && len(x.state[k].taint) > 0 {
 			return true
 		}
 	}

@@ -51,7 +51,7 @@ type Engine struct {
 	cache       Cache
 
 	mu       sync.Mutex
-	compiled map[string]*compiled
+	compiled map[compiledKey]*compiled
 }
 
 // New returns an Engine.
@@ -71,7 +71,7 @@ func New(cfg Config) (*Engine, error) {
 	return &Engine{
 		tools: cfg.Tools, log: cfg.Log, maxParallel: cfg.MaxParallel,
 		checkpoints: cfg.Checkpoints, cache: cfg.Cache,
-		compiled: map[string]*compiled{},
+		compiled: map[compiledKey]*compiled{},
 	}, nil
 }
 
@@ -191,8 +191,14 @@ func (e *Engine) execute(ctx context.Context, r Run, l *Log) (map[string]any, er
 			return nil, failure.Wrap(failure.Fatal, &deniedError{"skill " + s.Name + " was " + a.denial()})
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.ExecTimeout())
-	defer cancel()
+	// The skill's time limit, unless the caller's context already ends by then (a
+	// worker sets it on the context it runs the job under, which saves a second
+	// context and timer per run).
+	if limit := s.ExecTimeout(); !endsWithin(ctx, limit) {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, limit)
+		defer cancel()
+	}
 
 	x := &execution{
 		e: e, c: c, r: r, ctx: ctx, log: l, tools: tools, final: -1,
@@ -201,7 +207,6 @@ func (e *Engine) execute(ctx context.Context, r Run, l *Log) (map[string]any, er
 		cache:       e.cache,
 		ref:         skillRef(s),
 		state:       make([]stepState, len(c.steps)),
-		taint:       make([][]int, len(c.steps)),
 		base:        make(expr.Env, 3),
 	}
 	x.base["inputs"] = inputs
@@ -227,6 +232,12 @@ func (e *Engine) execute(ctx context.Context, r Run, l *Log) (map[string]any, er
 	}
 	x.run()
 	return x.result()
+}
+
+// endsWithin reports whether ctx has a deadline no later than d from now.
+func endsWithin(ctx context.Context, d time.Duration) bool {
+	dl, ok := ctx.Deadline()
+	return ok && !dl.After(time.Now().Add(d))
 }
 
 func skillRef(s *skill.Skill) string {
@@ -273,6 +284,9 @@ func contains(ss []string, s string) bool {
 	return false
 }
 
+// compiledKey names a skill version in the engine's cache.
+type compiledKey struct{ name, version string }
+
 // compile returns the skill version's compiled workflow, compiling its
 // expressions the first time the version is run. A version is its content digest;
 // a skill without one (built in code rather than loaded) is keyed by its
@@ -287,7 +301,7 @@ func (e *Engine) compile(s *skill.Skill) (*compiled, error) {
 		sum := sha256.Sum256(b)
 		version = "json:" + hex.EncodeToString(sum[:])
 	}
-	key := s.Name + "@" + version
+	key := compiledKey{s.Name, version}
 	e.mu.Lock()
 	c, ok := e.compiled[key]
 	e.mu.Unlock()

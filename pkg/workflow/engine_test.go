@@ -248,6 +248,32 @@ func TestStepTimeout(t *testing.T) {
 	}
 }
 
+// A skill's time limit stops its run whatever the caller's context: one that ends
+// later, or none, gets the skill's; one that ends sooner stops it sooner.
+func TestSkillTimeLimit(t *testing.T) {
+	t.Parallel()
+	slow := tool.Func("slow", func(ctx context.Context, _ tool.Call) (any, error) {
+		<-ctx.Done()
+		return nil, failure.Wrap(failure.Retryable, fmt.Errorf("slow: %w", ctx.Err()))
+	})
+	s := wf([]skill.Step{{ID: "s", Tool: "slow"}})
+	s.Timeout = skill.Duration(30 * time.Millisecond)
+	later, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	sooner, cancel2 := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel2()
+	for name, ctx := range map[string]context.Context{"none": context.Background(), "later": later, "sooner": sooner} {
+		start := time.Now()
+		_, err := engine(t, slow).Execute(ctx, workflow.Run{Skill: s})
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("%s: err = %v", name, err)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Fatalf("%s: stopping took %v", name, d)
+		}
+	}
+}
+
 // A compute block that never ends is stopped by the interpreter's step limit, and
 // the failure is fatal: running it again would loop again.
 func TestComputeEndlessLoop(t *testing.T) {

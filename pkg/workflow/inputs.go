@@ -13,6 +13,31 @@ import (
 	"github.com/skillbus/skillbus/pkg/skill"
 )
 
+// undeclared is the error for inputs the skill does not declare, naming the first
+// in alphabetical order so the message does not depend on map order.
+func undeclared(decl []cinput, given map[string]any) error {
+	names := make([]string, 0, len(decl))
+	for _, ci := range decl {
+		names = append(names, ci.in.Name)
+	}
+	keys := make([]string, 0, len(given))
+	for k := range given {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !slices.Contains(names, k) {
+			hint := ""
+			if c := skill.Closest(k, names); c != "" {
+				hint = "; did you mean " + c + "?"
+			}
+			return failure.Fatalf("input %s is not declared by the skill%s (declared: %s; a skill that takes other fields declares an input named \"*\")",
+				k, hint, strings.Join(names, ", "))
+		}
+	}
+	return nil
+}
+
 // validateInputs checks given against the declared inputs and returns the inputs the
 // run sees: given values plus defaults. A skill that declares inputs rejects fields
 // it does not declare, unless it declares the input "*" (skill.AnyInput); a skill that
@@ -23,30 +48,10 @@ func validateInputs(decl []cinput, given map[string]any) (map[string]any, error)
 	for k, v := range given {
 		out[k] = v
 	}
-	if len(decl) > 0 {
-		names := make([]string, 0, len(decl))
-		anyInput := false
-		for _, ci := range decl {
-			if ci.in.Name == skill.AnyInput {
-				anyInput = true
-			}
-			names = append(names, ci.in.Name)
-		}
-		if !anyInput {
-			keys := make([]string, 0, len(given))
-			for k := range given {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
-				if !slices.Contains(names, k) {
-					hint := ""
-					if c := skill.Closest(k, names); c != "" {
-						hint = "; did you mean " + c + "?"
-					}
-					return nil, failure.Fatalf("input %s is not declared by the skill%s (declared: %s; a skill that takes other fields declares an input named \"*\")",
-						k, hint, strings.Join(names, ", "))
-				}
+	if len(decl) > 0 && !slices.ContainsFunc(decl, func(ci cinput) bool { return ci.in.Name == skill.AnyInput }) {
+		for k := range given {
+			if !slices.ContainsFunc(decl, func(ci cinput) bool { return ci.in.Name == k }) {
+				return nil, undeclared(decl, given)
 			}
 		}
 	}

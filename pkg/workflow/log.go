@@ -1,7 +1,6 @@
 package workflow
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -94,34 +93,23 @@ func (sl *StepLog) fromCheckpoint(ck Checkpoint) {
 func (l *Log) end(err error) {
 	l.Finished = time.Now()
 	l.DurationMS = ms(l.Finished.Sub(l.Started))
-	var p *PausedError
-	var se *StepError
-	switch {
-	case err == nil:
+	if err == nil {
 		l.Status = RunCompleted
-	case errors.As(err, &p):
+		return
+	}
+	var p *PausedError
+	if errors.As(err, &p) {
 		l.Status, l.Waiting = RunPaused, p.Step
-	default:
-		l.Status, l.Error, l.Class = RunFailed, err.Error(), failure.ClassOf(err)
-		if errors.As(err, &se) {
-			l.FailedStep = se.Step
-		}
+		return
+	}
+	l.Status, l.Error, l.Class = RunFailed, err.Error(), failure.ClassOf(err)
+	var se *StepError
+	if errors.As(err, &se) {
+		l.FailedStep = se.Step
 	}
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-// excerpt is the start of v's JSON.
-func excerpt(v any) string {
-	if v == nil {
-		return ""
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprintf("%v", v)
-	}
-	return truncate(string(b), ExcerptBytes)
-}
 
 func truncate(s string, n int) string {
 	if len(s) <= n {

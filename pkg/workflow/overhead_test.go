@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/skillbus/skillbus/pkg/skill"
+	"github.com/skillbus/skillbus/pkg/telemetry"
 	"github.com/skillbus/skillbus/pkg/workflow"
 )
 
@@ -62,6 +63,32 @@ func BenchmarkParallelGroup(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := e.Execute(ctx, workflow.Run{Skill: s}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkOneStep is the run `skillbus bench` measures: one no-op tool step with
+// a templated argument, a required integer input and one output, logged as a
+// worker runs it.
+func BenchmarkOneStep(b *testing.B) {
+	// As a worker with no exporter configured: tracing off.
+	tel, err := telemetry.Setup(context.Background(), telemetry.Config{Getenv: func(string) string { return "" }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tel.Shutdown(context.Background())
+	e := newEngine(b, workflow.Config{})
+	s := &skill.Skill{Name: "noop", Version: "1.0.0", Kind: skill.KindWorkflow, Digest: "0123456789abcdef", Workflow: &skill.Workflow{
+		Inputs:  []skill.Input{{Name: "n", Type: "integer", Required: true}},
+		Steps:   []skill.Step{{ID: "nothing", Tool: "noop", Args: map[string]any{"n": "{{ inputs.n }}"}}},
+		Outputs: []skill.Output{{Name: "n", Value: "{{ inputs.n }}"}},
+	}}
+	ctx := context.Background()
+	inputs := map[string]any{"n": float64(1)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := e.ExecuteLog(ctx, workflow.Run{ExecutionID: "x", Skill: s, Inputs: inputs}); err != nil {
 			b.Fatal(err)
 		}
 	}

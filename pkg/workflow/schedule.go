@@ -12,7 +12,7 @@ import (
 )
 
 // execution is one Run in progress. The goroutine that called Execute coordinates:
-// it alone reads and writes state and taint, starts steps when what they wait for
+// it alone reads and writes state, starts steps when what they wait for
 // has finished, and takes their outcomes from a channel. Steps that run together run
 // in goroutines of their own; each step has its own Env and writes only its own
 // entry of the log.
@@ -34,10 +34,6 @@ type execution struct {
 	saved map[string]Checkpoint
 
 	state []stepState
-	// taint[i] lists the steps that failed with on_error: continue whose failure
-	// step i's result carries: i itself if it failed so, or what the steps a compute
-	// step i read carry. See AutoHeal.
-	taint [][]int
 }
 
 type stepState struct {
@@ -49,6 +45,10 @@ type stepState struct {
 	errText string
 	class   failure.Class
 	pause   *PausedError // StatusWaiting
+	// taint lists the steps that failed with on_error: continue whose failure the
+	// step's result carries: the step itself if it failed so, or what the steps a
+	// compute step read carry. See AutoHeal. Set by settle.
+	taint []int
 }
 
 type outcome struct {
@@ -85,9 +85,10 @@ func (x *execution) load() error {
 // pay for growing a fresh goroutine's stack.
 func (x *execution) run() {
 	n := len(x.c.steps)
-	done := make(chan outcome, n)
+	var done chan outcome // made when a step first runs on a goroutine of its own
 	running := 0
-	startable := make([]int, 0, n)
+	var buf [8]int
+	startable := buf[:0]
 	for {
 		if x.saved != nil {
 			for i := range n {
@@ -130,6 +131,9 @@ func (x *execution) run() {
 			x.final = -1
 			x.settle(i, s)
 			continue
+		}
+		if done == nil && len(startable) > 0 {
+			done = make(chan outcome, n)
 		}
 		for _, i := range startable {
 			x.start(i, done)
@@ -228,13 +232,13 @@ func (x *execution) settle(i int, s stepState) {
 	cs := &x.c.steps[i]
 	switch {
 	case s.status == StatusContinued:
-		x.taint[i] = []int{i}
+		x.state[i].taint = []int{i}
 	case s.status == StatusCompleted && cs.kind == "compute":
 		var t []int
 		for _, k := range cs.refs {
-			t = union(t, x.taint[k])
+			t = union(t, x.state[k].taint)
 		}
-		x.taint[i] = t
+		x.state[i].taint = t
 	}
 }
 
@@ -280,11 +284,6 @@ func (x *execution) result() (map[string]any, error) {
 			return nil, &StepError{Step: x.c.steps[i].step.ID, Err: fmt.Errorf("not started: %w", x.ctx.Err())}
 		}
 	}
-	all := make([]int, len(x.state))
-	for i := range all {
-		all[i] = i
-	}
-	env := x.envFor(all)
 	if len(x.c.outputs) == 0 {
 		out := make(map[string]any, len(x.state))
 		for i := range x.state {
@@ -294,6 +293,11 @@ func (x *execution) result() (map[string]any, error) {
 		}
 		return out, nil
 	}
+	all := make([]int, len(x.state))
+	for i := range all {
+		all[i] = i
+	}
+	env := x.envFor(all)
 	out := make(map[string]any, len(x.c.outputs))
 	for _, o := range x.c.outputs {
 		v, err := o.value.Eval(x.ctx, env)
