@@ -72,8 +72,26 @@ func (e Event) JobMsg(subject string) (*nats.Msg, error) {
 	return &nats.Msg{Subject: subject, Header: h, Data: body}, nil
 }
 
+// marshal encodes an event's data. The jobs and outcomes of the hot path encode
+// themselves, into the bytes json.Marshal would write, without its reflection (see
+// events.Job.AppendJSON). Only these very types do: a type that embeds one inherits
+// its AppendJSON, which knows nothing of the embedding type's own fields.
+func marshal(data any) ([]byte, error) {
+	switch d := data.(type) {
+	case events.Job:
+		return d.AppendJSON(nil) // each sizes the buffer for itself
+	case events.ExecutionCompleted:
+		return d.AppendJSON(nil)
+	case events.ExecutionFailed:
+		return d.AppendJSON(nil)
+	case events.ExecutionFallback:
+		return d.AppendJSON(nil)
+	}
+	return json.Marshal(data)
+}
+
 func (e Event) msg(subject string, job bool) (*nats.Msg, error) {
-	data, err := json.Marshal(e.Data)
+	data, err := marshal(e.Data)
 	if err != nil {
 		return nil, fmt.Errorf("event %s: data: %w", e.Type, err)
 	}

@@ -424,7 +424,8 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 			telemetry.EndAll(pubs, err)
 			return err
 		}
-		route, err := json.Marshal(events.RouteOf(data, i == 0))
+		var buf [2048]byte // the header copies it: a route that fits stays off the heap
+		route, err := events.RouteOf(data, i == 0).AppendJSON(buf[:0])
 		if err != nil {
 			telemetry.EndAll(pubs, err)
 			return err
