@@ -43,7 +43,7 @@ type Event struct {
 }
 
 // Msg encodes the event for subject.
-func (e Event) Msg(subject string) (*nats.Msg, error) { return e.msg(subject, false) }
+func (e Event) Msg(subject string) (*nats.Msg, error) { return e.msg(subject) }
 
 // JobMsg encodes a job (events.TypeJob) for subject, as a structured-mode CloudEvent:
 // one JSON document holding the attributes and the data, with Content-Type
@@ -56,48 +56,65 @@ func (e Event) Msg(subject string) (*nats.Msg, error) { return e.msg(subject, fa
 // the job's), the data content type (JSON, the default) and the correlation and
 // execution extensions, which repeat the data's activation_id and execution_id.
 func (e Event) JobMsg(subject string) (*nats.Msg, error) {
-	data, err := json.Marshal(e.Data)
-	if err != nil {
-		return nil, fmt.Errorf("event %s: data: %w", e.Type, err)
-	}
-	body := appendStructured(make([]byte, 0, len(data)+160+len(e.Meta.TraceParent)+len(e.Meta.TraceState)), e, data,
+	b := appendStructuredHead(make([]byte, 0, 256+len(e.Meta.TraceParent)+len(e.Meta.TraceState)), e,
 		[2]string{events.ExtCausationID, e.Meta.CausationID},
 		[2]string{events.ExtTraceParent, e.Meta.TraceParent},
 		[2]string{events.ExtTraceState, e.Meta.TraceState})
+	b, err := appendData(b, e.Data)
+	if err != nil {
+		return nil, fmt.Errorf("event %s: data: %w", e.Type, err)
+	}
 	// Two values in one backing array; room for one more header (a plan's job gets
 	// its route).
 	vals := []string{structuredJSON, e.ID}
 	h := make(nats.Header, 3)
 	h[HeaderContentType], h[HeaderMsgID] = vals[0:1:1], vals[1:2:2]
-	return &nats.Msg{Subject: subject, Header: h, Data: body}, nil
+	return &nats.Msg{Subject: subject, Header: h, Data: append(b, '}')}, nil
 }
 
-// marshal encodes an event's data. The jobs and outcomes of the hot path encode
-// themselves, into the bytes json.Marshal would write, without its reflection (see
-// events.Job.AppendJSON). Only these very types do: a type that embeds one inherits
-// its AppendJSON, which knows nothing of the embedding type's own fields.
-func marshal(data any) ([]byte, error) {
+// DataAppender is event data of another package that encodes itself as
+// json.Marshal would (the worker's outcome, which carries its log): appendData
+// uses AppendEventData instead of json.Marshal. The method has a name of its own
+// so that no type gets it by embedding one of the events types.
+type DataAppender interface {
+	AppendEventData(b []byte) ([]byte, error)
+}
+
+// appendData appends an event's data to b. The jobs and outcomes of the hot path
+// encode themselves, into the bytes json.Marshal would write, without its
+// reflection (see events.Job.AppendJSON). Only these very types do: a type that
+// embeds one inherits its AppendJSON, which knows nothing of the embedding type's
+// own fields.
+func appendData(b []byte, data any) ([]byte, error) {
 	switch d := data.(type) {
 	case events.Job:
-		return d.AppendJSON(nil) // each sizes the buffer for itself
+		return d.AppendJSON(b) // each grows the buffer once, by what it needs
 	case events.ExecutionCompleted:
-		return d.AppendJSON(nil)
+		return d.AppendJSON(b)
 	case events.ExecutionFailed:
-		return d.AppendJSON(nil)
+		return d.AppendJSON(b)
 	case events.ExecutionFallback:
-		return d.AppendJSON(nil)
+		return d.AppendJSON(b)
+	case DataAppender:
+		return d.AppendEventData(b)
 	}
-	return json.Marshal(data)
+	j, err := json.Marshal(data)
+	if err != nil {
+		return b, err
+	}
+	if b == nil {
+		return j, nil
+	}
+	return append(b, j...), nil
 }
 
-func (e Event) msg(subject string, job bool) (*nats.Msg, error) {
-	data, err := marshal(e.Data)
+func (e Event) msg(subject string) (*nats.Msg, error) {
+	data, err := appendData(nil, e.Data)
 	if err != nil {
 		return nil, fmt.Errorf("event %s: data: %w", e.Type, err)
 	}
-	// The headers are gathered first so that the map is made at its final size (one
-	// more for a job, which the router gives its route): a map sized for more than
-	// it holds costs bytes, one sized for fewer grows. One backing array holds every
+	// The headers are gathered first so that the map is made at its final size: a
+	// map sized for more than it holds costs bytes, one sized for fewer grows. One backing array holds every
 	// value, so a header costs no allocation of its own; each value's slice is capped
 	// at its length, so a later Header.Add copies instead of overwriting the next.
 	var kv [12]struct{ k, v string }
@@ -116,16 +133,12 @@ func (e Event) msg(subject string, job bool) (*nats.Msg, error) {
 	set(ceHeaderPrefix+events.ExtCausationID, e.Meta.CausationID)
 	set(ceHeaderPrefix+events.ExtTraceParent, e.Meta.TraceParent)
 	set(ceHeaderPrefix+events.ExtTraceState, e.Meta.TraceState)
-	room := 1
-	if !job {
-		room = 0
-		set("ce-time", time.Now().UTC().Format(time.RFC3339Nano))
-		set(HeaderContentType, "application/json")
-		set(ceHeaderPrefix+events.ExtCorrelationID, e.Meta.CorrelationID)
-		set(ceHeaderPrefix+events.ExtExecutionID, e.Meta.ExecutionID)
-	}
+	set("ce-time", time.Now().UTC().Format(time.RFC3339Nano))
+	set(HeaderContentType, "application/json")
+	set(ceHeaderPrefix+events.ExtCorrelationID, e.Meta.CorrelationID)
+	set(ceHeaderPrefix+events.ExtExecutionID, e.Meta.ExecutionID)
 	vals := make([]string, n)
-	h := make(nats.Header, n+room)
+	h := make(nats.Header, n)
 	for i := range n {
 		vals[i] = kv[i].v
 		h[kv[i].k] = vals[i : i+1 : i+1]

@@ -6,6 +6,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/skillbus/skillbus/internal/jsonenc"
 )
 
 // Jobs travel as structured-mode CloudEvents: the whole event, attributes and data,
@@ -16,15 +18,17 @@ import (
 // client, scanned by the server and parsed into a map by the worker. Events keep
 // binary mode, where subscribers filter and read their attributes from headers.
 
-// appendStructured appends e with data (a JSON value) as a structured-mode JSON
-// CloudEvent. Empty extensions are left out; data goes last.
-func appendStructured(b []byte, e Event, data []byte, exts ...[2]string) []byte {
+// appendStructuredHead appends e's attributes as the start of a structured-mode
+// JSON CloudEvent, up to and including the "data" member's name: the caller
+// appends the data (a JSON value) and the closing brace. Empty extensions are left
+// out.
+func appendStructuredHead(b []byte, e Event, exts ...[2]string) []byte {
 	b = append(b, `{"specversion":"1.0","id":`...)
-	b = appendJSONString(b, e.ID)
+	b = jsonenc.AppendString(b, e.ID)
 	b = append(b, `,"source":`...)
-	b = appendJSONString(b, e.Source)
+	b = jsonenc.AppendString(b, e.Source)
 	b = append(b, `,"type":`...)
-	b = appendJSONString(b, e.Type)
+	b = jsonenc.AppendString(b, e.Type)
 	for _, kv := range exts {
 		if kv[1] == "" {
 			continue
@@ -32,63 +36,10 @@ func appendStructured(b []byte, e Event, data []byte, exts ...[2]string) []byte 
 		b = append(b, ',', '"')
 		b = append(b, kv[0]...)
 		b = append(b, '"', ':')
-		b = appendJSONString(b, kv[1])
+		b = jsonenc.AppendString(b, kv[1])
 	}
-	b = append(b, `,"data":`...)
-	b = append(b, data...)
-	return append(b, '}')
+	return append(b, `,"data":`...)
 }
-
-// appendJSONString appends s as a JSON string, escaped as encoding/json escapes it.
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default: // other control characters and <, >, & (HTML-safe, as encoding/json)
-				b = append(b, '\\', 'u', '0', '0', hexDigit[c>>4], hexDigit[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigit[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
-
-const hexDigit = "0123456789abcdef"
 
 // decodeStructuredFast reads a structured-mode event without the SDK when Decode
 // would accept it and give the same attributes and data: Content-Type exactly

@@ -32,6 +32,24 @@ type completed struct {
 	Log *workflow.Log `json:"log,omitempty"`
 }
 
+// AppendEventData appends c as json.Marshal encodes it (bus.DataAppender), without
+// its reflection: the outcome, then the log, last, where json.Marshal puts a field
+// that shadows one of an embedded struct's.
+func (c completed) AppendEventData(b []byte) ([]byte, error) {
+	n := len(b)
+	e := c.ExecutionCompleted
+	e.Log = nil
+	b, err := e.AppendJSON(b)
+	if err != nil || c.Log == nil {
+		return b, err
+	}
+	b = append(b[:len(b)-1], `,"log":`...)
+	if b, err = c.Log.AppendJSON(b); err != nil {
+		return b[:n], err
+	}
+	return append(b, '}'), nil
+}
+
 // complete publishes the execution's completed outcome and acks the job.
 func (w *Worker) complete(ctx context.Context, j *job, outputs map[string]any) error {
 	if err := w.ensureClaim(ctx, j); err != nil {
