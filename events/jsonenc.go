@@ -604,3 +604,10 @@ func appendStringSlices(b []byte, sss [][]string) []byte {
 func appendMap(b []byte, m map[string]any) ([]byte, error) {
 	return jsonenc.AppendValue(b, m)
 }
+
+// JSONSize is about how many bytes AppendJSON writes for j, so a caller appending
+// it after something of its own can make the buffer once.
+func (j *Job) JSONSize() int { return j.size() }
+
+// JSONSize is about how many bytes AppendJSON writes for e (see Job.JSONSize).
+func (e *ExecutionCompleted) JSONSize() int { return e.size() }

@@ -56,7 +56,11 @@ func (e Event) Msg(subject string) (*nats.Msg, error) { return e.msg(subject) }
 // the job's), the data content type (JSON, the default) and the correlation and
 // execution extensions, which repeat the data's activation_id and execution_id.
 func (e Event) JobMsg(subject string) (*nats.Msg, error) {
-	b := appendStructuredHead(make([]byte, 0, 256+len(e.Meta.TraceParent)+len(e.Meta.TraceState)), e,
+	size := 256 + len(e.Meta.TraceParent) + len(e.Meta.TraceState)
+	if j, ok := e.Data.(events.Job); ok {
+		size += j.JSONSize() // one buffer for the event and its data
+	}
+	b := appendStructuredHead(make([]byte, 0, size), e,
 		[2]string{events.ExtCausationID, e.Meta.CausationID},
 		[2]string{events.ExtTraceParent, e.Meta.TraceParent},
 		[2]string{events.ExtTraceState, e.Meta.TraceState})

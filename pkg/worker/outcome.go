@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -39,6 +40,9 @@ func (c completed) AppendEventData(b []byte) ([]byte, error) {
 	n := len(b)
 	e := c.ExecutionCompleted
 	e.Log = nil
+	if c.Log != nil { // one buffer for the outcome and its log
+		b = slices.Grow(b, e.JSONSize()+256+200*len(c.Log.Steps))
+	}
 	b, err := e.AppendJSON(b)
 	if err != nil || c.Log == nil {
 		return b, err
