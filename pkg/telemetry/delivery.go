@@ -133,9 +133,14 @@ func derivedIDs() bool {
 // recovered job's first delivery), and to the span m's Skillbus-Link header names
 // (see StartPublishLinked). Its attributes include d.Attempt.
 func StartDelivery(ctx context.Context, m *nats.Msg, group string, d Delivery, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
-	if d.TraceParent != "" {
+	switch {
+	case d.TraceParent != "":
 		ctx = Extract(ctx, d.TraceParent, d.TraceState)
-	} else if d.ID == "" {
+	case d.ID != "":
+		// The event has no trace context of its own; a plain W3C traceparent
+		// header, as a publisher outside skillbus may set, still counts.
+		ctx = ExtractHeader(ctx, m.Header)
+	default:
 		ctx = ExtractMsg(ctx, m)
 	}
 	if s, ok := off(ctx); ok {

@@ -100,3 +100,17 @@ func TestDeliveryOfAStructuredJob(t *testing.T) {
 		t.Errorf("attrs %v, want the job's id", s.Attributes)
 	}
 }
+
+// A decoded job without trace context of its own still continues a plain W3C
+// traceparent header.
+func TestDeliveryTakesAPlainTraceparentHeader(t *testing.T) {
+	exp := record(t)
+	m := nats.NewMsg("skillbus.exec.default.hello.a1.job")
+	m.Header.Set("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+	_, span := telemetry.StartDelivery(context.Background(), m, "worker-default", telemetry.Delivery{ExecutionID: "x1", Attempt: 1, ID: "x1.job"})
+	span.End()
+	flush(t)
+	if s := exp.GetSpans(); len(s) != 1 || s[0].Parent.SpanID().String() != "00f067aa0ba902b7" {
+		t.Fatalf("spans %v, want one continuing the header's trace", s)
+	}
+}

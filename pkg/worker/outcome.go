@@ -44,8 +44,11 @@ func (c completed) AppendEventData(b []byte) ([]byte, error) {
 		b = slices.Grow(b, e.JSONSize()+256+200*len(c.Log.Steps))
 	}
 	b, err := e.AppendJSON(b)
-	if err != nil || c.Log == nil {
-		return b, err
+	if err != nil {
+		return b[:n], err
+	}
+	if c.Log == nil {
+		return b, nil
 	}
 	b = append(b[:len(b)-1], `,"log":`...)
 	if b, err = c.Log.AppendJSON(b); err != nil {
