@@ -30,6 +30,27 @@ func freePort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
+// startDev starts `skillbus dev --port <a free port>` with args and waits until it
+// runs. A free port can be taken by another test process between freePort closing
+// it and dev binding it; dev then exits saying so, and is started again on another
+// port. It returns the process, the port and the arguments it was started with.
+func startDev(t *testing.T, args ...string) (*proc, int, []string) {
+	t.Helper()
+	for try := 1; ; try++ {
+		port := freePort(t)
+		all := append([]string{"dev", "--port", strconv.Itoa(port)}, args...)
+		dev := start(t, "skillbus", all...)
+		natstest.Eventually(t, 30*time.Second, func() bool {
+			out := dev.out.String()
+			return strings.Contains(out, "skillbus dev is running") || strings.Contains(out, "address already in use")
+		}, "skillbus dev did not start:\n%s", dev.out.String())
+		if strings.Contains(dev.out.String(), "skillbus dev is running") || try == 5 {
+			return dev, port, all
+		}
+		t.Logf("port %d was taken before dev bound it; trying another", port)
+	}
+}
+
 // skillbus runs the CLI to completion and returns its output and exit code.
 func skillbus(t *testing.T, args ...string) (string, int) {
 	t.Helper()
@@ -53,8 +74,6 @@ func skillbus(t *testing.T, args ...string) (string, int) {
 
 // The README's tour: `skillbus dev` in one terminal, `skillbus trigger` in another.
 func TestDevAndTrigger(t *testing.T) {
-	port := freePort(t)
-	url := "--nats-url=nats://127.0.0.1:" + strconv.Itoa(port)
 	// A chat-completions server with the model's side of summarize-ticket scripted:
 	// call echo, read the style guide, answer.
 	model := llmtest.Script(t,
@@ -62,12 +81,10 @@ func TestDevAndTrigger(t *testing.T) {
 		llmtest.Calls(llmtest.ToolCall("c2", "read_reference", map[string]any{"path": "references/style.md"})),
 		llmtest.Text(`{"summary": "Ada cannot log in since the upgrade.", "severity": "high"}`),
 	)
-	dev := start(t, "skillbus", "dev", "--port", strconv.Itoa(port), "--store", t.TempDir(),
+	_, port, _ := startDev(t, "--store", t.TempDir(),
 		"--skills", "testdata/skills", "--skills", "testdata/e2e", "--backoff-base=20ms", "--backoff-max=50ms",
 		"--llm-url", model.URL(), "--llm-model", "scripted")
-	natstest.Eventually(t, 30*time.Second, func() bool {
-		return strings.Contains(dev.out.String(), "skillbus dev is running")
-	}, "skillbus dev did not start:\n%s", dev.out.String())
+	url := "--nats-url=nats://127.0.0.1:" + strconv.Itoa(port)
 
 	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/down" {

@@ -19,10 +19,7 @@ import (
 // trigger still ends in exactly one result.
 func TestDevShutdownLosesNothing(t *testing.T) {
 	store := t.TempDir()
-	port := freePort(t)
-	args := []string{"dev", "--port", strconv.Itoa(port), "--store", store, "--skills", "testdata/skills", "--skills", "testdata/e2e", "--concurrency", "4"}
-	dev := start(t, "skillbus", args...)
-	natstest.Eventually(t, 30*time.Second, func() bool { return strings.Contains(dev.out.String(), "skillbus dev is running") }, "dev did not start")
+	dev, port, args := startDev(t, "--store", store, "--skills", "testdata/skills", "--skills", "testdata/e2e", "--concurrency", "4")
 
 	nc, err := nats.Connect("nats://127.0.0.1:" + strconv.Itoa(port))
 	if err != nil {

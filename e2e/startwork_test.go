@@ -26,11 +26,8 @@ import (
 // branch creation fails with a network error the first time, and the seed's
 // auto-heal steps connect the VPN and retry.
 func TestStartWorkAsPrinted(t *testing.T) {
-	port := freePort(t)
+	_, port, _ := startDev(t, "--store", t.TempDir(), "--skills", "testdata/skills-fixtures/seeds/004/start_work")
 	url := "nats://127.0.0.1:" + strconv.Itoa(port)
-	dev := start(t, "skillbus", "dev", "--port", strconv.Itoa(port), "--store", t.TempDir(),
-		"--skills", "testdata/skills-fixtures/seeds/004/start_work")
-	natstest.Eventually(t, 30*time.Second, func() bool { return strings.Contains(dev.out.String(), "skillbus dev is running") }, "dev did not start")
 
 	nc, err := nats.Connect(url)
 	if err != nil {
