@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/skillbus/skillbus/internal/jsonenc"
 )
 
 // excerpt is the start of v's JSON: the first ExcerptBytes bytes of what
@@ -109,10 +111,11 @@ func (e *excerptEncoder) encode(v any, depth int) bool {
 	case int:
 		e.buf = strconv.AppendInt(e.buf, int64(v), 10)
 	case float64:
-		if math.IsInf(v, 0) || math.IsNaN(v) {
+		b, err := jsonenc.AppendFloat(e.buf, v, 64)
+		if err != nil { // NaN or an infinity
 			return false
 		}
-		e.buf = appendFloat(e.buf, v)
+		e.buf = b
 	case map[string]any:
 		if v == nil {
 			e.buf = append(e.buf, "null"...)
@@ -188,80 +191,7 @@ func (e *excerptEncoder) appendString(s string) {
 		}
 		s = s[:n]
 	}
-	e.buf = appendJSONString(e.buf, s)
-}
-
-// appendJSONString is encoding/json's string encoding with HTML escaping, as
-// json.Marshal does it.
-func appendJSONString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if b := s[i]; b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '\\', '"':
-				dst = append(dst, '\\', b)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		c, size := utf8.DecodeRuneInString(s[i:])
-		if c == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if c == '\u2028' || c == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hex[c&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
-
-// appendFloat is encoding/json's float64 encoding: like %g, with ES6's exponent
-// cutoffs and no padding of the exponent.
-func appendFloat(b []byte, f float64) []byte {
-	abs := math.Abs(f)
-	format := byte('f')
-	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	b = strconv.AppendFloat(b, f, format, -1, 64)
-	if format == 'e' {
-		// e-09 becomes e-9
-		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
-	}
-	return b
+	e.buf = jsonenc.AppendString(e.buf, s)
 }
 
 // restWalk holds the values excerpt did not encode, to learn whether json.Marshal
