@@ -168,7 +168,7 @@ func (e *ExecutionCompleted) appendJSON(b []byte) ([]byte, error) {
 	b = jsonenc.AppendString(b, e.ActivationID)
 	b = append(b, `,"skill":`...)
 	b = jsonenc.AppendString(b, e.Skill)
-	b = appendOmitString(b, `,"version":`, e.Version)
+	b = jsonenc.AppendOmitString(b, `,"version":`, e.Version)
 	b = append(b, `,"outputs":`...)
 	if b, err = appendMap(b, e.Outputs); err != nil {
 		return b, err
@@ -179,15 +179,15 @@ func (e *ExecutionCompleted) appendJSON(b []byte) ([]byte, error) {
 	}
 	b = append(b, `,"attempt":`...)
 	b = strconv.AppendUint(b, e.Attempt, 10)
-	b = appendOmitString(b, `,"worker":`, e.Worker)
+	b = jsonenc.AppendOmitString(b, `,"worker":`, e.Worker)
 	if len(e.Log) != 0 {
 		b = append(b, `,"log":`...)
 		if b, err = jsonenc.AppendRaw(b, e.Log); err != nil {
 			return b, err
 		}
 	}
-	b = appendOmitString(b, `,"repair_id":`, e.RepairID)
-	b = appendOmitString(b, `,"digest":`, e.Digest)
+	b = jsonenc.AppendOmitString(b, `,"repair_id":`, e.RepairID)
+	b = jsonenc.AppendOmitString(b, `,"digest":`, e.Digest)
 	return append(b, '}'), nil
 }
 
@@ -210,8 +210,8 @@ func (e *ExecutionFailed) appendJSON(b []byte) ([]byte, error) {
 	b = jsonenc.AppendString(b, e.ActivationID)
 	b = append(b, `,"skill":`...)
 	b = jsonenc.AppendString(b, e.Skill)
-	b = appendOmitString(b, `,"version":`, e.Version)
-	b = appendOmitString(b, `,"step_id":`, e.StepID)
+	b = jsonenc.AppendOmitString(b, `,"version":`, e.Version)
+	b = jsonenc.AppendOmitString(b, `,"step_id":`, e.StepID)
 	b = append(b, `,"class":`...)
 	b = jsonenc.AppendString(b, e.Class)
 	b = append(b, `,"error":`...)
@@ -222,7 +222,7 @@ func (e *ExecutionFailed) appendJSON(b []byte) ([]byte, error) {
 		b = append(b, `,"history":`...)
 		b = appendAttempts(b, e.History)
 	}
-	b = appendOmitString(b, `,"dead_letter":`, e.DeadLetter)
+	b = jsonenc.AppendOmitString(b, `,"dead_letter":`, e.DeadLetter)
 	if e.Denied {
 		b = append(b, `,"denied":true`...)
 	}
@@ -232,15 +232,15 @@ func (e *ExecutionFailed) appendJSON(b []byte) ([]byte, error) {
 			return b, err
 		}
 	}
-	b = appendOmitString(b, `,"worker":`, e.Worker)
+	b = jsonenc.AppendOmitString(b, `,"worker":`, e.Worker)
 	if len(e.Log) != 0 {
 		b = append(b, `,"log":`...)
 		if b, err = jsonenc.AppendRaw(b, e.Log); err != nil {
 			return b, err
 		}
 	}
-	b = appendOmitString(b, `,"repair_id":`, e.RepairID)
-	b = appendOmitString(b, `,"digest":`, e.Digest)
+	b = jsonenc.AppendOmitString(b, `,"repair_id":`, e.RepairID)
+	b = jsonenc.AppendOmitString(b, `,"digest":`, e.Digest)
 	return append(b, '}'), nil
 }
 
@@ -259,15 +259,15 @@ func (e *ExecutionFallback) appendJSON(b []byte) ([]byte, error) {
 	var err error
 	b = append(b, `{"execution_id":`...)
 	b = jsonenc.AppendString(b, e.ExecutionID)
-	b = appendOmitString(b, `,"activation_id":`, e.ActivationID)
+	b = jsonenc.AppendOmitString(b, `,"activation_id":`, e.ActivationID)
 	b = append(b, `,"skill":`...)
 	b = jsonenc.AppendString(b, e.Skill)
-	b = appendOmitString(b, `,"version":`, e.Version)
+	b = jsonenc.AppendOmitString(b, `,"version":`, e.Version)
 	b = append(b, `,"next":`...)
 	b = jsonenc.AppendString(b, e.Next)
 	b = append(b, `,"next_execution_id":`...)
 	b = jsonenc.AppendString(b, e.NextExecutionID)
-	b = appendOmitString(b, `,"step_id":`, e.StepID)
+	b = jsonenc.AppendOmitString(b, `,"step_id":`, e.StepID)
 	b = append(b, `,"class":`...)
 	b = jsonenc.AppendString(b, e.Class)
 	b = append(b, `,"error":`...)
@@ -282,28 +282,28 @@ func (e *ExecutionFallback) appendJSON(b []byte) ([]byte, error) {
 			return b, err
 		}
 	}
-	b = appendOmitString(b, `,"worker":`, e.Worker)
+	b = jsonenc.AppendOmitString(b, `,"worker":`, e.Worker)
 	if len(e.Log) != 0 {
 		b = append(b, `,"log":`...)
 		if b, err = jsonenc.AppendRaw(b, e.Log); err != nil {
 			return b, err
 		}
 	}
-	b = appendOmitString(b, `,"repair_id":`, e.RepairID)
-	b = appendOmitString(b, `,"digest":`, e.Digest)
+	b = jsonenc.AppendOmitString(b, `,"repair_id":`, e.RepairID)
+	b = jsonenc.AppendOmitString(b, `,"digest":`, e.Digest)
 	return append(b, '}'), nil
 }
 
 func (s *SkillRef) appendJSON(b []byte) ([]byte, error) {
 	b = append(b, `{"name":`...)
 	b = jsonenc.AppendString(b, s.Name)
-	b = appendOmitString(b, `,"version":`, s.Version)
-	b = appendOmitString(b, `,"digest":`, s.Digest)
+	b = jsonenc.AppendOmitString(b, `,"version":`, s.Version)
+	b = jsonenc.AppendOmitString(b, `,"digest":`, s.Digest)
 	b = append(b, `,"pool":`...)
 	b = jsonenc.AppendString(b, s.Pool)
 	b = append(b, `,"execution_id":`...)
 	b = jsonenc.AppendString(b, s.ExecutionID)
-	b = appendOmitString(b, `,"source":`, s.Source)
+	b = jsonenc.AppendOmitString(b, `,"source":`, s.Source)
 	if s.Score != 0 {
 		b = append(b, `,"score":`...)
 		return appendFloatClose(b, s.Score)
@@ -322,9 +322,9 @@ func appendFloatClose(b []byte, f float64) ([]byte, error) {
 
 func (t *TriggerRef) appendJSON(b []byte) []byte {
 	start := len(b)
-	b = appendOmitString(b, `,"id":`, t.ID)
-	b = appendOmitString(b, `,"source":`, t.Source)
-	b = appendOmitString(b, `,"type":`, t.Type)
+	b = jsonenc.AppendOmitString(b, `,"id":`, t.ID)
+	b = jsonenc.AppendOmitString(b, `,"source":`, t.Source)
+	b = jsonenc.AppendOmitString(b, `,"type":`, t.Type)
 	b = append(b, `,"subject":`...)
 	b = jsonenc.AppendString(b, t.Subject)
 	if t.Seq != 0 {
@@ -354,8 +354,8 @@ func (a *Answer) appendJSON(b []byte) []byte {
 	} else {
 		b = append(b, `{"approved":false`...)
 	}
-	b = appendOmitString(b, `,"by":`, a.By)
-	b = appendOmitString(b, `,"reason":`, a.Reason)
+	b = jsonenc.AppendOmitString(b, `,"by":`, a.By)
+	b = jsonenc.AppendOmitString(b, `,"reason":`, a.Reason)
 	return append(b, '}')
 }
 
@@ -366,11 +366,11 @@ func (r *JobRepair) appendJSON(b []byte) []byte {
 	b = jsonenc.AppendString(b, r.BudgetKey)
 	b = append(b, `,"attempts":`...)
 	b = strconv.AppendInt(b, int64(r.Attempts), 10)
-	b = appendOmitString(b, `,"declined":`, r.Declined)
-	b = appendOmitString(b, `,"step":`, r.Step)
-	b = appendOmitString(b, `,"error":`, r.Error)
-	b = appendOmitString(b, `,"class":`, r.Class)
-	b = appendOmitString(b, `,"from":`, r.From)
+	b = jsonenc.AppendOmitString(b, `,"declined":`, r.Declined)
+	b = jsonenc.AppendOmitString(b, `,"step":`, r.Step)
+	b = jsonenc.AppendOmitString(b, `,"error":`, r.Error)
+	b = jsonenc.AppendOmitString(b, `,"class":`, r.Class)
+	b = jsonenc.AppendOmitString(b, `,"from":`, r.From)
 	return append(b, '}')
 }
 
@@ -378,7 +378,7 @@ func (c *Candidate) appendJSON(b []byte) ([]byte, error) {
 	var err error
 	b = append(b, `{"name":`...)
 	b = jsonenc.AppendString(b, c.Name)
-	b = appendOmitString(b, `,"version":`, c.Version)
+	b = jsonenc.AppendOmitString(b, `,"version":`, c.Version)
 	b = append(b, `,"source":`...)
 	b = jsonenc.AppendString(b, c.Source)
 	if len(c.Sources) != 0 {
@@ -394,7 +394,7 @@ func (c *Candidate) appendJSON(b []byte) ([]byte, error) {
 		return b, err
 	}
 	b = appendBoolField(b, `,"selected":`, c.Selected)
-	b = appendOmitString(b, `,"role":`, c.Role)
+	b = jsonenc.AppendOmitString(b, `,"role":`, c.Role)
 	b = append(b, `,"reason":`...)
 	b = jsonenc.AppendString(b, c.Reason)
 	return append(b, '}'), nil
@@ -519,14 +519,6 @@ func closeObject(b []byte, start int) []byte {
 	}
 	b[start] = '{'
 	return append(b, '}')
-}
-
-func appendOmitString(b []byte, key, s string) []byte {
-	if s == "" {
-		return b
-	}
-	b = append(b, key...)
-	return jsonenc.AppendString(b, s)
 }
 
 func appendBoolField(b []byte, key string, v bool) []byte {

@@ -568,3 +568,12 @@ func jsonSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == 
 func jsonDigit(c byte) bool { return '0' <= c && c <= '9' }
 
 func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
+
+// AppendOmitString appends key (with its leading comma and colon: `,"name":`) and
+// s quoted, unless s is empty: a string field tagged omitempty.
+func AppendOmitString(b []byte, key, s string) []byte {
+	if s == "" {
+		return b
+	}
+	return AppendString(append(b, key...), s)
+}

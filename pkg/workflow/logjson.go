@@ -40,7 +40,7 @@ func (l *Log) appendJSON(b []byte) ([]byte, error) {
 	b = jsonenc.AppendString(b, l.ExecutionID)
 	b = append(b, `,"skill":`...)
 	b = jsonenc.AppendString(b, l.Skill)
-	b = appendLogString(b, `,"version":`, l.Version)
+	b = jsonenc.AppendOmitString(b, `,"version":`, l.Version)
 	b = append(b, `,"attempt":`...)
 	b = strconv.AppendUint(b, l.Attempt, 10)
 	b = append(b, `,"status":`...)
@@ -57,10 +57,10 @@ func (l *Log) appendJSON(b []byte) ([]byte, error) {
 	if b, err = jsonenc.AppendFloat(b, l.DurationMS, 64); err != nil {
 		return b, err
 	}
-	b = appendLogString(b, `,"failed_step":`, l.FailedStep)
-	b = appendLogString(b, `,"error":`, l.Error)
-	b = appendLogString(b, `,"class":`, string(l.Class))
-	b = appendLogString(b, `,"waiting":`, l.Waiting)
+	b = jsonenc.AppendOmitString(b, `,"failed_step":`, l.FailedStep)
+	b = jsonenc.AppendOmitString(b, `,"error":`, l.Error)
+	b = jsonenc.AppendOmitString(b, `,"class":`, string(l.Class))
+	b = jsonenc.AppendOmitString(b, `,"waiting":`, l.Waiting)
 	b = append(b, `,"steps":`...)
 	if l.Steps == nil {
 		b = append(b, "null"...)
@@ -85,10 +85,10 @@ func (s *StepLog) appendJSON(b []byte) ([]byte, error) {
 	b = jsonenc.AppendString(b, s.ID)
 	b = append(b, `,"kind":`...)
 	b = jsonenc.AppendString(b, s.Kind)
-	b = appendLogString(b, `,"tool":`, s.Tool)
+	b = jsonenc.AppendOmitString(b, `,"tool":`, s.Tool)
 	b = append(b, `,"status":`...)
 	b = jsonenc.AppendString(b, string(s.Status))
-	b = appendLogString(b, `,"reason":`, s.Reason)
+	b = jsonenc.AppendOmitString(b, `,"reason":`, s.Reason)
 	if b, err = appendLogTime(b, `,"started":`, s.Started); err != nil {
 		return b, err
 	}
@@ -101,9 +101,9 @@ func (s *StepLog) appendJSON(b []byte) ([]byte, error) {
 			return b, err
 		}
 	}
-	b = appendLogString(b, `,"result":`, s.Result)
-	b = appendLogString(b, `,"error":`, s.Error)
-	b = appendLogString(b, `,"class":`, string(s.Class))
+	b = jsonenc.AppendOmitString(b, `,"result":`, s.Result)
+	b = jsonenc.AppendOmitString(b, `,"error":`, s.Error)
+	b = jsonenc.AppendOmitString(b, `,"class":`, string(s.Class))
 	if s.Attempt != 0 {
 		b = append(b, `,"attempt":`...)
 		b = strconv.AppendUint(b, s.Attempt, 10)
@@ -122,17 +122,10 @@ func (s *StepLog) appendJSON(b []byte) ([]byte, error) {
 	if s.Cached {
 		b = append(b, `,"cached":true`...)
 	}
-	b = appendLogString(b, `,"heal_of":`, s.HealOf)
-	b = appendLogString(b, `,"failure_type":`, s.FailureType)
-	b = appendLogString(b, `,"retry_of":`, s.RetryOf)
+	b = jsonenc.AppendOmitString(b, `,"heal_of":`, s.HealOf)
+	b = jsonenc.AppendOmitString(b, `,"failure_type":`, s.FailureType)
+	b = jsonenc.AppendOmitString(b, `,"retry_of":`, s.RetryOf)
 	return append(b, '}'), nil
-}
-
-func appendLogString(b []byte, key, s string) []byte {
-	if s == "" {
-		return b
-	}
-	return jsonenc.AppendString(append(b, key...), s)
 }
 
 // appendLogTime writes a time field tagged omitzero.
