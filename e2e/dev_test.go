@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
@@ -20,24 +19,15 @@ import (
 	"github.com/skillbus/skillbus/pkg/tool/llm/llmtest"
 )
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // startDev starts `skillbus dev --port <a free port>` with args and waits until it
-// runs. A free port can be taken by another test process between freePort closing
-// it and dev binding it; dev then exits saying so, and is started again on another
-// port. It returns the process, the port and the arguments it was started with.
+// runs. natstest.FreePort keeps test processes off each other's ports, but anything
+// else on the machine may still bind the port first; dev then exits saying so, and
+// is started again on another port. It returns the process, the port and the
+// arguments it was started with.
 func startDev(t *testing.T, args ...string) (*proc, int, []string) {
 	t.Helper()
 	for try := 1; ; try++ {
-		port := freePort(t)
+		port := natstest.FreePort(t)
 		all := append([]string{"dev", "--port", strconv.Itoa(port)}, args...)
 		dev := start(t, "skillbus", all...)
 		natstest.Eventually(t, 30*time.Second, func() bool {

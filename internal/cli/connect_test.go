@@ -52,16 +52,6 @@ func TestNoCommand(t *testing.T) {
 	}
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // startRouter runs the router on url, logging as text. exited reports whether it
 // has stopped by itself; stop ends it, which must go without error: defer it, so it
 // runs before the test's server is shut down.
@@ -100,7 +90,7 @@ func startRouter(t *testing.T, url string) (logs *natstest.Buffer, exited func()
 // disconnect and reconnect with the server.
 func TestWaitsForNATSAndLogsReconnects(t *testing.T) {
 	t.Parallel()
-	port := freePort(t)
+	port := natstest.FreePort(t)
 	url := "nats://127.0.0.1:" + strconv.Itoa(port)
 	logs, _, stop := startRouter(t, url)
 	defer stop()
@@ -122,7 +112,7 @@ func TestWaitsForNATSAndLogsReconnects(t *testing.T) {
 // not listening yet: the service does not exit.
 func TestWaitsForNATSThatResetsConnections(t *testing.T) {
 	t.Parallel()
-	port := freePort(t)
+	port := natstest.FreePort(t)
 	url := "nats://127.0.0.1:" + strconv.Itoa(port)
 	ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
 	if err != nil {

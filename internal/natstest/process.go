@@ -3,7 +3,6 @@ package natstest
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -73,12 +72,12 @@ func StartProcessCluster(t testing.TB, n int) *ProcessCluster {
 	cports := make([]int, n)
 	var routes []string
 	for i := range n {
-		cports[i] = freePort(t)
+		cports[i] = FreePort(t)
 		routes = append(routes, fmt.Sprintf("%q", fmt.Sprintf("nats://127.0.0.1:%d", cports[i])))
 	}
 	for i := range n {
 		dir := t.TempDir()
-		p := &Process{t: t, Name: fmt.Sprintf("n%d", i+1), Port: freePort(t), HTTPPort: freePort(t), bin: bin,
+		p := &Process{t: t, Name: fmt.Sprintf("n%d", i+1), Port: FreePort(t), HTTPPort: FreePort(t), bin: bin,
 			conf: filepath.Join(dir, "nats.conf"), log: filepath.Join(dir, "nats.log")}
 		// A cluster name of its own: a route that reaches another test's cluster
 		// (another test process's ports) is refused instead of joining the two.
@@ -233,30 +232,3 @@ func (p *Process) getJSON(path string, v any) error {
 	}
 	return json.NewDecoder(resp.Body).Decode(v)
 }
-
-// freePort returns a loopback port nothing listens on, and never the same one twice
-// in a process: a port is free only until its server listens on it, and the kernel
-// may hand a port just closed out again, so two clusters started at once (parallel
-// tests) could otherwise get each other's ports, and their routes join them into one.
-func freePort(t testing.TB) int {
-	t.Helper()
-	portsMu.Lock()
-	defer portsMu.Unlock()
-	for {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := ln.Addr().(*net.TCPAddr).Port
-		ln.Close()
-		if !portsGiven[port] {
-			portsGiven[port] = true
-			return port
-		}
-	}
-}
-
-var (
-	portsMu    sync.Mutex
-	portsGiven = map[int]bool{}
-)
