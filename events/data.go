@@ -109,12 +109,13 @@ type Job struct {
 	// on the live subjects: the trigger carried the "progress" extension set to
 	// "live", because someone follows it.
 	Live bool `json:"live,omitempty"`
-	// Route is the rest of the routing decision on the jobs the router publishes for
+	// Route is the rest of the routing decision, on the jobs the router publishes for
 	// a plan. Those jobs are the activation's record (see Subjects.Exec), so the
-	// decision travels in them rather than in a write of its own: in the
-	// Skillbus-Route header (HeaderRoute), not in the data. Decision rebuilds the
-	// route.decided data from such a job.
-	Route *JobRoute `json:"-"`
+	// decision travels in them rather than in a write of its own; Decision rebuilds
+	// the route.decided data from such a job. It is the data's last member, and a
+	// worker, which has no use for it, skips it (DecodeJobWithoutRoute). Earlier
+	// routers put it in the Skillbus-Route header instead (HeaderRoute).
+	Route *JobRoute `json:"route,omitempty"`
 }
 
 // JobRoute is the routing decision on a job of the plan, besides what the job says

@@ -1,6 +1,7 @@
 package events
 
 import (
+	"encoding/json"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -17,16 +18,38 @@ import (
 // anything else (a key in another case or unknown, a repeated key, a number that is
 // not of its field's type, trailing data, a j not zero...) goes to jsonx.Unmarshal,
 // whose result it then is.
+//
+// A job with a route (Job.Route, on the jobs of a plan) is left to jsonx: its
+// readers are people's tools, not the hot path. See DecodeJobWithoutRoute.
 func DecodeJob(data []byte, j *Job) error {
-	if decodeJobFast(data, j) {
+	if decodeJobFast(data, j, false) {
 		return nil
 	}
 	return jsonx.Unmarshal(data, j)
 }
 
+// DecodeJobWithoutRoute is DecodeJob for a worker: it does not read the job's
+// route, which a worker has no use for and which costs more to decode than the
+// rest of the job, and leaves j.Route as it was. The route must be well-formed
+// JSON, of any shape.
+func DecodeJobWithoutRoute(data []byte, j *Job) error {
+	if decodeJobFast(data, j, true) {
+		return nil
+	}
+	return jsonx.Unmarshal(data, &jobWithoutRoute{Job: j})
+}
+
+// jobWithoutRoute decodes into Job all but its route, which its own Route field,
+// less deep than Job's, takes instead.
+type jobWithoutRoute struct {
+	*Job
+	Route json.RawMessage `json:"route"`
+}
+
 // decodeJobFast decodes data into j if it has the shape DecodeJob reads by hand and
-// j is zero; it reports whether it did. When it did not, j is left as it was.
-func decodeJobFast(data []byte, j *Job) bool {
+// j is zero; it reports whether it did. When it did not, j is left as it was. With
+// skipRoute, a route member is skipped; without, it is left to jsonx.
+func decodeJobFast(data []byte, j *Job, skipRoute bool) bool {
 	if !jobIsZero(j) {
 		return false
 	}
@@ -34,7 +57,7 @@ func decodeJobFast(data []byte, j *Job) bool {
 	// allocation rather than one per string, for a document no larger than the job
 	// that keeps it.
 	d := jsonDecoder{s: string(data)}
-	if d.job(j) && d.end() {
+	if d.job(j, skipRoute) && d.end() {
 		return true
 	}
 	*j = Job{}
@@ -459,7 +482,7 @@ func once(seen *uint32, bit uint32) bool {
 	return true
 }
 
-func (d *jsonDecoder) job(j *Job) bool {
+func (d *jsonDecoder) job(j *Job, skipRoute bool) bool {
 	var seen uint32
 	return d.object(func(k string) bool {
 		switch k {
@@ -487,6 +510,8 @@ func (d *jsonDecoder) job(j *Job) bool {
 			return once(&seen, 1<<10) && d.together(&j.Together)
 		case "live":
 			return once(&seen, 1<<11) && d.bool(&j.Live)
+		case "route":
+			return skipRoute && once(&seen, 1<<12) && d.skip(0)
 		}
 		return false
 	})

@@ -63,7 +63,7 @@ func checkDecodeJob(t *testing.T, data []byte) (fast bool) {
 	if !reflect.DeepEqual(want, got) {
 		t.Fatalf("%q:\njsonx     %#v\nDecodeJob %#v", data, want, got)
 	}
-	fast = decodeJobFast(data, &quick)
+	fast = decodeJobFast(data, &quick, false)
 	switch {
 	case !fast && !reflect.DeepEqual(quick, Job{}):
 		t.Fatalf("%q: the fast path gave up but left %#v", data, quick)
@@ -72,13 +72,52 @@ func checkDecodeJob(t *testing.T, data []byte) (fast bool) {
 	case fast && !reflect.DeepEqual(want, quick):
 		t.Fatalf("%q:\njsonx     %#v\nfast path %#v", data, want, quick)
 	}
+	checkDecodeJobWithoutRoute(t, data)
+	return fast
+}
+
+// checkDecodeJobWithoutRoute asserts DecodeJobWithoutRoute decodes data as jsonx
+// decodes all of it but the route, never sets the route, and takes the fast path
+// wherever DecodeJob does; it reports whether it took the fast path.
+func checkDecodeJobWithoutRoute(t *testing.T, data []byte) (fast bool) {
+	t.Helper()
+	var want, got, quick Job
+	werr := jsonx.Unmarshal(data, &jobWithoutRoute{Job: &want})
+	gerr := DecodeJobWithoutRoute(data, &got)
+	if (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error() {
+		t.Fatalf("%q: jsonx %v, DecodeJobWithoutRoute %v", data, werr, gerr)
+	}
+	if !reflect.DeepEqual(want, got) || got.Route != nil {
+		t.Fatalf("%q:\njsonx                 %#v\nDecodeJobWithoutRoute %#v", data, want, got)
+	}
+	var full Job
+	if werr == nil && jsonx.Unmarshal(data, &full) == nil {
+		full.Route = nil
+		if !reflect.DeepEqual(full, got) {
+			t.Fatalf("%q:\nDecodeJob without its route %#v\nDecodeJobWithoutRoute       %#v", data, full, got)
+		}
+	}
+	fast = decodeJobFast(data, &quick, true)
+	switch {
+	case !fast && !reflect.DeepEqual(quick, Job{}):
+		t.Fatalf("%q: the fast path gave up but left %#v", data, quick)
+	case fast && werr != nil:
+		t.Fatalf("%q: the fast path decoded what jsonx refuses (%v): %#v", data, werr, quick)
+	case fast && !reflect.DeepEqual(want, quick):
+		t.Fatalf("%q:\njsonx     %#v\nfast path %#v", data, want, quick)
+	case !fast && decodeJobFast(data, &Job{}, false):
+		t.Fatalf("%q: DecodeJob takes the fast path, DecodeJobWithoutRoute does not", data)
+	}
 	return fast
 }
 
 // FuzzDecodeJob: DecodeJob, and its fast path whenever it takes it, decodes
-// whatever it is given exactly as jsonx.Unmarshal does.
+// whatever it is given exactly as jsonx.Unmarshal does; DecodeJobWithoutRoute
+// decodes it as jsonx does all but the route.
 func FuzzDecodeJob(f *testing.F) {
-	for _, j := range []Job{jobToDecode(), fullJobToDecode(), {}} {
+	routed := jobToDecode()
+	routed.Route = &JobRoute{Threshold: 0.5, Candidates: []Candidate{{Name: "a", Score: 0.9, Reason: "primary"}}}
+	for _, j := range []Job{jobToDecode(), fullJobToDecode(), routed, {}} {
 		f.Add(mustMarshal(f, j))
 		b, _ := json.MarshalIndent(j, "", "\t")
 		f.Add(b)
@@ -135,7 +174,9 @@ var decodeJobCases = []struct {
 	{"upper-case key", `{"Execution_ID":"x"}`, false},
 	{"folded key", `{"ſkill":{"name":"x"}}`, false},
 	{"escaped key", `{"execution\u005fid":"x"}`, false},
-	{"unknown key", `{"route":{}}`, false},
+	{"unknown key", `{"routes":{}}`, false},
+	{"route", `{"execution_id":"x","route":{"threshold":0.5,"candidates":[{"name":"a"}]}}`, false}, // only without it
+	{"route of another shape", `{"route":[1]}`, false},
 	{"ignored key", `{"-":1}`, false},
 	{"repeated key", `{"depth":1,"depth":2}`, false},
 	{"repeated nested key", `{"skill":{"name":"a","name":"b"}}`, false},
@@ -200,14 +241,19 @@ func TestDecodeJobMerges(t *testing.T) {
 func TestDecodeJobKnowsEveryField(t *testing.T) {
 	var j Job
 	populate(reflect.ValueOf(&j).Elem())
-	j.Route = nil // not in the data
 	data := mustMarshal(t, j)
 	var got Job
-	if !decodeJobFast(data, &got) {
+	if !decodeJobFast(data, &got, true) {
 		t.Fatalf("the fast path does not decode %s", data)
 	}
+	route := j.Route
+	j.Route = nil // skipped
 	if !reflect.DeepEqual(j, got) {
 		t.Fatalf("decoded\n%#v\nwant\n%#v", got, j)
+	}
+	j.Route = route
+	if err := DecodeJob(data, &got); err != nil || !reflect.DeepEqual(j, got) {
+		t.Fatalf("DecodeJob: %v\n%#v\nwant\n%#v", err, got, j)
 	}
 	checkDecodeJob(t, data)
 }

@@ -78,6 +78,12 @@ func (j *Job) appendJSON(b []byte) ([]byte, error) {
 	if j.Live {
 		b = append(b, `,"live":true`...)
 	}
+	if j.Route != nil {
+		b = append(b, `,"route":`...)
+		if b, err = j.Route.appendJSON(b); err != nil {
+			return b, err
+		}
+	}
 	return append(b, '}'), nil
 }
 
@@ -442,6 +448,9 @@ func (j *Job) size() int {
 			n += 3 + len(id)
 		}
 		n += 3
+	}
+	if j.Route != nil {
+		n += 12 + j.Route.size()
 	}
 	return n
 }

@@ -70,8 +70,8 @@ const (
 	// HeaderRecovered marks a job published again while recovering from a crash
 	// (the previous copy may have run): workers take the claim path for it.
 	HeaderRecovered = "Skillbus-Recovered"
-	// HeaderRoute carries, on the jobs of a plan, the rest of the routing decision
-	// (a JobRoute as JSON): in a header, so a worker, which has no use for it, does
-	// not parse it.
+	// HeaderRoute carried, on the jobs of a plan written by earlier routers, the
+	// rest of the routing decision (a JobRoute as JSON). Routers now write it in the
+	// job's data (Job.Route); readers still look here for jobs written before.
 	HeaderRoute = "Skillbus-Route"
 )

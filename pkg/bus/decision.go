@@ -56,23 +56,27 @@ func (b *Bus) Decision(ctx context.Context, activationID string) (events.RouteDe
 }
 
 // DecisionOfJob reads the routing decision a job message carries; ok is false for a
-// job that is not one of a plan's.
+// job that is not one of a plan's. Routers write it in the job's data
+// (events.Job.Route); earlier ones wrote it in the Skillbus-Route header, which is
+// read for jobs without it in their data.
 func DecisionOfJob(m *nats.Msg) (events.RouteDecided, bool, error) {
 	e, err := DecodeFast(m)
 	if err != nil {
 		return events.RouteDecided{}, false, err
 	}
-	h := m.Header.Get(events.HeaderRoute)
-	if h == "" {
-		return events.RouteDecided{}, false, nil
-	}
 	var j events.Job
-	if err := json.Unmarshal(e.Data, &j); err != nil {
+	if err := events.DecodeJob(e.Data, &j); err != nil {
 		return events.RouteDecided{}, false, err
 	}
-	j.Route = new(events.JobRoute)
-	if err := json.Unmarshal([]byte(h), j.Route); err != nil {
-		return events.RouteDecided{}, false, fmt.Errorf("header %s: %w", events.HeaderRoute, err)
+	if j.Route == nil {
+		h := m.Header.Get(events.HeaderRoute)
+		if h == "" {
+			return events.RouteDecided{}, false, nil
+		}
+		j.Route = new(events.JobRoute)
+		if err := json.Unmarshal([]byte(h), j.Route); err != nil {
+			return events.RouteDecided{}, false, fmt.Errorf("header %s: %w", events.HeaderRoute, err)
+		}
 	}
 	d, ok := j.Decision()
 	return d, ok, nil

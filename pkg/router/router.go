@@ -406,6 +406,7 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 		if i == 0 {
 			job.Fallback = plan.FallbackChain // only the primary's job falls back
 		}
+		job.Route = events.RouteOf(data, i == 0) // last in its data, which a worker skips
 		jm := meta
 		jm.ExecutionID = job.ExecutionID
 		jm.CausationID = decidedID
@@ -424,13 +425,6 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 			telemetry.EndAll(pubs, err)
 			return err
 		}
-		var buf [2048]byte // the header copies it: a route that fits stays off the heap
-		route, err := events.RouteOf(data, i == 0).AppendJSON(buf[:0])
-		if err != nil {
-			telemetry.EndAll(pubs, err)
-			return err
-		}
-		jobMsg.Header.Set(events.HeaderRoute, string(route))
 		if err := r.cfg.Bus.Fits(jobMsg); err != nil {
 			telemetry.EndAll(pubs, err)
 			return r.reject(ctx, msg, ref, events.UnmatchedTooLarge, err.Error(), size)

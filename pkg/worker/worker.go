@@ -396,7 +396,7 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 	// The attempt is 1 on the fast path; the claim path reads it from the claim
 	// (the delivery count is no record of retries: see claim.go).
 	j := &job{msg: msg, meta: e.Meta(), attempt: 1, batch: w.cfg.Bus.Batch(), start: time.Now(), seq: md.Sequence.Stream}
-	if err := events.DecodeJob(e.Data, &j.data); err != nil || j.data.ExecutionID == "" || j.data.Skill.Name == "" {
+	if err := events.DecodeJobWithoutRoute(e.Data, &j.data); err != nil || j.data.ExecutionID == "" || j.data.Skill.Name == "" {
 		if err == nil {
 			err = errors.New("job has no execution_id or skill")
 		}
