@@ -7,11 +7,14 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/skillbus/skillbus/internal/bench"
 	"github.com/skillbus/skillbus/internal/cli"
 	"github.com/skillbus/skillbus/internal/secretenv"
 )
 
 func main() {
+	// skillbus bench starts this binary again as the nats-server of each run.
+	bench.ServeIfChild()
 	// Secrets leave the environment block before anything starts, so a skill's
 	// process cannot read them from /proc/<pid>/environ.
 	secrets, err := secretenv.Take("SKILLBUS_NATS_PASSWORD", "SKILLBUS_NATS_URL", "SKILLBUS_LLM_API_KEY")

@@ -46,6 +46,7 @@ type baseline struct {
 	sub     *nats.Subscription
 	results chan int
 	cleanup func()
+	srv     *benchServer
 }
 
 func runBaseline(ctx context.Context, cfg Config, shape Shape, msgBytes int) (Result, error) {
@@ -59,7 +60,7 @@ func runBaseline(ctx context.Context, cfg Config, shape Shape, msgBytes int) (Re
 
 // startBaseline starts the pipeline of shape with messages of msgBytes.
 func startBaseline(ctx context.Context, cfg Config, shape Shape, msgBytes int) (_ *baseline, err error) {
-	srv, nc, cleanup, err := server(cfg)
+	srv, nc, cleanup, err := server(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +88,7 @@ func startBaseline(ctx context.Context, cfg Config, shape Shape, msgBytes int) (
 	js, jsRouter, jsWorker := jss[0], jss[1], jss[2]
 	// Pad the data so a message is as large as skillbus's average, headers included.
 	pad := max(0, msgBytes-60)
-	b := &baseline{nc: nc, js: js, pad: []byte(`"` + strings.Repeat("x", pad) + `"`), cleanup: cleanup}
+	b := &baseline{srv: srv, nc: nc, js: js, pad: []byte(`"` + strings.Repeat("x", pad) + `"`), cleanup: cleanup}
 	defer func() {
 		if err != nil {
 			b.stop()
@@ -214,6 +215,8 @@ func (b *baseline) trigger(ctx context.Context, i int) error {
 func (b *baseline) msgBytes(ctx context.Context) int { return len(b.pad) + 60 }
 
 func (b *baseline) jetstream() jetstream.JetStream { return b.js }
+
+func (b *baseline) cpu() time.Duration { return b.srv.CPU() }
 
 func (b *baseline) stop() {
 	if b.sub != nil {

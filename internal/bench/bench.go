@@ -60,6 +60,13 @@ type Config struct {
 	Durable int
 	// Storage is file (default) or memory.
 	Storage jetstream.StorageType
+	// EmbeddedServer runs each system's nats-server inside this process, as
+	// `skillbus dev` does. By default it runs in a process of its own, as in a
+	// deployment: embedded, every garbage collection this process's allocations
+	// start also marks the server's heap (tens of MB of stream state), which
+	// charges each allocation of the client side several times what it costs a
+	// worker or router on its own.
+	EmbeddedServer bool
 	// Out receives the report.
 	Out io.Writer
 	// Log receives skillbus's own logs; default discards them.
@@ -115,6 +122,8 @@ type system interface {
 	msgBytes(ctx context.Context) int
 	// jetstream is the system's connection, for counting what the server persisted.
 	jetstream() jetstream.JetStream
+	// cpu is the CPU time so far of this process and of the system's server.
+	cpu() time.Duration
 }
 
 // persisted is the number of messages the server has ever stored in any stream
@@ -160,7 +169,7 @@ func measure(ctx context.Context, cfg Config, name string, sys system, results <
 	if err != nil {
 		return r, err
 	}
-	start, cpu0 := time.Now(), cpuTime()
+	start, cpu0 := time.Now(), sys.cpu()
 	for i := range cfg.Executions {
 		select {
 		case window <- struct{}{}:
@@ -181,7 +190,7 @@ func measure(ctx context.Context, cfg Config, name string, sys system, results <
 	}
 	elapsed := time.Since(start)
 	r.PerSecond = float64(cfg.Executions) / elapsed.Seconds()
-	r.CPU = (cpuTime() - cpu0) / time.Duration(cfg.Executions)
+	r.CPU = (sys.cpu() - cpu0) / time.Duration(cfg.Executions)
 	after, err := persisted(ctx, sys.jetstream())
 	if err != nil {
 		return r, err
@@ -222,24 +231,35 @@ func percentile(d []time.Duration, p float64) time.Duration {
 	return s[min(len(s)-1, int(float64(len(s))*p))]
 }
 
-// server starts a fresh embedded server for one system.
-func server(cfg Config) (*bus.Embedded, *nats.Conn, func(), error) {
+// server starts a fresh server for one system: in a process of its own, as in a
+// deployment, unless cfg.EmbeddedServer.
+func server(ctx context.Context, cfg Config) (*benchServer, *nats.Conn, func(), error) {
 	dir, err := os.MkdirTemp("", "skillbus-bench-")
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	srv, err := bus.StartEmbedded(bus.EmbedConfig{Port: -1, StoreDir: dir, SyncInterval: cfg.SyncInterval, SyncAlways: cfg.SyncAlways})
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, nil, nil, err
+	var srv *benchServer
+	if cfg.EmbeddedServer {
+		e, err := bus.StartEmbedded(bus.EmbedConfig{Port: -1, StoreDir: dir, SyncInterval: cfg.SyncInterval, SyncAlways: cfg.SyncAlways})
+		if err != nil {
+			os.RemoveAll(dir)
+			return nil, nil, nil, err
+		}
+		srv = &benchServer{url: e.URL(), stop: e.Shutdown}
+	} else {
+		srv, err = startServerProcess(ctx, serverSpec{StoreDir: dir, SyncInterval: cfg.SyncInterval, SyncAlways: cfg.SyncAlways})
+		if err != nil {
+			os.RemoveAll(dir)
+			return nil, nil, nil, err
+		}
 	}
 	nc, err := bus.Connect(srv.URL(), "bench")
 	if err != nil {
-		srv.Shutdown()
+		srv.stop()
 		os.RemoveAll(dir)
 		return nil, nil, nil, err
 	}
-	return srv, nc, func() { nc.Close(); srv.Shutdown(); os.RemoveAll(dir) }, nil
+	return srv, nc, func() { nc.Close(); srv.stop(); os.RemoveAll(dir) }, nil
 }
 
 // closing returns cleanup preceded by closing every connection in *conns.
@@ -400,8 +420,12 @@ func settings(cfg Config, msgBytes int, durable bool) {
 	case cfg.SyncInterval > 0:
 		sync = cfg.SyncInterval.String()
 	}
-	fmt.Fprintf(cfg.Out, "settings: storage=%s replicas=1 sync_interval=%s msg_size≈%dB (baselines padded to match) ack=explicit, after every pub-ack of the hop's publishes (async publish); events level %s unless named\n",
-		storage, sync, msgBytes, events.DefaultLevel)
+	where := "its own process"
+	if cfg.EmbeddedServer {
+		where = "embedded in the bench's process"
+	}
+	fmt.Fprintf(cfg.Out, "settings: server=%s storage=%s replicas=1 sync_interval=%s msg_size≈%dB (baselines padded to match) ack=explicit, after every pub-ack of the hop's publishes (async publish); events level %s unless named\n",
+		where, storage, sync, msgBytes, events.DefaultLevel)
 }
 
 func median(xs []float64) float64 {

@@ -24,7 +24,7 @@ func TestBenchRuns(t *testing.T) {
 		`bare JetStream\s+\d+ exec/s\s+latency p50`,
 		`skillbus\s+\d+ exec/s .* [1-9]\d* cpu-µs/exec`,
 		`same, by CPU per execution .*: one-step \d+\.\d\d   3-step/one-step \d+\.\d\d`,
-		`settings: storage=file replicas=1 sync_interval=default \(2m\) msg_size≈\d+B`,
+		`settings: server=its own process storage=file replicas=1 sync_interval=default \(2m\) msg_size≈\d+B`,
 		`ratio skillbus/minimal JetStream pipeline \(median of 1 rounds\): throughput \d+\.\d\d`,
 		`persisted publishes per execution \(counted by the server\): minimal 3\.0, skillbus one-step 3\.0, three-step \d\.\d`,
 		`ratio skillbus/bare JetStream doing skillbus's writes .*: throughput \d+\.\d\d`,

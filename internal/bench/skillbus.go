@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -54,6 +55,7 @@ type skillbusSystem struct {
 	b       *bus.Bus
 	ids     map[execKey]int32 // execution id → trigger number
 	stops   []func()
+	srv     *benchServer
 	sub     *nats.Subscription
 	results chan int
 	skill   string
@@ -73,11 +75,11 @@ func runSkillbus(ctx context.Context, cfg Config, name string, sk *skill.Skill, 
 // startSkillbus starts a fleet running sk that reports the first total triggers'
 // results.
 func startSkillbus(ctx context.Context, cfg Config, sk *skill.Skill, level events.Level, total int) (_ *skillbusSystem, err error) {
-	srv, nc, cleanup, err := server(cfg)
+	srv, nc, cleanup, err := server(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	s := &skillbusSystem{stops: []func(){cleanup}}
+	s := &skillbusSystem{srv: srv, stops: []func(){cleanup}}
 	// The router and the worker each on a connection of its own, as separate
 	// processes would be; the driver publishes and follows on nc.
 	dial := func(name string) (*bus.Bus, error) {
@@ -218,6 +220,8 @@ func (s *skillbusSystem) msgBytes(ctx context.Context) int {
 }
 
 func (s *skillbusSystem) jetstream() jetstream.JetStream { return s.js }
+
+func (s *skillbusSystem) cpu() time.Duration { return s.srv.CPU() }
 
 func (s *skillbusSystem) stop() {
 	if s.sub != nil {

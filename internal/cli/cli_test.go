@@ -54,6 +54,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"dev", "--workers", "0"}, nil, "--workers must be at least 1"},
 		{[]string{"dev", "--skills", "/nonexistent"}, nil, "not a directory"},
 		{[]string{"bench", "--storage", "tape"}, nil, "want file or memory"},
+		{[]string{"bench", "--server", "remote"}, nil, "want process or embedded"},
 		{[]string{"skills", "list"}, map[string]string{"SKILLBUS_REPLICAS": "three"}, "SKILLBUS_REPLICAS"},
 	}
 	for _, tt := range tests {
