@@ -406,6 +406,36 @@ func TestReplayConcurrently(t *testing.T) {
 	}
 }
 
+// Two replays racing may each win one copy of the record (DLQ and EVENTS share its
+// message id): the one whose copy the DLQ keeps published, and says so, though its
+// EVENTS copy came second. Here another replay's EVENTS copy is there first.
+func TestReplayWhoseEventsCopyLostStillPublished(t *testing.T) {
+	f := setup(t)
+	f.putSkill("a", "1.0.0", digest("1"), true)
+	f.deadJob("a", execA1, `{}`)
+	id := dlq.ReplayExecutionID(execA1, 1, "a")
+	m := nats.NewMsg(f.b.Subjects.Event(id, events.TypeDLQReplayed))
+	m.Header.Set(bus.HeaderMsgID, id+"."+events.Kind(events.TypeDLQReplayed))
+	m.Data = []byte(`{}`)
+	if _, err := f.b.JS.PublishMsg(f.ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	r, err := f.q.Replay(f.ctx, execA1, dlq.ReplayOptions{By: "op"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Existing || r.ExecutionID != id || r.By != "op" {
+		t.Fatalf("replay %+v, want this one, published", r)
+	}
+	if jobs := f.jobs(); len(jobs) != 1 {
+		t.Fatalf("%d jobs published, want 1", len(jobs))
+	}
+	again, err := f.q.Replay(f.ctx, execA1, dlq.ReplayOptions{By: "other"})
+	if err != nil || !again.Existing || again.By != "op" {
+		t.Fatalf("the same replay again: %+v, %v; want the first, existing", again, err)
+	}
+}
+
 func TestReplayNeedsTheSkill(t *testing.T) {
 	f := setup(t)
 	f.deadJob("a", execA1, `{}`)

@@ -194,14 +194,20 @@ func (q *Queue) replayJob(ctx context.Context, e *Entry, n int, opt ReplayOption
 
 // finish waits for a replay's publishes. When its record turns out to be a
 // duplicate, someone else published the same replay a moment earlier: theirs is
-// returned, as Existing.
+// returned, as Existing. The record is written twice, to the DLQ and to EVENTS,
+// under one message id, and two replays racing may each win one of the two: which
+// replay was first is what the DLQ's copy says (its time and who asked).
 func (q *Queue) finish(ctx context.Context, b *bus.Batch, e *Entry, id string, rec events.DLQReplayed) (*Replayed, error) {
 	if err := b.Wait(ctx); err != nil {
 		return nil, fmt.Errorf("dlq: replay %s: %w", e.ID, err)
 	}
 	if b.Duplicate(id + "." + events.Kind(events.TypeDLQReplayed)) {
-		if prev, err := q.existing(ctx, id); prev != nil || err != nil {
-			return prev, err
+		prev, err := q.existing(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if prev != nil && !(prev.At.Equal(rec.At) && prev.By == rec.By) {
+			return prev, nil
 		}
 	}
 	return &Replayed{DLQReplayed: rec}, nil
