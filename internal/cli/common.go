@@ -63,6 +63,7 @@ type common struct {
 	logFormat string
 	creds     string
 	replicas  int
+	keep      retention // zero unless registerRetention: the bus's defaults
 	tlsCA     string
 	tlsCert   string
 	tlsKey    string
@@ -118,7 +119,8 @@ func (c *common) connect(name string) (*bus.Bus, error) {
 	if err != nil {
 		return nil, connectError(c.natsURL, err)
 	}
-	b, err := bus.New(nc, bus.Config{Prefix: c.prefix, Replicas: c.replicas})
+	b, err := bus.New(nc, bus.Config{Prefix: c.prefix, Replicas: c.replicas,
+		JobsMaxAge: c.keep.jobs.d, EventsMaxAge: c.keep.events.d, TriggerMaxAge: c.keep.triggers.d, DeadMaxAge: c.keep.dead.d})
 	if err != nil {
 		nc.Close()
 		return nil, usage("%v", err)

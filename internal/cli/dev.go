@@ -193,6 +193,7 @@ persisted is lost, and the next start carries on where this one stopped.`,
 	f.DurationVar(&syncInterval, "sync-interval", 0, "how often JetStream fsyncs (0: the server default, 2m)")
 	f.StringVar(&gatewayAddr, "gateway", "", "also serve the HTTP ingress (POST /events, /hooks/<name>) on this address, e.g. 127.0.0.1:8080; see 'skillbus gateway --help'")
 	f.StringVar(&uiAddr, "ui", "", "also serve the web console on this address, e.g. 127.0.0.1:8090; see 'skillbus console --help'")
+	c.registerRetention(cmd, getenv)
 	rf.register(cmd)
 	wf.repair = true // one process: the repair worker runs beside the workers
 	wf.register(cmd, getenv)

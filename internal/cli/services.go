@@ -124,6 +124,7 @@ see docs/routing.md. Run as many as you like: JetStream spreads the triggers bet
 	}
 	c.register(cmd, getenv, "json")
 	cmd.Flags().BoolVar(&ensureStreams, "ensure", true, "create or update the streams and buckets at start (turn off where this process's NATS user may not)")
+	c.registerRetention(cmd, getenv)
 	cmd.Flags().StringVar(&rf.events, "events", string(events.DefaultLevel), "the fleet's events level, as the workers': at full the routing decision is also an event of its own in the EVENTS stream; at steps and terminal it travels only in the jobs")
 	rf.register(cmd)
 	o.register(cmd, getenv)
@@ -212,6 +213,7 @@ Scale by running more workers.`,
 	}
 	c.register(cmd, getenv, "json")
 	cmd.Flags().BoolVar(&ensureStreams, "ensure", true, "create or update the streams and buckets at start (turn off where this process's NATS user may not)")
+	c.registerRetention(cmd, getenv)
 	wf.register(cmd, getenv)
 	o.register(cmd, getenv)
 	return execute(ctx, cmd, args, stdout, stderr)
@@ -295,6 +297,7 @@ validate), which 'skillbus skills' uses. Send SIGHUP to load everything again.`,
 	}
 	c.register(cmd, getenv, "json")
 	cmd.Flags().BoolVar(&ensureStreams, "ensure", true, "create or update the streams and buckets at start (turn off where this process's NATS user may not)")
+	c.registerRetention(cmd, getenv)
 	cmd.Flags().StringArrayVar(&roots, "skills", nil, "directory of skills (repeatable; the first definition of a name wins)")
 	cmd.Flags().BoolVar(&once, "once", false, "publish once and exit")
 	o.register(cmd, getenv)

@@ -33,6 +33,10 @@ type Config struct {
 	// execution's outcome and each activation's routing decision, so EventsMaxAge is
 	// also how long a trigger published again with the same source and id is
 	// answered with its first result instead of running again.
+	//
+	// These and JobsMaxAge, left zero, are the defaults for a stream Ensure creates;
+	// a stream that exists keeps the retention it has, so that a process started
+	// without them does not undo an operator's. Set, Ensure applies them.
 	TriggerMaxAge, DeadMaxAge, EventsMaxAge time.Duration
 	// JobsMaxAge is how long the JOBS stream keeps a job; default 7 days. A job is
 	// kept after it ran because it is its activation's record: a trigger published
@@ -76,6 +80,15 @@ func (c *Config) setDefaults() error {
 	if c.JobsMaxAge == 0 {
 		c.JobsMaxAge = 7 * 24 * time.Hour
 	}
+	for _, a := range []struct {
+		name string
+		d    time.Duration
+	}{{"triggers", c.TriggerMaxAge}, {"dead letters", c.DeadMaxAge}, {"events", c.EventsMaxAge}, {"jobs", c.JobsMaxAge}} {
+		// JetStream refuses a stream that forgets messages before their ids.
+		if a.d < c.DuplicateWindow {
+			return fmt.Errorf("the %s are kept %v, less than the duplicate window %v; keep them at least that long", a.name, a.d, c.DuplicateWindow)
+		}
+	}
 	if c.PublishAckTimeout == 0 {
 		c.PublishAckTimeout = 10 * time.Second
 	}
@@ -91,6 +104,9 @@ type Bus struct {
 	JS       jetstream.JetStream
 	Subjects events.Subjects
 	cfg      Config
+	// ageSet is, by stream name, whether its retention was given rather than
+	// defaulted: see Config.TriggerMaxAge.
+	ageSet map[string]bool
 }
 
 // New wraps an existing connection. It does not create anything; call Ensure.
@@ -98,6 +114,7 @@ func New(nc *nats.Conn, cfg Config) (*Bus, error) {
 	if nc == nil {
 		return nil, errors.New("bus: nil connection")
 	}
+	given := [4]bool{cfg.TriggerMaxAge != 0, cfg.JobsMaxAge != 0, cfg.DeadMaxAge != 0, cfg.EventsMaxAge != 0}
 	if err := cfg.setDefaults(); err != nil {
 		return nil, fmt.Errorf("bus: %w", err)
 	}
@@ -105,7 +122,9 @@ func New(nc *nats.Conn, cfg Config) (*Bus, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bus: %w", err)
 	}
-	return &Bus{NC: nc, JS: js, Subjects: events.Subjects{Prefix: cfg.Prefix}, cfg: cfg}, nil
+	b := &Bus{NC: nc, JS: js, Subjects: events.Subjects{Prefix: cfg.Prefix}, cfg: cfg}
+	b.ageSet = map[string]bool{b.StreamTriggers(): given[0], b.StreamJobs(): given[1], b.StreamDead(): given[2], b.StreamEvents(): given[3]}
+	return b, nil
 }
 
 // Config returns the configuration with defaults applied.
@@ -199,6 +218,16 @@ func (b *Bus) Ensure(ctx context.Context) error {
 	for _, sc := range b.Streams() {
 		if err := b.migrateJobs(ctx, sc); err != nil {
 			return err
+		}
+		if set, ok := b.ageSet[sc.Name]; ok && !set {
+			// A default: for a new stream; one that exists keeps its own.
+			st, err := b.JS.Stream(ctx, sc.Name)
+			switch {
+			case err == nil:
+				sc.MaxAge = st.CachedInfo().Config.MaxAge
+			case !errors.Is(err, jetstream.ErrStreamNotFound):
+				return fmt.Errorf("bus: stream %s: %w", sc.Name, err)
+			}
 		}
 		if _, err := b.JS.CreateOrUpdateStream(ctx, sc); err != nil {
 			return fmt.Errorf("bus: stream %s: %w", sc.Name, err)
