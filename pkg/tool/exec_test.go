@@ -378,14 +378,15 @@ func TestExecTempWorkDirIsRemoved(t *testing.T) {
 
 func TestExecTimeout(t *testing.T) {
 	t.Parallel()
-	_, err := run(t, tool.ExecConfig{Timeout: time.Hour}, withArgs(cmdCall("/bin/sh", "-c", "echo waiting >&2; exec sleep 60"), "timeout", 0.2))
+	// Long enough for the shell to start and write to stderr on a loaded machine.
+	_, err := run(t, tool.ExecConfig{Timeout: time.Hour}, withArgs(cmdCall("/bin/sh", "-c", "echo waiting >&2; exec sleep 60"), "timeout", 2))
 	if got := classOf(t, err); got != failure.Retryable {
 		t.Errorf("class %q, want retryable", got)
 	}
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("error %v does not wrap DeadlineExceeded", err)
 	}
-	want := `exec: "/bin/sh" timed out after 200ms and its process group was killed; stderr: waiting: context deadline exceeded`
+	want := `exec: "/bin/sh" timed out after 2s and its process group was killed; stderr: waiting: context deadline exceeded`
 	if err.Error() != want {
 		t.Errorf("message\n got %q\nwant %q", err, want)
 	}
