@@ -216,7 +216,7 @@ func (b *baseline) msgBytes(ctx context.Context) int { return len(b.pad) + 60 }
 
 func (b *baseline) jetstream() jetstream.JetStream { return b.js }
 
-func (b *baseline) cpu() time.Duration { return b.srv.CPU() }
+func (b *baseline) server() *benchServer { return b.srv }
 
 func (b *baseline) stop() {
 	if b.sub != nil {

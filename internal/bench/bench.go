@@ -60,13 +60,14 @@ type Config struct {
 	Durable int
 	// Storage is file (default) or memory.
 	Storage jetstream.StorageType
-	// EmbeddedServer runs each system's nats-server inside this process, as
-	// `skillbus dev` does. By default it runs in a process of its own, as in a
-	// deployment: embedded, every garbage collection this process's allocations
-	// start also marks the server's heap (tens of MB of stream state), which
-	// charges each allocation of the client side several times what it costs a
-	// worker or router on its own.
-	EmbeddedServer bool
+	// ServerProcess runs each system's nats-server in a process of its own, as in
+	// a deployment, rather than inside this process, as `skillbus dev` does.
+	// Embedded, every garbage collection this process's allocations start also
+	// marks the server's heap (tens of MB of stream state), which charges each
+	// allocation of the client side more than it costs a worker or router on its
+	// own; in a process of its own, the server's CPU time is measured apart and
+	// added to this process's.
+	ServerProcess bool
 	// Out receives the report.
 	Out io.Writer
 	// Log receives skillbus's own logs; default discards them.
@@ -110,6 +111,9 @@ type Result struct {
 	// divided by it, and unlike throughput it hardly depends on how many cores
 	// other work on the machine left the run.
 	CPU time.Duration
+	// ServerCPU is the part of CPU spent by the server, when it runs in a process of
+	// its own (Config.ServerProcess); zero otherwise.
+	ServerCPU time.Duration
 }
 
 // system is one side of the comparison.
@@ -122,8 +126,8 @@ type system interface {
 	msgBytes(ctx context.Context) int
 	// jetstream is the system's connection, for counting what the server persisted.
 	jetstream() jetstream.JetStream
-	// cpu is the CPU time so far of this process and of the system's server.
-	cpu() time.Duration
+	// server is the system's server.
+	server() *benchServer
 }
 
 // persisted is the number of messages the server has ever stored in any stream
@@ -169,7 +173,7 @@ func measure(ctx context.Context, cfg Config, name string, sys system, results <
 	if err != nil {
 		return r, err
 	}
-	start, cpu0 := time.Now(), sys.cpu()
+	start, cpu0, scpu0 := time.Now(), sys.server().CPU(), sys.server().serverCPU()
 	for i := range cfg.Executions {
 		select {
 		case window <- struct{}{}:
@@ -190,7 +194,8 @@ func measure(ctx context.Context, cfg Config, name string, sys system, results <
 	}
 	elapsed := time.Since(start)
 	r.PerSecond = float64(cfg.Executions) / elapsed.Seconds()
-	r.CPU = (sys.cpu() - cpu0) / time.Duration(cfg.Executions)
+	r.CPU = (sys.server().CPU() - cpu0) / time.Duration(cfg.Executions)
+	r.ServerCPU = (sys.server().serverCPU() - scpu0) / time.Duration(cfg.Executions)
 	after, err := persisted(ctx, sys.jetstream())
 	if err != nil {
 		return r, err
@@ -231,15 +236,15 @@ func percentile(d []time.Duration, p float64) time.Duration {
 	return s[min(len(s)-1, int(float64(len(s))*p))]
 }
 
-// server starts a fresh server for one system: in a process of its own, as in a
-// deployment, unless cfg.EmbeddedServer.
+// server starts a fresh server for one system: embedded in this process, or with
+// cfg.ServerProcess in a process of its own.
 func server(ctx context.Context, cfg Config) (*benchServer, *nats.Conn, func(), error) {
 	dir, err := os.MkdirTemp("", "skillbus-bench-")
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	var srv *benchServer
-	if cfg.EmbeddedServer {
+	if !cfg.ServerProcess {
 		e, err := bus.StartEmbedded(bus.EmbedConfig{Port: -1, StoreDir: dir, SyncInterval: cfg.SyncInterval, SyncAlways: cfg.SyncAlways})
 		if err != nil {
 			os.RemoveAll(dir)
@@ -403,9 +408,13 @@ func runDurable(ctx context.Context, cfg Config) error {
 }
 
 func line(w io.Writer, r Result) {
-	fmt.Fprintf(w, "  %-18s %7.0f exec/s   latency p50 %8s  p99 %8s   (p50 under load %s)   %.2f persisted/exec   %5.0f cpu-µs/exec\n",
+	server := ""
+	if r.ServerCPU > 0 {
+		server = fmt.Sprintf(" (server %.0f)", float64(r.ServerCPU.Nanoseconds())/1e3)
+	}
+	fmt.Fprintf(w, "  %-18s %7.0f exec/s   latency p50 %8s  p99 %8s   (p50 under load %s)   %.2f persisted/exec   %5.0f cpu-µs/exec%s\n",
 		r.Name, r.PerSecond, r.P50.Round(time.Microsecond), r.P99.Round(time.Microsecond), r.LoadedP50.Round(time.Millisecond), r.Persisted,
-		float64(r.CPU.Nanoseconds())/1e3)
+		float64(r.CPU.Nanoseconds())/1e3, server)
 }
 
 func settings(cfg Config, msgBytes int, durable bool) {
@@ -420,9 +429,9 @@ func settings(cfg Config, msgBytes int, durable bool) {
 	case cfg.SyncInterval > 0:
 		sync = cfg.SyncInterval.String()
 	}
-	where := "its own process"
-	if cfg.EmbeddedServer {
-		where = "embedded in the bench's process"
+	where := "embedded in the bench's process"
+	if cfg.ServerProcess {
+		where = "its own process"
 	}
 	fmt.Fprintf(cfg.Out, "settings: server=%s storage=%s replicas=1 sync_interval=%s msg_size≈%dB (baselines padded to match) ack=explicit, after every pub-ack of the hop's publishes (async publish); events level %s unless named\n",
 		where, storage, sync, msgBytes, events.DefaultLevel)

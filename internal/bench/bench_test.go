@@ -11,35 +11,50 @@ import (
 )
 
 // The benchmark itself runs in `make bench`; this keeps it from rotting: a tiny run
-// must finish and print the figures an issue quotes.
+// must finish and print the figures an issue quotes, with the server embedded and in
+// a process of its own (whose CPU time is then printed apart).
 func TestBenchRuns(t *testing.T) {
-	var out bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute) // -race on a loaded 2-core machine
-	defer cancel()
-	err := bench.Run(ctx, bench.Config{Executions: 300, Window: 50, Samples: 10, Concurrency: 8, Rounds: 1, Durable: 100, Out: &out})
-	if err != nil {
-		t.Fatalf("%v\n%s", err, out.String())
-	}
-	for _, re := range []string{
-		`bare JetStream\s+\d+ exec/s\s+latency p50`,
-		`skillbus\s+\d+ exec/s .* [1-9]\d* cpu-µs/exec`,
-		`same, by CPU per execution .*: one-step \d+\.\d\d   3-step/one-step \d+\.\d\d`,
-		`settings: server=its own process storage=file replicas=1 sync_interval=default \(2m\) msg_size≈\d+B`,
-		`ratio skillbus/minimal JetStream pipeline \(median of 1 rounds\): throughput \d+\.\d\d`,
-		`persisted publishes per execution \(counted by the server\): minimal 3\.0, skillbus one-step 3\.0, three-step \d\.\d`,
-		`ratio skillbus/bare JetStream doing skillbus's writes .*: throughput \d+\.\d\d`,
-		`ratio by events level, one-step skill / minimal pipeline: full \d+\.\d\d   steps \(default\) \d+\.\d\d   terminal \d+\.\d\d`,
-		`ratio skillbus/minimal JetStream pipeline, sync_interval=always .*: throughput \d+\.\d\d`,
-		`skillbus 3-step\s+\d+ exec/s`,
-		`ratio 3-step workflow/one-step skill .*: throughput \d+\.\d\d`,
-		`tracing off\s+\d+ exec/s`,
-		`tracing on\s+\d+ exec/s`,
-		// 5 spans an execution: fewer would be spans lost; a redelivery on a slow
-		// machine may add a few.
-		`ratio tracing on/off \(100% sampling, discarding exporter; median of 5 rounds, 5\.0\d spans exported per execution\): throughput \d+\.\d\d   by CPU per execution \d+\.\d\d`,
-	} {
-		if !regexp.MustCompile(re).MatchString(out.String()) {
-			t.Errorf("output lacks %s:\n%s", re, out.String())
-		}
+	for _, tc := range []struct {
+		name    string
+		process bool
+		where   string
+	}{{"embedded", false, "embedded in the bench's process"}, {"process", true, "its own process"}} {
+		// One after the other: the tracing figure sets the process's tracer provider.
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute) // -race on a loaded 2-core machine
+			defer cancel()
+			err := bench.Run(ctx, bench.Config{Executions: 300, Window: 50, Samples: 10, Concurrency: 8, Rounds: 1, Durable: 100, Out: &out, ServerProcess: tc.process})
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out.String())
+			}
+			res := []string{
+				`bare JetStream\s+\d+ exec/s\s+latency p50`,
+				`skillbus\s+\d+ exec/s .* [1-9]\d* cpu-µs/exec`,
+				`same, by CPU per execution .*: one-step \d+\.\d\d   3-step/one-step \d+\.\d\d`,
+				`settings: server=` + regexp.QuoteMeta(tc.where) + ` storage=file replicas=1 sync_interval=default \(2m\) msg_size≈\d+B`,
+				`ratio skillbus/minimal JetStream pipeline \(median of 1 rounds\): throughput \d+\.\d\d`,
+				`persisted publishes per execution \(counted by the server\): minimal 3\.0, skillbus one-step 3\.0, three-step \d\.\d`,
+				`ratio skillbus/bare JetStream doing skillbus's writes .*: throughput \d+\.\d\d`,
+				`ratio by events level, one-step skill / minimal pipeline: full \d+\.\d\d   steps \(default\) \d+\.\d\d   terminal \d+\.\d\d`,
+				`ratio skillbus/minimal JetStream pipeline, sync_interval=always .*: throughput \d+\.\d\d`,
+				`skillbus 3-step\s+\d+ exec/s`,
+				`ratio 3-step workflow/one-step skill .*: throughput \d+\.\d\d`,
+				`tracing off\s+\d+ exec/s`,
+				`tracing on\s+\d+ exec/s`,
+				// 5 spans an execution: fewer would be spans lost; a redelivery on a slow
+				// machine may add a few.
+				`ratio tracing on/off \(100% sampling, discarding exporter; median of 5 rounds, 5\.0\d spans exported per execution\): throughput \d+\.\d\d   by CPU per execution \d+\.\d\d`,
+			}
+			server := regexp.MustCompile(`cpu-µs/exec \(server [1-9]\d*\)`)
+			if got := server.MatchString(out.String()); got != tc.process {
+				t.Errorf("the server's own CPU printed: %v, want %v:\n%s", got, tc.process, out.String())
+			}
+			for _, re := range res {
+				if !regexp.MustCompile(re).MatchString(out.String()) {
+					t.Errorf("output lacks %s:\n%s", re, out.String())
+				}
+			}
+		})
 	}
 }

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -23,8 +24,12 @@ import (
 // so, unlike exec/s on a shared machine, they hardly depend on the load: `go test ./internal/bench -run - -bench Execution
 // -benchmem -benchtime 5000x`. skillbus-steps-three is the three-step workflow
 // (a local HTTP call, a compute step, an echo).
+//
+// With -args -server-process the servers run in processes of their own:
+// server-cpu-µs/op is then the part of cpu-µs/op they spent, and allocs/op and B/op
+// count the clients only (router, worker, driver).
 func BenchmarkExecution(b *testing.B) {
-	cfg := Config{Concurrency: 64, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	cfg := Config{Concurrency: 64, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), ServerProcess: *serverProcess}
 	cfg.defaults()
 	b.Run("minimal", func(b *testing.B) {
 		sys, err := startBaseline(context.Background(), cfg, Minimal, 870)
@@ -49,6 +54,8 @@ func BenchmarkExecution(b *testing.B) {
 		}
 	}
 }
+
+var serverProcess = flag.Bool("server-process", false, "BenchmarkExecution: run each nats-server in a process of its own")
 
 // execution is BenchmarkExecution's sub-benchmark of skillbus running sk.
 func execution(b *testing.B, name string, cfg Config, sk *skill.Skill, level events.Level) {
@@ -84,7 +91,7 @@ func drive(b *testing.B, sys system, results <-chan int, window int) {
 		}
 	}()
 	b.ReportAllocs()
-	cpu0 := sys.cpu()
+	cpu0, scpu0 := sys.server().CPU(), sys.server().serverCPU()
 	b.ResetTimer()
 	for i := range b.N {
 		slots <- struct{}{}
@@ -98,5 +105,8 @@ func drive(b *testing.B, sys system, results <-chan int, window int) {
 		b.Fatal("executions did not finish")
 	}
 	b.StopTimer()
-	b.ReportMetric(float64((sys.cpu()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+	b.ReportMetric(float64((sys.server().CPU()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+	if *serverProcess {
+		b.ReportMetric(float64((sys.server().serverCPU()-scpu0).Microseconds())/float64(b.N), "server-cpu-µs/op")
+	}
 }

@@ -139,7 +139,7 @@ func RunRegistry(ctx context.Context, cfg RegistryConfig) error {
 // and the time of the registry's first publish (load, upload, keys; the catalogs
 // following it).
 func measureEdits(ctx context.Context, cfg RegistryConfig, dir string) ([]time.Duration, time.Duration, error) {
-	srv, nc, cleanup, err := server(ctx, Config{SyncInterval: cfg.SyncInterval, EmbeddedServer: true})
+	srv, nc, cleanup, err := server(ctx, Config{SyncInterval: cfg.SyncInterval})
 	if err != nil {
 		return nil, 0, err
 	}

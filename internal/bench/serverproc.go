@@ -84,12 +84,14 @@ func (s *benchServer) URL() string { return s.url }
 
 // CPU is the CPU time so far of this process and, when it runs on its own, the
 // server's.
-func (s *benchServer) CPU() time.Duration {
-	t := cpuTime()
-	if s.cpu != nil {
-		t += s.cpu()
+func (s *benchServer) CPU() time.Duration { return cpuTime() + s.serverCPU() }
+
+// serverCPU is the server process's CPU time so far; zero when it is embedded.
+func (s *benchServer) serverCPU() time.Duration {
+	if s.cpu == nil {
+		return 0
 	}
-	return t
+	return s.cpu()
 }
 
 // startServerProcess starts this program again as the bench's nats-server and waits

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -221,7 +220,7 @@ func (s *skillbusSystem) msgBytes(ctx context.Context) int {
 
 func (s *skillbusSystem) jetstream() jetstream.JetStream { return s.js }
 
-func (s *skillbusSystem) cpu() time.Duration { return s.srv.CPU() }
+func (s *skillbusSystem) server() *benchServer { return s.srv }
 
 func (s *skillbusSystem) stop() {
 	if s.sub != nil {

@@ -21,10 +21,12 @@ func benchCommand(stdout io.Writer) *cobra.Command {
 		Use:   "bench",
 		Short: "Measure throughput against bare JetStream, engine overhead and registry latency",
 		Long: `bench measures skillbus and prints every figure with the settings that produced it.
-Each system measured gets a fresh nats-server: by default in a process of its own, as
-in a deployment (--server embedded runs it inside the bench's process, as skillbus dev
-does: every garbage collection the clients' allocations start then also marks the
-server's heap, which lowers every ratio by a few hundredths). Parts:
+Each system measured gets a fresh nats-server: inside the bench's process by default,
+as skillbus dev runs it, or with --server process in a process of its own, as in a
+deployment (its CPU time is then measured apart, printed as "(server N)" and added
+to the bench's). Embedded, every garbage collection the clients' allocations start
+also marks the server's heap, which costs skillbus, the side that allocates more, a
+few hundredths of every ratio. Parts:
 
   throughput  skillbus running a one-step no-op skill from trigger to result against
               the minimal pipeline in bare JetStream (trigger → job → result, three
@@ -61,9 +63,9 @@ server's heap, which lowers every ratio by a few hundredths). Parts:
 				return usage("--storage %q: want file or memory", storage)
 			}
 			switch server {
-			case "process":
 			case "embedded":
-				cfg.EmbeddedServer = true
+			case "process":
+				cfg.ServerProcess = true
 			default:
 				return usage("--server %q: want process or embedded", server)
 			}
@@ -116,7 +118,7 @@ server's heap, which lowers every ratio by a few hundredths). Parts:
 	f.DurationVar(&cfg.SyncInterval, "sync-interval", 0, "JetStream fsync interval (0: server default, 2m)")
 	f.IntVar(&cfg.Durable, "durable", 2000, "executions per round of the durable figure (sync_interval always: every write fsynced); 0 skips it")
 	f.StringVar(&storage, "storage", "file", "stream storage: file or memory")
-	f.StringVar(&server, "server", "process", "where each run's nats-server runs: process (its own, as deployed) or embedded (in the bench's process)")
+	f.StringVar(&server, "server", "embedded", "where each run's nats-server runs: embedded (in the bench's process) or process (its own, as deployed)")
 	f.StringVar(&only, "only", "", "run one part: throughput (skillbus vs bare JetStream, 3-step workflow), engine (per-step overhead) registry (10k skills load, edit-to-catalog latency) or tracing (throughput with tracing on/off)")
 	f.IntVar(&regSkills, "registry-skills", 10000, "skills generated for the registry figures")
 	f.IntVar(&edits, "edits", 100, "edits timed from disk to 5 catalogs")
