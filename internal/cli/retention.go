@@ -46,8 +46,8 @@ func (a *age) Type() string { return "duration" }
 func parseAge(s string) (time.Duration, error) {
 	if n, ok := strings.CutSuffix(s, "d"); ok {
 		days, err := strconv.Atoi(n)
-		if err != nil || days <= 0 {
-			return 0, fmt.Errorf("%q: want a positive number of days (7d) or a duration (36h)", s)
+		if err != nil || days <= 0 || days > 36500 {
+			return 0, fmt.Errorf("%q: want a number of days from 1 to 36500 (7d) or a duration (36h)", s)
 		}
 		return time.Duration(days) * 24 * time.Hour, nil
 	}

@@ -62,7 +62,9 @@ func TestRetentionFlags(t *testing.T) {
 	}{
 		{[]string{"--keep-jobs", "1m"}, nil, "the jobs are kept 1m0s, less than the duplicate window 2m0s"},
 		{[]string{"--keep-dead", "soon"}, nil, `invalid argument "soon" for "--keep-dead"`},
-		{[]string{"--keep-events", "0d"}, nil, "want a positive number of days"},
+		{[]string{"--keep-events", "0d"}, nil, "want a number of days from 1 to 36500"},
+		{[]string{"--keep-events", "9999999999d"}, nil, "want a number of days from 1 to 36500"},
+		{[]string{"--keep-events", "1.5d"}, nil, "want a number of days"},
 		{nil, map[string]string{"SKILLBUS_KEEP_JOBS": "-1h"}, "$SKILLBUS_KEEP_JOBS"},
 	} {
 		out.Reset()
