@@ -56,20 +56,39 @@ func (e Event) Msg(subject string) (*nats.Msg, error) { return e.msg(subject) }
 // the job's), the data content type (JSON, the default) and the correlation and
 // execution extensions, which repeat the data's activation_id and execution_id.
 func (e Event) JobMsg(subject string) (*nats.Msg, error) {
-	size := 256 + len(e.Meta.TraceParent) + len(e.Meta.TraceState)
 	if j, ok := e.Data.(events.Job); ok {
-		size += j.JSONSize() // one buffer for the event and its data
+		return e.JobMsgOf(subject, &j)
+	}
+	return e.jobMsg(subject, nil)
+}
+
+// JobMsgOf is JobMsg with job as the data (e.Data is not read). A publisher on the
+// hot path hands the job by pointer so that it is not copied to the heap, as making
+// it an Event's Data (an interface) would.
+func (e Event) JobMsgOf(subject string, job *events.Job) (*nats.Msg, error) {
+	return e.jobMsg(subject, job)
+}
+
+func (e Event) jobMsg(subject string, job *events.Job) (*nats.Msg, error) {
+	size := 256 + len(e.Meta.TraceParent) + len(e.Meta.TraceState)
+	if job != nil {
+		size += job.JSONSize() // one buffer for the event and its data
 	}
 	b := appendStructuredHead(make([]byte, 0, size), e,
 		[2]string{events.ExtCausationID, e.Meta.CausationID},
 		[2]string{events.ExtTraceParent, e.Meta.TraceParent},
 		[2]string{events.ExtTraceState, e.Meta.TraceState})
-	b, err := appendData(b, e.Data)
+	var err error
+	if job != nil {
+		b, err = job.AppendJSON(b)
+	} else {
+		b, err = appendData(b, e.Data)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("event %s: data: %w", e.Type, err)
 	}
-	// Two values in one backing array; room for one more header (a plan's job gets
-	// its route).
+	// Two values in one backing array; room for one more header (Skillbus-Recovered
+	// on a republished job, Skillbus-Link on a replayed or released one).
 	vals := []string{structuredJSON, e.ID}
 	h := make(nats.Header, 3)
 	h[HeaderContentType], h[HeaderMsgID] = vals[0:1:1], vals[1:2:2]

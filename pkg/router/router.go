@@ -420,7 +420,7 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 		_, span := telemetry.StartPublishMeta(ctx, telemetry.Message{Destination: jsubj, Template: r.jobTemplate, ID: jid},
 			&jm.TraceParent, &jm.TraceState, attrs...)
 		pubs = append(pubs, span)
-		jobMsg, err := bus.Event{ID: jid, Source: r.cfg.Source, Type: events.TypeJob, Meta: jm, Data: job}.JobMsg(jsubj)
+		jobMsg, err := bus.Event{ID: jid, Source: r.cfg.Source, Type: events.TypeJob, Meta: jm}.JobMsgOf(jsubj, &job)
 		if err != nil {
 			telemetry.EndAll(pubs, err)
 			return err
