@@ -54,6 +54,19 @@ func TestRetentionFlags(t *testing.T) {
 		t.Fatalf("registry: %v\n%s", err, out.String())
 	}
 	check("after a start without them")
+	// A process that was not given them learns the streams' own (a confirmation's
+	// longest timeout is bounded by the events' retention).
+	other, err := bus.New(srv.Conn(t), bus.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Ensure(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("after Ensure without them")
+	if c := other.Config(); c.EventsMaxAge != 36*time.Hour || c.JobsMaxAge != 48*time.Hour || c.DeadMaxAge != 30*24*time.Hour {
+		t.Errorf("Config after Ensure: events %v, jobs %v, dead %v; want the streams' 36h, 48h, 720h", c.EventsMaxAge, c.JobsMaxAge, c.DeadMaxAge)
+	}
 
 	for _, tc := range []struct {
 		args []string

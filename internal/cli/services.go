@@ -340,7 +340,7 @@ func ensure(ctx context.Context, b *bus.Bus, create bool, log *slog.Logger) erro
 			wait = min(2*wait, connectRetryMax)
 		}
 	}
-	return nil
+	return b.LearnRetention(ctx) // the streams' own, as whoever ensured them set it
 }
 
 // WorkerServiceName is the NATS micro service every worker process registers, so

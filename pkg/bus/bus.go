@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -220,14 +221,10 @@ func (b *Bus) Ensure(ctx context.Context) error {
 			return err
 		}
 		if set, ok := b.ageSet[sc.Name]; ok && !set {
-			// A default: for a new stream; one that exists keeps its own.
-			st, err := b.JS.Stream(ctx, sc.Name)
-			switch {
-			case err == nil:
-				sc.MaxAge = st.CachedInfo().Config.MaxAge
-			case !errors.Is(err, jetstream.ErrStreamNotFound):
+			if err := b.ensureKeepingAge(ctx, sc); err != nil {
 				return fmt.Errorf("bus: stream %s: %w", sc.Name, err)
 			}
+			continue
 		}
 		if _, err := b.JS.CreateOrUpdateStream(ctx, sc); err != nil {
 			return fmt.Errorf("bus: stream %s: %w", sc.Name, err)
@@ -236,6 +233,65 @@ func (b *Bus) Ensure(ctx context.Context) error {
 	for _, kc := range b.Buckets() {
 		if _, err := b.JS.CreateOrUpdateKeyValue(ctx, kc); err != nil {
 			return fmt.Errorf("bus: bucket %s: %w", kc.Bucket, err)
+		}
+	}
+	return b.LearnRetention(ctx)
+}
+
+// ensureKeepingAge creates sc with its default retention if it does not exist, and
+// otherwise updates it keeping the retention it has, and only if something else
+// differs: a process started without a retention never writes one over another
+// process's, even when both start at once (a create that finds the stream made in
+// the meantime reads it again; an update that would change nothing is not sent).
+func (b *Bus) ensureKeepingAge(ctx context.Context, sc jetstream.StreamConfig) error {
+	for range 3 {
+		st, err := b.JS.Stream(ctx, sc.Name)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			_, err = b.JS.CreateStream(ctx, sc)
+			if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+				continue // made by another process meanwhile: keep its retention
+			}
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		have := st.CachedInfo().Config
+		sc.MaxAge = have.MaxAge
+		if sameStream(have, sc) {
+			return nil
+		}
+		_, err = b.JS.UpdateStream(ctx, sc)
+		return err
+	}
+	return errors.New("created and deleted again while starting")
+}
+
+// sameStream reports whether have already is want in every field Streams sets.
+func sameStream(have, want jetstream.StreamConfig) bool {
+	return have.Description == want.Description && slices.Equal(have.Subjects, want.Subjects) &&
+		have.Storage == want.Storage && have.Replicas == want.Replicas && have.Duplicates == want.Duplicates &&
+		have.Discard == want.Discard && have.Retention == want.Retention && have.AllowMsgSchedules == want.AllowMsgSchedules &&
+		have.MaxAge == want.MaxAge
+}
+
+// LearnRetention reads how long the streams really keep what they hold into the
+// configuration (Config), which may differ from this process's own: a stream keeps
+// the retention the process that set it gave. Ensure calls it; a process that does
+// not ensure the streams calls it once they exist. Readers of Config (a
+// confirmation's longest timeout is bounded by the events' retention) then see the
+// streams' own.
+func (b *Bus) LearnRetention(ctx context.Context) error {
+	for name, age := range map[string]*time.Duration{
+		b.StreamTriggers(): &b.cfg.TriggerMaxAge, b.StreamJobs(): &b.cfg.JobsMaxAge,
+		b.StreamDead(): &b.cfg.DeadMaxAge, b.StreamEvents(): &b.cfg.EventsMaxAge,
+	} {
+		st, err := b.JS.Stream(ctx, name)
+		if err != nil {
+			return fmt.Errorf("bus: stream %s: %w", name, err)
+		}
+		if d := st.CachedInfo().Config.MaxAge; d > 0 {
+			*age = d
 		}
 	}
 	return nil
