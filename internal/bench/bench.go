@@ -173,7 +173,8 @@ func measure(ctx context.Context, cfg Config, name string, sys system, results <
 	if err != nil {
 		return r, err
 	}
-	start, cpu0, scpu0 := time.Now(), sys.server().CPU(), sys.server().serverCPU()
+	cpu0, scpu0 := sys.server().sample()
+	start := time.Now()
 	for i := range cfg.Executions {
 		select {
 		case window <- struct{}{}:
@@ -194,8 +195,12 @@ func measure(ctx context.Context, cfg Config, name string, sys system, results <
 	}
 	elapsed := time.Since(start)
 	r.PerSecond = float64(cfg.Executions) / elapsed.Seconds()
-	r.CPU = (sys.server().CPU() - cpu0) / time.Duration(cfg.Executions)
-	r.ServerCPU = (sys.server().serverCPU() - scpu0) / time.Duration(cfg.Executions)
+	cpu1, scpu1 := sys.server().sample()
+	if err := sys.server().Err(); err != nil {
+		return r, err
+	}
+	r.CPU = (cpu1 - cpu0) / time.Duration(cfg.Executions)
+	r.ServerCPU = (scpu1 - scpu0) / time.Duration(cfg.Executions)
 	after, err := persisted(ctx, sys.jetstream())
 	if err != nil {
 		return r, err

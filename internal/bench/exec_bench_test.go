@@ -91,7 +91,7 @@ func drive(b *testing.B, sys system, results <-chan int, window int) {
 		}
 	}()
 	b.ReportAllocs()
-	cpu0, scpu0 := sys.server().CPU(), sys.server().serverCPU()
+	cpu0, scpu0 := sys.server().sample()
 	b.ResetTimer()
 	for i := range b.N {
 		slots <- struct{}{}
@@ -105,8 +105,12 @@ func drive(b *testing.B, sys system, results <-chan int, window int) {
 		b.Fatal("executions did not finish")
 	}
 	b.StopTimer()
-	b.ReportMetric(float64((sys.server().CPU()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+	cpu1, scpu1 := sys.server().sample()
+	if err := sys.server().Err(); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64((cpu1-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
 	if *serverProcess {
-		b.ReportMetric(float64((sys.server().serverCPU()-scpu0).Microseconds())/float64(b.N), "server-cpu-µs/op")
+		b.ReportMetric(float64((scpu1-scpu0).Microseconds())/float64(b.N), "server-cpu-µs/op")
 	}
 }

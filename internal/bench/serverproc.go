@@ -21,6 +21,9 @@ import (
 // ServeIfChild.
 const serverEnv = "SKILLBUS_BENCH_SERVER"
 
+// serverArg is the bench server process's only argument.
+const serverArg = "__skillbus-bench-server"
+
 // serverSpec is what the bench tells its server process.
 type serverSpec struct {
 	StoreDir     string        `json:"store_dir"`
@@ -35,8 +38,8 @@ type serverSpec struct {
 // and the bench's test binary call it first thing.
 func ServeIfChild() {
 	spec := os.Getenv(serverEnv)
-	if spec == "" {
-		return
+	if spec == "" || len(os.Args) != 2 || os.Args[1] != serverArg {
+		return // both, so that the variable exported by mistake turns nothing into a server
 	}
 	if err := serveChild(spec, os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "bench server:", err)
@@ -75,8 +78,26 @@ type benchServer struct {
 	url  string
 	stop func()
 	// cpu is the server process's CPU time so far; nil when the server is embedded
-	// (its CPU time is this process's).
+	// (its CPU time is this process's). It answers 0 once it failed, and err says why.
 	cpu func() time.Duration
+	err error
+}
+
+// Err is why the server process's CPU time could not be read, if it could not: the
+// figures that count it are then wrong.
+func (s *benchServer) Err() error {
+	if s.cpu == nil {
+		return nil
+	}
+	s.cpu() // under its lock
+	return s.err
+}
+
+// sample is the CPU time so far of this process and the server together, and the
+// server's part, from one reading of the server's.
+func (s *benchServer) sample() (total, server time.Duration) {
+	server = s.serverCPU()
+	return cpuTime() + server, server
 }
 
 // URL is the server's client URL.
@@ -102,7 +123,7 @@ func startServerProcess(ctx context.Context, s serverSpec) (*benchServer, error)
 		return nil, err
 	}
 	spec, _ := json.Marshal(s)
-	cmd := exec.Command(exe)
+	cmd := exec.Command(exe, serverArg)
 	cmd.Env = append(os.Environ(), serverEnv+"="+string(spec))
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -129,6 +150,8 @@ func startServerProcess(ctx context.Context, s serverSpec) (*benchServer, error)
 		return "", io.ErrUnexpectedEOF
 	}
 	stop := func() {
+		mu.Lock()
+		defer mu.Unlock()
 		_ = stdin.Close()
 		done := make(chan struct{})
 		go func() { _ = cmd.Wait(); close(done) }()
@@ -139,35 +162,55 @@ func startServerProcess(ctx context.Context, s serverSpec) (*benchServer, error)
 			<-done
 		}
 	}
-	started := make(chan error, 1)
-	var url string
+	type line struct {
+		s   string
+		err error
+	}
+	started := make(chan line, 1)
 	go func() {
-		var err error
-		url, err = read()
-		started <- err
+		s, err := read()
+		started <- line{s, err}
 	}()
+	var first line
+	pending := true // the reader has not answered yet
 	select {
-	case err = <-started:
+	case first = <-started:
+		pending = false
 	case <-ctx.Done():
-		err = ctx.Err()
+		first.err = ctx.Err()
 	case <-time.After(30 * time.Second):
-		err = errors.New("no URL after 30s")
+		first.err = errors.New("no URL after 30s")
 	}
-	if err != nil || !strings.HasPrefix(url, "nats://") {
+	url := first.s
+	if first.err != nil || !strings.HasPrefix(url, "nats://") {
+		_ = cmd.Process.Kill()
+		if pending {
+			<-started // its stdout closes with it: the reader is done before Wait
+		}
 		stop()
-		return nil, fmt.Errorf("the server process did not start (%v, %q): %s", err, url, stderr.String())
+		return nil, fmt.Errorf("the server process did not start (%v, %q): %s", first.err, url, stderr.String())
 	}
-	return &benchServer{url: url, stop: stop, cpu: func() time.Duration {
+	srv := &benchServer{url: url, stop: stop}
+	srv.cpu = func() time.Duration {
 		mu.Lock()
 		defer mu.Unlock()
+		if srv.err != nil {
+			return 0
+		}
 		if _, err := io.WriteString(stdin, "cpu\n"); err != nil {
+			srv.err = fmt.Errorf("the server process: %w", err)
 			return 0
 		}
 		l, err := read()
 		if err != nil {
+			srv.err = fmt.Errorf("the server process: %w: %s", err, stderr.String())
 			return 0
 		}
-		n, _ := strconv.ParseInt(l, 10, 64)
+		n, err := strconv.ParseInt(l, 10, 64)
+		if err != nil {
+			srv.err = fmt.Errorf("the server process answered %q for its CPU time", l)
+		}
 		return time.Duration(n)
-	}}, nil
+	}
+	return srv, nil
 }
