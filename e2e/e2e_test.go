@@ -244,7 +244,7 @@ func (f *fleet) count(execID, kind string, keep func(map[string]any) bool) int {
 	n := 0
 	for m := range batch.Messages() {
 		var d map[string]any
-		if json.Unmarshal(m.Data(), &d) == nil && keep(d) {
+		if json.Unmarshal(eventData(m.Headers(), m.Data()), &d) == nil && keep(d) {
 			n++
 		}
 	}
@@ -346,4 +346,15 @@ func TestTwoHundredTriggers(t *testing.T) {
 		resumed += f.count(id, "step.completed", func(d map[string]any) bool { return d["resumed"] == true })
 	}
 	t.Logf("kill run: %d executions finished on a redelivery, %d steps resumed from checkpoints", redelivered, resumed)
+}
+
+// eventData is the data of an event as the stream holds it: skillbus writes
+// structured-mode CloudEvents, whose data is inside their JSON. nil when it does not
+// decode.
+func eventData(h nats.Header, data []byte) []byte {
+	e, err := bus.DecodeFast(&nats.Msg{Header: h, Data: data})
+	if err != nil {
+		return nil
+	}
+	return e.Data
 }

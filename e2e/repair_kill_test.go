@@ -239,7 +239,7 @@ func TestRepairWorkerKilledMidRepair(t *testing.T) {
 			continue
 		}
 		var d events.ExecutionCompleted
-		if err := json.Unmarshal(m.Data, &d); err != nil {
+		if err := json.Unmarshal(eventData(m.Header, m.Data), &d); err != nil {
 			t.Fatal(err)
 		}
 		completed[id] = d

@@ -180,7 +180,7 @@ func TestRepairTwoHundred(t *testing.T) {
 				got++
 				messages++
 				var d events.ExecutionCompleted
-				if strings.HasSuffix(m.Subject(), ".execution.completed") && json.Unmarshal(m.Data(), &d) == nil {
+				if strings.HasSuffix(m.Subject(), ".execution.completed") && json.Unmarshal(eventData(m.Headers(), m.Data()), &d) == nil {
 					completed[d.ExecutionID] = d
 				}
 			}

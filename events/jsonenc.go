@@ -612,3 +612,9 @@ func (j *Job) JSONSize() int { return j.size() }
 
 // JSONSize is about how many bytes AppendJSON writes for e (see Job.JSONSize).
 func (e *ExecutionCompleted) JSONSize() int { return e.size() }
+
+// JSONSize is about how many bytes AppendJSON writes for e (see Job.JSONSize).
+func (e *ExecutionFailed) JSONSize() int { return e.size() }
+
+// JSONSize is about how many bytes AppendJSON writes for e (see Job.JSONSize).
+func (e *ExecutionFallback) JSONSize() int { return e.size() }

@@ -617,11 +617,15 @@ func (rd *reader) poll(ctx context.Context) error {
 			return err
 		}
 		rd.last = seq
-		typ := m.Header.Get("ce-type")
-		if !strings.HasPrefix(m.Subject, prefix) || !events.Outcome(typ) {
+		if !strings.HasPrefix(m.Subject, prefix) {
 			continue
 		}
-		rec, err := run.FromEvent(typ, m.Data, m.Time)
+		// An outcome that does not decode is not counted, so the run reports it lost.
+		e, err := bus.DecodeFast(&nats.Msg{Subject: m.Subject, Header: m.Header, Data: m.Data})
+		if err != nil || !events.Outcome(e.Type) {
+			continue
+		}
+		rec, err := run.FromEvent(e.Type, e.Data, m.Time)
 		if err != nil {
 			return fmt.Errorf("outcome at sequence %d: %w", seq, err)
 		}

@@ -342,7 +342,7 @@ func recentOutcomes(ctx context.Context, b *bus.Bus, since time.Duration) ([]*ru
 			if err != nil {
 				continue
 			}
-			if r, err := run.FromEvent(m.Headers().Get("ce-type"), m.Data(), md.Timestamp); err == nil {
+			if r, err := run.FromMsg(m.Headers(), m.Data(), md.Timestamp); err == nil {
 				out = append(out, r)
 			}
 		}

@@ -54,7 +54,7 @@ func TestDecodeFastReadsWhatItWrote(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := view{ID: "e1.job", Source: "/skillbus/router", Type: events.TypeJob, ContentType: "application/json", MediaType: "application/json",
+	want := view{ID: "e1.job", Source: "/skillbus/router", Type: events.TypeJob,
 		Data: `{"execution_id":"e1"}`, Meta: bus.Meta{CorrelationID: "a1", CausationID: "c1", ExecutionID: "e1", TraceParent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}
 	if d := cmp.Diff(want, viewOf(b)); d != "" {
 		t.Fatalf("(-want +got)\n%s", d)

@@ -43,14 +43,11 @@ func TestEventDataAsJSONMarshal(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := m.Data
-			if job { // a structured-mode event: the data is inside it
-				b, err := bus.DecodeFast(m)
-				if err != nil {
-					t.Fatal(err)
-				}
-				got = b.Data
+			b, err := bus.DecodeFast(m) // a structured-mode event: the data is inside it
+			if err != nil {
+				t.Fatal(err)
 			}
+			got := b.Data
 			if string(got) != string(want) {
 				t.Errorf("%s (job %v): data\n%s\nwant (json.Marshal)\n%s", name, job, got, want)
 			}

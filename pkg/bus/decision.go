@@ -27,7 +27,11 @@ func (b *Bus) Decision(ctx context.Context, activationID string) (events.RouteDe
 	}
 	if m, err := evs.GetLastMsgForSubject(ctx, b.Subjects.Event(activationID, events.TypeRouteDecided)); err == nil {
 		var d events.RouteDecided
-		if err := json.Unmarshal(m.Data, &d); err != nil {
+		e, err := DecodeFast(&nats.Msg{Subject: m.Subject, Header: m.Header, Data: m.Data})
+		if err == nil {
+			err = json.Unmarshal(e.Data, &d)
+		}
+		if err != nil {
 			return d, m.Time, fmt.Errorf("bus: the decision of activation %s: %w", activationID, err)
 		}
 		return d, m.Time, nil

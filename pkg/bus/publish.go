@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/internal/jsonenc"
 )
 
 // Meta holds the extension attributes that tie an event to its activation, execution,
@@ -131,42 +132,68 @@ func appendData(b []byte, data any) ([]byte, error) {
 	return append(b, j...), nil
 }
 
+// msg encodes e for subject as a structured-mode CloudEvent, as JobMsg does a job,
+// but with every attribute: specversion, id, source, type, time and each extension
+// that is set (correlation, execution, causation, trace context), then the data.
+// Its headers are Content-Type application/cloudevents+json and Nats-Msg-Id (the
+// event's id, for the server's duplicate window). As binary-mode headers, each
+// attribute was encoded into the message by this client, scanned by the server and
+// parsed into a map by every reader's client; as JSON they cost the writer a few
+// appends and a reader nothing it does not read.
 func (e Event) msg(subject string) (*nats.Msg, error) {
-	data, err := appendData(nil, e.Data)
+	size := 192 + len(e.ID) + len(e.Source) + len(e.Type) + len(e.Meta.CorrelationID) + len(e.Meta.ExecutionID) +
+		len(e.Meta.CausationID) + len(e.Meta.TraceParent) + len(e.Meta.TraceState)
+	b := make([]byte, 0, size+dataSize(e.Data)) // one buffer for the event and its data
+	b = append(b, `{"specversion":"1.0","id":`...)
+	b = jsonenc.AppendString(b, e.ID)
+	b = append(b, `,"source":`...)
+	b = jsonenc.AppendString(b, e.Source)
+	b = append(b, `,"type":`...)
+	b = jsonenc.AppendString(b, e.Type)
+	b = append(b, `,"time":`...)
+	b, _ = jsonenc.AppendTime(b, time.Now().UTC()) // a time of now always encodes
+	b = appendExts(b,
+		[2]string{events.ExtCorrelationID, e.Meta.CorrelationID},
+		[2]string{events.ExtExecutionID, e.Meta.ExecutionID},
+		[2]string{events.ExtCausationID, e.Meta.CausationID},
+		[2]string{events.ExtTraceParent, e.Meta.TraceParent},
+		[2]string{events.ExtTraceState, e.Meta.TraceState})
+	b = append(b, `,"data":`...)
+	b, err := appendData(b, e.Data)
 	if err != nil {
 		return nil, fmt.Errorf("event %s: data: %w", e.Type, err)
 	}
-	// The headers are gathered first so that the map is made at its final size: a
-	// map sized for more than it holds costs bytes, one sized for fewer grows. One backing array holds every
-	// value, so a header costs no allocation of its own; each value's slice is capped
-	// at its length, so a later Header.Add copies instead of overwriting the next.
-	var kv [12]struct{ k, v string }
-	n := 0
-	set := func(k, v string) {
-		if v != "" {
-			kv[n].k, kv[n].v = k, v
-			n++
-		}
+	// Two values in one backing array, each capped so that a later Header.Add
+	// copies instead of overwriting the other; room for one more header.
+	vals := []string{structuredJSON, e.ID}
+	h := make(nats.Header, 3)
+	h[HeaderContentType], h[HeaderMsgID] = vals[0:1:1], vals[1:2:2]
+	return &nats.Msg{Subject: subject, Header: h, Data: append(b, '}')}, nil
+}
+
+// DataSizer is event data that knows about how long its JSON is (as
+// events.Job.JSONSize does), so that the event and its data are written into one
+// buffer made once.
+type DataSizer interface {
+	EventDataSize() int
+}
+
+// dataSize is about how many bytes appendData writes for data: exact enough for the
+// hot path's own types, a guess for the rest.
+func dataSize(data any) int {
+	switch d := data.(type) {
+	case events.Job:
+		return d.JSONSize()
+	case events.ExecutionCompleted:
+		return d.JSONSize()
+	case events.ExecutionFailed:
+		return d.JSONSize()
+	case events.ExecutionFallback:
+		return d.JSONSize()
+	case DataSizer:
+		return d.EventDataSize()
 	}
-	set(HeaderMsgID, e.ID)
-	set("ce-specversion", "1.0")
-	set("ce-id", e.ID)
-	set("ce-source", e.Source)
-	set("ce-type", e.Type)
-	set(ceHeaderPrefix+events.ExtCausationID, e.Meta.CausationID)
-	set(ceHeaderPrefix+events.ExtTraceParent, e.Meta.TraceParent)
-	set(ceHeaderPrefix+events.ExtTraceState, e.Meta.TraceState)
-	set("ce-time", time.Now().UTC().Format(time.RFC3339Nano))
-	set(HeaderContentType, "application/json")
-	set(ceHeaderPrefix+events.ExtCorrelationID, e.Meta.CorrelationID)
-	set(ceHeaderPrefix+events.ExtExecutionID, e.Meta.ExecutionID)
-	vals := make([]string, n)
-	h := make(nats.Header, n)
-	for i := range n {
-		vals[i] = kv[i].v
-		h[kv[i].k] = vals[i : i+1 : i+1]
-	}
-	return &nats.Msg{Subject: subject, Header: h, Data: data}, nil
+	return 256
 }
 
 // TooLargeError is a message bigger than the server accepts (its max_payload).

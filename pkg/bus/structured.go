@@ -10,13 +10,14 @@ import (
 	"github.com/skillbus/skillbus/internal/jsonenc"
 )
 
-// Jobs travel as structured-mode CloudEvents: the whole event, attributes and data,
-// is one JSON document, and the message has a single header (Content-Type
-// application/cloudevents+json) besides the create-only check. A job is a command
-// to one worker, which reads its data anyway; as binary-mode headers, its five or
-// six attributes and the routing decision were each encoded by the publisher's
-// client, scanned by the server and parsed into a map by the worker. Events keep
-// binary mode, where subscribers filter and read their attributes from headers.
+// Everything skillbus writes travels as a structured-mode CloudEvent: the whole
+// event, attributes and data, is one JSON document, and the message's headers are
+// Content-Type (application/cloudevents+json) and the duplicate or create-only
+// check. Jobs leave out the attributes their data repeats (JobMsg); events keep them
+// all (Event.Msg). As binary-mode headers, each attribute was encoded by the
+// publisher's client, scanned by the server and parsed into a map by every reader's
+// client, on every message. Binary-mode events are still read everywhere: the
+// triggers publishers send, and what earlier versions wrote.
 
 // appendStructuredHead appends e's attributes as the start of a structured-mode
 // JSON CloudEvent, up to and including the "data" member's name: the caller
@@ -29,6 +30,11 @@ func appendStructuredHead(b []byte, e Event, exts ...[2]string) []byte {
 	b = jsonenc.AppendString(b, e.Source)
 	b = append(b, `,"type":`...)
 	b = jsonenc.AppendString(b, e.Type)
+	return append(appendExts(b, exts...), `,"data":`...)
+}
+
+// appendExts appends each extension that is set as a member of a JSON object.
+func appendExts(b []byte, exts ...[2]string) []byte {
 	for _, kv := range exts {
 		if kv[1] == "" {
 			continue
@@ -38,7 +44,7 @@ func appendStructuredHead(b []byte, e Event, exts ...[2]string) []byte {
 		b = append(b, '"', ':')
 		b = jsonenc.AppendString(b, kv[1])
 	}
-	return append(b, `,"data":`...)
+	return b
 }
 
 // decodeStructuredFast reads a structured-mode event without the SDK when Decode

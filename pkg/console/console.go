@@ -202,7 +202,9 @@ func (c *Console) apply(m jetstream.Msg) {
 	// A scheduled confirmation timeout is no answer until it fires (then it is
 	// published again on the confirmation.recorded subject).
 	if !strings.Contains(m.Subject(), ".confirmation.timeout.") {
-		ids = c.idx.Apply(m.Headers().Get("ce-type"), m.Data(), md.Timestamp)
+		if e, err := bus.DecodeFast(&nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}); err == nil {
+			ids = c.idx.Apply(e.Type, e.Data, md.Timestamp)
+		}
 	}
 	c.hub.mark(ids)
 	c.applied.Add(1)

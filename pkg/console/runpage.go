@@ -94,14 +94,18 @@ func (c *Console) loadRun(ctx context.Context, id string) (*runView, error) {
 	activation := v.Run.ActivationID
 	var started *events.ExecutionStarted
 	for _, m := range msgs {
-		typ := m.Header.Get("ce-type")
-		ev := eventView{Time: m.time, Kind: events.Kind(typ), Data: prettyJSON(m.Data)}
+		// Events are structured-mode CloudEvents; those of earlier versions, binary.
+		typ, data, traceparent := m.Header.Get("ce-type"), m.Data, m.Header.Get("ce-traceparent")
+		if e, err := bus.DecodeFast(m.Msg); err == nil {
+			typ, data, traceparent = e.Type, e.Data, e.Ext(events.ExtTraceParent)
+		}
+		ev := eventView{Time: m.time, Kind: events.Kind(typ), Data: prettyJSON(data)}
 		if strings.Contains(m.Subject, ".confirmation.timeout.") {
 			ev.Kind = "confirmation.timeout (scheduled)"
 			typ = ""
 		}
 		var d map[string]any
-		_ = json.Unmarshal(m.Data, &d)
+		_ = json.Unmarshal(data, &d)
 		ev.Summary = summarize(d)
 		ev.Failed = typ == events.TypeExecutionFailed || typ == events.TypeStepFailed || typ == events.TypeExecutionFallback || typ == events.TypeExecutionRetrying
 		if s, ok := d["activation_id"].(string); ok && activation == "" {
@@ -113,7 +117,7 @@ func (c *Console) loadRun(ctx context.Context, id string) (*runView, error) {
 		if s, ok := d["skill"].(string); ok && v.Skill == "" {
 			v.Skill = s
 		}
-		if tp := m.Header.Get("ce-traceparent"); tp != "" && v.TraceID == "" {
+		if tp := traceparent; tp != "" && v.TraceID == "" {
 			if parts := strings.Split(tp, "-"); len(parts) == 4 {
 				v.TraceID = parts[1]
 			}
@@ -121,15 +125,15 @@ func (c *Console) loadRun(ctx context.Context, id string) (*runView, error) {
 		switch typ {
 		case events.TypeExecutionStarted:
 			started = &events.ExecutionStarted{}
-			_ = json.Unmarshal(m.Data, started)
+			_ = json.Unmarshal(data, started)
 		case events.TypeConfirmationRecorded:
 			var a events.ConfirmationRecorded
-			if json.Unmarshal(m.Data, &a) == nil {
+			if json.Unmarshal(data, &a) == nil {
 				v.Answers = append(v.Answers, a)
 			}
 		case events.TypeExecutionFailed:
 			var f events.ExecutionFailed
-			if json.Unmarshal(m.Data, &f) == nil {
+			if json.Unmarshal(data, &f) == nil {
 				v.History = f.History
 			}
 		}

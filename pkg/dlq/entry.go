@@ -90,7 +90,8 @@ type Entry struct {
 	Log json.RawMessage `json:"log,omitempty"`
 
 	job     *events.DeadLetter // KindJob
-	header  nats.Header        // the dead letter's headers (for a job, its trace context)
+	header  nats.Header        // the dead letter's headers
+	trace   bus.Meta           // a dead job's trace context, which its replay links to
 	payload []byte
 }
 
@@ -154,7 +155,7 @@ func decode(prefix, subject string, seq uint64, at time.Time, h nats.Header, dat
 		e.header, e.payload = h, data
 		return e, true
 	}
-	e.header = h
+	e.header, e.trace = h, bus.MetaOf(ev)
 	j := dl.Job
 	if j.ExecutionID != "" {
 		e.ID = j.ExecutionID

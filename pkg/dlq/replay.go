@@ -172,7 +172,7 @@ func (q *Queue) replayJob(ctx context.Context, e *Entry, n int, opt ReplayOption
 		if done, _ := q.outcome(ctx, st, execID); done == nil {
 			// A new trace, linked to the dead execution's (the dead letter's).
 			jm := meta
-			jm.TraceParent, jm.TraceState = e.header.Get("ce-traceparent"), e.header.Get("ce-tracestate")
+			jm.TraceParent, jm.TraceState = e.trace.TraceParent, e.trace.TraceState
 			_, span, link := telemetry.StartPublishLinkedMeta(ctx, telemetry.Message{Destination: rec.Subject, Template: q.b.Subjects.Prefix + ".exec.{pool}.{skill}.{activation}.{stage}", ID: execID + ".job"},
 				&jm.TraceParent, &jm.TraceState, telemetry.LinkReplay, telemetry.AttrExecutionID.String(execID), telemetry.AttrSkillName.String(ref.Name))
 			defer span.End()

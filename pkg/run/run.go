@@ -15,9 +15,11 @@ import (
 	"errors"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/pkg/bus"
 )
 
 // Record statuses.
@@ -68,9 +70,19 @@ func Load(ctx context.Context, stream jetstream.Stream, subj Subjects, execution
 		if err != nil {
 			return nil, err
 		}
-		return FromEvent(typ, m.Data, m.Time)
+		return FromMsg(m.Header, m.Data, m.Time)
 	}
 	return nil, nil
+}
+
+// FromMsg reads an outcome event as it is stored (in either CloudEvents mode) as a
+// Record.
+func FromMsg(h nats.Header, data []byte, at time.Time) (*Record, error) {
+	e, err := bus.DecodeFast(&nats.Msg{Header: h, Data: data})
+	if err != nil {
+		return nil, err
+	}
+	return FromEvent(e.Type, e.Data, at)
 }
 
 // FromEvent reads an outcome event's data as a Record.

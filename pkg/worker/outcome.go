@@ -40,9 +40,7 @@ func (c completed) AppendEventData(b []byte) ([]byte, error) {
 	n := len(b)
 	e := c.ExecutionCompleted
 	e.Log = nil
-	if c.Log != nil { // one buffer for the outcome and its log
-		b = slices.Grow(b, e.JSONSize()+256+200*len(c.Log.Steps))
-	}
+	b = slices.Grow(b, c.EventDataSize()) // one buffer for the outcome and its log
 	b, err := e.AppendJSON(b)
 	if err != nil {
 		return b[:n], err
@@ -55,6 +53,17 @@ func (c completed) AppendEventData(b []byte) ([]byte, error) {
 		return b[:n], err
 	}
 	return append(b, '}'), nil
+}
+
+// EventDataSize is about how long AppendEventData's JSON is (bus.DataSizer).
+func (c completed) EventDataSize() int {
+	e := c.ExecutionCompleted
+	e.Log = nil
+	n := e.JSONSize()
+	if c.Log != nil {
+		n += 8 + c.Log.JSONSize()
+	}
+	return n
 }
 
 // complete publishes the execution's completed outcome and acks the job.
@@ -76,7 +85,7 @@ func (w *Worker) complete(ctx context.Context, j *job, outputs map[string]any) e
 	if err != nil {
 		return err
 	}
-	lost, err := w.publishOutcome(ctx, j, m)
+	lost, err := w.publishOutcome(ctx, j, events.TypeExecutionCompleted, m)
 	if err != nil || lost {
 		return err
 	}
@@ -121,7 +130,7 @@ func (w *Worker) fail(ctx context.Context, j *job, stepID string, cause error) e
 	if err != nil {
 		return err
 	}
-	lost, err := w.publishOutcome(ctx, j, m)
+	lost, err := w.publishOutcome(ctx, j, outcomeType(rec), m)
 	if err != nil || lost {
 		return err
 	}
@@ -148,9 +157,9 @@ func (w *Worker) fail(ctx context.Context, j *job, stepID string, cause error) e
 // publishOutcome publishes the outcome with everything already queued on the job's
 // batch and waits for all of it. lost reports that an earlier delivery's outcome
 // stands instead; the job has then been settled by redrive.
-func (w *Worker) publishOutcome(ctx context.Context, j *job, m *nats.Msg) (lost bool, err error) {
+func (w *Worker) publishOutcome(ctx context.Context, j *job, typ string, m *nats.Msg) (lost bool, err error) {
 	// The outcome's PRODUCER span, until everything queued with it is acknowledged.
-	_, span := telemetry.StartPublishMsg(ctx, m, w.cfg.Bus.Subjects.Prefix+".events.{execution}."+events.Kind(m.Header.Get("ce-type")), j.span().Attributes()...)
+	_, span := telemetry.StartPublishMsg(ctx, m, w.cfg.Bus.Subjects.Prefix+".events.{execution}."+events.Kind(typ), j.span().Attributes()...)
 	j.batch.Publish(m)
 	err = j.batch.Wait(ctx)
 	telemetry.End(span, err)

@@ -36,8 +36,13 @@ func TestCompletedEncodesAsMarshal(t *testing.T) {
 			t.Errorf("%s:\n got %s (%v)\nwant x%s", name, got, err, want)
 		}
 		m, err := bus.Event{ID: "e1.outcome", Source: "/w", Type: events.TypeExecutionCompleted, Data: c}.Msg("subj")
-		if err != nil || string(m.Data) != string(want) {
-			t.Errorf("%s: the event's data %s (%v)", name, m.Data, err)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e, err := bus.DecodeFast(m); err != nil || string(e.Data) != string(want) {
+			t.Errorf("%s: the event %s (%v)", name, m.Data, err)
+		} else if n := c.EventDataSize(); n < len(want) {
+			t.Errorf("%s: EventDataSize %d, but the data is %d bytes: its buffer is made twice", name, n, len(want))
 		}
 	}
 	for _, c := range []completed{

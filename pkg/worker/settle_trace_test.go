@@ -9,8 +9,10 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/internal/natstest"
 	"github.com/skillbus/skillbus/internal/telemetrytest"
+	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/telemetry"
 )
 
@@ -70,8 +72,9 @@ func TestTraceSettleAndDeadLetters(t *testing.T) {
 		attrString(dl, "messaging.message.id") != doomed+".dead" || attrString(dl, "messaging.operation.type") != "send" {
 		t.Errorf("the dead letter's span under %v: %v %v", doomedProc.SpanContext.SpanID(), ok, dl.Attributes)
 	}
-	if tp := f.dead("skillbus.dead.doomed")[0].Header.Get("ce-traceparent"); !strings.Contains(tp, dl.SpanContext.SpanID().String()) {
-		t.Errorf("the dead letter carries %q, not its publish span %v", tp, dl.SpanContext.SpanID())
+	raw := f.dead("skillbus.dead.doomed")[0]
+	if e, err := bus.DecodeFast(&nats.Msg{Header: raw.Header, Data: raw.Data}); err != nil || !strings.Contains(e.Ext(events.ExtTraceParent), dl.SpanContext.SpanID().String()) {
+		t.Errorf("the dead letter carries %v (%v), not its publish span %v", e, err, dl.SpanContext.SpanID())
 	}
 	if _, ok := find("ack skillbus.exec.default.doomed.{activation}.{stage}", child(doomedProc)); ok {
 		t.Error("an ack has a span of its own; the process span covers it")

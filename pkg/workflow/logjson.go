@@ -135,3 +135,17 @@ func appendLogTime(b []byte, key string, t time.Time) ([]byte, error) {
 	}
 	return jsonenc.AppendTime(append(b, key...), t)
 }
+
+// JSONSize is about how many bytes AppendJSON writes for l, so that a caller
+// appending it after something of its own makes its buffer once: the strings'
+// lengths (a step's result, JSON in a string, a quarter more for its escapes) and
+// room for the keys, times and numbers.
+func (l *Log) JSONSize() int {
+	n := 256 + len(l.ExecutionID) + len(l.Skill) + len(l.Version) + len(l.FailedStep) + len(l.Error) + len(l.Class) + len(l.Waiting)
+	for i := range l.Steps {
+		s := &l.Steps[i]
+		n += 224 + len(s.ID) + len(s.Tool) + len(s.Reason) + len(s.Result)*5/4 + len(s.Error) + len(s.Class) +
+			len(s.HealOf) + len(s.FailureType) + len(s.RetryOf)
+	}
+	return n
+}

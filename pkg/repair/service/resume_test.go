@@ -7,7 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/repair"
 	"github.com/skillbus/skillbus/pkg/repair/service"
 	"github.com/skillbus/skillbus/pkg/workflow"
@@ -59,7 +62,11 @@ func (f *fixture) completions(ids []string) map[string]events.ExecutionCompleted
 			continue
 		}
 		var d events.ExecutionCompleted
-		if err := json.Unmarshal(m.Data, &d); err != nil {
+		e, err := bus.DecodeFast(&nats.Msg{Header: m.Header, Data: m.Data})
+		if err == nil {
+			err = json.Unmarshal(e.Data, &d)
+		}
+		if err != nil {
 			f.t.Fatal(err)
 		}
 		out[id] = d

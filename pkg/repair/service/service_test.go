@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
 
@@ -404,7 +405,13 @@ func TestRejectedRepairDeadLetters(t *testing.T) {
 		st, _ := f.b.JS.Stream(f.ctx, f.b.StreamEvents())
 		m, err := st.GetLastMsgForSubject(f.ctx, f.b.Subjects.Event(id, events.TypeExecutionFailed))
 		var d events.ExecutionFailed
-		if err != nil || json.Unmarshal(m.Data, &d) != nil || d.RepairID != rec.ID {
+		if err == nil {
+			var e *bus.Binary
+			if e, err = bus.DecodeFast(&nats.Msg{Header: m.Header, Data: m.Data}); err == nil {
+				err = json.Unmarshal(e.Data, &d)
+			}
+		}
+		if err != nil || d.RepairID != rec.ID {
 			t.Fatalf("%s: execution.failed names repair %q, want %s (%v)", id, d.RepairID, rec.ID, err)
 		}
 	}
