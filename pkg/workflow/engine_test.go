@@ -160,12 +160,29 @@ func TestInputs(t *testing.T) {
 		{Name: "note", Type: "string", MaxLength: 5},
 	}
 	e := engine(t)
-	out, err := e.Execute(context.Background(), workflow.Run{Skill: s, Inputs: map[string]any{"issue_key": "AAP-12345", "n": float64(7)}})
+	given := map[string]any{"issue_key": "AAP-12345", "n": float64(7)}
+	out, err := e.Execute(context.Background(), workflow.Run{Skill: s, Inputs: given})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if d := cmp.Diff(map[string]any{"key": "AAP-12345", "prefix": "feature", "n": int64(7)}, out["x"]); d != "" {
 		t.Errorf("(-want +got)\n%s", d)
+	}
+	// Defaults and conversions go into a copy: the caller's inputs are as given.
+	if d := cmp.Diff(map[string]any{"issue_key": "AAP-12345", "n": float64(7)}, given); d != "" {
+		t.Errorf("the caller's inputs changed (-want +got)\n%s", d)
+	}
+	// Inputs needing neither are read as they are; none at all read as empty.
+	for _, in := range []map[string]any{{"issue_key": "A-1", "branch_prefix": "fix", "n": int64(2)}, nil} {
+		s := wf([]skill.Step{{ID: "x", Tool: "echo", Args: map[string]any{"all": "{{ inputs }}"}}})
+		out, err := e.Execute(context.Background(), workflow.Run{Skill: s, Inputs: in})
+		want := in
+		if want == nil {
+			want = map[string]any{}
+		}
+		if err != nil || !cmp.Equal(map[string]any{"all": want}, out["x"]) {
+			t.Errorf("inputs %v: %v %v", in, out, err)
+		}
 	}
 	for _, tt := range []struct {
 		inputs map[string]any

@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
 	"slices"
@@ -43,9 +44,18 @@ func undeclared(decl []cinput, given map[string]any) error {
 // it does not declare, unless it declares the input "*" (skill.AnyInput); a skill that
 // declares none takes anything. Every violation is Fatal: the same inputs will fail
 // again.
+//
+// The map returned is given itself unless a default or a conversion changes it
+// (then a copy): a run reads its inputs and never writes them.
 func validateInputs(decl []cinput, given map[string]any) (map[string]any, error) {
-	out := make(map[string]any, len(given)+len(decl))
-	for k, v := range given {
+	out, copied := given, false
+	if out == nil {
+		out = map[string]any{}
+	}
+	set := func(k string, v any) {
+		if !copied {
+			out, copied = maps.Clone(out), true
+		}
 		out[k] = v
 	}
 	if len(decl) > 0 && !slices.ContainsFunc(decl, func(ci cinput) bool { return ci.in.Name == skill.AnyInput }) {
@@ -63,7 +73,7 @@ func validateInputs(decl []cinput, given map[string]any) (map[string]any, error)
 		v, ok := out[in.Name]
 		if !ok || v == nil {
 			if in.Default != nil {
-				out[in.Name] = in.Default
+				set(in.Name, in.Default)
 				continue
 			}
 			if in.Required {
@@ -80,7 +90,7 @@ func validateInputs(decl []cinput, given map[string]any) (map[string]any, error)
 		}
 		if typ == "integer" {
 			if f, ok := v.(float64); ok {
-				out[in.Name] = int64(f)
+				set(in.Name, int64(f))
 			}
 		}
 		if len(in.Enum) > 0 && !inEnum(in.Enum, v) {
