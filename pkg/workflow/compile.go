@@ -16,8 +16,11 @@ import (
 type compiled struct {
 	steps   []cstep
 	outputs []coutput
-	inputs  []cinput
-	index   map[string]int // step id → index
+	// outSteps are the steps whose results the outputs read, ascending: the
+	// outputs' Env holds the run's names and only these.
+	outSteps []int
+	inputs   []cinput
+	index    map[string]int // step id → index
 	// readsTrigger and readsExecution: some expression reads `trigger` or
 	// `execution`, so a run builds them (a run of a workflow that reads neither, the
 	// usual case, makes neither map). A compute block whose source so much as
@@ -160,7 +163,17 @@ func compile(wf *skill.Workflow) (*compiled, error) {
 			return nil, failure.Wrap(failure.ClassOf(err), fmt.Errorf("output %s: %w", o.Name, err))
 		}
 		c.reads(v.Refs())
+		c.outSteps = union(c.outSteps, resolve(v.Refs(), writers, ""))
 		c.outputs = append(c.outputs, coutput{name: o.Name, value: v})
+	}
+	if len(c.outputs) > 0 {
+		// A step named like a builtin shadows it, and an expression's references
+		// leave builtins out: the outputs' Env holds such steps too.
+		for name, ws := range writers {
+			if expr.IsBuiltin(name) {
+				c.outSteps = union(c.outSteps, ws)
+			}
+		}
 	}
 	return c, nil
 }

@@ -293,11 +293,10 @@ func (x *execution) result() (map[string]any, error) {
 		}
 		return out, nil
 	}
-	all := make([]int, len(x.state))
-	for i := range all {
-		all[i] = i
+	env := x.base // read, never written, by outputs that read no step
+	if len(x.c.outSteps) > 0 {
+		env = x.envFor(x.c.outSteps)
 	}
-	env := x.envFor(all)
 	out := make(map[string]any, len(x.c.outputs))
 	for _, o := range x.c.outputs {
 		v, err := o.value.Eval(x.ctx, env)
