@@ -2,9 +2,13 @@ package events
 
 import (
 	"encoding/json"
+	"errors"
+	"reflect"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	jsonv1 "github.com/go-json-experiment/json/v1"
 
 	"github.com/skillbus/skillbus/internal/jsonx"
 )
@@ -36,7 +40,18 @@ func DecodeJobWithoutRoute(data []byte, j *Job) error {
 	if decodeJobFast(data, j, true) {
 		return nil
 	}
-	return jsonx.Unmarshal(data, &jobWithoutRoute{Job: j})
+	err := jsonx.Unmarshal(data, &jobWithoutRoute{Job: j})
+	// The error names the job's type as DecodeJob's does, not the wrapper's.
+	var te *jsonv1.UnmarshalTypeError
+	if errors.As(err, &te) {
+		if te.Struct == "jobWithoutRoute" {
+			te.Struct = "Job"
+		}
+		if te.Type == reflect.TypeFor[jobWithoutRoute]() {
+			te.Type = reflect.TypeFor[Job]()
+		}
+	}
+	return err
 }
 
 // jobWithoutRoute decodes into Job all but its route, which its own Route field,

@@ -84,7 +84,8 @@ func checkDecodeJobWithoutRoute(t *testing.T, data []byte) (fast bool) {
 	var want, got, quick Job
 	werr := jsonx.Unmarshal(data, &jobWithoutRoute{Job: &want})
 	gerr := DecodeJobWithoutRoute(data, &got)
-	if (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error() {
+	// Its errors name the job's type, as DecodeJob's do, not the wrapper's.
+	if (werr == nil) != (gerr == nil) || werr != nil && (strings.NewReplacer("jobWithoutRoute.", "Job.", "events.jobWithoutRoute", "events.Job").Replace(werr.Error()) != gerr.Error() || strings.Contains(gerr.Error(), "jobWithoutRoute")) {
 		t.Fatalf("%q: jsonx %v, DecodeJobWithoutRoute %v", data, werr, gerr)
 	}
 	if !reflect.DeepEqual(want, got) || got.Route != nil {
@@ -339,5 +340,17 @@ func BenchmarkDecodeJob(b *testing.B) {
 				i++
 			}
 		})
+	}
+}
+
+// A job that does not decode is reported under the job's type, whichever decoder
+// read it.
+func TestDecodeJobErrorsNameTheJob(t *testing.T) {
+	t.Parallel()
+	data := []byte(`{"execution_id":5}`)
+	var a, b Job
+	ea, eb := DecodeJob(data, &a), DecodeJobWithoutRoute(data, &b)
+	if ea == nil || eb == nil || ea.Error() != eb.Error() || !strings.Contains(ea.Error(), "Job.execution_id") {
+		t.Fatalf("DecodeJob: %v\nDecodeJobWithoutRoute: %v", ea, eb)
 	}
 }
