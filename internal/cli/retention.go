@@ -60,8 +60,15 @@ func parseAge(s string) (time.Duration, error) {
 
 // registerRetention adds the --keep-* flags, each defaulting to its environment
 // variable.
+//
+// Where the process has no --ensure flag (dev, which always creates its streams),
+// the help says so without naming one.
 func (c *common) registerRetention(cmd *cobra.Command, getenv Env) {
 	f := cmd.Flags()
+	where := "set on the streams where this process creates or updates them (--ensure)"
+	if f.Lookup("ensure") == nil {
+		where = "set on the streams this process creates or updates at start"
+	}
 	for _, k := range []struct {
 		a         *age
 		flag, env string
@@ -77,6 +84,6 @@ func (c *common) registerRetention(cmd *cobra.Command, getenv Env) {
 				c.envErr = usage("$%s=%v", k.env, err)
 			}
 		}
-		f.Var(k.a, k.flag, k.what+"; set on the streams where this process creates or updates them (--ensure); without it an existing stream keeps its own ($"+k.env+")")
+		f.Var(k.a, k.flag, k.what+"; at least the 2m duplicate window; "+where+"; without it an existing stream keeps its own ($"+k.env+")")
 	}
 }

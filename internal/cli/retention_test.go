@@ -3,6 +3,7 @@ package cli_test
 import (
 	"bytes"
 	"context"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -85,6 +86,27 @@ func TestRetentionFlags(t *testing.T) {
 			func(k string) string { return tc.env[k] }, &out, &out)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || cli.ExitCode(err) != 2 {
 			t.Errorf("%v %v: exit %d, %v; want a usage error saying %q", tc.args, tc.env, cli.ExitCode(err), err, tc.want)
+		}
+	}
+}
+
+// The --keep-* help says the minimum, and names --ensure only where the process has
+// that flag.
+func TestRetentionHelp(t *testing.T) {
+	t.Parallel()
+	for name, run := range map[string]func(context.Context, []string, cli.Env, io.Writer, io.Writer) error{
+		"dev": func(ctx context.Context, args []string, env cli.Env, o, e io.Writer) error {
+			return cli.Skillbus(ctx, append([]string{"dev"}, args...), env, o, e)
+		},
+		"router": cli.Router,
+	} {
+		var out bytes.Buffer
+		if err := run(context.Background(), []string{"--help"}, func(string) string { return "" }, &out, &out); err != nil {
+			t.Fatalf("%s --help: %v", name, err)
+		}
+		help := out.String()
+		if !strings.Contains(help, "at least the 2m duplicate window") || strings.Contains(help, "(--ensure)") != (name == "router") {
+			t.Errorf("%s --help:\n%s", name, help)
 		}
 	}
 }
