@@ -2,6 +2,7 @@ package natstest
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -39,10 +40,26 @@ const reservationTTL = 20 * time.Minute
 
 var portsMu sync.Mutex // the file lock is per open file; this orders the process's own callers
 
+// openPorts opens the file of reservations every user's test processes share (ports
+// are the machine's), made writable for all whatever the umask; where another user
+// made it without that, this user's processes share one of their own.
+func openPorts() (*os.File, error) {
+	name := filepath.Join(os.TempDir(), "skillbus-natstest-ports")
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o666)
+	if errors.Is(err, os.ErrPermission) {
+		return os.OpenFile(fmt.Sprintf("%s-%d", name, os.Getuid()), os.O_RDWR|os.O_CREATE, 0o600)
+	}
+	if err != nil {
+		return nil, err
+	}
+	_ = f.Chmod(0o666) // only its owner may; others then find it writable
+	return f, nil
+}
+
 func reservePort() (int, error) {
 	portsMu.Lock()
 	defer portsMu.Unlock()
-	f, err := os.OpenFile(filepath.Join(os.TempDir(), "skillbus-natstest-ports"), os.O_RDWR|os.O_CREATE, 0o666)
+	f, err := openPorts()
 	if err != nil {
 		return 0, err
 	}
