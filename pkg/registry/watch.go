@@ -95,31 +95,47 @@ func (w *watch) addRoots() {
 }
 
 func (w *watch) addRoot(root string) {
-	info, err := os.Stat(root)
-	switch {
-	case err != nil:
+	for {
+		info, err := os.Stat(root)
+		switch {
+		case err == nil && info.IsDir():
+			delete(w.pending, root)
+			w.addTree(root)
+			return
+		case err == nil:
+			delete(w.pending, root)
+			w.fileRoots[root] = true
+			w.add(filepath.Dir(root))
+			return
+		}
 		w.pending[root] = true
-		w.watchParent(root)
-	case info.IsDir():
-		delete(w.pending, root)
-		w.addTree(root)
-	default:
-		delete(w.pending, root)
-		w.fileRoots[root] = true
-		w.add(filepath.Dir(root))
+		// A directory made below the ancestor before its watch was in place sent it
+		// no event (os.MkdirAll makes a path's directories one after another): look
+		// again, and go on down while the path toward the root is there.
+		p, ok := w.watchParent(root)
+		if !ok {
+			return
+		}
+		rel, err := filepath.Rel(p, root)
+		if err != nil {
+			return
+		}
+		next, _, _ := strings.Cut(rel, string(filepath.Separator))
+		if info, err := os.Stat(filepath.Join(p, next)); err != nil || !info.IsDir() {
+			return // not there yet: its creation is an event of the watch on p
+		}
 	}
 }
 
 // watchParent watches the nearest existing ancestor of a missing root, to see it
-// appear.
-func (w *watch) watchParent(root string) {
+// appear, and returns it; ok is false when no ancestor could be watched.
+func (w *watch) watchParent(root string) (dir string, ok bool) {
 	for p := filepath.Dir(root); ; p = filepath.Dir(p) {
 		if info, err := os.Stat(p); err == nil && info.IsDir() {
-			w.add(p)
-			return
+			return p, w.add(p)
 		}
 		if filepath.Dir(p) == p {
-			return
+			return "", false
 		}
 	}
 }
