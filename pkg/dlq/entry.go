@@ -181,16 +181,19 @@ func jsonOrString(b []byte) json.RawMessage {
 }
 
 // matches reports whether id names the entry: its id, its DLQ sequence, or a prefix
-// of at least 6 characters of its id.
+// of at least 6 characters of its id. A prefix of digits alone is both a sequence and
+// a prefix (an execution id's first 8 hex digits are all decimal digits once in 40).
 func (e *Entry) matches(id string) bool {
-	switch {
-	case id == e.ID:
-		return true
-	case isDigits(id):
-		n, err := strconv.ParseUint(id, 10, 64)
-		return err == nil && n == e.Seq
+	return id == e.ID || e.hasSeq(id) || len(id) >= minPrefix && strings.HasPrefix(e.ID, id)
+}
+
+// hasSeq reports whether id is the entry's DLQ sequence number.
+func (e *Entry) hasSeq(id string) bool {
+	if !isDigits(id) {
+		return false
 	}
-	return len(id) >= minPrefix && strings.HasPrefix(e.ID, id)
+	n, err := strconv.ParseUint(id, 10, 64)
+	return err == nil && n == e.Seq
 }
 
 // minPrefix is the shortest id prefix accepted for an entry.

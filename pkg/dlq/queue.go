@@ -166,19 +166,26 @@ func (q *Queue) find(ctx context.Context, id string) (*Entry, error) {
 	if id == "" {
 		return nil, fmt.Errorf("dlq: an entry id is required: %w", ErrNotFound)
 	}
+	// The whole id names its entry, then a sequence number, then a prefix of an id.
 	var found []*Entry
+	var bySeq *Entry
 	err := q.scan(ctx, q.b.Subjects.Dead(">"), 1, time.Time{}, func(e *Entry) bool {
-		if e.matches(id) {
-			if e.ID == id || isDigits(id) {
-				found = []*Entry{e}
-				return false
-			}
+		switch {
+		case e.ID == id:
+			found, bySeq = []*Entry{e}, nil
+			return false
+		case e.hasSeq(id):
+			bySeq = e
+		case e.matches(id):
 			found = append(found, e)
 		}
 		return true
 	})
 	if err != nil {
 		return nil, err
+	}
+	if bySeq != nil {
+		return bySeq, nil
 	}
 	switch len(found) {
 	case 0:
