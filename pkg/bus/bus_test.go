@@ -105,8 +105,8 @@ func TestCreateIsIdentifiedByItsSubject(t *testing.T) {
 		if err := bt.Wait(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if got := bt.Duplicate("e1.job"); got != (round == 1) {
-			t.Fatalf("round %d: Duplicate = %v", round, got)
+		if got := bt.Duplicate("e1.job"); got != (round == 1) || bt.Duplicates() != got {
+			t.Fatalf("round %d: Duplicate = %v, Duplicates = %v", round, got, bt.Duplicates())
 		}
 	}
 	s, err := b.JS.Stream(ctx, b.StreamJobs())

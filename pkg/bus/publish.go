@@ -337,6 +337,14 @@ func (bt *Batch) Duplicate(id string) bool {
 	return bt.dups[id]
 }
 
+// Duplicates reports whether any publish acknowledged so far was a duplicate: the
+// rare case, checked before building the ids to ask Duplicate about.
+func (bt *Batch) Duplicates() bool {
+	bt.mu.Lock()
+	defer bt.mu.Unlock()
+	return len(bt.dups) > 0
+}
+
 // Len is the number of publishes queued.
 func (bt *Batch) Len() int {
 	bt.mu.Lock()

@@ -455,7 +455,7 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 	if err != nil {
 		return err
 	}
-	if b.Duplicate(refOf(running[0]).ExecutionID + ".job") {
+	if b.Duplicates() && b.Duplicate(refOf(running[0]).ExecutionID+".job") {
 		if md != nil && md.NumDelivered == 1 {
 			r.cfg.Log.Info("router: trigger routed before; its first activation answers it",
 				"activation", actID, "source", ref.Source, "id", ref.ID, "seq", ref.Seq)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/skillbus/skillbus/pkg/skill"
@@ -202,7 +203,7 @@ func (r *recallSet) types(typ string) {
 	}
 	for _, k := range r.x.byType[typ] {
 		if a := r.get(k); a != nil {
-			a.add(SourceRule, 1, 0.9, fmt.Sprintf("trigger %s", typ))
+			a.add(SourceRule, 1, 0.9, "trigger "+typ)
 			a.subscrib = true
 		}
 	}
@@ -212,7 +213,7 @@ func (r *recallSet) types(typ string) {
 		}
 		for _, k := range ks {
 			if a := r.get(k); a != nil {
-				a.add(SourceRule, 1, 0.9, fmt.Sprintf("trigger %s matches %s", p, typ))
+				a.add(SourceRule, 1, 0.9, "trigger "+p+" matches "+typ)
 				a.subscrib = true
 			}
 		}
@@ -488,14 +489,14 @@ func (x *Selector) plan(d *Decision, forced bool, cands map[string]*acc) {
 		switch {
 		case k == 0:
 			c.Role = "primary"
-			c.Reason = join(c.Reason, fmt.Sprintf("primary: best score %.3f", c.Score))
+			c.Reason = join(c.Reason, "primary: best score "+strconv.FormatFloat(c.Score, 'f', 3, 64))
 		case inLead(c.Name):
 			c.Role = "parallel"
 			c.Reason = join(c.Reason, "runs beside the primary: both are parallel_safe")
 		default:
 			c.Role = "fallback"
 			d.Fallback = append(d.Fallback, c.Name)
-			c.Reason = join(c.Reason, fmt.Sprintf("fallback #%d", len(d.Fallback)))
+			c.Reason = join(c.Reason, "fallback #"+strconv.Itoa(len(d.Fallback)))
 		}
 	}
 	if g := cfg.Generic; g != "" {
