@@ -77,7 +77,7 @@ func DecodeFast(m *nats.Msg) (*Binary, error) {
 	if b, ok := decodeBinaryFast(m); ok {
 		return b, nil
 	}
-	if b, ok := decodeStructuredFast(m); ok {
+	if b, ok := decodeStructuredFast(m, false); ok {
 		return b, nil
 	}
 	e, err := Decode(m)
@@ -85,6 +85,21 @@ func DecodeFast(m *nats.Msg) (*Binary, error) {
 		return nil, err
 	}
 	return BinaryOf(e), nil
+}
+
+// DecodeUnchecked reads m as DecodeFast does, for a reader that decodes the event's
+// data strictly itself (a worker its job): the data of a structured-mode event whose
+// data member comes last — every job skillbus writes — is taken as it stands, its
+// JSON grammar unchecked, where DecodeFast would scan it once before the reader
+// decodes it again. ok is false where DecodeFast must decide. When the reader's
+// decoding of the data fails, it asks DecodeFast, whose verdict and error stand: the
+// data taken may be more than the data member (a document whose data is not last)
+// or no JSON at all.
+func DecodeUnchecked(m *nats.Msg) (b *Binary, ok bool) {
+	if b, ok := decodeBinaryFast(m); ok {
+		return b, true
+	}
+	return decodeStructuredFast(m, true)
 }
 
 // BinaryOf returns e's attributes, data and string-valued extensions as a Binary.

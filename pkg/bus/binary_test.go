@@ -1,6 +1,7 @@
 package bus_test
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -274,4 +275,55 @@ func FuzzDecodeFastStructured(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body string) {
 		decodeFastAgrees(t, structuredMsg(body))
 	})
+}
+
+// DecodeUnchecked takes a structured event's last data member without checking its
+// grammar; whenever what it took is JSON — or a job the worker's decoder reads, which
+// is the condition the worker goes by — it is the event DecodeFast reads.
+func FuzzDecodeUnchecked(f *testing.F) {
+	f.Add(`{"specversion":"1.0","id":"e1.job","source":"/skillbus/router","type":"io.skillbus.job","causationid":"c","data":{"execution_id":"e1","skill":{"name":"s"}}}`)
+	f.Add(`{"specversion":"1.0","id":"1","source":"/s","type":"t","data":{"a":1},"x":"y"}`)
+	f.Add(`{"specversion":"1.0","id":"1","source":"/s","type":"t","data":{"a":1} }`)
+	f.Add(`{"specversion":"1.0","id":"1","source":"/s","type":"t","data":{"a":1},"data":{"b":2}}`)
+	f.Add(`{"specversion":"1.0","id":"1","source":"/s","type":"t","data":[1,2}`)
+	f.Add(`{"data":{},"specversion":"1.0","id":"1","source":"/s","type":"t"}`)
+	f.Fuzz(func(t *testing.T, body string) {
+		m := structuredMsg(body)
+		lazy, ok := bus.DecodeUnchecked(m)
+		if !ok {
+			return
+		}
+		var j events.Job
+		if !json.Valid(lazy.Data) && events.DecodeJobWithoutRoute(lazy.Data, &j) != nil {
+			return // the reader falls back to DecodeFast
+		}
+		fast, err := bus.DecodeFast(m)
+		if err != nil {
+			t.Fatalf("%s: DecodeUnchecked read data %s; DecodeFast: %v", body, lazy.Data, err)
+		}
+		if d := cmp.Diff(viewOf(fast), viewOf(lazy)); d != "" {
+			t.Fatalf("%s: (-DecodeFast +DecodeUnchecked)\n%s", body, d)
+		}
+	})
+}
+
+// Every job and event skillbus writes is read by DecodeUnchecked itself.
+func TestDecodeUncheckedReadsWhatItWrote(t *testing.T) {
+	t.Parallel()
+	job, err := bus.Event{ID: "e1.job", Source: "/skillbus/router", Type: events.TypeJob, Meta: bus.Meta{CausationID: "c"}}.
+		JobMsgOf("skillbus.exec.default.x.a1.plan", &events.Job{ExecutionID: "e1", Skill: events.SkillRef{Name: "x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := bus.Event{ID: "e1.outcome", Source: "/w", Type: events.TypeExecutionCompleted, Data: events.ExecutionCompleted{ExecutionID: "e1"}}.Msg("s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []*nats.Msg{job, ev} {
+		lazy, ok := bus.DecodeUnchecked(m)
+		fast, err := bus.DecodeFast(m)
+		if !ok || err != nil || cmp.Diff(viewOf(fast), viewOf(lazy)) != "" {
+			t.Fatalf("%s: %v %v %+v %+v", m.Data, ok, err, lazy, fast)
+		}
+	}
 }

@@ -8,6 +8,6 @@ func (l *Loop) Infos() int64 { return l.infos.Load() }
 // ReadsStructuredItself reports whether DecodeFast reads m, a structured-mode
 // event, without Decode.
 func ReadsStructuredItself(m *nats.Msg) bool {
-	_, ok := decodeStructuredFast(m)
+	_, ok := decodeStructuredFast(m, false)
 	return ok
 }

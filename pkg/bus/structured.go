@@ -56,7 +56,11 @@ func appendExts(b []byte, exts ...[2]string) []byte {
 // application/json; no dataschema or data_base64; each key once; data a JSON
 // object or array, taken as its exact bytes. ok is false otherwise, and Decode
 // decides.
-func decodeStructuredFast(m *nats.Msg) (_ *Binary, ok bool) {
+//
+// With unchecked, a data member that comes last is taken as what lies between its
+// start and the document's closing brace, its grammar unchecked (see
+// DecodeUnchecked).
+func decodeStructuredFast(m *nats.Msg, unchecked bool) (_ *Binary, ok bool) {
 	ct := false
 	for k, v := range m.Header {
 		if len(v) == 0 {
@@ -92,11 +96,19 @@ func decodeStructuredFast(m *nats.Msg) (_ *Binary, ok bool) {
 			if dataAt >= 0 || i >= len(d) || d[i] != '{' && d[i] != '[' {
 				return nil, false
 			}
-			end, ok := skipValue(d, i, 0)
-			if !ok {
-				return nil, false
+			if unchecked {
+				end := len(d) - 1
+				for end > i && jsonSpace(d[end-1]) {
+					end--
+				}
+				dataAt, dataEnd, i = i, end, len(d)-1
+			} else {
+				end, ok := skipValue(d, i, 0)
+				if !ok {
+					return nil, false
+				}
+				dataAt, dataEnd, i = i, end, end
 			}
-			dataAt, dataEnd, i = i, end, end
 		} else {
 			v0, v1, ok := plainString(d, i)
 			if !ok || n == len(attrs) {
@@ -276,11 +288,13 @@ func skipValue(d []byte, i, depth int) (int, bool) {
 }
 
 func skipSpace(d []byte, i int) int {
-	for i < len(d) && (d[i] == ' ' || d[i] == '\t' || d[i] == '\n' || d[i] == '\r') {
+	for i < len(d) && jsonSpace(d[i]) {
 		i++
 	}
 	return i
 }
+
+func jsonSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 func skipLiteral(d []byte, i int, lit string) (int, bool) {
 	if len(d)-i < len(lit) || string(d[i:i+len(lit)]) != lit {
@@ -378,7 +392,7 @@ func skipNumber(d []byte, i int) (int, bool) {
 
 // structuredID returns the id of the structured-mode event in m, "" if m is not one.
 func structuredID(m *nats.Msg) string {
-	if b, ok := decodeStructuredFast(m); ok {
+	if b, ok := decodeStructuredFast(m, false); ok {
 		return b.ID
 	}
 	if !isStructured(m.Header.Get(HeaderContentType)) {

@@ -389,19 +389,32 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 		return err
 	}
 	nm := &nats.Msg{Subject: msg.Subject(), Header: msg.Headers(), Data: msg.Data()}
-	e, err := bus.DecodeFast(nm)
-	if err != nil {
-		return w.poison(ctx, msg, err)
+	// The job's data is decoded strictly below, so its envelope's reader need not
+	// check it first; when the decoding fails, DecodeFast's verdict stands.
+	e, unchecked := bus.DecodeUnchecked(nm)
+	if !unchecked {
+		if e, err = bus.DecodeFast(nm); err != nil {
+			return w.poison(ctx, msg, err)
+		}
 	}
 	// The attempt is 1 on the fast path; the claim path reads it from the claim
 	// (the delivery count is no record of retries: see claim.go).
-	j := &job{msg: msg, meta: e.Meta(), attempt: 1, batch: w.cfg.Bus.Batch(), start: time.Now(), seq: md.Sequence.Stream}
-	if err := events.DecodeJobWithoutRoute(e.Data, &j.data); err != nil || j.data.ExecutionID == "" || j.data.Skill.Name == "" {
+	j := &job{msg: msg, attempt: 1, batch: w.cfg.Bus.Batch(), start: time.Now(), seq: md.Sequence.Stream}
+	err = events.DecodeJobWithoutRoute(e.Data, &j.data)
+	if err != nil && unchecked {
+		if e, err = bus.DecodeFast(nm); err != nil {
+			return w.poison(ctx, msg, err)
+		}
+		j.data = events.Job{}
+		err = events.DecodeJobWithoutRoute(e.Data, &j.data)
+	}
+	if err != nil || j.data.ExecutionID == "" || j.data.Skill.Name == "" {
 		if err == nil {
 			err = errors.New("job has no execution_id or skill")
 		}
 		return w.poison(ctx, msg, fmt.Errorf("job data: %w", err))
 	}
+	j.meta = e.Meta()
 	// A job says its activation and execution in its data (bus.Event.JobMsg); the
 	// events it causes carry them as extensions.
 	j.meta.CorrelationID, j.meta.ExecutionID = j.data.ActivationID, j.data.ExecutionID

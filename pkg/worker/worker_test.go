@@ -257,6 +257,31 @@ func (f *fixture) dead(subject string) []*jetstream.RawStreamMsg {
 	return out
 }
 
+// A job whose structured JSON has a member after its data — as a publisher other
+// than a router may write it — runs: the worker's reader of the envelope takes the
+// data unchecked, and when the job does not decode, reads the envelope again in full.
+func TestJobWithMembersAfterItsData(t *testing.T) {
+	f := setup(t, oneStep("hello", "echo", 0))
+	f.start()
+	j := events.Job{ExecutionID: events.ExecutionID("/t", "late", "hello"), ActivationID: events.ActivationID("/t", "late"),
+		Skill:  events.SkillRef{Name: "hello", Pool: "default", ExecutionID: events.ExecutionID("/t", "late", "hello"), Version: "1.0.0"},
+		Inputs: json.RawMessage(`{"who":"ada"}`), Trigger: events.TriggerRef{ID: "late", Source: "/t", Subject: "x"}}
+	data, err := json.Marshal(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := nats.NewMsg(f.b.Subjects.Exec("default", "hello", j.ActivationID, events.StagePlan))
+	m.Header.Set(bus.HeaderContentType, "application/cloudevents+json")
+	m.Data = []byte(`{"specversion":"1.0","id":"` + j.ExecutionID + `.job","source":"/t","type":"io.skillbus.job","data":` + string(data) + `,"causationid":"c"}`)
+	if _, ok := bus.DecodeUnchecked(m); !ok {
+		t.Fatal("the envelope's reader did not take the data unchecked: the test tests nothing")
+	}
+	if _, err := f.b.JS.PublishMsg(f.ctx, m, jetstream.WithMsgID(j.ExecutionID+".job")); err != nil {
+		t.Fatal(err)
+	}
+	f.waitEvent(j.ExecutionID, events.TypeExecutionCompleted)
+}
+
 // A job says its activation and execution only in its data; the events it causes
 // carry them, and their cause, as CloudEvents extensions.
 func TestOutcomeCarriesTheJobsActivationAndExecution(t *testing.T) {
