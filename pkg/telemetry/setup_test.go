@@ -34,8 +34,8 @@ func TestSetupWithoutEndpointIsOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tel.Shutdown(context.Background())
-	if tel.Tracing {
-		t.Fatal("tracing is on with no endpoint set")
+	if tel.Tracing || !telemetry.Off() {
+		t.Fatalf("tracing is on with no endpoint set (Off %v)", telemetry.Off())
 	}
 	ctx, span := telemetry.StartPublish(context.Background(), telemetry.Message{Destination: "skillbus.trigger.x"})
 	if span.IsRecording() || span.SpanContext().IsValid() {
@@ -72,8 +72,8 @@ func TestSetupExportsToEndpointAndShutdownFlushes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !tel.Tracing {
-		t.Fatal("tracing is off with an endpoint set")
+	if !tel.Tracing || telemetry.Off() {
+		t.Fatalf("tracing is off with an endpoint set (Off %v)", telemetry.Off())
 	}
 	ctx, parent := telemetry.StartPublish(context.Background(), telemetry.Message{Destination: "skillbus.trigger.x", ID: "e1"})
 	_, child := telemetry.StartStep(ctx, "fetch", "tool")

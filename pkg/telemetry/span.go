@@ -178,6 +178,13 @@ type activeTracer struct {
 	rec *recorder
 }
 
+// Off reports whether Setup turned tracing off: no span is recorded, so what only
+// names or describes spans need not be built.
+func Off() bool {
+	a := active.Load()
+	return a != nil && a.off
+}
+
 // off reports whether Setup turned tracing off; then a helper returns ctx and the
 // span already in it, which, not recording, ends as a no-op, and whose span context
 // (an incoming traceparent) Inject still passes on.

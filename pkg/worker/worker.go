@@ -420,7 +420,10 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 	j.meta.CorrelationID, j.meta.ExecutionID = j.data.ActivationID, j.data.ExecutionID
 	// The delivery's CONSUMER span continues the trace the job carries and links to
 	// the delivery before it; everything this delivery publishes carries the span on.
-	template := events.ExecTemplate(msg.Subject())
+	var template string // the spans' name for the job's subject
+	if !telemetry.Off() {
+		template = events.ExecTemplate(msg.Subject())
+	}
 	ctx, span := telemetry.StartDelivery(ctx, nm, md.Consumer, telemetry.Delivery{
 		ExecutionID: j.data.ExecutionID, Resumes: len(j.data.Answers), Attempt: int(md.NumDelivered),
 		Recovered: msg.Headers().Get(events.HeaderRecovered) != "", Template: template,
