@@ -94,7 +94,9 @@ func DecodeFast(m *nats.Msg) (*Binary, error) {
 // decodes it again. ok is false where DecodeFast must decide. When the reader's
 // decoding of the data fails, it asks DecodeFast, whose verdict and error stand: the
 // data taken may be more than the data member (a document whose data is not last)
-// or no JSON at all.
+// or no JSON at all. One verdict differs: a document nested as deep as
+// encoding/json's limit (10,000 levels) is refused whole by Decode, but its data,
+// one level less deep, is read.
 func DecodeUnchecked(m *nats.Msg) (b *Binary, ok bool) {
 	if b, ok := decodeBinaryFast(m); ok {
 		return b, true

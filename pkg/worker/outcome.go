@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/skillbus/skillbus/events"
@@ -77,7 +78,11 @@ func (w *Worker) complete(ctx context.Context, j *job, outputs map[string]any) e
 		Worker: w.cfg.Name,
 	}, Log: j.log}
 	ev.RepairID, ev.Digest = j.repaired()
-	m, err := w.outcomeMsg(j, events.TypeExecutionCompleted, ev)
+	span, meta := w.outcomeSpan(ctx, j, events.TypeExecutionCompleted)
+	m, err := w.outcomeMsg(j, meta, events.TypeExecutionCompleted, ev)
+	if err != nil {
+		telemetry.End(span, err)
+	}
 	var tl *bus.TooLargeError
 	if errors.As(err, &tl) {
 		return w.fail(ctx, j, "", failure.Fatalf("%v", err))
@@ -85,7 +90,7 @@ func (w *Worker) complete(ctx context.Context, j *job, outputs map[string]any) e
 	if err != nil {
 		return err
 	}
-	lost, err := w.publishOutcome(ctx, j, events.TypeExecutionCompleted, m)
+	lost, err := w.publishOutcome(ctx, j, span, m)
 	if err != nil || lost {
 		return err
 	}
@@ -120,17 +125,19 @@ func (w *Worker) fail(ctx context.Context, j *job, stepID string, cause error) e
 	if len(j.data.Fallback) > 0 && !rec.Denied {
 		rec.Status, rec.Next = run.StatusFallback, j.data.Fallback[0].ExecutionID
 	}
-	m, err := w.outcomeMsg(j, outcomeType(rec), w.outcomeData(j, rec))
+	span, meta := w.outcomeSpan(ctx, j, outcomeType(rec))
+	m, err := w.outcomeMsg(j, meta, outcomeType(rec), w.outcomeData(j, rec))
 	var tl *bus.TooLargeError
 	if errors.As(err, &tl) {
 		// The log is what can grow; the outcome without it still says everything.
 		rec.Log = nil
-		m, err = w.outcomeMsg(j, outcomeType(rec), w.outcomeData(j, rec))
+		m, err = w.outcomeMsg(j, meta, outcomeType(rec), w.outcomeData(j, rec))
 	}
 	if err != nil {
+		telemetry.End(span, err)
 		return err
 	}
-	lost, err := w.publishOutcome(ctx, j, outcomeType(rec), m)
+	lost, err := w.publishOutcome(ctx, j, span, m)
 	if err != nil || lost {
 		return err
 	}
@@ -154,12 +161,33 @@ func (w *Worker) fail(ctx context.Context, j *job, stepID string, cause error) e
 	return j.msg.Ack()
 }
 
+// outcomeSpan starts the PRODUCER span of publishing j's outcome of type typ, which
+// lasts until everything queued with the outcome is acknowledged (publishOutcome
+// ends it), and returns the outcome's extensions: its trace context is the span's,
+// so whoever consumes the outcome continues from it. The outcome, a structured-mode
+// event, carries it in its JSON, which is why the span starts before it is encoded.
+func (w *Worker) outcomeSpan(ctx context.Context, j *job, typ string) (trace.Span, bus.Meta) {
+	m := j.meta
+	m.ExecutionID, m.CausationID = j.data.ExecutionID, j.msgID()
+	if telemetry.Off() {
+		return trace.SpanFromContext(context.Background()), m // a no-op span
+	}
+	subj := w.cfg.Bus.Subjects
+	_, span := telemetry.StartPublishMeta(ctx, telemetry.Message{
+		Destination: subj.Event(j.data.ExecutionID, typ), Template: subj.Prefix + ".events.{execution}." + events.Kind(typ),
+		ID: run.OutcomeID(j.data.ExecutionID),
+	}, &m.TraceParent, &m.TraceState, j.span().Attributes()...)
+	return span, m
+}
+
 // publishOutcome publishes the outcome with everything already queued on the job's
-// batch and waits for all of it. lost reports that an earlier delivery's outcome
-// stands instead; the job has then been settled by redrive.
-func (w *Worker) publishOutcome(ctx context.Context, j *job, typ string, m *nats.Msg) (lost bool, err error) {
-	// The outcome's PRODUCER span, until everything queued with it is acknowledged.
-	_, span := telemetry.StartPublishMsg(ctx, m, w.cfg.Bus.Subjects.Prefix+".events.{execution}."+events.Kind(typ), j.span().Attributes()...)
+// batch, waits for all of it and ends the outcome's span. lost reports that an
+// earlier delivery's outcome stands instead; the job has then been settled by
+// redrive.
+func (w *Worker) publishOutcome(ctx context.Context, j *job, span trace.Span, m *nats.Msg) (lost bool, err error) {
+	if span.IsRecording() {
+		span.SetAttributes(semconv.MessagingMessageBodySize(len(m.Data)))
+	}
 	j.batch.Publish(m)
 	err = j.batch.Wait(ctx)
 	telemetry.End(span, err)
@@ -303,10 +331,9 @@ func (w *Worker) outcomeData(j *job, rec *run.Record) any {
 	}
 }
 
-// outcomeMsg encodes an outcome event and checks that the server will take it.
-func (w *Worker) outcomeMsg(j *job, typ string, data any) (*nats.Msg, error) {
-	m := j.meta
-	m.ExecutionID, m.CausationID = j.data.ExecutionID, j.msgID()
+// outcomeMsg encodes an outcome event with the extensions m (see outcomeSpan) and
+// checks that the server will take it.
+func (w *Worker) outcomeMsg(j *job, m bus.Meta, typ string, data any) (*nats.Msg, error) {
 	msg, err := bus.Event{ID: run.OutcomeID(j.data.ExecutionID), Source: w.cfg.Source, Type: typ, Meta: m, Data: data}.
 		Msg(w.cfg.Bus.Subjects.Event(j.data.ExecutionID, typ))
 	if err != nil {

@@ -2,9 +2,11 @@ package worker_test
 
 import (
 	"encoding/json"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -68,4 +70,46 @@ func hasAttr(s tracetest.SpanStub, key, value string) bool {
 		}
 	}
 	return false
+}
+
+// An outcome, a structured-mode event, carries the trace context of its PRODUCER
+// span in its JSON, and no header but Content-Type and Nats-Msg-Id: a watcher
+// continues the trace from the publish, whichever reader it uses.
+func TestOutcomeCarriesItsPublishSpan(t *testing.T) {
+	rec := telemetrytest.Record(t)
+	f := setup(t, oneStep("hello", "echo", 0))
+	f.start()
+	id := f.job("pub", "hello")
+	f.waitEvent(id, events.TypeExecutionCompleted)
+	s, err := f.b.JS.Stream(f.ctx, f.b.StreamEvents())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := s.GetLastMsgForSubject(f.ctx, f.b.Subjects.Event(id, events.TypeExecutionCompleted))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Header) != 2 || m.Header.Get(bus.HeaderContentType) != "application/cloudevents+json" || m.Header.Get(bus.HeaderMsgID) == "" {
+		t.Fatalf("outcome headers %v, want Content-Type and Nats-Msg-Id alone", m.Header)
+	}
+	e, err := bus.DecodeFast(&nats.Msg{Header: m.Header, Data: m.Data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pub tracetest.SpanStub
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		for _, s := range rec.Spans() {
+			if s.SpanKind == trace.SpanKindProducer && s.Name == "publish skillbus.events.{execution}.execution.completed" {
+				pub = s
+				return true
+			}
+		}
+		return false
+	}, "the outcome's publish span")
+	if tp := e.Ext(events.ExtTraceParent); tp != "00-"+pub.SpanContext.TraceID().String()+"-"+pub.SpanContext.SpanID().String()+"-01" {
+		t.Fatalf("the outcome carries traceparent %q, not its publish span %s", tp, pub.SpanContext.SpanID())
+	}
+	if !hasAttr(pub, "messaging.message.body.size", strconv.Itoa(len(m.Data))) || !hasAttr(pub, "messaging.message.id", id+".outcome") {
+		t.Errorf("the publish span's attributes %v", pub.Attributes)
+	}
 }
