@@ -14,7 +14,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/skillbus/skillbus/events"
-	"github.com/skillbus/skillbus/internal/jsonenc"
 )
 
 // Meta holds the extension attributes that tie an event to its activation, execution,
@@ -71,14 +70,27 @@ func (e Event) JobMsgOf(subject string, job *events.Job) (*nats.Msg, error) {
 }
 
 func (e Event) jobMsg(subject string, job *events.Job) (*nats.Msg, error) {
-	size := 256 + len(e.Meta.TraceParent) + len(e.Meta.TraceState)
-	if job != nil {
-		size += job.JSONSize() // one buffer for the event and its data
-	}
-	b := appendStructuredHead(make([]byte, 0, size), e,
+	return e.structured(subject, time.Time{}, job,
 		[2]string{events.ExtCausationID, e.Meta.CausationID},
 		[2]string{events.ExtTraceParent, e.Meta.TraceParent},
 		[2]string{events.ExtTraceState, e.Meta.TraceState})
+}
+
+// structured encodes e for subject as a structured-mode CloudEvent: its attributes,
+// the time at (none when zero), the extensions exts that are set, then its data —
+// job when not nil, else e.Data — in one buffer made once. Its headers are
+// Content-Type and Nats-Msg-Id (the event's id).
+func (e Event) structured(subject string, at time.Time, job *events.Job, exts ...[2]string) (*nats.Msg, error) {
+	size := 192 + len(e.ID) + len(e.Source) + len(e.Type)
+	for _, kv := range exts {
+		size += len(kv[1])
+	}
+	if job != nil {
+		size += job.JSONSize()
+	} else {
+		size += dataSize(e.Data)
+	}
+	b := appendStructuredHead(make([]byte, 0, size), e, at, exts...)
 	var err error
 	if job != nil {
 		b, err = job.AppendJSON(b)
@@ -88,8 +100,9 @@ func (e Event) jobMsg(subject string, job *events.Job) (*nats.Msg, error) {
 	if err != nil {
 		return nil, fmt.Errorf("event %s: data: %w", e.Type, err)
 	}
-	// Two values in one backing array; room for one more header (Skillbus-Recovered
-	// on a republished job, Skillbus-Link on a replayed or released one).
+	// Two values in one backing array, each capped so that a later Header.Add
+	// copies instead of overwriting the other; room for one more header
+	// (Skillbus-Recovered on a republished job, Skillbus-Link on a replayed one).
 	vals := []string{structuredJSON, e.ID}
 	h := make(nats.Header, 3)
 	h[HeaderContentType], h[HeaderMsgID] = vals[0:1:1], vals[1:2:2]
@@ -141,34 +154,12 @@ func appendData(b []byte, data any) ([]byte, error) {
 // parsed into a map by every reader's client; as JSON they cost the writer a few
 // appends and a reader nothing it does not read.
 func (e Event) msg(subject string) (*nats.Msg, error) {
-	size := 192 + len(e.ID) + len(e.Source) + len(e.Type) + len(e.Meta.CorrelationID) + len(e.Meta.ExecutionID) +
-		len(e.Meta.CausationID) + len(e.Meta.TraceParent) + len(e.Meta.TraceState)
-	b := make([]byte, 0, size+dataSize(e.Data)) // one buffer for the event and its data
-	b = append(b, `{"specversion":"1.0","id":`...)
-	b = jsonenc.AppendString(b, e.ID)
-	b = append(b, `,"source":`...)
-	b = jsonenc.AppendString(b, e.Source)
-	b = append(b, `,"type":`...)
-	b = jsonenc.AppendString(b, e.Type)
-	b = append(b, `,"time":`...)
-	b, _ = jsonenc.AppendTime(b, time.Now().UTC()) // a time of now always encodes
-	b = appendExts(b,
+	return e.structured(subject, time.Now().UTC(), nil,
 		[2]string{events.ExtCorrelationID, e.Meta.CorrelationID},
 		[2]string{events.ExtExecutionID, e.Meta.ExecutionID},
 		[2]string{events.ExtCausationID, e.Meta.CausationID},
 		[2]string{events.ExtTraceParent, e.Meta.TraceParent},
 		[2]string{events.ExtTraceState, e.Meta.TraceState})
-	b = append(b, `,"data":`...)
-	b, err := appendData(b, e.Data)
-	if err != nil {
-		return nil, fmt.Errorf("event %s: data: %w", e.Type, err)
-	}
-	// Two values in one backing array, each capped so that a later Header.Add
-	// copies instead of overwriting the other; room for one more header.
-	vals := []string{structuredJSON, e.ID}
-	h := make(nats.Header, 3)
-	h[HeaderContentType], h[HeaderMsgID] = vals[0:1:1], vals[1:2:2]
-	return &nats.Msg{Subject: subject, Header: h, Data: append(b, '}')}, nil
 }
 
 // DataSizer is event data that knows about how long its JSON is (as

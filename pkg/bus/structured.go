@@ -21,15 +21,19 @@ import (
 
 // appendStructuredHead appends e's attributes as the start of a structured-mode
 // JSON CloudEvent, up to and including the "data" member's name: the caller
-// appends the data (a JSON value) and the closing brace. Empty extensions are left
-// out.
-func appendStructuredHead(b []byte, e Event, exts ...[2]string) []byte {
+// appends the data (a JSON value) and the closing brace. A zero time and empty
+// extensions are left out.
+func appendStructuredHead(b []byte, e Event, at time.Time, exts ...[2]string) []byte {
 	b = append(b, `{"specversion":"1.0","id":`...)
 	b = jsonenc.AppendString(b, e.ID)
 	b = append(b, `,"source":`...)
 	b = jsonenc.AppendString(b, e.Source)
 	b = append(b, `,"type":`...)
 	b = jsonenc.AppendString(b, e.Type)
+	if !at.IsZero() {
+		b = append(b, `,"time":`...)
+		b, _ = jsonenc.AppendTime(b, at) // a time of this century always encodes
+	}
 	return append(appendExts(b, exts...), `,"data":`...)
 }
 

@@ -81,14 +81,7 @@ func TestOutcomeCarriesItsPublishSpan(t *testing.T) {
 	f.start()
 	id := f.job("pub", "hello")
 	f.waitEvent(id, events.TypeExecutionCompleted)
-	s, err := f.b.JS.Stream(f.ctx, f.b.StreamEvents())
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := s.GetLastMsgForSubject(f.ctx, f.b.Subjects.Event(id, events.TypeExecutionCompleted))
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := f.stored(id, events.TypeExecutionCompleted)
 	if len(m.Header) != 2 || m.Header.Get(bus.HeaderContentType) != "application/cloudevents+json" || m.Header.Get(bus.HeaderMsgID) == "" {
 		t.Fatalf("outcome headers %v, want Content-Type and Nats-Msg-Id alone", m.Header)
 	}

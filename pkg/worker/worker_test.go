@@ -240,6 +240,20 @@ func (f *fixture) drained() {
 	}, "jobs not yet done:%s", busy)
 }
 
+// stored is the execution's event of type typ as EVENTS holds it.
+func (f *fixture) stored(id, typ string) *jetstream.RawStreamMsg {
+	f.t.Helper()
+	s, err := f.b.JS.Stream(f.ctx, f.b.StreamEvents())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	m, err := s.GetLastMsgForSubject(f.ctx, f.b.Subjects.Event(id, typ))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return m
+}
+
 func (f *fixture) dead(subject string) []*jetstream.RawStreamMsg {
 	f.t.Helper()
 	s, _ := f.b.JS.Stream(f.ctx, f.b.StreamDead())
@@ -290,14 +304,7 @@ func TestOutcomeCarriesTheJobsActivationAndExecution(t *testing.T) {
 	f.start()
 	id := f.job("1", "hello")
 	f.waitEvent(id, events.TypeExecutionCompleted)
-	s, err := f.b.JS.Stream(f.ctx, f.b.StreamEvents())
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := s.GetLastMsgForSubject(f.ctx, f.b.Subjects.Event(id, events.TypeExecutionCompleted))
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := f.stored(id, events.TypeExecutionCompleted)
 	e, err := bus.Decode(&nats.Msg{Header: m.Header, Data: m.Data})
 	if err != nil {
 		t.Fatal(err)
