@@ -122,8 +122,7 @@
 //     the worker sets the limits on the stopped process and detaches. A prlimit
 //     after an ordinary start would race the program, which could fork unlimited
 //     children first. This needs ptrace to be permitted (some container seccomp
-//     profiles forbid it; calls with limits then fail as Fatal, with a hint). When
-//     no limit is set, no ptrace is used.
+//     profiles forbid it; calls with limits then fail as Fatal, with a hint).
 //   - Namespaces: the process starts in a user namespace, a PID namespace and,
 //     unless the skill has network permission, a network namespace of its own
 //     (holding only a loopback interface that is down: no route to NATS, to the
@@ -139,6 +138,18 @@
 //     thread kept alive while any of them runs; when the worker dies, even by
 //     SIGKILL, its processes die, and with them everything they started. A job
 //     redelivered to another worker cannot meet a copy of its step still running.
+//     The child arms that signal a few instructions after clone(2); Go's guard
+//     for a parent that died in between (the child compares getppid and kills
+//     itself) cannot work in a PID namespace, where getppid is 0 and init cannot
+//     kill itself. So every process in a PID namespace is started traced, like
+//     one with limits, and let go only once it has stopped after execve, when
+//     its parent-death signal is armed. A worker killed in that instant leaves
+//     a process that is another's child when it asks to be traced: it stops
+//     after execve, before its program's first instruction, and never runs
+//     (it stays stopped, state "t" in ps, until killed; under a reaper that
+//     exits, such as a container's init, it dies with it). Where ptrace is
+//     forbidden, processes without limits start untraced, and that instant is
+//     open again.
 //   - User: when the worker runs as root, processes run as nobody (65534:65534,
 //     ExecConfig.RunAs), without root's groups; the working directory is given to
 //     that user. Otherwise they run as the worker's user, seen inside as 65534.

@@ -88,6 +88,11 @@ type sandbox struct {
 // it has; processes are then started without them.
 var nsRefused atomic.Pointer[error]
 
+// ptraceRefused is the error with which the host refused PTRACE_TRACEME, once
+// it has; processes without resource limits are then started untraced, and the
+// orphan window is open again.
+var ptraceRefused atomic.Pointer[error]
+
 // cloneflags are the namespaces a process gets: a PID namespace, whose processes
 // all die when the process (its init) dies, and a network namespace unless the
 // skill may use the network.
@@ -164,8 +169,13 @@ func (e *execTool) newCmd(ctx context.Context, r *execRequest, path, dir string,
 
 // nsErrors are the errors with which clone(2) refuses namespaces: no permission
 // (no CAP_SYS_ADMIN, user namespaces disabled or forbidden by seccomp), not
-// built into the kernel, or the per-user limit reached.
+// built into the kernel, or the per-user limit reached. ptrace(PTRACE_TRACEME)
+// refuses with EPERM.
 var nsErrors = []error{syscall.EPERM, syscall.EINVAL, syscall.ENOSPC, syscall.EUSERS, syscall.ENOSYS, syscall.EACCES}
+
+func isNSError(err error) bool {
+	return slices.ContainsFunc(nsErrors, func(t error) bool { return errors.Is(err, t) })
+}
 
 func (e *execTool) run(parent context.Context, r *execRequest, path, dir string, sb sandbox) (any, error) {
 	ctx, cancel := context.WithTimeout(parent, r.timeout)
@@ -180,9 +190,42 @@ func (e *execTool) run(parent context.Context, r *execRequest, path, dir string,
 	if flags&unix.CLONE_NEWNET == 0 && !sb.network {
 		return nil, noNetnsError(name)
 	}
-	cmd, stdout, stderr := e.newCmd(ctx, r, path, dir, sb, flags, limited)
+	// A process in a PID namespace of its own is started traced.
+	//
+	// Pdeathsig makes the kernel kill the process when the spawner thread dies,
+	// but the child arms it only some instructions after clone(2), in
+	// prctl(PR_SET_PDEATHSIG). Go closes the window for a parent that died before
+	// that: the child then finds getppid() changed and kills itself. In a new PID
+	// namespace neither half works: getppid() is 0 whoever the parent is, and the
+	// namespace's init cannot kill itself (it ignores signals from inside without a
+	// handler). So a worker killed between clone and prctl — microseconds, but
+	// milliseconds on a loaded machine, where the child waits to be scheduled —
+	// left a process that ran its program, side effect included, after the worker
+	// was gone and while the job was due to run again elsewhere.
+	//
+	// PTRACE_TRACEME comes after prctl in the child, and a traced process stops
+	// right after execve, before the program's first instruction, until its tracer
+	// lets it go. The spawner thread, which is the tracer, lets it go once it has
+	// stopped, when the parent-death signal is certainly armed. If the worker died
+	// before that, either the child had not yet armed it — it is then another
+	// process's child when it asks to be traced, and stops at execve forever,
+	// having run nothing — or it had, and the kernel kills it. A re-executed guard
+	// program would close the window too, at the cost of starting a second program
+	// per call: 6–14 ms measured, against 0.1–0.2 ms for the ptrace stop.
+	traced := limited || flags&unix.CLONE_NEWPID != 0 && ptraceRefused.Load() == nil
+	cmd, stdout, stderr := e.newCmd(ctx, r, path, dir, sb, flags, traced)
 	started, err := e.start(th, cmd, limited, nil)
-	if err != nil && !started && flags != 0 && slices.ContainsFunc(nsErrors, func(t error) bool { return errors.Is(err, t) }) {
+	if err != nil && !started && traced && !limited && isNSError(err) {
+		// Perhaps the host forbids ptrace (Yama's ptrace_scope 3, a seccomp
+		// profile), not namespaces: the process is then started as before
+		// tracing closed the window above.
+		ptErr := err
+		cmd, stdout, stderr = e.newCmd(ctx, r, path, dir, sb, flags, false)
+		if started, err = e.start(th, cmd, false, nil); started {
+			ptraceRefused.CompareAndSwap(nil, &ptErr)
+		}
+	}
+	if err != nil && !started && flags != 0 && isNSError(err) {
 		// Perhaps the host forbids namespaces (a container without CAP_SYS_ADMIN,
 		// user namespaces switched off). Try without, but traced, so that the
 		// process stops before its first instruction: if it starts, namespaces

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -35,9 +36,18 @@ func init() {
 // workerRole is a worker in miniature: it loads the skill TOOLTEST_SKILL, runs it
 // with the workflow engine and the exec tool, as a worker does, with
 // inputs TOOLTEST_INPUTS (JSON), and prints {"outputs": ..., "error": ...}.
+//
+// With TOOLTEST_NOPTRACE set, ptrace(2) fails with EPERM in the worker and the
+// processes it starts, as under a seccomp profile that forbids it.
 func workerRole() {
 	out := map[string]any{}
 	defer func() { _ = json.NewEncoder(os.Stdout).Encode(out) }()
+	if os.Getenv("TOOLTEST_NOPTRACE") != "" {
+		if err := forbidPtrace(); err != nil {
+			out["error"] = err.Error()
+			return
+		}
+	}
 	s, ds := skill.LoadPath(os.Getenv("TOOLTEST_SKILL"))
 	if s == nil || ds.HasErrors() {
 		out["error"] = fmt.Sprintf("loading the skill: %v", ds)
@@ -258,6 +268,46 @@ func TestExecStepCannotReachTheWorkersSecrets(t *testing.T) {
 					t.Errorf("nats: %q, want %s...", r["nats"], tc.nats)
 				}
 			})
+		}
+	})
+}
+
+// forbidPtrace makes ptrace(2) fail with EPERM in every thread of this process
+// and in the processes it starts, with a seccomp filter.
+func forbidPtrace() error {
+	filter := []unix.SockFilter{
+		{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: 0}, // seccomp_data.nr
+		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jt: 0, Jf: 1, K: unix.SYS_PTRACE},
+		{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)},
+		{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ALLOW},
+	}
+	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("PR_SET_NO_NEW_PRIVS: %w", err)
+	}
+	if _, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&prog))); errno != 0 {
+		return fmt.Errorf("seccomp: %w", errno)
+	}
+	return nil
+}
+
+// TestExecWithoutPtrace: where the host forbids ptrace, processes still run,
+// in their namespaces, untraced; only resource limits, which must be set
+// before the program's first instruction, need it.
+func TestExecWithoutPtrace(t *testing.T) {
+	bin := testBinary(t)
+	asUsers(t, func(t *testing.T, cred *syscall.Credential) {
+		mark := filepath.Join(openDir(t), "ran")
+		worker, out := startWorker(t, bin, cred, "testdata/effect.yaml", map[string]any{"path": mark}, "TOOLTEST_NOPTRACE=1")
+		if err := worker.Wait(); err != nil {
+			t.Fatalf("worker: %v: %s", err, out)
+		}
+		var got struct{ Error string }
+		if err := json.Unmarshal(out.Bytes(), &got); err != nil || got.Error != "" {
+			t.Fatalf("worker output %q: %v", out, err)
+		}
+		if b, err := os.ReadFile(mark); err != nil || string(b) != "ran\n" {
+			t.Errorf("the step's file: %q, %v", b, err)
 		}
 	})
 }
