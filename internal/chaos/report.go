@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/skillbus/skillbus/pkg/run"
@@ -30,6 +31,10 @@ type Report struct {
 	// Effects is how many side effects happened; Interrupted how many began and
 	// never finished (their worker's process was killed... or they were).
 	Effects, Interrupted int
+	// Parked is how many exec processes were found stopped before their
+	// program's first instruction: their worker died as it started them, and the
+	// exec tool saw to it that they never ran. The run kills them.
+	Parked int
 	// MaxConcurrent is the most runs of each max_concurrent skill seen at once;
 	// Declared its max_concurrent.
 	MaxConcurrent, Declared map[string]int
@@ -123,6 +128,7 @@ func (r *runner) verify(ctx context.Context) (*Report, error) {
 			}
 		}
 	}
+	rep.Parked = killParked(filepath.Join(r.dir, "sink"))
 	rep.Repeats = Repeats(all, rep.kills, r.cfg.Grace)
 	for _, x := range rep.Repeats {
 		switch {
@@ -185,6 +191,7 @@ func (r *Report) Print(w io.Writer) {
 	}
 	line("result_too_large", fmt.Sprintf("%d of %d", r.TooLarge, r.Big), "chaos-big: failed once, fatally")
 	line("side effects", r.Effects, fmt.Sprintf("%d more began and were cut off", r.Interrupted))
+	line("exec processes parked", r.Parked, "their worker died as it started them: stopped before running, then killed")
 	f := r.Faults
 	line("faults", fmt.Sprintf("worker SIGKILL %d, router SIGKILL %d, registry SIGKILL %d, nats-server SIGKILL %d, nats-server SIGTERM %d",
 		f.WorkerKills, f.RouterKills, f.RegistryKills, f.ServerKills, f.ServerTerms), "")
@@ -233,4 +240,30 @@ func (r *Report) outage(from, to time.Time) string {
 		}
 	}
 	return ""
+}
+
+// killParked kills the exec processes of this run (their environment names the
+// sink) that are stopped in ptrace, where a process whose worker died while
+// starting it stays, and returns how many there were.
+func killParked(sink string) int {
+	ents, _ := os.ReadDir("/proc")
+	n := 0
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		status, err := os.ReadFile(filepath.Join("/proc", e.Name(), "status"))
+		if err != nil || !strings.Contains(string(status), "\nState:\tt (tracing stop)") {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil || !strings.Contains(string(env), "="+sink+"/") {
+			continue
+		}
+		if syscall.Kill(pid, syscall.SIGKILL) == nil {
+			n++
+		}
+	}
+	return n
 }

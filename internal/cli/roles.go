@@ -111,7 +111,7 @@ type toolbox struct {
 }
 
 func newToolbox(ctx context.Context, b *bus.Bus, log *slog.Logger, f workerFlags) (*toolbox, error) {
-	tb := &toolbox{exec: tool.ExecConfig{WorkDir: f.execDir}}
+	tb := &toolbox{exec: tool.ExecConfig{WorkDir: f.execDir, Log: log}}
 	if f.execPath != "" {
 		tb.exec.BaseEnv = []string{"PATH=" + f.execPath}
 	}

@@ -149,7 +149,11 @@
 //     (it stays stopped, state "t" in ps, until killed; under a reaper that
 //     exits, such as a container's init, it dies with it). Where ptrace is
 //     forbidden, processes without limits start untraced, and that instant is
-//     open again.
+//     open again; the worker logs a warning the first time.
+//   - No privileges from the program file: a process traced at execve does not
+//     get the setuid, setgid or file-capability privileges of its program (su,
+//     sudo or a setuid ping do not elevate), and in a user namespace they never
+//     applied. A skill runs with its user's rights and nothing more.
 //   - User: when the worker runs as root, processes run as nobody (65534:65534,
 //     ExecConfig.RunAs), without root's groups; the working directory is given to
 //     that user. Otherwise they run as the worker's user, seen inside as 65534.

@@ -3,6 +3,7 @@ package tool
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,6 +41,17 @@ type ExecConfig struct {
 	// root can run processes as another). The working directory is given to this
 	// user. &RunAs{} runs processes as root.
 	RunAs *RunAs
+	// Log gets a warning, once per process, when the host turns out to refuse
+	// what the sandbox uses (namespaces, ptrace) and processes start with less.
+	// Nil: slog.Default().
+	Log *slog.Logger
+}
+
+func (c *ExecConfig) log() *slog.Logger {
+	if c.Log != nil {
+		return c.Log
+	}
+	return slog.Default()
 }
 
 // RunAs is a user and group ID.

@@ -88,9 +88,10 @@ type sandbox struct {
 // it has; processes are then started without them.
 var nsRefused atomic.Pointer[error]
 
-// ptraceRefused is the error with which the host refused PTRACE_TRACEME, once
-// it has; processes without resource limits are then started untraced, and the
-// orphan window is open again.
+// ptraceRefused is the error with which the host refused PTRACE_TRACEME (EPERM
+// from a start that succeeded untraced), once it has; processes without
+// resource limits are then started untraced, and the window that tracing closes
+// (see run) is open again.
 var ptraceRefused atomic.Pointer[error]
 
 // cloneflags are the namespaces a process gets: a PID namespace, whose processes
@@ -169,8 +170,7 @@ func (e *execTool) newCmd(ctx context.Context, r *execRequest, path, dir string,
 
 // nsErrors are the errors with which clone(2) refuses namespaces: no permission
 // (no CAP_SYS_ADMIN, user namespaces disabled or forbidden by seccomp), not
-// built into the kernel, or the per-user limit reached. ptrace(PTRACE_TRACEME)
-// refuses with EPERM.
+// built into the kernel, or the per-user limit reached.
 var nsErrors = []error{syscall.EPERM, syscall.EINVAL, syscall.ENOSPC, syscall.EUSERS, syscall.ENOSYS, syscall.EACCES}
 
 func isNSError(err error) bool {
@@ -207,22 +207,25 @@ func (e *execTool) run(parent context.Context, r *execRequest, path, dir string,
 	// right after execve, before the program's first instruction, until its tracer
 	// lets it go. The spawner thread, which is the tracer, lets it go once it has
 	// stopped, when the parent-death signal is certainly armed. If the worker died
-	// before that, either the child had not yet armed it — it is then another
-	// process's child when it asks to be traced, and stops at execve forever,
-	// having run nothing — or it had, and the kernel kills it. A re-executed guard
+	// before that, either the child had armed it, and the kernel kills it, or it
+	// had not: it is then another process's child when it asks to be traced, and
+	// it stops after execve, having run nothing, until it is killed (or its new
+	// parent, a subreaper, exits: the signal it armed then kills it), or, not
+	// allowed to be traced by that parent, it exits. A re-executed guard
 	// program would close the window too, at the cost of starting a second program
 	// per call: 6–14 ms measured, against 0.1–0.2 ms for the ptrace stop.
 	traced := limited || flags&unix.CLONE_NEWPID != 0 && ptraceRefused.Load() == nil
 	cmd, stdout, stderr := e.newCmd(ctx, r, path, dir, sb, flags, traced)
 	started, err := e.start(th, cmd, limited, nil)
-	if err != nil && !started && traced && !limited && isNSError(err) {
-		// Perhaps the host forbids ptrace (Yama's ptrace_scope 3, a seccomp
+	if err != nil && !started && traced && !limited && errors.Is(err, syscall.EPERM) {
+		// Perhaps the host forbids ptrace (Yama's ptrace_scope 2 or 3, a seccomp
 		// profile), not namespaces: the process is then started as before
 		// tracing closed the window above.
-		ptErr := err
+		ptErr := fmt.Errorf("PTRACE_TRACEME: %w", err)
 		cmd, stdout, stderr = e.newCmd(ctx, r, path, dir, sb, flags, false)
-		if started, err = e.start(th, cmd, false, nil); started {
-			ptraceRefused.CompareAndSwap(nil, &ptErr)
+		if started, err = e.start(th, cmd, false, nil); started && ptraceRefused.CompareAndSwap(nil, &ptErr) {
+			e.cfg.log().Warn("exec: the host refuses ptrace, so processes without resource limits start untraced: "+
+				"one whose worker dies in the instant it starts it may run after the worker is gone", "error", ptErr)
 		}
 	}
 	if err != nil && !started && flags != 0 && isNSError(err) {
@@ -233,7 +236,10 @@ func (e *execTool) run(parent context.Context, r *execRequest, path, dir string,
 		nsErr := fmt.Errorf("creating namespaces (%s): %w", nsNames(flags), err)
 		cmd, stdout, stderr = e.newCmd(ctx, r, path, dir, sb, 0, true)
 		started, err = e.start(th, cmd, limited, func() error {
-			nsRefused.CompareAndSwap(nil, &nsErr)
+			if nsRefused.CompareAndSwap(nil, &nsErr) {
+				e.cfg.log().Warn("exec: the host refuses namespaces, so processes start without them: "+
+					"exec steps of skills without network permission fail", "error", nsErr)
+			}
 			if !sb.network {
 				return noNetnsError(name)
 			}

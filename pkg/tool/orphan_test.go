@@ -3,6 +3,7 @@
 package tool_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -41,7 +42,9 @@ func TestExecOrphanNeverRuns(t *testing.T) {
 	asUsers(t, func(t *testing.T, cred *syscall.Credential) {
 		mark := filepath.Join(openDir(t), "ran")
 		in, _ := json.Marshal(map[string]any{"path": mark})
-		cmd := exec.Command(bin)
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, bin)
 		cmd.Env = []string{
 			"TOOLTEST_ROLE=orphan-harness",
 			"TOOLTEST_SKILL=" + skillFile,

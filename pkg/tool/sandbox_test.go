@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -35,7 +36,8 @@ func init() {
 
 // workerRole is a worker in miniature: it loads the skill TOOLTEST_SKILL, runs it
 // with the workflow engine and the exec tool, as a worker does, with
-// inputs TOOLTEST_INPUTS (JSON), and prints {"outputs": ..., "error": ...}.
+// inputs TOOLTEST_INPUTS (JSON), and prints {"outputs": ..., "error": ...,
+// "log": the exec tool's log}.
 //
 // With TOOLTEST_NOPTRACE set, ptrace(2) fails with EPERM in the worker and the
 // processes it starts, as under a seccomp profile that forbids it.
@@ -58,7 +60,9 @@ func workerRole() {
 		out["error"] = err.Error()
 		return
 	}
-	tools, _ := tool.NewSet(tool.NewExec(tool.ExecConfig{}))
+	var logs strings.Builder
+	defer func() { out["log"] = logs.String() }()
+	tools, _ := tool.NewSet(tool.NewExec(tool.ExecConfig{Log: slog.New(slog.NewTextHandler(&logs, nil))}))
 	eng, err := workflow.New(workflow.Config{Tools: tools})
 	if err != nil {
 		out["error"] = err.Error()
@@ -292,8 +296,8 @@ func forbidPtrace() error {
 }
 
 // TestExecWithoutPtrace: where the host forbids ptrace, processes still run,
-// in their namespaces, untraced; only resource limits, which must be set
-// before the program's first instruction, need it.
+// in their namespaces, untraced, and the worker says so once; only resource
+// limits, which must be set before the program's first instruction, need it.
 func TestExecWithoutPtrace(t *testing.T) {
 	bin := testBinary(t)
 	asUsers(t, func(t *testing.T, cred *syscall.Credential) {
@@ -302,12 +306,16 @@ func TestExecWithoutPtrace(t *testing.T) {
 		if err := worker.Wait(); err != nil {
 			t.Fatalf("worker: %v: %s", err, out)
 		}
-		var got struct{ Error string }
+		var got struct{ Error, Log string }
 		if err := json.Unmarshal(out.Bytes(), &got); err != nil || got.Error != "" {
 			t.Fatalf("worker output %q: %v", out, err)
 		}
-		if b, err := os.ReadFile(mark); err != nil || string(b) != "ran\n" {
-			t.Errorf("the step's file: %q, %v", b, err)
+		// Each step's process is the first of a PID namespace of its own.
+		if b, err := os.ReadFile(mark); err != nil || string(b) != "ran 1\nran 1\n" {
+			t.Errorf("the steps' file: %q, %v; want two lines from pid 1", b, err)
+		}
+		if n := strings.Count(got.Log, "the host refuses ptrace"); n != 1 || !strings.Contains(got.Log, "operation not permitted") {
+			t.Errorf("the exec tool's log says ptrace is refused %d times, want once, with the error:\n%s", n, got.Log)
 		}
 	})
 }
