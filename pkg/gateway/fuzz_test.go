@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"bytes"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/skillbus/skillbus/events"
@@ -46,6 +47,10 @@ func FuzzParseEvents(f *testing.F) {
 			}
 			if err := events.CheckType(e.Type()); err != nil {
 				t.Fatalf("type accepted that is not a subject: %v", err)
+			}
+			var v any
+			if ct, _, _ := strings.Cut(e.DataContentType(), ";"); len(e.Data()) > 0 && (ct == "" || ct == "application/json") && events.DecodeValue(e.Data(), &v) != nil {
+				t.Fatalf("data declared JSON (%q) accepted that is not: %q", e.DataContentType(), e.Data())
 			}
 		}
 	})

@@ -298,6 +298,8 @@ func TestEvents(t *testing.T) {
 		{"binary without ce-id", "/events", map[string]string{"Authorization": "Bearer " + token, "ce-specversion": "1.0", "ce-source": "/s", "ce-type": "t"}, `{}`, 400, "id"},
 		{"a type that is not a subject", "/events", binary("x", "bad type!"), `{}`, 400, "only letters"},
 		{"structured, malformed JSON", "/events", map[string]string{"Authorization": "Bearer " + token, "Content-Type": "application/cloudevents+json"}, `{"specversion":`, 400, "invalid CloudEvent"},
+		{"binary, data declared JSON that is not", "/events", binary("nj", "t"), `{name:Ada}`, 400, "data is not valid JSON"},
+		{"structured, data_base64 declared JSON that is not", "/events", map[string]string{"Authorization": "Bearer " + token, "Content-Type": "application/cloudevents+json"}, `{"specversion":"1.0","id":"1","source":"/s","type":"t","datacontenttype":"application/json","data_base64":"e25hbWU6QWRhfQ=="}`, 400, "data is not valid JSON"},
 		{"structured without source", "/events", map[string]string{"Authorization": "Bearer " + token, "Content-Type": "application/cloudevents+json"}, `{"specversion":"1.0","id":"1","type":"t"}`, 400, "source"},
 		{"empty batch", "/events", map[string]string{"Authorization": "Bearer " + token, "Content-Type": "application/cloudevents-batch+json"}, `[]`, 400, "empty"},
 		{"oversize body", "/events", binary("big", "t"), `"` + strings.Repeat("x", 5000) + `"`, 413, "larger than 4096"},

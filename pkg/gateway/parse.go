@@ -90,7 +90,25 @@ func check(e *event.Event) error {
 	if len(e.ID()) > 200 {
 		return fmt.Errorf("%w: id is %d characters long; at most 200", ErrInvalidEvent, len(e.ID()))
 	}
+	// Data declared JSON (or undeclared, which the router reads as JSON) must be:
+	// the router would only dead-letter it.
+	if d := e.Data(); len(d) > 0 && jsonMediaType(e.DataContentType()) {
+		var v any
+		if err := events.DecodeValue(d, &v); err != nil {
+			return fmt.Errorf("%w: data is not valid JSON (datacontenttype %q): %v", ErrInvalidEvent, e.DataContentType(), err)
+		}
+	}
 	return nil
+}
+
+// jsonMediaType reports whether data of content type ct is read as JSON.
+func jsonMediaType(ct string) bool {
+	mt, _, _ := strings.Cut(ct, ";")
+	switch strings.ToLower(strings.TrimSpace(mt)) {
+	case "", "application/json", "text/json":
+		return true
+	}
+	return false
 }
 
 // SignaturePrefix starts a signature header's value: GitHub's X-Hub-Signature-256
