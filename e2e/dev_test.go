@@ -93,6 +93,14 @@ func TestDevAndTrigger(t *testing.T) {
 	}{
 		{"explicit", []string{"trigger", "--skill", "hello", "--data", `{"name":"Ada"}`, "--wait"}, 0,
 			[]string{"routed to hello@1.0.0 (forced)", "compose", "Hello, Ada!"}},
+		{"chosen id", []string{"trigger", "--skill", "hello", "--id", "dup-1", "--data", `{"name":"Ann"}`, "--wait"}, 0,
+			[]string{"Hello, Ann!"}},
+		// The same source and id again: JetStream drops it, and the CLI says so
+		// rather than show the first trigger's result as if it were this one's.
+		{"duplicate id", []string{"trigger", "--skill", "hello", "--id", "dup-1", "--data", `{"name":"Bea"}`, "--wait"}, 0,
+			[]string{"not published: a duplicate of the trigger at seq", "Hello, Ann!"}},
+		{"duplicate id, no wait", []string{"trigger", "--skill", "hello", "--id", "dup-1", "--data", `{"name":"Bea"}`}, 0,
+			[]string{"not published: a duplicate of the trigger at seq="}},
 		{"by type", []string{"trigger", "com.example.greet", "--data", `{"name":"Grace","shout":true}`, "--wait"}, 0,
 			[]string{"routed to hello", "HELLO, GRACE!"}},
 		{"exec tool", []string{"trigger", "com.example.text.submitted", "--data", `{"text":"one two three"}`, "--wait"}, 0,

@@ -91,7 +91,15 @@ failed, 3 when no skill took the trigger, 4 on --timeout.`,
 					return err
 				}
 				if asJSON {
-					return json.NewEncoder(stdout).Encode(map[string]any{"id": act.EventID, "source": act.Source, "subject": act.Subject, "seq": act.Seq, "activation_id": act.ID})
+					out := map[string]any{"id": act.EventID, "source": act.Source, "subject": act.Subject, "seq": act.Seq, "activation_id": act.ID}
+					if act.Duplicate {
+						out["duplicate"] = true
+					}
+					return json.NewEncoder(stdout).Encode(out)
+				}
+				if act.Duplicate {
+					fmt.Fprintf(stdout, "not published: a duplicate of the trigger at seq=%d (same source %s and id %s), activation=%s, which does not run again\n", act.Seq, act.Source, act.EventID, act.ID)
+					return nil
 				}
 				fmt.Fprintf(stdout, "published %s id=%s seq=%d activation=%s\n", act.Subject, act.EventID, act.Seq, act.ID)
 				return nil
@@ -100,6 +108,9 @@ failed, 3 when no skill took the trigger, 4 on --timeout.`,
 			defer cancel()
 			w := &watcher{out: stdout, asJSON: asJSON}
 			act, res, err := cl.Run(wctx, t, w.print)
+			if act.Duplicate {
+				fmt.Fprintf(cmd.ErrOrStderr(), "skillbus: not published: a duplicate of the trigger at seq %d (same source %s and id %s); what is shown is that trigger's activation, %s\n", act.Seq, act.Source, act.EventID, act.ID)
+			}
 			switch {
 			case err != nil && wctx.Err() != nil && ctx.Err() == nil:
 				return &ExitError{Code: exitTimeout, Err: fmt.Errorf("no result for activation %s within %v (see 'skillbus runs list', or raise --timeout)", act.ID, timeout)}

@@ -62,6 +62,10 @@ type Activation struct {
 	Seq     uint64 // the trigger's sequence in the TRIGGERS stream
 	Source  string
 	EventID string
+	// Duplicate is true when JetStream had a trigger of this source and id
+	// already, within its duplicate window: nothing was published, and Seq is
+	// the earlier trigger's. Its activation is this one; it does not run again.
+	Duplicate bool
 }
 
 func (t *Trigger) defaults() {
@@ -179,7 +183,7 @@ func (c *Client) Publish(ctx context.Context, t Trigger) (act Activation, err er
 		}
 		return Activation{}, fmt.Errorf("publish %s: %w", subject, err)
 	}
-	return Activation{ID: events.ActivationID(t.Source, t.ID), Subject: subject, Seq: ack.Sequence, Source: t.Source, EventID: t.ID}, nil
+	return Activation{ID: events.ActivationID(t.Source, t.ID), Subject: subject, Seq: ack.Sequence, Source: t.Source, EventID: t.ID, Duplicate: ack.Duplicate}, nil
 }
 
 // Result is how an activation ended.
