@@ -56,6 +56,9 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"bench", "--storage", "tape"}, nil, "want file or memory"},
 		{[]string{"bench", "--server", "remote"}, nil, "want process or embedded"},
 		{[]string{"skills", "list"}, map[string]string{"SKILLBUS_REPLICAS": "three"}, "SKILLBUS_REPLICAS"},
+		{[]string{"runs", "show"}, nil, "accepts 1 arg(s), received 0"},
+		{[]string{"skills", "show", "a", "b"}, nil, "Run 'skillbus skills show --help' for usage."},
+		{[]string{"dev", "extra"}, nil, "unknown command \"extra\""},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

@@ -162,6 +162,17 @@ func execute(ctx context.Context, root *cobra.Command, args []string, stdout, st
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return &ExitError{Code: 2, Err: fmt.Errorf("%w\nRun '%s --help' for usage.", err, cmd.CommandPath())}
 	})
+	// A wrong number of arguments is a usage error too, whichever command.
+	var wrapArgs func(c *cobra.Command)
+	wrapArgs = func(c *cobra.Command) {
+		if c.Args != nil {
+			c.Args = usageArgs(c.Args)
+		}
+		for _, sub := range c.Commands() {
+			wrapArgs(sub)
+		}
+	}
+	wrapArgs(root)
 	err := root.ExecuteContext(ctx)
 	if err != nil && strings.HasPrefix(err.Error(), "unknown command") {
 		return &ExitError{Code: 2, Err: err}

@@ -420,12 +420,15 @@ func printReplays(w io.Writer, results []dlq.Result) error {
 	return tw.Flush()
 }
 
-// usageArgs makes a wrong number of arguments a usage error (exit 2).
+// usageArgs makes a wrong number of arguments a usage error (exit 2); an error
+// that already is one stands.
 func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
-		if err := check(cmd, args); err != nil {
-			return usage("%v\nRun '%s --help' for usage.", err, cmd.CommandPath())
+		err := check(cmd, args)
+		var xe *ExitError
+		if err == nil || errors.As(err, &xe) {
+			return err
 		}
-		return nil
+		return usage("%v\nRun '%s --help' for usage.", err, cmd.CommandPath())
 	}
 }

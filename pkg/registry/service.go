@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -180,7 +182,11 @@ func (r *Registry) Get(ctx context.Context, req GetRequest) (*GetResponse, error
 		s = v
 	}
 	if s == nil {
-		return nil, &notFoundError{fmt.Sprintf("get: skill %q is not in the catalog", req.Name)}
+		msg := fmt.Sprintf("get: skill %q is not in the catalog", req.Name)
+		if c := skill.Closest(req.Name, slices.Collect(maps.Keys(sn.byName))); c != "" {
+			msg += "; did you mean " + sn.skills[sn.byName[c]].Name + "?"
+		}
+		return nil, &notFoundError{msg}
 	}
 	out := *s
 	if req.Body {

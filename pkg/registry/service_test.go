@@ -62,6 +62,9 @@ func TestServiceGet(t *testing.T) {
 		t.Fatalf("get: %+v", resp)
 	}
 	old := resp.Skill.Digest
+	if _, err := c.Get(e.ctx, registry.GetRequest{Name: "triage-isue"}); err == nil || !strings.Contains(err.Error(), `skill "triage-isue" is not in the catalog; did you mean triage-issue?`) {
+		t.Errorf("get of a misspelt name: %v", err)
+	}
 	withBody, err := c.Get(e.ctx, registry.GetRequest{Name: "triage-issue", Body: true})
 	if err != nil || !strings.Contains(withBody.Skill.Body, "pick labels") {
 		t.Fatalf("get with body: %+v, %v", withBody, err)

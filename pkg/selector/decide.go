@@ -3,7 +3,9 @@ package selector
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -181,7 +183,7 @@ func (r *recallSet) forced(req Request) error {
 	if req.Skill != "" {
 		a := r.get(skill.NormalizeName(req.Skill))
 		if a == nil {
-			return &UnknownSkillError{Name: req.Skill}
+			return &UnknownSkillError{Name: req.Skill, Suggest: skill.Closest(req.Skill, slices.Collect(maps.Keys(r.x.skills)))}
 		}
 		a.add(SourceForced, 1, 1, "invoked by name")
 		return nil

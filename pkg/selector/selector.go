@@ -32,9 +32,13 @@ var ErrNoMatch = errors.New("no skill matches")
 
 // UnknownSkillError is an explicit invocation (subject or extension) of a skill the
 // catalog does not hold.
-type UnknownSkillError struct{ Name string }
+// Suggest, if set, is the catalog's skill with the closest name.
+type UnknownSkillError struct{ Name, Suggest string }
 
 func (e *UnknownSkillError) Error() string {
+	if e.Suggest != "" {
+		return fmt.Sprintf("skill %q is not in the catalog; did you mean %s?", e.Name, e.Suggest)
+	}
 	return fmt.Sprintf("skill %q is not in the catalog", e.Name)
 }
 

@@ -99,8 +99,12 @@ func TestExplicitInvocationWins(t *testing.T) {
 	}
 	_, err := x.Select(selector.Request{Skill: "nope"}, selector.Env{})
 	var unknown *selector.UnknownSkillError
-	if !errors.As(err, &unknown) || unknown.Name != "nope" {
+	if !errors.As(err, &unknown) || unknown.Name != "nope" || unknown.Suggest != "" {
 		t.Fatalf("err = %v", err)
+	}
+	_, err = x.Select(selector.Request{Skill: "secret-tol"}, selector.Env{})
+	if !errors.As(err, &unknown) || err.Error() != `skill "secret-tol" is not in the catalog; did you mean secret-tool?` {
+		t.Fatalf("a misspelt name: %v", err)
 	}
 }
 
