@@ -153,8 +153,7 @@ persisted is lost, and the next start carries on where this one stopped.`,
 				var addr net.Addr
 				addr, gatewayDone, err = gf.start(ctx, gatewayAddr, b, log)
 				if err != nil {
-					shutdown(log, stopRouter)
-					shutdown(log, stops...)
+					shutdown(log, append([]func(context.Context){stopRouter}, stops...)...)
 					return err
 				}
 				fmt.Fprint(stderr, gatewayBanner(addr.String()))
@@ -164,8 +163,7 @@ persisted is lost, and the next start carries on where this one stopped.`,
 				var addr net.Addr
 				addr, uiDone, err = cf.start(ctx, uiAddr, b, log)
 				if err != nil {
-					shutdown(log, stopRouter)
-					shutdown(log, stops...)
+					shutdown(log, append([]func(context.Context){stopRouter}, stops...)...)
 					return err
 				}
 				fmt.Fprint(stderr, consoleBanner(addr.String(), cf.token == ""))
@@ -178,8 +176,7 @@ persisted is lost, and the next start carries on where this one stopped.`,
 				<-uiDone
 			}
 			// Router first, so no new jobs appear while the workers drain.
-			shutdown(log, stopRouter)
-			shutdown(log, stops...)
+			shutdown(log, append([]func(context.Context){stopRouter}, stops...)...)
 			_ = b.NC.Drain()
 			return nil
 		},

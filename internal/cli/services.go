@@ -304,7 +304,8 @@ validate), which 'skillbus skills' uses. Send SIGHUP to load everything again.`,
 	return execute(ctx, cmd, args, stdout, stderr)
 }
 
-// shutdown drains a role within drainTimeout.
+// shutdown drains roles within drainTimeout, one after another in the order
+// given (a router first, so that no new jobs appear while workers drain).
 func shutdown(log interface{ Info(string, ...any) }, stops ...func(context.Context)) {
 	log.Info("shutting down: finishing in-flight work", "timeout", drainTimeout)
 	ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
