@@ -195,6 +195,7 @@ func TestInputs(t *testing.T) {
 		{map[string]any{"issue_key": "A-1", "n": 1.5}, "input n: want integer"},
 		{map[string]any{"issue_key": "A-1", "note": "toolong"}, "more than max_length 5"},
 		{map[string]any{"issue_key": "A-1", "isue_key": "A-2"}, "input isue_key is not declared by the skill; did you mean issue_key?"},
+		{map[string]any{"data": []any{1.0, 2.0}}, "input data is not declared by the skill: the trigger's data is not a JSON object, and such data comes as one input named data (declared: "},
 	} {
 		_, err := e.Execute(context.Background(), workflow.Run{Skill: s, Inputs: tt.inputs})
 		if err == nil || !strings.Contains(err.Error(), tt.want) || failure.ClassOf(err) != failure.Fatal {

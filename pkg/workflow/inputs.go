@@ -32,6 +32,10 @@ func undeclared(decl []cinput, given map[string]any) error {
 			if c := skill.Closest(k, names); c != "" {
 				hint = "; did you mean " + c + "?"
 			}
+			if _, obj := given[k].(map[string]any); k == "data" && len(given) == 1 && !obj {
+				// What the router makes of a trigger whose data is not an object.
+				hint = ": the trigger's data is not a JSON object, and such data comes as one input named data"
+			}
 			return failure.Fatalf("input %s is not declared by the skill%s (declared: %s; a skill that takes other fields declares an input named \"*\")",
 				k, hint, strings.Join(names, ", "))
 		}
