@@ -192,7 +192,7 @@ func (q *Queue) find(ctx context.Context, id string) (*Entry, error) {
 		if !isDigits(id) && len(id) < minPrefix {
 			return nil, fmt.Errorf("dlq: %q: %w (give the whole id, at least %d characters of it, or the sequence number from 'dlq list')", id, ErrNotFound, minPrefix)
 		}
-		return nil, fmt.Errorf("dlq: %q: %w (entries are kept %s)", id, ErrNotFound, q.b.Config().DeadMaxAge)
+		return nil, fmt.Errorf("dlq: %q: %w (entries are kept %s)", id, ErrNotFound, keptFor(q.b.Config().DeadMaxAge))
 	case 1:
 		return found[0], nil
 	}
@@ -323,4 +323,19 @@ func (q *Queue) outcome(ctx context.Context, st jetstream.Stream, executionID st
 // replayedSubject is where the record of the replay that created id is kept.
 func (q *Queue) replayedSubject(id string) string {
 	return q.b.Subjects.Dead(tokenReplayed) + "." + id
+}
+
+// keptFor says how long entries are kept as a person would: "30 days", not
+// "720h0m0s".
+func keptFor(d time.Duration) string {
+	const day = 24 * time.Hour
+	switch {
+	case d <= 0:
+		return "until the stream's limits remove them"
+	case d == day:
+		return "1 day"
+	case d%day == 0:
+		return fmt.Sprintf("%d days", d/day)
+	}
+	return d.String()
 }
