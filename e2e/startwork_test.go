@@ -99,7 +99,8 @@ func TestStartWorkAsPrinted(t *testing.T) {
 	if before != 0 {
 		t.Fatalf("git_create_branch ran %d times before it was confirmed", before)
 	}
-	if out, code := skillbus(t, "runs", "confirm", execID, "--by", "ada", "--nats-url", url); code != 0 {
+	// The beginning of the id is enough when it names one paused execution.
+	if out, code := skillbus(t, "runs", "confirm", execID[:8], "--by", "ada", "--nats-url", url); code != 0 || !strings.Contains(out, "approved step create_branch of "+execID) {
 		t.Fatalf("runs confirm: exit %d\n%s", code, out)
 	}
 	var r result

@@ -338,6 +338,25 @@ func TestDLQ(t *testing.T) {
 	if err != nil || !strings.Contains(out, "A-17") || !strings.Contains(out, "completed") || !strings.Contains(out, "↻ replay #1 of dead letter "+dead.ID+", by ada") {
 		t.Errorf("runs show of the replayed execution: %v\n%s", err, out)
 	}
+	// The beginning of an id names the execution, as runs list's ids are long.
+	if short, err := s.skillbus("runs", "show", rp.ExecutionID[:8]); err != nil || short != out {
+		t.Errorf("runs show of the id's first 8 characters: %v\n%s", err, short)
+	}
+	for _, tt := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"runs", "show", "abc"}, 2, "too short"},
+		{[]string{"runs", "show", "ffffffff"}, 1, "no execution paused or ended in the last 7 days whose id begins with ffffffff"},
+		{[]string{"runs", "confirm", rp.ExecutionID}, 1, "is not waiting for a confirmation: it has completed"},
+		{[]string{"runs", "confirm", strings.Repeat("f", 32)}, 1, "no execution " + strings.Repeat("f", 32)},
+		{[]string{"runs", "confirm", rp.ExecutionID[:8]}, 1, "no execution paused whose id begins with"},
+	} {
+		if out, err := s.skillbus(tt.args...); cli.ExitCode(err) != tt.code || err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%v: exit %d, %v, want %d and %q\n%s", tt.args, cli.ExitCode(err), err, tt.code, tt.want, out)
+		}
+	}
 	if out, err = s.skillbus("dlq", "list"); err != nil || !strings.Contains(out, "replayed (completed)") {
 		t.Errorf("dlq list after the replay:\n%s", out)
 	}

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/user"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -132,8 +134,11 @@ func skillOf(job json.RawMessage) string {
 func runsShowCommand(c *common, stdout io.Writer) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "show EXECUTION",
-		Short: "Show an execution: its outcome and every event, in order",
+		Use: "show EXECUTION",
+		Long: `show prints an execution: its events in order, its step-by-step log and how
+it ended. EXECUTION is its id, or the beginning of it (at least 4 characters) when
+that names one execution that is paused or ended in the last 7 days.`,
+		Short: "Show an execution: its events in order, its step log and its outcome",
 		Example: `  skillbus runs show 3f2a9c...
   skillbus runs show 3f2a9c... --json`,
 		Args: cobra.ExactArgs(1),
@@ -148,6 +153,9 @@ func runsShowCommand(c *common, stdout io.Writer) *cobra.Command {
 				return err
 			}
 			defer b.NC.Close()
+			if id, err = resolveExecution(ctx, b, kv, id, false); err != nil {
+				return err
+			}
 			evStream, err := b.JS.Stream(ctx, b.StreamEvents())
 			if err != nil {
 				return fmt.Errorf("no %s stream: is skillbus running there? %w", b.StreamEvents(), err)
@@ -258,7 +266,8 @@ func runsConfirmCommand(c *common, stdout io.Writer) *cobra.Command {
 		Long: `confirm answers the confirmation an execution is waiting for: it publishes
 io.skillbus.confirmation.recorded, and a router resumes the execution with the answer.
 A denied step is skipped. Without an answer, the confirmation is denied when its
-timeout passes.`,
+timeout passes. EXECUTION is its id, or the beginning of it (at least 4
+characters) when that names one paused execution.`,
 		Example: `  skillbus runs confirm 3f2a9c...
   skillbus runs confirm 3f2a9c... --deny --reason "not during the freeze" --by ada`,
 		Args: cobra.ExactArgs(1),
@@ -276,8 +285,18 @@ timeout passes.`,
 			if by == "" {
 				by = whoAmI()
 			}
+			if id, err = resolveExecution(ctx, b, kv, id, true); err != nil {
+				return err
+			}
 			step, err := run.Confirm(ctx, b.JS, kv, b.Subjects, run.Confirmation{ExecutionID: id, Step: step, Approved: !deny, By: by, Reason: reason, Source: "skillbus-cli"})
 			if errors.Is(err, run.ErrNotPaused) {
+				if evStream, serr := b.JS.Stream(ctx, b.StreamEvents()); serr == nil {
+					if rec, lerr := run.Load(ctx, evStream, b.Subjects, id); lerr == nil && rec == nil {
+						return &ExitError{Code: 1, Err: fmt.Errorf("no execution %s (see 'skillbus runs list')", id)}
+					} else if rec != nil {
+						return &ExitError{Code: 1, Err: fmt.Errorf("execution %s is not waiting for a confirmation: it has %s", id, rec.Status)}
+					}
+				}
 				return &ExitError{Code: 1, Err: err}
 			}
 			if err != nil {
@@ -353,6 +372,56 @@ func recentOutcomes(ctx context.Context, b *bus.Bus, since time.Duration) ([]*ru
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// executionIDLen is the length of an execution id (hex).
+const executionIDLen = 32
+
+// prefixWindow is how far back a shortened execution id is looked for among the
+// finished executions.
+const prefixWindow = 7 * 24 * time.Hour
+
+// resolveExecution returns the execution id that id names: id itself when it is
+// whole, else the one paused execution, or (unless pausedOnly) the one execution
+// that ended within prefixWindow, whose id begins with it.
+func resolveExecution(ctx context.Context, b *bus.Bus, kv jetstream.KeyValue, id string, pausedOnly bool) (string, error) {
+	if len(id) >= executionIDLen {
+		return id, nil
+	}
+	if len(id) < 4 {
+		return "", usage("execution id %q is too short: give the whole id, or at least 4 characters of it", id)
+	}
+	found := map[string]bool{}
+	lister, err := kv.ListKeysFiltered(ctx, "*.paused")
+	if err != nil {
+		return "", err
+	}
+	for k := range lister.Keys() {
+		if x := strings.TrimSuffix(k, ".paused"); strings.HasPrefix(x, id) {
+			found[x] = true
+		}
+	}
+	where := "paused"
+	if !pausedOnly {
+		where = fmt.Sprintf("paused or ended in the last %d days", prefixWindow/(24*time.Hour))
+		outcomes, err := recentOutcomes(ctx, b, prefixWindow)
+		if err != nil {
+			return "", err
+		}
+		for _, r := range outcomes {
+			if strings.HasPrefix(r.ExecutionID, id) {
+				found[r.ExecutionID] = true
+			}
+		}
+	}
+	switch ids := slices.Sorted(maps.Keys(found)); len(ids) {
+	case 0:
+		return "", &ExitError{Code: 1, Err: fmt.Errorf("no execution %s whose id begins with %s (see 'skillbus runs list')", where, id)}
+	case 1:
+		return ids[0], nil
+	default:
+		return "", &ExitError{Code: 1, Err: fmt.Errorf("%d executions %s have ids beginning with %s: %s; give more of the id", len(ids), where, id, strings.Join(ids, ", "))}
+	}
+}
 
 // whoAmI names the person answering when --by is not given: the recorded answer
 // always says who.
