@@ -99,6 +99,10 @@ func TestDevAndTrigger(t *testing.T) {
 		// rather than show the first trigger's result as if it were this one's.
 		{"duplicate id", []string{"trigger", "--skill", "hello", "--id", "dup-1", "--data", `{"name":"Bea"}`, "--wait"}, 0,
 			[]string{"not published: a duplicate of the trigger at seq", "Hello, Ann!"}},
+		// CloudEvents identifies an event by source and id: another source's
+		// dup-1 is another trigger.
+		{"same id, another source", []string{"trigger", "--skill", "hello", "--id", "dup-1", "--source", "/elsewhere", "--data", `{"name":"Cy"}`, "--wait"}, 0,
+			[]string{"Hello, Cy!"}},
 		{"duplicate id, no wait", []string{"trigger", "--skill", "hello", "--id", "dup-1", "--data", `{"name":"Bea"}`}, 0,
 			[]string{"not published: a duplicate of the trigger at seq="}},
 		{"by type", []string{"trigger", "com.example.greet", "--data", `{"name":"Grace","shout":true}`, "--wait"}, 0,
@@ -135,6 +139,9 @@ func TestDevAndTrigger(t *testing.T) {
 			out, code := skillbus(t, append(tt.args, url)...)
 			if code != tt.code {
 				t.Fatalf("exit code %d, want %d\n%s", code, tt.code, out)
+			}
+			if tt.name == "duplicate id" && strings.Index(out, "not published") > strings.Index(out, "Hello, Ann!") {
+				t.Errorf("the duplicate's notice came after the earlier trigger's result:\n%s", out)
 			}
 			if tt.name == "instruction skill" {
 				// The model got the body as its system prompt and the reference on request.

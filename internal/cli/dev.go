@@ -130,7 +130,7 @@ persisted is lost, and the next start carries on where this one stopped.`,
 				}
 				stop, err := startWorker(ctx, b, log, f, tb, tel)
 				if err != nil {
-					shutdown(log, append(stops, stopRouter)...)
+					shutdown(log, append([]func(context.Context){stopRouter}, stops...)...)
 					return err
 				}
 				stops = append(stops, stop)
@@ -138,7 +138,7 @@ persisted is lost, and the next start carries on where this one stopped.`,
 			if wf.repair {
 				stop, err := startRepair(ctx, b, log, wf, tb, tel.Metrics)
 				if err != nil {
-					shutdown(log, append(stops, stopRouter)...)
+					shutdown(log, append([]func(context.Context){stopRouter}, stops...)...)
 					return err
 				}
 				stops = append(stops, stop)

@@ -107,10 +107,11 @@ failed, 3 when no skill took the trigger, 4 on --timeout.`,
 			wctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
 			w := &watcher{out: stdout, asJSON: asJSON}
-			act, res, err := cl.Run(wctx, t, w.print)
-			if act.Duplicate {
-				fmt.Fprintf(cmd.ErrOrStderr(), "skillbus: not published: a duplicate of the trigger at seq %d (same source %s and id %s); what is shown is that trigger's activation, %s\n", act.Seq, act.Source, act.EventID, act.ID)
-			}
+			act, res, err := cl.RunNotify(wctx, t, func(act client.Activation) {
+				if act.Duplicate {
+					fmt.Fprintf(cmd.ErrOrStderr(), "skillbus: not published: a duplicate of the trigger at seq %d (same source %s and id %s); what follows is that trigger's activation, %s\n", act.Seq, act.Source, act.EventID, act.ID)
+				}
+			}, w.print)
 			switch {
 			case err != nil && wctx.Err() != nil && ctx.Err() == nil:
 				return &ExitError{Code: exitTimeout, Err: fmt.Errorf("no result for activation %s within %v (see 'skillbus runs list', or raise --timeout)", act.ID, timeout)}

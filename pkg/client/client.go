@@ -63,8 +63,9 @@ type Activation struct {
 	Source  string
 	EventID string
 	// Duplicate is true when JetStream had a trigger of this source and id
-	// already, within its duplicate window: nothing was published, and Seq is
-	// the earlier trigger's. Its activation is this one; it does not run again.
+	// already, within its duplicate window (the message id is the activation
+	// id): nothing was published, and Seq is the earlier trigger's. Its
+	// activation is this one; it does not run again.
 	Duplicate bool
 }
 
@@ -81,6 +82,14 @@ func (t *Trigger) defaults() {
 // Follow, but subscribes to the live progress events first, so that fn sees every
 // one of them however fast the skill runs.
 func (c *Client) Run(ctx context.Context, t Trigger, fn func(*event.Event)) (Activation, *Result, error) {
+	return c.RunNotify(ctx, t, nil, fn)
+}
+
+// RunNotify is Run, and calls published (if not nil) with the activation once
+// the trigger is published, before its events: a caller can say, say, that it
+// was a duplicate (Activation.Duplicate) before the earlier trigger's events
+// come.
+func (c *Client) RunNotify(ctx context.Context, t Trigger, published func(Activation), fn func(*event.Event)) (Activation, *Result, error) {
 	t.defaults()
 	// Live progress: fn's events, and the router's announcement of its decision.
 	ext := make(map[string]string, len(t.Extensions)+1)
@@ -97,6 +106,9 @@ func (c *Client) Run(ctx context.Context, t Trigger, fn func(*event.Event)) (Act
 	act, err := c.Publish(ctx, t)
 	if err != nil {
 		return act, nil, err
+	}
+	if published != nil {
+		published(act)
 	}
 	res, err := c.follow(ctx, act.ID, fn, live.ch)
 	return act, res, err
@@ -176,14 +188,17 @@ func (c *Client) Publish(ctx context.Context, t Trigger) (act Activation, err er
 		e.SetDataContentType("application/json")
 		e.DataEncoded = t.Data
 	}
-	ack, err := c.b.JS.PublishMsg(ctx, bus.Encode(subject, t.ID, &e))
+	// The message id is the activation's: CloudEvents makes an event unique by
+	// source and id together, so two sources' id "1" are two triggers.
+	actID := events.ActivationID(t.Source, t.ID)
+	ack, err := c.b.JS.PublishMsg(ctx, bus.Encode(subject, actID, &e))
 	if err != nil {
 		if errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) {
 			return Activation{}, fmt.Errorf("publish %s: no stream takes it (%v); is skillbus running here, with prefix %q?", subject, err, c.b.Subjects.Prefix)
 		}
 		return Activation{}, fmt.Errorf("publish %s: %w", subject, err)
 	}
-	return Activation{ID: events.ActivationID(t.Source, t.ID), Subject: subject, Seq: ack.Sequence, Source: t.Source, EventID: t.ID, Duplicate: ack.Duplicate}, nil
+	return Activation{ID: actID, Subject: subject, Seq: ack.Sequence, Source: t.Source, EventID: t.ID, Duplicate: ack.Duplicate}, nil
 }
 
 // Result is how an activation ended.

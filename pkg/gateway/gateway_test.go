@@ -216,6 +216,14 @@ func TestEvents(t *testing.T) {
 			t.Fatalf("%d %v", code, out)
 		}
 	})
+	t.Run("the same id from another source is another event", func(t *testing.T) {
+		h := binary("b-1", "com.example.thing")
+		h["ce-source"] = "/elsewhere"
+		code, out, _ := f.post("/events", h, `{"a":1}`)
+		if code != http.StatusAccepted || out["duplicate"] == true || out["activation_id"] != events.ActivationID("/elsewhere", "b-1") {
+			t.Fatalf("%d %v", code, out)
+		}
+	})
 	t.Run("wait for the result", func(t *testing.T) {
 		code, out, _ := f.post("/events?wait=20s", binary("b-2", "com.example.thing"), `{"a":2}`)
 		got, _ := out["outputs"].(map[string]any)

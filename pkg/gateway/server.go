@@ -296,7 +296,8 @@ func (g *Gateway) publish(w http.ResponseWriter, r *http.Request, evs []event.Ev
 		}
 		// The trigger's PRODUCER span continues the event's (or the request's) traceparent.
 		pctx, span := telemetry.StartPublishEvent(telemetry.ExtractEvent(ctx, e), subject, e)
-		ack, err := g.cfg.Bus.JS.PublishMsg(pctx, bus.Encode(subject, e.ID(), e))
+		// Deduplicated by source and id together, as CloudEvents identifies events.
+		ack, err := g.cfg.Bus.JS.PublishMsg(pctx, bus.Encode(subject, events.ActivationID(e.Source(), e.ID()), e))
 		telemetry.End(span, err)
 		if err != nil {
 			g.cfg.Log.Error("gateway: publish", "subject", subject, "id", e.ID(), "err", err)
