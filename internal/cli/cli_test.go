@@ -59,6 +59,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"runs", "show"}, nil, "accepts 1 arg(s), received 0"},
 		{[]string{"skills", "show", "a", "b"}, nil, "Run 'skillbus skills show --help' for usage."},
 		{[]string{"dev", "extra"}, nil, "unknown command \"extra\""},
+		{[]string{"runs", "bogus"}, nil, `unknown command "bogus" for "skillbus runs"`},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

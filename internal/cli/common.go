@@ -162,11 +162,22 @@ func execute(ctx context.Context, root *cobra.Command, args []string, stdout, st
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return &ExitError{Code: 2, Err: fmt.Errorf("%w\nRun '%s --help' for usage.", err, cmd.CommandPath())}
 	})
-	// A wrong number of arguments is a usage error too, whichever command.
+	// A wrong number of arguments is a usage error too, whichever command, and
+	// so is an unknown subcommand of a group (skillbus runs bogus), which cobra
+	// answers with the group's help and success.
 	var wrapArgs func(c *cobra.Command)
 	wrapArgs = func(c *cobra.Command) {
 		if c.Args != nil {
 			c.Args = usageArgs(c.Args)
+		}
+		if c != root && c.HasSubCommands() && !c.Runnable() {
+			c.Args = cobra.ArbitraryArgs
+			c.RunE = func(cmd *cobra.Command, args []string) error {
+				if len(args) > 0 {
+					return usage("unknown command %q for %q\nRun '%s --help' for usage.", args[0], cmd.CommandPath(), cmd.CommandPath())
+				}
+				return cmd.Help()
+			}
 		}
 		for _, sub := range c.Commands() {
 			wrapArgs(sub)
