@@ -204,6 +204,18 @@ func TestInputs(t *testing.T) {
 	}
 }
 
+// An undeclared input is suggested the closest declared input that was not
+// given: a and b are both one edit from c, and a was given, so c stands for b.
+func TestUndeclaredSuggestsAnInputNotGiven(t *testing.T) {
+	t.Parallel()
+	s := wf([]skill.Step{{ID: "x", Tool: "echo", Args: map[string]any{"a": "{{ inputs.a }}"}}})
+	s.Workflow.Inputs = []skill.Input{{Name: "a"}, {Name: "b"}}
+	_, err := engine(t).Execute(context.Background(), workflow.Run{Skill: s, Inputs: map[string]any{"a": "1", "c": "2"}})
+	if err == nil || !strings.Contains(err.Error(), "input c is not declared by the skill; did you mean b?") {
+		t.Fatalf("err %v", err)
+	}
+}
+
 // A skill that declares the input "*" takes fields it does not declare.
 func TestAnyInput(t *testing.T) {
 	t.Parallel()

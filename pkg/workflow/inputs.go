@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math"
@@ -28,8 +29,16 @@ func undeclared(decl []cinput, given map[string]any) error {
 	sort.Strings(keys)
 	for _, k := range keys {
 		if !slices.Contains(names, k) {
+			// A typo stands for a declared input that was not given: look among
+			// those first.
+			var missing []string
+			for _, n := range names {
+				if _, ok := given[n]; !ok {
+					missing = append(missing, n)
+				}
+			}
 			hint := ""
-			if c := skill.Closest(k, names); c != "" {
+			if c := cmp.Or(skill.Closest(k, missing), skill.Closest(k, names)); c != "" {
 				hint = "; did you mean " + c + "?"
 			}
 			if _, obj := given[k].(map[string]any); k == "data" && len(given) == 1 && !obj {
