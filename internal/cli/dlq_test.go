@@ -87,6 +87,16 @@ func (s *dlqSystem) skillbus(args ...string) (string, error) {
 	return out.String(), err
 }
 
+// wantError runs the CLI with args and fails the test unless it exits with code
+// and says want (in its error or its output).
+func (s *dlqSystem) wantError(args []string, code int, want string) {
+	s.t.Helper()
+	out, err := s.skillbus(args...)
+	if cli.ExitCode(err) != code || err == nil || !strings.Contains(err.Error()+out, want) {
+		s.t.Errorf("skillbus %v: exit %d (%v), want %d and %q\n%s", args, cli.ExitCode(err), err, code, want, out)
+	}
+}
+
 func (s *dlqSystem) writeSkill(name, text string) {
 	s.t.Helper()
 	if err := os.MkdirAll(filepath.Join(s.dir, name), 0o755); err != nil {
@@ -309,10 +319,7 @@ func TestDLQ(t *testing.T) {
 		{[]string{"dlq", "replay", dead.ID, "--skill", "flaky"}, 2, "an ID names one entry"},
 		{[]string{"dlq", "show"}, 2, "accepts 1 arg"},
 	} {
-		out, err := s.skillbus(tt.args...)
-		if cli.ExitCode(err) != tt.code || err == nil || !strings.Contains(err.Error()+out, tt.want) {
-			t.Errorf("skillbus %v: exit %d (%v), want %d and %q\n%s", tt.args, cli.ExitCode(err), err, tt.code, tt.want, out)
-		}
+		s.wantError(tt.args, tt.code, tt.want)
 	}
 
 	// Fix the skill: the registry publishes version 1.1.0.
@@ -349,13 +356,11 @@ func TestDLQ(t *testing.T) {
 	}{
 		{[]string{"runs", "show", "abc"}, 2, "too short"},
 		{[]string{"runs", "show", "ffffffff"}, 1, "no execution paused or ended in the last 7 days whose id begins with ffffffff"},
-		{[]string{"runs", "confirm", rp.ExecutionID}, 1, "is not waiting for a confirmation: it has completed"},
+		{[]string{"runs", "confirm", rp.ExecutionID}, 1, "is not waiting for a confirmation: it ended (completed)"},
 		{[]string{"runs", "confirm", strings.Repeat("f", 32)}, 1, "no execution " + strings.Repeat("f", 32)},
 		{[]string{"runs", "confirm", rp.ExecutionID[:8]}, 1, "no execution paused whose id begins with"},
 	} {
-		if out, err := s.skillbus(tt.args...); cli.ExitCode(err) != tt.code || err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("%v: exit %d, %v, want %d and %q\n%s", tt.args, cli.ExitCode(err), err, tt.code, tt.want, out)
-		}
+		s.wantError(tt.args, tt.code, tt.want)
 	}
 	if out, err = s.skillbus("dlq", "list"); err != nil || !strings.Contains(out, "replayed (completed)") {
 		t.Errorf("dlq list after the replay:\n%s", out)

@@ -294,7 +294,7 @@ characters) when that names one paused execution.`,
 					if rec, lerr := run.Load(ctx, evStream, b.Subjects, id); lerr == nil && rec == nil {
 						return &ExitError{Code: 1, Err: fmt.Errorf("no execution %s (see 'skillbus runs list')", id)}
 					} else if rec != nil {
-						return &ExitError{Code: 1, Err: fmt.Errorf("execution %s is not waiting for a confirmation: it has %s", id, rec.Status)}
+						return &ExitError{Code: 1, Err: fmt.Errorf("execution %s is not waiting for a confirmation: it ended (%s)", id, rec.Status)}
 					}
 				}
 				return &ExitError{Code: 1, Err: err}
