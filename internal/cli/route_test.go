@@ -127,3 +127,17 @@ func TestValidateWarnsWhenExamplesRouteElsewhere(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, out)
 	}
 }
+
+// Skills whose triggers are phrases load and route by them, offline.
+func TestRoutePhraseTriggers(t *testing.T) {
+	t.Parallel()
+	const dir = "../../testdata/routing/seedstyle/skills"
+	out, code := run(t, "route", "--skills", dir, "--json", "please look at my pull request")
+	if code != 0 || !strings.Contains(out, `"primary": "code_review"`) {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	out, code = run(t, "route", "eval", "--skills", dir, "--cases", "../../testdata/routing/seedstyle/cases.jsonl", "--min-accuracy", "0.96")
+	if code != 0 || !strings.Contains(out, "off-topic rejected  1.000") {
+		t.Fatalf("eval: exit %d: %s", code, out)
+	}
+}

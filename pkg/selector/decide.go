@@ -43,6 +43,8 @@ type Candidate struct {
 	Reason string `json:"reason"`
 	// Matched are the words or phrases that recalled it.
 	Matched []string `json:"matched,omitempty"`
+	// lex is the keyword index's score, which orders candidates of equal score.
+	lex float64
 }
 
 // Decision is an activation plan and how it was reached.
@@ -95,7 +97,8 @@ type acc struct {
 	trigger  float64
 	matched  []string
 	reasons  []string
-	subscrib bool // a type rule on a trigger without text
+	lex      float64 // the keyword index's BM25 score
+	subscrib bool    // a type rule on a trigger without text
 }
 
 func (a *acc) add(source string, intent, trigger float64, reason string) {
@@ -251,6 +254,7 @@ func (r *recallSet) lexical(text string) {
 		}
 		ev *= 1 - cfg.Relative + cfg.Relative*h.BM25/hits[0].BM25
 		a.add(SourceLexical, clamp01((ev-cfg.IntentFloor)/(cfg.IntentFull-cfg.IntentFloor)), 0.6, "")
+		a.lex = h.BM25
 		a.matched = append(a.matched, h.Matched...)
 	}
 }
@@ -288,6 +292,9 @@ func sortCandidates(cs []Candidate, byPriority bool) {
 		}
 		if a.Score != b.Score {
 			return a.Score > b.Score
+		}
+		if a.lex != b.lex {
+			return a.lex > b.lex
 		}
 		if pa != pb {
 			return pa < pb
@@ -342,7 +349,7 @@ func (x *Selector) score(a *acc, req Request, words []string, env Env) Candidate
 	for _, anti := range a.e.anti {
 		if containsPhrase(words, anti) {
 			c.Conflict = -1
-			reasons = append(reasons, fmt.Sprintf("anti-trigger %q in the text", strings.Join(anti, " ")))
+			reasons = append(reasons, fmt.Sprintf("anti-trigger %q in the text: not chosen by score", strings.Join(anti, " ")))
 			break
 		}
 	}
@@ -360,7 +367,7 @@ func (x *Selector) score(a *acc, req Request, words []string, env Env) Candidate
 	}
 	return Candidate{
 		Name: s.Name, Version: versionOf(s), Skill: s, Source: src, Sources: a.sources,
-		Score: round3(clamp01(total64)), Components: roundC(c), Matched: a.matched,
+		Score: round3(clamp01(total64)), Components: roundC(c), Matched: a.matched, lex: a.lex,
 		Reason: strings.Join(append(a.reasons, reasons...), "; "),
 	}
 }
@@ -427,6 +434,8 @@ func (x *Selector) plan(d *Decision, forced bool, cands map[string]*acc) {
 		case a.subscrib:
 			chosen = append(chosen, i)
 			c.Reason = join(c.Reason, "subscribed to the event type")
+		case c.Components.Conflict < 0:
+			// An anti-trigger in the text says the request is for another skill.
 		case c.Score >= cfg.Threshold:
 			chosen = append(chosen, i)
 		default:

@@ -6,8 +6,8 @@
 // A decision has two phases. Recall gathers candidates, each with the source that
 // found it and why: explicit invocation ($name, @name, "使用 name skill", the skill
 // extension or subject), rules (the event type, exactly or by a pattern with * and >;
-// a skill's trigger phrases — its examples.positive — found in the text on word
-// boundaries), the BM25 keyword index (name, description, tags, triggers,
+// a skill's phrases — its triggers that are not patterns, and its examples.positive —
+// found in the text on word boundaries), the BM25 keyword index (name, description, tags, triggers,
 // capabilities and examples, stemmed, without stop words, tolerant of one-letter
 // typos), and optional outside sources passed in (embeddings, a chat model).
 //
@@ -15,7 +15,7 @@
 // (1.0 named, 0.9 rule, 0.6 recalled otherwise), success rate (terminal results of
 // the skill version, Laplace-smoothed so no evidence is 0.5), context readiness
 // (required inputs present in the data, required tools served), cost (low 1, medium
-// .5, high 0) and conflict (-1 when an anti-trigger is in the text), with
+// .5, high 0) and conflict (-1 when an anti-trigger is in the text; such a skill is not selected by score), with
 // DefaultScoreWeights; a skill whose pool no live worker serves has its score
 // halved. Candidates at or above the threshold are selected, at most MaxActive; the
 // best is the primary, consecutive parallel_safe skills form groups of at most two,

@@ -187,7 +187,7 @@ func FieldsOf(s *skill.Skill) Fields {
 		Name:         s.Name,
 		Description:  s.Description,
 		Tags:         strings.Join(s.Tags, " . "),
-		Triggers:     strings.Join(s.Triggers, " "),
+		Triggers:     strings.Join(s.Triggers, " ") + " . " + strings.Join(s.TriggerPhrases, " . "),
 		Capabilities: strings.Join(s.Capabilities, " . "),
 		Examples:     strings.Join(s.Examples.Positive, " . "),
 	}
@@ -221,7 +221,7 @@ func (x *Selector) Put(s *skill.Skill) bool {
 			x.byType[t] = append(x.byType[t], key)
 		}
 	}
-	for _, p := range s.Examples.Positive {
+	for _, p := range phrasesOf(s) {
 		if w := Words(p); len(w) > 0 {
 			x.phrases[w[0]] = append(x.phrases[w[0]], phrase{skill: key, text: p, words: w})
 		}
@@ -230,6 +230,20 @@ func (x *Selector) Put(s *skill.Skill) bool {
 		x.always[key] = true
 	}
 	return true
+}
+
+// phrasesOf are the phrases of a skill found in request text: its examples.positive,
+// its triggers that are not patterns (a type such as review or code-review is also
+// a word or phrase) and its triggers that cannot be types.
+func phrasesOf(s *skill.Skill) []string {
+	out := make([]string, 0, len(s.Examples.Positive)+len(s.Triggers)+len(s.TriggerPhrases))
+	out = append(out, s.Examples.Positive...)
+	for _, t := range s.Triggers {
+		if !strings.ContainsAny(t, "*>") {
+			out = append(out, t)
+		}
+	}
+	return append(out, s.TriggerPhrases...)
 }
 
 // Remove drops a skill.
@@ -266,7 +280,7 @@ func (x *Selector) unrule(key string) {
 		drop(x.byType, t, key)
 		drop(x.patterns, t, key)
 	}
-	for _, p := range old.s.Examples.Positive {
+	for _, p := range phrasesOf(old.s) {
 		if w := Words(p); len(w) > 0 {
 			ps := x.phrases[w[0]]
 			out := ps[:0]

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -291,5 +292,56 @@ func TestPatternTriggersFromFiles(t *testing.T) {
 		if d := decide(t, x, selector.Request{Type: typ}, selector.Env{}); d.Primary != want {
 			t.Errorf("%s: primary %q, want %q", typ, d.Primary, want)
 		}
+	}
+}
+
+// Skills that write triggers as words and phrases load as written and route by
+// them; an anti-trigger phrase in the request keeps its skill from being chosen.
+func TestPhraseTriggersRoute(t *testing.T) {
+	t.Parallel()
+	cat, ds := skill.Discover("../../testdata/routing/seedstyle/skills")
+	if ds.HasErrors() || len(cat.Skills) != 12 {
+		t.Fatalf("skills: %d, %v", len(cat.Skills), ds)
+	}
+	x := newSel(t, selector.Config{}, cat.Skills...)
+
+	d := decide(t, x, selector.Request{Text: "Can you do a CODE REVIEW of this change?"}, selector.Env{})
+	c := d.Candidate("code_review")
+	if d.Primary != "code_review" || c.Source != selector.SourceRule || !slices.Contains(c.Matched, "code review") {
+		t.Fatalf("phrase: primary %q, code_review %+v", d.Primary, c)
+	}
+	// A trigger that is also a valid type (a single word) is matched as a word too.
+	if d := decide(t, x, selector.Request{Text: "show me the diff"}, selector.Env{}); d.Primary != "code_review" || d.Candidate("code_review").Source != selector.SourceRule {
+		t.Fatalf("one-word trigger: primary %q", d.Primary)
+	}
+	// code_review's phrase matches, but so does its anti-trigger: the request is
+	// for the security audit.
+	d = decide(t, x, selector.Request{Text: "please review my code for a vulnerability"}, selector.Env{})
+	c = d.Candidate("code_review")
+	if d.Primary != "security_audit" || c == nil || c.Selected || c.Components.Conflict != -1 || !strings.Contains(c.Reason, `anti-trigger "vulnerability"`) {
+		t.Fatalf("anti-trigger: primary %q, code_review %+v", d.Primary, c)
+	}
+	// The only skill the request names says no: nothing runs.
+	if d := decide(t, x, selector.Request{Text: "deploy to production now"}, selector.Env{}); d.Primary != "" {
+		t.Fatalf("anti-trigger alone: primary %q", d.Primary)
+	}
+
+	f, err := os.Open("../../testdata/routing/seedstyle/cases.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cases, err := selector.ReadCases(f, "cases.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, s := selector.Evaluate(x, cases, selector.Env{})
+	if s.Top1 < 0.96 || s.OffTopicRejected < 1 {
+		for _, r := range res {
+			if !r.OK {
+				t.Logf("miss: %q -> %v", r.Query, r.Ranked)
+			}
+		}
+		t.Errorf("top-1 %.3f (want ≥ 0.96), off-topic rejected %.3f (want all)", s.Top1, s.OffTopicRejected)
 	}
 }

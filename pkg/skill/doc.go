@@ -81,7 +81,7 @@
 //	type             free text category: self-improvement, mode, custom, ...; optional
 //	version          semantic version 2.0.0; anything else warns; no default (see Choices)
 //	author           text
-//	triggers         CloudEvent types that activate the skill; optional; see Triggers
+//	triggers         CloudEvent types that activate the skill, and phrases matched in the text; optional; see Triggers
 //	anti_triggers    phrases that argue against activation
 //	tags             list of text
 //	examples         positive: and negative: lists of trigger phrases, for routing evals
@@ -138,8 +138,15 @@
 // (com.example.order.*, com.example.>). Types starting with
 // "skill." are reserved for explicit invocation (skillbus.trigger.skill.<name>).
 // Triggers are optional: a skill without them runs only
-// when invoked explicitly or when always: true. Natural-language phrases (which some
-// skill systems call triggers) belong under examples.positive.
+// when invoked explicitly or when always: true.
+//
+// Skill systems that route on words write triggers as words and phrases ("code
+// review", "pdf"). Every trigger is also matched as a phrase in the request text,
+// case-insensitively on word boundaries; an entry that cannot be a type (it holds a
+// space or other punctuation) is a phrase only, kept in TriggerPhrases. An entry
+// with a dot that is still not a type (io..skillbus) warns, as it is likely a
+// mistyped type. anti_triggers are phrases too: one in the text keeps the skill
+// from being chosen by score.
 //
 // # Tools
 //

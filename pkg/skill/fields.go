@@ -124,11 +124,19 @@ func metaFieldList(withWorkflow bool) []*field {
 		{name: "author", decode: strField(func(s *Skill) *string { return &s.Author })},
 		{name: "triggers", decode: func(b *builder, d *decoder, p pair) {
 			items, _ := d.strList(p.v, "triggers")
+			var phrases []string
 			b.s.Triggers = b.unique(d, "triggers", items, func(i int, it item) bool {
 				f := fmt.Sprintf("triggers[%d]", i)
 				if prob := subjectTokenProblem(patternTokens(it.s)); prob != "" {
-					hint := "triggers are CloudEvent types such as com.github.push; put trigger phrases under examples.positive"
-					d.errAt(it.n, f, hint, "trigger %q %s", it.s, prob)
+					// Not a CloudEvent type: a phrase matched in the request text, as
+					// skill systems that route on words write triggers.
+					if !strings.ContainsAny(it.s, " \t") && strings.Contains(it.s, ".") {
+						d.warnAt(it.n, f, "write a CloudEvent type such as com.github.push, or a phrase with spaces",
+							"trigger %q is not a CloudEvent type (it %s); it is matched only as a phrase in the request text", it.s, prob)
+					}
+					if !slices.Contains(phrases, it.s) {
+						phrases = append(phrases, it.s)
+					}
 					return false
 				}
 				if strings.HasPrefix(it.s, "skill.") {
@@ -138,6 +146,7 @@ func metaFieldList(withWorkflow bool) []*field {
 				}
 				return true
 			})
+			b.s.TriggerPhrases = phrases
 		}},
 		{name: "anti_triggers", decode: strListField(func(s *Skill) *[]string { return &s.AntiTriggers })},
 		{name: "tags", decode: strListField(func(s *Skill) *[]string { return &s.Tags })},

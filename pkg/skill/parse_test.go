@@ -400,3 +400,24 @@ steps:
 		t.Errorf("diagnostics (-want +got):\n%s", diff)
 	}
 }
+
+// Skill systems that route on words write triggers as phrases: those load, split
+// from the CloudEvent types, and nothing is refused.
+func TestTriggerPhrases(t *testing.T) {
+	t.Parallel()
+	s, ds := ParseSkillMD("code-review/SKILL.md", []byte("---\nname: code-review\ndescription: Review a change.\n"+
+		"triggers: [\"code review\", review, com.github.pull_request.opened, \"review my PR!\", \"code review\"]\n"+
+		"anti_triggers: [\"security audit\"]\n---\nReview the diff for bugs, risky changes and unclear names; say what to fix and why.\n"))
+	if ds.HasErrors() || len(ds) > 0 {
+		t.Fatalf("diagnostics:\n%s", ds)
+	}
+	if diff := cmp.Diff([]string{"review", "com.github.pull_request.opened"}, s.Triggers); diff != "" {
+		t.Errorf("types (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"code review", "review my PR!"}, s.TriggerPhrases); diff != "" {
+		t.Errorf("phrases (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"security audit"}, s.AntiTriggers); diff != "" {
+		t.Errorf("anti_triggers (-want +got):\n%s", diff)
+	}
+}

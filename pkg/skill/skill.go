@@ -55,15 +55,18 @@ type Skill struct {
 	Metadata      map[string]any `json:"metadata,omitempty"`
 
 	// Routing.
-	Triggers     []string `json:"triggers,omitempty"`      // CloudEvent types (exact match) that activate the skill
-	AntiTriggers []string `json:"anti_triggers,omitempty"` // phrases that argue against activation
-	Tags         []string `json:"tags,omitempty"`
-	Examples     Examples `json:"examples,omitzero"`
-	Priority     string   `json:"priority,omitempty"`  // high | medium | low; default medium
-	CostHint     string   `json:"cost_hint,omitempty"` // low | medium | high; default medium
-	Always       bool     `json:"always,omitempty"`
-	ParallelSafe bool     `json:"parallel_safe,omitempty"`
-	Capabilities []string `json:"capabilities,omitempty"` // what the skill or subagent can do
+	Triggers []string `json:"triggers,omitempty"` // CloudEvent types (exact match) that activate the skill; also matched as phrases in the request text
+	// TriggerPhrases are the triggers entries that cannot be CloudEvent types (they
+	// hold spaces or punctuation): words and phrases matched in the request text only.
+	TriggerPhrases []string `json:"trigger_phrases,omitempty"`
+	AntiTriggers   []string `json:"anti_triggers,omitempty"` // phrases that argue against activation
+	Tags           []string `json:"tags,omitempty"`
+	Examples       Examples `json:"examples,omitzero"`
+	Priority       string   `json:"priority,omitempty"`  // high | medium | low; default medium
+	CostHint       string   `json:"cost_hint,omitempty"` // low | medium | high; default medium
+	Always         bool     `json:"always,omitempty"`
+	ParallelSafe   bool     `json:"parallel_safe,omitempty"`
+	Capabilities   []string `json:"capabilities,omitempty"` // what the skill or subagent can do
 
 	// Availability and safety.
 	Prerequisites []Prerequisite  `json:"prerequisites,omitempty"`
