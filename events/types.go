@@ -61,6 +61,11 @@ const (
 	// that the events level does not persist is not published at all.
 	ExtProgress  = "progress"
 	ProgressLive = "live"
+	// ExtParent on a trigger the skill tool publishes names the activation of the
+	// job that invoked it. The router reads that activation's job and gives the
+	// child one level of delegation more; a trigger's own claim of a depth is never
+	// read, so a sender cannot lift the delegation bound.
+	ExtParent = "skillparent"
 )
 
 // NATS header names skillbus sets besides the CloudEvents binding's ce-* headers.

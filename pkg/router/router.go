@@ -102,6 +102,7 @@ type Router struct {
 	answers *bus.Loop
 	runs    jetstream.KeyValue
 	events  jetstream.Stream
+	jobs    jetstream.Stream // read for the depth of a skill's child triggers
 	// jobTemplate is the jobs' subject template, for their PRODUCER spans.
 	jobTemplate string
 }
@@ -183,6 +184,9 @@ func (r *Router) Start(ctx context.Context) error {
 	c, err := r.cfg.Bus.JS.CreateOrUpdateConsumer(ctx, r.cfg.Bus.StreamTriggers(), r.ConsumerConfig())
 	if err != nil {
 		return fmt.Errorf("router: consumer: %w", err)
+	}
+	if r.jobs, err = r.cfg.Bus.JS.Stream(ctx, r.cfg.Bus.StreamJobs()); err != nil {
+		return fmt.Errorf("router: stream %s: %w", r.cfg.Bus.StreamJobs(), err)
 	}
 	if err := r.startConfirmations(ctx); err != nil {
 		return fmt.Errorf("router: %w", err)
@@ -358,9 +362,12 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 
 	decidedID := actID + ".route.decided" // the plan's id, the jobs' cause
 
-	depth := 0
-	if d := e.Ext("skilldepth"); d != "" {
-		depth, _ = strconv.Atoi(d)
+	depth, err := r.depthOf(ctx, e)
+	if errors.Is(err, errBadParent) {
+		return r.reject(ctx, msg, ref, events.UnmatchedInvalid, err.Error(), size)
+	}
+	if err != nil {
+		return err
 	}
 	running := d.Running()
 	live := e.Ext(events.ExtProgress) == events.ProgressLive
@@ -471,6 +478,44 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 		n.method = plan.Primary.Source
 	}
 	return msg.Ack()
+}
+
+// errBadParent is a trigger naming a parent activation (events.ExtParent) that is
+// not one, or that has no job.
+var errBadParent = errors.New("bad parent activation")
+
+// depthOf is the delegation depth of a trigger's jobs: 0 for a trigger published by
+// anyone but the skill tool, and one more than its parent job's for a trigger the
+// skill tool published, whose events.ExtParent names the activation of the job
+// that invoked it. The depth is read from that job, which a router wrote: nothing a
+// sender puts in a trigger lowers it (earlier versions took a "skilldepth"
+// extension at its word, and a trigger saying -20 let a skill delegate 22 levels
+// deep). Naming a parent can only make a trigger deeper.
+func (r *Router) depthOf(ctx context.Context, e *bus.Binary) (int, error) {
+	act := e.Ext(events.ExtParent)
+	if act == "" {
+		return 0, nil
+	}
+	if err := events.CheckToken(events.ExtParent, act); err != nil {
+		return 0, fmt.Errorf("%w: %v", errBadParent, err)
+	}
+	// Every job of an activation carries the depth its plan's jobs were given.
+	m, err := r.jobs.GetLastMsgForSubject(ctx, r.cfg.Bus.Subjects.Exec("*", "*", act, "*"))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, fmt.Errorf("%w: %s %s names an activation with no job", errBadParent, events.ExtParent, act)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("reading the job of parent activation %s: %w", act, err)
+	}
+	pe, err := bus.DecodeFast(&nats.Msg{Subject: m.Subject, Header: m.Header, Data: m.Data})
+	var j events.Job
+	if err == nil {
+		err = events.DecodeJobWithoutRoute(pe.Data, &j)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("%w: the job of %s is unreadable: %v", errBadParent, act, err)
+	}
+	return max(j.Depth, 0) + 1, nil
 }
 
 // routedElsewhere looks, for a trigger that may have been routed before, for a

@@ -518,3 +518,62 @@ func TestTriggerRoutedBeforeToAnotherSkillMakesNoJob(t *testing.T) {
 		t.Fatalf("JOBS stored %d jobs, want the first one only", info.State.LastSeq)
 	}
 }
+
+// planJob waits for the job of activation act's primary and returns it.
+func (f *fixture) planJob(act string) events.Job {
+	f.t.Helper()
+	s, _ := f.b.JS.Stream(f.ctx, f.b.StreamJobs())
+	var raw *jetstream.RawStreamMsg
+	var err error
+	natstest.Eventually(f.t, 10*time.Second, func() bool {
+		raw, err = s.GetLastMsgForSubject(f.ctx, f.b.Subjects.PlanJobs(act))
+		return err == nil
+	}, "no job for activation %s: %v", act, err)
+	e, err := bus.Decode(&nats.Msg{Header: raw.Header, Data: raw.Data})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var j events.Job
+	if err := json.Unmarshal(e.Data(), &j); err != nil {
+		f.t.Fatal(err)
+	}
+	return j
+}
+
+// The delegation depth of a trigger's jobs comes from the job chain the router
+// wrote: a sender's claim of a depth (the skilldepth extension earlier versions
+// trusted) is ignored, and a trigger naming a parent is one level below it.
+func TestDelegationDepthComesFromTheParentJob(t *testing.T) {
+	t.Parallel()
+	f := setup(t, hello)
+	with := func(id string, ext map[string]string) map[string]string {
+		h := ce(id, "io.skillbus.invoke")
+		for k, v := range ext {
+			h["ce-"+k] = v
+		}
+		return h
+	}
+	f.publish("skillbus.trigger.skill.hello", with("root", map[string]string{"skilldepth": "-20"}), `{}`)
+	root := events.ActivationID("/test", "root")
+	if d := f.planJob(root).Depth; d != 0 {
+		t.Fatalf("a trigger saying skilldepth -20 got depth %d, want 0", d)
+	}
+	parent := root
+	for want := 1; want <= 3; want++ {
+		id := fmt.Sprintf("child%d", want)
+		f.publish("skillbus.trigger.skill.hello", with(id, map[string]string{events.ExtParent: parent, "skilldepth": "-20"}), `{}`)
+		act := events.ActivationID("/test", id)
+		if d := f.planJob(act).Depth; d != want {
+			t.Fatalf("child %d levels below the root got depth %d", want, d)
+		}
+		parent = act
+	}
+
+	// A parent with no job is refused, with the reason.
+	f.publish("skillbus.trigger.skill.hello", with("orphan", map[string]string{events.ExtParent: "nosuchactivation"}), `{}`)
+	var u events.RouteUnmatched
+	f.event(events.ActivationID("/test", "orphan"), events.TypeRouteUnmatched, &u)
+	if u.Code != events.UnmatchedInvalid || !strings.Contains(u.Reason, "nosuchactivation") {
+		t.Fatalf("orphan: %+v", u)
+	}
+}

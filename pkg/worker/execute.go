@@ -56,7 +56,7 @@ func (w *Worker) execute(ctx context.Context, j *job, inputs map[string]any, ans
 		return Fail{Err: err} // fatal: the plan falls back
 	}
 	obs := &observer{w: w, j: j}
-	rctx := withDepth(ctx, j.data.Depth)
+	rctx := withParent(ctx, j.data.ActivationID, j.data.Depth)
 	var outputs map[string]any
 	var log *workflow.Log
 	var err error

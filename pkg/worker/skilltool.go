@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/client"
 	"github.com/skillbus/skillbus/pkg/failure"
@@ -14,19 +15,24 @@ import (
 // that calls a skill, no deeper, so delegation cannot loop.
 const DefaultMaxDepth = 2
 
-// ExtDepth is the trigger extension carrying the delegation depth.
-const ExtDepth = "skilldepth"
+type parentKey struct{}
 
-type depthKey struct{}
-
-// withDepth records the delegation depth of the running job for the skill tool.
-func withDepth(ctx context.Context, depth int) context.Context {
-	return context.WithValue(ctx, depthKey{}, depth)
+// parent is what the skill tool needs of the job it runs in: its activation, which
+// the child trigger names (events.ExtParent), and its delegation depth, which the
+// router wrote in the job.
+type parent struct {
+	activation string
+	depth      int
 }
 
-func depthOf(ctx context.Context) int {
-	d, _ := ctx.Value(depthKey{}).(int)
-	return d
+// withParent records the running job for the skill tool.
+func withParent(ctx context.Context, activation string, depth int) context.Context {
+	return context.WithValue(ctx, parentKey{}, parent{activation: activation, depth: depth})
+}
+
+func parentOf(ctx context.Context) parent {
+	p, _ := ctx.Value(parentKey{}).(parent)
+	return p
 }
 
 // SkillTool is the `skill` tool: it invokes another skill over the bus — a trigger on
@@ -34,6 +40,9 @@ func depthOf(ctx context.Context) int {
 // result. Args: name (required), inputs (an object; default {}). The child trigger's
 // id is the step's idempotency key, so a retried step finds the child it already
 // started instead of starting another. Delegation deeper than maxDepth fails fatally.
+// The child trigger names the calling job's activation (events.ExtParent), from
+// whose job the router takes the child's depth: the depth is never the trigger's
+// to say.
 //
 // The calling job holds its worker slot while it waits, so a fleet whose every slot
 // waits on children that need slots stalls until the step times out: keep delegation
@@ -59,7 +68,8 @@ func SkillTool(b *bus.Bus, maxDepth int) tool.Tool {
 		if inputs == nil {
 			inputs = map[string]any{}
 		}
-		depth := depthOf(ctx) + 1
+		p := parentOf(ctx)
+		depth := p.depth + 1
 		if depth > maxDepth {
 			return nil, failure.Fatalf("skill: invoking %s would delegate %d levels deep; the limit is %d", name, depth, maxDepth)
 		}
@@ -67,10 +77,11 @@ func SkillTool(b *bus.Bus, maxDepth int) tool.Tool {
 		if err != nil {
 			return nil, failure.Repair("skill: inputs: %v", err)
 		}
-		act, err := c.Publish(ctx, client.Trigger{
-			Skill: name, Source: "/skillbus/skill-tool", ID: call.IdempotencyKey, Data: data,
-			Extensions: map[string]string{ExtDepth: itoa(depth)},
-		})
+		t := client.Trigger{Skill: name, Source: "/skillbus/skill-tool", ID: call.IdempotencyKey, Data: data}
+		if p.activation != "" {
+			t.Extensions = map[string]string{events.ExtParent: p.activation}
+		}
+		act, err := c.Publish(ctx, t)
 		if err != nil {
 			return nil, failure.Wrap(failure.Retryable, err)
 		}
@@ -86,9 +97,4 @@ func SkillTool(b *bus.Bus, maxDepth int) tool.Tool {
 		}
 		return res.Outputs, nil
 	})
-}
-
-func itoa(n int) string {
-	b, _ := json.Marshal(n)
-	return string(b)
 }
