@@ -123,8 +123,9 @@
 //     after an ordinary start would race the program, which could fork unlimited
 //     children first. This needs ptrace to be permitted (some container seccomp
 //     profiles forbid it; calls with limits then fail as Fatal, with a hint).
-//   - Namespaces: the process starts in a user namespace, a PID namespace and,
-//     unless the skill has network permission, a network namespace of its own
+//   - Namespaces: the process starts in a PID namespace, under a worker that is
+//     not root in a user namespace, and, unless the skill has network
+//     permission, in a network namespace of its own
 //     (holding only a loopback interface that is down: no route to NATS, to the
 //     metadata service, to anything). The program is its PID namespace's init:
 //     when it exits, or is killed, the kernel kills everything it started, even
@@ -134,8 +135,8 @@
 //     hard limit, a second later, ends it with SIGKILL.
 //   - Death with the worker: processes have SIGKILL as their parent-death signal.
 //     The kernel sends it when the thread that started the process exits, not the
-//     process (golang.org/issue/27505), so processes are started from one OS
-//     thread kept alive while any of them runs; when the worker dies, even by
+//     process (golang.org/issue/27505), so each process is started from an OS
+//     thread of its own, kept alive while it runs; when the worker dies, even by
 //     SIGKILL, its processes die, and with them everything they started. A job
 //     redelivered to another worker cannot meet a copy of its step still running.
 //     The child arms that signal a few instructions after clone(2); Go's guard
@@ -150,21 +151,47 @@
 //     exits, such as a container's init, it dies with it). Where ptrace is
 //     forbidden, processes without limits start untraced, and that instant is
 //     open again; the worker logs a warning the first time.
-//   - No privileges from the program file: a process traced at execve does not
-//     get the setuid, setgid or file-capability privileges of its program (su,
-//     sudo or a setuid ping do not elevate), and in a user namespace they never
-//     applied. A skill runs with its user's rights and nothing more.
-//   - User: when the worker runs as root, processes run as nobody (65534:65534,
-//     ExecConfig.RunAs), without root's groups; the working directory is given to
-//     that user. Otherwise they run as the worker's user, seen inside as 65534.
+//   - No privileges from the program file: every process is started from a
+//     thread with no_new_privs (PR_SET_NO_NEW_PRIVS), which it and everything
+//     it runs inherit, so no execve of the call gives the setuid, setgid or
+//     file-capability privileges of its program: su, sudo, passwd or a setuid
+//     ping run with the process's own user. A skill runs with its user's rights
+//     and nothing more.
+//   - User: when the worker runs as root, each call's process runs as a user
+//     and group of its own, leased from ExecConfig.UIDs for as long as the
+//     process runs (workers on one host lease them through a lock file, so no
+//     two running calls share one), without root's groups; its working
+//     directory (mode 0700) is given to that user. With a WorkDir, which every
+//     call shares, processes run as nobody (65534:65534) instead, and
+//     ExecConfig.RunAs names another user. A worker that is not root runs them
+//     as its own user, seen inside as 65534.
+//   - Files: processes start with umask 077, so what they create is private to
+//     their user unless they make it otherwise.
+//   - Other calls: each call's process is started from a thread of its own in
+//     a Landlock domain of its own, which the process and its children
+//     inherit: a process cannot ptrace, read the /proc files (environ, mem,
+//     cwd, fd, maps) of, signal, or connect to the abstract Unix sockets of a
+//     process of another call, even of the same user (signals and sockets from
+//     Linux 6.12, the rest from 5.13). Its PID namespace gives it no pid by
+//     which to signal one anyway. Under a root worker it does not even see
+//     them: processes get a /proc of their own, mounted with hidepid=invisible,
+//     that lists only the processes they could trace, those of their call, and
+//     their working directories are their own users'. Under a worker that is
+//     not root, the processes of other calls are listed in /proc (their command
+//     lines are visible), and their files, as the same user's, are readable.
 //   - The worker's secrets: NewExec makes the worker non-dumpable
 //     (PR_SET_DUMPABLE 0), so /proc/<worker>/environ and mem belong to root and
-//     ptrace needs CAP_SYS_PTRACE. A process in a user namespace of its own cannot
-//     read or ptrace the worker even as the same user, and a process of another
-//     user never could: it can neither read the NATS password or model key from
-//     the worker's environment or memory, nor, without network permission, reach
-//     NATS. (The worker's environment block still holds what it was started with;
-//     a worker that drops its secrets after reading them closes that door too.)
+//     ptrace needs CAP_SYS_PTRACE. A process in a user namespace or Landlock
+//     domain of its own cannot read or ptrace the worker even as the same user,
+//     and a process of another user never could: it can neither read the NATS
+//     password or model key from the worker's environment or memory, nor,
+//     without network permission, reach NATS. (The worker's environment block
+//     still holds what it was started with; a worker that drops its secrets
+//     after reading them closes that door too.)
+//
+// Where the host refuses one of these (no Landlock, no CAP_SYS_ADMIN for the
+// private /proc), processes start without it and the worker logs a warning
+// once.
 //
 // Hosts that refuse namespaces (a container without CAP_SYS_ADMIN, user
 // namespaces switched off): processes then start without them, and a skill
@@ -175,7 +202,8 @@
 // CAP_SYS_RESOURCE cannot set them, and such calls fail.
 //
 // What it does not do: confine a process to paths. It can read whatever its user
-// can, leave its directory (cd ..) and write wherever its user may (/tmp). So
+// can, leave its directory (cd ..) and write wherever its user may (/tmp, where
+// what it leaves stays, owned by its user ID, which a later call may lease). So
 // skills' permissions.filesystem, and execution.sandbox container, are rejected
 // when a skill is loaded, as not supported yet. Cgroups are not used: a cgroup
 // kills nothing by itself when the worker dies, while the PID namespace does.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,11 +37,17 @@ type ExecConfig struct {
 	// Limits are resource limits on the process and everything it starts.
 	Limits Limits
 	// RunAs is the user and group processes run as. Nil: when the worker runs as
-	// root, NobodyID:NobodyID, so that a process can read neither the worker's
-	// memory and environment nor its files; otherwise the worker's own user (only
-	// root can run processes as another). The working directory is given to this
-	// user. &RunAs{} runs processes as root.
+	// root, a user and group of UIDs of the call's own, or NobodyID:NobodyID with
+	// a WorkDir, which all calls share, so that a process can read neither the
+	// worker's memory and environment nor its files, nor, without a WorkDir,
+	// another call's; otherwise the worker's own user (only root can run
+	// processes as another). The working directory is given to this user.
+	// &RunAs{} runs processes as root.
 	RunAs *RunAs
+	// UIDs are the user IDs a root worker gives calls, one per running call,
+	// each with the group of the same number, when RunAs is nil and WorkDir
+	// empty. Workers on one host may share them. Zero: DefaultUIDs.
+	UIDs UIDRange
 	// Log gets a warning, once per process, when the host turns out to refuse
 	// what the sandbox uses (namespaces, ptrace) and processes start with less.
 	// Nil: slog.Default().
@@ -58,6 +65,16 @@ func (c *ExecConfig) log() *slog.Logger {
 type RunAs struct {
 	UID, GID uint32
 }
+
+// UIDRange is Count user IDs from First.
+type UIDRange struct {
+	First, Count uint32
+}
+
+// DefaultUIDs are the user IDs of ExecConfig.UIDs by default: 65,536 from
+// 1879048192 (0x70000000), above the ranges systemd gives users, dynamic users
+// and containers.
+var DefaultUIDs = UIDRange{First: 0x70000000, Count: 1 << 16}
 
 // NobodyID is the user and group ID of "nobody", as whom a worker running as root
 // runs processes unless ExecConfig.RunAs says otherwise.
@@ -151,6 +168,11 @@ func NewExec(cfg ExecConfig) Tool {
 	}
 	if cfg.MaxOutputBytes <= 0 {
 		t.cfg.MaxOutputBytes = DefaultMaxOutputBytes
+	}
+	if cfg.UIDs.Count == 0 {
+		t.cfg.UIDs = DefaultUIDs
+	} else if cfg.UIDs.First == 0 || uint64(cfg.UIDs.First)+uint64(cfg.UIDs.Count) > math.MaxUint32 {
+		t.err = failure.Fatalf("exec: misconfigured: UIDs %d+%d: user IDs must be between 1 and %d", cfg.UIDs.First, cfg.UIDs.Count, uint32(math.MaxUint32-1))
 	}
 	if cfg.BaseEnv == nil {
 		t.cfg.BaseEnv = []string{"PATH=" + DefaultPath}

@@ -6,9 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"os/exec"
-	"runtime"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -37,10 +38,11 @@ func (e *execTool) Call(ctx context.Context, c Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	cred, err := e.credential()
+	cred, release, err := e.credential()
 	if err != nil {
 		return nil, err
 	}
+	defer release()
 	root, cleanup, err := e.workDir()
 	if err != nil {
 		return nil, err
@@ -60,23 +62,96 @@ func (e *execTool) Call(ctx context.Context, c Call) (any, error) {
 	return e.run(ctx, r, path, dir, sandbox{cred: cred, network: perms.Network})
 }
 
-// credential is the user processes run as, or nil for the worker's own.
-func (e *execTool) credential() (*syscall.Credential, error) {
+// credential is the user a call's process runs as, or nil for the worker's
+// own, and what to call once the process has been reaped.
+func (e *execTool) credential() (*syscall.Credential, func(), error) {
 	euid := uint32(os.Geteuid())
-	ra := e.cfg.RunAs
+	ra, release := e.cfg.RunAs, func() {}
 	switch {
 	case ra == nil && euid != 0:
-		return nil, nil
-	case ra == nil:
+		return nil, release, nil
+	case ra == nil && e.cfg.WorkDir != "":
 		ra = &RunAs{UID: NobodyID, GID: NobodyID}
+	case ra == nil:
+		uid, free, err := leaseUID(e.cfg.UIDs)
+		if err != nil {
+			return nil, nil, err
+		}
+		ra, release = &RunAs{UID: uid, GID: uid}, free
 	case euid != 0 && (ra.UID != euid || ra.GID != uint32(os.Getegid())):
-		return nil, failure.Fatalf("exec: misconfigured: RunAs %d:%d, but only a worker running as root can run processes as another user (it runs as %d)", ra.UID, ra.GID, euid)
+		return nil, nil, failure.Fatalf("exec: misconfigured: RunAs %d:%d, but only a worker running as root can run processes as another user (it runs as %d)", ra.UID, ra.GID, euid)
 	case euid != 0:
-		return nil, nil
+		return nil, release, nil
 	}
 	// Groups is empty, not nil: the process drops root's supplementary groups.
-	return &syscall.Credential{Uid: ra.UID, Gid: ra.GID, Groups: []uint32{}}, nil
+	return &syscall.Credential{Uid: ra.UID, Gid: ra.GID, Groups: []uint32{}}, release, nil
 }
+
+// leaseUID picks a user ID of r that no other call has, in this worker or, by a
+// lock on its byte in a lock file, in any other on the host, until free is
+// called. It goes round the range rather than taking the lowest free ID, so
+// that an ID comes back as late as it can: files a call leaves outside its
+// working directory (in /tmp) belong to its ID.
+func leaseUID(r UIDRange) (uid uint32, free func(), err error) {
+	f, err := uidLockFile()
+	if err != nil {
+		return 0, nil, failure.Fatalf("exec: misconfigured: %v", err)
+	}
+	uids.mu.Lock()
+	defer uids.mu.Unlock()
+	if uids.used == nil {
+		uids.used = map[uint32]bool{}
+		uids.next = rand.Uint32()
+	}
+	for range r.Count {
+		uid := r.First + uids.next%r.Count
+		uids.next++
+		if uids.used[uid] {
+			continue
+		}
+		lk := unix.Flock_t{Type: unix.F_WRLCK, Start: int64(uid), Len: 1}
+		if err := unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLK, &lk); err != nil {
+			continue // another worker's
+		}
+		uids.used[uid] = true
+		return uid, func() {
+			uids.mu.Lock()
+			defer uids.mu.Unlock()
+			lk.Type = unix.F_UNLCK
+			_ = unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLK, &lk)
+			delete(uids.used, uid)
+		}, nil
+	}
+	return 0, nil, failure.Retry("exec: every user ID of %d-%d is in use by a running process", r.First, r.First+r.Count-1)
+}
+
+var uids struct {
+	mu   sync.Mutex
+	used map[uint32]bool
+	next uint32
+}
+
+// uidLockFile is the file on whose bytes workers lock the user IDs they lease:
+// open file description locks (F_OFD_SETLK), which the kernel drops when the
+// worker dies. It is in /run, which only root can write and which is not
+// cleaned of old files, or else the temporary directory, and must be root's.
+var uidLockFile = sync.OnceValues(func() (*os.File, error) {
+	dir := "/run"
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		dir = os.TempDir()
+	}
+	name := filepath.Join(dir, "skillbus-exec-uids.lock")
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("the user ID lock file: %w", err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil || st.Uid != 0 || st.Mode&0o077 != 0 {
+		f.Close()
+		return nil, fmt.Errorf("the user ID lock file %s must be root's and private to it", name)
+	}
+	return f, nil
+})
 
 // sandbox is how one process is confined.
 type sandbox struct {
@@ -144,8 +219,8 @@ func (e *execTool) newCmd(ctx context.Context, r *execRequest, path, dir string,
 	attr := &syscall.SysProcAttr{
 		Setpgid: true,
 		// The kernel kills the process when the thread that started it exits:
-		// processes are started from a thread that lives as long as they do
-		// (spawner), so this fires when the worker dies, even by SIGKILL.
+		// each process is started from a thread that lives as long as it does
+		// (spawnThread), so this fires when the worker dies, even by SIGKILL.
 		Pdeathsig:  syscall.SIGKILL,
 		Ptrace:     traced,
 		Credential: sb.cred,
@@ -183,8 +258,11 @@ func (e *execTool) run(parent context.Context, r *execRequest, path, dir string,
 	name := r.argv[0]
 	limited := e.cfg.Limits.any()
 
-	th := spawner.hold()
-	defer spawner.release()
+	th, err := newSpawnThread(e.cfg.log())
+	if err != nil {
+		return nil, failure.Fatalf("exec: %q: %v", name, err)
+	}
+	defer th.stop()
 
 	flags := sb.cloneflags(limited)
 	if flags&unix.CLONE_NEWNET == 0 && !sb.network {
@@ -333,8 +411,8 @@ func nsNames(flags uintptr) string {
 // after a plain Start would leave a window in which the program runs, and forks,
 // without limits. started reports whether the process exists, so that the caller
 // must reap it.
-func (e *execTool) start(th chan<- func(), cmd *exec.Cmd, limited bool, gate func() error) (started bool, err error) {
-	spawner.do(th, func() {
+func (e *execTool) start(th *spawnThread, cmd *exec.Cmd, limited bool, gate func() error) (started bool, err error) {
+	th.do(func() {
 		if err = cmd.Start(); err != nil {
 			return
 		}
@@ -376,61 +454,6 @@ func noNetnsError(name string) error {
 		reason += " (" + (*p).Error() + ")"
 	}
 	return failure.Fatalf("exec: cannot run %q without network access, as the skill's permissions require, because %s; grant the skill permissions.network.outbound, or run the worker where it may create namespaces (as root, or with user namespaces enabled)", name, reason)
-}
-
-// spawner is the OS thread processes are started from. The kernel delivers a
-// process's parent-death signal when the *thread* that forked it exits, not the
-// process (golang.org/issue/27505), and the Go runtime ends a thread when a
-// goroutine locked to it returns. So one goroutine, locked to its thread, starts
-// every process, and returns (ending the thread) only when every process it
-// started has been reaped.
-var spawner spawnThread
-
-type spawnThread struct {
-	mu    sync.Mutex
-	work  chan func()
-	users int // calls between hold and release
-}
-
-// hold returns the spawner thread's queue, starting the thread if there is none.
-// Every hold must be followed by a release once the processes started through it
-// have been reaped.
-func (s *spawnThread) hold() chan<- func() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.work == nil {
-		s.work = make(chan func())
-		go spawnLoop(s.work)
-	}
-	s.users++
-	return s.work
-}
-
-func (s *spawnThread) release() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.users--; s.users == 0 {
-		close(s.work)
-		s.work = nil
-	}
-}
-
-// do runs fn on the spawner thread and waits for it.
-func (s *spawnThread) do(th chan<- func(), fn func()) {
-	done := make(chan struct{})
-	th <- func() {
-		defer close(done)
-		fn()
-	}
-	<-done
-}
-
-func spawnLoop(work <-chan func()) {
-	// Never unlocked: when the loop ends, the thread ends with the goroutine.
-	runtime.LockOSThread()
-	for fn := range work {
-		fn()
-	}
 }
 
 // si_code values of SIGCHLD (not exported by x/sys/unix).

@@ -748,3 +748,52 @@ func BenchmarkExec(b *testing.B) {
 		})
 	}
 }
+
+// TestExecUserPerCall: under a root worker, calls running at once run as users
+// of their own, from ExecConfig.UIDs, without supplementary groups, in working
+// directories only they may enter, and create private files; they read what
+// any user may read, and nothing more.
+func TestExecUserPerCall(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only a root worker gives calls users of their own")
+	}
+	t.Parallel()
+	e := tool.NewExec(tool.ExecConfig{})
+	// Each call holds its user until both have started.
+	dir := openDir(t)
+	script := `printf '%s %s %s %s\n' "$(id -u)" "$(id -G)" "$(stat -c %a .)" "$(umask)"
+cat /etc/hostname >/dev/null && echo hostname readable
+cat /etc/shadow 2>/dev/null || echo shadow denied
+: > "$0/$1"; while [ "$(ls "$0" | wc -l)" -lt 2 ]; do :; done`
+	got := make(chan string, 2)
+	for _, name := range []string{"a", "b"} {
+		go func() {
+			res, err := e.Call(t.Context(), cmdCall("/bin/sh", "-c", script, dir, name))
+			if err != nil {
+				got <- err.Error()
+				return
+			}
+			got <- res.(map[string]any)["stdout"].(string)
+		}()
+	}
+	users := map[string]bool{}
+	for range 2 {
+		out := <-got
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if len(lines) != 3 || lines[1] != "hostname readable" || lines[2] != "shadow denied" {
+			t.Fatalf("call printed %q", out)
+		}
+		f := strings.Fields(lines[0])
+		uid, _ := strconv.ParseUint(f[0], 10, 32)
+		if len(f) != 4 || uid < uint64(tool.DefaultUIDs.First) || uid >= uint64(tool.DefaultUIDs.First+tool.DefaultUIDs.Count) {
+			t.Fatalf("id, groups, directory mode and umask: %q, want a user of %+v", lines[0], tool.DefaultUIDs)
+		}
+		if diff := cmp.Diff([]string{f[0], f[0], "700", "0077"}, f); diff != "" {
+			t.Errorf("id, groups, directory mode and umask (-want +got):\n%s", diff)
+		}
+		users[f[0]] = true
+	}
+	if len(users) != 2 {
+		t.Errorf("two calls at once ran as the same user: %v", users)
+	}
+}

@@ -32,6 +32,8 @@ import (
 func init() {
 	roles["worker"] = workerRole
 	roles["attacker"] = attackerRole
+	roles["peeker"] = peekerRole
+	roles["euid"] = func() { _ = json.NewEncoder(os.Stdout).Encode(map[string]int{"euid": os.Geteuid()}) }
 }
 
 // workerRole is a worker in miniature: it loads the skill TOOLTEST_SKILL, runs it
@@ -122,6 +124,55 @@ func attackerRole() {
 		_ = c.SetDeadline(time.Now().Add(2 * time.Second))
 		line, err := bufio.NewReader(c).ReadString('\n')
 		return strings.Fields(line + " ")[0], err // "INFO" from a NATS server
+	})
+	_ = json.NewEncoder(os.Stdout).Encode(report)
+}
+
+// peekerRole is the program of a hostile skill that goes after another skill's
+// process, TOOLTEST_TARGET, and its working directory, TOOLTEST_DIR, and prints
+// what each attempt got: "ok: ...", "denied: ..." or, for a process it cannot
+// even see, "invisible: ...".
+func peekerRole() {
+	pid, dir := os.Getenv("TOOLTEST_TARGET"), os.Getenv("TOOLTEST_DIR")
+	report := map[string]string{}
+	try := func(name string, f func() (string, error)) {
+		got, err := f()
+		switch {
+		case errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ESRCH):
+			report[name] = "invisible: " + err.Error()
+		case err != nil:
+			report[name] = "denied: " + err.Error()
+		default:
+			report[name] = "ok: " + got
+		}
+	}
+	try("status", func() (string, error) {
+		b, err := os.ReadFile("/proc/" + pid + "/cmdline")
+		return strings.ReplaceAll(string(b), "\x00", " "), err
+	})
+	try("environ", func() (string, error) {
+		b, err := os.ReadFile("/proc/" + pid + "/environ")
+		return strings.ReplaceAll(string(b), "\x00", " "), err
+	})
+	try("cwd", func() (string, error) {
+		b, err := os.ReadFile("/proc/" + pid + "/cwd/secret.txt")
+		return string(b), err
+	})
+	try("mem", func() (string, error) {
+		f, err := os.OpenFile("/proc/"+pid+"/mem", os.O_RDWR, 0)
+		if err != nil {
+			return "", err
+		}
+		f.Close()
+		return "opened for writing", nil
+	})
+	try("signal", func() (string, error) {
+		n, _ := strconv.Atoi(pid)
+		return "may signal", unix.Kill(n, 0)
+	})
+	try("dir", func() (string, error) {
+		b, err := os.ReadFile(filepath.Join(dir, "secret.txt"))
+		return string(b), err
 	})
 	_ = json.NewEncoder(os.Stdout).Encode(report)
 }
@@ -265,6 +316,10 @@ func TestExecStepCannotReachTheWorkersSecrets(t *testing.T) {
 						t.Errorf("%s: %q, want denied", attack, r[attack])
 					}
 				}
+				// A root worker's processes do not even see it in their /proc.
+				if cred == nil && os.Geteuid() == 0 && !strings.HasSuffix(r["environ"], "no such file or directory") {
+					t.Errorf("environ: %q, want no such file", r["environ"])
+				}
 				if strings.Contains(out.String(), "sekrit") {
 					t.Errorf("the secret reached the skill's output: %s", out)
 				}
@@ -302,6 +357,10 @@ func TestExecWithoutPtrace(t *testing.T) {
 	bin := testBinary(t)
 	asUsers(t, func(t *testing.T, cred *syscall.Credential) {
 		mark := filepath.Join(openDir(t), "ran")
+		// Each step runs as a user of its own: the file must be theirs to share.
+		if err := os.WriteFile(mark, nil, 0o666); err != nil || os.Chmod(mark, 0o666) != nil {
+			t.Fatal(err)
+		}
 		worker, out := startWorker(t, bin, cred, "testdata/effect.yaml", map[string]any{"path": mark}, "TOOLTEST_NOPTRACE=1")
 		if err := worker.Wait(); err != nil {
 			t.Fatalf("worker: %v: %s", err, out)
@@ -316,6 +375,104 @@ func TestExecWithoutPtrace(t *testing.T) {
 		}
 		if n := strings.Count(got.Log, "the host refuses ptrace"); n != 1 || !strings.Contains(got.Log, "operation not permitted") {
 			t.Errorf("the exec tool's log says ptrace is refused %d times, want once, with the error:\n%s", n, got.Log)
+		}
+	})
+}
+
+// workerReport is what workerRole printed.
+type workerReport struct {
+	Outputs struct {
+		Report map[string]any `json:"report"`
+	} `json:"outputs"`
+	Error, Log string
+}
+
+// finish waits for the worker and decodes its report.
+func finish(t *testing.T, worker *exec.Cmd, out *bytes.Buffer) workerReport {
+	t.Helper()
+	if err := worker.Wait(); err != nil {
+		t.Fatalf("worker: %v: %s", err, out)
+	}
+	var got workerReport
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil || got.Error != "" {
+		t.Fatalf("worker output %q: %v", out, err)
+	}
+	return got
+}
+
+// TestExecStepsAreIsolatedFromEachOther runs two skills at once: one holds a
+// secret it was granted, in its environment and in a file of its working
+// directory; the other, granted nothing, goes after it through /proc and the
+// file system. It may not read, write, signal, or, under a root worker, see it.
+func TestExecStepsAreIsolatedFromEachOther(t *testing.T) {
+	bin := testBinary(t)
+	asUsers(t, func(t *testing.T, cred *syscall.Credential) {
+		mark := sleepMark()
+		secret := "TOOLTEST_VICTIM_SECRET=sekrit-" + mark
+		victim, vout := startWorker(t, bin, cred, "testdata/hostile/victim.yaml", map[string]any{"mark": mark}, secret)
+		var target int
+		eventually(t, "the victim's process to start", func() bool {
+			pids := procsWith(mark)
+			if len(pids) == 1 {
+				target = pids[0]
+			}
+			return target != 0
+		})
+		dir, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", target))
+		if err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the victim's file", func() bool {
+			b, _ := os.ReadFile(filepath.Join(dir, "secret.txt"))
+			return len(b) > 0
+		})
+		inputs := map[string]any{"program": bin, "target": strconv.Itoa(target), "dir": dir}
+		attacker, aout := startWorker(t, bin, cred, "testdata/hostile/peek.yaml", inputs)
+		r := finish(t, attacker, aout).Outputs.Report
+		if victim.ProcessState != nil {
+			t.Fatalf("the victim ended early: %s", vout)
+		}
+
+		// Its own PID namespace gives the attacker no pid to signal the other by.
+		want := map[string]string{
+			"status": "invisible", "environ": "invisible", "cwd": "invisible", "mem": "invisible",
+			"signal": "invisible", "dir": "denied",
+		}
+		if cred != nil {
+			// A worker that is not root runs every process as its own user, and
+			// cannot mount a private /proc: the other process is there to see,
+			// but not to read, and its files are the worker's user's.
+			want = map[string]string{
+				"status": "ok", "environ": "denied", "cwd": "denied", "mem": "denied",
+				"signal": "invisible", "dir": "ok",
+			}
+		}
+		for attack, w := range want {
+			if got, _ := r[attack].(string); !strings.HasPrefix(got, w+": ") {
+				t.Errorf("%s: %q, want %s", attack, got, w)
+			}
+		}
+		if cred == nil && strings.Contains(aout.String(), "sekrit") {
+			t.Errorf("the secret reached the other skill: %s", aout)
+		}
+	})
+}
+
+// TestExecSetuidGivesNothing: a setuid-root program run by a step's shell (not
+// its first program, which is traced) runs as the step's user.
+func TestExecSetuidGivesNothing(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("making a setuid-root program needs root")
+	}
+	bin := testBinary(t)
+	if err := os.Chmod(bin, 0o755|os.ModeSetuid); err != nil {
+		t.Fatal(err)
+	}
+	asUsers(t, func(t *testing.T, cred *syscall.Credential) {
+		worker, out := startWorker(t, bin, cred, "testdata/hostile/setuid.yaml", map[string]any{"program": bin})
+		r := finish(t, worker, out).Outputs.Report
+		if euid, ok := r["euid"].(float64); !ok || euid == 0 {
+			t.Errorf("the setuid-root program ran with effective user %v, want the step's user", r["euid"])
 		}
 	})
 }
