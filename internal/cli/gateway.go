@@ -101,7 +101,10 @@ first. ?skill=NAME invokes a skill explicitly.
 
 Senders authenticate with a bearer token ($SKILLBUS_GATEWAY_TOKENS), or sign the body
 with HMAC-SHA256 (X-Hub-Signature-256: sha256=<hex>) under $SKILLBUS_GATEWAY_SECRET
-or the hook's secret. Without any, the gateway only listens on a loopback address.
+(structured or batch mode only, so the event's id is signed) or the hook's secret.
+Without any, the gateway only listens on a loopback address. A webhook body taken
+before, within the hook's replay_window (default a week), is taken as its first
+delivery whatever its headers say (docs/operations.md, "Webhook replay window").
 Its NATS user needs only the publisher role.`,
 		Example: `  SKILLBUS_GATEWAY_TOKENS=$(cat token) skillbus gateway --listen :8080 --hooks hooks.yaml
   curl -X POST localhost:8080/events?wait=30s -H "Authorization: Bearer $TOKEN" \

@@ -507,7 +507,7 @@ func TestRolesRunTheWholeSystem(t *testing.T) {
 	// The HTTP gateway publishes and follows as the publisher.
 	gwLog := f.service(func(ctx context.Context, args []string, env cli.Env, o, e io.Writer) error {
 		return cli.Skillbus(ctx, append([]string{"gateway"}, args...), env, o, e)
-	}, "publisher", "--listen", "127.0.0.1:0")
+	}, "publisher", "--listen", "127.0.0.1:0", "--hooks", hooksFile(t))
 	addr := regexp.MustCompile(`listening" addr=(127\.0\.0\.1:\d+)`)
 	natstest.Eventually(t, 20*time.Second, func() bool { return addr.MatchString(gwLog()) }, "the gateway did not start: %s", stringer(gwLog))
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr.FindStringSubmatch(gwLog())[1]+"/events?wait=30s", strings.NewReader(`{"name":"Web"}`))
@@ -524,6 +524,22 @@ func TestRolesRunTheWholeSystem(t *testing.T) {
 		t.Fatalf("gateway: %d %s", resp.StatusCode, body)
 	}
 	f.clean("publisher", "HTTP gateway: POST /events?wait, publish and follow")
+	// A webhook body is recorded in KV hooks; sent again with another id, it is the
+	// first delivery.
+	for _, id := range []string{"hook-1", "hook-2"} {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr.FindStringSubmatch(gwLog())[1]+"/hooks/plain", strings.NewReader(`{"name":"Hook"}`))
+		req.Header.Set("X-Id", id)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusAccepted || !strings.Contains(string(body), `"id":"hook-1"`) {
+			t.Fatalf("webhook %s: %d %s", id, resp.StatusCode, body)
+		}
+	}
+	f.clean("publisher", "HTTP gateway: a webhook and its replay (KV hooks)")
 
 	// Hot reload: a skill added while everything runs.
 	writeSkill(t, f.skills, "late", "skill.yaml", lateSkill)
@@ -652,4 +668,13 @@ func msgData(m *nats.Msg) []byte {
 		return nil
 	}
 	return m.Data
+}
+
+// hooksFile writes a hooks file of one webhook, plain, whose id is the X-Id header.
+func hooksFile(t *testing.T) string {
+	p := filepath.Join(t.TempDir(), "hooks.yaml")
+	if err := os.WriteFile(p, []byte("hooks:\n  plain:\n    type: com.example.greet\n    id_header: X-Id\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

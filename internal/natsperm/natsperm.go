@@ -46,7 +46,7 @@ type names struct {
 	p                                          string // subject prefix
 	triggers, jobs, repair, dlq, events        string // streams
 	skills, runs, stats, workers, cache, files string // buckets
-	repairs                                    string // bucket
+	repairs, hooks                             string // buckets
 }
 
 func newNames(prefix string) names {
@@ -60,7 +60,7 @@ func newNames(prefix string) names {
 	return names{
 		p: prefix, triggers: up + "_TRIGGERS", jobs: up + "_JOBS", repair: up + "_REPAIR", dlq: up + "_DLQ", events: up + "_EVENTS",
 		skills: bucket("skills"), runs: bucket("runs"), stats: bucket("stats"), workers: bucket("workers"), cache: bucket("cache"),
-		files: bucket("skill-files"), repairs: bucket("repairs"),
+		files: bucket("skill-files"), repairs: bucket("repairs"), hooks: bucket("hooks"),
 	}
 }
 
@@ -187,8 +187,8 @@ func Roles(prefix string) []Role {
 		},
 		{
 			Name:        "publisher",
-			Doc:         "Publishes triggers and follows them to their result (ordered consumers on EVENTS; direct gets on JOBS for the plan an activation's jobs carry): what the HTTP gateway and any application sending events use. It cannot publish jobs, results or anything else, nor take jobs from workers.",
-			Publish:     join(jsInfo, []string{p + ".trigger.>"}, readStream(n.events), getStream(n.jobs)),
+			Doc:         "Publishes triggers and follows them to their result (ordered consumers on EVENTS; direct gets on JOBS for the plan an activation's jobs carry): what the HTTP gateway and any application sending events use. The gateway also records the webhook bodies it took in KV hooks (the replay window). It cannot publish jobs, results or anything else, nor take jobs from workers.",
+			Publish:     join(jsInfo, []string{p + ".trigger.>"}, readStream(n.events), getStream(n.jobs), writeKV(n.hooks)),
 			DenyPublish: n.durables(),
 			Subscribe:   join(inbox, []string{p + ".live.>"}),
 		},

@@ -151,6 +151,7 @@ func (b *Bus) BucketStats() string   { return b.bucketName("stats") }
 func (b *Bus) BucketWorkers() string { return b.bucketName("workers") }
 func (b *Bus) BucketCache() string   { return b.bucketName("cache") }
 func (b *Bus) BucketRepairs() string { return b.bucketName("repairs") }
+func (b *Bus) BucketHooks() string   { return b.bucketName("hooks") }
 
 func (b *Bus) bucketName(s string) string {
 	if b.cfg.Prefix == "skillbus" {
@@ -210,7 +211,10 @@ func (b *Bus) Buckets() []jetstream.KeyValueConfig {
 	cache.LimitMarkerTTL = time.Minute
 	repairs := kv(b.BucketRepairs(), "skillbus repairs: one record per skill version and fault, and the executions parked on it")
 	repairs.TTL = 7 * 24 * time.Hour
-	return []jetstream.KeyValueConfig{skills, runs, stats, workers, cache, repairs}
+	// One key per webhook body taken, each kept for its hook's replay window.
+	hooks := kv(b.BucketHooks(), "skillbus webhook deliveries: one key per hook and body digest, kept for the hook's replay window")
+	hooks.LimitMarkerTTL = time.Minute
+	return []jetstream.KeyValueConfig{skills, runs, stats, workers, cache, repairs, hooks}
 }
 
 // Ensure creates or updates every stream and bucket. It is idempotent and safe to run

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
@@ -54,6 +55,9 @@ type Gateway struct {
 	cfg    Config
 	client *client.Client
 	mux    *http.ServeMux
+	// replay is the KV bucket of webhook deliveries (see Hook.ReplayWindow); nil
+	// when no hook has a replay window.
+	replay jetstream.KeyValue
 }
 
 // New checks cfg, applies its defaults and returns the handler.
@@ -87,6 +91,9 @@ func New(cfg Config) (*Gateway, error) {
 		}
 	}
 	g := &Gateway{cfg: cfg, client: client.New(cfg.Bus), mux: http.NewServeMux()}
+	if err := g.openReplay(); err != nil {
+		return nil, err
+	}
 	g.mux.HandleFunc("POST /events", g.handleEvents)
 	g.mux.HandleFunc("POST /hooks/{name}", g.handleHook)
 	g.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
@@ -197,19 +204,30 @@ func (g *Gateway) waitFor(r *http.Request) (time.Duration, error) {
 }
 
 func (g *Gateway) handleEvents(w http.ResponseWriter, r *http.Request) {
-	body, ok := g.body(w, r)
-	if !ok {
-		return
-	}
+	// Credentials first: a body is read only for a sender with a token, or one
+	// that signed it.
+	sig := ""
 	if !g.cfg.Open() && !g.bearer(r) {
-		sig := r.Header.Get("X-Hub-Signature-256")
+		sig = r.Header.Get("X-Hub-Signature-256")
 		if g.cfg.Secret == "" || sig == "" {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="skillbus"`)
 			g.fail(w, r, http.StatusUnauthorized, errors.New("send Authorization: Bearer <token>, or sign the body (X-Hub-Signature-256)"))
 			return
 		}
+	}
+	body, ok := g.body(w, r)
+	if !ok {
+		return
+	}
+	if sig != "" {
 		if err := VerifySignature([]byte(g.cfg.Secret), sig, body); err != nil {
 			g.fail(w, r, http.StatusUnauthorized, err)
+			return
+		}
+		// The signature covers the body only: the id, source and type must be in it,
+		// or the same signed body could be sent again as new events.
+		if !isBatch(r) && !strings.HasPrefix(r.Header.Get("Content-Type"), "application/cloudevents+json") {
+			g.fail(w, r, http.StatusUnauthorized, fmt.Errorf("%w: a signed event must be sent in structured or batch mode (Content-Type application/cloudevents+json or application/cloudevents-batch+json), so that its id, source and type are in the signed body; or send a bearer token", ErrBadSignature))
 			return
 		}
 	}
@@ -255,20 +273,25 @@ func (g *Gateway) handleHook(w http.ResponseWriter, r *http.Request) {
 		g.fail(w, r, http.StatusNotFound, fmt.Errorf("%w: %s", errUnknownHook, name))
 		return
 	}
+	// Credentials first: a body is read only when signed, or with a token.
+	switch {
+	case h.Secret != "" && r.Header.Get(h.signatureHeader()) == "":
+		g.fail(w, r, http.StatusUnauthorized, fmt.Errorf("%w: the request is not signed (%s)", ErrBadSignature, h.signatureHeader()))
+		return
+	case h.Secret == "" && !g.cfg.Open() && !g.bearer(r):
+		w.Header().Set("WWW-Authenticate", `Bearer realm="skillbus"`)
+		g.fail(w, r, http.StatusUnauthorized, errors.New("send Authorization: Bearer <token>"))
+		return
+	}
 	body, ok := g.body(w, r)
 	if !ok {
 		return
 	}
-	switch {
-	case h.Secret != "":
+	if h.Secret != "" {
 		if err := VerifySignature([]byte(h.Secret), r.Header.Get(h.signatureHeader()), body); err != nil {
 			g.fail(w, r, http.StatusUnauthorized, err)
 			return
 		}
-	case !g.cfg.Open() && !g.bearer(r):
-		w.Header().Set("WWW-Authenticate", `Bearer realm="skillbus"`)
-		g.fail(w, r, http.StatusUnauthorized, errors.New("send Authorization: Bearer <token>"))
-		return
 	}
 	wait, err := g.waitFor(r)
 	if err != nil {
@@ -279,6 +302,13 @@ func (g *Gateway) handleHook(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		g.fail(w, r, http.StatusBadRequest, err)
 		return
+	}
+	if window, _ := h.replayWindow(); window > 0 {
+		if err := g.firstDelivery(r.Context(), name, window, body, &e); err != nil {
+			g.cfg.Log.Error("gateway: webhook replay window", "hook", name, "err", err)
+			g.fail(w, r, http.StatusServiceUnavailable, err)
+			return
+		}
 	}
 	g.publish(w, r, []event.Event{e}, h.Skill, wait, false)
 }

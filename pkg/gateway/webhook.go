@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/skillbus/skillbus/events"
 	"go.yaml.in/yaml/v3"
 )
@@ -48,6 +50,38 @@ type Hook struct {
 	Secret          string `yaml:"secret" json:"secret"`
 	SecretEnv       string `yaml:"secret_env" json:"secret_env"`
 	SignatureHeader string `yaml:"signature_header" json:"signature_header"`
+	// ReplayWindow is how long a body is remembered (a duration such as 72h;
+	// default DefaultReplayWindow, at least 1s; "none" turns it off). A body the
+	// hook took within the window is taken again as the delivery it was the first
+	// time — the same event id and type, whatever the headers now say — so it
+	// starts nothing new. A signature covers only the body: without this, anyone
+	// holding one signed delivery could replay it as new events by changing the
+	// id or type header. The record is kept on the bus (KV bucket hooks), shared
+	// by every gateway and kept across restarts.
+	ReplayWindow string `yaml:"replay_window" json:"replay_window"`
+}
+
+// DefaultReplayWindow is a hook's replay window when it sets none: a week, as long
+// as the router remembers activations by default (bus.Config.JobsMaxAge), and
+// longer than GitHub's three days of redeliveries.
+const DefaultReplayWindow = 7 * 24 * time.Hour
+
+// replayWindow is the hook's replay window; 0 when it is off.
+func (h Hook) replayWindow() (time.Duration, error) {
+	switch h.ReplayWindow {
+	case "":
+		return DefaultReplayWindow, nil
+	case "none":
+		return 0, nil
+	}
+	d, err := time.ParseDuration(h.ReplayWindow)
+	if err != nil {
+		return 0, fmt.Errorf("replay_window %q: want a duration such as 72h, or none", h.ReplayWindow)
+	}
+	if d < time.Second {
+		return 0, fmt.Errorf("replay_window %s: it must be at least 1s (or none, to turn it off)", h.ReplayWindow)
+	}
+	return d, nil
 }
 
 // HooksFile is the file `skillbus gateway --hooks` reads.
@@ -81,6 +115,9 @@ func LoadHooks(path string, getenv func(string) string) (map[string]Hook, error)
 			if err := events.CheckToken("skill", h.Skill); err != nil {
 				return nil, fmt.Errorf("%s: hook %s: %w", path, name, err)
 			}
+		}
+		if _, err := h.replayWindow(); err != nil {
+			return nil, fmt.Errorf("%s: hook %s: %w", path, name, err)
 		}
 		f.Hooks[name] = h
 	}
@@ -138,6 +175,54 @@ func (h Hook) Event(name string, header http.Header, body []byte) (event.Event, 
 	return e, nil
 }
 
+// delivery is what the KV bucket hooks keeps of a hook's delivery, under the key
+// <hook>.<hex SHA-256 of the body>, for the hook's replay window.
+type delivery struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
+// firstDelivery makes e, the event of a body the hook called name was sent, the
+// event of the first delivery of that body within the hook's replay window: it
+// records e if the body is new, or else takes the recorded id and type. Published
+// again under its first id, the event is deduplicated as any event sent twice is.
+func (g *Gateway) firstDelivery(ctx context.Context, name string, window time.Duration, body []byte, e *event.Event) error {
+	sum := sha256.Sum256(body)
+	key := name + "." + hex.EncodeToString(sum[:])
+	rec, err := json.Marshal(delivery{ID: e.ID(), Type: e.Type()})
+	if err != nil {
+		return err
+	}
+	for range 3 {
+		_, err := g.replay.Create(ctx, key, rec, jetstream.KeyTTL(window))
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyExists) {
+			return fmt.Errorf("recording the delivery in bucket %s: %w", g.replay.Bucket(), err)
+		}
+		ent, err := g.replay.Get(ctx, key)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue // its window just ended: record this one
+		}
+		if err != nil {
+			return fmt.Errorf("reading the first delivery from bucket %s: %w", g.replay.Bucket(), err)
+		}
+		var first delivery
+		if err := json.Unmarshal(ent.Value(), &first); err != nil || first.ID == "" || first.Type == "" {
+			return fmt.Errorf("bucket %s: key %s does not hold a delivery: %q", g.replay.Bucket(), key, ent.Value())
+		}
+		if first.ID != e.ID() || first.Type != e.Type() {
+			g.cfg.Log.Warn("gateway: a webhook body seen before came with other headers; taken as its first delivery",
+				"hook", name, "id", e.ID(), "type", e.Type(), "first_id", first.ID, "first_type", first.Type)
+		}
+		e.SetID(first.ID)
+		e.SetType(first.Type)
+		return nil
+	}
+	return fmt.Errorf("bucket %s: key %s keeps appearing and expiring", g.replay.Bucket(), key)
+}
+
 // errUnknownHook is a /hooks/<name> that is not configured.
 var errUnknownHook = errors.New("no such hook")
 
@@ -147,4 +232,29 @@ func hookName(path string) (string, error) {
 		return "", fmt.Errorf("%w: want /hooks/<name>", errUnknownHook)
 	}
 	return name, nil
+}
+
+// openReplay checks every hook's replay window and, when a hook has one, opens the
+// bucket the deliveries are recorded in.
+func (g *Gateway) openReplay() error {
+	need := false
+	for name, h := range g.cfg.Hooks {
+		w, err := h.replayWindow()
+		if err != nil {
+			return fmt.Errorf("gateway: hook %s: %w", name, err)
+		}
+		need = need || w > 0
+	}
+	if !need {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	kv, err := g.cfg.Bus.KV(ctx, g.cfg.Bus.BucketHooks())
+	if err != nil {
+		return fmt.Errorf("gateway: webhooks record their deliveries in the KV bucket %s, which the registry creates (skillbus registry or skillbus dev, this version or later): %w",
+			g.cfg.Bus.BucketHooks(), err)
+	}
+	g.replay = kv
+	return nil
 }
