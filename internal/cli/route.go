@@ -79,8 +79,9 @@ func parseWeights(spec string) (selector.ScoreWeights, error) {
 	return w, nil
 }
 
-// loadSelector loads the skill directories into a selector, failing on invalid skills.
-func loadSelector(dirs []string, cfg selector.Config) (*selector.Selector, []*skill.Skill, error) {
+// loadSelector loads the skill directories into a selector. An invalid skill is
+// skipped with a warning on warn, as the registry skips it; the rest are routed.
+func loadSelector(dirs []string, cfg selector.Config, warn io.Writer) (*selector.Selector, []*skill.Skill, error) {
 	for _, d := range dirs {
 		if _, err := os.Stat(d); err != nil {
 			return nil, nil, usage("--skills %s: %v", d, unwrapPath(err))
@@ -88,16 +89,17 @@ func loadSelector(dirs []string, cfg selector.Config) (*selector.Selector, []*sk
 	}
 	cat, ds := skill.Discover(dirs...)
 	if ds.HasErrors() {
-		var b strings.Builder
+		bad := map[string]bool{}
 		for _, d := range ds {
 			if d.Severity == skill.SeverityError {
-				fmt.Fprintln(&b, d.String())
+				bad[d.File] = true
+				fmt.Fprintf(warn, "warning: skipping an invalid skill: %s\n", d.String())
 			}
 		}
-		return nil, nil, fmt.Errorf("the skills have errors ('skillbus skills validate' shows all):\n%s", strings.TrimRight(b.String(), "\n"))
+		fmt.Fprintf(warn, "warning: %d invalid skill file(s) skipped; routing over the %d valid skills ('skillbus skills validate' shows all)\n", len(bad), len(cat.Skills))
 	}
 	if len(cat.Skills) == 0 {
-		return nil, nil, usage("no skills found in %s", strings.Join(dirs, ", "))
+		return nil, nil, usage("no valid skills found in %s", strings.Join(dirs, ", "))
 	}
 	sel := selector.New(cfg)
 	sel.Sync(cat.Skills)
@@ -154,7 +156,7 @@ passes the threshold, 2 on bad usage.`,
 				if cerr != nil {
 					return cerr
 				}
-				sel, _, lerr := loadSelector(sf.skills, cfg)
+				sel, _, lerr := loadSelector(sf.skills, cfg, cmd.ErrOrStderr())
 				if lerr != nil {
 					return lerr
 				}

@@ -51,7 +51,7 @@ last line with the summary.`,
 			if err != nil {
 				return err
 			}
-			sel, skills, err := loadSelector(sf.skills, cfg)
+			sel, skills, err := loadSelector(sf.skills, cfg, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

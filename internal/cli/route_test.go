@@ -141,3 +141,33 @@ func TestRoutePhraseTriggers(t *testing.T) {
 		t.Fatalf("eval: exit %d: %s", code, out)
 	}
 }
+
+// An unquoted ': ' in a one-line description loads with a warning; an invalid skill
+// is skipped with a warning and the rest are routed.
+func TestRouteSkipsInvalidSkills(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, body string) {
+		os.MkdirAll(filepath.Join(dir, name), 0o755)
+		os.WriteFile(filepath.Join(dir, name, "SKILL.md"), []byte(body), 0o644)
+	}
+	const body = "\n---\nFollow the request step by step and report what was done, briefly and clearly.\n"
+	write("code-review", "---\nname: code-review\ndescription: Review code: bugs, style and naming"+body)
+	write("weather", "---\nname: weather\ndescription: Weather forecast for a city."+body)
+	write("broken", "---\nname: broken\ndescription: Broken skill.\ntags:\n\t- tab"+body)
+	out, code := run(t, "route", "--skills", dir, "review my code for bugs")
+	if code != 0 || !strings.Contains(out, "primary:   code-review") ||
+		!strings.Contains(out, "warning: skipping an invalid skill: "+filepath.Join(dir, "broken", "SKILL.md")+":5:2: error: invalid YAML") {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	out, code = run(t, "skills", "validate", filepath.Join(dir, "code-review"))
+	if code != 0 || !strings.Contains(out, "SKILL.md:3:14: warning: description holds ': '") || !strings.Contains(out, `quote it: description: "Review code: bugs, style and naming"`) {
+		t.Fatalf("validate: exit %d: %s", code, out)
+	}
+	cases := filepath.Join(dir, "cases.jsonl")
+	os.WriteFile(cases, []byte(`{"query":"weather forecast for lisbon","expect":"weather"}`+"\n"), 0o644)
+	out, code = run(t, "route", "eval", "--skills", dir, "--cases", cases, "--no-examples", "--min-accuracy", "1")
+	if code != 0 || !strings.Contains(out, "1 invalid skill file(s) skipped") {
+		t.Fatalf("eval: exit %d: %s", code, out)
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // addFixtures seeds a fuzz corpus with every fixture file whose name ends with one
@@ -83,5 +85,45 @@ func FuzzParseWorkflow(f *testing.F) {
 		checkParsed(t, func() (*Skill, Diagnostics) {
 			return LoadOptions{KnownTools: seedTools}.ParseWorkflow("fuzz/skill.yaml", data)
 		})
+	})
+}
+
+// FuzzColonDescription: a one-line plain description holding ': ' loads as the text
+// written, with a warning naming its line; a description strict YAML reads is read
+// the same as before, without that warning; nothing else changes.
+func FuzzColonDescription(f *testing.F) {
+	for _, v := range []string{"Review code: bugs, style", "a: b: c", "ends with:", "plain", "\"quoted: fine\"", "x # y: z", "|", "[a: b]", "a:b", "Üñí: cødé"} {
+		f.Add(v, "tags: [a]")
+	}
+	f.Fuzz(func(t *testing.T, v, after string) {
+		if strings.ContainsAny(v, "\n\r") || strings.ContainsAny(after, "\r") {
+			return
+		}
+		doc := "---\nname: fz\ndescription: " + v + "\n" + after + "\n---\nReview the diff for bugs, risky changes and unclear names; say what to fix and why.\n"
+		checkParsed(t, func() (*Skill, Diagnostics) { return ParseSkillMD("fz.md", []byte(doc)) })
+		s, ds := ParseSkillMD("fz.md", []byte(doc))
+		var strict yaml.Node
+		strictOK := yaml.Unmarshal([]byte("name: fz\ndescription: "+v+"\n"+after+"\n"), &strict) == nil
+		warned := false
+		for _, d := range ds {
+			if strings.Contains(d.Message, "holds ': '") {
+				warned = true
+				if d.Line != 3 || d.Field != "description" || !strings.Contains(d.Hint, "quote it") {
+					t.Fatalf("warning %#v", d)
+				}
+			}
+		}
+		if strictOK && warned {
+			t.Fatalf("warned about %q, which strict YAML reads:\n%s", v, ds)
+		}
+		if warned && s != nil {
+			want := strings.Trim(v, " \t") // YAML white space is space and tab
+			if k := strings.Index(want, " #"); k >= 0 {
+				want = strings.TrimRight(want[:k], " \t")
+			}
+			if s.Description != want {
+				t.Fatalf("description %q, want %q", s.Description, want)
+			}
+		}
 	})
 }

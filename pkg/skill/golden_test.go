@@ -100,6 +100,17 @@ func TestGolden(t *testing.T) {
 			{"bad/md/triggers.md:8:5", SeverityError, `trigger "skill.other" is reserved`},
 			{"bad/md/triggers.md:9:5", SeverityWarning, `triggers lists "com.github.push" twice`},
 		}},
+		// The most common mistake of public SKILL.md files loads, with the fix; any
+		// other YAML error in the same document still fails.
+		{path: "bad/md/colon-description.md", want: []diag{
+			{"bad/md/colon-description.md:3:14", SeverityWarning, `description holds ': ', which strict YAML rejects (other tools may drop this skill); it is read as the text "Review code: bugs, style and naming"`},
+			{"bad/md/colon-description.md:4:1", SeverityWarning, "unknown field when_to_use"},
+			{"bad/md/colon-description.md:4:14", SeverityWarning, `when_to_use holds ': '`},
+		}},
+		{path: "bad/md/colon-and-tab.md", want: []diag{
+			{"bad/md/colon-and-tab.md:3:14", SeverityWarning, `description holds ': '`},
+			{"bad/md/colon-and-tab.md:5:2", SeverityError, "invalid YAML in front matter: found character that cannot start any token"},
+		}},
 		{path: "bad/md/alias-conflict.md", want: []diag{
 			{"bad/md/alias-conflict.md:5:1", SeverityError, "cost and cost_hint are the same field"},
 			{"bad/md/alias-conflict.md:7:1", SeverityError, "timeout_ms (20s) contradicts the timeout set before (10s)"},

@@ -24,6 +24,19 @@ func parseYAML(r report, src []byte, fields *fieldSet, what string) (*yaml.Node,
 		return nil, true
 	}
 	if err != nil {
+		if fixed, repairs := quoteColonValues(src); repairs != nil {
+			// Read the one-line mistake as text, warn, and report what else is
+			// wrong, if anything, in the document as read.
+			for _, c := range repairs {
+				r.add(SeverityWarning, c.line, len(c.key)+3, c.key,
+					"quote it: "+c.replacement,
+					"%s holds ': ', which strict YAML rejects (other tools may drop this skill); it is read as the text %q", c.key, c.value)
+			}
+			src, dec, doc = fixed, yaml.NewDecoder(bytes.NewReader(fixed)), yaml.Node{}
+			err = safeDecode(dec, &doc)
+		}
+	}
+	if err != nil {
 		reportYAMLError(r, src, err, fields, what)
 		return nil, false
 	}
