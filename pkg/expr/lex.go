@@ -58,79 +58,92 @@ func tokenize(src string) []token {
 		switch {
 		case c == ' ' || c == '\t' || c == '\f' || c == '\v':
 			i++
+			continue
 		case c == '\\' && i+1 < len(src) && src[i+1] == '\n':
 			i += 2
-		case c == '\n' || c == '\r':
-			toks = append(toks, token{kind: tkNewline, start: i, end: i + 1, text: "\n"})
-			i++
-		case c == '#':
-			j := strings.IndexByte(src[i:], '\n')
-			if j < 0 {
-				j = len(src)
-			} else {
-				j += i
-			}
-			toks = append(toks, token{kind: tkComment, start: i, end: j, text: src[i:j]})
-			i = j
-		case c == '"' || c == '\'':
-			t := scanString(src, i, i)
-			toks = append(toks, t)
-			i = t.end
-		case isDigit(c) || (c == '.' && i+1 < len(src) && isDigit(src[i+1])):
-			j := i + 1
-			for j < len(src) {
-				d := src[j]
-				if isDigit(d) || isLetter(d) || d == '_' || d == '.' {
-					j++
-				} else if (d == '+' || d == '-') && (src[j-1] == 'e' || src[j-1] == 'E') && !strings.HasPrefix(src[i:], "0x") && !strings.HasPrefix(src[i:], "0X") {
-					j++
-				} else {
-					break
-				}
-			}
-			toks = append(toks, token{kind: tkNumber, start: i, end: j, text: src[i:j]})
-			i = j
-		default:
-			r, size := utf8.DecodeRuneInString(src[i:])
-			if isIdentRune(r, true) {
-				j := i + size
-				for j < len(src) {
-					r, size := utf8.DecodeRuneInString(src[j:])
-					if !isIdentRune(r, false) {
-						break
-					}
-					j += size
-				}
-				if j < len(src) && (src[j] == '"' || src[j] == '\'') && isStringPrefix(src[i:j]) {
-					t := scanString(src, i, j)
-					toks = append(toks, t)
-					i = t.end
-					continue
-				}
-				toks = append(toks, token{kind: tkName, start: i, end: j, text: src[i:j]})
-				i = j
-				continue
-			}
-			n := size
-			for _, op := range ops3 {
-				if strings.HasPrefix(src[i:], op) {
-					n = 3
-					break
-				}
-			}
-			if n == size {
-				for _, op := range ops2 {
-					if strings.HasPrefix(src[i:], op) {
-						n = 2
-						break
-					}
-				}
-			}
-			toks = append(toks, token{kind: tkOp, start: i, end: i + n, text: src[i : i+n]})
-			i += n
+			continue
 		}
+		var t token
+		switch {
+		case c == '\n' || c == '\r':
+			t = token{kind: tkNewline, start: i, end: i + 1, text: "\n"}
+		case c == '#':
+			t = scanComment(src, i)
+		case c == '"' || c == '\'':
+			t = scanString(src, i, i)
+		case isDigit(c) || (c == '.' && i+1 < len(src) && isDigit(src[i+1])):
+			t = scanNumber(src, i)
+		default:
+			t = scanNameOrOp(src, i)
+		}
+		toks = append(toks, t)
+		i = t.end
 	}
 	return toks
+}
+
+// scanComment scans a comment from the '#' at i to the end of its line.
+func scanComment(src string, i int) token {
+	j := strings.IndexByte(src[i:], '\n')
+	if j < 0 {
+		j = len(src)
+	} else {
+		j += i
+	}
+	return token{kind: tkComment, start: i, end: j, text: src[i:j]}
+}
+
+// scanNumber scans a numeric literal starting at i, exponents and hex included.
+func scanNumber(src string, i int) token {
+	hex := strings.HasPrefix(src[i:], "0x") || strings.HasPrefix(src[i:], "0X")
+	j := i + 1
+	for j < len(src) {
+		d := src[j]
+		switch {
+		case isDigit(d) || isLetter(d) || d == '_' || d == '.':
+		case (d == '+' || d == '-') && (src[j-1] == 'e' || src[j-1] == 'E') && !hex:
+		default:
+			return token{kind: tkNumber, start: i, end: j, text: src[i:j]}
+		}
+		j++
+	}
+	return token{kind: tkNumber, start: i, end: j, text: src[i:j]}
+}
+
+// scanNameOrOp scans an identifier (or a prefixed string literal such as r"..."), or
+// else the longest operator starting at i.
+func scanNameOrOp(src string, i int) token {
+	r, size := utf8.DecodeRuneInString(src[i:])
+	if isIdentRune(r, true) {
+		j := i + size
+		for j < len(src) {
+			r, size := utf8.DecodeRuneInString(src[j:])
+			if !isIdentRune(r, false) {
+				break
+			}
+			j += size
+		}
+		if j < len(src) && (src[j] == '"' || src[j] == '\'') && isStringPrefix(src[i:j]) {
+			return scanString(src, i, j)
+		}
+		return token{kind: tkName, start: i, end: j, text: src[i:j]}
+	}
+	n := size
+	if hasAnyPrefix(src[i:], ops3) {
+		n = 3
+	} else if hasAnyPrefix(src[i:], ops2) {
+		n = 2
+	}
+	return token{kind: tkOp, start: i, end: i + n, text: src[i : i+n]}
+}
+
+func hasAnyPrefix(s string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // scanString scans a string literal whose prefix starts at start and whose opening
