@@ -210,6 +210,18 @@ type pod struct {
 	lbls  map[string]string
 }
 
+// refs collects what references finds: the errors, and the Secrets that must be
+// provided outside the manifests.
+type refs struct {
+	r    *rendered
+	ext  map[string]bool
+	errs []string
+}
+
+func (c *refs) errorf(format string, args ...any) {
+	c.errs = append(c.errs, fmt.Sprintf(format, args...))
+}
+
 // references cross-checks the objects; it returns the Secrets that must be provided
 // outside the manifests.
 func (r *rendered) references() (external []string, errs []string) {
@@ -222,129 +234,155 @@ func (r *rendered) references() (external []string, errs []string) {
 	for _, s := range r.statefulSets {
 		pods = append(pods, pod{"StatefulSet " + s.Name, s.Spec.Template.Spec, s.Spec.Selector.MatchLabels, s.Spec.Template.Labels})
 	}
-	ext := map[string]bool{}
-	secret := func(owner, name, key string) {
-		s, ok := r.secrets[name]
-		switch {
-		case !ok && slices.Contains(External, name):
-			ext[name] = true
-		case !ok:
-			errs = append(errs, fmt.Sprintf("%s: Secret %s does not exist", owner, name))
-		case key != "":
-			_, a := s.Data[key]
-			_, b := s.StringData[key]
-			if !a && !b {
-				errs = append(errs, fmt.Sprintf("%s: Secret %s has no key %s", owner, name, key))
-			}
-		}
-	}
+	c := &refs{r: r, ext: map[string]bool{}}
 	for _, p := range pods {
 		for k, v := range p.sel {
 			if p.lbls[k] != v {
-				errs = append(errs, fmt.Sprintf("%s: selector %s=%s does not match the pod's labels", p.owner, k, v))
+				c.errorf("%s: selector %s=%s does not match the pod's labels", p.owner, k, v)
 			}
 		}
-		vols := map[string]bool{}
-		for _, v := range p.spec.Volumes {
-			vols[v.Name] = true
-			switch {
-			case v.ConfigMap != nil:
-				cm, ok := r.configMaps[v.ConfigMap.Name]
-				if !ok {
-					errs = append(errs, fmt.Sprintf("%s: volume %s: ConfigMap %s does not exist", p.owner, v.Name, v.ConfigMap.Name))
-					continue
-				}
-				used := map[string]bool{}
-				for _, it := range v.ConfigMap.Items {
-					used[it.Key] = true
-					if _, ok := cm.Data[it.Key]; !ok {
-						errs = append(errs, fmt.Sprintf("%s: volume %s: ConfigMap %s has no key %s", p.owner, v.Name, cm.Name, it.Key))
-					}
-				}
-				if len(v.ConfigMap.Items) > 0 {
-					for k := range cm.Data {
-						if !used[k] {
-							errs = append(errs, fmt.Sprintf("%s: volume %s leaves out key %s of ConfigMap %s", p.owner, v.Name, k, cm.Name))
-						}
-					}
-				}
-			case v.Secret != nil:
-				secret(p.owner, v.Secret.SecretName, "")
-				if s, ok := r.secrets[v.Secret.SecretName]; ok {
-					for _, it := range v.Secret.Items {
-						if _, ok := s.Data[it.Key]; !ok {
-							errs = append(errs, fmt.Sprintf("%s: Secret %s has no key %s", p.owner, s.Name, it.Key))
-						}
-					}
-				}
-			}
-		}
-		for _, c := range p.spec.Containers {
-			owner := p.owner + " container " + c.Name
-			ports := map[string]bool{}
-			for _, cp := range c.Ports {
-				ports[cp.Name] = true
-			}
-			for _, m := range c.VolumeMounts {
-				if !vols[m.Name] && !slices.ContainsFunc(volumeClaims(r, p.owner), func(s string) bool { return s == m.Name }) {
-					errs = append(errs, fmt.Sprintf("%s: mounts volume %s, which the pod does not have", owner, m.Name))
-				}
-			}
-			for _, e := range c.Env {
-				if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
-					secret(owner, e.ValueFrom.SecretKeyRef.Name, e.ValueFrom.SecretKeyRef.Key)
-				}
-			}
-			for _, e := range c.EnvFrom {
-				if e.SecretRef != nil {
-					secret(owner, e.SecretRef.Name, "")
-				}
-			}
-			for what, pr := range map[string]*corev1.Probe{"liveness": c.LivenessProbe, "readiness": c.ReadinessProbe, "startup": c.StartupProbe} {
-				if pr == nil || pr.HTTPGet == nil {
-					continue
-				}
-				if n := pr.HTTPGet.Port.StrVal; n != "" && !ports[n] {
-					errs = append(errs, fmt.Sprintf("%s: %s probe on port %q, which the container does not declare", owner, what, n))
-				}
-			}
-			if len(c.Command) > 0 && strings.HasPrefix(c.Command[0], "/usr/local/bin/") {
-				// A skillbus service: probed on the health endpoints of --metrics-addr.
-				if c.LivenessProbe == nil || c.LivenessProbe.HTTPGet == nil || c.LivenessProbe.HTTPGet.Path != "/livez" {
-					errs = append(errs, fmt.Sprintf("%s: liveness probe is not GET /livez", owner))
-				}
-				if c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet == nil || c.ReadinessProbe.HTTPGet.Path != "/readyz" {
-					errs = append(errs, fmt.Sprintf("%s: readiness probe is not GET /readyz", owner))
-				}
-				if !slices.Contains(c.Command, "--metrics-addr") {
-					errs = append(errs, fmt.Sprintf("%s: probes need --metrics-addr", owner))
-				}
-				// Requests and limits are measured (docs/operations.md); a service
-				// without them is scheduled blind or may take a node's memory.
-				for _, res := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-					if _, ok := c.Resources.Requests[res]; !ok {
-						errs = append(errs, fmt.Sprintf("%s: no %s request", owner, res))
-					}
-				}
-				if _, ok := c.Resources.Limits[corev1.ResourceMemory]; !ok {
-					errs = append(errs, fmt.Sprintf("%s: no memory limit", owner))
-				}
-			}
-			if len(c.Command) > 0 && c.Command[0] == "/usr/local/bin/worker" {
-				errs = append(errs, r.scaledPools(strings.TrimPrefix(p.owner, "Deployment "), c.Command)...)
-			}
+		vols := c.volumes(p)
+		for _, ct := range p.spec.Containers {
+			c.container(p, vols, ct)
 		}
 	}
 	for _, s := range r.scaled {
 		if !deployments[s.Spec.ScaleTargetRef.Name] {
-			errs = append(errs, fmt.Sprintf("ScaledObject %s scales Deployment %s, which does not exist", s.Metadata.Name, s.Spec.ScaleTargetRef.Name))
+			c.errorf("ScaledObject %s scales Deployment %s, which does not exist", s.Metadata.Name, s.Spec.ScaleTargetRef.Name)
 		}
 	}
-	for name := range ext {
+	for name := range c.ext {
 		external = append(external, name)
 	}
 	sort.Strings(external)
-	return external, errs
+	return external, c.errs
+}
+
+// secret checks a reference to a Secret (and to one of its keys, when key is set).
+func (c *refs) secret(owner, name, key string) {
+	s, ok := c.r.secrets[name]
+	switch {
+	case !ok && slices.Contains(External, name):
+		c.ext[name] = true
+	case !ok:
+		c.errorf("%s: Secret %s does not exist", owner, name)
+	case key != "":
+		_, a := s.Data[key]
+		_, b := s.StringData[key]
+		if !a && !b {
+			c.errorf("%s: Secret %s has no key %s", owner, name, key)
+		}
+	}
+}
+
+// volumes checks a pod's ConfigMap and Secret volumes; it returns the volumes' names.
+func (c *refs) volumes(p pod) map[string]bool {
+	vols := map[string]bool{}
+	for _, v := range p.spec.Volumes {
+		vols[v.Name] = true
+		switch {
+		case v.ConfigMap != nil:
+			c.configMapVolume(p.owner, v)
+		case v.Secret != nil:
+			c.secret(p.owner, v.Secret.SecretName, "")
+			if s, ok := c.r.secrets[v.Secret.SecretName]; ok {
+				for _, it := range v.Secret.Items {
+					if _, ok := s.Data[it.Key]; !ok {
+						c.errorf("%s: Secret %s has no key %s", p.owner, s.Name, it.Key)
+					}
+				}
+			}
+		}
+	}
+	return vols
+}
+
+// configMapVolume checks that a ConfigMap volume's items exist and, when it lists
+// items, that it leaves none of the ConfigMap's keys out.
+func (c *refs) configMapVolume(owner string, v corev1.Volume) {
+	cm, ok := c.r.configMaps[v.ConfigMap.Name]
+	if !ok {
+		c.errorf("%s: volume %s: ConfigMap %s does not exist", owner, v.Name, v.ConfigMap.Name)
+		return
+	}
+	used := map[string]bool{}
+	for _, it := range v.ConfigMap.Items {
+		used[it.Key] = true
+		if _, ok := cm.Data[it.Key]; !ok {
+			c.errorf("%s: volume %s: ConfigMap %s has no key %s", owner, v.Name, cm.Name, it.Key)
+		}
+	}
+	if len(v.ConfigMap.Items) == 0 {
+		return
+	}
+	for k := range cm.Data {
+		if !used[k] {
+			c.errorf("%s: volume %s leaves out key %s of ConfigMap %s", owner, v.Name, k, cm.Name)
+		}
+	}
+}
+
+// container checks one container's mounts, secret references and probes, and a
+// skillbus service's health endpoints, resources and (for a worker) its scaling.
+func (c *refs) container(p pod, vols map[string]bool, ct corev1.Container) {
+	owner := p.owner + " container " + ct.Name
+	ports := map[string]bool{}
+	for _, cp := range ct.Ports {
+		ports[cp.Name] = true
+	}
+	for _, m := range ct.VolumeMounts {
+		if !vols[m.Name] && !slices.Contains(volumeClaims(c.r, p.owner), m.Name) {
+			c.errorf("%s: mounts volume %s, which the pod does not have", owner, m.Name)
+		}
+	}
+	for _, e := range ct.Env {
+		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+			c.secret(owner, e.ValueFrom.SecretKeyRef.Name, e.ValueFrom.SecretKeyRef.Key)
+		}
+	}
+	for _, e := range ct.EnvFrom {
+		if e.SecretRef != nil {
+			c.secret(owner, e.SecretRef.Name, "")
+		}
+	}
+	for what, pr := range map[string]*corev1.Probe{"liveness": ct.LivenessProbe, "readiness": ct.ReadinessProbe, "startup": ct.StartupProbe} {
+		if pr == nil || pr.HTTPGet == nil {
+			continue
+		}
+		if n := pr.HTTPGet.Port.StrVal; n != "" && !ports[n] {
+			c.errorf("%s: %s probe on port %q, which the container does not declare", owner, what, n)
+		}
+	}
+	if len(ct.Command) > 0 && strings.HasPrefix(ct.Command[0], "/usr/local/bin/") {
+		c.service(owner, ct)
+	}
+	if len(ct.Command) > 0 && ct.Command[0] == "/usr/local/bin/worker" {
+		c.errs = append(c.errs, c.r.scaledPools(strings.TrimPrefix(p.owner, "Deployment "), ct.Command)...)
+	}
+}
+
+// service checks a skillbus service's container: probed on the health endpoints of
+// --metrics-addr, with requests and limits.
+func (c *refs) service(owner string, ct corev1.Container) {
+	if ct.LivenessProbe == nil || ct.LivenessProbe.HTTPGet == nil || ct.LivenessProbe.HTTPGet.Path != "/livez" {
+		c.errorf("%s: liveness probe is not GET /livez", owner)
+	}
+	if ct.ReadinessProbe == nil || ct.ReadinessProbe.HTTPGet == nil || ct.ReadinessProbe.HTTPGet.Path != "/readyz" {
+		c.errorf("%s: readiness probe is not GET /readyz", owner)
+	}
+	if !slices.Contains(ct.Command, "--metrics-addr") {
+		c.errorf("%s: probes need --metrics-addr", owner)
+	}
+	// Requests and limits are measured (docs/operations.md); a service without them
+	// is scheduled blind or may take a node's memory.
+	for _, res := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		if _, ok := ct.Resources.Requests[res]; !ok {
+			c.errorf("%s: no %s request", owner, res)
+		}
+	}
+	if _, ok := ct.Resources.Limits[corev1.ResourceMemory]; !ok {
+		c.errorf("%s: no memory limit", owner)
+	}
 }
 
 func volumeClaims(r *rendered, owner string) []string {
