@@ -1,6 +1,6 @@
 // Package bus is skillbus's layer over NATS JetStream: the streams, consumers and
-// buckets skillbus uses created idempotently, CloudEvents written in binary content mode
-// and read in binary or structured mode, pipelined publishing that waits for every
+// buckets skillbus uses created idempotently, CloudEvents written in structured content
+// mode and read in structured or binary mode, pipelined publishing that waits for every
 // acknowledgement before the caller acks its input, and a bounded consume loop.
 package bus
 
