@@ -151,6 +151,7 @@ persisted is lost, and the next start carries on where this one stopped.`,
 			var gatewayDone <-chan error
 			if gatewayAddr != "" {
 				var addr net.Addr
+				gf.maxEvent = rf.maxEventBytes // one limit: the gateway refuses what the router would
 				addr, gatewayDone, err = gf.start(ctx, gatewayAddr, b, log)
 				if err != nil {
 					shutdown(log, append([]func(context.Context){stopRouter}, stops...)...)

@@ -22,8 +22,11 @@ type gatewayFlags struct {
 	secret  string
 	hooks   string
 	maxBody int64
-	maxWait time.Duration
-	getenv  Env
+	// maxEvent is the routers' --max-event-bytes: its own flag for the gateway
+	// alone, the router's in dev.
+	maxEvent int
+	maxWait  time.Duration
+	getenv   Env
 }
 
 func (gf *gatewayFlags) register(cmd *cobra.Command, getenv Env) {
@@ -44,7 +47,7 @@ func (gf *gatewayFlags) register(cmd *cobra.Command, getenv Env) {
 // or a secret anyone who can reach it may start skills, so it must then listen on a
 // loopback address only.
 func (gf *gatewayFlags) start(ctx context.Context, addr string, b *bus.Bus, log *slog.Logger) (net.Addr, <-chan error, error) {
-	cfg := gateway.Config{Bus: b, Tokens: gf.tokens, Secret: gf.secret, MaxBodyBytes: gf.maxBody, MaxWait: gf.maxWait, Log: log}
+	cfg := gateway.Config{Bus: b, Tokens: gf.tokens, Secret: gf.secret, MaxBodyBytes: gf.maxBody, MaxEventBytes: gf.maxEvent, MaxWait: gf.maxWait, Log: log}
 	if gf.hooks != "" {
 		hooks, err := gateway.LoadHooks(gf.hooks, gf.getenv)
 		if err != nil {
@@ -137,6 +140,7 @@ Its NATS user needs only the publisher role.`,
 	}
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8080", "address to listen on")
 	gf.register(cmd, getenv)
+	cmd.Flags().IntVar(&gf.maxEvent, "max-event-bytes", 256<<10, "largest event accepted (headers and data, as a router weighs a trigger): give it the routers' --max-event-bytes; larger is refused with 413")
 	o.register(cmd, getenv)
 	return cmd
 }

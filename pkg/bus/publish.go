@@ -187,6 +187,23 @@ func dataSize(data any) int {
 	return 256
 }
 
+// DefaultMaxEventBytes is the largest trigger routers accept, and so the largest
+// event the gateway takes, unless both are told otherwise.
+const DefaultMaxEventBytes = 256 << 10
+
+// EventSize is what a trigger weighs against the routers' limit (router
+// --max-event-bytes): its data and its headers. The gateway weighs an event the
+// same way before publishing it, so it refuses exactly what a router would.
+func EventSize(m *nats.Msg) int {
+	n := len(m.Data)
+	for k, vs := range m.Header {
+		for _, v := range vs {
+			n += len(k) + len(v) + 4
+		}
+	}
+	return n
+}
+
 // TooLargeError is a message bigger than the server accepts (its max_payload).
 type TooLargeError struct {
 	Subject     string

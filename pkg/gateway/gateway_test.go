@@ -416,3 +416,37 @@ func TestConfig(t *testing.T) {
 		t.Error("Open")
 	}
 }
+
+// One size limit end to end: an event the routers would reject as too large is
+// refused with 413 and the limit, and nothing is published; a batch holding one
+// publishes none of them. The body limit stays the bound of a whole request.
+func TestEventOverTheRoutersLimitIs413(t *testing.T) {
+	t.Parallel()
+	f := setup(t, gateway.Config{Tokens: []string{token}, MaxEventBytes: 2048})
+	big := `{"text":"` + strings.Repeat("x", 4000) + `"}`
+	code, out, _ := f.post("/events", binary("big-1", "com.example.thing"), big)
+	if msg, _ := out["error"].(string); code != http.StatusRequestEntityTooLarge || !strings.Contains(msg, "the limit is 2048 bytes") || !strings.Contains(msg, "big-1") {
+		t.Fatalf("%d %v", code, out)
+	}
+	batch := `[{"specversion":"1.0","id":"small","source":"/curl","type":"com.example.thing","data":{}},` +
+		`{"specversion":"1.0","id":"big-2","source":"/curl","type":"com.example.thing","data":` + big + `}]`
+	code, out, _ = f.post("/events", map[string]string{"Authorization": "Bearer " + token, "Content-Type": "application/cloudevents-batch+json"}, batch)
+	if code != http.StatusRequestEntityTooLarge {
+		t.Fatalf("batch: %d %v", code, out)
+	}
+	// An event within the limit still goes through, and only it was published.
+	if code, out, _ = f.post("/events", binary("ok-1", "com.example.thing"), `{"a":1}`); code != http.StatusAccepted {
+		t.Fatalf("%d %v", code, out)
+	}
+	s, err := f.b.JS.Stream(f.ctx, f.b.StreamTriggers())
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != 1 {
+		t.Fatalf("%d triggers published, want only ok-1", info.State.Msgs)
+	}
+}

@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
@@ -37,6 +39,11 @@ type Config struct {
 	Hooks map[string]Hook
 	// MaxBodyBytes bounds a request body; default 1 MiB. Larger is 413.
 	MaxBodyBytes int64
+	// MaxEventBytes bounds one event as the routers weigh a trigger (headers and
+	// data, bus.EventSize); default bus.DefaultMaxEventBytes, the routers' default.
+	// Give it the routers' --max-event-bytes: a larger event is refused with 413 and
+	// the limit instead of being accepted and then rejected by the router.
+	MaxEventBytes int
 	// MaxBatch bounds the events of one batch; default 100.
 	MaxBatch int
 	// MaxWait caps ?wait=; default 5 minutes.
@@ -70,6 +77,12 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	if cfg.MaxBatch == 0 {
 		cfg.MaxBatch = 100
+	}
+	if cfg.MaxEventBytes == 0 {
+		cfg.MaxEventBytes = bus.DefaultMaxEventBytes
+	}
+	if cfg.MaxEventBytes < 0 {
+		return nil, errors.New("gateway: MaxEventBytes must not be negative")
 	}
 	if cfg.MaxWait == 0 {
 		cfg.MaxWait = 5 * time.Minute
@@ -318,18 +331,38 @@ func (g *Gateway) handleHook(w http.ResponseWriter, r *http.Request) {
 func (g *Gateway) publish(w http.ResponseWriter, r *http.Request, evs []event.Event, skill string, wait time.Duration, batch bool) {
 	ctx := r.Context()
 	out := make([]Accepted, len(evs))
+	msgs := make([]*nats.Msg, len(evs))
+	pctxs := make([]context.Context, len(evs))
+	spans := make([]trace.Span, len(evs))
 	for i := range evs {
 		e := &evs[i]
 		subject := g.cfg.Bus.Subjects.Trigger(e.Type())
 		if skill != "" {
 			subject = g.cfg.Bus.Subjects.TriggerSkill(skill)
 		}
-		// The trigger's PRODUCER span continues the event's (or the request's) traceparent.
-		pctx, span := telemetry.StartPublishEvent(telemetry.ExtractEvent(ctx, e), subject, e)
+		// The trigger's PRODUCER span continues the event's (or the request's)
+		// traceparent, and the event carries it on.
+		pctxs[i], spans[i] = telemetry.StartPublishEvent(telemetry.ExtractEvent(ctx, e), subject, e)
 		// Deduplicated by source and id together, as CloudEvents identifies events.
-		ack, err := g.cfg.Bus.JS.PublishMsg(pctx, bus.Encode(subject, events.ActivationID(e.Source(), e.ID()), e))
+		msgs[i] = bus.Encode(subject, events.ActivationID(e.Source(), e.ID()), e)
+	}
+	// Each is weighed as a router weighs it, and none is published when one is too
+	// large: a router would only reject it, after the sender was told it was accepted.
+	for i, m := range msgs {
+		if n := bus.EventSize(m); n > g.cfg.MaxEventBytes {
+			err := fmt.Errorf("event %s is %d bytes (headers and data); the limit is %d bytes", evs[i].ID(), n, g.cfg.MaxEventBytes)
+			telemetry.EndAll(spans, err)
+			g.fail(w, r, http.StatusRequestEntityTooLarge, err)
+			return
+		}
+	}
+	for i := range evs {
+		e := &evs[i]
+		subject, pctx, span := msgs[i].Subject, pctxs[i], spans[i]
+		ack, err := g.cfg.Bus.JS.PublishMsg(pctx, msgs[i])
 		telemetry.End(span, err)
 		if err != nil {
+			telemetry.EndAll(spans[i+1:], err)
 			g.cfg.Log.Error("gateway: publish", "subject", subject, "id", e.ID(), "err", err)
 			g.fail(w, r, http.StatusServiceUnavailable, fmt.Errorf("publishing event %s: %v (%d of %d published before it)", e.ID(), err, i, len(evs)))
 			return

@@ -116,7 +116,7 @@ func New(cfg Config) (*Router, error) {
 		cfg.Log = slog.Default()
 	}
 	if cfg.MaxEventBytes == 0 {
-		cfg.MaxEventBytes = 256 << 10
+		cfg.MaxEventBytes = bus.DefaultMaxEventBytes
 	}
 	if cfg.Concurrency == 0 {
 		cfg.Concurrency = 64
@@ -270,16 +270,21 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
 	if md != nil {
 		ref.Seq = md.Sequence.Stream
 	}
-	size := len(msg.Data()) + headerSize(msg.Headers())
+	nm := &nats.Msg{Subject: msg.Subject(), Header: msg.Headers(), Data: msg.Data()}
+	size := bus.EventSize(nm)
+	e, err := bus.DecodeFast(nm)
+	if err == nil {
+		ref.ID, ref.Source, ref.Type = e.ID, e.Source, e.Type
+	}
 	if size > r.cfg.MaxEventBytes {
+		// Rejected under its own activation id when it has one, where whoever
+		// waits for it looks.
 		return r.reject(ctx, msg, ref, events.UnmatchedTooLarge,
 			fmt.Sprintf("trigger is %d bytes; the limit is %d (router --max-event-bytes)", size, r.cfg.MaxEventBytes), size)
 	}
-	e, err := bus.DecodeFast(&nats.Msg{Subject: msg.Subject(), Header: msg.Headers(), Data: msg.Data()})
 	if err != nil {
 		return r.reject(ctx, msg, ref, events.UnmatchedInvalid, err.Error(), size)
 	}
-	ref.ID, ref.Source, ref.Type = e.ID, e.Source, e.Type
 
 	subj := r.cfg.Bus.Subjects
 	req := selector.Request{Type: e.Type}
@@ -709,14 +714,4 @@ func (r *Router) unmatched(ctx context.Context, msg jetstream.Msg, ref events.Tr
 		return err
 	}
 	return msg.Ack()
-}
-
-func headerSize(h nats.Header) int {
-	n := 0
-	for k, vs := range h {
-		for _, v := range vs {
-			n += len(k) + len(v) + 4
-		}
-	}
-	return n
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/skillbus/skillbus/internal/natstest"
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/catalog"
+	"github.com/skillbus/skillbus/pkg/client"
 	"github.com/skillbus/skillbus/pkg/registry"
 	"github.com/skillbus/skillbus/pkg/router"
 	"github.com/skillbus/skillbus/pkg/skill"
@@ -575,5 +576,33 @@ func TestDelegationDepthComesFromTheParentJob(t *testing.T) {
 	f.event(events.ActivationID("/test", "orphan"), events.TypeRouteUnmatched, &u)
 	if u.Code != events.UnmatchedInvalid || !strings.Contains(u.Reason, "nosuchactivation") {
 		t.Fatalf("orphan: %+v", u)
+	}
+}
+
+// A trigger over the size limit is rejected under its own activation id, so
+// whoever waits for it (trigger --wait, a Go client, the gateway's ?wait) gets
+// route.unmatched with too_large instead of waiting out its timeout.
+func TestTooLargeTriggerAnswersItsWaiter(t *testing.T) {
+	t.Parallel()
+	f := setup(t, hello)
+	act := events.ActivationID("/test", "big")
+	wait := make(chan *client.Result, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(f.ctx, 10*time.Second)
+		defer cancel()
+		res, err := client.New(f.b).Follow(ctx, act, nil)
+		if err != nil {
+			t.Errorf("the waiter got no answer: %v", err)
+		}
+		wait <- res
+	}()
+	f.publish("skillbus.trigger.skill.hello", ce("big", "io.skillbus.invoke"), `{"text":"`+strings.Repeat("x", 5000)+`"}`)
+	var u events.RouteUnmatched
+	f.event(act, events.TypeRouteUnmatched, &u)
+	if u.Code != events.UnmatchedTooLarge || !strings.Contains(u.Reason, "the limit is 4096") || u.Trigger.ID != "big" {
+		t.Fatalf("%+v", u)
+	}
+	if res := <-wait; res == nil || res.Unmatched == nil || res.Unmatched.Code != events.UnmatchedTooLarge {
+		t.Fatalf("the waiter got %+v", res)
 	}
 }
