@@ -23,6 +23,7 @@ import (
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/repair/service"
 	"github.com/skillbus/skillbus/pkg/run"
 	"github.com/skillbus/skillbus/pkg/workflow"
 )
@@ -46,7 +47,7 @@ func runsListCommand(c *common, stdout io.Writer) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "list",
-		Short: "List recent executions: finished, and paused for a confirmation",
+		Short: "List recent executions: finished, paused for a confirmation, and parked for a repair",
 		Example: `  skillbus runs list
   skillbus runs list --limit 100 --json`,
 		Args: cobra.NoArgs,
@@ -97,6 +98,20 @@ func runsListCommand(c *common, stdout io.Writer) *cobra.Command {
 				var p run.Paused
 				if json.Unmarshal(e.Value(), &p) == nil {
 					rows = append(rows, row{p.ExecutionID, skillOf(p.Job), "paused", "confirm step " + p.Step + " by " + p.TimeoutAt.Format(time.RFC3339), e.Created()})
+				}
+			}
+			if repairs := repairsBucket(ctx, b); repairs != nil {
+				parked, recs, err := service.AllParked(ctx, repairs)
+				if err != nil {
+					return err
+				}
+				for _, p := range parked {
+					detail := "repair " + service.ShortID(p.RepairID) + " requested"
+					if rec := recs[p.RepairID]; rec != nil {
+						f := rec.Diagnosis.Fault
+						detail = fmt.Sprintf("repair %s %s: %s %q in step %s", service.ShortID(p.RepairID), service.Waiting(rec), f.Kind, f.Name, orDash(f.Step))
+					}
+					rows = append(rows, row{p.ExecutionID, p.Job.Skill.Name, "repairing", detail, p.ParkedAt})
 				}
 			}
 			sort.Slice(rows, func(i, j int) bool { return rows[i].At.After(rows[j].At) })
@@ -168,15 +183,26 @@ that names one execution that is paused or ended in the last 7 days.`,
 			if err != nil {
 				return err
 			}
+			var parked *service.Parked
+			var repairRec *service.Record
+			if repairs := repairsBucket(ctx, b); repairs != nil && rec == nil {
+				if parked, repairRec, err = service.FindParked(ctx, repairs, id); err != nil {
+					return err
+				}
+			}
 			evs, err := executionEvents(ctx, b, id)
 			if err != nil {
 				return err
 			}
-			if rec == nil && paused == nil && len(evs) == 0 {
+			if rec == nil && paused == nil && parked == nil && len(evs) == 0 {
 				return &ExitError{Code: 1, Err: fmt.Errorf("no execution %s (outcomes and events are kept as long as the events stream keeps them: 7 days by default)", id)}
 			}
 			if asJSON {
-				return json.NewEncoder(stdout).Encode(map[string]any{"record": rec, "paused": paused, "events": evs})
+				out := map[string]any{"record": rec, "paused": paused, "events": evs}
+				if parked != nil {
+					out["repairing"] = map[string]any{"repair_id": parked.RepairID, "step": parked.Step, "error": parked.Error, "parked_at": parked.ParkedAt, "line": service.Repairing(parked, repairRec)}
+				}
+				return json.NewEncoder(stdout).Encode(out)
 			}
 			w := &watcher{out: stdout}
 			for _, e := range evs {
@@ -200,6 +226,9 @@ that names one execution that is paused or ended in the last 7 days.`,
 			switch {
 			case paused != nil:
 				fmt.Fprintf(stdout, "\npaused: waiting for confirmation of step %s until %s\n  skillbus runs confirm %s          (or --deny)\n", paused.Step, paused.TimeoutAt.Local().Format(time.RFC3339), id)
+			case parked != nil:
+				short := service.ShortID(parked.RepairID)
+				fmt.Fprintf(stdout, "\n%s\n  %s\n  skillbus repair show %s          (then approve or reject)\n", service.Repairing(parked, repairRec), firstLineOf(parked.Error), short)
 			case rec != nil:
 				fmt.Fprintf(stdout, "\n%s by worker %s after %d deliveries, in %.1fms\n", rec.Status, rec.Worker, rec.Attempt, rec.DurationMS)
 				if id, digest := repairOf(evs); id != "" {
@@ -336,6 +365,16 @@ func (c *common) runsBucket(ctx context.Context) (*bus.Bus, jetstream.KeyValue, 
 	return b, kv, nil
 }
 
+// repairsBucket opens KV repairs, or returns nil when there is none: no worker of
+// this fleet repairs.
+func repairsBucket(ctx context.Context, b *bus.Bus) jetstream.KeyValue {
+	kv, err := b.JS.KeyValue(ctx, b.BucketRepairs())
+	if err != nil {
+		return nil
+	}
+	return kv
+}
+
 // recentOutcomes reads the outcome events of executions that ended within since.
 func recentOutcomes(ctx context.Context, b *bus.Bus, since time.Duration) ([]*run.Record, error) {
 	var filters []string
@@ -402,7 +441,18 @@ func resolveExecution(ctx context.Context, b *bus.Bus, kv jetstream.KeyValue, id
 	}
 	where := "paused"
 	if !pausedOnly {
-		where = fmt.Sprintf("paused or ended in the last %d days", prefixWindow/(24*time.Hour))
+		where = fmt.Sprintf("paused, repairing or ended in the last %d days", prefixWindow/(24*time.Hour))
+		if repairs := repairsBucket(ctx, b); repairs != nil {
+			parked, _, err := service.AllParked(ctx, repairs)
+			if err != nil {
+				return "", err
+			}
+			for _, p := range parked {
+				if strings.HasPrefix(p.ExecutionID, id) {
+					found[p.ExecutionID] = true
+				}
+			}
+		}
 		outcomes, err := recentOutcomes(ctx, b, prefixWindow)
 		if err != nil {
 			return "", err

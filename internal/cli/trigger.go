@@ -22,6 +22,7 @@ const (
 	exitFailed    = 1 // the execution failed
 	exitUnmatched = 3 // no skill took the trigger, or the trigger was rejected
 	exitTimeout   = 4 // no result within --timeout
+	exitRepairing = 5 // the execution is parked on a repair that waits for approval
 )
 
 func triggerCommand(c *common, getenv Env, stdout io.Writer) *cobra.Command {
@@ -38,8 +39,10 @@ func triggerCommand(c *common, getenv Env, stdout io.Writer) *cobra.Command {
 be JSON; a JSON object becomes the skill's inputs.
 
 With --wait it follows the activation: the routing decision, each step, retries and
-fallbacks, and the result. The exit code is 0 when the execution completed, 1 when it
-failed, 3 when no skill took the trigger, 4 on --timeout.`,
+fallbacks, repairs, and the result. The exit code is 0 when the execution completed,
+1 when it failed, 3 when no skill took the trigger, 4 on --timeout, and 5 when the
+execution is parked on a repair that waits for approval (skillbus repair approve
+ID resumes it; runs list and runs show show it meanwhile).`,
 		Example: `  skillbus trigger --skill hello --data '{"name":"Ada"}' --wait
   skillbus trigger com.example.order.created --data @order.json --wait
   echo '{"name":"Grace"}' | skillbus trigger --skill hello --data - --wait --json`,
@@ -114,6 +117,10 @@ failed, 3 when no skill took the trigger, 4 on --timeout.`,
 			}, w.print)
 			switch {
 			case err != nil && wctx.Err() != nil && ctx.Err() == nil:
+				if w.repair != nil {
+					return &ExitError{Code: exitTimeout, Err: fmt.Errorf("no result for activation %s within %v: execution %s is parked on repair %s (see 'skillbus repair show %s', or raise --timeout)",
+						act.ID, timeout, w.repair.ExecutionID, shortDigest(w.repair.RepairID), shortDigest(w.repair.RepairID))}
+				}
 				return &ExitError{Code: exitTimeout, Err: fmt.Errorf("no result for activation %s within %v (see 'skillbus runs list', or raise --timeout)", act.ID, timeout)}
 			case err != nil:
 				return err
@@ -121,6 +128,8 @@ failed, 3 when no skill took the trigger, 4 on --timeout.`,
 				return &ExitError{Code: exitUnmatched, Err: res.Err(), Quiet: true}
 			case res.Failed != nil:
 				return &ExitError{Code: exitFailed, Err: res.Err(), Quiet: true}
+			case res.Repairing != nil:
+				return &ExitError{Code: exitRepairing, Err: res.Err(), Quiet: true}
 			}
 			return nil
 		},
@@ -164,9 +173,17 @@ func readData(arg string, stdin io.Reader) ([]byte, error) {
 type watcher struct {
 	out    io.Writer
 	asJSON bool
+	// repair is the repair the execution was parked on, once it was.
+	repair *events.RepairRequested
 }
 
 func (w *watcher) print(e *event.Event) {
+	if e.Type() == events.TypeRepairRequested {
+		var d events.RepairRequested
+		if json.Unmarshal(e.Data(), &d) == nil {
+			w.repair = &d
+		}
+	}
 	if w.asJSON {
 		var data any
 		_ = json.Unmarshal(e.Data(), &data)
@@ -229,6 +246,29 @@ func (w *watcher) print(e *event.Event) {
 		fmt.Fprintf(w.out, "  ▶ step %s %s by %s\n", str("step_id"), verdict, by)
 	case events.TypeAutohealTriggered:
 		fmt.Fprintf(w.out, "    ✚ auto-heal: %s failed (%s), running %s\n", str("step_id"), str("failure_type"), str("action"))
+	case events.TypeRepairRequested:
+		if w.repair == nil {
+			break
+		}
+		fmt.Fprintf(w.out, "  ⚕ repairing: %s, repair %s requested: %s\n", client.FaultString(w.repair.Fault), shortDigest(w.repair.RepairID), firstLineOf(w.repair.Error))
+	case events.TypeRepairProposed:
+		id := shortDigest(str("repair_id"))
+		if d["auto"] == true {
+			fmt.Fprintf(w.out, "  ⚕ repair %s proposed by %s (%s), applied without approval (repair: auto)\n", id, str("by"), str("summary"))
+			break
+		}
+		fault := "a repairable fault"
+		if w.repair != nil {
+			fault = client.FaultString(w.repair.Fault)
+		}
+		fmt.Fprintf(w.out, "  ⏸ repairing: %s, repair %s waiting for approval\n    proposed by %s: %s\n    see the patch: skillbus repair show %s   approve: skillbus repair approve %s   (or reject)\n",
+			fault, id, str("by"), str("summary"), id, id)
+	case events.TypeRepairSucceeded:
+		fmt.Fprintf(w.out, "  ⚕ repair %s applied as version %s; the run goes on on it\n", shortDigest(str("repair_id")), str("version"))
+	case events.TypeRepairFailed:
+		fmt.Fprintf(w.out, "  ⚕ repair %s failed: %s\n", shortDigest(str("repair_id")), str("reason"))
+	case events.TypeRepairNoImprovement, events.TypeRepairSkipped:
+		fmt.Fprintf(w.out, "  ⚕ %s: %s\n", events.Kind(e.Type()), str("reason"))
 	case events.TypeExecutionDeadlettered:
 		// Printed with execution.failed, which names the dead letter and comes first.
 	case events.TypeDLQReplayed:

@@ -212,6 +212,44 @@ type Result struct {
 	Failed *events.ExecutionFailed
 	// Unmatched is set when the router did not route the trigger.
 	Unmatched *events.RouteUnmatched
+	// Repairing is set when the execution was parked for a repair whose patch waits
+	// for a person's approval: the activation goes on once someone approves it (or
+	// ends failed when it is rejected or expires), not before.
+	Repairing *Repairing
+}
+
+// Repairing is an execution parked on a repair that waits for approval.
+type Repairing struct {
+	ExecutionID string
+	Skill       string
+	RepairID    string
+	Fault       events.RepairFault
+	Error       string
+	// Summary says what the proposed patch changes.
+	Summary string
+}
+
+// String is the line every view of a parked run shows: "repairing: reference
+// fault "titel" in step post, repair 3f2a9c1d0b7e waiting for approval".
+func (r *Repairing) String() string {
+	return fmt.Sprintf("repairing: %s, repair %s waiting for approval", FaultString(r.Fault), shortID(r.RepairID))
+}
+
+// FaultString describes a repairable fault in a few words: `reference fault
+// "titel" in step post`.
+func FaultString(f events.RepairFault) string {
+	s := fmt.Sprintf("%s fault %q", f.Kind, f.Name)
+	if f.Step != "" {
+		s += " in step " + f.Step
+	}
+	return s
+}
+
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
 }
 
 // Err returns nil for a completed activation, else an error saying why it did not
@@ -224,13 +262,16 @@ func (r *Result) Err() error {
 		return fmt.Errorf("not routed (%s): %s", r.Unmatched.Code, r.Unmatched.Reason)
 	case r.Failed != nil:
 		return fmt.Errorf("%s failed (%s): %s", r.Failed.Skill, r.Failed.Class, r.Failed.Error)
+	case r.Repairing != nil:
+		return fmt.Errorf("%s: %s", r.Repairing.Skill, r.Repairing)
 	}
 	return errors.New("no result")
 }
 
 // Follow reads the activation's events in order — the routing decision, then each
-// execution's progress, following fallbacks — calling fn (if not nil) with each, and
-// returns when the activation ends or ctx does. Persisted events published before
+// execution's progress, following fallbacks and repairs — calling fn (if not nil)
+// with each, and returns when the activation ends, when its execution is parked on
+// a repair that waits for approval (Result.Repairing), or when ctx ends. Persisted events published before
 // Follow was called are read too; live progress events (see events.Level) only from
 // when it subscribes, which Run does before publishing.
 func (c *Client) Follow(ctx context.Context, activationID string, fn func(*event.Event)) (*Result, error) {
@@ -246,32 +287,51 @@ func (c *Client) follow(ctx context.Context, activationID string, fn func(*event
 	msgs := make(chan jetstream.Msg, 256)
 	done := make(chan struct{})
 	defer close(done)
-	var cons jetstream.ConsumeContext
-	watch := func(id string) error {
-		if cons != nil {
-			cons.Stop()
-		}
+	var cons, repairCons jetstream.ConsumeContext
+	consume := func(id string) (jetstream.ConsumeContext, error) {
 		oc, err := c.b.JS.OrderedConsumer(ctx, c.b.StreamEvents(), jetstream.OrderedConsumerConfig{
 			FilterSubjects: []string{c.b.Subjects.Events(id)},
 			DeliverPolicy:  jetstream.DeliverAllPolicy,
 		})
 		if err != nil {
 			if errors.Is(err, jetstream.ErrStreamNotFound) {
-				return fmt.Errorf("no %s stream: is skillbus running against this NATS server?", c.b.StreamEvents())
+				return nil, fmt.Errorf("no %s stream: is skillbus running against this NATS server?", c.b.StreamEvents())
 			}
-			return fmt.Errorf("follow %s: %w", id, err)
+			return nil, fmt.Errorf("follow %s: %w", id, err)
 		}
-		cons, err = oc.Consume(func(m jetstream.Msg) {
+		return oc.Consume(func(m jetstream.Msg) {
 			select {
 			case msgs <- m:
 			case <-done:
 			}
 		})
+	}
+	watch := func(id string) (err error) {
+		if cons != nil {
+			cons.Stop()
+		}
+		cons, err = consume(id)
+		return err
+	}
+	// A parked execution's repair has events of its own (proposed, failed, ...),
+	// followed beside the execution's, which go on when the repair releases it.
+	var parked *events.RepairRequested
+	watchRepair := func(d *events.RepairRequested) (err error) {
+		if parked != nil && parked.RepairID == d.RepairID {
+			return nil
+		}
+		parked = d
+		if repairCons != nil {
+			repairCons.Stop()
+		}
+		repairCons, err = consume(d.RepairID)
 		return err
 	}
 	defer func() {
-		if cons != nil {
-			cons.Stop()
+		for _, cc := range []jetstream.ConsumeContext{cons, repairCons} {
+			if cc != nil {
+				cc.Stop()
+			}
 		}
 	}()
 	decided := false
@@ -381,6 +441,25 @@ func (c *Client) follow(ctx context.Context, activationID string, fn func(*event
 				return nil, err
 			}
 			return &Result{Failed: &d, ExecutionID: d.ExecutionID, Skill: d.Skill}, nil
+		case events.TypeRepairRequested:
+			var d events.RepairRequested
+			if err := json.Unmarshal(e.Data(), &d); err != nil {
+				return nil, err
+			}
+			if err := watchRepair(&d); err != nil {
+				return nil, err
+			}
+		case events.TypeRepairProposed:
+			var d events.RepairProposed
+			if err := json.Unmarshal(e.Data(), &d); err != nil {
+				return nil, err
+			}
+			if parked != nil && d.RepairID == parked.RepairID && !d.Auto {
+				return &Result{ExecutionID: parked.ExecutionID, Skill: parked.Skill, Repairing: &Repairing{
+					ExecutionID: parked.ExecutionID, Skill: parked.Skill, RepairID: d.RepairID,
+					Fault: parked.Fault, Error: parked.Error, Summary: d.Summary,
+				}}, nil
+			}
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/repair/service"
 	"github.com/skillbus/skillbus/pkg/run"
 	"github.com/skillbus/skillbus/pkg/workflow"
 )
@@ -40,6 +41,15 @@ type runView struct {
 	TraceURL string
 	Answered string // approve | deny, after an answer given here
 	Repairs  []string
+	// Repairing is set while the run is parked on a repair.
+	Repairing *repairingView
+}
+
+type repairingView struct {
+	Line     string // the one line every view of a parked run shows
+	RepairID string
+	Error    string
+	Waiting  bool // a proposed patch waits for approval
 }
 
 type triggerView struct {
@@ -72,7 +82,7 @@ func (c *Console) runPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v.Answered = r.URL.Query().Get("answered")
-	if !v.Indexed && v.Result == nil && v.Paused == nil && len(v.Events) == 0 {
+	if !v.Indexed && v.Result == nil && v.Paused == nil && v.Repairing == nil && len(v.Events) == 0 {
 		w.WriteHeader(http.StatusNotFound)
 	}
 	c.render(w, r, "run", "Run "+id, v)
@@ -145,6 +155,24 @@ func (c *Console) loadRun(ctx context.Context, id string) (*runView, error) {
 	if runs, err := b.JS.KeyValue(ctx, b.BucketRuns()); err == nil {
 		if v.Paused, _, err = run.LoadPaused(ctx, runs, id); err != nil {
 			return nil, err
+		}
+	}
+	if v.Result == nil {
+		if repairs, err := b.JS.KeyValue(ctx, b.BucketRepairs()); err == nil {
+			p, rec, err := service.FindParked(ctx, repairs, id)
+			if err != nil {
+				return nil, err
+			}
+			if p != nil {
+				v.Repairing = &repairingView{Line: service.Repairing(p, rec), RepairID: p.RepairID, Error: p.Error,
+					Waiting: rec != nil && rec.Status == service.StatusProposed && !rec.Auto}
+				if v.Skill == "" {
+					v.Skill = p.Job.Skill.Name
+				}
+				if !slices.Contains(v.Repairs, p.RepairID) {
+					v.Repairs = append(v.Repairs, p.RepairID)
+				}
+			}
 		}
 	}
 	var logJSON json.RawMessage
