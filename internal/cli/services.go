@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/catalog"
 	"github.com/skillbus/skillbus/pkg/registry"
 )
 
@@ -106,7 +107,7 @@ see docs/routing.md. Run as many as you like: JetStream spreads the triggers bet
 			watchBus(tel, b)
 			var stop func(context.Context)
 			err = startRetry(cmd.Context(), log, "router", func() (err error) {
-				if err := ensure(cmd.Context(), b, ensureStreams, log); err != nil {
+				if err := ensure(cmd.Context(), b, ensureStreams, log, routerNeeds(b)); err != nil {
 					return err
 				}
 				stop, err = startRouter(cmd.Context(), b, log, rf, tel)
@@ -167,7 +168,7 @@ Scale by running more workers.`,
 			}
 			defer b.NC.Drain()
 			watchBus(tel, b)
-			if err := startRetry(cmd.Context(), log, "worker", func() error { return ensure(cmd.Context(), b, ensureStreams, log) }); err != nil {
+			if err := startRetry(cmd.Context(), log, "worker", func() error { return ensure(cmd.Context(), b, ensureStreams, log, workerNeeds(b)) }); err != nil {
 				return err
 			}
 			if wf.name == "" {
@@ -258,7 +259,8 @@ validate), which 'skillbus skills' uses. Send SIGHUP to load everything again.`,
 			}
 			defer b.NC.Drain()
 			watchBus(tel, b)
-			if err := startRetry(cmd.Context(), log, "registry", func() error { return ensure(cmd.Context(), b, ensureStreams, log) }); err != nil {
+			// The registry creates the skill files' object store itself.
+			if err := startRetry(cmd.Context(), log, "registry", func() error { return ensure(cmd.Context(), b, ensureStreams, log, needs{}) }); err != nil {
 				return err
 			}
 			if once {
@@ -315,33 +317,91 @@ func shutdown(log interface{ Info(string, ...any) }, stops ...func(context.Conte
 	}
 }
 
+// needs is what a role started with --ensure=false waits for besides the streams:
+// the KV buckets it opens (nil: every one) and the object stores it reads, which
+// the registry creates. A role waits only for what its NATS user may look up.
+type needs struct {
+	buckets      []string
+	objectStores []string
+}
+
+// routerNeeds: the catalog, paused runs, the workers' heartbeats and the outcome
+// counts.
+func routerNeeds(b *bus.Bus) needs {
+	return needs{buckets: []string{b.BucketSkills(), b.BucketRuns(), b.BucketWorkers(), b.BucketStats()}}
+}
+
+// workerNeeds: every bucket, and the skill files.
+func workerNeeds(b *bus.Bus) needs {
+	return needs{objectStores: []string{catalog.FilesBucket(b)}}
+}
+
 // ensure creates the streams and buckets, or, when that is another process's job,
-// waits until they exist: started together, the router and workers wait for the
-// registry.
-func ensure(ctx context.Context, b *bus.Bus, create bool, log *slog.Logger) error {
+// waits until every stream, and every bucket and object store the role needs,
+// exists, saying what it waits for: started together, the router and workers wait
+// for the registry.
+func ensure(ctx context.Context, b *bus.Bus, create bool, log *slog.Logger, n needs) error {
 	if create {
 		return b.Ensure(ctx)
 	}
 	wait := connectRetryMin
-	for _, sc := range b.Streams() {
-		for {
-			_, err := b.JS.Stream(ctx, sc.Name)
-			if err == nil {
-				break
-			}
-			if !errors.Is(err, jetstream.ErrStreamNotFound) {
-				return fmt.Errorf("stream %s: %w", sc.Name, err)
-			}
-			log.Warn("waiting for the stream to be created (by the registry, or a process run with --ensure)", "stream", sc.Name, "retry_in", wait)
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(wait):
-			}
-			wait = min(2*wait, connectRetryMax)
+	for {
+		missing, err := missingParts(ctx, b, n)
+		if err != nil {
+			return err
 		}
+		if len(missing) == 0 {
+			break
+		}
+		log.Warn("waiting for the registry (or a process run with --ensure) to create what this process needs",
+			"waiting_for", strings.Join(missing, ", "), "retry_in", wait)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, connectRetryMax)
 	}
 	return b.LearnRetention(ctx) // the streams' own, as whoever ensured them set it
+}
+
+// missingParts names the streams, buckets and object stores that do not exist yet.
+func missingParts(ctx context.Context, b *bus.Bus, n needs) ([]string, error) {
+	var missing []string
+	for _, sc := range b.Streams() {
+		_, err := b.JS.Stream(ctx, sc.Name)
+		switch {
+		case errors.Is(err, jetstream.ErrStreamNotFound):
+			missing = append(missing, "stream "+sc.Name)
+		case err != nil:
+			return nil, fmt.Errorf("stream %s: %w", sc.Name, err)
+		}
+	}
+	buckets := n.buckets
+	if buckets == nil {
+		for _, kc := range b.Buckets() {
+			buckets = append(buckets, kc.Bucket)
+		}
+	}
+	for _, name := range buckets {
+		_, err := b.JS.KeyValue(ctx, name)
+		switch {
+		case errors.Is(err, jetstream.ErrBucketNotFound):
+			missing = append(missing, "bucket "+name)
+		case err != nil:
+			return nil, fmt.Errorf("bucket %s: %w", name, err)
+		}
+	}
+	for _, name := range n.objectStores {
+		_, err := b.JS.ObjectStore(ctx, name)
+		switch {
+		case errors.Is(err, jetstream.ErrBucketNotFound):
+			missing = append(missing, "object store "+name)
+		case err != nil:
+			return nil, fmt.Errorf("object store %s: %w", name, err)
+		}
+	}
+	return missing, nil
 }
 
 // WorkerServiceName is the NATS micro service every worker process registers, so
