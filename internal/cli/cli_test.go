@@ -59,6 +59,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"runs", "show"}, nil, "accepts 1 arg(s), received 0"},
 		{[]string{"skills", "show", "a", "b"}, nil, "Run 'skillbus skills show --help' for usage."},
 		{[]string{"dev", "extra"}, nil, "unknown command \"extra\""},
+		{[]string{"dev", "--ui", "127.0.0.1:0", "--ui-token", "s3cret"}, nil, "at least 16"},
+		{[]string{"console"}, map[string]string{"SKILLBUS_UI_TOKEN": "x"}, "at least 16"},
 		{[]string{"runs", "bogus"}, nil, `unknown command "bogus" for "skillbus runs"`},
 	}
 	for _, tt := range tests {

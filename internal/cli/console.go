@@ -32,10 +32,21 @@ func (cf *consoleFlags) register(cmd *cobra.Command, getenv Env) {
 	f.IntVar(&cf.maxRuns, "ui-max-runs", 100_000, "most runs the console's list keeps in memory, oldest forgotten first")
 }
 
+// check checks the flags before anything starts.
+func (cf *consoleFlags) check() error {
+	if cf.maxRuns < 1 {
+		return usage("--ui-max-runs must be at least 1")
+	}
+	if err := console.CheckToken(cf.token); err != nil {
+		return usage("%v", err)
+	}
+	return nil
+}
+
 // start listens on addr and serves the console on b until ctx ends.
 func (cf *consoleFlags) start(ctx context.Context, addr string, b *bus.Bus, log *slog.Logger) (net.Addr, <-chan error, error) {
-	if cf.maxRuns < 1 {
-		return nil, nil, usage("--ui-max-runs must be at least 1")
+	if err := cf.check(); err != nil {
+		return nil, nil, err
 	}
 	c, err := console.New(console.Config{Bus: b, Log: log, Token: cf.token, TraceURL: cf.traceURL, Window: cf.window, MaxRuns: cf.maxRuns})
 	if err != nil {
@@ -97,14 +108,19 @@ func consoleCommand(c *common, getenv Env, stderr io.Writer) *cobra.Command {
              and a form that asks the router which skills a request would run
   /waiting   runs waiting for a person's confirmation, to approve or deny
 
-It is read-only unless started with --ui-token: people sign in with the token and
-their name, which is recorded with every answer they give. See docs/console.md.`,
+It is read-only unless started with --ui-token (at least 16 characters): people sign
+in with the token and their name, which is recorded with every answer they give.
+Wrong tokens are throttled: 5 from one address, then one every 12 s; 20 from all
+addresses together, then one every 3 s. See docs/console.md.`,
 		Example: `  skillbus console --listen 127.0.0.1:8090
   SKILLBUS_UI_TOKEN=$(openssl rand -hex 16) skillbus console --listen 127.0.0.1:8090 \
       --trace-url 'http://localhost:16686/trace/{trace_id}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			if err := cf.check(); err != nil {
+				return err
+			}
 			log, err := c.logger(stderr)
 			if err != nil {
 				return err

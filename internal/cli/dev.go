@@ -65,6 +65,11 @@ persisted is lost, and the next start carries on where this one stopped.`,
 			if workers < 1 {
 				return usage("--workers must be at least 1")
 			}
+			if uiAddr != "" {
+				if err := cf.check(); err != nil {
+					return err
+				}
+			}
 			if len(roots) == 0 {
 				home, _ := os.UserHomeDir()
 				wd, _ := os.Getwd()

@@ -4,8 +4,10 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -127,12 +129,24 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		v.Error = "Say who you are: your name is recorded with every answer you give."
 	case len(v.Name) > 100:
 		v.Error = "The name is longer than 100 characters."
-	case subtle.ConstantTimeCompare([]byte(r.PostFormValue("token")), []byte(c.cfg.Token)) != 1:
-		v.Error = "Wrong token."
-		c.cfg.Log.Warn("console: sign-in with a wrong token", "name", v.Name, "remote", r.RemoteAddr)
+	}
+	code := http.StatusUnauthorized
+	if v.Error == "" {
+		client := clientOf(r)
+		if ok, wait := c.signIns.allow(client); !ok {
+			secs := int((wait + time.Second - 1) / time.Second)
+			v.Error = fmt.Sprintf("Too many wrong tokens: try again in %d s.", secs)
+			code = http.StatusTooManyRequests
+			w.Header().Set("Retry-After", strconv.Itoa(secs))
+			c.cfg.Log.Warn("console: sign-in refused: too many wrong tokens", "name", v.Name, "remote", r.RemoteAddr, "retry_after", secs)
+		} else if subtle.ConstantTimeCompare([]byte(r.PostFormValue("token")), []byte(c.cfg.Token)) != 1 {
+			v.Error = "Wrong token."
+			c.signIns.failed(client)
+			c.cfg.Log.Warn("console: sign-in with a wrong token", "name", v.Name, "remote", r.RemoteAddr)
+		}
 	}
 	if v.Error != "" {
-		w.WriteHeader(http.StatusUnauthorized)
+		w.WriteHeader(code)
 		c.render(w, r, "login", "Sign in", v)
 		return
 	}

@@ -73,7 +73,7 @@ const hostileHTML = `<script>window.__owned=1</script><img src=x onerror="window
 
 func TestBrowserLiveListRunPageAndConfirmation(t *testing.T) {
 	f := startFleet(t, func(c *Config) {
-		c.Token = "s3cret"
+		c.Token = "s3cret-0123456789"
 		c.TraceURL = "http://localhost:16686/trace/{trace_id}"
 	})
 	b := newBrowser(t)
@@ -142,7 +142,7 @@ func TestBrowserLiveListRunPageAndConfirmation(t *testing.T) {
 	// Sign in, and approve the confirmation in the page: the run resumes.
 	b.run(chromedp.Navigate(f.srv.URL+"/login?next=/waiting"),
 		chromedp.SendKeys(`input[name="name"]`, "grace", chromedp.ByQuery),
-		chromedp.SendKeys(`input[name="token"]`, "s3cret", chromedp.ByQuery),
+		chromedp.SendKeys(`input[name="token"]`, "s3cret-0123456789", chromedp.ByQuery),
 		chromedp.Submit(`form.login`, chromedp.ByQuery),
 		chromedp.WaitVisible(`#paused-`+gated, chromedp.ByID))
 	b.screenshot("waiting")

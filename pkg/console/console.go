@@ -52,7 +52,8 @@ type Config struct {
 	// acted. Default: discarded.
 	Log *slog.Logger
 	// Token, when set, lets people who sign in with it act (answer confirmations);
-	// empty means the console is read-only.
+	// empty means the console is read-only. At least MinTokenLength characters;
+	// wrong tokens are throttled (SignInBurst).
 	Token string
 	// TraceURL links a run to its trace: "{trace_id}" is replaced by the run's
 	// trace id, e.g. "http://localhost:16686/trace/{trace_id}". Empty: no link.
@@ -80,6 +81,9 @@ func (c *Config) setDefaults() error {
 	if c.Bus == nil {
 		return errors.New("console: Config.Bus is required")
 	}
+	if err := CheckToken(c.Token); err != nil {
+		return err
+	}
 	if c.Log == nil {
 		c.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -101,6 +105,15 @@ func (c *Config) setDefaults() error {
 	return nil
 }
 
+// CheckToken checks a sign-in token: empty (a read-only console) or at least
+// MinTokenLength characters.
+func CheckToken(tok string) error {
+	if tok != "" && len(tok) < MinTokenLength {
+		return fmt.Errorf("console: the sign-in token (--ui-token, $SKILLBUS_UI_TOKEN) is %d characters; it must be at least %d, e.g. from openssl rand -hex 16", len(tok), MinTokenLength)
+	}
+	return nil
+}
+
 // Console serves the web console.
 type Console struct {
 	cfg      Config
@@ -108,6 +121,7 @@ type Console struct {
 	hub      *hub
 	pages    *pages
 	sessions *sessions
+	signIns  *throttle
 
 	mu      sync.Mutex
 	cc      jetstream.ConsumeContext
@@ -128,7 +142,7 @@ func New(cfg Config) (*Console, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Console{cfg: cfg, idx: NewIndex(IndexConfig{MaxRuns: cfg.MaxRuns}), pages: p, sessions: newSessions()}
+	c := &Console{cfg: cfg, idx: NewIndex(IndexConfig{MaxRuns: cfg.MaxRuns}), pages: p, sessions: newSessions(), signIns: newThrottle()}
 	c.hub = newHub(c)
 	return c, nil
 }

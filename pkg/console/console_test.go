@@ -148,7 +148,7 @@ func TestSkillsPageShowsTheCatalogProblemsAndRoutes(t *testing.T) {
 var csrfRe = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
 func TestActionsNeedTheTokenASessionAndTheCSRFToken(t *testing.T) {
-	f := startFleet(t, func(c *Config) { c.Token = "s3cret" })
+	f := startFleet(t, func(c *Config) { c.Token = "s3cret-0123456789" })
 	exec := f.trigger("com.example.ship", "gated", "v1.2")
 	f.state(exec, StatePaused)
 	confirmURL := f.srv.URL + "/runs/" + exec + "/confirm"
@@ -178,7 +178,7 @@ func TestActionsNeedTheTokenASessionAndTheCSRFToken(t *testing.T) {
 	if code, _ := post(c, f.srv.URL+"/login", url.Values{"name": {"ada"}, "token": {"wrong"}}, nil); code != http.StatusUnauthorized {
 		t.Fatalf("a wrong token signed in: %d", code)
 	}
-	if code, body := post(c, f.srv.URL+"/login", url.Values{"name": {"ada"}, "token": {"s3cret"}, "next": {"/waiting"}}, nil); code != http.StatusSeeOther {
+	if code, body := post(c, f.srv.URL+"/login", url.Values{"name": {"ada"}, "token": {"s3cret-0123456789"}, "next": {"/waiting"}}, nil); code != http.StatusSeeOther {
 		t.Fatalf("sign in: %d %s", code, body)
 	}
 	_, page := get(t, c, f.srv.URL+"/waiting")
@@ -251,7 +251,7 @@ func signIn(t *testing.T, f *fleet, name string) (*http.Client, string) {
 	t.Helper()
 	jar, _ := cookiejar.New(nil)
 	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := c.PostForm(f.srv.URL+"/login", url.Values{"name": {name}, "token": {"s3cret"}})
+	resp, err := c.PostForm(f.srv.URL+"/login", url.Values{"name": {name}, "token": {"s3cret-0123456789"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +268,7 @@ func signIn(t *testing.T, f *fleet, name string) (*http.Client, string) {
 }
 
 func TestADeadLetterIsReplayedFromThePageWithWhoAsked(t *testing.T) {
-	f := startFleet(t, func(c *Config) { c.Token = "s3cret" })
+	f := startFleet(t, func(c *Config) { c.Token = "s3cret-0123456789" })
 	exec := f.trigger("com.example.fail", "fails", "x")
 	f.state(exec, StateFailed)
 	var body string
@@ -306,7 +306,7 @@ func TestADeadLetterIsReplayedFromThePageWithWhoAsked(t *testing.T) {
 }
 
 func TestARepairIsApprovedFromThePageAndPublishesTheNewVersion(t *testing.T) {
-	f := startFleet(t, func(c *Config) { c.Token = "s3cret" })
+	f := startFleet(t, func(c *Config) { c.Token = "s3cret-0123456789" })
 	exec := f.trigger("com.example.issue", "issue-title", "x")
 	f.state(exec, StateRepairing)
 	var body string
