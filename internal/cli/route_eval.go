@@ -26,12 +26,14 @@ func routeEvalCommand(stdout io.Writer) *cobra.Command {
 		Short: "Measure routing quality on labelled requests",
 		Long: `eval routes labelled requests offline and prints top-1 accuracy, recall@3 and @5,
 no-match precision (of the requests routed to no skill, the share that no skill
-should take), the most confused pairs and every miss — beside plain BM25 over each
-skill's name and description, so a catalog shows what the router adds.
+should take), the most confused pairs and every miss — beside standard Okapi BM25
+over each skill's name and description (k1 1.2, b 0.75, lower-cased words), with and
+without stemming, so a catalog shows what the router adds.
 
 Cases come from every skill's examples (positive: that skill must be primary, each
 routed with that example left out of the skill; negative: that skill must not be)
-and from --cases files, JSONL of {"query": "...", "expect": "skill" | null}.
+and from --cases files, JSONL of {"query": "...", "expect": "skill" | ["skill", ...] |
+null} (a list: any of them is right).
 
 With --min-accuracy, eval exits 1 when top-1 accuracy is below it, so a skill
 repository can gate its CI on routing quality. --json prints one line per case and a
@@ -70,9 +72,9 @@ last line with the summary.`,
 					return usage("%v", err)
 				}
 				for _, c := range cs {
-					if c.Expect != "" {
-						if _, ok := sel.Get(c.Expect); !ok {
-							return usage("%s: expect %q is not a skill of %v", c.Origin, c.Expect, sf.skills)
+					for _, e := range append([]string{c.Expect}, c.Any...) {
+						if _, ok := sel.Get(e); e != "" && !ok {
+							return usage("%s: expect %q is not a skill of %v", c.Origin, e, sf.skills)
 						}
 					}
 				}
@@ -114,12 +116,14 @@ last line with the summary.`,
 
 func printEval(w io.Writer, results []selector.Result, sum selector.Summary, skills int, took time.Duration) {
 	fmt.Fprintf(w, "%d cases against %d skills in %s\n\n", sum.Cases, skills, took.Round(time.Millisecond))
-	fmt.Fprintf(w, "                    router   plain BM25 (name+description)\n")
-	fmt.Fprintf(w, "top-1 accuracy      %.3f    %.3f\n", sum.Top1, sum.BaselineTop1)
+	fmt.Fprintf(w, "                    router   BM25     BM25+stemming\n")
+	fmt.Fprintf(w, "top-1 accuracy      %.3f    %.3f    %.3f\n", sum.Top1, sum.BaselineTop1, sum.BaselineStemTop1)
 	fmt.Fprintf(w, "recall@3            %.3f\n", sum.Recall3)
-	fmt.Fprintf(w, "recall@5            %.3f    %.3f\n", sum.Recall5, sum.BaselineRecall5)
+	fmt.Fprintf(w, "recall@5            %.3f    %.3f    %.3f\n", sum.Recall5, sum.BaselineRecall5, sum.BaselineStemRecall5)
 	fmt.Fprintf(w, "no-match precision  %.3f\n", sum.NoMatchPrecision)
 	fmt.Fprintf(w, "off-topic rejected  %.3f    (%d requests no skill should take)\n", sum.OffTopicRejected, sum.OffTopic)
+	fmt.Fprintf(w, "\nBM25: Okapi, k1 %.1f, b %.2f, %s; BM25+stemming: the same, words stemmed (Snowball English)\n",
+		selector.BaselineK1, selector.BaselineB, selector.BaselineTokens)
 	if len(sum.Confused) > 0 {
 		fmt.Fprintln(w, "\nmost confused (expected -> got):")
 		for i, c := range sum.Confused {

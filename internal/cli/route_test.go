@@ -76,7 +76,7 @@ func TestRouteOffline(t *testing.T) {
 func TestRouteEval(t *testing.T) {
 	t.Parallel()
 	out, code := run(t, "route", "eval", "--skills", routingSkills, "--cases", "../../testdata/routing/heldout.jsonl", "--no-examples", "--min-accuracy", "0.9")
-	if code != 0 || !strings.Contains(out, "top-1 accuracy") || !strings.Contains(out, "plain BM25") {
+	if code != 0 || !strings.Contains(out, "top-1 accuracy") || !strings.Contains(out, "BM25+stemming") {
 		t.Fatalf("exit %d: %s", code, out)
 	}
 	out, code = run(t, "route", "eval", "--skills", routingSkills, "--cases", "../../testdata/routing/heldout.jsonl", "--min-accuracy", "0.99")

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strings"
+
+	"github.com/kljensen/snowball/english"
 
 	"github.com/skillbus/skillbus/pkg/skill"
 )
@@ -17,6 +20,9 @@ import (
 type Case struct {
 	Query  string `json:"query"`
 	Expect string `json:"expect"`
+	// Any lists every skill that counts as right when a request has several (an
+	// expect list in a cases file); Expect is the first of them.
+	Any []string `json:"-"`
 	// Origin says where the case comes from: a file:line, or skill/example.
 	Origin string `json:"-"`
 	// holdOut is the skill whose example this is; the example is left out of that
@@ -26,8 +32,9 @@ type Case struct {
 	negative bool
 }
 
-// ReadCases reads JSONL cases: one {"query": "...", "expect": "name" | null} a line;
-// blank lines and lines starting with # are skipped. Errors name the line.
+// ReadCases reads JSONL cases: one {"query": "...", "expect": "name" | ["name", ...] |
+// null} a line (a list: any of those skills is right); blank lines and lines
+// starting with # are skipped. Errors name the line.
 func ReadCases(r io.Reader, name string) ([]Case, error) {
 	var out []Case
 	sc := bufio.NewScanner(r)
@@ -55,9 +62,14 @@ func ReadCases(r io.Reader, name string) ([]Case, error) {
 			return nil, fmt.Errorf("%s:%d: expect is missing; write null for a request no skill should take", name, n)
 		}
 		c := Case{Query: q, Origin: fmt.Sprintf("%s:%d", name, n)}
-		if string(exp) != "null" {
+		if t := strings.TrimSpace(string(exp)); strings.HasPrefix(t, "[") {
+			if err := json.Unmarshal(exp, &c.Any); err != nil || len(c.Any) == 0 || slices.Contains(c.Any, "") {
+				return nil, fmt.Errorf("%s:%d: expect must be a skill name, a non-empty list of them, or null, not %s", name, n, exp)
+			}
+			c.Expect = c.Any[0]
+		} else if t != "null" {
 			if err := json.Unmarshal(exp, &c.Expect); err != nil || c.Expect == "" {
-				return nil, fmt.Errorf("%s:%d: expect must be a skill name or null, not %s", name, n, exp)
+				return nil, fmt.Errorf("%s:%d: expect must be a skill name, a non-empty list of them, or null, not %s", name, n, exp)
 			}
 		}
 		out = append(out, c)
@@ -111,10 +123,13 @@ type Summary struct {
 	NoMatchPrecision float64 `json:"no_match_precision"`
 	OffTopicRejected float64 `json:"off_topic_rejected"`
 	OffTopic         int     `json:"off_topic"`
-	// Baseline figures: plain BM25 over name and description, no stemming, no stop
-	// words, no threshold (a request matching no word gets no skill).
-	BaselineTop1    float64 `json:"baseline_top1"`
-	BaselineRecall5 float64 `json:"baseline_recall5"`
+	// Baseline figures: Okapi BM25 over name and description (see Baseline), with
+	// no threshold: a request matching no word gets no skill. BaselineStem is the
+	// same with words stemmed.
+	BaselineTop1        float64 `json:"baseline_top1"`
+	BaselineRecall5     float64 `json:"baseline_recall5"`
+	BaselineStemTop1    float64 `json:"baseline_stem_top1"`
+	BaselineStemRecall5 float64 `json:"baseline_stem_recall5"`
 	// Confused counts misses by "expected -> got".
 	Confused []Confusion `json:"confused,omitempty"`
 }
@@ -126,13 +141,32 @@ type Confusion struct {
 	Count  int    `json:"count"`
 }
 
+// right reports whether name is a right answer to c.
+func (c *Case) right(name string) bool {
+	if len(c.Any) > 0 {
+		return slices.Contains(c.Any, name)
+	}
+	return name == c.Expect
+}
+
+// rankOf is the position of the first right answer in ranked, or -1.
+func (c *Case) rankOf(ranked []string) int {
+	for i, n := range ranked {
+		if c.right(n) {
+			return i
+		}
+	}
+	return -1
+}
+
 // Evaluate routes every case and sums up. Cases from skill examples are routed with
 // that example left out of its skill.
 func Evaluate(x *Selector, cases []Case, env Env) ([]Result, Summary) {
-	base := NewBaseline(x.Skills())
+	skills := x.Skills()
+	base, stem := NewBaseline(skills, false), NewBaseline(skills, true)
 	results := make([]Result, 0, len(cases))
 	var sum Summary
-	var pos, r3, r5, nulls, nullsOK, routedNone, b1, b5 int
+	var pos, r3, r5, nulls, nullsOK, routedNone, b1, b5, s1, s5 int
 	conf := map[[2]string]int{}
 	for _, c := range cases {
 		var restore *skill.Skill
@@ -170,10 +204,12 @@ func Evaluate(x *Selector, cases []Case, env Env) ([]Result, Summary) {
 		switch {
 		case c.negative:
 			r.OK = got != c.holdOut
+		case c.Expect == "":
+			r.OK = got == ""
 		default:
-			r.OK = got == c.Expect
+			r.OK = c.right(got)
 		}
-		bl := base.Search(c.Query, 5)
+		bl, sl := base.Search(c.Query, 5), stem.Search(c.Query, 5)
 		if len(bl) > 0 {
 			r.Baseline = &bl[0]
 		}
@@ -181,17 +217,23 @@ func Evaluate(x *Selector, cases []Case, env Env) ([]Result, Summary) {
 			// A negative example only says which skill must not take it.
 		} else if c.Expect != "" {
 			pos++
-			if idx := indexOf(r.Ranked, c.Expect); idx >= 0 && idx < 3 {
+			if i := c.rankOf(r.Ranked); i >= 0 && i < 3 {
 				r3++
 			}
-			if idx := indexOf(r.Ranked, c.Expect); idx >= 0 && idx < 5 {
+			if i := c.rankOf(r.Ranked); i >= 0 && i < 5 {
 				r5++
 			}
-			if len(bl) > 0 && bl[0] == c.Expect {
+			if i := c.rankOf(bl); i == 0 {
 				b1++
 			}
-			if indexOf(bl, c.Expect) >= 0 {
+			if c.rankOf(bl) >= 0 {
 				b5++
+			}
+			if i := c.rankOf(sl); i == 0 {
+				s1++
+			}
+			if c.rankOf(sl) >= 0 {
+				s5++
 			}
 		} else {
 			nulls++
@@ -200,6 +242,9 @@ func Evaluate(x *Selector, cases []Case, env Env) ([]Result, Summary) {
 			}
 			if len(bl) == 0 {
 				b1++
+			}
+			if len(sl) == 0 {
+				s1++
 			}
 		}
 		if got == "" && !c.negative {
@@ -225,6 +270,7 @@ func Evaluate(x *Selector, cases []Case, env Env) ([]Result, Summary) {
 	sum.NoMatchPrecision = ratio(nullsOK, routedNone)
 	sum.OffTopicRejected, sum.OffTopic = ratio(nullsOK, nulls), nulls
 	sum.BaselineTop1, sum.BaselineRecall5 = ratio(b1, scored), ratio(b5, pos)
+	sum.BaselineStemTop1, sum.BaselineStemRecall5 = ratio(s1, scored), ratio(s5, pos)
 	for k, n := range conf {
 		sum.Confused = append(sum.Confused, Confusion{Expect: k[0], Got: k[1], Count: n})
 	}
@@ -235,7 +281,8 @@ func Evaluate(x *Selector, cases []Case, env Env) ([]Result, Summary) {
 		}
 		return a.Expect+a.Got < b.Expect+b.Got
 	})
-	for _, f := range []*float64{&sum.Top1, &sum.Recall3, &sum.Recall5, &sum.NoMatchPrecision, &sum.OffTopicRejected, &sum.BaselineTop1, &sum.BaselineRecall5} {
+	for _, f := range []*float64{&sum.Top1, &sum.Recall3, &sum.Recall5, &sum.NoMatchPrecision, &sum.OffTopicRejected,
+		&sum.BaselineTop1, &sum.BaselineRecall5, &sum.BaselineStemTop1, &sum.BaselineStemRecall5} {
 		*f = math.Round(*f*1000) / 1000
 	}
 	return results, sum
@@ -255,15 +302,6 @@ func ratio(a, b int) float64 {
 	return float64(a) / float64(b)
 }
 
-func indexOf(xs []string, s string) int {
-	for i, x := range xs {
-		if x == s {
-			return i
-		}
-	}
-	return -1
-}
-
 func without(xs []string, s string) []string {
 	out := make([]string, 0, len(xs))
 	for _, x := range xs {
@@ -274,10 +312,21 @@ func without(xs []string, s string) []string {
 	return out
 }
 
-// Baseline is plain BM25 over each skill's name and description: lowercase words,
-// no stemming, no stop words, no typo tolerance, no threshold. It is what the router
-// is measured against.
+// BaselineK1, BaselineB and BaselineTokens describe the baseline, for reports.
+const (
+	BaselineK1     = 1.2
+	BaselineB      = 0.75
+	BaselineTokens = "lower-cased runs of letters and digits of name + description; no stop words removed; idf = ln(1 + (N - df + 0.5) / (df + 0.5))"
+)
+
+// Baseline is standard Okapi BM25 over each skill's name and description, as a
+// search library would rank them: k1 1.2, b 0.75, the text split into lower-cased
+// runs of letters and digits (Words), every word kept, Lucene's idf, each query word
+// counted as often as it occurs. With stemming, words of ASCII letters are reduced
+// by the Snowball English stemmer. It has no threshold and no typo tolerance. It is
+// what the router is measured against.
 type Baseline struct {
+	stem  bool
 	docs  []map[string]int
 	lens  []int
 	names []string
@@ -285,13 +334,13 @@ type Baseline struct {
 	avg   float64
 }
 
-// NewBaseline indexes skills.
-func NewBaseline(skills []*skill.Skill) *Baseline {
-	b := &Baseline{df: map[string]int{}}
+// NewBaseline indexes skills; stem stems their words.
+func NewBaseline(skills []*skill.Skill, stem bool) *Baseline {
+	b := &Baseline{stem: stem, df: map[string]int{}}
 	total := 0
 	for _, s := range skills {
 		tf := map[string]int{}
-		ws := strings.Fields(strings.ToLower(s.Name + " " + s.Description))
+		ws := b.tokens(s.Name + " " + s.Description)
 		for _, w := range ws {
 			tf[w]++
 		}
@@ -307,15 +356,23 @@ func NewBaseline(skills []*skill.Skill) *Baseline {
 	return b
 }
 
-// Search returns the k best skill names for text.
-func (b *Baseline) Search(text string, k int) []string {
-	type hit struct {
-		name  string
-		score float64
+func (b *Baseline) tokens(text string) []string {
+	ws := Words(text)
+	if b.stem {
+		for i, w := range ws {
+			if isASCIILetters(w) {
+				ws[i] = english.Stem(w, false)
+			}
+		}
 	}
-	var hits []hit
-	qs := strings.Fields(strings.ToLower(text))
+	return ws
+}
+
+// Scores returns every skill's BM25 score for text, in the order indexed.
+func (b *Baseline) Scores(text string) []float64 {
+	qs := b.tokens(text)
 	N := float64(len(b.docs))
+	out := make([]float64, len(b.docs))
 	for i, tf := range b.docs {
 		var s float64
 		for _, q := range qs {
@@ -323,10 +380,32 @@ func (b *Baseline) Search(text string, k int) []string {
 			if f == 0 {
 				continue
 			}
-			df := float64(b.df[q])
-			idf := math.Log(1 + (N-df+0.5)/(df+0.5))
-			s += idf * f * (bm25K1 + 1) / (f + bm25K1*(1-bm25B+bm25B*float64(b.lens[i])/b.avg))
+			s += okapi(f, float64(b.df[q]), N, float64(b.lens[i]), b.avg, BaselineK1, BaselineB, luceneIDF)
 		}
+		out[i] = s
+	}
+	return out
+}
+
+// okapi is one query term's Okapi BM25 score in one document: tf its count there,
+// df the documents holding it, n the documents, dl the document's length and avgdl
+// the average.
+func okapi(tf, df, n, dl, avgdl, k1, b float64, idf func(n, df float64) float64) float64 {
+	return idf(n, df) * tf * (k1 + 1) / (tf + k1*(1-b+b*dl/avgdl))
+}
+
+// luceneIDF is Lucene's (and bleve's) BM25 idf, which stays positive for terms in
+// most documents.
+func luceneIDF(n, df float64) float64 { return math.Log(1 + (n-df+0.5)/(df+0.5)) }
+
+// Search returns the k best skill names for text.
+func (b *Baseline) Search(text string, k int) []string {
+	type hit struct {
+		name  string
+		score float64
+	}
+	var hits []hit
+	for i, s := range b.Scores(text) {
 		if s > 0 {
 			hits = append(hits, hit{b.names[i], s})
 		}

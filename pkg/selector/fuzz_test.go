@@ -1,6 +1,7 @@
 package selector_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -48,6 +49,7 @@ func FuzzRouteText(f *testing.F) {
 func FuzzReadCases(f *testing.F) {
 	f.Add(`{"query":"a","expect":null}`)
 	f.Add(`{"query":"a","expect":"b"}` + "\n#x\n")
+	f.Add(`{"query":"a","expect":["b","c"]}`)
 	f.Fuzz(func(t *testing.T, in string) {
 		cs, err := selector.ReadCases(strings.NewReader(in), "f")
 		if err != nil {
@@ -56,6 +58,9 @@ func FuzzReadCases(f *testing.F) {
 		for _, c := range cs {
 			if strings.TrimSpace(c.Query) == "" {
 				t.Fatalf("empty query accepted: %+v", c)
+			}
+			if len(c.Any) > 0 && (c.Expect != c.Any[0] || slices.Contains(c.Any, "")) {
+				t.Fatalf("expect list read as %+v", c)
 			}
 		}
 	})

@@ -250,8 +250,8 @@ func TestHeldOutRouting(t *testing.T) {
 	if s.Top1 < 0.9 || s.OffTopicRejected < 5.0/6 {
 		t.Errorf("top-1 %.3f (want ≥ 0.9), off-topic rejected %.3f (want ≥ 5/6)", s.Top1, s.OffTopicRejected)
 	}
-	if s.Top1 < s.BaselineTop1+0.15 || s.Recall5 < s.BaselineRecall5+0.1 {
-		t.Errorf("router %.3f/%.3f does not beat plain BM25 %.3f/%.3f clearly", s.Top1, s.Recall5, s.BaselineTop1, s.BaselineRecall5)
+	if s.Top1 < s.BaselineStemTop1+0.1 || s.Recall5 < s.BaselineStemRecall5+0.03 {
+		t.Errorf("router %.3f/%.3f does not beat BM25+stemming %.3f/%.3f clearly", s.Top1, s.Recall5, s.BaselineStemTop1, s.BaselineStemRecall5)
 	}
 }
 
@@ -260,7 +260,8 @@ func TestReadCasesErrors(t *testing.T) {
 	for in, want := range map[string]string{
 		`{"query":"a"}`:                     "c.jsonl:1: expect is missing",
 		"\n{\"expect\":null}":               "c.jsonl:2: query must be",
-		`{"query":"a","expect":3}`:          "expect must be a skill name or null",
+		`{"query":"a","expect":3}`:          "expect must be a skill name, a non-empty list of them, or null",
+		`{"query":"a","expect":[]}`:         "expect must be a skill name, a non-empty list of them, or null",
 		`{"query":"a","expect":null,"x":1}`: `unknown field "x"`,
 		`{`:                                 "c.jsonl:1:",
 	} {
@@ -269,8 +270,8 @@ func TestReadCasesErrors(t *testing.T) {
 			t.Errorf("%s: err = %v, want %q", in, err, want)
 		}
 	}
-	cs, err := selector.ReadCases(strings.NewReader("# comment\n{\"query\":\"a\",\"expect\":null}\n{\"query\":\"b\",\"expect\":\"x\"}\n"), "c")
-	if err != nil || len(cs) != 2 || cs[0].Expect != "" || cs[1].Expect != "x" {
+	cs, err := selector.ReadCases(strings.NewReader("# comment\n{\"query\":\"a\",\"expect\":null}\n{\"query\":\"b\",\"expect\":\"x\"}\n{\"query\":\"c\",\"expect\":[\"y\",\"z\"]}\n"), "c")
+	if err != nil || len(cs) != 3 || cs[0].Expect != "" || cs[1].Expect != "x" || cs[2].Expect != "y" || !reflect.DeepEqual(cs[2].Any, []string{"y", "z"}) {
 		t.Fatalf("cases %+v, err %v", cs, err)
 	}
 }
@@ -343,5 +344,20 @@ func TestPhraseTriggersRoute(t *testing.T) {
 			}
 		}
 		t.Errorf("top-1 %.3f (want ≥ 0.96), off-topic rejected %.3f (want all)", s.Top1, s.OffTopicRejected)
+	}
+}
+
+// A case that lists several skills is right when any of them is primary, and
+// recalled when any is among the first five; the baselines count the same way.
+func TestEvaluateAnyOf(t *testing.T) {
+	t.Parallel()
+	x := newSel(t, selector.Config{}, allSkills...)
+	cases := []selector.Case{
+		{Query: "summarize the pdf", Expect: "meeting-notes", Any: []string{"meeting-notes", "pdf-summarizer"}},
+		{Query: "summarize the pdf", Expect: "weather", Any: []string{"weather"}},
+	}
+	res, s := selector.Evaluate(x, cases, selector.Env{})
+	if !res[0].OK || res[1].OK || s.Top1 != 0.5 || s.BaselineTop1 != 0.5 || s.BaselineStemTop1 != 0.5 {
+		t.Fatalf("results %+v, summary %+v", res, s)
 	}
 }
