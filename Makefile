@@ -5,7 +5,7 @@ SKILLS ?= testdata/skills
 BENCH_FLAGS ?=
 CHAOS_FLAGS ?=
 
-.PHONY: test-ui test-cluster test-all run test bench chaos build vet fuzz clean deploy-check
+.PHONY: test-ui test-cluster test-all run test bench chaos build vet fuzz clean deploy-check eval
 
 ## run: start everything (embedded NATS, registry, router, workers) with the example skills
 run:
@@ -47,6 +47,18 @@ test-ui:
 ## bench: throughput and latency against bare JetStream doing the same persisted hops
 bench:
 	$(GO) run ./cmd/skillbus bench $(BENCH_FLAGS)
+
+## eval: routing quality, router beside Okapi BM25 and BM25+stemming, on every labelled set:
+## the project's own (testdata/routing, its held-out half), the phrase-trigger catalog, and
+## each public data set of testdata/routing/public in its tuning and held-out halves
+EVAL_BIN := $(CURDIR)/.test-output/skillbus-eval
+eval:
+	@mkdir -p $(dir $(EVAL_BIN)) && $(GO) build -o $(EVAL_BIN) ./cmd/skillbus
+	@echo "== testdata/routing heldout"; $(EVAL_BIN) route eval --skills testdata/routing/skills --cases testdata/routing/heldout.jsonl --no-examples | sed -n '3,9p'
+	@echo "== testdata/routing/seedstyle"; $(EVAL_BIN) route eval --skills testdata/routing/seedstyle/skills --cases testdata/routing/seedstyle/cases.jsonl | sed -n '3,9p'
+	@for set in testdata/routing/public/*/; do for half in tune heldout; do \
+	  echo "== $$set $$half"; $(EVAL_BIN) route eval --skills $${set}skills --cases $${set}$$half.jsonl --no-examples | sed -n '3,9p'; \
+	done; done
 
 ## chaos: 10,000 side-effecting triggers through a real fleet while every kind of process is killed
 ## (not part of test; minutes long). Tune with CHAOS_FLAGS, e.g. CHAOS_FLAGS="-triggers 500 -seed 7"
