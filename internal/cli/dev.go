@@ -128,17 +128,27 @@ persisted is lost, and the next start carries on where this one stopped.`,
 			}
 			stops := []func(context.Context){}
 			for i := range workers {
+				// Names are numbered, --name's too: each worker is a service of its own.
 				f := wf
-				if f.name == "" {
+				base := wf.name
+				if base == "" {
 					h, _ := os.Hostname()
-					f.name = fmt.Sprintf("%s-dev-%d", h, i+1)
+					base = h + "-dev"
 				}
+				f.name = fmt.Sprintf("%s-%d", base, i+1)
 				stop, err := startWorker(ctx, b, log, f, tb, tel)
 				if err != nil {
 					shutdown(log, append([]func(context.Context){stopRouter}, stops...)...)
 					return err
 				}
-				stops = append(stops, stop)
+				// Each worker is a skillbus-worker micro service, as a worker process is:
+				// nats micro ls lists it, skillbus.worker.<name>.status answers.
+				svc, err := serveWorker(ctx, b, f, tb)
+				if err != nil {
+					shutdown(log, append([]func(context.Context){stopRouter, stop}, stops...)...)
+					return err
+				}
+				stops = append(stops, func(ctx context.Context) { _ = svc.Stop(); stop(ctx) })
 			}
 			if wf.repair {
 				stop, err := startRepair(ctx, b, log, wf, tb, tel.Metrics)
