@@ -26,6 +26,7 @@ type gatewayFlags struct {
 	// alone, the router's in dev.
 	maxEvent int
 	maxWait  time.Duration
+	publish  time.Duration
 	getenv   Env
 }
 
@@ -41,13 +42,14 @@ func (gf *gatewayFlags) register(cmd *cobra.Command, getenv Env) {
 	f.StringVar(&gf.hooks, "hooks", getenv("SKILLBUS_GATEWAY_HOOKS"), "YAML file of webhooks served at /hooks/<name> ($SKILLBUS_GATEWAY_HOOKS; see docs/events.md)")
 	f.Int64Var(&gf.maxBody, "max-body", 1<<20, "largest request body in bytes")
 	f.DurationVar(&gf.maxWait, "max-wait", 5*time.Minute, "longest ?wait= a request may ask for")
+	f.DurationVar(&gf.publish, "publish-timeout", 10*time.Second, "how long a request's events are sent again while JetStream cannot take them (a leader election, a server restart); then 503 with Retry-After")
 }
 
 // start listens on addr and serves the gateway on b until ctx ends. Without a token
 // or a secret anyone who can reach it may start skills, so it must then listen on a
 // loopback address only.
 func (gf *gatewayFlags) start(ctx context.Context, addr string, b *bus.Bus, log *slog.Logger) (net.Addr, <-chan error, error) {
-	cfg := gateway.Config{Bus: b, Tokens: gf.tokens, Secret: gf.secret, MaxBodyBytes: gf.maxBody, MaxEventBytes: gf.maxEvent, MaxWait: gf.maxWait, Log: log}
+	cfg := gateway.Config{Bus: b, Tokens: gf.tokens, Secret: gf.secret, MaxBodyBytes: gf.maxBody, MaxEventBytes: gf.maxEvent, MaxWait: gf.maxWait, PublishTimeout: gf.publish, Log: log}
 	if gf.hooks != "" {
 		hooks, err := gateway.LoadHooks(gf.hooks, gf.getenv)
 		if err != nil {

@@ -48,6 +48,11 @@ type Config struct {
 	MaxBatch int
 	// MaxWait caps ?wait=; default 5 minutes.
 	MaxWait time.Duration
+	// PublishTimeout bounds how long one request's events are sent again while
+	// JetStream cannot take them (no responders while a stream elects a leader or a
+	// server restarts, an unanswered publish); default 10 seconds, and never past the
+	// request's own deadline. Then the answer is 503 with Retry-After.
+	PublishTimeout time.Duration
 	// Log receives a line per rejected request and per publish failure; default
 	// slog.Default().
 	Log *slog.Logger
@@ -86,6 +91,12 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	if cfg.MaxWait == 0 {
 		cfg.MaxWait = 5 * time.Minute
+	}
+	if cfg.PublishTimeout == 0 {
+		cfg.PublishTimeout = 10 * time.Second
+	}
+	if cfg.PublishTimeout < 0 {
+		return nil, errors.New("gateway: PublishTimeout must not be negative")
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
@@ -356,15 +367,25 @@ func (g *Gateway) publish(w http.ResponseWriter, r *http.Request, evs []event.Ev
 			return
 		}
 	}
+	// Every event is sent again, under the same message id, while JetStream cannot
+	// take it, until the request's publish deadline.
+	deadline := time.Now().Add(g.cfg.PublishTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
 	for i := range evs {
 		e := &evs[i]
 		subject, pctx, span := msgs[i].Subject, pctxs[i], spans[i]
-		ack, err := g.cfg.Bus.JS.PublishMsg(pctx, msgs[i])
+		ack, err := g.publishRetrying(pctx, msgs[i], deadline)
 		telemetry.End(span, err)
 		if err != nil {
 			telemetry.EndAll(spans[i+1:], err)
 			g.cfg.Log.Error("gateway: publish", "subject", subject, "id", e.ID(), "err", err)
-			g.fail(w, r, http.StatusServiceUnavailable, fmt.Errorf("publishing event %s: %v (%d of %d published before it)", e.ID(), err, i, len(evs)))
+			if ctx.Err() != nil {
+				return // the client went away
+			}
+			w.Header().Set("Retry-After", "1")
+			g.fail(w, r, http.StatusServiceUnavailable, fmt.Errorf("publishing event %s: %v (%d of %d published before it; send them all again: the ones published are recognised as duplicates)", e.ID(), err, i, len(evs)))
 			return
 		}
 		out[i] = Accepted{ID: e.ID(), Source: e.Source(), Type: e.Type(), ActivationID: events.ActivationID(e.Source(), e.ID()),
@@ -400,4 +421,52 @@ func (g *Gateway) publish(w http.ResponseWriter, r *http.Request, evs []event.Ev
 		return
 	}
 	writeJSON(w, code, out[0])
+}
+
+// publishRetrying publishes m, sending it again while JetStream cannot take it —
+// no responders (a stream electing a leader, a server restarting), or no answer
+// in time — until deadline. The message id makes a repeat that was stored after
+// all a duplicate.
+func (g *Gateway) publishRetrying(ctx context.Context, m *nats.Msg, deadline time.Time) (*jetstream.PubAck, error) {
+	delay := 50 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		until := time.Now().Add(publishAttemptTimeout)
+		if deadline.Before(until) {
+			until = deadline
+		}
+		actx, cancel := context.WithDeadline(ctx, until)
+		ack, err := g.cfg.Bus.JS.PublishMsg(actx, m)
+		cancel()
+		if err == nil || !unavailable(err) || ctx.Err() != nil || time.Now().Add(delay).After(deadline) {
+			return ack, err
+		}
+		g.cfg.Log.Warn("gateway: JetStream did not take the event; sending it again", "subject", m.Subject, "attempt", attempt, "retry_in", delay, "err", err)
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+		delay = min(2*delay, time.Second)
+	}
+}
+
+// publishAttemptTimeout bounds one attempt: a publish to a leader that died is
+// never answered.
+const publishAttemptTimeout = 2 * time.Second
+
+// unavailable reports whether a publish failed because JetStream could not take
+// it just then, rather than because it refused the message.
+func unavailable(err error) bool {
+	var apiErr *jetstream.APIError
+	switch {
+	case errors.Is(err, nats.ErrNoResponders), errors.Is(err, jetstream.ErrNoStreamResponse),
+		errors.Is(err, nats.ErrTimeout), errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, nats.ErrConnectionReconnecting), errors.Is(err, nats.ErrDisconnected):
+		return true
+	case errors.As(err, &apiErr):
+		return apiErr.Code == http.StatusServiceUnavailable // cluster or stream not available
+	}
+	return false
 }
