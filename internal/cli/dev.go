@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"fmt"
 	"github.com/skillbus/skillbus/events"
 	"io"
@@ -42,6 +44,12 @@ func devCommand(c *common, getenv Env, stderr io.Writer) *cobra.Command {
 the registry, a router and --workers workers, all in this process. The server listens on
 127.0.0.1:4222 by default, so 'skillbus trigger', the nats CLI and separately started
 workers can join it.
+
+On any other --host the server requires a user and password: $SKILLBUS_NATS_USER
+(default skillbus) and $SKILLBUS_NATS_PASSWORD if set, or else a password generated
+for this run and printed, with the export lines other commands need. Set
+$SKILLBUS_NATS_PASSWORD to require one on loopback too: there, without one, anything
+on this machine can administer JetStream, skills with network permission included.
 
 Skills come from --skills, or else from the discovery paths that exist: ./skills,
 ./.agents/skills, ./.claude/skills, ~/.agents/skills, ~/.claude/skills,
@@ -96,7 +104,11 @@ persisted is lost, and the next start carries on where this one stopped.`,
 				return err
 			}
 			defer stopTel()
-			srv, err := bus.StartEmbedded(bus.EmbedConfig{Host: host, Port: port, StoreDir: abs, SyncInterval: syncInterval})
+			auth, err := c.devAuth(host)
+			if err != nil {
+				return err
+			}
+			srv, err := bus.StartEmbedded(bus.EmbedConfig{Host: host, Port: port, StoreDir: abs, SyncInterval: syncInterval, User: c.user, Password: c.password})
 			if err != nil {
 				return err
 			}
@@ -162,7 +174,7 @@ persisted is lost, and the next start carries on where this one stopped.`,
 			for _, p := range wf.pools {
 				watchConsumer(tel, b, p, b.StreamJobs(), "worker-"+p)
 			}
-			fmt.Fprint(stderr, banner(srv.URL(), abs, roots, rep, workers))
+			fmt.Fprint(stderr, banner(srv.URL(), abs, roots, rep, workers, auth))
 			var gatewayDone <-chan error
 			if gatewayAddr != "" {
 				var addr net.Addr
@@ -198,7 +210,7 @@ persisted is lost, and the next start carries on where this one stopped.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&host, "host", "127.0.0.1", "address the embedded NATS server listens on")
+	f.StringVar(&host, "host", "127.0.0.1", "address the embedded NATS server listens on; beyond loopback it requires a password ($SKILLBUS_NATS_PASSWORD, or one generated and printed)")
 	f.IntVar(&port, "port", 4222, "port of the embedded NATS server (-1: any free port)")
 	f.StringVar(&store, "store", ".skillbus", "directory of the JetStream files")
 	f.StringArrayVar(&roots, "skills", nil, "directory of skills (repeatable; the first definition of a name wins)")
@@ -224,11 +236,40 @@ func gatewayBanner(addr string) string {
 `, addr, addr)
 }
 
+// devAuth decides the embedded server's credentials: those of $SKILLBUS_NATS_USER
+// and $SKILLBUS_NATS_PASSWORD when the password is set; on a host other than
+// loopback without them, user skillbus and a password made now. It returns what
+// the banner says about them.
+func (c *common) devAuth(host string) (string, error) {
+	if c.password != "" {
+		if c.user == "" {
+			c.user = "skillbus"
+		}
+		return fmt.Sprintf("user %s, password from $SKILLBUS_NATS_PASSWORD", c.user), nil
+	}
+	c.user = "" // without a password, a user alone is no credential
+	if host == "" || loopback(net.JoinHostPort(host, "0")) {
+		return "", nil
+	}
+	b := make([]byte, 18)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("making a NATS password: %w", err)
+	}
+	c.user, c.password = "skillbus", base64.RawURLEncoding.EncodeToString(b)
+	return fmt.Sprintf("user %s, password generated for this run; in other terminals:\n              export SKILLBUS_NATS_USER=%s SKILLBUS_NATS_PASSWORD=%s",
+		c.user, c.user, c.password), nil
+}
+
 // banner tells the user what is running, what is wrong with their skills, and what
 // to try next.
-func banner(url, store string, roots []string, rep *registry.Report, workers int) string {
+func banner(url, store string, roots []string, rep *registry.Report, workers int, auth string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nskillbus dev is running\n  NATS      %s (JetStream store %s)\n", url, store)
+	if auth != "" {
+		fmt.Fprintf(&b, "            %s\n", auth)
+	} else {
+		b.WriteString("            no password: anything on this machine may administer it\n")
+	}
 	fmt.Fprintf(&b, "  skills    %d loaded from %s%s\n", len(rep.Loaded), strings.Join(roots, ", "), problems(rep.Diagnostics))
 	if n := len(rep.Loaded); n > 0 {
 		names := rep.Loaded[:min(n, 12)]

@@ -28,6 +28,10 @@ type EmbedConfig struct {
 	ServerName string
 	// Logging prints the server's own log lines.
 	Logging bool
+	// User and Password, when Password is set, are the only credentials the server
+	// takes (full permissions): a connection without them is refused. Default user
+	// "skillbus".
+	User, Password string
 }
 
 // Embedded is a running embedded server.
@@ -71,6 +75,12 @@ func StartEmbedded(cfg EmbedConfig) (*Embedded, error) {
 		MaxPayload:         8 << 20,
 		JetStreamMaxMemory: -1,
 		JetStreamMaxStore:  -1,
+	}
+	if cfg.Password != "" {
+		if cfg.User == "" {
+			cfg.User = "skillbus"
+		}
+		opts.Users = []*server.User{{Username: cfg.User, Password: cfg.Password}}
 	}
 	s, err := server.NewServer(opts)
 	if err != nil {
