@@ -239,21 +239,29 @@ func (r *recallSet) phrases(words []string) {
 	}
 }
 
-// lexical adds the keyword index's hits, their evidence scaled into intent.
+// lexical adds the keyword index's hits. Their BM25 scores order them: a hit's
+// intent is its BM25 relative to the best hit's, times how sure the best hit is
+// that the request is about this catalog at all (its share of the request's weight,
+// or its strength, mapped from IntentFloor to IntentFull).
 func (r *recallSet) lexical(text string) {
 	cfg := r.x.cfg
 	hits := r.x.idx.Search(text, Query{K: cfg.Recall, UnknownWeight: cfg.UnknownWeight, TypoDiscount: cfg.TypoDiscount})
+	if len(hits) == 0 {
+		return
+	}
+	top := hits[0]
+	ev := top.Coverage
+	if cfg.Strength > 0 {
+		ev = math.Max(ev, math.Min(1, top.Strength/cfg.Strength))
+	}
+	sure := clamp01((ev - cfg.IntentFloor) / (cfg.IntentFull - cfg.IntentFloor))
 	for _, h := range hits {
 		a := r.get(h.Name)
 		if a == nil {
 			continue
 		}
-		ev := h.Coverage
-		if cfg.Strength > 0 {
-			ev = math.Max(ev, math.Min(1, h.Strength/cfg.Strength))
-		}
-		ev *= 1 - cfg.Relative + cfg.Relative*h.BM25/hits[0].BM25
-		a.add(SourceLexical, clamp01((ev-cfg.IntentFloor)/(cfg.IntentFull-cfg.IntentFloor)), 0.6, "")
+		rel := h.BM25 / top.BM25
+		a.add(SourceLexical, sure*(1-cfg.Relative+cfg.Relative*rel), 0.6, "")
 		a.lex = h.BM25
 		a.matched = append(a.matched, h.Matched...)
 	}

@@ -6,10 +6,11 @@ import (
 	"sync"
 )
 
-// BM25 parameters: k1 saturates a term's repeats, b normalises for document length.
+// DefaultK1 and DefaultB are the keyword index's BM25 parameters: k1 saturates a
+// term's repeats, b normalises for document length.
 const (
-	bm25K1 = 1.2
-	bm25B  = 0.75
+	DefaultK1 = 1.2
+	DefaultB  = 0.75
 )
 
 // Fields is the text of one document of an Index, by field; Weights say how much a
@@ -22,6 +23,8 @@ type Fields struct {
 // text (BM25F in its simplest form). The zero value means DefaultWeights.
 type Weights struct {
 	Name, Description, Tags, Triggers, Capabilities, Examples float32
+	// K1 and B are BM25's parameters; 0 means DefaultK1 and DefaultB.
+	K1, B float64
 }
 
 // DefaultWeights favour a skill's name and tags over its prose, and its prose over
@@ -66,8 +69,15 @@ type posting struct {
 
 // NewIndex returns an empty index; w zero means DefaultWeights.
 func NewIndex(w Weights) *Index {
-	if w == (Weights{}) {
-		w = DefaultWeights
+	if w.Name == 0 && w.Description == 0 && w.Tags == 0 && w.Triggers == 0 && w.Capabilities == 0 && w.Examples == 0 {
+		w.Name, w.Description, w.Tags, w.Triggers, w.Capabilities, w.Examples = DefaultWeights.Name, DefaultWeights.Description,
+			DefaultWeights.Tags, DefaultWeights.Triggers, DefaultWeights.Capabilities, DefaultWeights.Examples
+	}
+	if w.K1 == 0 {
+		w.K1 = DefaultK1
+	}
+	if w.B == 0 {
+		w.B = DefaultB
 	}
 	return &Index{w: w, byName: map[string]int32{}, postings: map[string][]posting{}, words: map[string]*word{}, deletes: map[string][]string{}}
 }
@@ -345,13 +355,14 @@ func (x *Index) Search(text string, q Query) []Hit {
 		df := float64(len(ps))
 		idf := math.Log(1 + (N-df+0.5)/(df+0.5))
 		mass += idf
-		k := bm25K1 * (1 - bm25B)
-		kl := bm25K1 * bm25B / avg
+		k1, b := x.w.K1, x.w.B
+		k := k1 * (1 - b)
+		kl := k1 * b / avg
 		w := qt.disc * idf
 		acc := s.acc
 		for _, p := range ps {
 			tf := float64(p.tf)
-			part := tf * (bm25K1 + 1) / (tf + k + kl*float64(p.len))
+			part := tf * (k1 + 1) / (tf + k + kl*float64(p.len))
 			a := &acc[p.doc]
 			if a.cover == 0 {
 				s.touched = append(s.touched, p.doc)

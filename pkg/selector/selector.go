@@ -79,13 +79,14 @@ type Config struct {
 	Recall int
 	// UnknownWeight and TypoDiscount tune the keyword index (see Query).
 	UnknownWeight, TypoDiscount float64
-	// Relative is the share of lexical intent that comes from a candidate's BM25
-	// relative to the best hit; the rest is its coverage of the request. 0 means 0.5;
-	// negative means none.
+	// Relative is how much a keyword hit's BM25 relative to the best hit's lowers its
+	// intent below the best hit's: intent = sure × (1 − Relative + Relative × BM25 /
+	// best BM25), so hits keep the index's order. 0 means 0.5; negative means none.
 	Relative float64
-	// IntentFloor and IntentFull map lexical evidence to intent: evidence at or below
-	// the floor is intent 0, at or above full is 1, linear between. 0 means 0.05 and
-	// 0.6 (tuned on the tuning half of testdata/routing).
+	// IntentFloor and IntentFull map the best keyword hit's evidence (its coverage of
+	// the request, or its strength) to how sure the index is that the request is for
+	// this catalog: at or below the floor 0, at or above full 1, linear between. 0
+	// means 0.05 and 0.6.
 	IntentFloor, IntentFull float64
 	// Strength is how many perfectly rare matched terms make full lexical evidence
 	// on their own, however many unknown words the request holds; 0 means 1.5,

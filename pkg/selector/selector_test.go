@@ -361,3 +361,17 @@ func TestEvaluateAnyOf(t *testing.T) {
 		t.Fatalf("results %+v, summary %+v", res, s)
 	}
 }
+
+// The keyword index's own BM25 order ranks skills the request fits equally well by
+// coverage: a short description about the words beats a long one that mentions
+// them, whatever their names.
+func TestLexicalRankFollowsBM25(t *testing.T) {
+	t.Parallel()
+	long := sk("a-image-tool", "Resize an image, and also crop, rotate, watermark, compress, convert and annotate photos, scans, screenshots and diagrams of every format.")
+	short := sk("z-image-resizer", "Resize an image.")
+	x := newSel(t, selector.Config{}, long, short)
+	d := decide(t, x, selector.Request{Text: "resize this image"}, selector.Env{})
+	if d.Primary != "z-image-resizer" || len(d.Candidates) != 2 || d.Candidates[0].Score <= d.Candidates[1].Score {
+		t.Fatalf("primary %q, candidates %+v", d.Primary, d.Candidates)
+	}
+}
