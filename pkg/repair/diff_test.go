@@ -2,6 +2,7 @@ package repair_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/skillbus/skillbus/pkg/repair"
@@ -49,4 +50,16 @@ func FuzzApply(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestNewNames(t *testing.T) {
+	before := repair.Files{"skill.yaml": "inputs:\n  - name: user_name\nsteps:\n  - id: a\n    args: {text: \"{{ inputs.usr_name }}\"}\n"}
+	fixed := repair.Files{"skill.yaml": strings.Replace(before["skill.yaml"], "usr_name", "user_name", 1)}
+	if got := repair.NewNames(before, fixed); len(got) != 0 {
+		t.Fatalf("a name the skill declares is new: %v", got)
+	}
+	steered := repair.Files{"skill.yaml": strings.Replace(before["skill.yaml"], "usr_name", "attacker_field", 1)}
+	if got := repair.NewNames(before, steered); len(got) != 1 || got[0] != "attacker_field" {
+		t.Fatalf("got %v, want [attacker_field]", got)
+	}
 }

@@ -7,9 +7,46 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
+	"slices"
+	"sort"
 
 	"github.com/skillbus/skillbus/pkg/failure"
 )
+
+// FromData returns the names around fault f — the name it failed on and the names
+// the failing step saw — that occur in data (a trigger's JSON), as a key or inside
+// a value: names whoever sent the trigger chose. A patch that writes one of them
+// and is new to the skill waits for a person's approval, whatever the skill's
+// repair mode (see Diagnosis.FromTrigger).
+func FromData(data []byte, f *failure.Fault) []string {
+	if len(data) == 0 {
+		return nil
+	}
+	words := map[string]bool{}
+	for _, w := range nameRE.FindAll(data, -1) {
+		words[string(w)] = true
+	}
+	var out []string
+	for _, n := range append([]string{f.Name}, f.Have...) {
+		if n != "" && words[n] && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Held returns the names of p that are new to the skill and came from the
+// trigger's data: when any, the patch is not applied without approval.
+func (p *Patch) Held(d *Diagnosis) []string {
+	var out []string
+	for _, n := range p.NewNames {
+		if slices.Contains(d.FromTrigger, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
 
 // Diagnosis is what a repair job says about a failure: which skill version, which
 // fault, the error, and what the failing step saw (redacted and cut to size).
@@ -24,6 +61,9 @@ type Diagnosis struct {
 	// Seen is what the failing step saw, as JSON: the names and values around the
 	// fault, with secrets redacted and long values cut.
 	Seen json.RawMessage `json:"seen,omitempty"`
+	// FromTrigger are the names around the fault that the trigger's data holds
+	// (FromData): a sender's choice, which auto-repair never writes by itself.
+	FromTrigger []string `json:"from_trigger,omitempty"`
 }
 
 // Fingerprint identifies one fault of one skill version: executions failing with
@@ -82,6 +122,41 @@ type Patch struct {
 	Stats   Stats  `json:"stats"`
 	// Files are the patched files (not serialised: the diff says it all).
 	Files Files `json:"-"`
+	// NewNames are the names the patch writes that appear nowhere in the skill's
+	// files before it (see NewNames).
+	NewNames []string `json:"new_names,omitempty"`
+}
+
+var nameRE = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
+
+// NewNames returns, sorted, the names (identifier-like words) in the files after
+// changes that occur in no file of before. A repairer takes the names it writes
+// from what the failing run saw (the keys of a tool's reply, of a trigger's data):
+// a name the skill does not already contain came from there.
+func NewNames(before, after Files) []string {
+	known := map[string]bool{}
+	for _, text := range before {
+		for _, n := range nameRE.FindAllString(text, -1) {
+			known[n] = true
+		}
+	}
+	found := map[string]bool{}
+	for p, text := range after {
+		if before[p] == text {
+			continue
+		}
+		for _, n := range nameRE.FindAllString(text, -1) {
+			if !known[n] {
+				found[n] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(found))
+	for n := range found {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // ErrNoProposal: a repairer has nothing to propose for this diagnosis.
@@ -152,7 +227,7 @@ func check(ctx context.Context, skill string, files Files, diff string, validate
 			return nil, fmt.Errorf("repair: the patched skill does not validate: %w", err)
 		}
 	}
-	return &Patch{Diff: diff, Stats: st, Files: patched}, nil
+	return &Patch{Diff: diff, Stats: st, Files: patched, NewNames: NewNames(files, patched)}, nil
 }
 
 // BudgetKey identifies a skill and fault across versions: the attempts of every

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -27,6 +28,10 @@ type Repair struct {
 }
 
 func (Repair) decision() {}
+
+// maxRepairedRuns bounds how many repaired versions one execution runs on: as many
+// as one fault's repair budget has attempts.
+var maxRepairedRuns = repair.Budget{}.WithDefaults().MaxAttempts
 
 // maxSeen bounds the values of a repair job's diagnosis.
 const maxSeen = 4 << 10
@@ -72,6 +77,13 @@ func (w *Worker) repair(ctx context.Context, j *job, d Repair) error {
 		w.cfg.Metrics.Repair(ctx, j.skill.Name, telemetry.RepairNoImprovement)
 		return w.fail(ctx, j, d.Step, d.Err)
 	}
+	if jr := j.data.Repair; jr != nil && jr.Attempts >= maxRepairedRuns {
+		// Repairs that undo each other (A→B→A) would park and release it for ever.
+		reason := fmt.Sprintf("it ran on %d repaired versions already and failed on each; the limit is %d", jr.Attempts, maxRepairedRuns)
+		w.emit(j, events.TypeRepairSkipped, "", events.RepairProgress{ExecutionID: j.data.ExecutionID, Skill: j.skill.Name, Reason: reason})
+		w.cfg.Metrics.Repair(ctx, j.skill.Name, telemetry.RepairSkipped)
+		return w.fail(ctx, j, d.Step, d.Err)
+	}
 	kv, err := w.repairsKV(ctx)
 	if err != nil {
 		return err
@@ -90,7 +102,8 @@ func (w *Worker) repair(ctx context.Context, j *job, d Repair) error {
 	if _, err := kv.Put(ctx, service.ParkedKey(id, j.data.ExecutionID), parked); err != nil {
 		return err
 	}
-	diag := repair.Diagnosis{ID: id, Skill: j.skill.Name, Version: j.data.Skill.Version, Digest: j.skill.Digest, Fault: *f, Error: d.Err.Error(), Seen: seen(f)}
+	diag := repair.Diagnosis{ID: id, Skill: j.skill.Name, Version: j.data.Skill.Version, Digest: j.skill.Digest, Fault: *f, Error: d.Err.Error(), Seen: seen(f),
+		FromTrigger: repair.FromData(j.data.Inputs, f)}
 	rec, created, err := service.Create(ctx, kv, &service.Record{
 		ID: id, Skill: j.skill.Name, Status: service.StatusRequested, Diagnosis: diag, BudgetKey: bkey,
 		Auto: j.skill.Repair == skill.RepairAuto, Created: time.Now().UTC(), Updated: time.Now().UTC(),

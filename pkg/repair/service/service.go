@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -267,6 +268,13 @@ func (s *Service) diagnose(ctx context.Context, msg jetstream.Msg, d *repair.Dia
 		return s.end(ctx, d.ID, StatusFailed, "", reason)
 	}
 	auto := s.cfg.Auto || rec.Auto
+	if held := patch.Held(d); auto && len(held) > 0 {
+		// A name the sender of the trigger chose is never written unseen.
+		auto = false
+		patch.Summary += fmt.Sprintf(" (waits for approval although repair is automatic: it writes %s, new to the skill and taken from the trigger's data)", strings.Join(held, ", "))
+		s.cfg.Log.Warn("repair service: automatic repair held for approval: the patch writes names from the trigger's data",
+			"repair", d.ID, "skill", d.Skill, "names", held)
+	}
 	expires := time.Now().Add(s.cfg.Expiry).UTC()
 	if err := b.Wait(ctx); err != nil {
 		return err

@@ -149,6 +149,7 @@ func setupWith(t *testing.T, skills map[string]string, repairers []repair.Repair
 			return map[string]any{"title": "Fix the build", "body": "it is red", "call": f.fetches.Add(1)}, nil
 		}),
 		tool.Func("broken", func(context.Context, tool.Call) (any, error) { return nil, failure.Fatalf("permission denied") }),
+		tool.Func("mirror", func(_ context.Context, c tool.Call) (any, error) { return c.Args["data"], nil }),
 		tool.Func("vague", func(context.Context, tool.Call) (any, error) { return nil, failure.Repair("bad parameter somewhere") }),
 	)
 	if err != nil {
@@ -468,5 +469,93 @@ func TestNotRepairable(t *testing.T) {
 	}
 	if _, err := st.GetLastMsgForSubject(f.ctx, f.b.Subjects.Event("fatal-ex000", events.TypeRepairSkipped)); err == nil {
 		t.Fatal("repair.skipped for a fatal failure")
+	}
+}
+
+// With repair: auto, a patch that writes a name new to the skill that the
+// trigger's data holds — a name the sender chose — waits for a person.
+func TestAutoRepairOfANameFromTheTriggerWaitsForApproval(t *testing.T) {
+	const steered = `name: steered
+description: posts what it was sent
+repair: auto
+inputs:
+  - name: payload
+    type: object
+steps:
+  - id: fetch
+    tool: mirror
+    args:
+      data: "{{ inputs.payload }}"
+  - id: post
+    tool: echo
+    args:
+      text: "{{ fetch.titel }}"
+outputs:
+  posted: "{{ post.text }}"
+`
+	f := setup(t, map[string]string{"steered": steered})
+	if err := f.cat.Wait(f.ctx, func(c *catalog.Catalog) bool { _, ok := c.Get("steered"); return ok }); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := f.cat.Get("steered")
+	job := events.Job{ExecutionID: "st1", ActivationID: "actst1", Skill: events.SkillRef{Name: "steered", Digest: s.Digest, Version: s.Version, Pool: skill.DefaultPool, ExecutionID: "st1"},
+		Inputs: json.RawMessage(`{"payload":{"titelx":"from the sender"}}`)}
+	b := f.b.Batch()
+	b.PublishEvent(f.b.Subjects.Exec(skill.DefaultPool, "steered", job.ActivationID, events.StagePlan), bus.Event{ID: "st1.job", Source: "/test", Type: events.TypeJob, Meta: bus.Meta{CorrelationID: "c", ExecutionID: "st1"}, Data: job})
+	if err := b.Wait(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	var rec service.Summary
+	f.eventually("the repair proposed and waiting", func() (bool, string) {
+		list, err := f.act.List(f.ctx, "")
+		if err != nil || len(list) != 1 {
+			return false, fmt.Sprint(list, err)
+		}
+		rec = list[0]
+		return rec.Status == service.StatusProposed && rec.Executions == 1, fmt.Sprintf("%+v", rec)
+	})
+	if got, _, err := service.Load(f.ctx, f.kv, rec.ID); err != nil || got.Auto || got.Patch == nil || !strings.Contains(got.Patch.Summary, "titelx") {
+		t.Fatalf("the proposal: %+v %v", got, err)
+	}
+	if f.pub.calls.Load() != 0 {
+		t.Fatal("the patch was published without approval")
+	}
+	if _, err := f.act.Approve(f.ctx, rec.ID, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	f.eventually("the execution completed", func() (bool, string) {
+		recs, _ := f.outcomes([]string{"st1"})
+		return len(recs) == 1, fmt.Sprint(recs)
+	})
+}
+
+// Each release of a parked execution is a job of its own: an execution parked on
+// the same repair a second time (repairs that undo each other, A→B→A) is released
+// again, not dropped as a duplicate of the first release.
+func TestReleaseIDIsUniquePerRelease(t *testing.T) {
+	f := setup(t, map[string]string{"issue-title": fmt.Sprintf(brokenSkill, "issue-title", "")})
+	rec := &service.Record{ID: "flipflop", Skill: "issue-title", Status: service.StatusApplied, NewDigest: "d-b", NewVersion: "b"}
+	job := events.Job{ExecutionID: "ex1", ActivationID: "act1", Skill: events.SkillRef{Name: "issue-title", Digest: "d-a", Pool: "nosuchpool", ExecutionID: "ex1"}}
+	p := service.Parked{ExecutionID: "ex1", RepairID: rec.ID, Job: job}
+	if err := service.Release(f.ctx, f.b, f.kv, "/test", rec, p); err != nil {
+		t.Fatal(err)
+	}
+	// Released on B, it failed and came back to A, and was parked on the same
+	// repair again: its job says one repaired run.
+	job.Repair = &events.JobRepair{ID: "other", Attempts: 1}
+	p.Job = job
+	if err := service.Release(f.ctx, f.b, f.kv, "/test", rec, p); err != nil {
+		t.Fatal(err)
+	}
+	st, err := f.b.JS.Stream(f.ctx, f.b.StreamJobs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(f.ctx, jetstream.WithSubjectFilter(f.b.Subjects.Exec("nosuchpool", "issue-title", "act1", events.StageRepair(rec.ID))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != 2 {
+		t.Fatalf("%d released jobs, want 2", info.State.Msgs)
 	}
 }

@@ -198,7 +198,12 @@ func Release(ctx context.Context, b *bus.Bus, kv jetstream.KeyValue, source stri
 		CorrelationID: p.Meta[events.ExtCorrelationID], ExecutionID: p.ExecutionID, CausationID: rec.ID,
 		TraceParent: p.Meta[events.ExtTraceParent], TraceState: p.Meta[events.ExtTraceState],
 	}
-	id, subject := p.ExecutionID+".job.repair."+rec.ID, b.Subjects.Exec(job.Skill.Pool, job.Skill.Name, job.ActivationID, events.StageRepair(rec.ID))
+	// One id per release, the same whoever releases it: an execution parked on the
+	// same repair twice (a repair that flip-flops A→B→A finds the record of the
+	// first one ended) is released twice, and the attempts its job carries tell the
+	// two apart. With the repair id alone the second was dropped as a duplicate and
+	// the execution stayed parked.
+	id, subject := fmt.Sprintf("%s.job.repair.%s.%d", p.ExecutionID, rec.ID, prev), b.Subjects.Exec(job.Skill.Pool, job.Skill.Name, job.ActivationID, events.StageRepair(rec.ID))
 	// In the releaser's trace, linked to the parked execution's: that ended long ago.
 	_, span, link := telemetry.StartPublishLinkedMeta(ctx, telemetry.Message{Destination: subject, Template: b.Subjects.Prefix + ".exec.{pool}.{skill}.{activation}.{stage}", ID: id},
 		&meta.TraceParent, &meta.TraceState, telemetry.LinkRepair, telemetry.AttrExecutionID.String(p.ExecutionID), telemetry.AttrSkillName.String(job.Skill.Name))
