@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/skillbus/skillbus/pkg/skill"
 )
 
 // ErrStarted is returned by Start on a registry already started (or stopped).
@@ -141,11 +143,33 @@ func (w *watch) watchParent(root string) (dir string, ok bool) {
 }
 
 // addTree watches dir and every directory below it that Discover would read:
-// hidden ones are skipped, symlinked ones followed once.
+// hidden ones are skipped, symlinked ones followed once, and only where Discover
+// follows them (skill.FollowLink): not to a directory outside the root that is not
+// a skill.
 func (w *watch) addTree(dir string) {
+	bound := dir
+	for _, root := range w.r.cfg.Roots {
+		if within(dir, root) {
+			bound = root
+			break
+		}
+	}
+	if real, err := filepath.EvalSymlinks(bound); err == nil {
+		bound = real
+	}
+	w.addTreeIn(dir, bound)
+}
+
+func (w *watch) addTreeIn(dir, bound string) {
 	real, err := filepath.EvalSymlinks(dir)
 	if err != nil || w.visited[real] {
 		return
+	}
+	if !skill.FollowLink(bound, real) {
+		return
+	}
+	if !within(real, bound) {
+		bound = real // a skill directory linked in from elsewhere: only it
 	}
 	w.visited[real] = true
 	if !w.add(dir) {
@@ -162,10 +186,10 @@ func (w *watch) addTree(dir string) {
 		p := filepath.Join(dir, e.Name())
 		switch {
 		case e.IsDir():
-			w.addTree(p)
+			w.addTreeIn(p, bound)
 		case e.Type()&fs.ModeSymlink != 0:
 			if info, err := os.Stat(p); err == nil && info.IsDir() {
-				w.addTree(p)
+				w.addTreeIn(p, bound)
 			}
 		}
 	}

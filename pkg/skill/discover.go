@@ -217,7 +217,11 @@ func (sc *scan) root(rootIdx int, root string) {
 		}
 		return
 	}
-	sc.dir(rootIdx, root, 0, true)
+	bound, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		bound = root
+	}
+	sc.dir(rootIdx, root, bound, 0, true)
 	// Subagents are kept beside the skills: .claude/skills and .claude/subagents.
 	if filepath.Base(filepath.Clean(root)) == "skills" {
 		sib := filepath.Join(filepath.Dir(filepath.Clean(root)), "subagents")
@@ -229,9 +233,29 @@ func (sc *scan) root(rootIdx int, root string) {
 
 const maxCategoryDepth = 8
 
+// FollowLink reports whether discovery follows a symlink, found under a root whose
+// real path is bound, to the directory whose real path is target: when the target
+// is inside the root, or is itself a skill directory (a skill developed elsewhere
+// and linked in). Any other directory outside the root — a category, or "/" — is
+// not walked: a link must not make discovery read the whole host.
+func FollowLink(bound, target string) bool {
+	if inside(target, bound) {
+		return true
+	}
+	entries, err := os.ReadDir(target)
+	return err == nil && isSkillDir(entries)
+}
+
+// inside reports whether p is dir or below it.
+func inside(p, dir string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+}
+
 // dir reads a directory of a root: a skill directory, or a category whose entries
-// are skills, categories and subagents.
-func (sc *scan) dir(rootIdx int, dir string, depth int, isRoot bool) {
+// are skills, categories and subagents. bound is the real path of the root, or of
+// the skill directory a link outside it led to: links are followed only inside it.
+func (sc *scan) dir(rootIdx int, dir, bound string, depth int, isRoot bool) {
 	sc.goLimited(func() {
 		entries, err := os.ReadDir(dir)
 		if err != nil {
@@ -262,6 +286,11 @@ func (sc *scan) dir(rootIdx int, dir string, depth int, isRoot bool) {
 				mode = info.Mode().Type()
 				if info.IsDir() {
 					real, err := filepath.EvalSymlinks(p)
+					if err == nil && !FollowLink(bound, real) {
+						sc.diag(Diagnostic{File: p, Severity: SeverityWarning, Message: fmt.Sprintf(
+							"skipped: a symlink to %s, a directory outside the skills root that is not a skill; discovery does not walk outside a root (make it a root of its own to load the skills in it)", real)})
+						continue
+					}
 					sc.mu.Lock()
 					again := err != nil || sc.visited[real]
 					sc.visited[real] = true
@@ -275,7 +304,13 @@ func (sc *scan) dir(rootIdx int, dir string, depth int, isRoot bool) {
 			case mode.IsDir() && name == "subagents":
 				sc.goLimited(func() { sc.subagents(rootIdx, p) })
 			case mode.IsDir() && depth < maxCategoryDepth:
-				sc.dir(rootIdx, p, depth+1, false)
+				b := bound
+				if mode != e.Type() { // a link: what it leads to may be a skill outside the root
+					if real, err := filepath.EvalSymlinks(p); err == nil && !inside(real, bound) {
+						b = real
+					}
+				}
+				sc.dir(rootIdx, p, b, depth+1, false)
 			case mode.IsRegular():
 				lower := strings.ToLower(name)
 				switch {
