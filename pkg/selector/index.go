@@ -3,6 +3,7 @@ package selector
 import (
 	"math"
 	"sort"
+	"strings"
 	"sync"
 )
 
@@ -97,7 +98,7 @@ func (x *Index) analyse(f Fields) (map[string]float32, float32, map[string]strin
 		if w == 0 || text == "" {
 			return
 		}
-		for _, wd := range Words(text) {
+		for _, wd := range WordParts(text) {
 			t, ok := Term(wd)
 			if !ok {
 				continue
@@ -107,13 +108,44 @@ func (x *Index) analyse(f Fields) (map[string]float32, float32, map[string]strin
 			surface[wd] = t
 		}
 	}
-	add(f.Name, x.w.Name)
+	add(f.Name+" "+compoundParts(f), x.w.Name)
 	add(f.Description, x.w.Description)
 	add(f.Tags, x.w.Tags)
 	add(f.Triggers, x.w.Triggers)
 	add(f.Capabilities, x.w.Capabilities)
 	add(f.Examples, x.w.Examples)
 	return tf, total, surface
+}
+
+// nameSuffixes are words tool names are often glued to (weathertool, searchapi).
+var nameSuffixes = map[string]bool{"tool": true, "tools": true, "api": true, "bot": true, "app": true, "helper": true,
+	"assistant": true, "plugin": true, "finder": true, "search": true, "gpt": true, "ai": true, "hub": true, "kit": true}
+
+// compoundParts splits the words of a skill's name that glue two words together
+// (stockprices, weathertool) where both halves are words of the skill's own other
+// text, or the second is a common tool suffix: a name lower-cased from WeatherTool
+// is then found by "weather". It returns the halves, space-separated.
+func compoundParts(f Fields) string {
+	own := map[string]bool{}
+	for _, t := range []string{f.Description, f.Tags, f.Triggers, f.Capabilities, f.Examples} {
+		for _, w := range Words(t) {
+			own[w] = true
+		}
+	}
+	var out []string
+	for _, w := range Words(f.Name) {
+		if len(w) < 6 || own[w] || !isASCIILetters(w) {
+			continue
+		}
+		for i := 3; i <= len(w)-2; i++ {
+			a, b := w[:i], w[i:]
+			if own[a] && own[b] && len(b) >= 3 || nameSuffixes[b] {
+				out = append(out, a, b)
+				break
+			}
+		}
+	}
+	return strings.Join(out, " ")
 }
 
 // Put adds or replaces the document of name.
@@ -304,7 +336,7 @@ func (x *Index) Search(text string, q Query) []Hit {
 	if q.TypoDiscount == 0 {
 		q.TypoDiscount = 0.8
 	}
-	words := Words(text)
+	words := WordParts(text)
 	if len(words) == 0 {
 		return nil
 	}

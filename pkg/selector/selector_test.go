@@ -375,3 +375,29 @@ func TestLexicalRankFollowsBM25(t *testing.T) {
 		t.Fatalf("primary %q, candidates %+v", d.Primary, d.Candidates)
 	}
 }
+
+// Words glued in a name are found by their parts: camelCase, letters and digits,
+// and a lower-cased compound whose halves the skill's own text uses.
+func TestNamePartsAreFound(t *testing.T) {
+	t.Parallel()
+	if got, want := selector.WordParts("PDFSummarizer getWeather resnet50"), []string{"pdfsummarizer", "getweather", "resnet50", "pdf", "summarizer", "get", "weather", "resnet", "50"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("WordParts = %q, want %q", got, want)
+	}
+	x := newSel(t, selector.Config{},
+		sk("financetool", "Stock prices and finance news for a company."),
+		sk("weathertool", "Forecasts for a city: rain, sun and wind."),
+		sk("ResNet50", "An image classifier."))
+	for q, want := range map[string]string{"finance news on apple": "financetool", "resnet 50 please": "ResNet50"} {
+		d := decide(t, x, selector.Request{Text: q}, selector.Env{})
+		if len(d.Candidates) == 0 || d.Candidates[0].Name != want {
+			t.Errorf("%q: candidates %+v, want %s first", q, d.Candidates, want)
+		}
+	}
+	if d := decide(t, x, selector.Request{Text: "weather"}, selector.Env{}); len(d.Candidates) != 1 || d.Candidates[0].Name != "weathertool" {
+		t.Errorf("weather: candidates %+v", d.Candidates)
+	}
+	// Other glued names are split only where the skill's own text has both halves.
+	if d := decide(t, newSel(t, selector.Config{}, sk("stockprices", "Quotes.")), selector.Request{Text: "stock"}, selector.Env{}); len(d.Candidates) != 0 {
+		t.Errorf("stock: candidates %+v", d.Candidates)
+	}
+}

@@ -253,3 +253,51 @@ outer:
 	}
 	return false
 }
+
+// WordParts is Words plus the parts of words that join several: camelCase and
+// PascalCase (getWeather, PDFSummarizer) and letters next to digits (resnet50), so
+// a tool named WeatherTool is found by "weather". A word and its parts are both
+// kept: a request may use either.
+func WordParts(text string) []string {
+	ws := Words(text)
+	split := splitJoined(text)
+	if split == text {
+		return ws
+	}
+	have := make(map[string]bool, len(ws))
+	for _, w := range ws {
+		have[w] = true
+	}
+	for _, p := range Words(split) {
+		if !have[p] {
+			ws = append(ws, p)
+		}
+	}
+	return ws
+}
+
+// splitJoined puts a space where a word changes from lower to upper case, from an
+// upper-case run to a capitalised word (PDFReader: PDF Reader), and between letters
+// and digits.
+func splitJoined(text string) string {
+	var b strings.Builder
+	rs := []rune(text)
+	changed := false
+	for i, r := range rs {
+		if i > 0 {
+			p := rs[i-1]
+			brk := unicode.IsLower(p) && unicode.IsUpper(r) ||
+				unicode.IsUpper(p) && unicode.IsUpper(r) && i+1 < len(rs) && unicode.IsLower(rs[i+1]) ||
+				unicode.IsLetter(p) && unicode.IsDigit(r) || unicode.IsDigit(p) && unicode.IsLetter(r)
+			if brk {
+				b.WriteByte(' ')
+				changed = true
+			}
+		}
+		b.WriteRune(r)
+	}
+	if !changed {
+		return text
+	}
+	return b.String()
+}
