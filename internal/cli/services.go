@@ -331,9 +331,13 @@ func routerNeeds(b *bus.Bus) needs {
 	return needs{buckets: []string{b.BucketSkills(), b.BucketRuns(), b.BucketWorkers(), b.BucketStats()}}
 }
 
-// workerNeeds: every bucket, and the skill files.
+// workerNeeds: the catalog, runs, outcome counts, heartbeats, the step cache,
+// repairs, and the skill files.
 func workerNeeds(b *bus.Bus) needs {
-	return needs{objectStores: []string{catalog.FilesBucket(b)}}
+	return needs{
+		buckets:      []string{b.BucketSkills(), b.BucketRuns(), b.BucketStats(), b.BucketWorkers(), b.BucketCache(), b.BucketRepairs()},
+		objectStores: []string{catalog.FilesBucket(b)},
+	}
 }
 
 // ensure creates the streams and buckets, or, when that is another process's job,
