@@ -30,6 +30,8 @@ func TestLoadHooks(t *testing.T) {
 		"hooks:\n  git.hub: {}\n":                        "hook name",
 		"hooks:\n  x:\n    skill: a.b\n":                 "skill",
 		"hooks: [\n":                                     "hooks.yaml",
+		"hooks:\n  x:\n    replay_window: soon\n":        "replay_window",
+		"hooks:\n  x:\n    replay_window: 100ms\n":       "at least 1s",
 	} {
 		if _, err := gateway.LoadHooks(write(text), env); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want an error saying %q", text, err, want)

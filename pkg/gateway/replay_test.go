@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillbus/skillbus/internal/natstest"
 	"github.com/skillbus/skillbus/pkg/gateway"
 )
 
@@ -82,6 +84,25 @@ func TestWebhookReplay(t *testing.T) {
 	if code, out, _ := f.post("/hooks/mirror", gh("pull_request", "d-6", body), body); code != http.StatusAccepted || out["id"] != "d-6" || out["duplicate"] == true {
 		t.Errorf("the same body to another hook: %d %v", code, out)
 	}
+}
+
+// When a body's replay window has passed, the body is taken as a new delivery.
+func TestWebhookReplayWindowEnds(t *testing.T) {
+	t.Parallel()
+	f := setup(t, gateway.Config{Hooks: map[string]gateway.Hook{"h": {IDHeader: "X-Id", ReplayWindow: "1s"}}})
+	if code, out, _ := f.post("/hooks/h", map[string]string{"X-Id": "first"}, `{"n":1}`); code != http.StatusAccepted || out["id"] != "first" {
+		t.Fatalf("first: %d %v", code, out)
+	}
+	n := 0
+	natstest.Eventually(t, 20*time.Second, func() bool {
+		n++
+		id := fmt.Sprintf("later-%d", n)
+		code, out, _ := f.post("/hooks/h", map[string]string{"X-Id": id}, `{"n":1}`)
+		if code != http.StatusAccepted || (out["id"] != "first" && out["id"] != id) {
+			t.Fatalf("%s: %d %v", id, code, out)
+		}
+		return out["id"] == id
+	}, "the body was still taken as its first delivery long after its 1s window")
 }
 
 // A hook's replay window is checked when the gateway starts.
