@@ -7,9 +7,30 @@ CHAOS_FLAGS ?=
 
 .PHONY: test-ui test-cluster test-all run test bench chaos build vet fuzz clean deploy-check eval
 
-## run: start everything (embedded NATS, registry, router, workers) with the example skills
-run:
-	$(GO) run ./cmd/skillbus dev --skills $(SKILLS)
+## run: start everything (embedded NATS, registry, router, workers) with the example skills.
+## The binary runs itself rather than under `go run`, so that Ctrl-C ends it, and make, cleanly
+run: build
+	./bin/skillbus dev --skills $(SKILLS)
+
+## cluster: a 3-node JetStream cluster on loopback (nats-server built from go.mod's version, no
+## Docker) and the registry, a router and two workers as processes, at R3; Ctrl-C stops it all.
+## See docs/operations.md, "Three nodes without Docker"
+cluster: build bin/nats-server
+	deploy/local/cluster.sh
+
+## cluster-down: stop what `make cluster` started (from another terminal)
+cluster-down:
+	@if [ -s .cluster/pids ]; then kill -TERM $$(tac .cluster/pids) 2>/dev/null || true; echo "stopped $$(wc -l < .cluster/pids) processes"; rm -f .cluster/pids; else echo "no cluster running"; fi
+
+bin/nats-server: go.mod
+	$(GO) build -o bin/nats-server github.com/nats-io/nats-server/v2
+
+## image: build the container image with the Dockerfile (IMAGE=ghcr.io/you/skillbus:tag to name it; push it with docker push)
+IMAGE ?= skillbus:dev
+DOCKER ?= docker
+image:
+	@command -v $(DOCKER) >/dev/null 2>&1 || { echo "make image: no $(DOCKER) here (set DOCKER=podman, or build where docker runs)"; exit 1; }
+	$(DOCKER) build -t $(IMAGE) .
 
 ## test: vet, then every test of the module: unit, integration against embedded JetStream,
 ## end-to-end with the real binaries (about 5 minutes on 2 cores with a warm build cache)
@@ -84,4 +105,4 @@ fuzz:
 	done
 
 clean:
-	rm -rf bin .skillbus
+	rm -rf bin .skillbus .cluster

@@ -249,11 +249,18 @@ func TestComposeCluster(t *testing.T) {
 	for _, r := range natsperm.Roles("skillbus") {
 		t.Setenv(r.PasswordVar(), dev[r.PasswordVar()])
 	}
+	// The node's name, ports, routes and store come from its environment, as
+	// docker-compose.cluster.yml sets it for nats-2.
+	for k, v := range over.Services["nats-2"].Environment {
+		if strings.HasPrefix(k, "NATS_") {
+			t.Setenv(k, v)
+		}
+	}
 	opts, err := server.ProcessConfigFile(filepath.Join(repoRoot(), "deploy", "nats", "cluster.conf"))
 	if err != nil {
 		t.Fatalf("deploy/nats/cluster.conf: %v", err)
 	}
-	if opts.Cluster.Port != 6222 || !opts.JetStream {
-		t.Errorf("deploy/nats/cluster.conf: cluster port %d, JetStream %v", opts.Cluster.Port, opts.JetStream)
+	if opts.Cluster.Port != 6222 || !opts.JetStream || opts.ServerName != "nats-2" || opts.StoreDir != "/data" || len(opts.Routes) != 2 {
+		t.Errorf("deploy/nats/cluster.conf: cluster port %d, JetStream %v, name %q, store %q, routes %v", opts.Cluster.Port, opts.JetStream, opts.ServerName, opts.StoreDir, opts.Routes)
 	}
 }
