@@ -278,26 +278,40 @@ func WordParts(text string) []string {
 
 // splitJoined puts a space where a word changes from lower to upper case, from an
 // upper-case run to a capitalised word (PDFReader: PDF Reader), and between letters
-// and digits.
+// and digits. It returns text itself, without allocating, when there is no such
+// place: requests rarely have one.
 func splitJoined(text string) string {
-	var b strings.Builder
-	rs := []rune(text)
-	changed := false
-	for i, r := range rs {
-		if i > 0 {
-			p := rs[i-1]
-			brk := unicode.IsLower(p) && unicode.IsUpper(r) ||
-				unicode.IsUpper(p) && unicode.IsUpper(r) && i+1 < len(rs) && unicode.IsLower(rs[i+1]) ||
-				unicode.IsLetter(p) && unicode.IsDigit(r) || unicode.IsDigit(p) && unicode.IsLetter(r)
-			if brk {
-				b.WriteByte(' ')
-				changed = true
+	var b *strings.Builder
+	var prev rune
+	for i, r := range text {
+		if i > 0 && joinBreak(prev, r, text[i+utf8.RuneLen(r):]) {
+			if b == nil {
+				b = &strings.Builder{}
+				b.Grow(len(text) + 8)
+				b.WriteString(text[:i])
 			}
+			b.WriteByte(' ')
 		}
-		b.WriteRune(r)
+		if b != nil {
+			b.WriteRune(r)
+		}
+		prev = r
 	}
-	if !changed {
+	if b == nil {
 		return text
 	}
 	return b.String()
+}
+
+func joinBreak(p, r rune, rest string) bool {
+	switch {
+	case unicode.IsLower(p) && unicode.IsUpper(r):
+		return true
+	case unicode.IsUpper(p) && unicode.IsUpper(r):
+		next, _ := utf8.DecodeRuneInString(rest)
+		return unicode.IsLower(next)
+	case unicode.IsLetter(p) && unicode.IsDigit(r), unicode.IsDigit(p) && unicode.IsLetter(r):
+		return true
+	}
+	return false
 }
