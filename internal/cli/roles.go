@@ -45,6 +45,7 @@ type workerFlags struct {
 	name           string
 	execDir        string
 	execPath       string
+	execLimits     execLimitFlags
 	maxDepth       int
 	confirmTimeout time.Duration
 	events         string
@@ -114,6 +115,9 @@ func newToolbox(ctx context.Context, b *bus.Bus, log *slog.Logger, f workerFlags
 	tb := &toolbox{exec: tool.ExecConfig{WorkDir: f.execDir, Log: log}}
 	if f.execPath != "" {
 		tb.exec.BaseEnv = []string{"PATH=" + f.execPath}
+	}
+	if err := f.execLimits.apply(&tb.exec); err != nil {
+		return nil, err
 	}
 	base := []tool.Tool{tool.NewHTTP(tool.HTTPConfig{}), tool.NewExec(tb.exec), tool.Echo(), tool.Noop(), worker.SkillTool(b, f.maxDepth)}
 	var model instruct.Model

@@ -57,6 +57,7 @@ func (w *workerFlags) register(cmd *cobra.Command, getenv Env) {
 	f.DurationVar(&w.confirmTimeout, "confirm-timeout", time.Hour, "how long a confirmation waits for an answer when the skill does not say; unanswered, it is denied")
 	f.IntVar(&w.maxDepth, "max-depth", 2, "how deep skills may invoke skills through the skill tool")
 	f.StringVar(&w.execPath, "exec-path", "", "PATH given to the exec tool's processes (default /usr/local/bin:/usr/bin:/bin)")
+	w.execLimits.register(cmd)
 	f.BoolVar(&w.repair, "repair", w.repair, "repair skills: park executions that fail with a repairable fault (a misspelt key, an unknown filter, a wrong path, a refused parameter) on one repair job per skill version and fault, and run a repair worker that proposes a patch (see docs/operations.md); every worker of a fleet should agree")
 	f.BoolVar(&w.repairAuto, "repair-auto", false, "apply proposed repairs without waiting for approval, as if every skill said repair: auto")
 	f.DurationVar(&w.repairExpiry, "repair-expiry", time.Hour, "how long a proposed repair waits for approval; unanswered, it expires and its executions fail as without repair")

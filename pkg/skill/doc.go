@@ -103,6 +103,9 @@
 //	                 before a run (tool.CheckPrerequisites)
 //	permissions      network: {outbound: bool}, environment: {allow: [..]}; default
 //	                 nothing granted; enforced by the http and exec tools.
+//	                 limits: {processes: N, open_files: N, cpu: 10s, memory: 512MiB,
+//	                 output: 64KiB}: tighter resource limits for exec processes
+//	                 (LimitPermissions); every field optional, each at least 1.
 //	                 filesystem: is an error: not supported yet. allow may not name
 //	                 SKILLBUS_ variables
 //	execution        sandbox: process (the default; none and container are errors: not

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -118,8 +119,57 @@ func decodePermissions(b *builder, d *decoder, p pair) {
 				items, _ := d.strList(ee.v, ef)
 				perm.Environment.Allow = b.unique(d, ef, items, nil)
 			}
+		case "limits":
+			decodeLimits(d, e, f, &perm.Limits)
 		default:
-			d.warnAt(e.k, f, hintFor(e.key, []string{"filesystem", "network", "environment"}), "unknown field %s; it is ignored", f)
+			d.warnAt(e.k, f, hintFor(e.key, []string{"filesystem", "network", "environment", "limits"}), "unknown field %s; it is ignored", f)
+		}
+	}
+}
+
+var limitFields = []string{"processes", "open_files", "cpu", "memory", "output"}
+
+func decodeLimits(d *decoder, p pair, f string, l *LimitPermissions) {
+	lps, _ := d.pairs(p.v, f, "write e.g. processes: 64, open_files: 256, cpu: 10s, memory: 512MiB, output: 64KiB")
+	for _, le := range lps {
+		lf := f + "." + le.key
+		switch le.key {
+		case "processes", "open_files":
+			n, ok := d.integer(le.v, lf)
+			if !ok {
+				continue
+			}
+			if n < 1 {
+				d.errAt(le.v, lf, "write a whole number of at least 1, or leave it out to keep the worker's", "%s must be at least 1, not %d", lf, n)
+				continue
+			}
+			if le.key == "processes" {
+				l.Processes = n
+			} else {
+				l.OpenFiles = n
+			}
+		case "cpu":
+			v, ok := d.duration(le.v, lf)
+			if !ok {
+				continue
+			}
+			if v < Duration(time.Second) || v%Duration(time.Second) != 0 {
+				d.errAt(le.v, lf, "write whole seconds, e.g. 10s or 2m", "%s must be whole seconds, at least 1s, not %s", lf, v)
+				continue
+			}
+			l.CPU = v
+		case "memory", "output":
+			n, ok := d.size(le.v, lf)
+			if !ok {
+				continue
+			}
+			if le.key == "memory" {
+				l.Memory = n
+			} else {
+				l.Output = n
+			}
+		default:
+			d.warnAt(le.k, lf, hintFor(le.key, limitFields), "unknown field %s; it is ignored", lf)
 		}
 	}
 }

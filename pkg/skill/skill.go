@@ -3,6 +3,7 @@ package skill
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -133,6 +134,18 @@ type Permissions struct {
 	Filesystem  FilesystemPermissions  `json:"filesystem,omitzero"`
 	Network     NetworkPermissions     `json:"network,omitzero"`
 	Environment EnvironmentPermissions `json:"environment,omitzero"`
+	Limits      LimitPermissions       `json:"limits,omitzero"`
+}
+
+// LimitPermissions tighten the resource limits of a skill's exec processes.
+// Zero fields keep the worker's; a limit above the worker's fails the step,
+// fatally, on that worker.
+type LimitPermissions struct {
+	Processes int      `json:"processes,omitempty"`  // processes and threads of one exec call at once
+	OpenFiles int      `json:"open_files,omitempty"` // open files of each process
+	CPU       Duration `json:"cpu,omitempty"`        // CPU time of each process, in whole seconds
+	Memory    int64    `json:"memory,omitempty"`     // address space of each process, bytes
+	Output    int64    `json:"output,omitempty"`     // bytes of stdout, and of stderr, kept
 }
 
 // FilesystemPermissions lists paths a skill may read and write.
@@ -347,6 +360,27 @@ func ParseDuration(s string) (Duration, error) {
 }
 
 func (d Duration) String() string { return time.Duration(d).String() }
+
+// ParseSize reads a number of bytes: a whole number (1048576), or a number with
+// a binary (KiB, MiB, GiB, TiB) or decimal (kB, MB, GB, TB) unit: 512MiB, 1.5GB.
+func ParseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	num := strings.TrimRightFunc(t, func(r rune) bool { return r >= 'A' && r <= 'z' })
+	unit := strings.TrimSpace(t[len(num):])
+	mult, ok := map[string]float64{"": 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40,
+		"kB": 1e3, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}[unit]
+	f, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+	if !ok || err != nil || math.IsNaN(f) {
+		return 0, fmt.Errorf("size %q: want bytes (1048576) or a number with a unit (512MiB, 2GB)", s)
+	}
+	if f < 0 {
+		return 0, fmt.Errorf("size %q is negative", s)
+	}
+	if f*mult >= 1<<62 {
+		return 0, fmt.Errorf("size %q is too large", s)
+	}
+	return int64(f * mult), nil
+}
 
 // MarshalJSON writes the duration as a Go duration string.
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }

@@ -359,6 +359,31 @@ func (d *decoder) duration(n *yaml.Node, field string) (Duration, bool) {
 	return 0, false
 }
 
+// size reads a positive number of bytes: a whole number or a string such as
+// "512MiB" (ParseSize).
+func (d *decoder) size(n *yaml.Node, field string) (int64, bool) {
+	orig := n
+	n = d.resolve(n)
+	if isNull(n) {
+		return 0, false
+	}
+	hint := `write bytes (1048576) or a size with a unit ("512MiB", "2GB")`
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" && n.ShortTag() != "!!float" && n.ShortTag() != "!!str" {
+		d.errAt(orig, field, hint, "%s must be a size, not %s", fieldName(field), describe(n))
+		return 0, false
+	}
+	v, err := ParseSize(n.Value)
+	if err != nil {
+		d.errAt(orig, field, hint, "%s: %v", fieldName(field), err)
+		return 0, false
+	}
+	if v < 1 {
+		d.errAt(orig, field, hint+", at least 1 byte; or leave it out to keep the worker's", "%s must be at least 1 byte, not %s", fieldName(field), n.Value)
+		return 0, false
+	}
+	return v, true
+}
+
 // value converts a node to plain Go data that survives a JSON round trip: nil, bool,
 // int, float64, string, []any and map[string]any.
 func (d *decoder) value(n *yaml.Node, field string) (any, bool) {

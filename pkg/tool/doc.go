@@ -116,13 +116,22 @@
 //     pipes still held by escaped descendants after a short WaitDelay.
 //   - Output: at most MaxOutputBytes of stdout and of stderr are kept; the rest is
 //     read and dropped, so the process never blocks on a full pipe.
-//   - Resource limits (Limits: CPU seconds, address space, open files, processes)
+//   - Resource limits (Limits: CPU seconds, address space, open files, processes;
+//     by default 256 processes and threads per call and 1024 open files per
+//     process, DefaultLimits; a skill's permissions.limits may ask for less)
 //     are set with prlimit(2) before the program's first instruction: the child
 //     is started with PTRACE_TRACEME, so the kernel stops it right after execve;
 //     the worker sets the limits on the stopped process and detaches. A prlimit
 //     after an ordinary start would race the program, which could fork unlimited
 //     children first. This needs ptrace to be permitted (some container seccomp
 //     profiles forbid it; calls with limits then fail as Fatal, with a hint).
+//     The process limit is RLIMIT_NPROC, which the kernel counts per user and
+//     user namespace: each call has a user (root worker) or a user namespace
+//     (other workers) of its own, so it bounds the call. The worker counts the
+//     call's processes and threads every tenth of a second, and kills a call
+//     that has reached its limit: a fork bomb, whose forks fail but whose
+//     processes retry, is over in well under a second, and its step fails,
+//     Fatal, saying why.
 //   - Namespaces: the process starts in a PID namespace, under a worker that is
 //     not root in a user namespace, and, unless the skill has network
 //     permission, in a network namespace of its own
@@ -196,10 +205,10 @@
 // Hosts that refuse namespaces (a container without CAP_SYS_ADMIN, user
 // namespaces switched off): processes then start without them, and a skill
 // without network permission cannot run exec at all: its calls fail, Fatal,
-// saying why, rather than run with a network it was not granted. Resource limits
-// on a process of another user need CAP_SYS_RESOURCE over it, which the worker has
-// inside the user namespace it owns; without namespaces a root worker lacking
-// CAP_SYS_RESOURCE cannot set them, and such calls fail.
+// saying why, rather than run with a network it was not granted. A root worker
+// sets the limits of a process of another user as that user, on the thread that
+// started it, so it needs no CAP_SYS_RESOURCE (which containers often take
+// from root).
 //
 // What it does not do: confine a process to paths. It can read whatever its user
 // can, leave its directory (cd ..) and write wherever its user may (/tmp, where
@@ -207,8 +216,9 @@
 // skills' permissions.filesystem, and execution.sandbox container, are rejected
 // when a skill is loaded, as not supported yet. Cgroups are not used: a cgroup
 // kills nothing by itself when the worker dies, while the PID namespace does.
-// RLIMIT_NPROC counts the processes of the user. RLIMIT_AS limits address space,
-// not resident memory. Under a hostile program the kernel is the boundary: run
+// So nothing bounds the memory of a call as a whole (RLIMIT_AS limits the address
+// space of each process, not resident memory), and calls that share a user
+// (with a WorkDir or RunAs) share their process limit. Under a hostile program the kernel is the boundary: run
 // workers in a VM or gVisor where skills are not trusted.
 //
 // # echo and noop

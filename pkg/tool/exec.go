@@ -32,9 +32,12 @@ type ExecConfig struct {
 	// expires, the process group is killed. Zero: 30s.
 	Timeout time.Duration
 	// MaxOutputBytes is how much of stdout, and of stderr, is kept; the rest is
-	// read and discarded, and the result says "truncated": true. Zero: 1 MiB.
+	// read and discarded, and the result says "truncated": true. A skill's
+	// permissions may ask for less. Zero: 1 MiB.
 	MaxOutputBytes int
-	// Limits are resource limits on the process and everything it starts.
+	// Limits are resource limits on the process and everything it starts. A
+	// skill's permissions may ask for less. Zero fields: those of DefaultLimits;
+	// NoLimit lifts one.
 	Limits Limits
 	// RunAs is the user and group processes run as. Nil: when the worker runs as
 	// root, a user and group of UIDs of the call's own, or NobodyID:NobodyID with
@@ -80,25 +83,79 @@ var DefaultUIDs = UIDRange{First: 0x70000000, Count: 1 << 16}
 // runs processes unless ExecConfig.RunAs says otherwise.
 const NobodyID = 65534
 
-// Limits are per-process resource limits (setrlimit(2)). Zero means unlimited,
-// that is, whatever the worker itself has. Children inherit them.
+// Limits are resource limits (setrlimit(2)) of the processes of a call, which
+// their children inherit. Zero means the default: DefaultLimits' in
+// ExecConfig, the worker's in Permissions.
 type Limits struct {
 	// CPUSeconds is RLIMIT_CPU: CPU time, after which the kernel kills the process.
 	CPUSeconds uint64
 	// MemoryBytes is RLIMIT_AS: the size of the address space, so allocations
 	// past it fail. Runtimes that reserve address space up front (Go, Java,
-	// V8) need far more than they use.
+	// V8, WebAssembly) need far more than they use.
 	MemoryBytes uint64
 	// OpenFiles is RLIMIT_NOFILE: one more than the highest file descriptor.
 	OpenFiles uint64
-	// Processes is RLIMIT_NPROC. The kernel counts every process of the user ID,
-	// not of this tree, and does not enforce it for root: it bounds a fork bomb
-	// only when the worker runs as a user of its own.
+	// Processes bounds the processes and threads of one call, with
+	// RLIMIT_NPROC, which the kernel counts per user and user namespace, and
+	// which each call has of its own (but for calls that share nobody, with a
+	// WorkDir or RunAs, whose limit they share; the kernel does not enforce it
+	// for root). Forks past it fail, and a call that reaches it is killed and
+	// fails, Fatal, saying so: a fork bomb stops within a tenth of a second.
 	Processes uint64
 }
 
+// NoLimit, as a field of ExecConfig.Limits, lifts that limit.
+const NoLimit = math.MaxUint64
+
+// DefaultLimits are the limits of ExecConfig.Limits' zero fields: 256
+// processes and threads per call, 1024 open files per process, no limit on CPU
+// time (the call's timeout bounds it) or address space.
+var DefaultLimits = Limits{CPUSeconds: NoLimit, MemoryBytes: NoLimit, OpenFiles: 1024, Processes: 256}
+
+func (l *Limits) fields() []*uint64 {
+	return []*uint64{&l.CPUSeconds, &l.MemoryBytes, &l.OpenFiles, &l.Processes}
+}
+
+// or returns l with its zero fields taken from d.
+func (l Limits) or(d Limits) Limits {
+	for i, f := range l.fields() {
+		if *f == 0 {
+			*f = *d.fields()[i]
+		}
+	}
+	return l
+}
+
 func (l Limits) any() bool {
-	return l.CPUSeconds != 0 || l.MemoryBytes != 0 || l.OpenFiles != 0 || l.Processes != 0
+	return slices.ContainsFunc(l.fields(), func(v *uint64) bool { return *v != 0 && *v != NoLimit })
+}
+
+// callLimits are the limits and output cap of a call for a skill with
+// permissions p: the skill's where it asks for any, which may be no more than
+// the worker's.
+func (e *execTool) callLimits(p Permissions) (Limits, int, error) {
+	l := e.cfg.Limits
+	names := []string{"cpu", "memory", "open_files", "processes"}
+	units := []string{" seconds", " bytes", "", ""}
+	asked := p.Limits.fields()
+	for i, f := range l.fields() {
+		want := *asked[i]
+		if want == 0 {
+			continue
+		}
+		if *f != NoLimit && want > *f {
+			return Limits{}, 0, failure.Fatalf("exec: the skill's permissions.limits.%s (%d%s) is more than this worker allows (%d)", names[i], want, units[i], *f)
+		}
+		*f = want
+	}
+	out := e.cfg.MaxOutputBytes
+	if p.MaxOutputBytes > out {
+		return Limits{}, 0, failure.Fatalf("exec: the skill's permissions.limits.output (%d bytes) is more than this worker allows (%d)", p.MaxOutputBytes, out)
+	}
+	if p.MaxOutputBytes > 0 {
+		out = p.MaxOutputBytes
+	}
+	return l, out, nil
 }
 
 // Defaults of ExecConfig.
@@ -169,6 +226,7 @@ func NewExec(cfg ExecConfig) Tool {
 	if cfg.MaxOutputBytes <= 0 {
 		t.cfg.MaxOutputBytes = DefaultMaxOutputBytes
 	}
+	t.cfg.Limits = cfg.Limits.or(DefaultLimits)
 	if cfg.UIDs.Count == 0 {
 		t.cfg.UIDs = DefaultUIDs
 	} else if cfg.UIDs.First == 0 || uint64(cfg.UIDs.First)+uint64(cfg.UIDs.Count) > math.MaxUint32 {
@@ -202,12 +260,14 @@ type execTool struct {
 func (*execTool) Name() string { return "exec" }
 
 type execRequest struct {
-	argv    []string
-	callEnv map[string]string // the call's "env"
-	env     []string
-	stdin   string
-	timeout time.Duration
-	dir     string
+	limits    Limits
+	maxOutput int
+	argv      []string
+	callEnv   map[string]string // the call's "env"
+	env       []string
+	stdin     string
+	timeout   time.Duration
+	dir       string
 }
 
 func (e *execTool) parse(c Call) (*execRequest, error) {

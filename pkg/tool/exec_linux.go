@@ -3,6 +3,7 @@ package tool
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -10,11 +11,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -33,6 +38,9 @@ func (e *execTool) Call(ctx context.Context, c Call) (any, error) {
 		return nil, err
 	}
 	perms := PermissionsFrom(ctx)
+	if r.limits, r.maxOutput, err = e.callLimits(perms); err != nil {
+		return nil, err
+	}
 	r.env = mergeEnv(e.cfg.BaseEnv, grantedEnv(perms), r.callEnv)
 	path, err := lookPath(r.argv[0], r.env)
 	if err != nil {
@@ -175,12 +183,10 @@ var ptraceRefused atomic.Pointer[error]
 //
 // A worker that is not root needs a user namespace to create them; inside one,
 // the process cannot read or ptrace the worker even as the same user. A root
-// worker uses one only to set resource limits on a process of another user
-// without CAP_SYS_RESOURCE (containers often take it from root): as the owner of
-// the namespace it holds every capability inside. Otherwise it avoids one: with a
-// new user namespace Go must fork the whole worker rather than vfork, which costs
-// milliseconds per process.
-func (sb sandbox) cloneflags(limited bool) uintptr {
+// worker avoids one: with a new user namespace Go must fork the whole worker
+// rather than vfork, which costs milliseconds per process. (It sets the
+// resource limits of a process of another user as that user: asUser.)
+func (sb sandbox) cloneflags() uintptr {
 	if nsRefused.Load() != nil {
 		return 0
 	}
@@ -188,22 +194,11 @@ func (sb sandbox) cloneflags(limited bool) uintptr {
 	if !sb.network {
 		flags |= unix.CLONE_NEWNET
 	}
-	if os.Geteuid() != 0 || limited && sb.cred != nil && sb.cred.Uid != 0 && !hasCapSysResource() {
+	if os.Geteuid() != 0 {
 		flags |= unix.CLONE_NEWUSER
 	}
 	return flags
 }
-
-var capSysResource = sync.OnceValue(func() bool {
-	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var data [2]unix.CapUserData
-	if err := unix.Capget(&hdr, &data[0]); err != nil {
-		return false
-	}
-	return data[unix.CAP_SYS_RESOURCE/32].Effective&(1<<(unix.CAP_SYS_RESOURCE%32)) != 0
-})
-
-func hasCapSysResource() bool { return capSysResource() }
 
 func (e *execTool) newCmd(ctx context.Context, r *execRequest, path, dir string, sb sandbox, flags uintptr, traced bool) (*exec.Cmd, *capWriter, *capWriter) {
 	cmd := exec.CommandContext(ctx, path)
@@ -213,8 +208,8 @@ func (e *execTool) newCmd(ctx context.Context, r *execRequest, path, dir string,
 	if r.stdin != "" {
 		cmd.Stdin = strings.NewReader(r.stdin)
 	}
-	stdout := &capWriter{max: e.cfg.MaxOutputBytes}
-	stderr := &capWriter{max: e.cfg.MaxOutputBytes, tail: stderrTail}
+	stdout := &capWriter{max: r.maxOutput}
+	stderr := &capWriter{max: r.maxOutput, tail: stderrTail}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	attr := &syscall.SysProcAttr{
 		Setpgid: true,
@@ -256,7 +251,7 @@ func (e *execTool) run(parent context.Context, r *execRequest, path, dir string,
 	ctx, cancel := context.WithTimeout(parent, r.timeout)
 	defer cancel()
 	name := r.argv[0]
-	limited := e.cfg.Limits.any()
+	limited := r.limits.any()
 
 	th, err := newSpawnThread(e.cfg.log())
 	if err != nil {
@@ -264,7 +259,7 @@ func (e *execTool) run(parent context.Context, r *execRequest, path, dir string,
 	}
 	defer th.stop()
 
-	flags := sb.cloneflags(limited)
+	flags := sb.cloneflags()
 	if flags&unix.CLONE_NEWNET == 0 && !sb.network {
 		return nil, noNetnsError(name)
 	}
@@ -294,14 +289,14 @@ func (e *execTool) run(parent context.Context, r *execRequest, path, dir string,
 	// per call: 6–14 ms measured, against 0.1–0.2 ms for the ptrace stop.
 	traced := limited || flags&unix.CLONE_NEWPID != 0 && ptraceRefused.Load() == nil
 	cmd, stdout, stderr := e.newCmd(ctx, r, path, dir, sb, flags, traced)
-	started, err := e.start(th, cmd, limited, nil)
+	started, err := e.start(th, cmd, r.limits, nil)
 	if err != nil && !started && traced && !limited && errors.Is(err, syscall.EPERM) {
 		// Perhaps the host forbids ptrace (Yama's ptrace_scope 2 or 3, a seccomp
 		// profile), not namespaces: the process is then started as before
 		// tracing closed the window above.
 		ptErr := fmt.Errorf("PTRACE_TRACEME: %w", err)
 		cmd, stdout, stderr = e.newCmd(ctx, r, path, dir, sb, flags, false)
-		if started, err = e.start(th, cmd, false, nil); started && ptraceRefused.CompareAndSwap(nil, &ptErr) {
+		if started, err = e.start(th, cmd, Limits{}, nil); started && ptraceRefused.CompareAndSwap(nil, &ptErr) {
 			e.cfg.log().Warn("exec: the host refuses ptrace, so processes without resource limits start untraced: "+
 				"one whose worker dies in the instant it starts it may run after the worker is gone", "error", ptErr)
 		}
@@ -313,7 +308,7 @@ func (e *execTool) run(parent context.Context, r *execRequest, path, dir string,
 		// were the cause, and the process runs only if it may run without them.
 		nsErr := fmt.Errorf("creating namespaces (%s): %w", nsNames(flags), err)
 		cmd, stdout, stderr = e.newCmd(ctx, r, path, dir, sb, 0, true)
-		started, err = e.start(th, cmd, limited, func() error {
+		started, err = e.start(th, cmd, r.limits, func() error {
 			if nsRefused.CompareAndSwap(nil, &nsErr) {
 				e.cfg.log().Warn("exec: the host refuses namespaces, so processes start without them: "+
 					"exec steps of skills without network permission fail", "error", nsErr)
@@ -345,8 +340,17 @@ func (e *execTool) run(parent context.Context, r *execRequest, path, dir string,
 	// pid, which is also its process group's id, cannot be reused, so killing the
 	// group now reaches the descendants it left behind and nobody else. (In a PID
 	// namespace the kernel has killed them already: they died with its init.)
+	var overLimit atomic.Bool
+	stopWatch := func() {}
+	if n := r.limits.Processes; n != NoLimit && n != 0 {
+		stopWatch = watchProcesses(pid, n, func() {
+			overLimit.Store(true)
+			_ = killGroup(pid)
+		})
+	}
 	var info unix.Siginfo
 	_ = waitid(pid, unix.WEXITED|unix.WNOWAIT, &info)
+	stopWatch()
 	_ = killGroup(pid)
 	werr := cmd.Wait()
 
@@ -369,6 +373,12 @@ func (e *execTool) run(parent context.Context, r *execRequest, path, dir string,
 		return res, nil
 	case parent.Err() != nil:
 		return nil, failure.Wrap(failure.Retryable, fmt.Errorf("exec: %q: %w", name, parent.Err()))
+	case overLimit.Load():
+		msg := fmt.Sprintf("exec: %q was killed: its processes and threads reached their limit of %d (permissions.limits.processes)", name, r.limits.Processes)
+		if tail != "" {
+			msg += "; stderr: " + tail
+		}
+		return nil, failure.Fatalf("%s", msg)
 	case ctx.Err() != nil:
 		msg := fmt.Sprintf("exec: %q timed out after %s and its process group was killed", name, r.timeout)
 		if tail != "" {
@@ -411,7 +421,7 @@ func nsNames(flags uintptr) string {
 // after a plain Start would leave a window in which the program runs, and forks,
 // without limits. started reports whether the process exists, so that the caller
 // must reap it.
-func (e *execTool) start(th *spawnThread, cmd *exec.Cmd, limited bool, gate func() error) (started bool, err error) {
+func (e *execTool) start(th *spawnThread, cmd *exec.Cmd, limits Limits, gate func() error) (started bool, err error) {
 	th.do(func() {
 		if err = cmd.Start(); err != nil {
 			return
@@ -436,8 +446,8 @@ func (e *execTool) start(th *spawnThread, cmd *exec.Cmd, limited bool, gate func
 				return
 			}
 		}
-		if limited {
-			if err = setLimits(pid, e.cfg.Limits); err != nil {
+		if limits.any() {
+			if err = asUser(cmd.SysProcAttr.Credential, func() error { return setLimits(pid, limits) }); err != nil {
 				return
 			}
 		}
@@ -462,6 +472,32 @@ const (
 	cldStopped = 5 // CLD_STOPPED
 )
 
+// asUser runs f on the calling thread, a spawner thread of a root worker, with
+// the real and effective user and group IDs of cred, and then gives the thread
+// back its own. prlimit(2) on a process of another user needs CAP_SYS_RESOURCE
+// over it, which containers often take from root; as the process's own user,
+// lowering its limits needs nothing. Only this thread changes (the raw system
+// calls, unlike syscall.Setresuid, do not reach the others), and it keeps root
+// as its saved IDs, to go back.
+func asUser(cred *syscall.Credential, f func() error) error {
+	if cred == nil || os.Geteuid() != 0 || cred.Uid == 0 {
+		return f()
+	}
+	var u, g [3]uint32 // real, effective, saved
+	unix.RawSyscall(unix.SYS_GETRESUID, uintptr(unsafe.Pointer(&u[0])), uintptr(unsafe.Pointer(&u[1])), uintptr(unsafe.Pointer(&u[2])))
+	unix.RawSyscall(unix.SYS_GETRESGID, uintptr(unsafe.Pointer(&g[0])), uintptr(unsafe.Pointer(&g[1])), uintptr(unsafe.Pointer(&g[2])))
+	if _, _, errno := unix.RawSyscall(unix.SYS_SETRESGID, uintptr(cred.Gid), uintptr(cred.Gid), uintptr(g[2])); errno != 0 {
+		return fmt.Errorf("taking group %d: %w", cred.Gid, errno)
+	}
+	defer unix.RawSyscall(unix.SYS_SETRESGID, uintptr(g[0]), uintptr(g[1]), uintptr(g[2]))
+	if _, _, errno := unix.RawSyscall(unix.SYS_SETRESUID, uintptr(cred.Uid), uintptr(cred.Uid), uintptr(u[2])); errno != 0 {
+		return fmt.Errorf("taking user %d: %w", cred.Uid, errno)
+	}
+	// Back to root first: only root may set the groups back.
+	defer unix.RawSyscall(unix.SYS_SETRESUID, uintptr(u[0]), uintptr(u[1]), uintptr(u[2]))
+	return f()
+}
+
 func setLimits(pid int, l Limits) error {
 	for _, x := range []struct {
 		name     string
@@ -476,7 +512,7 @@ func setLimits(pid int, l Limits) error {
 		{"OpenFiles", unix.RLIMIT_NOFILE, l.OpenFiles, 0},
 		{"Processes", unix.RLIMIT_NPROC, l.Processes, 0},
 	} {
-		if x.value == 0 {
+		if x.value == 0 || x.value == NoLimit {
 			continue
 		}
 		var old unix.Rlimit
@@ -494,6 +530,113 @@ func setLimits(pid int, l Limits) error {
 		}
 	}
 	return nil
+}
+
+// processPoll is how often a call's processes are counted against its limit.
+const processPoll = 50 * time.Millisecond
+
+// watchProcesses calls over, once, when the processes and threads of pid and
+// its descendants number max. RLIMIT_NPROC makes forks past max fail, but a
+// program that retries them, as a fork bomb or a shell does, would run on until
+// its timeout; so the call ends when it gets there. stop stops the watch, and
+// must be called before pid is reaped.
+func watchProcesses(pid int, max uint64, over func()) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		// A fork bomb takes the CPU: the watch runs on a thread of its own, at a
+		// higher priority than the processes it counts where the worker may
+		// give it one (as root), and the thread ends with it.
+		runtime.LockOSThread()
+		_ = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), -10)
+		t := time.NewTicker(processPoll)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if countTasks(pid, max) >= max {
+					over()
+					return
+				}
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		wg.Wait()
+	}
+}
+
+// countTasks counts the threads of pid and of its descendants, up to max. In
+// its PID namespace every process the call started is pid's descendant: orphans
+// are reparented to it. It reads /proc with raw system calls into one buffer:
+// it runs when a fork bomb is taking the CPU, and must need little of it.
+func countTasks(pid int, limit uint64) uint64 {
+	var n uint64
+	buf := make([]byte, 8192)
+	queue := []int{pid}
+	path := make([]byte, 0, 64)
+	for len(queue) > 0 && n < limit {
+		p := queue[0]
+		queue = queue[1:]
+		path = strconv.AppendInt(append(path[:0], "/proc/"...), int64(p), 10)
+		path = append(path, "/task"...)
+		dir := len(path)
+		var tids []int
+		if fd, err := unix.Open(string(path), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
+			for {
+				k, err := unix.Getdents(fd, buf)
+				if err != nil || k <= 0 {
+					break
+				}
+				for _, name := range direntNames(buf[:k]) {
+					if tid, err := strconv.Atoi(name); err == nil {
+						tids = append(tids, tid)
+					}
+				}
+			}
+			unix.Close(fd)
+		}
+		for _, tid := range tids {
+			n++
+			path = strconv.AppendInt(append(path[:dir], '/'), int64(tid), 10)
+			path = append(path, "/children"...)
+			fd, err := unix.Open(string(path), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+			if err != nil {
+				continue
+			}
+			k, _ := unix.Read(fd, buf)
+			unix.Close(fd)
+			for _, f := range bytes.Fields(buf[:max(k, 0)]) {
+				if c, err := strconv.Atoi(string(f)); err == nil {
+					queue = append(queue, c)
+				}
+			}
+		}
+	}
+	return n
+}
+
+// direntNames returns the names in a getdents64 buffer.
+func direntNames(b []byte) []string {
+	var names []string
+	for len(b) >= 19 {
+		reclen := int(binary.NativeEndian.Uint16(b[16:18]))
+		if reclen < 19 || reclen > len(b) {
+			break
+		}
+		name := b[19:reclen]
+		if i := bytes.IndexByte(name, 0); i >= 0 {
+			name = name[:i]
+		}
+		names = append(names, string(name))
+		b = b[reclen:]
+	}
+	return names
 }
 
 func waitid(pid, options int, info *unix.Siginfo) error {

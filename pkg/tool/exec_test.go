@@ -21,6 +21,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/skillbus/skillbus/pkg/failure"
+	"github.com/skillbus/skillbus/pkg/skill"
 	"github.com/skillbus/skillbus/pkg/tool"
 	"github.com/skillbus/skillbus/pkg/tool/tooltest"
 )
@@ -795,5 +796,71 @@ cat /etc/shadow 2>/dev/null || echo shadow denied
 	}
 	if len(users) != 2 {
 		t.Errorf("two calls at once ran as the same user: %v", users)
+	}
+}
+
+// TestExecDefaultLimits: without configuration, a call may have 256 processes
+// and threads and each process 1024 open files; CPU time and address space are
+// not limited.
+func TestExecDefaultLimits(t *testing.T) {
+	t.Parallel()
+	res := mustRun(t, tool.ExecConfig{}, cmdCall("/bin/sh", "-c", `ulimit -p; ulimit -n; ulimit -t; ulimit -v`))
+	if diff := cmp.Diff("256\n1024\nunlimited\nunlimited\n", res["stdout"]); diff != "" {
+		t.Errorf("limits seen by the shell (-want +got):\n%s", diff)
+	}
+	// NoLimit lifts one.
+	res = mustRun(t, tool.ExecConfig{Limits: tool.Limits{OpenFiles: tool.NoLimit}}, cmdCall("/bin/sh", "-c", `ulimit -p; ulimit -n`))
+	if n := strings.Fields(res["stdout"].(string)); len(n) != 2 || n[0] != "256" || n[1] == "1024" {
+		t.Errorf("processes and open files with open files lifted: %q", res["stdout"])
+	}
+}
+
+// TestExecLimitsFromPermissions: a skill's permissions.limits tighten the
+// worker's; asking for more than the worker allows fails the call, fatally.
+func TestExecLimitsFromPermissions(t *testing.T) {
+	t.Parallel()
+	s, ds := skill.ParseWorkflow("skill.yaml", []byte(`name: tight
+description: Asks for tight limits.
+permissions:
+  limits: {processes: 20, open_files: 32, cpu: 5s, memory: 1GiB, output: 10}
+steps:
+  - {id: a, tool: noop}
+`))
+	if len(ds) > 0 {
+		t.Fatal(ds)
+	}
+	perms := tool.SkillPermissions(s)
+	want := tool.Permissions{Limits: tool.Limits{CPUSeconds: 5, MemoryBytes: 1 << 30, OpenFiles: 32, Processes: 20}, MaxOutputBytes: 10}
+	if diff := cmp.Diff(want, perms); diff != "" {
+		t.Errorf("SkillPermissions (-want +got):\n%s", diff)
+	}
+	cfg := tool.ExecConfig{Limits: tool.Limits{CPUSeconds: 60, MemoryBytes: 4 << 30, OpenFiles: tool.NoLimit}}
+	ctx := tool.WithPermissions(t.Context(), perms)
+	res, err := tool.NewExec(cfg).Call(ctx, cmdCall("/bin/sh", "-c", `ulimit -p; ulimit -n; ulimit -t; ulimit -v`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := res.(map[string]any)
+	if got["stdout"] != "20\n32\n5\n10" || got["truncated"] != true {
+		t.Errorf("stdout %q (truncated %v), want the skill's limits, cut at 10 bytes", got["stdout"], got["truncated"])
+	}
+
+	for _, tc := range []struct {
+		perms tool.Permissions
+		want  string
+	}{
+		{tool.Permissions{Limits: tool.Limits{Processes: 257}}, "exec: the skill's permissions.limits.processes (257) is more than this worker allows (256)"},
+		{tool.Permissions{Limits: tool.Limits{CPUSeconds: 61}}, "exec: the skill's permissions.limits.cpu (61 seconds) is more than this worker allows (60)"},
+		{tool.Permissions{MaxOutputBytes: 2 << 20}, "exec: the skill's permissions.limits.output (2097152 bytes) is more than this worker allows (1048576)"},
+	} {
+		_, err := tool.NewExec(cfg).Call(tool.WithPermissions(t.Context(), tc.perms), cmdCall("true"))
+		if err == nil || err.Error() != tc.want || classOf(t, err) != failure.Fatal {
+			t.Errorf("%+v: error %v, want fatal %q", tc.perms, err, tc.want)
+		}
+	}
+	// Where the worker sets no limit, a skill may ask for any.
+	res, err = tool.NewExec(cfg).Call(tool.WithPermissions(t.Context(), tool.Permissions{Limits: tool.Limits{OpenFiles: 100}}), cmdCall("/bin/sh", "-c", "ulimit -n"))
+	if err != nil || res.(map[string]any)["stdout"] != "100\n" {
+		t.Errorf("open files under a worker without that limit: %v, %v; want 100", res, err)
 	}
 }

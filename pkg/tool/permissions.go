@@ -2,8 +2,10 @@ package tool
 
 import (
 	"context"
+	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/skillbus/skillbus/pkg/skill"
 )
@@ -23,6 +25,13 @@ type Permissions struct {
 	// when the worker has them. Names starting with ReservedEnvPrefix are never
 	// passed: they are the worker's own configuration and credentials.
 	Env []string
+	// Limits tighten the worker's limits on exec processes (ExecConfig.Limits)
+	// for the skill; zero fields keep the worker's. A call asking for more than
+	// the worker allows fails, Fatal.
+	Limits Limits
+	// MaxOutputBytes tightens ExecConfig.MaxOutputBytes likewise. Zero: the
+	// worker's.
+	MaxOutputBytes int
 }
 
 // ReservedEnvPrefix starts the names of the variables that configure skillbus's
@@ -59,5 +68,16 @@ func SkillPermissions(s *skill.Skill) Permissions {
 			env = append(env, name)
 		}
 	}
-	return Permissions{Network: s.Permissions.Network.Outbound, Env: env}
+	l := s.Permissions.Limits
+	return Permissions{
+		Network: s.Permissions.Network.Outbound,
+		Env:     env,
+		Limits: Limits{
+			CPUSeconds:  uint64(time.Duration(l.CPU).Round(time.Second) / time.Second),
+			MemoryBytes: uint64(max(l.Memory, 0)),
+			OpenFiles:   uint64(max(l.OpenFiles, 0)),
+			Processes:   uint64(max(l.Processes, 0)),
+		},
+		MaxOutputBytes: int(min(max(l.Output, 0), math.MaxInt32)),
+	}
 }

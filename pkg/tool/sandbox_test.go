@@ -39,7 +39,9 @@ func init() {
 // workerRole is a worker in miniature: it loads the skill TOOLTEST_SKILL, runs it
 // with the workflow engine and the exec tool, as a worker does, with
 // inputs TOOLTEST_INPUTS (JSON), and prints {"outputs": ..., "error": ...,
-// "log": the exec tool's log}.
+// "log": the exec tool's log, "took_ms": how long the run took}.
+//
+// With TOOLTEST_NOLIMITS set, the exec tool sets no resource limits.
 //
 // With TOOLTEST_NOPTRACE set, ptrace(2) fails with EPERM in the worker and the
 // processes it starts, as under a seccomp profile that forbids it.
@@ -64,14 +66,21 @@ func workerRole() {
 	}
 	var logs strings.Builder
 	defer func() { out["log"] = logs.String() }()
-	tools, _ := tool.NewSet(tool.NewExec(tool.ExecConfig{Log: slog.New(slog.NewTextHandler(&logs, nil))}))
+	cfg := tool.ExecConfig{Log: slog.New(slog.NewTextHandler(&logs, nil))}
+	if os.Getenv("TOOLTEST_NOLIMITS") != "" {
+		var nl uint64 = tool.NoLimit
+		cfg.Limits = tool.Limits{CPUSeconds: nl, MemoryBytes: nl, OpenFiles: nl, Processes: nl}
+	}
+	tools, _ := tool.NewSet(tool.NewExec(cfg))
 	eng, err := workflow.New(workflow.Config{Tools: tools})
 	if err != nil {
 		out["error"] = err.Error()
 		return
 	}
 	// The engine gives the tools the skill's permissions.
+	start := time.Now()
 	res, err := eng.Execute(context.Background(), workflow.Run{ExecutionID: "ex1", Skill: s, Inputs: inputs})
+	out["took_ms"] = time.Since(start).Milliseconds()
 	out["outputs"] = res
 	if err != nil {
 		out["error"] = err.Error()
@@ -361,7 +370,7 @@ func TestExecWithoutPtrace(t *testing.T) {
 		if err := os.WriteFile(mark, nil, 0o666); err != nil || os.Chmod(mark, 0o666) != nil {
 			t.Fatal(err)
 		}
-		worker, out := startWorker(t, bin, cred, "testdata/effect.yaml", map[string]any{"path": mark}, "TOOLTEST_NOPTRACE=1")
+		worker, out := startWorker(t, bin, cred, "testdata/effect.yaml", map[string]any{"path": mark}, "TOOLTEST_NOPTRACE=1", "TOOLTEST_NOLIMITS=1")
 		if err := worker.Wait(); err != nil {
 			t.Fatalf("worker: %v: %s", err, out)
 		}
@@ -376,6 +385,16 @@ func TestExecWithoutPtrace(t *testing.T) {
 		if n := strings.Count(got.Log, "the host refuses ptrace"); n != 1 || !strings.Contains(got.Log, "operation not permitted") {
 			t.Errorf("the exec tool's log says ptrace is refused %d times, want once, with the error:\n%s", n, got.Log)
 		}
+
+		// With resource limits, the default, a step fails rather than run
+		// without them.
+		worker, out = startWorker(t, bin, cred, "testdata/effect.yaml", map[string]any{"path": mark}, "TOOLTEST_NOPTRACE=1")
+		if err := worker.Wait(); err != nil {
+			t.Fatalf("worker: %v: %s", err, out)
+		}
+		if err := json.Unmarshal(out.Bytes(), &got); err != nil || !strings.Contains(got.Error, "resource limits are applied under ptrace(2); is it forbidden here?") {
+			t.Errorf("with limits: worker output %q (%v), want the step to fail for want of ptrace", out, err)
+		}
 	})
 }
 
@@ -385,6 +404,7 @@ type workerReport struct {
 		Report map[string]any `json:"report"`
 	} `json:"outputs"`
 	Error, Log string
+	TookMS     int64 `json:"took_ms"`
 }
 
 // finish waits for the worker and decodes its report.
@@ -474,5 +494,34 @@ func TestExecSetuidGivesNothing(t *testing.T) {
 		if euid, ok := r["euid"].(float64); !ok || euid == 0 {
 			t.Errorf("the setuid-root program ran with effective user %v, want the step's user", r["euid"])
 		}
+	})
+}
+
+// TestExecForkBombIsStopped: a fork bomb under the default limits is stopped
+// within a second, with everything it started, and its step fails saying why.
+func TestExecForkBombIsStopped(t *testing.T) {
+	if _, err := os.Stat("/bin/bash"); err != nil {
+		t.Skip("no /bin/bash")
+	}
+	bin := testBinary(t)
+	asUsers(t, func(t *testing.T, cred *syscall.Credential) {
+		mark := sleepMark()
+		worker, out := startWorker(t, bin, cred, "testdata/hostile/forkbomb.yaml", map[string]any{"mark": mark})
+		if err := worker.Wait(); err != nil {
+			t.Fatalf("worker: %v: %s", err, out)
+		}
+		var got workerReport
+		if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+			t.Fatalf("worker output %q: %v", out, err)
+		}
+		want := `step bomb: exec: "/bin/bash" was killed: its processes and threads reached their limit of 256 (permissions.limits.processes)`
+		if !strings.HasPrefix(got.Error, want) {
+			t.Errorf("error %q, want %q", got.Error, want)
+		}
+		if got.TookMS >= 1000 {
+			t.Errorf("the fork bomb ran for %d ms, want under a second", got.TookMS)
+		}
+		t.Logf("stopped after %d ms", got.TookMS)
+		eventually(t, "the fork bomb's processes to die", func() bool { return len(procsWith(mark)) == 0 })
 	})
 }
