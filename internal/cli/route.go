@@ -35,7 +35,7 @@ func (s *selectorFlags) register(cmd *cobra.Command) {
 	f.Float64Var(&s.threshold, "threshold", selector.DefaultThreshold, "score a skill needs to be selected")
 	f.IntVar(&s.maxActive, "max-active", 3, "most skills a plan selects (primary, parallel partners, fallbacks)")
 	f.StringVar(&s.generic, "generic", "", "a skill appended to every fallback chain")
-	f.StringVar(&s.weights, "weights", "", "score weights, e.g. intent=.4,trigger=.2,success=.15,context=.1,cost=.1,conflict=.05 (unnamed ones keep their default)")
+	f.StringVar(&s.weights, "weights", "", "score weights, e.g. intent=.4,trigger=.2,success=.15,context=.1,cost=.1,conflict=.05 (unnamed ones keep their default); or a file 'skillbus route fit' wrote")
 }
 
 func (s *selectorFlags) config() (selector.Config, error) {
@@ -45,6 +45,18 @@ func (s *selectorFlags) config() (selector.Config, error) {
 	}
 	if s.maxActive < 1 {
 		return cfg, usage("--max-active %d: want at least 1", s.maxActive)
+	}
+	if spec := strings.TrimSpace(s.weights); spec != "" && !strings.Contains(spec, "=") {
+		f, err := os.Open(spec)
+		if err != nil {
+			return cfg, usage("--weights %s: %v (give name=number pairs, or a file 'skillbus route fit' wrote)", spec, unwrapPath(err))
+		}
+		defer f.Close()
+		fitted, err := selector.ReadFitted(f, spec)
+		if err != nil {
+			return cfg, usage("--weights: %v", err)
+		}
+		return fitted.Apply(cfg), nil
 	}
 	w, err := parseWeights(s.weights)
 	if err != nil {
@@ -192,7 +204,7 @@ passes the threshold, 2 on bad usage.`,
 	f.BoolVar(&expl, "explain", false, "print every candidate's score components and reason")
 	f.DurationVar(&timeout, "timeout", 5*time.Second, "how long to wait for the live router")
 	f.StringSliceVar(&textFieldList, "text-fields", nil, "data fields the text is taken from (default query,text,message,prompt)")
-	cmd.AddCommand(routeEvalCommand(stdout))
+	cmd.AddCommand(routeEvalCommand(stdout), routeFitCommand(stdout))
 	return cmd
 }
 

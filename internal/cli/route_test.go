@@ -171,3 +171,32 @@ func TestRouteSkipsInvalidSkills(t *testing.T) {
 		t.Fatalf("eval: exit %d: %s", code, out)
 	}
 }
+
+// route fit writes the setting that routes a tuning file best; eval and route use it.
+func TestRouteFit(t *testing.T) {
+	t.Parallel()
+	const dir = "../../testdata/routing/seedstyle/skills"
+	out := filepath.Join(t.TempDir(), "weights.yaml")
+	got, code := run(t, "route", "fit", "--skills", dir, "--cases", "../../testdata/routing/seedstyle/cases.jsonl", "--out", out)
+	if code != 0 || !strings.Contains(got, "fitted on 25 cases: ") || !strings.Contains(got, "top-1 1.000") {
+		t.Fatalf("fit: exit %d: %s", code, got)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil || !strings.Contains(string(b), "threshold: ") {
+		t.Fatalf("weights file %q: %v", b, err)
+	}
+	if got, code := run(t, "route", "eval", "--skills", dir, "--cases", "../../testdata/routing/seedstyle/cases.jsonl", "--weights", out, "--min-accuracy", "1"); code != 0 {
+		t.Fatalf("eval --weights: exit %d: %s", code, got)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(bad, []byte("name: 3\nthreshold: 2\n"), 0o644)
+	for _, args := range [][]string{
+		{"route", "--skills", dir, "--weights", bad, "x"},
+		{"route", "--skills", dir, "--weights", "/nonexistent.yaml", "x"},
+		{"route", "fit", "--skills", dir},
+	} {
+		if got, code := run(t, args...); code != 2 {
+			t.Errorf("%v: exit %d: %s", args, code, got)
+		}
+	}
+}

@@ -162,8 +162,18 @@ func (c *Case) rankOf(ranked []string) int {
 // Evaluate routes every case and sums up. Cases from skill examples are routed with
 // that example left out of its skill.
 func Evaluate(x *Selector, cases []Case, env Env) ([]Result, Summary) {
+	return evaluate(x, cases, env, true)
+}
+
+// evaluate is Evaluate, with the baselines only when baselines is set.
+func evaluate(x *Selector, cases []Case, env Env, baselines bool) ([]Result, Summary) {
 	skills := x.Skills()
-	base, stem := NewBaseline(skills, false), NewBaseline(skills, true)
+	var base, stem *Baseline
+	if baselines {
+		base, stem = NewBaseline(skills, false), NewBaseline(skills, true)
+	} else {
+		base, stem = NewBaseline(nil, false), NewBaseline(nil, true)
+	}
 	results := make([]Result, 0, len(cases))
 	var sum Summary
 	var pos, r3, r5, nulls, nullsOK, routedNone, b1, b5, s1, s5 int

@@ -1,0 +1,78 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/skillbus/skillbus/pkg/selector"
+)
+
+func routeFitCommand(stdout io.Writer) *cobra.Command {
+	var (
+		skills []string
+		cases  []string
+		out    string
+	)
+	cmd := &cobra.Command{
+		Use:   "fit",
+		Short: "Choose the keyword index's weights and the threshold on labelled requests",
+		Long: `fit routes labelled requests (--cases, JSONL as for eval) with each setting of a
+small grid — the name's weight against the description's (1, 3, 5), BM25's b (0.5,
+0.75) and the threshold (0.55 to 0.7) — and writes the setting with the best top-1
+accuracy, then recall@5, to --out as YAML. 'skillbus route eval --weights FILE' and
+'route --weights FILE' use it.
+
+Fit on a tuning half of your requests and measure on a held-out half: the figures
+fit prints are on the requests it was fitted on, and overstate it.`,
+		Example: `  skillbus route fit --skills ./skills --cases tune.jsonl --out weights.yaml
+  skillbus route eval --skills ./skills --cases heldout.jsonl --no-examples --weights weights.yaml`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(skills) == 0 || len(cases) == 0 || out == "" {
+				return usage("give --skills DIR, --cases FILE and --out FILE")
+			}
+			_, ss, err := loadSelector(skills, selector.Config{}, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			var all []selector.Case
+			for _, p := range cases {
+				f, err := os.Open(p)
+				if err != nil {
+					return usage("--cases %s: %v", p, unwrapPath(err))
+				}
+				cs, err := selector.ReadCases(f, p)
+				f.Close()
+				if err != nil {
+					return usage("%v", err)
+				}
+				all = append(all, cs...)
+			}
+			if len(all) == 0 {
+				return usage("no cases in %v", cases)
+			}
+			fitted := selector.Fit(ss, all, selector.Config{}, selector.DefaultFitGrid)
+			f, err := os.Create(out)
+			if err != nil {
+				return usage("--out %s: %v", out, unwrapPath(err))
+			}
+			if err := fitted.WriteYAML(f); err != nil {
+				f.Close()
+				return err
+			}
+			if err := f.Close(); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "fitted on %d cases: %s\nwrote %s\n", len(all), fitted, out)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&skills, "skills", nil, "a skills directory (repeatable)")
+	f.StringArrayVar(&cases, "cases", nil, "a JSONL file of {\"query\": ..., \"expect\": name | [names] | null} (repeatable)")
+	f.StringVar(&out, "out", "", "the YAML file to write")
+	return cmd
+}
