@@ -299,12 +299,16 @@ func (c *Client) follow(ctx context.Context, activationID string, fn func(*event
 			}
 			return nil, fmt.Errorf("follow %s: %w", id, err)
 		}
-		return oc.Consume(func(m jetstream.Msg) {
+		cc, err := oc.Consume(func(m jetstream.Msg) {
 			select {
 			case msgs <- m:
 			case <-done:
 			}
 		})
+		if err != nil {
+			return nil, err
+		}
+		return released{ConsumeContext: cc, c: c, oc: oc}, nil
 	}
 	watch := func(id string) (err error) {
 		if cons != nil {
@@ -463,6 +467,29 @@ func (c *Client) follow(ctx context.Context, activationID string, fn func(*event
 		}
 	}
 }
+
+// released is a follow's consumption whose Stop also deletes its consumer on the
+// server at once. Left alone the consumer would stay for its inactivity threshold
+// (5 minutes): one per follower gone — a waiter who hung up, a page closed —
+// whoever asked.
+type released struct {
+	jetstream.ConsumeContext
+	c  *Client
+	oc jetstream.Consumer
+}
+
+func (r released) Stop() {
+	r.ConsumeContext.Stop()
+	if info := r.oc.CachedInfo(); info != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+		defer cancel()
+		_ = r.c.b.JS.DeleteConsumer(ctx, r.c.b.StreamEvents(), info.Name)
+	}
+}
+
+// releaseTimeout bounds deleting a follow's consumer; one the server did not hear
+// about goes after its inactivity threshold.
+const releaseTimeout = 2 * time.Second
 
 // DecisionPoll is how often Follow looks for the routing decision of a trigger that
 // did not ask for live progress and is not routed yet.

@@ -7,6 +7,7 @@ import (
 	"net/http/cookiejar"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -350,4 +351,29 @@ func TestARepairIsApprovedFromThePageAndPublishesTheNewVersion(t *testing.T) {
 	if !strings.Contains(body, `href="/repairs#repair-`+id+`"`) || !strings.Contains(body, "Fix the build") {
 		t.Fatalf("the run page lacks its repair or output:\n%s", body)
 	}
+}
+
+// A request for a run holds no JetStream consumer after it is answered: 50
+// requests for runs that do not exist leave the EVENTS stream with the consumers
+// it had (they stayed five minutes each).
+func TestRunPagesReleaseTheirConsumers(t *testing.T) {
+	f := startFleet(t, nil)
+	evs, err := f.b.JS.Stream(f.ctx, f.b.StreamEvents())
+	if err != nil {
+		t.Fatal(err)
+	}
+	consumers := func() int {
+		info, err := evs.Info(f.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.State.Consumers
+	}
+	base := consumers()
+	for i := range 50 {
+		if code, _ := get(t, http.DefaultClient, f.srv.URL+"/runs/nosuchrun"+strconv.Itoa(i)); code != http.StatusNotFound {
+			t.Fatalf("unknown run: %d", code)
+		}
+	}
+	natstest.Eventually(t, 5*time.Second, func() bool { return consumers() <= base }, "%d consumers on EVENTS after the requests, %d before", consumers(), base)
 }

@@ -234,6 +234,15 @@ func readEvents(ctx context.Context, b *bus.Bus, subject string) ([]storedMsg, e
 	if err != nil {
 		return nil, err
 	}
+	// Deleted as soon as it is read: left to its inactivity threshold (5 minutes),
+	// every request, even for an id that does not exist, would hold a consumer.
+	defer func() {
+		if info := cons.CachedInfo(); info != nil {
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			defer cancel()
+			_ = b.JS.DeleteConsumer(dctx, b.StreamEvents(), info.Name)
+		}
+	}()
 	var out []storedMsg
 	for len(out) < maxRunEvents {
 		batch, err := cons.FetchNoWait(200)

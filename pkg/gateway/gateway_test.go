@@ -3,10 +3,12 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -449,4 +451,53 @@ func TestEventOverTheRoutersLimitIs413(t *testing.T) {
 	if info.State.Msgs != 1 {
 		t.Fatalf("%d triggers published, want only ok-1", info.State.Msgs)
 	}
+}
+
+// A waiter who hangs up releases what its wait held — the consumers following its
+// activation and the goroutines — within seconds, not the five minutes a consumer
+// otherwise lingers.
+func TestAbandonedWaitReleasesItsConsumers(t *testing.T) {
+	f := setup(t, gateway.Config{Tokens: []string{token}})
+	evs, err := f.b.JS.Stream(f.ctx, f.b.StreamEvents())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// following reports the consumers on EVENTS, and whether one follows act.
+	following := func(act string) (n int, found bool) {
+		for ci := range evs.ListConsumers(f.ctx).Info() {
+			n++
+			found = found || strings.Contains(ci.Config.FilterSubject, act)
+		}
+		return n, found
+	}
+	base, _ := following("-")
+	routines := runtime.NumGoroutine()
+	for i := range 10 {
+		id := fmt.Sprintf("slow-%d", i)
+		ctx, cancel := context.WithCancel(f.ctx)
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.url+"/events?wait=1m", strings.NewReader(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range binary(id, "test.slow") {
+			req.Header.Set(k, v)
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}()
+		natstest.Eventually(t, 5*time.Second, func() bool {
+			_, ok := following(events.ActivationID("/curl", id))
+			return ok
+		}, "the wait never followed its activation")
+		cancel()
+		<-done
+	}
+	http.DefaultClient.CloseIdleConnections()
+	n := 0
+	natstest.Eventually(t, 5*time.Second, func() bool { n, _ = following("-"); return n <= base }, "%d consumers on EVENTS after the waiters left, %d before", n, base)
+	natstest.Eventually(t, 5*time.Second, func() bool { return runtime.NumGoroutine() <= routines+2 }, "%d goroutines after the waiters left, %d before", runtime.NumGoroutine(), routines)
 }
