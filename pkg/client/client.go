@@ -292,6 +292,10 @@ func (c *Client) follow(ctx context.Context, activationID string, fn func(*event
 		oc, err := c.b.JS.OrderedConsumer(ctx, c.b.StreamEvents(), jetstream.OrderedConsumerConfig{
 			FilterSubjects: []string{c.b.Subjects.Events(id)},
 			DeliverPolicy:  jetstream.DeliverAllPolicy,
+			// The server keeps a consumer while a pull of it waits, as one always
+			// does while this follows; one whose follower vanished without deleting
+			// it goes after this.
+			InactiveThreshold: releaseTimeout,
 		})
 		if err != nil {
 			if errors.Is(err, jetstream.ErrStreamNotFound) {

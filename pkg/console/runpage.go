@@ -230,7 +230,7 @@ type storedMsg struct {
 
 // readEvents reads the events on subject from the EVENTS stream, oldest first.
 func readEvents(ctx context.Context, b *bus.Bus, subject string) ([]storedMsg, error) {
-	cons, err := b.JS.OrderedConsumer(ctx, b.StreamEvents(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
+	cons, err := b.JS.OrderedConsumer(ctx, b.StreamEvents(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}, InactiveThreshold: 2 * time.Second})
 	if err != nil {
 		return nil, err
 	}

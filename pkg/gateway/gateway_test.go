@@ -497,7 +497,15 @@ func TestAbandonedWaitReleasesItsConsumers(t *testing.T) {
 		<-done
 	}
 	http.DefaultClient.CloseIdleConnections()
-	n := 0
-	natstest.Eventually(t, 5*time.Second, func() bool { n, _ = following("-"); return n <= base }, "%d consumers on EVENTS after the waiters left, %d before", n, base)
+	deadline := time.Now().Add(5 * time.Second)
+	for n, _ := following("-"); n > base; n, _ = following("-") {
+		if time.Now().After(deadline) {
+			for ci := range evs.ListConsumers(f.ctx).Info() {
+				t.Logf("left: %s on %s, created %v, %d waiting pulls", ci.Name, ci.Config.FilterSubject, ci.Created, ci.NumWaiting)
+			}
+			t.Fatalf("%d consumers on EVENTS 5s after the waiters left, %d before", n, base)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	natstest.Eventually(t, 5*time.Second, func() bool { return runtime.NumGoroutine() <= routines+2 }, "%d goroutines after the waiters left, %d before", runtime.NumGoroutine(), routines)
 }
