@@ -93,43 +93,53 @@ func (r *Receiver) Env(service string) []string {
 }
 
 func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
-	if req.Method != http.MethodPost || req.URL.Path != "/v1/traces" {
-		http.Error(w, "only POST /v1/traces", http.StatusNotFound)
-		return
-	}
-	var body io.Reader = req.Body
-	if req.Header.Get("Content-Encoding") == "gzip" {
-		gz, err := gzip.NewReader(req.Body)
-		if err != nil {
-			r.fail(fmt.Errorf("gzip body: %w", err))
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		body = gz
-	}
-	b, err := io.ReadAll(body)
+	spans, code, err := Decode(req)
 	if err != nil {
-		r.fail(err)
-		http.Error(w, err.Error(), http.StatusBadRequest)
+		if code != http.StatusNotFound {
+			r.fail(err)
+		}
+		http.Error(w, err.Error(), code)
 		return
 	}
-	if ct := req.Header.Get("Content-Type"); ct != "application/x-protobuf" {
-		r.fail(fmt.Errorf("Content-Type %q, want application/x-protobuf", ct))
-		http.Error(w, "want application/x-protobuf", http.StatusUnsupportedMediaType)
-		return
-	}
-	var ex collectorpb.ExportTraceServiceRequest
-	if err := proto.Unmarshal(b, &ex); err != nil {
-		r.fail(fmt.Errorf("decoding an export request: %w", err))
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	spans := flatten(&ex)
 	r.mu.Lock()
 	r.spans = append(r.spans, spans...)
 	close(r.ch)
 	r.ch = make(chan struct{})
 	r.mu.Unlock()
+	Respond(w)
+}
+
+// Decode reads the spans of an OTLP/HTTP protobuf export request (POST
+// /v1/traces, gzipped or not); on an error it also returns the HTTP status to
+// answer with. `skillbus traces` serves it outside tests.
+func Decode(req *http.Request) ([]Span, int, error) {
+	if req.Method != http.MethodPost || req.URL.Path != "/v1/traces" {
+		return nil, http.StatusNotFound, fmt.Errorf("only POST /v1/traces")
+	}
+	var body io.Reader = req.Body
+	if req.Header.Get("Content-Encoding") == "gzip" {
+		gz, err := gzip.NewReader(req.Body)
+		if err != nil {
+			return nil, http.StatusBadRequest, fmt.Errorf("gzip body: %w", err)
+		}
+		body = gz
+	}
+	b, err := io.ReadAll(body)
+	if err != nil {
+		return nil, http.StatusBadRequest, err
+	}
+	if ct := req.Header.Get("Content-Type"); ct != "application/x-protobuf" {
+		return nil, http.StatusUnsupportedMediaType, fmt.Errorf("Content-Type %q, want application/x-protobuf (OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf)", ct)
+	}
+	var ex collectorpb.ExportTraceServiceRequest
+	if err := proto.Unmarshal(b, &ex); err != nil {
+		return nil, http.StatusBadRequest, fmt.Errorf("decoding an export request: %w", err)
+	}
+	return flatten(&ex), http.StatusOK, nil
+}
+
+// Respond answers an export request that was read.
+func Respond(w http.ResponseWriter) {
 	out, _ := proto.Marshal(&collectorpb.ExportTraceServiceResponse{})
 	w.Header().Set("Content-Type", "application/x-protobuf")
 	_, _ = w.Write(out)
