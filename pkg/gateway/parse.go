@@ -37,6 +37,12 @@ var (
 	ErrBadSignature = errors.New("bad signature")
 )
 
+// Encoding is the content mode ParseEvents reads a request with these headers in:
+// structured, batch, binary, or unknown (not a CloudEvent).
+func Encoding(header http.Header) binding.Encoding {
+	return cehttp.NewMessage(header, nil).ReadEncoding()
+}
+
 // ParseEvents reads the CloudEvents of an HTTP request with sdk-go's HTTP binding:
 // binary mode (ce-* headers, Content-Type as datacontenttype, the body as data),
 // structured mode (Content-Type application/cloudevents+json) or batch mode

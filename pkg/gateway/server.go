@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cloudevents/sdk-go/v2/binding"
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -249,9 +250,16 @@ func (g *Gateway) handleEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		// The signature covers the body only: the id, source and type must be in it,
-		// or the same signed body could be sent again as new events.
-		if !isBatch(r) && !strings.HasPrefix(r.Header.Get("Content-Type"), "application/cloudevents+json") {
+		// or the same signed body could be sent again as new events. The mode is the
+		// one the parser will read, not a look at the Content-Type's prefix (an
+		// "application/cloudevents+jsonx" is read in binary mode).
+		if enc := Encoding(r.Header); enc != binding.EncodingStructured && enc != binding.EncodingBatch {
 			g.fail(w, r, http.StatusUnauthorized, fmt.Errorf("%w: a signed event must be sent in structured or batch mode (Content-Type application/cloudevents+json or application/cloudevents-batch+json), so that its id, source and type are in the signed body; or send a bearer token", ErrBadSignature))
+			return
+		}
+		// Nor is the URL signed: a captured body sent again naming a skill would start it.
+		if r.URL.Query().Has("skill") {
+			g.fail(w, r, http.StatusUnauthorized, fmt.Errorf("%w: ?skill is not covered by the signature; name the skill in the event (its type) or send a bearer token", ErrBadSignature))
 			return
 		}
 	}
@@ -287,7 +295,7 @@ func (g *Gateway) handleEvents(w http.ResponseWriter, r *http.Request) {
 }
 
 func isBatch(r *http.Request) bool {
-	return strings.HasPrefix(r.Header.Get("Content-Type"), "application/cloudevents-batch+json")
+	return Encoding(r.Header) == binding.EncodingBatch
 }
 
 func (g *Gateway) handleHook(w http.ResponseWriter, r *http.Request) {
