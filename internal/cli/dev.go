@@ -86,8 +86,13 @@ persisted is lost, and the next start carries on where this one stopped.`,
 						roots = append(roots, r)
 					}
 				}
+				if len(roots) == 0 && inSkillbusRepo(wd) {
+					// The README's commands run from a checkout: its example skills.
+					roots = []string{filepath.Join("testdata", "skills")}
+					fmt.Fprintln(stderr, "no ./skills here: using the example skills in ./testdata/skills (the skillbus repository's); --skills DIR picks others")
+				}
 				if len(roots) == 0 {
-					return usage("no skills found: pass --skills DIR, or create ./skills (try --skills ./testdata/skills in the skillbus repository)")
+					return usage("no skills found: pass --skills DIR, or create ./skills (in the skillbus repository, ./testdata/skills holds the examples)")
 				}
 			}
 			for _, r := range roots {
@@ -226,6 +231,17 @@ persisted is lost, and the next start carries on where this one stopped.`,
 	o.register(cmd, getenv)
 	gf.register(cmd, getenv)
 	return cmd
+}
+
+// inSkillbusRepo reports whether dir is the root of a skillbus checkout, which has
+// example skills in testdata/skills.
+func inSkillbusRepo(dir string) bool {
+	mod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+	if err != nil || !strings.HasPrefix(string(mod), "module github.com/skillbus/skillbus\n") {
+		return false
+	}
+	st, err := os.Stat(filepath.Join(dir, "testdata", "skills"))
+	return err == nil && st.IsDir()
 }
 
 func gatewayBanner(addr string) string {
