@@ -135,7 +135,7 @@ func (x *Selector) Select(req Request, env Env) (*Decision, error) {
 	}
 	var words []string
 	if req.Text != "" {
-		words = Words(req.Text)
+		words = phraseWords(req.Text)
 	}
 	if !forced {
 		r.types(typ)
@@ -355,9 +355,9 @@ func (x *Selector) score(a *acc, req Request, words []string, env Env) Candidate
 		c.Cost = 0.5
 	}
 	for _, anti := range a.e.anti {
-		if containsPhrase(words, anti) {
+		if containsPhrase(words, anti.words) {
 			c.Conflict = -1
-			reasons = append(reasons, fmt.Sprintf("anti-trigger %q in the text: not chosen by score", strings.Join(anti, " ")))
+			reasons = append(reasons, fmt.Sprintf("anti-trigger %q in the text: not chosen by score", anti.text))
 			break
 		}
 	}

@@ -145,7 +145,7 @@ type Selector struct {
 type entry struct {
 	s        *skill.Skill
 	strategy string
-	anti     [][]string
+	anti     []phrase // anti-triggers
 }
 
 type phrase struct {
@@ -207,8 +207,8 @@ func (x *Selector) Put(s *skill.Skill) bool {
 	x.idx.Put(key, FieldsOf(s))
 	e := &entry{s: s, strategy: StrategyOf(s)}
 	for _, a := range s.AntiTriggers {
-		if w := Words(a); len(w) > 0 {
-			e.anti = append(e.anti, w)
+		if w := phraseWords(a); len(w) > 0 {
+			e.anti = append(e.anti, phrase{text: a, words: w})
 		}
 	}
 	x.mu.Lock()
@@ -223,7 +223,7 @@ func (x *Selector) Put(s *skill.Skill) bool {
 		}
 	}
 	for _, p := range phrasesOf(s) {
-		if w := Words(p); len(w) > 0 {
+		if w := phraseWords(p); len(w) > 0 {
 			x.phrases[w[0]] = append(x.phrases[w[0]], phrase{skill: key, text: p, words: w})
 		}
 	}
@@ -282,7 +282,7 @@ func (x *Selector) unrule(key string) {
 		drop(x.patterns, t, key)
 	}
 	for _, p := range phrasesOf(old.s) {
-		if w := Words(p); len(w) > 0 {
+		if w := phraseWords(p); len(w) > 0 {
 			ps := x.phrases[w[0]]
 			out := ps[:0]
 			for _, q := range ps {

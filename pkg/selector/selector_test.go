@@ -401,3 +401,21 @@ func TestNamePartsAreFound(t *testing.T) {
 		t.Errorf("stock: candidates %+v", d.Candidates)
 	}
 }
+
+// Trigger phrases and anti-triggers find other forms of their words.
+func TestPhrasesMatchWordForms(t *testing.T) {
+	t.Parallel()
+	cat, ds := skill.Discover("../../testdata/routing/seedstyle/skills")
+	if ds.HasErrors() {
+		t.Fatal(ds)
+	}
+	x := newSel(t, selector.Config{}, cat.Skills...)
+	d := decide(t, x, selector.Request{Text: "any code reviews pending?"}, selector.Env{})
+	if c := d.Candidate("code_review"); d.Primary != "code_review" || c.Source != selector.SourceRule {
+		t.Fatalf("code reviews: primary %q, candidates %+v", d.Primary, d.Candidates)
+	}
+	d = decide(t, x, selector.Request{Text: "review my code, it has vulnerabilities"}, selector.Env{})
+	if c := d.Candidate("code_review"); c == nil || c.Selected || !strings.Contains(c.Reason, `anti-trigger "vulnerability"`) {
+		t.Fatalf("vulnerabilities: code_review %+v", c)
+	}
+}

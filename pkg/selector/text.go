@@ -315,3 +315,16 @@ func joinBreak(p, r rune, rest string) bool {
 	}
 	return false
 }
+
+// phraseWords are the words trigger phrases and anti-triggers are matched on:
+// Words, each stemmed like the index's terms (stop words kept), so a phrase finds
+// other forms of its words ("review" in "reviews", "deploy" in "deploying").
+func phraseWords(text string) []string {
+	ws := Words(text)
+	for i, w := range ws {
+		if t, ok := cachedTerm(w); ok {
+			ws[i] = t
+		}
+	}
+	return ws
+}
