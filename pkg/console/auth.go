@@ -133,7 +133,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	code := http.StatusUnauthorized
 	if v.Error == "" {
 		client := clientOf(r)
-		if ok, wait := c.signIns.allow(client); !ok {
+		if ok, wait := c.signIns.take(client); !ok {
 			secs := int((wait + time.Second - 1) / time.Second)
 			v.Error = fmt.Sprintf("Too many wrong tokens: try again in %d s.", secs)
 			code = http.StatusTooManyRequests
@@ -141,8 +141,9 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 			c.cfg.Log.Warn("console: sign-in refused: too many wrong tokens", "name", v.Name, "remote", r.RemoteAddr, "retry_after", secs)
 		} else if subtle.ConstantTimeCompare([]byte(r.PostFormValue("token")), []byte(c.cfg.Token)) != 1 {
 			v.Error = "Wrong token."
-			c.signIns.failed(client)
 			c.cfg.Log.Warn("console: sign-in with a wrong token", "name", v.Name, "remote", r.RemoteAddr)
+		} else {
+			c.signIns.succeeded(client)
 		}
 	}
 	if v.Error != "" {

@@ -14,6 +14,17 @@ import (
 // (20 a minute). An attempt over either limit is refused with 429 and Retry-After
 // before the token is compared, the right token included. Sessions already signed in
 // are not affected.
+//
+// The global limit never refuses a client that has not failed lately (its own
+// allowance is full): otherwise one guesser sending a wrong token every few seconds
+// would keep everyone else from signing in. Guessers spread over many addresses
+// therefore get one guess per address before the global limit holds them; with
+// tokens of at least MinTokenLength characters that is no threat, while the lock-out
+// would be.
+//
+// An attempt takes its tokens before the comparison and gives them back when the
+// token was right, so concurrent attempts cannot all pass the check before any
+// counts.
 const (
 	SignInBurst       = 5
 	SignInEvery       = 12 * time.Second
@@ -87,31 +98,41 @@ func (t *throttle) client(addr string, now time.Time) *allowance {
 	return a
 }
 
-// allow reports whether a sign-in from addr may be tried now, and if not, how long
-// until it may.
-func (t *throttle) allow(addr string) (bool, time.Duration) {
+// take reports whether a sign-in from addr may be tried now, and if not, how long
+// until it may. An attempt it allows is counted as wrong until succeeded says
+// otherwise.
+func (t *throttle) take(addr string) (bool, time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.now()
 	t.global.refill(now, SignInGlobalBurst, SignInGlobalEvery)
+	a := t.client(addr, now)
+	fresh := a != nil && a.tokens >= SignInBurst
 	var wait time.Duration
-	if a := t.client(addr, now); a != nil && a.tokens < 1 {
+	if a != nil && a.tokens < 1 {
 		wait = a.wait(SignInEvery)
 	}
-	if t.global.tokens < 1 {
+	if !fresh && t.global.tokens < 1 {
 		wait = max(wait, t.global.wait(SignInGlobalEvery))
 	}
-	return wait == 0, wait
+	if wait > 0 {
+		return false, wait
+	}
+	// A fresh client past the global limit does not push it further into debt: the
+	// clients that keep failing wait at most SignInGlobalEvery for it.
+	t.global.tokens = max(t.global.tokens-1, 0)
+	if a != nil {
+		a.tokens--
+	}
+	return true, 0
 }
 
-// failed counts a wrong token from addr.
-func (t *throttle) failed(addr string) {
+// succeeded gives back what take counted for an attempt whose token was right.
+func (t *throttle) succeeded(addr string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	now := t.now()
-	t.global.refill(now, SignInGlobalBurst, SignInGlobalEvery)
-	t.global.tokens--
-	if a := t.client(addr, now); a != nil {
-		a.tokens--
+	t.global.tokens = min(t.global.tokens+1, SignInGlobalBurst)
+	if a := t.clients[addr]; a != nil {
+		a.tokens = min(a.tokens+1, SignInBurst)
 	}
 }

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -85,21 +86,69 @@ func TestSignInIsThrottled(t *testing.T) {
 	})
 	t.Run("many clients guessing", func(t *testing.T) {
 		c, now := console()
+		addr := func(i int) string { return fmt.Sprintf("198.51.100.%d", i%100) }
 		compared := 0
 		for i := range 200 {
-			if code, _ := signIn(c, "198.51.100."+string(rune('0'+i%10))+string(rune('0'+i/10%10)), "guess"); code == http.StatusUnauthorized {
+			if code, _ := signIn(c, addr(i), "guess"); code == http.StatusUnauthorized {
 				compared++
 			}
 		}
-		if compared != SignInGlobalBurst {
-			t.Errorf("200 guesses from 100 clients: %d compared, want %d", compared, SignInGlobalBurst)
+		// Each of the 100 addresses had its first guess; after that the global limit
+		// held every second one.
+		if compared != 100 {
+			t.Errorf("200 guesses from 100 clients: %d compared, want 100 (one each)", compared)
 		}
-		if code, retry := signIn(c, "203.0.113.9", tok); code != http.StatusTooManyRequests || retry != "3" {
-			t.Errorf("the right token from a new client: %d Retry-After %q, want 429 and 3", code, retry)
+		if code, retry := signIn(c, addr(7), tok); code != http.StatusTooManyRequests || retry != "3" {
+			t.Errorf("the right token from a guessing client: %d Retry-After %q, want 429 and 3", code, retry)
 		}
 		*now = now.Add(SignInGlobalEvery)
-		if code, _ := signIn(c, "203.0.113.9", tok); code != http.StatusSeeOther {
+		if code, _ := signIn(c, addr(7), tok); code != http.StatusSeeOther {
 			t.Errorf("the right token %v later: %d, want 303", SignInGlobalEvery, code)
+		}
+	})
+	t.Run("a guesser cannot lock others out", func(t *testing.T) {
+		c, now := console()
+		// One guess every SignInGlobalEvery from ever-new addresses keeps the global
+		// allowance empty...
+		for i := range SignInGlobalBurst + 10 {
+			signIn(c, fmt.Sprintf("198.51.100.%d", i), "guess")
+		}
+		if code, _ := signIn(c, "198.51.100.0", "guess"); code != http.StatusTooManyRequests {
+			t.Fatalf("a second guess from a guessing client: %d, want 429", code)
+		}
+		// ...but someone who has not failed lately still signs in at once.
+		if code, _ := signIn(c, "203.0.113.9", tok); code != http.StatusSeeOther {
+			t.Errorf("the right token from a client that never failed: %d, want 303", code)
+		}
+		// And one wrong token does not lock them out for long: their own allowance
+		// is full again after SignInEvery.
+		if code, _ := signIn(c, "203.0.113.10", "typo"); code != http.StatusUnauthorized {
+			t.Fatalf("a typo: %d, want 401", code)
+		}
+		*now = now.Add(SignInEvery)
+		for i := range 10 {
+			signIn(c, fmt.Sprintf("198.51.101.%d", i), "guess")
+		}
+		if code, _ := signIn(c, "203.0.113.10", tok); code != http.StatusSeeOther {
+			t.Errorf("the right token %v after a typo: %d, want 303", SignInEvery, code)
+		}
+	})
+	t.Run("attempts in flight count", func(t *testing.T) {
+		// An attempt counts as soon as it is allowed, before its token is compared:
+		// attempts arriving together cannot all pass the check before any is counted.
+		c, _ := console()
+		allowed := 0
+		for range 50 {
+			if ok, _ := c.signIns.take("192.0.2.50"); ok {
+				allowed++
+			}
+		}
+		if allowed != SignInBurst {
+			t.Errorf("50 attempts in flight: %d allowed, want %d", allowed, SignInBurst)
+		}
+		c.signIns.succeeded("192.0.2.50")
+		if ok, _ := c.signIns.take("192.0.2.50"); !ok {
+			t.Errorf("an attempt after one succeeded: refused, want allowed (a right token gives its count back)")
 		}
 	})
 }
