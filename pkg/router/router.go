@@ -76,6 +76,12 @@ type Config struct {
 	// AckWait is how long JetStream waits for the router to ack a trigger before
 	// redelivering it; default 30s.
 	AckWait time.Duration
+	// RetryBase and RetryMax bound the delay before a trigger that could not be
+	// routed because a write failed (the store full, the server away) is delivered
+	// again: RetryBase·2^(n-1) after the n-th failed delivery, at most RetryMax;
+	// defaults 1s and 30s. Such a trigger is retried until it is routed, never
+	// dropped after a number of deliveries.
+	RetryBase, RetryMax time.Duration
 	// Durable is the consumer's name, shared by every router; default "router".
 	Durable string
 	// Source is the CloudEvents source of the events the router writes; default
@@ -127,6 +133,15 @@ func New(cfg Config) (*Router, error) {
 	if cfg.Durable == "" {
 		cfg.Durable = "router"
 	}
+	if cfg.RetryBase == 0 {
+		cfg.RetryBase = time.Second
+	}
+	if cfg.RetryMax == 0 {
+		cfg.RetryMax = 30 * time.Second
+	}
+	if cfg.RetryBase < 0 || cfg.RetryMax < cfg.RetryBase {
+		return nil, errors.New("router: RetryBase must be positive and RetryMax at least RetryBase")
+	}
 	if cfg.Source == "" {
 		cfg.Source = "/skillbus/router"
 	}
@@ -173,7 +188,11 @@ func (r *Router) ConsumerConfig() jetstream.ConsumerConfig {
 		FilterSubject: r.cfg.Bus.Subjects.Triggers(),
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       r.cfg.AckWait,
-		MaxDeliver:    10,
+		// No delivery limit: a trigger the router could not route because a write
+		// failed comes back until it is routed. With a limit, the last triggers
+		// accepted before the store filled were dropped without a trace. Triggers
+		// that are themselves bad are terminated and recorded, never retried.
+		MaxDeliver:    -1,
 		MaxAckPending: 4 * r.cfg.Concurrency * 16,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 	}
@@ -245,10 +264,29 @@ func (r *Router) handle(ctx context.Context, msg jetstream.Msg) {
 	telemetry.End(span, err)
 	r.cfg.Metrics.Route(ctx, note.outcome, note.method, time.Since(start))
 	if err != nil {
-		// Nothing was lost: the trigger stays in the stream and comes back.
-		r.cfg.Log.Warn("router: will retry trigger", "subject", msg.Subject(), "err", err)
-		_ = msg.NakWithDelay(time.Second)
+		// Nothing was lost: the trigger stays in the stream and comes back, for as
+		// long as it takes.
+		var n uint64 = 1
+		if md, _ := msg.Metadata(); md != nil {
+			n = md.NumDelivered
+		}
+		delay := r.retryDelay(n)
+		lvl := slog.LevelWarn
+		if n >= 3 {
+			lvl = slog.LevelError
+		}
+		r.cfg.Log.Log(ctx, lvl, "router: trigger not routed; will retry", "subject", msg.Subject(), "deliveries", n, "retry_in", delay, "err", err)
+		_ = msg.NakWithDelay(delay)
 	}
+}
+
+// retryDelay is the delay after the n-th failed delivery of a trigger.
+func (r *Router) retryDelay(n uint64) time.Duration {
+	d := r.cfg.RetryBase
+	for i := uint64(1); i < n && d < r.cfg.RetryMax; i++ {
+		d *= 2
+	}
+	return min(d, r.cfg.RetryMax)
 }
 
 // routeNote is how route tells handle what it decided, for the span and the

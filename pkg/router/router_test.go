@@ -606,3 +606,45 @@ func TestTooLargeTriggerAnswersItsWaiter(t *testing.T) {
 		t.Fatalf("the waiter got %+v", res)
 	}
 }
+
+// A trigger whose jobs cannot be written (here the JOBS stream refuses new
+// messages, as a full store does) is retried with backoff for as long as it takes
+// — well past the 10 deliveries after which it used to be dropped without a
+// trace — and routed once the store takes writes again.
+func TestTriggerIsRetriedUntilTheStoreTakesItsJobs(t *testing.T) {
+	t.Parallel()
+	f := setupWith(t, func(c *router.Config) { c.RetryBase, c.RetryMax = 5*time.Millisecond, 20*time.Millisecond }, hello)
+	jobs, err := f.b.JS.Stream(f.ctx, f.b.StreamJobs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := jobs.CachedInfo().Config
+	open := full
+	full.MaxMsgs, full.Discard = 1, jetstream.DiscardNew
+	if _, err := f.b.JS.PublishMsg(f.ctx, &nats.Msg{Subject: "skillbus.exec.default.filler.x.job", Data: []byte("{}")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.b.JS.UpdateStream(f.ctx, full); err != nil {
+		t.Fatal(err)
+	}
+	f.publish("skillbus.trigger.skill.hello", ce("stuck", "io.skillbus.invoke"), `{}`)
+	c, err := f.b.JS.Consumer(f.ctx, f.b.StreamTriggers(), "router")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info *jetstream.ConsumerInfo
+	natstest.Eventually(t, 20*time.Second, func() bool {
+		info, err = c.Info(f.ctx)
+		return err == nil && info.Delivered.Consumer > 15
+	}, "the trigger was not retried past 15 deliveries: %+v", info)
+	if info.NumAckPending+int(info.NumPending) == 0 {
+		t.Fatalf("the trigger was given up: %+v", info)
+	}
+	if _, err := f.b.JS.UpdateStream(f.ctx, open); err != nil {
+		t.Fatal(err)
+	}
+	if j := f.planJob(events.ActivationID("/test", "stuck")); j.Skill.Name != "hello" {
+		t.Fatalf("job %+v", j)
+	}
+	f.settled()
+}
