@@ -83,7 +83,9 @@ ID resumes it; runs list and runs show show it meanwhile).`,
 				defer cancel()
 				_ = tel.Shutdown(fctx)
 			}()
-			cl := client.New(b)
+			// --wait ends, with exit 5, when the run parks on a repair that waits
+			// for approval.
+			cl := client.New(b).StopAtRepair()
 			t := client.Trigger{Type: typ, Skill: skillName, Source: source, ID: id, Data: payload}
 			if skillName != "" && len(args) == 0 {
 				t.Type = ""

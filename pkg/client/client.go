@@ -29,11 +29,25 @@ import (
 
 // Client publishes triggers and follows activations.
 type Client struct {
-	b *bus.Bus
+	b            *bus.Bus
+	stopAtRepair bool
 }
 
 // New returns a client on b.
 func New(b *bus.Bus) *Client { return &Client{b: b} }
+
+// StopAtRepair returns a copy of c whose Follow, Run and RunNotify also return when
+// the execution is parked on a repair whose patch waits for a person's approval,
+// with Result.Repairing set and no outcome: for a front end that tells a person
+// the run waits for them (skillbus trigger --wait, the gateway's ?wait). Without
+// it, a parked execution is followed on until it really ends — approved and run
+// again, or failed — or until ctx does, which is what a caller that needs the
+// run's outputs (the skill tool) wants.
+func (c *Client) StopAtRepair() *Client {
+	cc := *c
+	cc.stopAtRepair = true
+	return &cc
+}
 
 // Trigger is a trigger to publish.
 type Trigger struct {
@@ -212,9 +226,10 @@ type Result struct {
 	Failed *events.ExecutionFailed
 	// Unmatched is set when the router did not route the trigger.
 	Unmatched *events.RouteUnmatched
-	// Repairing is set when the execution was parked for a repair whose patch waits
-	// for a person's approval: the activation goes on once someone approves it (or
-	// ends failed when it is rejected or expires), not before.
+	// Repairing is set, by a client made with StopAtRepair only, when the execution
+	// was parked for a repair whose patch waits for a person's approval: the
+	// activation goes on once someone approves it (or ends failed when it is
+	// rejected or expires), not before. Completed, Failed and Unmatched are unset.
 	Repairing *Repairing
 }
 
@@ -270,8 +285,9 @@ func (r *Result) Err() error {
 
 // Follow reads the activation's events in order — the routing decision, then each
 // execution's progress, following fallbacks and repairs — calling fn (if not nil)
-// with each, and returns when the activation ends, when its execution is parked on
-// a repair that waits for approval (Result.Repairing), or when ctx ends. Persisted events published before
+// with each, and returns when the activation ends or ctx does, or, for a client
+// made with StopAtRepair, when its execution is parked on a repair that waits for
+// approval (Result.Repairing). Persisted events published before
 // Follow was called are read too; live progress events (see events.Level) only from
 // when it subscribes, which Run does before publishing.
 func (c *Client) Follow(ctx context.Context, activationID string, fn func(*event.Event)) (*Result, error) {
@@ -462,7 +478,7 @@ func (c *Client) follow(ctx context.Context, activationID string, fn func(*event
 			if err := json.Unmarshal(e.Data(), &d); err != nil {
 				return nil, err
 			}
-			if parked != nil && d.RepairID == parked.RepairID && !d.Auto {
+			if c.stopAtRepair && parked != nil && d.RepairID == parked.RepairID && !d.Auto {
 				return &Result{ExecutionID: parked.ExecutionID, Skill: parked.Skill, Repairing: &Repairing{
 					ExecutionID: parked.ExecutionID, Skill: parked.Skill, RepairID: d.RepairID,
 					Fault: parked.Fault, Error: parked.Error, Summary: d.Summary,

@@ -109,6 +109,23 @@ func (f *fixture) answer(m jetstream.Msg) {
 	if e.Type() == "test.slow" {
 		return // never answered
 	}
+	if e.Type() == "test.parked" {
+		// Parked on a repair whose patch waits for approval.
+		exec, repairID := "x"+act, "r"+act
+		pub := func(id, typ string, data any) {
+			msg, err := bus.Event{ID: id + "." + events.Kind(typ), Source: "test", Type: typ, Data: data}.Msg(f.b.Subjects.Event(id, typ))
+			if err == nil {
+				_, err = f.b.JS.PublishMsg(f.ctx, msg)
+			}
+			if err != nil && f.ctx.Err() == nil {
+				f.t.Error(err)
+			}
+		}
+		pub(act, events.TypeRouteDecided, events.RouteDecided{ActivationID: act, Plan: events.Plan{Primary: events.SkillRef{Name: "echo", ExecutionID: exec}}})
+		pub(exec, events.TypeRepairRequested, events.RepairRequested{ExecutionID: exec, Skill: "echo", RepairID: repairID, Fault: events.RepairFault{Kind: "reference", Name: "titel", Step: "post"}})
+		pub(repairID, events.TypeRepairProposed, events.RepairProposed{RepairID: repairID, Skill: "echo", Summary: "titel → title"})
+		return
+	}
 	pub(act+".d", events.TypeRouteDecided, events.RouteDecided{ActivationID: act, Plan: events.Plan{Primary: events.SkillRef{Name: "echo", ExecutionID: "x" + act}}})
 	var got any
 	_ = json.Unmarshal(e.Data(), &got)
@@ -242,6 +259,14 @@ func TestEvents(t *testing.T) {
 	t.Run("wait ends first", func(t *testing.T) {
 		code, out, _ := f.post("/events?wait=200ms", binary("b-4", "test.slow"), `{}`)
 		if code != http.StatusAccepted || out["status"] != "pending" || out["activation_id"] == "" {
+			t.Fatalf("%d %v", code, out)
+		}
+	})
+	t.Run("wait, parked on a repair waiting for approval", func(t *testing.T) {
+		// Not an outcome: 202, "repairing", so that nobody sends it again as if it failed.
+		code, out, _ := f.post("/events?wait=20s", binary("b-7", "test.parked"), `{}`)
+		if code != http.StatusAccepted || out["status"] != "repairing" || out["execution_id"] != "x"+out["activation_id"].(string) ||
+			!strings.Contains(out["error"].(string), `repairing: reference fault "titel" in step post, repair `) || !strings.Contains(out["error"].(string), "waiting for approval") {
 			t.Fatalf("%d %v", code, out)
 		}
 	})

@@ -115,7 +115,9 @@ func New(cfg Config) (*Gateway, error) {
 			return nil, fmt.Errorf("gateway: hook %s: secret_env %s is not resolved (use LoadHooks)", name, h.SecretEnv)
 		}
 	}
-	g := &Gateway{cfg: cfg, client: client.New(cfg.Bus), mux: http.NewServeMux()}
+	// A ?wait ends when the run is parked on a repair waiting for approval: the
+	// answer says so (202, "repairing") instead of holding the request to its end.
+	g := &Gateway{cfg: cfg, client: client.New(cfg.Bus).StopAtRepair(), mux: http.NewServeMux()}
 	if err := g.openReplay(); err != nil {
 		return nil, err
 	}
@@ -163,8 +165,10 @@ type Accepted struct {
 	// Duplicate is true when JetStream had this event already (same id within the
 	// dedupe window): nothing new was started.
 	Duplicate bool `json:"duplicate,omitempty"`
-	// With ?wait: the outcome. Status is "completed", "failed", "unmatched", or
-	// "pending" when the wait ended first.
+	// With ?wait: the outcome. Status is "completed", "failed", "unmatched",
+	// "repairing" when the execution is parked on a repair that waits for a
+	// person's approval (it has not ended: the same activation goes on once the
+	// repair is decided), or "pending" when the wait ended first.
 	Status      string         `json:"status,omitempty"`
 	ExecutionID string         `json:"execution_id,omitempty"`
 	Skill       string         `json:"skill,omitempty"`
@@ -416,6 +420,11 @@ func (g *Gateway) publish(w http.ResponseWriter, r *http.Request, evs []event.Ev
 				out[i].Status, out[i].Outputs = "completed", res.Outputs
 			case res.Unmatched != nil:
 				out[i].Status, out[i].Error = "unmatched", res.Err().Error()
+			case res.Repairing != nil:
+				// Not an outcome: the run goes on once the repair is decided, and
+				// sending the event again would only be deduplicated.
+				out[i].Status, out[i].Error = "repairing", res.Err().Error()
+				code = http.StatusAccepted
 			default:
 				out[i].Status, out[i].Error = "failed", res.Err().Error()
 			}

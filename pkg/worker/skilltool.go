@@ -85,6 +85,10 @@ func SkillTool(b *bus.Bus, maxDepth int) tool.Tool {
 		if err != nil {
 			return nil, failure.Wrap(failure.Retryable, err)
 		}
+		// A child parked on a repair is followed on until it ends (the client does
+		// not stop at repairs unless made to): approved, it runs again and its
+		// outputs are this call's; undecided within the step's timeout, the call
+		// fails as retryable, and a retry finds the same child.
 		res, err := c.Follow(ctx, act.ID, nil)
 		if err != nil {
 			return nil, failure.Wrap(failure.Retryable, err)
@@ -94,6 +98,9 @@ func SkillTool(b *bus.Bus, maxDepth int) tool.Tool {
 			return nil, failure.Fatalf("skill: %v", res.Err())
 		case res.Failed != nil:
 			return nil, failure.New(failure.Class(res.Failed.Class), "skill: %v", res.Err())
+		case !res.Completed:
+			// Never succeed without the child's result.
+			return nil, failure.New(failure.Retryable, "skill: %s: %v", name, res.Err())
 		}
 		return res.Outputs, nil
 	})
