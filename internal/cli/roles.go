@@ -47,6 +47,7 @@ type workerFlags struct {
 	execPath       string
 	execLimits     execLimitFlags
 	maxDepth       int
+	crashAllowance int
 	confirmTimeout time.Duration
 	events         string
 
@@ -193,7 +194,7 @@ func startWorker(ctx context.Context, b *bus.Bus, log *slog.Logger, f workerFlag
 		Bus: b, Catalog: cat, Engine: tb.engine, Log: log,
 		Tools: tb.watcher, Files: tb.files, Instruct: tb.runner, Exec: tb.exec,
 		Pools: f.pools, Concurrency: f.concurrency, AckWait: f.ackWait,
-		Backoff: worker.Backoff{Base: f.backoffBase, Max: f.backoffMax}, Name: f.name, MaxDepth: f.maxDepth, ConfirmTimeout: f.confirmTimeout,
+		Backoff: worker.Backoff{Base: f.backoffBase, Max: f.backoffMax}, Name: f.name, MaxDepth: f.maxDepth, CrashAllowance: f.crashAllowance, ConfirmTimeout: f.confirmTimeout,
 		Events: events.Level(f.events), Metrics: tel.Metrics, Repair: f.repair,
 	})
 	if err != nil {

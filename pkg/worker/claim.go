@@ -50,10 +50,15 @@ func claimKey(executionID string) string { return executionID + ".claim" }
 
 // claimRecord is an execution's claim in KV runs.
 type claimRecord struct {
-	ExecutionID string    `json:"execution_id"`
-	Worker      string    `json:"worker"`
-	Delivery    string    `json:"delivery"`
-	LeaseUntil  time.Time `json:"lease_until"`
+	ExecutionID string `json:"execution_id"`
+	Worker      string `json:"worker"`
+	// Process names the worker process that wrote the claim, apart from its name:
+	// a worker restarted under the same name (skillbus dev names its workers
+	// <host>-dev-N) is another process, and finding its predecessor's claim is a
+	// takeover, a crash counted against the crash allowance.
+	Process    string    `json:"process,omitempty"`
+	Delivery   string    `json:"delivery"`
+	LeaseUntil time.Time `json:"lease_until"`
 	// Takeovers counts the claims taken over after their holder's lease ran out:
 	// workers that died running the execution. Hand-backs (waiting for another
 	// holder, for a reconnect, for the server) are not counted, so only real
@@ -107,18 +112,18 @@ func (w *Worker) claim(ctx context.Context, j *job) (handled bool, err error) {
 		return false, err
 	default:
 		var c claimRecord
-		if err := json.Unmarshal(e.Value(), &c); err == nil && c.Worker != w.cfg.Name && time.Now().Before(c.LeaseUntil) {
+		if err := json.Unmarshal(e.Value(), &c); err == nil && !w.wrote(c) && time.Now().Before(c.LeaseUntil) {
 			w.cfg.Log.Info("worker: execution held by another worker; handed back", "execution", j.data.ExecutionID, "holder", c.Worker, "until", c.LeaseUntil)
 			return true, j.msg.NakWithDelay(min(time.Until(c.LeaseUntil)+time.Second, w.cfg.AckWait))
 		}
-		if wait := w.epoch.Young(w.cfg.ReclaimGrace); err == nil && c.Worker != w.cfg.Name && !c.Released && wait > 0 {
+		if wait := w.epoch.Young(w.cfg.ReclaimGrace); err == nil && !w.wrote(c) && !c.Released && wait > 0 {
 			// The lease ran out while the server was away; its holder may be alive
 			// and renewing it now that it is back.
 			return true, j.msg.NakWithDelay(wait)
 		}
 		if err == nil {
 			j.attempt, j.retries, j.takeovers = uint64(c.Retries)+1, c.Retries, c.Takeovers
-			if c.Worker != w.cfg.Name && !c.Released {
+			if !w.wrote(c) && !c.Released {
 				j.takeovers++
 			}
 		}
@@ -273,7 +278,7 @@ func (w *Worker) ownClaim(ctx context.Context, j *job) (uint64, bool) {
 		return 0, false
 	}
 	var c claimRecord
-	if json.Unmarshal(e.Value(), &c) != nil || c.Worker != w.cfg.Name || c.Delivery != j.deliveryID() {
+	if json.Unmarshal(e.Value(), &c) != nil || !w.wrote(c) || c.Delivery != j.deliveryID() {
 		return 0, false
 	}
 	return e.Revision(), true
@@ -281,7 +286,7 @@ func (w *Worker) ownClaim(ctx context.Context, j *job) (uint64, bool) {
 
 func (w *Worker) claimValue(j *job) []byte {
 	j.claim.mu.Lock()
-	c := claimRecord{ExecutionID: j.data.ExecutionID, Worker: w.cfg.Name, Delivery: j.deliveryID(),
+	c := claimRecord{ExecutionID: j.data.ExecutionID, Worker: w.cfg.Name, Process: w.instance, Delivery: j.deliveryID(),
 		LeaseUntil: time.Now().Add(w.leaseFor(j)), Takeovers: j.takeovers, Retries: j.retries, Released: j.released}
 	j.claim.mu.Unlock()
 	if c.Released {
@@ -289,6 +294,11 @@ func (w *Worker) claimValue(j *job) []byte {
 	}
 	b, _ := json.Marshal(c)
 	return b
+}
+
+// wrote reports whether this worker process wrote claim c.
+func (w *Worker) wrote(c claimRecord) bool {
+	return c.Worker == w.cfg.Name && c.Process == w.instance
 }
 
 // leaseFor is how long a claim holds without renewal: as long as JetStream waits

@@ -142,6 +142,7 @@ type Config struct {
 // Worker runs jobs.
 type Worker struct {
 	cfg      Config
+	instance string // names this process in its claims (see claimRecord.Process)
 	runs     jetstream.KeyValue
 	cache    *cache
 	events   jetstream.Stream
@@ -220,7 +221,7 @@ func New(cfg Config) (*Worker, error) {
 	if cfg.Concurrency < 0 || cfg.CrashAllowance < 0 || cfg.Backoff.Base < 0 || cfg.Backoff.Max < cfg.Backoff.Base {
 		return nil, errors.New("worker: Concurrency, CrashAllowance and Backoff must be positive, with Backoff.Max ≥ Backoff.Base")
 	}
-	return &Worker{cfg: cfg}, nil
+	return &Worker{cfg: cfg, instance: nuid.Next()}, nil
 }
 
 // ConsumerConfig is the durable consumer every worker of a pool shares.

@@ -554,3 +554,32 @@ func TestLongStepKeepsItsJob(t *testing.T) {
 		t.Fatalf("the step ran %d times, want 1", n)
 	}
 }
+
+// A worker restarted under the same name (skillbus dev names its workers
+// <host>-dev-N) is another process: the claim its predecessor died holding is a
+// takeover, so a job that kills its worker on every run is dead-lettered once the
+// crash allowance is spent instead of crash-looping the process for ever.
+func TestCrashesUnderOneWorkerNameCount(t *testing.T) {
+	t.Parallel()
+	f := setup(t, oneStep("hello", "greet", 1))
+	dead := events.ExecutionID("/t", "9", "hello")
+	// The worker named "test" died running it twice; its lease ran out.
+	claim, _ := json.Marshal(map[string]any{"execution_id": dead, "worker": "test", "process": "before-the-restart",
+		"lease_until": time.Now().Add(-time.Minute), "takeovers": 2})
+	if _, err := f.runs.Create(f.ctx, dead+".claim", claim); err != nil {
+		t.Fatal(err)
+	}
+	f.job("9", "hello")
+	f.start() // named "test" too
+	failed := f.waitEvent(dead, events.TypeExecutionFailed)
+	if !strings.Contains(failed["error"].(string), "workers died running it 3 times") {
+		t.Fatalf("failed = %v", failed)
+	}
+	if n := f.calls["greet"].Load(); n != 0 {
+		t.Fatalf("greet ran %d times, want none", n)
+	}
+	if d := f.dead("skillbus.dead.hello"); len(d) != 1 {
+		t.Fatalf("%d dead letters, want 1", len(d))
+	}
+	f.drained()
+}
