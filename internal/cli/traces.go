@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
-	"github.com/skillbus/skillbus/internal/otlptest"
+	"github.com/skillbus/skillbus/internal/otlp"
 )
 
 // tracesCommand is a trace viewer for a terminal: an OTLP/HTTP receiver that prints
@@ -42,13 +42,13 @@ with OTEL_EXPORTER_OTLP_ENDPOINT=http://<--listen>.`,
 			fmt.Fprintf(stderr, "receiving traces on http://%s (set OTEL_EXPORTER_OTLP_ENDPOINT=http://%s); Ctrl-C to stop\n", ln.Addr(), ln.Addr())
 			v := &traceView{out: stdout, pending: map[string]*pendingTrace{}}
 			srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				spans, code, err := otlptest.Decode(r)
+				spans, code, err := otlp.Decode(r)
 				if err != nil {
 					http.Error(w, err.Error(), code)
 					return
 				}
 				v.add(spans)
-				otlptest.Respond(w)
+				otlp.Respond(w)
 			}), ReadHeaderTimeout: 10 * time.Second}
 			done := make(chan error, 1)
 			go func() { done <- srv.Serve(ln) }()
@@ -79,7 +79,7 @@ with OTEL_EXPORTER_OTLP_ENDPOINT=http://<--listen>.`,
 }
 
 type pendingTrace struct {
-	spans []otlptest.Span
+	spans []otlp.Span
 	last  time.Time
 }
 
@@ -89,7 +89,7 @@ type traceView struct {
 	pending map[string]*pendingTrace
 }
 
-func (v *traceView) add(spans []otlptest.Span) {
+func (v *traceView) add(spans []otlp.Span) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	now := time.Now()
@@ -124,13 +124,13 @@ func (v *traceView) flush(cutoff time.Time) {
 
 // renderTrace draws one trace: a header, then each span under its parent, with its
 // service, duration, status and links.
-func renderTrace(spans []otlptest.Span) string {
+func renderTrace(spans []otlp.Span) string {
 	ids := map[string]bool{}
 	for _, s := range spans {
 		ids[s.SpanID] = true
 	}
-	kids := map[string][]otlptest.Span{}
-	var roots []otlptest.Span
+	kids := map[string][]otlp.Span{}
+	var roots []otlp.Span
 	for _, s := range spans {
 		if s.ParentSpanID == "" || !ids[s.ParentSpanID] {
 			roots = append(roots, s)
@@ -138,14 +138,14 @@ func renderTrace(spans []otlptest.Span) string {
 			kids[s.ParentSpanID] = append(kids[s.ParentSpanID], s)
 		}
 	}
-	byStart := func(ss []otlptest.Span) {
+	byStart := func(ss []otlp.Span) {
 		sort.SliceStable(ss, func(i, j int) bool { return ss[i].Start.Before(ss[j].Start) })
 	}
 	byStart(roots)
 	var b strings.Builder
 	fmt.Fprintf(&b, "trace %s (%d spans)\n", spans[0].TraceID, len(spans))
-	var walk func(s otlptest.Span, depth int)
-	walk = func(s otlptest.Span, depth int) {
+	var walk func(s otlp.Span, depth int)
+	walk = func(s otlp.Span, depth int) {
 		fmt.Fprintf(&b, "  %s%s  [%s] %s", strings.Repeat("  ", depth), s.Name, s.Service, s.End.Sub(s.Start).Round(time.Microsecond))
 		if s.StatusCode == tracepb.Status_STATUS_CODE_ERROR {
 			fmt.Fprintf(&b, "  ERROR %s", s.StatusMsg)
