@@ -106,7 +106,7 @@
 //     close-on-exec do pass on; a worker's main can mark them with
 //     unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC) at startup.)
 //   - Directory: a fresh temporary directory per call, removed afterwards, or
-//     ExecConfig.WorkDir; "dir" must be a relative path that stays inside it,
+//     ExecConfig.WorkDir or CallDir; "dir" must be a relative path that stays inside it,
 //     also after resolving symlinks.
 //   - Process group: the process leads a group of its own (Setpgid). On timeout
 //     or cancellation the whole group gets SIGKILL, grandchildren included; so
@@ -170,8 +170,9 @@
 //     and group of its own, leased from ExecConfig.UIDs for as long as the
 //     process runs (workers on one host lease them through a lock file, so no
 //     two running calls share one), without root's groups; its working
-//     directory (mode 0700) is given to that user. With a WorkDir, which every
-//     call shares, processes run as nobody (65534:65534) instead, and
+//     directory (mode 0700) is given to that user: a fresh temporary one, or a
+//     CallDir (a script skill run's copy of its files). With a WorkDir, which
+//     every call shares, processes run as nobody (65534:65534) instead, and
 //     ExecConfig.RunAs names another user. A worker that is not root runs them
 //     as its own user, seen inside as 65534.
 //   - Files: processes start with umask 077, so what they create is private to

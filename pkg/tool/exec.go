@@ -19,9 +19,15 @@ import (
 // ExecConfig configures the exec tool. Zero values select the documented defaults.
 type ExecConfig struct {
 	// WorkDir is the directory processes run in and the root the "dir" argument
-	// may not leave. Empty: a fresh temporary directory per call, removed when
-	// the call returns.
+	// may not leave, shared by every call (the worker's --exec-dir). Empty: a
+	// fresh temporary directory per call, removed when the call returns.
 	WorkDir string
+	// CallDir, instead, is a directory made for the calls of this ExecConfig
+	// alone, and never for two at once (a script skill run's copy of its
+	// files): processes run in it as they would in a fresh temporary one, as a
+	// user of their own under a root worker, who is given it with mode 0700.
+	// The caller makes and removes it. At most one of WorkDir and CallDir.
+	CallDir string
 	// BaseEnv ("NAME=value" entries) is the environment every process starts
 	// with; a call's "env" argument adds to it and wins on equal names. Nothing
 	// else is passed on: never the worker's own environment, which holds its
@@ -49,7 +55,8 @@ type ExecConfig struct {
 	RunAs *RunAs
 	// UIDs are the user IDs a root worker gives calls, one per running call,
 	// each with the group of the same number, when RunAs is nil and WorkDir
-	// empty. Workers on one host may share them. Zero: DefaultUIDs.
+	// empty (with or without a CallDir). Workers on one host may share them.
+	// Zero: DefaultUIDs.
 	UIDs UIDRange
 	// Log gets a warning, once per process, when the host turns out to refuse
 	// what the sandbox uses (namespaces, ptrace) and processes start with less.
@@ -249,6 +256,16 @@ func NewExec(cfg ExecConfig) Tool {
 		}
 		t.cfg.WorkDir = abs
 	}
+	if cfg.CallDir != "" {
+		abs, err := filepath.Abs(cfg.CallDir)
+		if err != nil {
+			t.err = failure.Fatalf("exec: misconfigured: CallDir: %v", err)
+		}
+		t.cfg.CallDir = abs
+		if cfg.WorkDir != "" {
+			t.err = failure.Fatalf("exec: misconfigured: both a WorkDir (shared by every call) and a CallDir (of the call's own)")
+		}
+	}
 	return t
 }
 
@@ -382,7 +399,9 @@ func lookPath(name string, env []string) (string, error) {
 // function that removes it if it was made for this call.
 func (e *execTool) workDir() (string, func(), error) {
 	dir, cleanup := e.cfg.WorkDir, func() {}
-	if dir == "" {
+	if e.cfg.CallDir != "" {
+		dir = e.cfg.CallDir
+	} else if dir == "" {
 		tmp, err := os.MkdirTemp("", "skillbus-exec-")
 		if err != nil {
 			return "", nil, failure.Retry("exec: creating a working directory: %v", err)
@@ -392,7 +411,7 @@ func (e *execTool) workDir() (string, func(), error) {
 	real, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		cleanup()
-		return "", nil, failure.Fatalf("exec: misconfigured: WorkDir: %v", err)
+		return "", nil, failure.Fatalf("exec: misconfigured: working directory: %v", err)
 	}
 	return real, cleanup, nil
 }

@@ -62,6 +62,12 @@ func (e *execTool) Call(ctx context.Context, c Call) (any, error) {
 		if err := os.Chown(root, int(cred.Uid), int(cred.Gid)); err != nil {
 			return nil, failure.Fatalf("exec: misconfigured: giving the working directory to user %d: %v", cred.Uid, err)
 		}
+		// A directory of the call's own is its user's alone.
+		if e.cfg.WorkDir == "" {
+			if err := os.Chmod(root, 0o700); err != nil {
+				return nil, failure.Fatalf("exec: misconfigured: making the working directory private: %v", err)
+			}
+		}
 	}
 	dir, err := confine(root, r.dir)
 	if err != nil {
@@ -79,6 +85,8 @@ func (e *execTool) credential() (*syscall.Credential, func(), error) {
 	case ra == nil && euid != 0:
 		return nil, release, nil
 	case ra == nil && e.cfg.WorkDir != "":
+		// Every call shares the operator's --exec-dir: they cannot have a user
+		// each, or one could not use what another left there.
 		ra = &RunAs{UID: NobodyID, GID: NobodyID}
 	case ra == nil:
 		uid, free, err := leaseUID(e.cfg.UIDs)

@@ -660,6 +660,7 @@ func TestExecMisconfigured(t *testing.T) {
 	for _, cfg := range []tool.ExecConfig{
 		{BaseEnv: []string{"PATH"}},
 		{WorkDir: filepath.Join(openDir(t), "missing")},
+		{WorkDir: openDir(t), CallDir: openDir(t)},
 	} {
 		_, err := tool.NewExec(cfg).Call(t.Context(), cmdCall("true"))
 		if err == nil || classOf(t, err) != failure.Fatal || !strings.Contains(err.Error(), "misconfigured") {
@@ -796,6 +797,14 @@ cat /etc/shadow 2>/dev/null || echo shadow denied
 	}
 	if len(users) != 2 {
 		t.Errorf("two calls at once ran as the same user: %v", users)
+	}
+
+	// A directory of the call's own (a script skill run's) makes no difference.
+	own := openDir(t)
+	res := mustRun(t, tool.ExecConfig{CallDir: own}, cmdCall("/bin/sh", "-c", `echo "$(id -u) $(stat -c %a .)"`))
+	f := strings.Fields(res["stdout"].(string))
+	if uid, _ := strconv.ParseUint(f[0], 10, 32); len(f) != 2 || uid < uint64(tool.DefaultUIDs.First) || f[1] != "700" {
+		t.Errorf("with a CallDir, user and directory mode %q, want a user of %+v and 700", f, tool.DefaultUIDs)
 	}
 }
 

@@ -167,7 +167,9 @@ func (w *Worker) runScript(ctx context.Context, j *job, inputs map[string]any, o
 		return nil, failure.Fatalf("inputs: %v", err)
 	}
 	cfg := w.cfg.Exec
-	cfg.WorkDir = dir
+	// The run's own directory, not the operator's shared --exec-dir: under a
+	// root worker the process runs as a user of its own, to whom it is given.
+	cfg.WorkDir, cfg.CallDir = "", dir
 	if cfg.Timeout == 0 {
 		cfg.Timeout = s.ExecTimeout()
 	}
