@@ -287,7 +287,9 @@ func (r *Result) Err() error {
 // execution's progress, following fallbacks and repairs — calling fn (if not nil)
 // with each, and returns when the activation ends or ctx does, or, for a client
 // made with StopAtRepair, when its execution is parked on a repair that waits for
-// approval (Result.Repairing). Persisted events published before
+// approval (Result.Repairing): when the repair's events, read to their end, have
+// a proposal and no decision, and the execution's, read to their end, no outcome
+// (an outcome or a decision read later wins). Persisted events published before
 // Follow was called are read too; live progress events (see events.Level) only from
 // when it subscribes, which Run does before publishing.
 func (c *Client) Follow(ctx context.Context, activationID string, fn func(*event.Event)) (*Result, error) {
@@ -300,7 +302,12 @@ func (c *Client) Follow(ctx context.Context, activationID string, fn func(*event
 }
 
 func (c *Client) follow(ctx context.Context, activationID string, fn func(*event.Event), live <-chan *nats.Msg) (*Result, error) {
-	msgs := make(chan jetstream.Msg, 256)
+	// Each message comes with the id whose events its consumer reads.
+	type idMsg struct {
+		m  jetstream.Msg
+		id string
+	}
+	msgs := make(chan idMsg, 256)
 	done := make(chan struct{})
 	defer close(done)
 	var cons, repairCons jetstream.ConsumeContext
@@ -321,7 +328,7 @@ func (c *Client) follow(ctx context.Context, activationID string, fn func(*event
 		}
 		cc, err := oc.Consume(func(m jetstream.Msg) {
 			select {
-			case msgs <- m:
+			case msgs <- idMsg{m, id}:
 			case <-done:
 			}
 		})
@@ -330,21 +337,48 @@ func (c *Client) follow(ctx context.Context, activationID string, fn func(*event
 		}
 		return released{ConsumeContext: cc, c: c, oc: oc}, nil
 	}
+	// followed is the id whose events cons reads: the activation's, then its
+	// execution's.
+	var followed string
 	watch := func(id string) (err error) {
 		if cons != nil {
 			cons.Stop()
 		}
+		followed = id
 		cons, err = consume(id)
 		return err
 	}
 	// A parked execution's repair has events of its own (proposed, failed, ...),
 	// followed beside the execution's, which go on when the repair releases it.
 	var parked *events.RepairRequested
+	// proposal is the parked repair's proposal waiting for approval, as far as its
+	// events read so far say. It is reported (with StopAtRepair) only once both
+	// the repair's and the execution's consumers have caught up with their
+	// subjects' ends without a decision or an outcome: their histories are read
+	// from the start, side by side, so a proposal read first may have been
+	// decided long ago, or the run may have ended since.
+	var proposal *Repairing
+	// pending is how many messages each consumer (by id) had still to deliver
+	// after its last one.
+	pending := map[string]uint64{}
+	caughtUp := func(id string) bool {
+		n, ok := pending[id]
+		return ok && n == 0
+	}
+	// stopped is the result of a run parked on the proposal, once the repair's
+	// and the execution's histories are read to their ends: an outcome already
+	// in the execution's, or a decision in the repair's, comes before the end.
+	stopped := func() *Result {
+		if proposal == nil || !caughtUp(proposal.RepairID) || !caughtUp(followed) {
+			return nil
+		}
+		return &Result{ExecutionID: proposal.ExecutionID, Skill: proposal.Skill, Repairing: proposal}
+	}
 	watchRepair := func(d *events.RepairRequested) (err error) {
 		if parked != nil && parked.RepairID == d.RepairID {
 			return nil
 		}
-		parked = d
+		parked, proposal = d, nil
 		if repairCons != nil {
 			repairCons.Stop()
 		}
@@ -393,10 +427,17 @@ func (c *Client) follow(ctx context.Context, activationID string, fn func(*event
 		} else {
 			next = nil
 			select {
-			case m := <-msgs:
+			case im := <-msgs:
+				m := im.m
+				if md, err := m.Metadata(); err == nil {
+					pending[im.id] = md.NumPending
+				}
 				if m.Headers().Get(jetstream.ScheduleHeader) != "" {
 					// A scheduled message waiting for its time (a confirmation's timeout)
 					// is not an event yet; it becomes one if it fires.
+					if r := stopped(); r != nil {
+						return r, nil
+					}
 					continue
 				}
 				nm = &nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}
@@ -453,6 +494,8 @@ func (c *Client) follow(ctx context.Context, activationID string, fn func(*event
 			if err := watch(d.NextExecutionID); err != nil {
 				return nil, err
 			}
+			// The failed execution's repair, if any, is no longer the run's.
+			parked, proposal = nil, nil
 		case events.TypeExecutionCompleted:
 			var d events.ExecutionCompleted
 			if err := json.Unmarshal(e.Data(), &d); err != nil {
@@ -479,11 +522,23 @@ func (c *Client) follow(ctx context.Context, activationID string, fn func(*event
 				return nil, err
 			}
 			if c.stopAtRepair && parked != nil && d.RepairID == parked.RepairID && !d.Auto {
-				return &Result{ExecutionID: parked.ExecutionID, Skill: parked.Skill, Repairing: &Repairing{
+				proposal = &Repairing{
 					ExecutionID: parked.ExecutionID, Skill: parked.Skill, RepairID: d.RepairID,
 					Fault: parked.Fault, Error: parked.Error, Summary: d.Summary,
-				}}, nil
+				}
 			}
+		case events.TypeRepairSucceeded, events.TypeRepairFailed:
+			// Decided: the parked execution goes on, or fails, on its own subject.
+			var d events.RepairProgress
+			if err := json.Unmarshal(e.Data(), &d); err != nil {
+				return nil, err
+			}
+			if proposal != nil && d.RepairID == proposal.RepairID {
+				proposal = nil
+			}
+		}
+		if r := stopped(); r != nil {
+			return r, nil
 		}
 	}
 }

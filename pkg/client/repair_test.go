@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -99,5 +100,94 @@ func TestFollowStopAtRepair(t *testing.T) {
 	}
 	if want := `s: repairing: reference fault "titel" in step post, repair 3f2a9c1d0b7e waiting for approval`; res.Err().Error() != want {
 		t.Fatalf("Err() = %q, want %q", res.Err(), want)
+	}
+}
+
+// publish publishes events of the run, each on the events subject of its id.
+func (p *parkedRun) publish(ctx context.Context, evs ...bus.Event) {
+	p.t.Helper()
+	bt := p.b.Batch()
+	for _, e := range evs {
+		id := p.exec
+		if d, ok := e.Data.(events.RepairProgress); ok && d.RepairID != "" {
+			id = d.RepairID
+		}
+		bt.PublishEvent(p.b.Subjects.Event(id, e.Type), e)
+	}
+	if err := bt.Wait(ctx); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+func (p *parkedRun) succeeded() bus.Event {
+	return bus.Event{ID: p.repair + ".repair.succeeded", Source: "/t", Type: events.TypeRepairSucceeded, Data: events.RepairProgress{RepairID: p.repair, Skill: "s"}}
+}
+
+func (p *parkedRun) completed() bus.Event {
+	return bus.Event{ID: p.exec + ".outcome", Source: "/t", Type: events.TypeExecutionCompleted,
+		Data: events.ExecutionCompleted{ExecutionID: p.exec, Skill: "s", Outputs: map[string]any{"title": "after repair"}}}
+}
+
+// The repair's history is read from its start, so its proposal always comes
+// before its decision: a run whose repair was approved already is not reported
+// as waiting for approval, even by a client that stops at repairs. It is
+// followed on to its outcome.
+func TestFollowStopAtRepairNotForADecidedRepair(t *testing.T) {
+	srv := natstest.Start(t)
+	b := srv.Bus(t, bus.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p := newParkedRun(t, ctx, b, "1")
+	p.publish(ctx, p.succeeded()) // approved and applied before anyone follows; the run goes on
+	var seen []string
+	res, err := client.New(b).StopAtRepair().Follow(ctx, p.act, func(e *event.Event) {
+		seen = append(seen, e.Type())
+		if e.Type() == events.TypeRepairSucceeded {
+			p.publish(ctx, p.completed()) // the run, released, completes
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Completed || res.Repairing != nil {
+		t.Fatalf("result %+v (repairing %v), events %v: want the completed run, not a repair waiting for approval", res, res.Repairing, seen)
+	}
+}
+
+// Of a run that ended already, the execution's history and the repair's are
+// read side by side: the proposal may be read before the outcome. The outcome
+// is the result.
+func TestFollowStopAtRepairPrefersTheOutcome(t *testing.T) {
+	srv := natstest.Start(t)
+	b := srv.Bus(t, bus.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for _, decided := range []bool{true, false} {
+		name := "the repair's decision in EVENTS"
+		if !decided {
+			name = "no decision in EVENTS (yet)"
+		}
+		t.Run(name, func(t *testing.T) {
+			p := newParkedRun(t, ctx, b, name)
+			// The run, released, did a lot before completing: the outcome is far
+			// down the execution's history, well after the proposal is read.
+			var evs []bus.Event
+			for i := range 600 {
+				evs = append(evs, bus.Event{ID: fmt.Sprintf("%s.step.%d", p.exec, i), Source: "/t", Type: events.TypeStepStarted,
+					Data: events.StepStarted{ExecutionID: p.exec, StepID: fmt.Sprint("step", i), StepType: "compute"}})
+			}
+			evs = append(evs, p.completed())
+			if decided {
+				evs = append(evs, p.succeeded())
+			}
+			p.publish(ctx, evs...)
+			res, err := client.New(b).StopAtRepair().Follow(ctx, p.act, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.Completed || res.Repairing != nil || res.Outputs["title"] != "after repair" {
+				t.Fatalf("result %+v (repairing %v): want the completed run", res, res.Repairing)
+			}
+		})
 	}
 }
