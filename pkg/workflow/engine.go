@@ -39,7 +39,15 @@ type Config struct {
 	// Cache, if set, keeps the results of steps with cache: TTL; Run.Cache overrides
 	// it. Default none: cache: is ignored.
 	Cache Cache
+	// MaxResultBytes bounds the step results one run holds in memory (every tool
+	// call's and compute block's, each loop item's included); a run that would hold
+	// more fails fatally with result_too_large before the process is at risk.
+	// Default DefaultMaxResultBytes.
+	MaxResultBytes int64
 }
+
+// DefaultMaxResultBytes is the default of Config.MaxResultBytes.
+const DefaultMaxResultBytes = 64 << 20
 
 // Engine runs workflows. It is safe for concurrent use and caches each skill
 // version's compiled expressions.
@@ -49,6 +57,7 @@ type Engine struct {
 	maxParallel int
 	checkpoints Checkpoints
 	cache       Cache
+	maxResult   int64
 
 	mu       sync.Mutex
 	compiled map[compiledKey]*compiled
@@ -65,11 +74,17 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.MaxParallel == 0 {
 		cfg.MaxParallel = DefaultMaxParallel
 	}
+	if cfg.MaxResultBytes < 0 {
+		return nil, fmt.Errorf("workflow: MaxResultBytes %d is negative", cfg.MaxResultBytes)
+	}
+	if cfg.MaxResultBytes == 0 {
+		cfg.MaxResultBytes = DefaultMaxResultBytes
+	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
 	return &Engine{
-		tools: cfg.Tools, log: cfg.Log, maxParallel: cfg.MaxParallel,
+		tools: cfg.Tools, log: cfg.Log, maxParallel: cfg.MaxParallel, maxResult: cfg.MaxResultBytes,
 		checkpoints: cfg.Checkpoints, cache: cfg.Cache,
 		compiled: map[compiledKey]*compiled{},
 	}, nil

@@ -354,3 +354,31 @@ func TestCancelledBetweenSteps(t *testing.T) {
 		t.Errorf("checkpoints %v", saved)
 	}
 }
+
+// A run's results held in memory are bounded: a loop whose items each return a
+// large output fails fatally with result_too_large once they add up past the limit,
+// without running the rest of the loop.
+func TestRunResultsAreBounded(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int32
+	big := tool.Func("big", func(context.Context, tool.Call) (any, error) {
+		calls.Add(1)
+		return map[string]any{"stdout": strings.Repeat("x", 1<<20)}, nil
+	})
+	set, err := tool.NewSet(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := workflow.New(workflow.Config{Tools: set, Log: slog.New(slog.DiscardHandler), MaxResultBytes: 4 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := wf([]skill.Step{{ID: "many", Tool: "big", Loop: "{{ range(400) }}"}})
+	_, err = e.Execute(context.Background(), workflow.Run{ExecutionID: "x", Skill: s})
+	if err == nil || !strings.Contains(err.Error(), "result_too_large") || failure.ClassOf(err) != failure.Fatal {
+		t.Fatalf("err = %v (class %s)", err, failure.ClassOf(err))
+	}
+	if n := calls.Load(); n > 5 {
+		t.Fatalf("the loop ran %d items past the limit", n)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"sync/atomic"
 
 	"github.com/skillbus/skillbus/pkg/expr"
 	"github.com/skillbus/skillbus/pkg/failure"
@@ -17,6 +18,7 @@ import (
 // in goroutines of their own; each step has its own Env and writes only its own
 // entry of the log.
 type execution struct {
+	held        atomic.Int64 // bytes of step results held (see Config.MaxResultBytes)
 	e           *Engine
 	tools       *tool.Set
 	c           *compiled

@@ -208,9 +208,40 @@ func (x *execution) body(ctx context.Context, cs *cstep, env expr.Env, n *calls)
 func (x *execution) attempt(ctx context.Context, key string, cs *cstep, env expr.Env, n *calls) (any, error) {
 	for try := 0; ; try++ {
 		v, err := x.once(ctx, key, cs, env, n)
+		if err == nil {
+			if held := x.held.Add(sizeOf(v)); held > x.e.maxResult {
+				return nil, failure.Fatalf("result_too_large: step %s: the run's results reach %d bytes; a run holds at most %d bytes of results", cs.step.ID, held, x.e.maxResult)
+			}
+		}
 		if err == nil || cs.onError != "retry" || try >= cs.retries || ctx.Err() != nil || failure.ClassOf(err) != failure.Retryable {
 			return v, err
 		}
+	}
+}
+
+// sizeOf estimates the bytes a result holds: its strings and byte slices, and a
+// few bytes for every other value. It walks what tools and compute blocks return
+// (JSON-shaped values) without copying them.
+func sizeOf(v any) int64 {
+	switch v := v.(type) {
+	case string:
+		return int64(len(v)) + 16
+	case []byte:
+		return int64(len(v)) + 24
+	case map[string]any:
+		n := int64(48)
+		for k, e := range v {
+			n += int64(len(k)) + 16 + sizeOf(e)
+		}
+		return n
+	case []any:
+		n := int64(24)
+		for _, e := range v {
+			n += sizeOf(e)
+		}
+		return n
+	default:
+		return 16
 	}
 }
 
