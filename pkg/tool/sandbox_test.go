@@ -44,12 +44,20 @@ func init() {
 // With TOOLTEST_NOLIMITS set, the exec tool sets no resource limits.
 //
 // With TOOLTEST_NOPTRACE set, ptrace(2) fails with EPERM in the worker and the
-// processes it starts, as under a seccomp profile that forbids it.
+// processes it starts, as under a seccomp profile that forbids it; with
+// TOOLTEST_NOUNSHARE, unshare(2) does. TOOLTEST_WORKDIR is the exec tool's
+// WorkDir.
 func workerRole() {
 	out := map[string]any{}
 	defer func() { _ = json.NewEncoder(os.Stdout).Encode(out) }()
 	if os.Getenv("TOOLTEST_NOPTRACE") != "" {
-		if err := forbidPtrace(); err != nil {
+		if err := forbidSyscall(unix.SYS_PTRACE); err != nil {
+			out["error"] = err.Error()
+			return
+		}
+	}
+	if os.Getenv("TOOLTEST_NOUNSHARE") != "" {
+		if err := forbidSyscall(unix.SYS_UNSHARE); err != nil {
 			out["error"] = err.Error()
 			return
 		}
@@ -67,6 +75,7 @@ func workerRole() {
 	var logs strings.Builder
 	defer func() { out["log"] = logs.String() }()
 	cfg := tool.ExecConfig{Log: slog.New(slog.NewTextHandler(&logs, nil))}
+	cfg.WorkDir = os.Getenv("TOOLTEST_WORKDIR")
 	if os.Getenv("TOOLTEST_NOLIMITS") != "" {
 		var nl uint64 = tool.NoLimit
 		cfg.Limits = tool.Limits{CPUSeconds: nl, MemoryBytes: nl, OpenFiles: nl, Processes: nl}
@@ -340,12 +349,12 @@ func TestExecStepCannotReachTheWorkersSecrets(t *testing.T) {
 	})
 }
 
-// forbidPtrace makes ptrace(2) fail with EPERM in every thread of this process
-// and in the processes it starts, with a seccomp filter.
-func forbidPtrace() error {
+// forbidSyscall makes system call nr fail with EPERM in every thread of this
+// process and in the processes it starts, with a seccomp filter.
+func forbidSyscall(nr uint32) error {
 	filter := []unix.SockFilter{
 		{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: 0}, // seccomp_data.nr
-		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jt: 0, Jf: 1, K: unix.SYS_PTRACE},
+		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jt: 0, Jf: 1, K: nr},
 		{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)},
 		{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ALLOW},
 	}
@@ -427,32 +436,7 @@ func finish(t *testing.T, worker *exec.Cmd, out *bytes.Buffer) workerReport {
 func TestExecStepsAreIsolatedFromEachOther(t *testing.T) {
 	bin := testBinary(t)
 	asUsers(t, func(t *testing.T, cred *syscall.Credential) {
-		mark := sleepMark()
-		secret := "TOOLTEST_VICTIM_SECRET=sekrit-" + mark
-		victim, vout := startWorker(t, bin, cred, "testdata/hostile/victim.yaml", map[string]any{"mark": mark}, secret)
-		var target int
-		eventually(t, "the victim's process to start", func() bool {
-			pids := procsWith(mark)
-			if len(pids) == 1 {
-				target = pids[0]
-			}
-			return target != 0
-		})
-		dir, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", target))
-		if err != nil {
-			t.Fatal(err)
-		}
-		eventually(t, "the victim's file", func() bool {
-			b, _ := os.ReadFile(filepath.Join(dir, "secret.txt"))
-			return len(b) > 0
-		})
-		inputs := map[string]any{"program": bin, "target": strconv.Itoa(target), "dir": dir}
-		attacker, aout := startWorker(t, bin, cred, "testdata/hostile/peek.yaml", inputs)
-		r := finish(t, attacker, aout).Outputs.Report
-		if victim.ProcessState != nil {
-			t.Fatalf("the victim ended early: %s", vout)
-		}
-
+		r, aout := peekAtVictim(t, bin, cred)
 		// Its own PID namespace gives the attacker no pid to signal the other by.
 		want := map[string]string{
 			"status": "invisible", "environ": "invisible", "cwd": "invisible", "mem": "invisible",
@@ -472,10 +456,79 @@ func TestExecStepsAreIsolatedFromEachOther(t *testing.T) {
 				t.Errorf("%s: %q, want %s", attack, got, w)
 			}
 		}
-		if cred == nil && strings.Contains(aout.String(), "sekrit") {
+		if cred == nil && strings.Contains(aout, "sekrit") {
 			t.Errorf("the secret reached the other skill: %s", aout)
 		}
 	})
+}
+
+// TestExecStepsAreIsolatedWithoutUnshare: where the host refuses unshare(2),
+// processes get neither a umask nor a private /proc of their own, but still a
+// Landlock domain each, which does not depend on it: a process can see
+// another's, but not read its environment, files or memory, even as the same
+// user (nobody, with a root worker's shared WorkDir), where nothing else keeps
+// them apart.
+func TestExecStepsAreIsolatedWithoutUnshare(t *testing.T) {
+	bin := testBinary(t)
+	asUsers(t, func(t *testing.T, cred *syscall.Credential) {
+		envs := map[string][]string{"own directories": {"TOOLTEST_NOUNSHARE=1"}}
+		if cred == nil && os.Geteuid() == 0 {
+			// Both run as nobody, without user namespaces: Landlock alone keeps
+			// them apart.
+			envs["one WorkDir"] = []string{"TOOLTEST_NOUNSHARE=1", "TOOLTEST_WORKDIR=" + openDir(t)}
+		}
+		for name, env := range envs {
+			t.Run(name, func(t *testing.T) {
+				r, aout := peekAtVictim(t, bin, cred, env...)
+				want := map[string]string{
+					"status": "ok", "environ": "denied", "cwd": "denied", "mem": "denied", "signal": "invisible",
+				}
+				for attack, w := range want {
+					if got, _ := r[attack].(string); !strings.HasPrefix(got, w+": ") {
+						t.Errorf("%s: %q, want %s", attack, got, w)
+					}
+				}
+				var got workerReport
+				_ = json.Unmarshal([]byte(aout), &got)
+				if !strings.Contains(got.Log, "unshare(CLONE_FS)") || strings.Contains(strings.ToLower(got.Log), "landlock") {
+					t.Errorf("the exec tool's log should warn of unshare, and of nothing about Landlock:\n%s", got.Log)
+				}
+			})
+		}
+	})
+}
+
+// peekAtVictim runs victim.yaml and, while it holds its secret, peek.yaml
+// against it, each in a worker of its own with env, and returns peek's report
+// and its worker's output.
+func peekAtVictim(t *testing.T, bin string, cred *syscall.Credential, env ...string) (map[string]any, string) {
+	t.Helper()
+	mark := sleepMark()
+	secret := "TOOLTEST_VICTIM_SECRET=sekrit-" + mark
+	victim, vout := startWorker(t, bin, cred, "testdata/hostile/victim.yaml", map[string]any{"mark": mark}, append([]string{secret}, env...)...)
+	var target int
+	eventually(t, "the victim's process to start", func() bool {
+		pids := procsWith(mark)
+		if len(pids) == 1 {
+			target = pids[0]
+		}
+		return target != 0
+	})
+	dir, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", target))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the victim's file", func() bool {
+		b, _ := os.ReadFile(filepath.Join(dir, "secret.txt"))
+		return len(b) > 0
+	})
+	inputs := map[string]any{"program": bin, "target": strconv.Itoa(target), "dir": dir}
+	attacker, aout := startWorker(t, bin, cred, "testdata/hostile/peek.yaml", inputs, env...)
+	r := finish(t, attacker, aout).Outputs.Report
+	if victim.ProcessState != nil {
+		t.Fatalf("the victim ended early: %s", vout)
+	}
+	return r, aout.String()
 }
 
 // TestExecSetuidGivesNothing: a setuid-root program run by a step's shell (not

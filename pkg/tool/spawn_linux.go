@@ -84,15 +84,18 @@ func confineThread(log *slog.Logger) error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("setting no_new_privs: %w", err)
 	}
+	// The umask and the mount namespace belong to the file-system context, which
+	// the thread must first stop sharing with the worker's other threads; the
+	// Landlock domain does not, and is put in place whatever becomes of them.
 	if err := unix.Unshare(unix.CLONE_FS); err != nil {
 		warnOnce(&fsWarned, log, "exec: processes share the worker's umask and mount namespace", fmt.Errorf("unshare(CLONE_FS): %w", err))
-		return nil
-	}
-	unix.Umask(0o077)
-	if fd, err := privateProc(); err != nil {
-		warnOnce(&procWarned, log, "exec: processes see the worker's /proc: every process of their user", err)
-	} else if err := unix.Setns(fd, unix.CLONE_NEWNS); err != nil {
-		warnOnce(&procWarned, log, "exec: processes see the worker's /proc: every process of their user", fmt.Errorf("setns: %w", err))
+	} else {
+		unix.Umask(0o077)
+		if fd, err := privateProc(); err != nil {
+			warnOnce(&procWarned, log, "exec: processes see the worker's /proc: every process of their user", err)
+		} else if err := unix.Setns(fd, unix.CLONE_NEWNS); err != nil {
+			warnOnce(&procWarned, log, "exec: processes see the worker's /proc: every process of their user", fmt.Errorf("setns: %w", err))
+		}
 	}
 	if err := landlockThread(); err != nil {
 		warnOnce(&landlockWarned, log, "exec: the host has no Landlock, so processes of one user can read each other's /proc files", err)
