@@ -2,9 +2,11 @@ package repair_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/skillbus/skillbus/pkg/failure"
 	"github.com/skillbus/skillbus/pkg/repair"
 )
 
@@ -61,5 +63,28 @@ func TestNewNames(t *testing.T) {
 	steered := repair.Files{"skill.yaml": strings.Replace(before["skill.yaml"], "usr_name", "attacker_field", 1)}
 	if got := repair.NewNames(before, steered); len(got) != 1 || got[0] != "attacker_field" {
 		t.Fatalf("got %v, want [attacker_field]", got)
+	}
+}
+
+// The names a trigger's data holds are found however the sender spells them: with
+// escapes, or with characters no identifier has. Each is held as the words a patch
+// would write.
+func TestFromDataSeesEveryName(t *testing.T) {
+	for _, tc := range []struct {
+		data  string
+		have  []string
+		patch []string // NewNames of a patch
+		held  []string
+	}{
+		{`{"title": "x"}`, []string{"title", "body"}, []string{"title"}, []string{"title"}},
+		{`{"\u0061dmin_token": 1}`, []string{"admin_token"}, []string{"admin_token"}, []string{"admin_token"}},
+		{`{"evil-key": 1}`, []string{"evil-key"}, []string{"evil"}, []string{"evil"}},
+		{`{"user.name": {"deep": ["nested_value"]}}`, []string{"user.name", "nested_value"}, []string{"name", "nested_value"}, []string{"name", "nested_value"}},
+		{`{"a": 1}`, []string{"title"}, []string{"title"}, nil},
+	} {
+		d := &repair.Diagnosis{FromTrigger: repair.FromData([]byte(tc.data), &failure.Fault{Have: tc.have})}
+		if got := (&repair.Patch{NewNames: tc.patch}).Held(d); !slices.Equal(got, tc.held) {
+			t.Errorf("data %s, names %v, patch writing %v: held %v (from the trigger: %v), want %v", tc.data, tc.have, tc.patch, got, d.FromTrigger, tc.held)
+		}
 	}
 }

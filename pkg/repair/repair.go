@@ -19,21 +19,53 @@ import (
 // a value: names whoever sent the trigger chose. A patch that writes one of them
 // and is new to the skill waits for a person's approval, whatever the skill's
 // repair mode (see Diagnosis.FromTrigger).
+//
+// Names are compared as NewNames splits them, identifier-like words: a key such as
+// "evil-key" gives "evil" and "key", the words a patch would write. The data is
+// decoded first, so a key spelt with escapes ("\u0061dmin") is the name it decodes
+// to.
 func FromData(data []byte, f *failure.Fault) []string {
 	if len(data) == 0 {
 		return nil
 	}
 	words := map[string]bool{}
-	for _, w := range nameRE.FindAll(data, -1) {
-		words[string(w)] = true
+	add := func(s string) {
+		for _, w := range nameRE.FindAllString(s, -1) {
+			words[w] = true
+		}
+	}
+	var v any
+	if err := json.Unmarshal(data, &v); err == nil {
+		eachString(v, add)
+	} else {
+		add(string(data))
 	}
 	var out []string
 	for _, n := range append([]string{f.Name}, f.Have...) {
-		if n != "" && words[n] && !slices.Contains(out, n) {
-			out = append(out, n)
+		for _, w := range nameRE.FindAllString(n, -1) {
+			if words[w] && !slices.Contains(out, w) {
+				out = append(out, w)
+			}
 		}
 	}
 	return out
+}
+
+// eachString calls fn with every key and string value in v, a decoded JSON value.
+func eachString(v any, fn func(string)) {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			fn(k)
+			eachString(e, fn)
+		}
+	case []any:
+		for _, e := range v {
+			eachString(e, fn)
+		}
+	case string:
+		fn(v)
+	}
 }
 
 // Held returns the names of p that are new to the skill and came from the
