@@ -206,7 +206,11 @@
 // Hosts that refuse namespaces (a container without CAP_SYS_ADMIN, user
 // namespaces switched off): processes then start without them, and a skill
 // without network permission cannot run exec at all: its calls fail, Fatal,
-// saying why, rather than run with a network it was not granted. A root worker
+// saying why, rather than run with a network it was not granted. Without a PID
+// namespace, a process that left its call's process group (setsid) would
+// outlive the call: a root worker kills every process of the call's leased
+// user, with kill(-1) as that user, before another call may lease it (a
+// worker of another user cannot, and such a process runs on). A root worker
 // sets the limits of a process of another user as that user, on the thread that
 // started it, so it needs no CAP_SYS_RESOURCE (which containers often take
 // from root).

@@ -73,7 +73,8 @@ func (e *execTool) Call(ctx context.Context, c Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return e.run(ctx, r, path, dir, sandbox{cred: cred, network: perms.Network})
+	leased := cred != nil && e.cfg.RunAs == nil && e.cfg.WorkDir == ""
+	return e.run(ctx, r, path, dir, sandbox{cred: cred, network: perms.Network, leased: leased})
 }
 
 // credential is the user a call's process runs as, or nil for the worker's
@@ -173,6 +174,7 @@ var uidLockFile = sync.OnceValues(func() (*os.File, error) {
 type sandbox struct {
 	cred    *syscall.Credential // nil: the worker's user
 	network bool                // keep the worker's network namespace
+	leased  bool                // cred is a user leased for this call alone
 }
 
 // nsRefused is the error with which the host refused to create namespaces, once
@@ -266,6 +268,17 @@ func (e *execTool) run(parent context.Context, r *execRequest, path, dir string,
 		return nil, failure.Fatalf("exec: %q: %v", name, err)
 	}
 	defer th.stop()
+	if sb.leased {
+		// The user goes back to be leased again: none of its processes may
+		// still run then. Without a PID namespace (a host that refuses them),
+		// one that left the process group (setsid) outlives the call; kill(-1)
+		// as the call's user reaches every process of that user, and no other
+		// (not the worker itself, as kill(-1) spares the caller). Deferred
+		// after th.stop, it runs before it.
+		defer th.do(func() {
+			_ = asUser(sb.cred, func() error { return unix.Kill(-1, unix.SIGKILL) })
+		})
+	}
 
 	flags := sb.cloneflags()
 	if flags&unix.CLONE_NEWNET == 0 && !sb.network {

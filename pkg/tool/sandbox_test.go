@@ -45,13 +45,20 @@ func init() {
 //
 // With TOOLTEST_NOPTRACE set, ptrace(2) fails with EPERM in the worker and the
 // processes it starts, as under a seccomp profile that forbids it; with
-// TOOLTEST_NOUNSHARE, unshare(2) does. TOOLTEST_WORKDIR is the exec tool's
+// TOOLTEST_NOUNSHARE, unshare(2) does; with TOOLTEST_NONS, clone(2) refuses
+// new namespaces. TOOLTEST_WORKDIR is the exec tool's
 // WorkDir.
 func workerRole() {
 	out := map[string]any{}
 	defer func() { _ = json.NewEncoder(os.Stdout).Encode(out) }()
 	if os.Getenv("TOOLTEST_NOPTRACE") != "" {
 		if err := forbidSyscall(unix.SYS_PTRACE); err != nil {
+			out["error"] = err.Error()
+			return
+		}
+	}
+	if os.Getenv("TOOLTEST_NONS") != "" {
+		if err := forbidNamespaces(); err != nil {
 			out["error"] = err.Error()
 			return
 		}
@@ -366,6 +373,52 @@ func forbidSyscall(nr uint32) error {
 		return fmt.Errorf("seccomp: %w", errno)
 	}
 	return nil
+}
+
+// forbidNamespaces makes clone(2) fail with EPERM when asked for a new PID,
+// network, user or mount namespace, in every thread of this process and in the
+// processes it starts, as on a host that refuses namespaces.
+func forbidNamespaces() error {
+	filter := []unix.SockFilter{
+		{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: 0}, // seccomp_data.nr
+		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jt: 0, Jf: 2, K: unix.SYS_CLONE},
+		{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: 16}, // args[0], low half: the flags
+		{Code: unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K, Jt: 1, Jf: 0, K: unix.CLONE_NEWPID | unix.CLONE_NEWNET | unix.CLONE_NEWUSER | unix.CLONE_NEWNS},
+		{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ALLOW},
+		{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)},
+	}
+	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("PR_SET_NO_NEW_PRIVS: %w", err)
+	}
+	if _, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&prog))); errno != 0 {
+		return fmt.Errorf("seccomp: %w", errno)
+	}
+	return nil
+}
+
+// TestExecUserIsFreedOfItsProcesses: where the host refuses namespaces, a
+// process that left its call's process group (setsid) is not in a PID
+// namespace that dies with the call; under a root worker it is killed before
+// the call's user is released, or a later call leased that user would share
+// it, its files and its /proc.
+func TestExecUserIsFreedOfItsProcesses(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only a root worker leases users")
+	}
+	bin := testBinary(t)
+	mark := sleepMark()
+	t.Cleanup(func() {
+		for _, pid := range procsWith(mark) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	worker, out := startWorker(t, bin, nil, "testdata/hostile/daemon.yaml", map[string]any{"mark": mark}, "TOOLTEST_NONS=1")
+	got := finish(t, worker, out)
+	if !strings.Contains(got.Log, "the host refuses namespaces") {
+		t.Fatalf("the step ran in namespaces; the exec tool's log:\n%s", got.Log)
+	}
+	eventually(t, "the daemon to be killed with its call", func() bool { return len(procsWith(mark)) == 0 })
 }
 
 // TestExecWithoutPtrace: where the host forbids ptrace, processes still run,
