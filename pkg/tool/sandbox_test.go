@@ -604,7 +604,8 @@ func TestExecSetuidGivesNothing(t *testing.T) {
 }
 
 // TestExecForkBombIsStopped: a fork bomb under the default limits is stopped
-// within a second, with everything it started, and its step fails saying why.
+// within a second on an idle machine, with everything it started, and its step
+// fails saying why.
 func TestExecForkBombIsStopped(t *testing.T) {
 	if _, err := os.Stat("/bin/bash"); err != nil {
 		t.Skip("no /bin/bash")
@@ -624,8 +625,12 @@ func TestExecForkBombIsStopped(t *testing.T) {
 		if !strings.HasPrefix(got.Error, want) {
 			t.Errorf("error %q, want %q", got.Error, want)
 		}
-		if got.TookMS >= 1000 {
-			t.Errorf("the fork bomb ran for %d ms, want under a second", got.TookMS)
+		// Stopped in 161-835 ms on an idle machine (20 runs, as root and as a uid
+		// worker); the bound leaves room for -race beside other packages' tests on
+		// two cores, where 1.1 s was seen. Without the limits it runs until the
+		// step's timeout, a minute.
+		if got.TookMS >= 3000 {
+			t.Errorf("the fork bomb ran for %d ms, want under 3 s", got.TookMS)
 		}
 		t.Logf("stopped after %d ms", got.TookMS)
 		eventually(t, "the fork bomb's processes to die", func() bool { return len(procsWith(mark)) == 0 })
