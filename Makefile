@@ -33,7 +33,7 @@ image:
 	$(DOCKER) build -t $(IMAGE) .
 
 ## test: vet, then every test of the module: unit, integration against embedded JetStream,
-## end-to-end with the real binaries (about 5 minutes on 2 cores with a warm build cache)
+## end-to-end with the real binaries (11 minutes on 2 cores with empty Go caches, most of it compiling)
 test: vet
 	$(GO) test -race -timeout 15m ./...
 
