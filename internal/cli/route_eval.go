@@ -61,25 +61,18 @@ last line with the summary.`,
 			if !noExamples {
 				all = selector.ExampleCases(skills)
 			}
-			for _, p := range cases {
-				f, err := os.Open(p)
-				if err != nil {
-					return usage("--cases %s: %v", p, unwrapPath(err))
-				}
-				cs, err := selector.ReadCases(f, p)
-				f.Close()
-				if err != nil {
-					return usage("%v", err)
-				}
-				for _, c := range cs {
-					for _, e := range append([]string{c.Expect}, c.Any...) {
-						if _, ok := sel.Get(e); e != "" && !ok {
-							return usage("%s: expect %q is not a skill of %v", c.Origin, e, sf.skills)
-						}
+			cs, err := readCaseFiles(cases)
+			if err != nil {
+				return err
+			}
+			for _, c := range cs {
+				for _, e := range append([]string{c.Expect}, c.Any...) {
+					if _, ok := sel.Get(e); e != "" && !ok {
+						return usage("%s: expect %q is not a skill of %v", c.Origin, e, sf.skills)
 					}
 				}
-				all = append(all, cs...)
 			}
+			all = append(all, cs...)
 			if len(all) == 0 {
 				return usage("no cases: the skills have no examples and no --cases file was given")
 			}
@@ -156,4 +149,22 @@ func printEval(w io.Writer, results []selector.Result, sum selector.Summary, ski
 // routingWarnings are warnings for skill examples that route elsewhere.
 func routingWarnings(skills []*skill.Skill) skill.Diagnostics {
 	return selector.ExampleWarnings(skills)
+}
+
+// readCaseFiles reads the routing cases of each --cases file, in order.
+func readCaseFiles(paths []string) ([]selector.Case, error) {
+	var all []selector.Case
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, usage("--cases %s: %v", p, unwrapPath(err))
+		}
+		cs, err := selector.ReadCases(f, p)
+		f.Close()
+		if err != nil {
+			return nil, usage("%v", err)
+		}
+		all = append(all, cs...)
+	}
+	return all, nil
 }

@@ -38,18 +38,9 @@ fit prints are on the requests it was fitted on, and overstate it.`,
 			if err != nil {
 				return err
 			}
-			var all []selector.Case
-			for _, p := range cases {
-				f, err := os.Open(p)
-				if err != nil {
-					return usage("--cases %s: %v", p, unwrapPath(err))
-				}
-				cs, err := selector.ReadCases(f, p)
-				f.Close()
-				if err != nil {
-					return usage("%v", err)
-				}
-				all = append(all, cs...)
+			all, err := readCaseFiles(cases)
+			if err != nil {
+				return err
 			}
 			if len(all) == 0 {
 				return usage("no cases in %v", cases)
