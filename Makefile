@@ -79,6 +79,7 @@ eval:
 	@echo "== testdata/routing/seedstyle"; $(EVAL_BIN) route eval --skills testdata/routing/seedstyle/skills --cases testdata/routing/seedstyle/cases.jsonl | sed -n '3,9p'
 	@for set in testdata/routing/public/*/; do for half in tune heldout; do \
 	  echo "== $$set $$half"; $(EVAL_BIN) route eval --skills $${set}skills --cases $${set}$$half.jsonl --no-examples | sed -n '3,9p'; \
+	  echo "   off-topic: requests of another domain's set"; $(EVAL_BIN) route eval --skills $${set}skills --cases $${set}offtopic-$$half.jsonl --no-examples | grep 'off-topic rejected'; \
 	done; done
 
 ## chaos: 10,000 side-effecting triggers through a real fleet while every kind of process is killed

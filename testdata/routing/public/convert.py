@@ -2,11 +2,10 @@
 """Convert public tool-retrieval data sets into skills (name + description only) and
 routing cases, split deterministically into a tuning half and a held-out half.
 
-    python3 convert.py GORILLA_REPO COLT_REPO
+    python3 convert.py GORILLA_REPO
 
-GORILLA_REPO is a checkout of github.com/ShishirPatil/gorilla, COLT_REPO of
-github.com/quchangle1/COLT. Output goes next to this file. Re-running it gives the
-same files.
+GORILLA_REPO is a checkout of github.com/ShishirPatil/gorilla. Output goes next to
+this file. Re-running it gives the same files.
 """
 import hashlib, json, os, re, shutil, sys
 
@@ -88,53 +87,94 @@ case expecting its API. The instructions were written by the data set's authors
 """
 
 
-def toollens(repo):
+def bfcl_live(repo):
+    """BFCL's live categories: requests users contributed, each with the functions
+    offered beside it and the one the answer calls. Every function named in them is a
+    skill (the same name offered with other wording keeps its commonest description)."""
+    data = os.path.join(repo, "berkeley-function-call-leaderboard/bfcl_eval/data")
+    descs, cases = {}, []
+    for cat in ("live_simple", "live_multiple"):
+        answers = {}
+        for line in open(os.path.join(data, "possible_answer", "BFCL_v4_%s.json" % cat)):
+            a = json.loads(line)
+            answers[a["id"]] = [next(iter(g)) for g in a["ground_truth"]]
+        for line in open(os.path.join(data, "BFCL_v4_%s.json" % cat)):
+            d = json.loads(line)
+            for fn in d["function"]:
+                descs.setdefault(fn["name"], {}).setdefault(" ".join(fn["description"].split()), 0)
+                descs[fn["name"]][" ".join(fn["description"].split())] += 1
+            q = " ".join(" ".join(m["content"] for m in d["question"][0] if m["role"] == "user").split())
+            gt = answers[d["id"]]
+            if q and len(set(gt)) == 1:
+                cases.append((q, gt[0]))
     skills, taken, by = [], set(), {}
-    for line in open(os.path.join(repo, "datasets/ToolLens/corpus.jsonl")):
-        d = json.loads(line)
-        t = d["text"]
-        tool = re.search(r"tool_name:(.*?), api_name:", t).group(1)
-        api = re.search(r"api_name:(.*?), api_description:", t).group(1)
-        desc = re.search(r"api_description:(.*?), required_params:", t, re.S).group(1)
-        n = skill_name(tool + " " + api, taken)
-        by[d["_id"]] = n
+    for fname in sorted(descs):
+        desc = sorted(descs[fname].items(), key=lambda kv: (-kv[1], -len(kv[0]), kv[0]))[0][0]
+        n = skill_name(fname, taken)
+        by[fname] = n
         skills.append((n, desc))
-    rel = {}
-    for line in open(os.path.join(repo, "datasets/ToolLens/qrels/test.tsv")):
-        p = line.split()
-        if len(p) == 3 and p[2] == "1":
-            rel.setdefault(p[0], []).append(by[p[1]])
-    queries = {}
-    for line in open(os.path.join(repo, "datasets/ToolLens/queries.jsonl")):
-        d = json.loads(line)
-        if d["_id"] in rel:
-            queries[d["_id"]] = " ".join(d["text"].split())
-    cases = sorted(((queries[i], sorted(set(rel[i]))) for i in rel if i in queries), key=lambda c: h(c[0]))[:1000]
-    return skills, cases
+    seen, uniq = set(), []
+    for q, f in cases:
+        if q not in seen:
+            seen.add(q)
+            uniq.append((q, by[f]))
+    return skills, uniq
+
+
+def offtopic(name, sources, n=100):
+    """Requests of other data sets, from another domain, that no skill of name's
+    catalog should take: each half draws on the same half of its sources, so the
+    held-out off-topic requests are never seen while tuning."""
+    for half in ("tune", "heldout"):
+        qs = []
+        for s in sources:
+            for line in open(os.path.join(HERE, s, half + ".jsonl")):
+                qs.append(json.loads(line)["query"])
+        qs = sorted(set(qs), key=lambda q: h(name + q))[:n]
+        with open(os.path.join(HERE, name, "offtopic-" + half + ".jsonl"), "w") as f:
+            for q in qs:
+                f.write(json.dumps({"query": q, "expect": None}, ensure_ascii=False) + "\n")
+
+
+BFCL_README = """# Berkeley Function Calling Leaderboard: live requests
+
+From github.com/ShishirPatil/gorilla
+(berkeley-function-call-leaderboard/bfcl_eval/data: BFCL_v4_live_simple.json,
+BFCL_v4_live_multiple.json and their possible_answer files), Apache License 2.0.
+The live categories hold requests that users contributed to the leaderboard, each with
+the functions offered beside it and the function its answer calls. Every function
+named there is a skill: its name (lower-cased, other characters as '-') and its
+description (a name offered with other wordings keeps its commonest one); nothing
+else. Each request (its user turns) is a case expecting the function its answer
+calls; requests whose answer calls several functions are left out.
+
+%(skills)d skills; %(tune)d tuning cases (tune.jsonl), %(held)d held-out cases
+(heldout.jsonl), split by a hash of the request text. Made by ../convert.py.
+
+offtopic-tune.jsonl and offtopic-heldout.jsonl hold 100 requests each from the
+Gorilla APIBench sets beside this one (requests for machine-learning models, from
+their tuning and held-out halves respectively): no skill here should take them.
+"""
 
 
 def main():
-    g, colt = sys.argv[1], sys.argv[2]
+    g = sys.argv[1]
+    gorillas = []
     for hub, ev, title, name in (("torchhub_api.jsonl", "torchhub_eval.json", "TorchHub", "gorilla-torchhub"),
                                  ("tensorflowhub_api.jsonl", "tensorflow_eval.json", "TensorFlow Hub", "gorilla-tfhub"),
                                  ("huggingface_api.jsonl", "huggingface_eval.json", "Hugging Face", "gorilla-huggingface")):
         skills, cases = gorilla(g, hub, ev, title)
         write_set(name, skills, cases, GORILLA_README % {"title": title, "hub": hub, "eval": ev})
-    skills, cases = toollens(colt)
-    write_set("toollens", skills, cases, """# ToolLens
-
-From github.com/quchangle1/COLT (datasets/ToolLens: corpus.jsonl, queries.jsonl,
-qrels/test.tsv), the data set of "Towards Completeness-Oriented Tool Retrieval for
-Large Language Models" (Qu et al., CIKM 2024), released for research with the paper's
-code; the repository names no license. Its tools are RapidAPI APIs from ToolBench.
-Each API is a skill: tool name and API name as the name, the API description as the
-description; nothing else. Each request needs several tools: a case's expect lists
-them, and routing to any one of them counts as right.
-
-%(skills)d skills; 1,000 requests of the test split sampled by a hash of their text:
-%(tune)d tuning cases (tune.jsonl), %(held)d held-out cases (heldout.jsonl). Made by
-../convert.py.
-""")
+        gorillas.append(name)
+    skills, cases = bfcl_live(g)
+    write_set("bfcl-live", skills, cases, BFCL_README)
+    for name in gorillas:
+        offtopic(name, ["bfcl-live"])
+        with open(os.path.join(HERE, name, "README.md"), "a") as f:
+            f.write("\nofftopic-tune.jsonl and offtopic-heldout.jsonl hold 100 requests each from the\n"
+                    "bfcl-live set (requests users made of everyday APIs, from its tuning and held-out\n"
+                    "halves respectively): no skill here should take them.\n")
+    offtopic("bfcl-live", gorillas)
 
 
 if __name__ == "__main__":
