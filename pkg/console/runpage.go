@@ -101,80 +101,142 @@ func (c *Console) loadRun(ctx context.Context, id string) (*runView, error) {
 	if err != nil {
 		return nil, err
 	}
-	activation := v.Run.ActivationID
-	var started *events.ExecutionStarted
+	scan := eventScan{activation: v.Run.ActivationID}
 	for _, m := range msgs {
-		// Events are structured-mode CloudEvents; those of earlier versions, binary.
-		typ, data, traceparent := m.Header.Get("ce-type"), m.Data, m.Header.Get("ce-traceparent")
-		if e, err := bus.DecodeFast(m.Msg); err == nil {
-			typ, data, traceparent = e.Type, e.Data, e.Ext(events.ExtTraceParent)
-		}
-		ev := eventView{Time: m.time, Kind: events.Kind(typ), Data: prettyJSON(data)}
-		if strings.Contains(m.Subject, ".confirmation.timeout.") {
-			ev.Kind = "confirmation.timeout (scheduled)"
-			typ = ""
-		}
-		var d map[string]any
-		_ = json.Unmarshal(data, &d)
-		ev.Summary = summarize(d)
-		ev.Failed = typ == events.TypeExecutionFailed || typ == events.TypeStepFailed || typ == events.TypeExecutionFallback || typ == events.TypeExecutionRetrying
-		if s, ok := d["activation_id"].(string); ok && activation == "" {
-			activation = s
-		}
-		if s, ok := d["repair_id"].(string); ok && s != "" && !slices.Contains(v.Repairs, s) {
-			v.Repairs = append(v.Repairs, s)
-		}
-		if s, ok := d["skill"].(string); ok && v.Skill == "" {
-			v.Skill = s
-		}
-		if tp := traceparent; tp != "" && v.TraceID == "" {
-			if parts := strings.Split(tp, "-"); len(parts) == 4 {
-				v.TraceID = parts[1]
-			}
-		}
-		switch typ {
-		case events.TypeExecutionStarted:
-			started = &events.ExecutionStarted{}
-			_ = json.Unmarshal(data, started)
-		case events.TypeConfirmationRecorded:
-			var a events.ConfirmationRecorded
-			if json.Unmarshal(data, &a) == nil {
-				v.Answers = append(v.Answers, a)
-			}
-		case events.TypeExecutionFailed:
-			var f events.ExecutionFailed
-			if json.Unmarshal(data, &f) == nil {
-				v.History = f.History
-			}
-		}
-		v.Events = append(v.Events, ev)
+		v.addEvent(m, &scan)
 	}
 	if v.Result, err = run.Load(ctx, stream, b.Subjects, id); err != nil {
 		return nil, err
 	}
+	if err := c.loadParked(ctx, v); err != nil {
+		return nil, err
+	}
+	v.decodeLog()
+	if err := c.loadDecision(ctx, v, scan.activation); err != nil {
+		return nil, err
+	}
+	c.loadTrigger(ctx, v)
+	v.setInputs(scan.started)
+	if v.TraceID != "" && c.cfg.TraceURL != "" {
+		v.TraceURL = strings.ReplaceAll(c.cfg.TraceURL, "{trace_id}", v.TraceID)
+	}
+	return v, nil
+}
+
+// eventScan carries what reading a run's events finds beyond the views
+// themselves: the activation that decided the run and its start event.
+type eventScan struct {
+	activation string
+	started    *events.ExecutionStarted
+}
+
+// addEvent appends the view of one stored event and takes from it what the
+// page shows elsewhere: skill, trace, repairs, answers and retry history.
+func (v *runView) addEvent(m storedMsg, scan *eventScan) {
+	// Events are structured-mode CloudEvents; those of earlier versions, binary.
+	typ, data, traceparent := m.Header.Get("ce-type"), m.Data, m.Header.Get("ce-traceparent")
+	if e, err := bus.DecodeFast(m.Msg); err == nil {
+		typ, data, traceparent = e.Type, e.Data, e.Ext(events.ExtTraceParent)
+	}
+	ev := eventView{Time: m.time, Kind: events.Kind(typ), Data: prettyJSON(data)}
+	if strings.Contains(m.Subject, ".confirmation.timeout.") {
+		ev.Kind = "confirmation.timeout (scheduled)"
+		typ = ""
+	}
+	var d map[string]any
+	_ = json.Unmarshal(data, &d)
+	ev.Summary = summarize(d)
+	ev.Failed = failedType(typ)
+	v.noteFields(d, scan)
+	if v.TraceID == "" {
+		v.TraceID = traceID(traceparent)
+	}
+	switch typ {
+	case events.TypeExecutionStarted:
+		scan.started = &events.ExecutionStarted{}
+		_ = json.Unmarshal(data, scan.started)
+	case events.TypeConfirmationRecorded:
+		var a events.ConfirmationRecorded
+		if json.Unmarshal(data, &a) == nil {
+			v.Answers = append(v.Answers, a)
+		}
+	case events.TypeExecutionFailed:
+		var f events.ExecutionFailed
+		if json.Unmarshal(data, &f) == nil {
+			v.History = f.History
+		}
+	}
+	v.Events = append(v.Events, ev)
+}
+
+// failedType reports whether events of type typ are shown as failures.
+func failedType(typ string) bool {
+	switch typ {
+	case events.TypeExecutionFailed, events.TypeStepFailed, events.TypeExecutionFallback, events.TypeExecutionRetrying:
+		return true
+	}
+	return false
+}
+
+// noteFields takes the activation, repairs and skill an event's data names,
+// keeping the first activation and skill seen.
+func (v *runView) noteFields(d map[string]any, scan *eventScan) {
+	if s, ok := d["activation_id"].(string); ok && scan.activation == "" {
+		scan.activation = s
+	}
+	if s, ok := d["repair_id"].(string); ok && s != "" {
+		v.addRepair(s)
+	}
+	if s, ok := d["skill"].(string); ok && v.Skill == "" {
+		v.Skill = s
+	}
+}
+
+func (v *runView) addRepair(id string) {
+	if !slices.Contains(v.Repairs, id) {
+		v.Repairs = append(v.Repairs, id)
+	}
+}
+
+// traceID returns the trace id of a W3C traceparent, or "" when tp is not one.
+func traceID(tp string) string {
+	if parts := strings.Split(tp, "-"); len(parts) == 4 {
+		return parts[1]
+	}
+	return ""
+}
+
+// loadParked reads whether the run is paused and, when it has no result,
+// whether it is parked on a repair.
+func (c *Console) loadParked(ctx context.Context, v *runView) error {
+	b := c.cfg.Bus
 	if runs, err := b.JS.KeyValue(ctx, b.BucketRuns()); err == nil {
-		if v.Paused, _, err = run.LoadPaused(ctx, runs, id); err != nil {
-			return nil, err
+		if v.Paused, _, err = run.LoadPaused(ctx, runs, v.ID); err != nil {
+			return err
 		}
 	}
-	if v.Result == nil {
-		if repairs, err := b.JS.KeyValue(ctx, b.BucketRepairs()); err == nil {
-			p, rec, err := service.FindParked(ctx, repairs, id)
-			if err != nil {
-				return nil, err
-			}
-			if p != nil {
-				v.Repairing = &repairingView{Line: service.Repairing(p, rec), RepairID: p.RepairID, Error: p.Error,
-					Waiting: rec != nil && rec.Status == service.StatusProposed && !rec.Auto}
-				if v.Skill == "" {
-					v.Skill = p.Job.Skill.Name
-				}
-				if !slices.Contains(v.Repairs, p.RepairID) {
-					v.Repairs = append(v.Repairs, p.RepairID)
-				}
-			}
-		}
+	if v.Result != nil {
+		return nil
 	}
+	repairs, err := b.JS.KeyValue(ctx, b.BucketRepairs())
+	if err != nil {
+		return nil
+	}
+	p, rec, err := service.FindParked(ctx, repairs, v.ID)
+	if err != nil || p == nil {
+		return err
+	}
+	v.Repairing = &repairingView{Line: service.Repairing(p, rec), RepairID: p.RepairID, Error: p.Error,
+		Waiting: rec != nil && rec.Status == service.StatusProposed && !rec.Auto}
+	if v.Skill == "" {
+		v.Skill = p.Job.Skill.Name
+	}
+	v.addRepair(p.RepairID)
+	return nil
+}
+
+// decodeLog decodes the step log of the run's result, or of its pause.
+func (v *runView) decodeLog() {
 	var logJSON json.RawMessage
 	switch {
 	case v.Result != nil:
@@ -188,26 +250,48 @@ func (c *Console) loadRun(ctx context.Context, id string) (*runView, error) {
 			v.Log = &l
 		}
 	}
-	if activation != "" {
-		// The decision: its own event at the full events level, otherwise the
-		// route its plan's jobs carry.
-		if d, at, err := b.Decision(ctx, activation); err == nil {
-			data, _ := json.Marshal(d)
-			v.Decided = &d
-			v.Events = append([]eventView{{Time: at, Kind: events.Kind(events.TypeRouteDecided),
-				Summary: "primary=" + d.Plan.Primary.Name + " candidates=" + strconv.Itoa(len(d.Candidates)), Data: prettyJSON(data)}}, v.Events...)
-			v.Trigger = &triggerView{TriggerRef: d.Trigger}
-		} else if !errors.Is(err, bus.ErrNoDecision) {
-			return nil, err
-		}
+}
+
+// loadDecision puts the route decision of activation first among the events:
+// its own event at the full events level, otherwise the route its plan's jobs
+// carry. A run whose decision is not kept shows none.
+func (c *Console) loadDecision(ctx context.Context, v *runView, activation string) error {
+	if activation == "" {
+		return nil
 	}
-	if v.Trigger != nil && v.Trigger.Seq > 0 {
-		if ts, err := b.JS.Stream(ctx, b.StreamTriggers()); err == nil {
-			if m, err := ts.GetMsg(ctx, v.Trigger.Seq); err == nil {
-				v.Trigger.Time, v.Trigger.Data = m.Time, prettyJSON(m.Data)
-			}
-		}
+	d, at, err := c.cfg.Bus.Decision(ctx, activation)
+	if errors.Is(err, bus.ErrNoDecision) {
+		return nil
 	}
+	if err != nil {
+		return err
+	}
+	data, _ := json.Marshal(d)
+	v.Decided = &d
+	v.Events = append([]eventView{{Time: at, Kind: events.Kind(events.TypeRouteDecided),
+		Summary: "primary=" + d.Plan.Primary.Name + " candidates=" + strconv.Itoa(len(d.Candidates)), Data: prettyJSON(data)}}, v.Events...)
+	v.Trigger = &triggerView{TriggerRef: d.Trigger}
+	return nil
+}
+
+// loadTrigger reads the trigger the decision names; one no longer stored is
+// shown by reference only.
+func (c *Console) loadTrigger(ctx context.Context, v *runView) {
+	if v.Trigger == nil || v.Trigger.Seq == 0 {
+		return
+	}
+	b := c.cfg.Bus
+	ts, err := b.JS.Stream(ctx, b.StreamTriggers())
+	if err != nil {
+		return
+	}
+	if m, err := ts.GetMsg(ctx, v.Trigger.Seq); err == nil {
+		v.Trigger.Time, v.Trigger.Data = m.Time, prettyJSON(m.Data)
+	}
+}
+
+// setInputs shows the inputs the run started with, or those of its paused job.
+func (v *runView) setInputs(started *events.ExecutionStarted) {
 	switch {
 	case started != nil && len(started.Inputs) > 0:
 		v.Inputs = prettyJSON(started.Inputs)
@@ -217,10 +301,6 @@ func (c *Console) loadRun(ctx context.Context, id string) (*runView, error) {
 			v.Inputs = prettyJSON(j.Inputs)
 		}
 	}
-	if v.TraceID != "" && c.cfg.TraceURL != "" {
-		v.TraceURL = strings.ReplaceAll(c.cfg.TraceURL, "{trace_id}", v.TraceID)
-	}
-	return v, nil
 }
 
 type storedMsg struct {
