@@ -117,6 +117,7 @@ func (b *builder) finish(r report) {
 	}
 	b.deriveKind(r)
 	b.checkTools()
+	b.checkSchedule()
 	b.checkSupported()
 	b.applyDefaults()
 }

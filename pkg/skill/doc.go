@@ -117,6 +117,10 @@
 //	max_concurrent   integer ≥ 1: at most this many runs across the fleet; the skill gets a
 //	                 worker pool of its own, whose consumer admits at most N at once
 //	pool             worker pool name: letters, digits, '-', '_'; "solo-" is reserved
+//	schedule         when the skill runs without an event: 5 cron fields, a descriptor
+//	                 (@hourly, @daily, ...) or @every <duration>; see Schedule
+//	timezone         IANA zone the schedule is read in; default UTC
+//	catch_up         latest | all: ticks missed while no scheduler ran; default latest
 //
 // skill.yaml adds inputs, steps, outputs and confirmations (see Workflows); in a
 // SKILL.md front matter they are an error pointing to skill.yaml.

@@ -68,6 +68,8 @@ type Skill struct {
 	Always         bool     `json:"always,omitempty"`
 	ParallelSafe   bool     `json:"parallel_safe,omitempty"`
 	Capabilities   []string `json:"capabilities,omitempty"` // what the skill or subagent can do
+	// Schedule, when set, runs the skill on each of its ticks without an event.
+	Schedule *Schedule `json:"schedule,omitempty"`
 
 	// Availability and safety.
 	Prerequisites []Prerequisite  `json:"prerequisites,omitempty"`

@@ -1,0 +1,193 @@
+package skill
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	_ "time/tzdata" // a timezone: is valid or not the same on every machine, with or without /usr/share/zoneinfo
+
+	"github.com/robfig/cron/v3"
+)
+
+// Schedule is when a skill runs without an event: its schedule, timezone and
+// catch_up fields. The scheduler (package schedule) triggers the skill on each
+// tick with {"scheduled_at": "<RFC3339>"} as the data.
+type Schedule struct {
+	// Cron is a standard 5-field cron expression (minute hour day-of-month month
+	// day-of-week), a descriptor (@yearly, @monthly, @weekly, @daily, @midnight,
+	// @hourly) or @every <duration> (at least 1s, whole seconds).
+	Cron string `json:"cron"`
+	// Timezone is the IANA zone the cron expression is read in; "" is UTC. It has
+	// no effect on @every.
+	Timezone string `json:"timezone,omitempty"`
+	// CatchUp is what happens to ticks missed while no scheduler ran:
+	// CatchUpLatest (the default, "") runs the latest of them once, CatchUpAll runs
+	// each, up to MaxCatchUp of the latest.
+	CatchUp string `json:"catch_up,omitempty"`
+}
+
+// Catch-up policies of a Schedule.
+const (
+	CatchUpLatest = "latest"
+	CatchUpAll    = "all"
+)
+
+// MaxCatchUp bounds how many missed ticks a schedule with catch_up: all runs
+// after an outage: the latest MaxCatchUp; older ones are skipped.
+const MaxCatchUp = 100
+
+// Timetable gives a schedule's ticks.
+type Timetable interface {
+	// Next is the first tick strictly after t, or the zero time if there is none
+	// within five years.
+	Next(t time.Time) time.Time
+}
+
+// Compile parses the schedule. A schedule the parser accepted compiles; an error
+// means it was built by hand or by another version.
+func (s Schedule) Compile() (Timetable, error) {
+	loc := time.UTC
+	if s.Timezone != "" {
+		l, err := loadZone(s.Timezone)
+		if err != nil {
+			return nil, err
+		}
+		loc = l
+	}
+	return parseCron(s.Cron, loc)
+}
+
+var errZone = errors.New("not an IANA time zone")
+
+func loadZone(name string) (*time.Location, error) {
+	// Local is whatever the machine is set to: the same skill would tick at
+	// different times on different routers.
+	if name == "" || name == "Local" || strings.ContainsAny(name, " \t") {
+		return nil, fmt.Errorf("timezone %q: %w", name, errZone)
+	}
+	l, err := time.LoadLocation(name)
+	if err != nil {
+		return nil, fmt.Errorf("timezone %q: %w", name, errZone)
+	}
+	return l, nil
+}
+
+// parseCron parses a 5-field expression or a descriptor, read in loc.
+func parseCron(spec string, loc *time.Location) (Timetable, error) {
+	spec = strings.TrimSpace(spec)
+	switch {
+	case spec == "":
+		return nil, errors.New("schedule is empty")
+	case strings.HasPrefix(spec, "TZ=") || strings.HasPrefix(spec, "CRON_TZ="):
+		return nil, errors.New("a time zone inside the expression is not supported; set timezone: instead")
+	case strings.HasPrefix(spec, "@every"):
+		d, err := time.ParseDuration(strings.TrimSpace(strings.TrimPrefix(spec, "@every")))
+		if err != nil {
+			return nil, fmt.Errorf("@every needs a duration such as 5m or 1h30m: %v", err)
+		}
+		if d < time.Second || d%time.Second != 0 {
+			return nil, fmt.Errorf("@every %v: the interval must be whole seconds, at least 1s", d)
+		}
+		return cron.Every(d), nil
+	}
+	sched, err := cron.ParseStandard(spec)
+	if err != nil {
+		return nil, err
+	}
+	ss, ok := sched.(*cron.SpecSchedule)
+	if !ok {
+		return nil, fmt.Errorf("%q is not a schedule", spec)
+	}
+	ss.Location = loc // the parser defaults to the machine's zone
+	if ss.Next(time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)).IsZero() {
+		return nil, errors.New("it never fires (no such day)")
+	}
+	return ss, nil
+}
+
+// scheduleFields decode schedule, timezone and catch_up; checkSchedule checks them
+// together once every field is read.
+func scheduleFields() []*field {
+	sched := func(b *builder) *Schedule {
+		if b.s.Schedule == nil {
+			b.s.Schedule = &Schedule{}
+		}
+		return b.s.Schedule
+	}
+	return []*field{
+		{name: "schedule", decode: func(b *builder, d *decoder, p pair) {
+			s, ok := d.str(p.v, "schedule")
+			if !ok {
+				return
+			}
+			if _, err := parseCron(s, time.UTC); err != nil {
+				d.errAt(p.v, "schedule", `write 5 cron fields ("*/15 * * * *"), @hourly, @daily, or @every 5m`,
+					"schedule %q is not valid: %v", s, err)
+				return
+			}
+			sched(b).Cron = strings.TrimSpace(s)
+		}},
+		{name: "timezone", decode: func(b *builder, d *decoder, p pair) {
+			s, ok := d.str(p.v, "timezone")
+			if !ok {
+				return
+			}
+			if _, err := loadZone(s); err != nil {
+				hint := "write an IANA name such as Europe/Berlin or America/New_York"
+				if c := closestZone(s); c != "" {
+					hint = "did you mean " + c + "?"
+				}
+				d.errAt(p.v, "timezone", hint, "%v", err)
+				return
+			}
+			sched(b).Timezone = s
+		}},
+		{name: "catch_up", decode: enumField("catch_up", []string{CatchUpLatest, CatchUpAll}, func(s *Skill) *string {
+			if s.Schedule == nil {
+				s.Schedule = &Schedule{}
+			}
+			return &s.Schedule.CatchUp
+		})},
+	}
+}
+
+// closestZone suggests a zone for a common misspelling: wrong case.
+func closestZone(s string) string {
+	for _, z := range []string{"UTC", "Europe/", "America/", "Asia/", "Africa/", "Australia/", "Pacific/"} {
+		if len(s) >= len(z) && strings.EqualFold(s[:len(z)], z) && s[:len(z)] != z {
+			c := z + s[len(z):]
+			if _, err := time.LoadLocation(c); err == nil {
+				return c
+			}
+		}
+	}
+	return ""
+}
+
+// checkSchedule reports timezone or catch_up without a schedule, and a timezone
+// that has no effect.
+func (b *builder) checkSchedule() {
+	s := b.s.Schedule
+	if s == nil {
+		return
+	}
+	if s.Cron == "" {
+		if !b.reported("schedule") {
+			for _, k := range []string{"timezone", "catch_up"} {
+				if set, ok := b.set[k]; ok {
+					set.d.errAt(set.key, k, "add schedule:, or remove "+k, "%s needs a schedule", k)
+				}
+			}
+		}
+		b.s.Schedule = nil
+		return
+	}
+	if s.Timezone != "" && strings.HasPrefix(s.Cron, "@every") {
+		set := b.set["timezone"]
+		set.d.warnAt(set.key, "timezone", "remove it", "timezone has no effect on @every, which counts from the last tick")
+	}
+	if s.CatchUp == "" {
+		s.CatchUp = CatchUpLatest
+	}
+}

@@ -1,0 +1,159 @@
+package skill
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestScheduleFields(t *testing.T) {
+	t.Parallel()
+	md := func(fields string) []byte {
+		return []byte("---\nname: nightly\ndescription: d\n" + fields + "---\nCompact the nightly logs of every service and report how much space was freed.\n")
+	}
+	tests := []struct {
+		name   string
+		fields string
+		want   *Schedule
+		diags  []string // "line:col: severity: message" prefixes, in order
+	}{
+		{name: "cron", fields: "schedule: \"*/15 * * * *\"\n", want: &Schedule{Cron: "*/15 * * * *", CatchUp: CatchUpLatest}},
+		{name: "every", fields: "schedule: \"@every 5m\"\ncatch_up: all\n", want: &Schedule{Cron: "@every 5m", CatchUp: CatchUpAll}},
+		{name: "descriptor and zone", fields: "schedule: \"@daily\"\ntimezone: Europe/Berlin\n", want: &Schedule{Cron: "@daily", Timezone: "Europe/Berlin", CatchUp: CatchUpLatest}},
+		{name: "none", fields: ""},
+		{name: "six fields", fields: "schedule: \"0 */5 * * * *\"\n", diags: []string{`4:11: error: schedule "0 */5 * * * *" is not valid: expected exactly 5 fields`}},
+		{name: "bad field", fields: "schedule: \"61 * * * *\"\n", diags: []string{`4:11: error: schedule "61 * * * *" is not valid: end of range (61) above maximum (59)`}},
+		{name: "no such day", fields: "schedule: \"0 0 30 2 *\"\n", diags: []string{`4:11: error: schedule "0 0 30 2 *" is not valid: it never fires`}},
+		{name: "every too short", fields: "schedule: \"@every 500ms\"\n", diags: []string{`4:11: error: schedule "@every 500ms" is not valid: @every 500ms: the interval must be whole seconds`}},
+		{name: "every no duration", fields: "schedule: \"@every soon\"\n", diags: []string{`4:11: error: schedule "@every soon" is not valid: @every needs a duration`}},
+		{name: "zone in expression", fields: "schedule: \"CRON_TZ=UTC 0 * * * *\"\n", diags: []string{`4:11: error: schedule "CRON_TZ=UTC 0 * * * *" is not valid: a time zone inside the expression`}},
+		{name: "not a string", fields: "schedule: [a]\n", diags: []string{"4:11: error: schedule must be"}},
+		{name: "bad zone", fields: "schedule: \"@hourly\"\ntimezone: Mars/Olympus\n", diags: []string{`5:11: error: timezone "Mars/Olympus": not an IANA time zone`}},
+		{name: "local zone", fields: "schedule: \"@hourly\"\ntimezone: Local\n", diags: []string{`5:11: error: timezone "Local": not an IANA time zone`}},
+		{name: "zone case", fields: "schedule: \"@hourly\"\ntimezone: europe/Berlin\n", diags: []string{`5:11: error: timezone "europe/Berlin": not an IANA time zone (hint: did you mean Europe/Berlin?)`}},
+		{name: "bad catch_up", fields: "schedule: \"@hourly\"\ncatch_up: every\n", diags: []string{`5:11: error: catch_up "every" is not valid`}},
+		{name: "zone without schedule", fields: "timezone: UTC\n", diags: []string{"4:1: error: timezone needs a schedule"}},
+		{name: "catch_up without schedule", fields: "catch_up: all\n", diags: []string{"4:1: error: catch_up needs a schedule"}},
+		{name: "zone on every", fields: "schedule: \"@every 1h\"\ntimezone: UTC\n", want: &Schedule{Cron: "@every 1h", Timezone: "UTC", CatchUp: CatchUpLatest},
+			diags: []string{"5:1: warning: timezone has no effect on @every"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s, ds := ParseSkillMD("skills/nightly/SKILL.md", md(tt.fields))
+			var got []string
+			for _, d := range ds {
+				got = append(got, strings.TrimPrefix(d.String(), "skills/nightly/SKILL.md:"))
+			}
+			if len(got) != len(tt.diags) {
+				t.Fatalf("diagnostics %q, want %d starting %q", got, len(tt.diags), tt.diags)
+			}
+			for i := range got {
+				if !strings.HasPrefix(got[i], tt.diags[i]) {
+					t.Errorf("diagnostic %d is %q, want it to start %q", i, got[i], tt.diags[i])
+				}
+			}
+			if ds.HasErrors() {
+				return
+			}
+			if diff := cmp.Diff(tt.want, s.Schedule); diff != "" {
+				t.Errorf("schedule (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestScheduleInSkillYAML(t *testing.T) {
+	t.Parallel()
+	_, ds := ParseWorkflow("skills/x/skill.yaml", []byte("name: x\ndescription: d\nschedule: \"* * *\"\nsteps:\n- id: a\n  tool: log\n  args: {message: hi}\n"))
+	if len(ds) == 0 || !strings.HasPrefix(ds[0].String(), `skills/x/skill.yaml:3:11: error: schedule "* * *" is not valid`) {
+		t.Fatalf("diagnostics %v", ds)
+	}
+}
+
+func TestScheduleTicks(t *testing.T) {
+	t.Parallel()
+	at := func(s string) time.Time {
+		v, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	tests := []struct {
+		sched Schedule
+		after string
+		want  []string
+	}{
+		{Schedule{Cron: "*/15 * * * *"}, "2026-03-01T10:07:00Z", []string{"2026-03-01T10:15:00Z", "2026-03-01T10:30:00Z"}},
+		{Schedule{Cron: "@hourly"}, "2026-03-01T10:00:00Z", []string{"2026-03-01T11:00:00Z", "2026-03-01T12:00:00Z"}},
+		{Schedule{Cron: "@every 90s"}, "2026-03-01T10:00:00Z", []string{"2026-03-01T10:01:30Z", "2026-03-01T10:03:00Z"}},
+		// 09:00 in Berlin is 08:00 UTC in winter and 07:00 UTC in summer (DST from 29 March 2026).
+		{Schedule{Cron: "0 9 * * *", Timezone: "Europe/Berlin"}, "2026-03-28T00:00:00Z", []string{"2026-03-28T08:00:00Z", "2026-03-29T07:00:00Z"}},
+		// A machine in another zone reads a zone-less schedule in UTC.
+		{Schedule{Cron: "@daily"}, "2026-03-01T10:00:00+05:00", []string{"2026-03-02T00:00:00Z", "2026-03-03T00:00:00Z"}},
+	}
+	for _, tt := range tests {
+		tt := tt
+		t.Run(tt.sched.Cron, func(t *testing.T) {
+			t.Parallel()
+			tab, err := tt.sched.Compile()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for n, c := 0, at(tt.after); n < len(tt.want); n++ {
+				c = tab.Next(c)
+				got = append(got, c.UTC().Format(time.RFC3339))
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("ticks (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if _, err := (Schedule{Cron: "@hourly", Timezone: "Nowhere/Atlantis"}).Compile(); err == nil {
+		t.Error("a schedule in an unknown zone compiled")
+	}
+}
+
+// FuzzSchedule: a schedule the parser accepts compiles, and its ticks move forward.
+func FuzzSchedule(f *testing.F) {
+	for _, s := range []string{"*/15 * * * *", "@hourly", "@every 5m", "0 9 * * 1-5", "0 0 30 2 *", "@every 0s", "CRON_TZ=UTC * * * * *", "5 4 * * sun", "@every -1s", "? ? ? ? ?"} {
+		f.Add(s, "Europe/Berlin")
+	}
+	f.Fuzz(func(t *testing.T, spec, zone string) {
+		data := []byte("---\nname: x\ndescription: d\nschedule: " + strconvQuote(spec) + "\ntimezone: " + strconvQuote(zone) + "\n---\nCompact the nightly logs of every service and report how much space was freed.\n")
+		s, ds := ParseSkillMD("fuzz/SKILL.md", data)
+		if ds.HasErrors() || s.Schedule == nil {
+			return
+		}
+		tab, err := s.Schedule.Compile()
+		if err != nil {
+			t.Fatalf("accepted schedule %+v does not compile: %v", s.Schedule, err)
+		}
+		from := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		if next := tab.Next(from); !next.IsZero() && !next.After(from) {
+			t.Fatalf("next tick %v is not after %v", next, from)
+		}
+	})
+}
+
+func strconvQuote(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f || r > 0xffff:
+			b.WriteString("\\u0020")
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
