@@ -184,7 +184,7 @@ var nsRefused atomic.Pointer[error]
 // ptraceRefused is the error with which the host refused PTRACE_TRACEME (EPERM
 // from a start that succeeded untraced), once it has; processes without
 // resource limits are then started untraced, and the window that tracing closes
-// (see run) is open again.
+// (see spawner.spawn) is open again.
 var ptraceRefused atomic.Pointer[error]
 
 // cloneflags are the namespaces a process gets: a PID namespace, whose processes
@@ -261,7 +261,6 @@ func (e *execTool) run(parent context.Context, r *execRequest, path, dir string,
 	ctx, cancel := context.WithTimeout(parent, r.timeout)
 	defer cancel()
 	name := r.argv[0]
-	limited := r.limits.any()
 
 	th, err := newSpawnThread(e.cfg.log())
 	if err != nil {
@@ -284,6 +283,45 @@ func (e *execTool) run(parent context.Context, r *execRequest, path, dir string,
 	if flags&unix.CLONE_NEWNET == 0 && !sb.network {
 		return nil, noNetnsError(name)
 	}
+	sp := spawner{e: e, ctx: ctx, th: th, r: r, path: path, dir: dir, sb: sb}
+	p, started, err := sp.spawn(flags)
+	if err != nil {
+		if started {
+			_ = killGroup(p.cmd.Process.Pid)
+			_ = p.cmd.Wait()
+		}
+		return nil, startFailure(parent, ctx, r, err)
+	}
+	werr, overLimit := waitGroup(p.cmd, r.limits.Processes)
+	return p.outcome(parent, ctx, r, werr, overLimit)
+}
+
+// process is one call's process and the output it writes.
+type process struct {
+	cmd            *exec.Cmd
+	stdout, stderr *capWriter
+}
+
+// spawner starts one call's process from its spawner thread th, falling back
+// to what the host allows.
+type spawner struct {
+	e         *execTool
+	ctx       context.Context
+	th        *spawnThread
+	r         *execRequest
+	path, dir string
+	sb        sandbox
+}
+
+func (sp spawner) newProcess(flags uintptr, traced bool) process {
+	cmd, stdout, stderr := sp.e.newCmd(sp.ctx, sp.r, sp.path, sp.dir, sp.sb, flags, traced)
+	return process{cmd: cmd, stdout: stdout, stderr: stderr}
+}
+
+// spawn starts the process in the namespaces flags names. started reports
+// whether a process exists, even when err says it may not run.
+func (sp spawner) spawn(flags uintptr) (p process, started bool, err error) {
+	limited := sp.r.limits.any()
 	// A process in a PID namespace of its own is started traced.
 	//
 	// Pdeathsig makes the kernel kill the process when the spawner thread dies,
@@ -309,63 +347,84 @@ func (e *execTool) run(parent context.Context, r *execRequest, path, dir string,
 	// program would close the window too, at the cost of starting a second program
 	// per call: 6–14 ms measured, against 0.1–0.2 ms for the ptrace stop.
 	traced := limited || flags&unix.CLONE_NEWPID != 0 && ptraceRefused.Load() == nil
-	cmd, stdout, stderr := e.newCmd(ctx, r, path, dir, sb, flags, traced)
-	started, err := e.start(th, cmd, r.limits, nil)
+	p = sp.newProcess(flags, traced)
+	started, err = sp.e.start(sp.th, p.cmd, sp.r.limits, nil)
 	if err != nil && !started && traced && !limited && errors.Is(err, syscall.EPERM) {
-		// Perhaps the host forbids ptrace (Yama's ptrace_scope 2 or 3, a seccomp
-		// profile), not namespaces: the process is then started as before
-		// tracing closed the window above.
-		ptErr := fmt.Errorf("PTRACE_TRACEME: %w", err)
-		cmd, stdout, stderr = e.newCmd(ctx, r, path, dir, sb, flags, false)
-		if started, err = e.start(th, cmd, Limits{}, nil); started && ptraceRefused.CompareAndSwap(nil, &ptErr) {
-			e.cfg.log().Warn("exec: the host refuses ptrace, so processes without resource limits start untraced: "+
-				"one whose worker dies in the instant it starts it may run after the worker is gone", "error", ptErr)
-		}
+		p, started, err = sp.spawnUntraced(flags, err)
 	}
 	if err != nil && !started && flags != 0 && isNSError(err) {
-		// Perhaps the host forbids namespaces (a container without CAP_SYS_ADMIN,
-		// user namespaces switched off). Try without, but traced, so that the
-		// process stops before its first instruction: if it starts, namespaces
-		// were the cause, and the process runs only if it may run without them.
-		nsErr := fmt.Errorf("creating namespaces (%s): %w", nsNames(flags), err)
-		cmd, stdout, stderr = e.newCmd(ctx, r, path, dir, sb, 0, true)
-		started, err = e.start(th, cmd, r.limits, func() error {
-			if nsRefused.CompareAndSwap(nil, &nsErr) {
-				e.cfg.log().Warn("exec: the host refuses namespaces, so processes start without them: "+
-					"exec steps of skills without network permission fail", "error", nsErr)
-			}
-			if !sb.network {
-				return noNetnsError(name)
-			}
-			return nil
-		})
+		p, started, err = sp.spawnWithoutNamespaces(flags, err)
 	}
-	if err != nil {
-		if started {
-			_ = killGroup(cmd.Process.Pid)
-			_ = cmd.Wait()
-		}
-		switch fe := (*failure.Error)(nil); {
-		case errors.As(err, &fe):
-			return nil, err
-		case parent.Err() != nil:
-			return nil, failure.Wrap(failure.Retryable, fmt.Errorf("exec: %q: %w", name, parent.Err()))
-		case ctx.Err() != nil:
-			return nil, failure.Wrap(failure.Retryable, fmt.Errorf("exec: %q timed out after %s before it started: %w", name, r.timeout, ctx.Err()))
-		}
-		return nil, startError(name, err, limited)
-	}
-	pid := cmd.Process.Pid
+	return p, started, err
+}
 
+// spawnUntraced starts the process again, untraced, after PTRACE_TRACEME
+// failed with err. Perhaps the host forbids ptrace (Yama's ptrace_scope 2 or
+// 3, a seccomp profile), not namespaces: the process is then started as before
+// tracing closed the window spawn describes.
+func (sp spawner) spawnUntraced(flags uintptr, err error) (process, bool, error) {
+	ptErr := fmt.Errorf("PTRACE_TRACEME: %w", err)
+	p := sp.newProcess(flags, false)
+	started, err := sp.e.start(sp.th, p.cmd, Limits{}, nil)
+	if started && ptraceRefused.CompareAndSwap(nil, &ptErr) {
+		sp.e.cfg.log().Warn("exec: the host refuses ptrace, so processes without resource limits start untraced: "+
+			"one whose worker dies in the instant it starts it may run after the worker is gone", "error", ptErr)
+	}
+	return p, started, err
+}
+
+// spawnWithoutNamespaces starts the process again, without namespaces, after
+// creating them failed with err. Perhaps the host forbids namespaces (a
+// container without CAP_SYS_ADMIN, user namespaces switched off). It is
+// started traced, so that it stops before its first instruction: if it starts,
+// namespaces were the cause, and the process runs only if it may run without
+// them.
+func (sp spawner) spawnWithoutNamespaces(flags uintptr, err error) (process, bool, error) {
+	nsErr := fmt.Errorf("creating namespaces (%s): %w", nsNames(flags), err)
+	p := sp.newProcess(0, true)
+	started, err := sp.e.start(sp.th, p.cmd, sp.r.limits, func() error {
+		if nsRefused.CompareAndSwap(nil, &nsErr) {
+			sp.e.cfg.log().Warn("exec: the host refuses namespaces, so processes start without them: "+
+				"exec steps of skills without network permission fail", "error", nsErr)
+		}
+		if !sp.sb.network {
+			return noNetnsError(sp.r.argv[0])
+		}
+		return nil
+	})
+	return p, started, err
+}
+
+// startFailure is the error of a process that did not start, or was not let
+// run: a failure the start decided on stands, a cancelled call or a timeout is
+// retryable, anything else is what startError makes of it.
+func startFailure(parent, ctx context.Context, r *execRequest, err error) error {
+	name := r.argv[0]
+	switch fe := (*failure.Error)(nil); {
+	case errors.As(err, &fe):
+		return err
+	case parent.Err() != nil:
+		return failure.Wrap(failure.Retryable, fmt.Errorf("exec: %q: %w", name, parent.Err()))
+	case ctx.Err() != nil:
+		return failure.Wrap(failure.Retryable, fmt.Errorf("exec: %q timed out after %s before it started: %w", name, r.timeout, ctx.Err()))
+	}
+	return startError(name, err, r.limits.any())
+}
+
+// waitGroup waits for cmd's process to exit, kills what it left in its process
+// group, and reaps it. overLimit reports whether it was killed for reaching
+// its limit of processes and threads (NoLimit or 0: none watched).
+func waitGroup(cmd *exec.Cmd, limit uint64) (werr error, overLimit bool) {
+	pid := cmd.Process.Pid
 	// Wait for the process to exit without reaping it. While it is a zombie its
 	// pid, which is also its process group's id, cannot be reused, so killing the
 	// group now reaches the descendants it left behind and nobody else. (In a PID
 	// namespace the kernel has killed them already: they died with its init.)
-	var overLimit atomic.Bool
+	var over atomic.Bool
 	stopWatch := func() {}
-	if n := r.limits.Processes; n != NoLimit && n != 0 {
-		stopWatch = watchProcesses(pid, n, func() {
-			overLimit.Store(true)
+	if limit != NoLimit && limit != 0 {
+		stopWatch = watchProcesses(pid, limit, func() {
+			over.Store(true)
 			_ = killGroup(pid)
 		})
 	}
@@ -373,43 +432,60 @@ func (e *execTool) run(parent context.Context, r *execRequest, path, dir string,
 	_ = waitid(pid, unix.WEXITED|unix.WNOWAIT, &info)
 	stopWatch()
 	_ = killGroup(pid)
-	werr := cmd.Wait()
+	werr = cmd.Wait()
+	return werr, over.Load()
+}
 
-	tail := excerpt(stderr.last, stderrTail, true, stderr.seen > int64(len(stderr.last)))
+// outcome is the call's result from how the process ended: its output when it
+// succeeded, otherwise an error that says why it did not.
+func (p process) outcome(parent, ctx context.Context, r *execRequest, werr error, overLimit bool) (any, error) {
+	name := r.argv[0]
+	tail := excerpt(p.stderr.last, stderrTail, true, p.stderr.seen > int64(len(p.stderr.last)))
+	withTail := func(msg string) string {
+		if tail != "" {
+			msg += "; stderr: " + tail
+		}
+		return msg
+	}
 	switch {
 	case werr == nil || errors.Is(werr, exec.ErrWaitDelay):
 		// ErrWaitDelay: the process succeeded, but a descendant that left the
 		// process group kept its output open.
-		res := map[string]any{
-			"exit_code": int64(0),
-			"stdout":    text(stdout.buf),
-			"stderr":    text(stderr.buf),
-			"truncated": stdout.truncated() || stderr.truncated(),
-		}
-		if out := bytes.TrimSpace(stdout.buf); len(out) > 0 && !stdout.truncated() {
-			if v, err := DecodeJSON(out); err == nil {
-				res["json"] = v
-			}
-		}
-		return res, nil
+		return p.output(), nil
 	case parent.Err() != nil:
 		return nil, failure.Wrap(failure.Retryable, fmt.Errorf("exec: %q: %w", name, parent.Err()))
-	case overLimit.Load():
+	case overLimit:
 		msg := fmt.Sprintf("exec: %q was killed: its processes and threads reached their limit of %d (permissions.limits.processes)", name, r.limits.Processes)
-		if tail != "" {
-			msg += "; stderr: " + tail
-		}
-		return nil, failure.Fatalf("%s", msg)
+		return nil, failure.Fatalf("%s", withTail(msg))
 	case ctx.Err() != nil:
 		msg := fmt.Sprintf("exec: %q timed out after %s and its process group was killed", name, r.timeout)
-		if tail != "" {
-			msg += "; stderr: " + tail
-		}
-		return nil, failure.Wrap(failure.Retryable, fmt.Errorf("%s: %w", msg, ctx.Err()))
+		return nil, failure.Wrap(failure.Retryable, fmt.Errorf("%s: %w", withTail(msg), ctx.Err()))
 	}
+	return nil, exitFailure(name, werr, tail)
+}
+
+// output is the result of a process that succeeded.
+func (p process) output() map[string]any {
+	res := map[string]any{
+		"exit_code": int64(0),
+		"stdout":    text(p.stdout.buf),
+		"stderr":    text(p.stderr.buf),
+		"truncated": p.stdout.truncated() || p.stderr.truncated(),
+	}
+	if out := bytes.TrimSpace(p.stdout.buf); len(out) > 0 && !p.stdout.truncated() {
+		if v, err := DecodeJSON(out); err == nil {
+			res["json"] = v
+		}
+	}
+	return res
+}
+
+// exitFailure is the error of a process that exited unsuccessfully or was
+// killed by a signal: retryable when it exited with ExitTempFail.
+func exitFailure(name string, werr error, tail string) error {
 	var ee *exec.ExitError
 	if !errors.As(werr, &ee) {
-		return nil, failure.Wrap(failure.Retryable, fmt.Errorf("exec: %q: %w", name, werr))
+		return failure.Wrap(failure.Retryable, fmt.Errorf("exec: %q: %w", name, werr))
 	}
 	xe := &ExitError{Command: name, Code: ee.ExitCode(), Stderr: tail}
 	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
@@ -419,7 +495,7 @@ func (e *execTool) run(parent context.Context, r *execRequest, path, dir string,
 	if xe.Code == ExitTempFail {
 		class = failure.Retryable
 	}
-	return nil, failure.Wrap(class, xe)
+	return failure.Wrap(class, xe)
 }
 
 func nsNames(flags uintptr) string {
