@@ -22,26 +22,27 @@ type staticCatalog []*skill.Skill
 func (c staticCatalog) All() []*skill.Skill { return c }
 func (staticCatalog) Revision() uint64      { return 1 }
 
-// benchMsg is a first delivery of a trigger stored after the router started.
-type benchMsg struct {
+// stubMsg is a delivery of a trigger, by default its first, stored after the router
+// started; acking it does nothing.
+type stubMsg struct {
 	subject string
 	header  nats.Header
 	data    []byte
 	md      jetstream.MsgMetadata
 }
 
-func (m *benchMsg) Metadata() (*jetstream.MsgMetadata, error) { return &m.md, nil }
-func (m *benchMsg) Data() []byte                              { return m.data }
-func (m *benchMsg) Headers() nats.Header                      { return m.header }
-func (m *benchMsg) Subject() string                           { return m.subject }
-func (m *benchMsg) Reply() string                             { return "" }
-func (m *benchMsg) Ack() error                                { return nil }
-func (m *benchMsg) DoubleAck(context.Context) error           { return nil }
-func (m *benchMsg) Nak() error                                { return nil }
-func (m *benchMsg) NakWithDelay(time.Duration) error          { return nil }
-func (m *benchMsg) InProgress() error                         { return nil }
-func (m *benchMsg) Term() error                               { return nil }
-func (m *benchMsg) TermWithReason(string) error               { return nil }
+func (m *stubMsg) Metadata() (*jetstream.MsgMetadata, error) { return &m.md, nil }
+func (m *stubMsg) Data() []byte                              { return m.data }
+func (m *stubMsg) Headers() nats.Header                      { return m.header }
+func (m *stubMsg) Subject() string                           { return m.subject }
+func (m *stubMsg) Reply() string                             { return "" }
+func (m *stubMsg) Ack() error                                { return nil }
+func (m *stubMsg) DoubleAck(context.Context) error           { return nil }
+func (m *stubMsg) Nak() error                                { return nil }
+func (m *stubMsg) NakWithDelay(time.Duration) error          { return nil }
+func (m *stubMsg) InProgress() error                         { return nil }
+func (m *stubMsg) Term() error                               { return nil }
+func (m *stubMsg) TermWithReason(string) error               { return nil }
 
 // benchRouter is a started router over skills, on a fresh embedded server.
 func benchRouter(b *testing.B, skills ...*skill.Skill) *Router {
@@ -65,7 +66,7 @@ func benchRouter(b *testing.B, skills ...*skill.Skill) *Router {
 // route itself: decoding, deciding, building the job and publishing it.
 func benchRoute(b *testing.B, r *Router, typ, data string) {
 	ctx := context.Background()
-	m := &benchMsg{
+	m := &stubMsg{
 		subject: r.cfg.Bus.Subjects.Trigger(typ),
 		header: nats.Header{
 			"ce-specversion": {"1.0"}, "ce-source": {"/bench"}, "ce-type": {typ},
@@ -82,8 +83,8 @@ func benchRoute(b *testing.B, r *Router, typ, data string) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
-		m.header["ce-id"] = ids[i:i+1]
-		if err := r.route(ctx, m); err != nil {
+		m.header["ce-id"] = ids[i : i+1]
+		if _, err := r.route(ctx, m); err != nil {
 			b.Fatal(err)
 		}
 	}

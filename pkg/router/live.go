@@ -72,8 +72,6 @@ func (l *live) start(ctx context.Context) error {
 	return nil
 }
 
-func ptr[T any](v T) *T { return &v }
-
 func (l *live) stop() {
 	if l.stats != nil {
 		l.stats.Stop()

@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,7 +24,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
@@ -111,6 +109,7 @@ type Router struct {
 	jobs    jetstream.Stream // read for the depth of a skill's child triggers
 	// jobTemplate is the jobs' subject template, for their PRODUCER spans.
 	jobTemplate string
+	parseConfig parseConfig
 }
 
 // New validates cfg and returns a Router; Start begins consuming.
@@ -160,6 +159,7 @@ func New(cfg Config) (*Router, error) {
 		return nil, errors.New("router: MaxEventBytes, Concurrency and AckWait must not be negative")
 	}
 	r := &Router{cfg: cfg, sel: selector.New(cfg.Selector), jobTemplate: cfg.Bus.Subjects.Prefix + ".exec.{pool}.{skill}.{activation}.{stage}"}
+	r.parseConfig = parseConfig{subjects: cfg.Bus.Subjects, maxEventBytes: cfg.MaxEventBytes, textFields: cfg.TextFields}
 	r.live = newLive(r)
 	return r, nil
 }
@@ -250,10 +250,9 @@ func (r *Router) handle(ctx context.Context, msg jetstream.Msg) {
 	// the decision and the jobs carry it on.
 	start := time.Now()
 	ctx, span := telemetry.StartConsume(ctx, &nats.Msg{Subject: msg.Subject(), Header: msg.Headers(), Data: msg.Data()}, r.cfg.Durable, nil)
-	note := &routeNote{outcome: telemetry.OutcomeRouted}
-	err := r.route(context.WithValue(ctx, routeNoteKey{}, note), telemetry.Settling(ctx, msg, ""))
+	note, err := r.route(ctx, telemetry.Settling(ctx, msg, ""))
 	if err != nil {
-		note.outcome = telemetry.OutcomeFailed
+		note = routeNote{outcome: telemetry.OutcomeFailed}
 	}
 	if span.IsRecording() {
 		span.SetAttributes(telemetry.AttrOutcome.String(note.outcome))
@@ -289,238 +288,47 @@ func (r *Router) retryDelay(n uint64) time.Duration {
 	return min(d, r.cfg.RetryMax)
 }
 
-// routeNote is how route tells handle what it decided, for the span and the
-// routing metrics: routed, unmatched or rejected, and how the skill was recalled.
-type routeNote struct{ outcome, method string }
-
-type routeNoteKey struct{}
-
-func noteOf(ctx context.Context) *routeNote {
-	n, _ := ctx.Value(routeNoteKey{}).(*routeNote)
-	return n
+// route handles one trigger: parse, decide, plan, settle. It returns an error only
+// when the trigger should be retried (a read or a publish failed); every outcome
+// about the trigger itself is recorded.
+func (r *Router) route(ctx context.Context, msg jetstream.Msg) (routeNote, error) {
+	var t trigger
+	o := parse(ctx, msg, r.parseConfig, &t)
+	if o == nil {
+		var err error
+		if o, err = r.decideTrigger(ctx, &t); err != nil {
+			return routeNote{}, err
+		}
+	}
+	return r.settle(ctx, &t, o)
 }
 
-// route handles one trigger. It returns an error only when the trigger should be
-// retried (a publish failed); every outcome about the trigger itself is recorded.
-func (r *Router) route(ctx context.Context, msg jetstream.Msg) error {
-	ref := events.TriggerRef{Subject: msg.Subject()}
-	md, _ := msg.Metadata() // nil only for a message that did not come from a stream
-	if md != nil {
-		ref.Seq = md.Sequence.Stream
-	}
-	nm := &nats.Msg{Subject: msg.Subject(), Header: msg.Headers(), Data: msg.Data()}
-	size := bus.EventSize(nm)
-	e, err := bus.DecodeFast(nm)
-	if err == nil {
-		ref.ID, ref.Source, ref.Type = e.ID, e.Source, e.Type
-	}
-	if size > r.cfg.MaxEventBytes {
-		// Rejected under its own activation id when it has one, where whoever
-		// waits for it looks.
-		return r.reject(ctx, msg, ref, events.UnmatchedTooLarge,
-			fmt.Sprintf("trigger is %d bytes; the limit is %d (router --max-event-bytes)", size, r.cfg.MaxEventBytes), size)
-	}
+// decideTrigger asks the selector about a parsed trigger, and for a trigger a
+// skill takes, its parent's job for its depth; then it plans. What it reads may
+// fail (a recall source, the registry, the jobs stream): only a failed read of
+// the jobs stream is an error, which retries the trigger.
+func (r *Router) decideTrigger(ctx context.Context, t *trigger) (outcome, error) {
+	d, err := r.decide(ctx, t.req)
 	if err != nil {
-		return r.reject(ctx, msg, ref, events.UnmatchedInvalid, err.Error(), size)
-	}
-
-	subj := r.cfg.Bus.Subjects
-	req := selector.Request{Type: e.Type}
-	if err := events.CheckType(e.Type); err != nil {
-		return r.reject(ctx, msg, ref, events.UnmatchedBadType, err.Error(), size)
-	}
-	if name, ok := subj.SkillFromTrigger(msg.Subject()); ok {
-		req.Skill = name
-	} else if typ, _ := subj.TypeFromTrigger(msg.Subject()); typ != e.Type {
-		return r.reject(ctx, msg, ref, events.UnmatchedBadType,
-			fmt.Sprintf("event type %q does not match its subject %s; publish it on %s", e.Type, msg.Subject(), subj.Trigger(e.Type)), size)
-	}
-	if s := e.Ext(events.ExtSkill); s != "" && req.Skill == "" {
-		req.Skill = s
-	}
-	inputs, obj, err := inputsOf(e)
-	if err != nil {
-		return r.reject(ctx, msg, ref, events.UnmatchedInvalid, err.Error(), size)
-	}
-	req.Text = textOf(obj, r.cfg.TextFields)
-	req.Data = obj
-
-	actID := events.ActivationID(e.Source, e.ID)
-	meta := e.Meta()
-	meta.CorrelationID = actID
-	meta.CausationID = e.ID
-	if tp, ts := telemetry.Inject(ctx); tp != "" {
-		meta.TraceParent, meta.TraceState = tp, ts
-	}
-
-	d, err := r.decide(ctx, req)
-	switch {
-	case err != nil:
 		var unknown *selector.UnknownSkillError
 		if !errors.As(err, &unknown) {
-			return err
+			return nil, err
 		}
 		if why, ok := r.invalidSkill(ctx, unknown.Name); ok {
-			return r.reject(ctx, msg, ref, events.UnmatchedInvalidSkill, why, size)
+			return rejected{events.UnmatchedInvalidSkill, why}, nil
 		}
-		return r.reject(ctx, msg, ref, events.UnmatchedUnknownSkill, err.Error(), size)
-	case d.Primary == "":
-		reason := "no skill matches"
-		if req.Text != "" {
-			reason += " the text"
-		}
-		if req.Type != "" && req.Type != selector.RequestType {
-			reason += fmt.Sprintf(" event type %q", req.Type)
-		}
-		if len(d.Candidates) > 0 {
-			reason = fmt.Sprintf("no skill scored above the threshold %.2f; best: %s %.3f", d.Threshold, d.Candidates[0].Name, d.Candidates[0].Score)
-		}
-		return r.unmatched(ctx, msg, ref, actID, meta, d, reason)
+		return rejected{events.UnmatchedUnknownSkill, err.Error()}, nil
 	}
-
-	// A plan's entries, each built once (an execution id is a hash).
-	refs := make(map[string]events.SkillRef, 1)
-	refOf := func(name string) events.SkillRef {
-		if sr, ok := refs[name]; ok {
-			return sr
+	if d.Primary != "" {
+		t.depth, err = r.depthOf(ctx, t.e)
+		if errors.Is(err, errBadParent) {
+			return rejected{events.UnmatchedInvalid, err.Error()}, nil
 		}
-		var sr events.SkillRef
-		if c := d.Candidate(name); c != nil {
-			sr = skillRef(*c, e)
-		} else { // the generic skill, appended to the chain without being recalled
-			s, _ := r.sel.Get(name)
-			sr = skillRef(selector.Candidate{Name: s.Name, Skill: s, Source: "generic"}, e)
-		}
-		refs[name] = sr
-		return sr
-	}
-	plan := events.Plan{Primary: refOf(d.Primary), ParallelGroups: d.ParallelGroups, EstimatedCost: d.EstimatedCost, Parameters: d.Parameters}
-	for _, n := range d.Fallback {
-		plan.FallbackChain = append(plan.FallbackChain, refOf(n))
-	}
-	for _, n := range d.Always {
-		plan.Always = append(plan.Always, refOf(n))
-	}
-	data := events.RouteDecided{ActivationID: actID, Trigger: ref, Plan: plan, Threshold: d.Threshold, Candidates: candidates(d)}
-
-	decidedID := actID + ".route.decided" // the plan's id, the jobs' cause
-
-	depth, err := r.depthOf(ctx, e)
-	if errors.Is(err, errBadParent) {
-		return r.reject(ctx, msg, ref, events.UnmatchedInvalid, err.Error(), size)
-	}
-	if err != nil {
-		return err
-	}
-	running := d.Running()
-	live := e.Ext(events.ExtProgress) == events.ProgressLive
-	jobs := make([]*nats.Msg, 0, len(running))
-	var together [][]string
-	if len(running) > 1 {
-		// Whichever worker ends the last of them says the activation is over.
-		together = make([][]string, len(running))
-		for i, name := range running {
-			together[i] = []string{refOf(name).ExecutionID}
-		}
-		for _, f := range plan.FallbackChain {
-			together[0] = append(together[0], f.ExecutionID)
-		}
-	}
-	// The jobs are the activation's record, each written once: create-only
-	// publishes on subjects that name the activation, in a stream that keeps them. If
-	// the primary's job exists, this trigger was routed before — by an earlier
-	// delivery of this same message that died before acking it, or as an earlier
-	// message with the same source and id, published again after the duplicate
-	// window. Either way no second execution starts; the publisher finds the first
-	// one's events, and its result, under the same activation id. The decision rides
-	// in the jobs (events.Job.Route), where followers read it; it is an event of its
-	// own only where the events level persists it.
-	if prev, ok := r.routedElsewhere(ctx, md, actID, plan.Primary.Name); ok {
-		r.cfg.Log.Info("router: trigger routed before to another skill (the catalog changed since); its first activation answers it",
-			"activation", actID, "source", ref.Source, "id", ref.ID, "first", prev, "now", plan.Primary.Name)
-		return msg.Ack()
-	}
-	pubs := make([]trace.Span, 0, len(running)+1)
-	for i, name := range running {
-		sr := refOf(name)
-		job := events.Job{
-			Depth:        depth,
-			ExecutionID:  sr.ExecutionID,
-			ActivationID: actID,
-			Skill:        sr,
-			Inputs:       inputs,
-			Trigger:      ref,
-			Live:         live,
-			Together:     together,
-		}
-		if i == 0 {
-			job.Fallback = plan.FallbackChain // only the primary's job falls back
-		}
-		job.Route = events.RouteOf(data, i == 0) // last in its data, which a worker skips
-		jm := meta
-		jm.ExecutionID = job.ExecutionID
-		jm.CausationID = decidedID
-		// The job's PRODUCER span: the worker's delivery continues from it. It is
-		// started first, so the job carries it in its JSON.
-		attrs := telemetry.Job{Skill: sr.Name, Version: sr.Version, ActivationID: actID, ExecutionID: sr.ExecutionID, Pool: sr.Pool}.Attributes()
-		if attrs != nil { // nil with tracing off: then nothing to append to
-			attrs = append(attrs, telemetry.AttrRouteMethod.String(sr.Source), telemetry.AttrRouteScore.Float64(sr.Score))
-		}
-		jsubj, jid := subj.Exec(sr.Pool, sr.Name, actID, events.StagePlan), job.ExecutionID+".job"
-		_, span := telemetry.StartPublishMeta(ctx, telemetry.Message{Destination: jsubj, Template: r.jobTemplate, ID: jid},
-			&jm.TraceParent, &jm.TraceState, attrs...)
-		pubs = append(pubs, span)
-		jobMsg, err := bus.Event{ID: jid, Source: r.cfg.Source, Type: events.TypeJob, Meta: jm}.JobMsgOf(jsubj, &job)
 		if err != nil {
-			telemetry.EndAll(pubs, err)
-			return err
+			return nil, err
 		}
-		if err := r.cfg.Bus.Fits(jobMsg); err != nil {
-			telemetry.EndAll(pubs, err)
-			return r.reject(ctx, msg, ref, events.UnmatchedTooLarge, err.Error(), size)
-		}
-		jobs = append(jobs, jobMsg)
 	}
-
-	b := r.cfg.Bus.Batch()
-	if r.cfg.Events.Persisted(events.TypeRouteDecided) {
-		dsubj := subj.Event(actID, events.TypeRouteDecided)
-		// Built only here: boxing the decision as the event's data costs an allocation.
-		decided := bus.Event{ID: decidedID, Source: r.cfg.Source, Type: events.TypeRouteDecided, Meta: meta, Data: data}
-		_, dspan := telemetry.StartPublishMeta(ctx, telemetry.Message{Destination: dsubj, Template: subj.Prefix + ".events.{activation}.route.decided", ID: decided.ID},
-			&decided.Meta.TraceParent, &decided.Meta.TraceState, telemetry.AttrActivationID.String(actID))
-		pubs = append(pubs, dspan)
-		dm, err := decided.Msg(dsubj)
-		if err != nil {
-			telemetry.EndAll(pubs, err)
-			return err
-		}
-		b.Create(dm)
-	}
-	for _, m := range jobs {
-		b.Create(m)
-	}
-	err = b.Wait(ctx)
-	telemetry.EndAll(pubs, err)
-	if err != nil {
-		return err
-	}
-	if b.Duplicates() && b.Duplicate(refOf(running[0]).ExecutionID+".job") {
-		if md != nil && md.NumDelivered == 1 {
-			r.cfg.Log.Info("router: trigger routed before; its first activation answers it",
-				"activation", actID, "source", ref.Source, "id", ref.ID, "seq", ref.Seq)
-		}
-		return msg.Ack()
-	}
-	// Announce the decision to whoever follows the activation live (a plain NATS
-	// publish with no body): the follower reads it from the jobs just stored.
-	if live {
-		_ = r.cfg.Bus.NC.Publish(subj.Live(actID, plan.Primary.ExecutionID, events.TypeRouteDecided), nil)
-	}
-	if n := noteOf(ctx); n != nil {
-		n.method = plan.Primary.Source
-	}
-	return msg.Ack()
+	return plan(d, t, r.cfg.Bus.Subjects, r.sel.Get), nil
 }
 
 // errBadParent is a trigger naming a parent activation (events.ExtParent) that is
@@ -687,69 +495,4 @@ func textOf(obj map[string]any, fields []string) string {
 		}
 	}
 	return ""
-}
-
-// reject terminates a poison trigger after recording it: the raw message goes to the
-// DLQ (dead._trigger, kept 30 days) with the reason in headers, and route.unmatched is
-// published.
-func (r *Router) reject(ctx context.Context, msg jetstream.Msg, ref events.TriggerRef, code, reason string, size int) error {
-	if n := noteOf(ctx); n != nil {
-		n.outcome = telemetry.OutcomeRejected
-	}
-	b := r.cfg.Bus.Batch()
-	seq := strconv.FormatUint(ref.Seq, 10)
-	actID := events.ActivationID("skillbus:trigger-seq", seq)
-	if ref.ID != "" && ref.Source != "" {
-		actID = events.ActivationID(ref.Source, ref.ID)
-	}
-	dead := nats.NewMsg(r.cfg.Bus.Subjects.Dead("_trigger"))
-	for k, v := range msg.Headers() {
-		dead.Header[k] = v
-	}
-	dead.Header.Set(bus.HeaderMsgID, "trigger."+seq+".dead")
-	dead.Header.Set("Skillbus-Code", code)
-	dead.Header.Set("Skillbus-Reason", reason)
-	dead.Header.Set("Skillbus-Subject", msg.Subject())
-	dead.Header.Set("Skillbus-Trigger-Seq", seq)
-	dead.Data = msg.Data()
-	if code == events.UnmatchedTooLarge {
-		dead.Data = nil // the original stays in TRIGGERS at Skillbus-Trigger-Seq
-	}
-	_, dspan := telemetry.StartPublishMsg(ctx, dead, r.cfg.Bus.Subjects.Prefix+".dead._trigger", telemetry.AttrActivationID.String(actID))
-	b.Publish(dead)
-	b.PublishEvent(r.cfg.Bus.Subjects.Event(actID, events.TypeRouteUnmatched), bus.Event{
-		ID: actID + ".route.unmatched", Source: r.cfg.Source, Type: events.TypeRouteUnmatched, Meta: bus.Meta{CorrelationID: actID},
-		Data: events.RouteUnmatched{ActivationID: actID, Code: code, Reason: reason, Trigger: ref, Size: size},
-	})
-	err := b.Wait(ctx)
-	telemetry.End(dspan, err)
-	if err != nil {
-		return err
-	}
-	r.cfg.Log.Warn("router: trigger rejected", "code", code, "reason", reason, "subject", msg.Subject(), "seq", ref.Seq)
-	return msg.TermWithReason(code)
-}
-
-// maxUnmatchedCandidates bounds the candidates route.unmatched lists.
-const maxUnmatchedCandidates = 5
-
-// unmatched records a valid trigger no skill wants, with the best candidates, and
-// acks it.
-func (r *Router) unmatched(ctx context.Context, msg jetstream.Msg, ref events.TriggerRef, actID string, meta bus.Meta, d *selector.Decision, reason string) error {
-	if n := noteOf(ctx); n != nil {
-		n.outcome = telemetry.OutcomeUnmatched
-	}
-	cs := candidates(d)
-	if len(cs) > maxUnmatchedCandidates {
-		cs = cs[:maxUnmatchedCandidates]
-	}
-	b := r.cfg.Bus.Batch()
-	b.PublishEvent(r.cfg.Bus.Subjects.Event(actID, events.TypeRouteUnmatched), bus.Event{
-		ID: actID + ".route.unmatched", Source: r.cfg.Source, Type: events.TypeRouteUnmatched, Meta: meta,
-		Data: events.RouteUnmatched{ActivationID: actID, Code: events.UnmatchedNoSkill, Reason: reason, Trigger: ref, Threshold: d.Threshold, Candidates: cs},
-	})
-	if err := b.Wait(ctx); err != nil {
-		return err
-	}
-	return msg.Ack()
 }

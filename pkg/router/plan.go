@@ -1,0 +1,235 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/selector"
+	"github.com/skillbus/skillbus/pkg/skill"
+	"github.com/skillbus/skillbus/pkg/telemetry"
+)
+
+// Routing a trigger has three stages, in the worker's shape. parse decodes and
+// checks the trigger; the router then asks the selector (and, for a trigger that
+// names a parent, the parent's job) what should happen; plan turns that decision
+// into an outcome value — the jobs to publish and the decision to record, or why
+// nothing runs — without touching the bus. settle (settle.go) is the one place
+// that writes: it publishes what the outcome says and acks or terminates the
+// trigger.
+
+// trigger is a trigger decoded and checked: everything deciding and planning read.
+type trigger struct {
+	msg  jetstream.Msg
+	md   *jetstream.MsgMetadata // nil for a message that did not come from a stream
+	ref  events.TriggerRef
+	e    *bus.Binary
+	size int
+	req  selector.Request
+	// inputs are the skill's inputs, the trigger's data as a JSON object.
+	inputs json.RawMessage
+	actID  string
+	// meta are the extensions of what the trigger causes: its correlation, its
+	// cause and the trace context of its CONSUMER span.
+	meta bus.Meta
+	// live is a follower waiting for the activation's events as they happen.
+	live bool
+	// depth is the delegation depth of the trigger's jobs (see depthOf).
+	depth int
+}
+
+// outcome is what routing a trigger came to. settle turns it into writes and the
+// trigger's ack (or termination).
+type outcome interface{ outcome() string }
+
+// rejected: the trigger itself is bad; it is recorded and terminated, never retried.
+type rejected struct{ code, reason string }
+
+// unmatched: a valid trigger no skill takes; it is recorded and acked.
+type unmatched struct {
+	code, reason string
+	d            *selector.Decision
+}
+
+// routed: the plan's jobs run.
+type routed struct {
+	decided   events.RouteDecided
+	decidedID string // the plan's id, the jobs' cause
+	jobs      []plannedJob
+	one       [1]plannedJob // jobs' array for a plan of one job, most of them
+}
+
+// plannedJob is a job to publish: its subject, message id and extensions, and
+// the job itself.
+type plannedJob struct {
+	subject, id string
+	meta        bus.Meta
+	job         events.Job
+}
+
+func (rejected) outcome() string  { return telemetry.OutcomeRejected }
+func (unmatched) outcome() string { return telemetry.OutcomeUnmatched }
+func (*routed) outcome() string   { return telemetry.OutcomeRouted }
+
+// parseConfig is what parse needs of the router's configuration.
+type parseConfig struct {
+	subjects      events.Subjects
+	maxEventBytes int
+	textFields    []string
+}
+
+// parse decodes and checks a trigger. It returns the trigger, and a rejection when
+// the trigger is bad: too large, not a CloudEvent, a type that does not match its
+// subject or data that is not JSON. The trigger's ref is filled as far as it
+// could be read, for the record of a rejection.
+// t is the caller's, so that routing a trigger does not allocate one.
+func parse(ctx context.Context, msg jetstream.Msg, pc parseConfig, t *trigger) outcome {
+	*t = trigger{msg: msg, ref: events.TriggerRef{Subject: msg.Subject()}}
+	t.md, _ = msg.Metadata()
+	if t.md != nil {
+		t.ref.Seq = t.md.Sequence.Stream
+	}
+	nm := &nats.Msg{Subject: msg.Subject(), Header: msg.Headers(), Data: msg.Data()}
+	t.size = bus.EventSize(nm)
+	e, err := bus.DecodeFast(nm)
+	if err == nil {
+		t.ref.ID, t.ref.Source, t.ref.Type = e.ID, e.Source, e.Type
+	}
+	if t.size > pc.maxEventBytes {
+		// Rejected under its own activation id when it has one, where whoever
+		// waits for it looks.
+		return rejected{events.UnmatchedTooLarge, fmt.Sprintf("trigger is %d bytes; the limit is %d (router --max-event-bytes)", t.size, pc.maxEventBytes)}
+	}
+	if err != nil {
+		return rejected{events.UnmatchedInvalid, err.Error()}
+	}
+	t.e = e
+	t.req.Type = e.Type
+	if err := events.CheckType(e.Type); err != nil {
+		return rejected{events.UnmatchedBadType, err.Error()}
+	}
+	subj := pc.subjects
+	if name, ok := subj.SkillFromTrigger(msg.Subject()); ok {
+		t.req.Skill = name
+	} else if typ, _ := subj.TypeFromTrigger(msg.Subject()); typ != e.Type {
+		return rejected{events.UnmatchedBadType,
+			fmt.Sprintf("event type %q does not match its subject %s; publish it on %s", e.Type, msg.Subject(), subj.Trigger(e.Type))}
+	}
+	if s := e.Ext(events.ExtSkill); s != "" && t.req.Skill == "" {
+		t.req.Skill = s
+	}
+	inputs, obj, err := inputsOf(e)
+	if err != nil {
+		return rejected{events.UnmatchedInvalid, err.Error()}
+	}
+	t.inputs = inputs
+	t.req.Text = textOf(obj, pc.textFields)
+	t.req.Data = obj
+
+	t.actID = events.ActivationID(e.Source, e.ID)
+	t.meta = e.Meta()
+	t.meta.CorrelationID = t.actID
+	t.meta.CausationID = e.ID
+	if tp, ts := telemetry.Inject(ctx); tp != "" {
+		t.meta.TraceParent, t.meta.TraceState = tp, ts
+	}
+	t.live = e.Ext(events.ExtProgress) == events.ProgressLive
+	return nil
+}
+
+// plan turns the selector's decision about t into an outcome: the jobs of the skills
+// that run at once (the primary, its parallel partners and the always-skills), each
+// carrying the decision, or why nothing runs. It reads no bus; get finds a skill the
+// decision names without having recalled it (the generic skill at the end of the
+// fallback chain).
+func plan(d *selector.Decision, t *trigger, subj events.Subjects, get func(string) (*skill.Skill, bool)) outcome {
+	if d.Primary == "" {
+		return unmatched{code: events.UnmatchedNoSkill, reason: noSkillReason(d, t.req), d: d}
+	}
+	// A plan's entries, each built once (an execution id is a hash).
+	refs := make(map[string]events.SkillRef, 1)
+	refOf := func(name string) events.SkillRef {
+		if sr, ok := refs[name]; ok {
+			return sr
+		}
+		var sr events.SkillRef
+		if c := d.Candidate(name); c != nil {
+			sr = skillRef(*c, t.e)
+		} else { // the generic skill, appended to the chain without being recalled
+			s, _ := get(name)
+			sr = skillRef(selector.Candidate{Name: s.Name, Skill: s, Source: "generic"}, t.e)
+		}
+		refs[name] = sr
+		return sr
+	}
+	p := events.Plan{Primary: refOf(d.Primary), ParallelGroups: d.ParallelGroups, EstimatedCost: d.EstimatedCost, Parameters: d.Parameters}
+	for _, n := range d.Fallback {
+		p.FallbackChain = append(p.FallbackChain, refOf(n))
+	}
+	for _, n := range d.Always {
+		p.Always = append(p.Always, refOf(n))
+	}
+	o := &routed{
+		decided:   events.RouteDecided{ActivationID: t.actID, Trigger: t.ref, Plan: p, Threshold: d.Threshold, Candidates: candidates(d)},
+		decidedID: t.actID + ".route.decided",
+	}
+	running := d.Running()
+	var together [][]string
+	if len(running) > 1 {
+		// Whichever worker ends the last of them says the activation is over.
+		together = make([][]string, len(running))
+		for i, name := range running {
+			together[i] = []string{refOf(name).ExecutionID}
+		}
+		for _, f := range p.FallbackChain {
+			together[0] = append(together[0], f.ExecutionID)
+		}
+	}
+	o.jobs = o.one[:]
+	if len(running) > 1 {
+		o.jobs = make([]plannedJob, len(running))
+	}
+	for i, name := range running {
+		sr := refOf(name)
+		pj := &o.jobs[i]
+		pj.job = events.Job{
+			Depth:        t.depth,
+			ExecutionID:  sr.ExecutionID,
+			ActivationID: t.actID,
+			Skill:        sr,
+			Inputs:       t.inputs,
+			Trigger:      t.ref,
+			Live:         t.live,
+			Together:     together,
+		}
+		if i == 0 {
+			pj.job.Fallback = p.FallbackChain // only the primary's job falls back
+		}
+		pj.job.Route = events.RouteOf(o.decided, i == 0) // last in its data, which a worker skips
+		pj.meta = t.meta
+		pj.meta.ExecutionID = sr.ExecutionID
+		pj.meta.CausationID = o.decidedID
+		pj.subject, pj.id = subj.Exec(sr.Pool, sr.Name, t.actID, events.StagePlan), sr.ExecutionID+".job"
+	}
+	return o
+}
+
+// noSkillReason says why no skill took a request.
+func noSkillReason(d *selector.Decision, req selector.Request) string {
+	if len(d.Candidates) > 0 {
+		return fmt.Sprintf("no skill scored above the threshold %.2f; best: %s %.3f", d.Threshold, d.Candidates[0].Name, d.Candidates[0].Score)
+	}
+	reason := "no skill matches"
+	if req.Text != "" {
+		reason += " the text"
+	}
+	if req.Type != "" && req.Type != selector.RequestType {
+		reason += fmt.Sprintf(" event type %q", req.Type)
+	}
+	return reason
+}

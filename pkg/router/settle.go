@@ -1,0 +1,183 @@
+package router
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/telemetry"
+)
+
+// routeNote is what routing a trigger came to, for its span and the routing
+// metrics: routed, unmatched or rejected, and how the primary was recalled.
+type routeNote struct{ outcome, method string }
+
+// settle publishes what an outcome says and then acks the trigger (or terminates
+// it). It returns an error only when the trigger should be retried (a write
+// failed); it is the only place routing writes.
+func (r *Router) settle(ctx context.Context, t *trigger, o outcome) (routeNote, error) {
+	note := routeNote{outcome: o.outcome()}
+	var err error
+	switch o := o.(type) {
+	case rejected:
+		err = r.reject(ctx, t, o.code, o.reason)
+	case unmatched:
+		err = r.unmatched(ctx, t, o)
+	case *routed:
+		note, err = r.publishPlan(ctx, t, o)
+	default:
+		err = fmt.Errorf("router: unknown outcome %T", o)
+	}
+	return note, err
+}
+
+// publishPlan publishes a routed trigger's jobs (and its decision, where the
+// events level persists it) and acks the trigger.
+//
+// The jobs are the activation's record, each written once: create-only publishes
+// on subjects that name the activation, in a stream that keeps them. If the
+// primary's job exists, this trigger was routed before — by an earlier delivery of
+// this same message that died before acking it, or as an earlier message with the
+// same source and id, published again after the duplicate window. Either way no
+// second execution starts; the publisher finds the first one's events, and its
+// result, under the same activation id. The decision rides in the jobs
+// (events.Job.Route), where followers read it; it is an event of its own only
+// where the events level persists it.
+func (r *Router) publishPlan(ctx context.Context, t *trigger, o *routed) (routeNote, error) {
+	note := routeNote{outcome: telemetry.OutcomeRouted}
+	primary := o.decided.Plan.Primary
+	if prev, ok := r.routedElsewhere(ctx, t.md, t.actID, primary.Name); ok {
+		r.cfg.Log.Info("router: trigger routed before to another skill (the catalog changed since); its first activation answers it",
+			"activation", t.actID, "source", t.ref.Source, "id", t.ref.ID, "first", prev, "now", primary.Name)
+		return note, t.msg.Ack()
+	}
+	subj := r.cfg.Bus.Subjects
+	pubs := make([]trace.Span, 0, len(o.jobs)+1)
+	jobs := make([]*nats.Msg, 0, len(o.jobs))
+	for i := range o.jobs {
+		pj := &o.jobs[i]
+		sr := pj.job.Skill
+		// The job's PRODUCER span: the worker's delivery continues from it. It is
+		// started first, so the job carries it in its JSON.
+		attrs := telemetry.Job{Skill: sr.Name, Version: sr.Version, ActivationID: t.actID, ExecutionID: sr.ExecutionID, Pool: sr.Pool}.Attributes()
+		if attrs != nil { // nil with tracing off: then nothing to append to
+			attrs = append(attrs, telemetry.AttrRouteMethod.String(sr.Source), telemetry.AttrRouteScore.Float64(sr.Score))
+		}
+		_, span := telemetry.StartPublishMeta(ctx, telemetry.Message{Destination: pj.subject, Template: r.jobTemplate, ID: pj.id},
+			&pj.meta.TraceParent, &pj.meta.TraceState, attrs...)
+		pubs = append(pubs, span)
+		jobMsg, err := bus.Event{ID: pj.id, Source: r.cfg.Source, Type: events.TypeJob, Meta: pj.meta}.JobMsgOf(pj.subject, &pj.job)
+		if err != nil {
+			telemetry.EndAll(pubs, err)
+			return note, err
+		}
+		if err := r.cfg.Bus.Fits(jobMsg); err != nil {
+			telemetry.EndAll(pubs, err)
+			return routeNote{outcome: telemetry.OutcomeRejected}, r.reject(ctx, t, events.UnmatchedTooLarge, err.Error())
+		}
+		jobs = append(jobs, jobMsg)
+	}
+
+	b := r.cfg.Bus.Batch()
+	if r.cfg.Events.Persisted(events.TypeRouteDecided) {
+		dsubj := subj.Event(t.actID, events.TypeRouteDecided)
+		// Built only here: boxing the decision as the event's data costs an allocation.
+		decided := bus.Event{ID: o.decidedID, Source: r.cfg.Source, Type: events.TypeRouteDecided, Meta: t.meta, Data: o.decided}
+		_, dspan := telemetry.StartPublishMeta(ctx, telemetry.Message{Destination: dsubj, Template: subj.Prefix + ".events.{activation}.route.decided", ID: decided.ID},
+			&decided.Meta.TraceParent, &decided.Meta.TraceState, telemetry.AttrActivationID.String(t.actID))
+		pubs = append(pubs, dspan)
+		dm, err := decided.Msg(dsubj)
+		if err != nil {
+			telemetry.EndAll(pubs, err)
+			return note, err
+		}
+		b.Create(dm)
+	}
+	for _, m := range jobs {
+		b.Create(m)
+	}
+	err := b.Wait(ctx)
+	telemetry.EndAll(pubs, err)
+	if err != nil {
+		return note, err
+	}
+	if b.Duplicates() && b.Duplicate(o.jobs[0].id) {
+		if t.md != nil && t.md.NumDelivered == 1 {
+			r.cfg.Log.Info("router: trigger routed before; its first activation answers it",
+				"activation", t.actID, "source", t.ref.Source, "id", t.ref.ID, "seq", t.ref.Seq)
+		}
+		return note, t.msg.Ack()
+	}
+	// Announce the decision to whoever follows the activation live (a plain NATS
+	// publish with no body): the follower reads it from the jobs just stored.
+	if t.live {
+		_ = r.cfg.Bus.NC.Publish(subj.Live(t.actID, primary.ExecutionID, events.TypeRouteDecided), nil)
+	}
+	note.method = primary.Source
+	return note, t.msg.Ack()
+}
+
+// reject terminates a poison trigger after recording it: the raw message goes to the
+// DLQ (dead._trigger, kept 30 days) with the reason in headers, and route.unmatched is
+// published.
+func (r *Router) reject(ctx context.Context, t *trigger, code, reason string) error {
+	msg, ref := t.msg, t.ref
+	b := r.cfg.Bus.Batch()
+	seq := strconv.FormatUint(ref.Seq, 10)
+	actID := events.ActivationID("skillbus:trigger-seq", seq)
+	if ref.ID != "" && ref.Source != "" {
+		actID = events.ActivationID(ref.Source, ref.ID)
+	}
+	dead := nats.NewMsg(r.cfg.Bus.Subjects.Dead("_trigger"))
+	for k, v := range msg.Headers() {
+		dead.Header[k] = v
+	}
+	dead.Header.Set(bus.HeaderMsgID, "trigger."+seq+".dead")
+	dead.Header.Set("Skillbus-Code", code)
+	dead.Header.Set("Skillbus-Reason", reason)
+	dead.Header.Set("Skillbus-Subject", msg.Subject())
+	dead.Header.Set("Skillbus-Trigger-Seq", seq)
+	dead.Data = msg.Data()
+	if code == events.UnmatchedTooLarge {
+		dead.Data = nil // the original stays in TRIGGERS at Skillbus-Trigger-Seq
+	}
+	_, dspan := telemetry.StartPublishMsg(ctx, dead, r.cfg.Bus.Subjects.Prefix+".dead._trigger", telemetry.AttrActivationID.String(actID))
+	b.Publish(dead)
+	b.PublishEvent(r.cfg.Bus.Subjects.Event(actID, events.TypeRouteUnmatched), bus.Event{
+		ID: actID + ".route.unmatched", Source: r.cfg.Source, Type: events.TypeRouteUnmatched, Meta: bus.Meta{CorrelationID: actID},
+		Data: events.RouteUnmatched{ActivationID: actID, Code: code, Reason: reason, Trigger: ref, Size: t.size},
+	})
+	err := b.Wait(ctx)
+	telemetry.End(dspan, err)
+	if err != nil {
+		return err
+	}
+	r.cfg.Log.Warn("router: trigger rejected", "code", code, "reason", reason, "subject", msg.Subject(), "seq", ref.Seq)
+	return msg.TermWithReason(code)
+}
+
+// maxUnmatchedCandidates bounds the candidates route.unmatched lists.
+const maxUnmatchedCandidates = 5
+
+// unmatched records a valid trigger no skill takes, with the best candidates, and
+// acks it.
+func (r *Router) unmatched(ctx context.Context, t *trigger, o unmatched) error {
+	cs := candidates(o.d)
+	if len(cs) > maxUnmatchedCandidates {
+		cs = cs[:maxUnmatchedCandidates]
+	}
+	b := r.cfg.Bus.Batch()
+	b.PublishEvent(r.cfg.Bus.Subjects.Event(t.actID, events.TypeRouteUnmatched), bus.Event{
+		ID: t.actID + ".route.unmatched", Source: r.cfg.Source, Type: events.TypeRouteUnmatched, Meta: t.meta,
+		Data: events.RouteUnmatched{ActivationID: t.actID, Code: o.code, Reason: o.reason, Trigger: t.ref, Threshold: o.d.Threshold, Candidates: cs},
+	})
+	if err := b.Wait(ctx); err != nil {
+		return err
+	}
+	return t.msg.Ack()
+}
