@@ -42,11 +42,6 @@ func Kind(typ string) string {
 	return typ
 }
 
-// Terminal reports whether an event type ends an execution.
-func Terminal(typ string) bool {
-	return typ == TypeExecutionCompleted || typ == TypeExecutionFailed
-}
-
 // Extension attribute names.
 const (
 	ExtCorrelationID = "correlationid"

@@ -117,21 +117,6 @@ func (p *proc) signal(sig syscall.Signal, timeout time.Duration) (pid int, at, e
 	return cmd.Process.Pid, at, time.Now(), nil
 }
 
-// running reports whether an incarnation is up.
-func (p *proc) running() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.done == nil {
-		return false
-	}
-	select {
-	case <-p.done:
-		return false
-	default:
-		return true
-	}
-}
-
 // stop ends the process for good: SIGTERM, then SIGKILL after timeout.
 func (p *proc) stop(timeout time.Duration) {
 	p.mu.Lock()

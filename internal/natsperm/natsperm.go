@@ -15,7 +15,6 @@ package natsperm
 //go:generate go test -run TestGenerated -update .
 
 import (
-	"fmt"
 	"strings"
 )
 
@@ -212,14 +211,4 @@ func Roles(prefix string) []Role {
 			Responses: true,
 		},
 	}
-}
-
-// Find returns the named role of Roles(prefix).
-func Find(prefix, name string) (Role, error) {
-	for _, r := range Roles(prefix) {
-		if r.Name == name {
-			return r, nil
-		}
-	}
-	return Role{}, fmt.Errorf("natsperm: no role %q", name)
 }

@@ -121,9 +121,6 @@ func Eventually(t testing.TB, d time.Duration, cond func() bool, format string, 
 	}
 }
 
-// Running reports whether the server is up.
-func (s *Server) Running() bool { return s.Server != nil && s.Server.Running() }
-
 // Stop shuts the server down, keeping its port and store for Start.
 func (s *Server) Stop() {
 	s.opts.Port = s.Server.Addr().(*net.TCPAddr).Port

@@ -1,3 +1,8 @@
+//go:build cluster
+
+// The process cluster serves the tests built with the cluster tag (make
+// test-cluster) alone.
+
 package natstest
 
 import (

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
@@ -225,14 +224,6 @@ func (g *Gateway) firstDelivery(ctx context.Context, name string, window time.Du
 
 // errUnknownHook is a /hooks/<name> that is not configured.
 var errUnknownHook = errors.New("no such hook")
-
-func hookName(path string) (string, error) {
-	name, ok := strings.CutPrefix(path, "/hooks/")
-	if !ok || name == "" || strings.Contains(name, "/") {
-		return "", fmt.Errorf("%w: want /hooks/<name>", errUnknownHook)
-	}
-	return name, nil
-}
 
 // openReplay checks every hook's replay window and, when a hook has one, opens the
 // bucket the deliveries are recorded in.
