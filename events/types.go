@@ -63,8 +63,33 @@ const (
 	ExtParent = "skillparent"
 )
 
+// HeaderCE is the prefix of the header that carries a CloudEvents attribute or
+// extension of a binary-mode event on NATS (ce-id, ce-traceparent).
+const HeaderCE = "ce-"
+
+// Headers of the CloudEvents binding skillbus reads by name.
+const (
+	HeaderCEID          = HeaderCE + "id"
+	HeaderCESpecVersion = HeaderCE + "specversion"
+	HeaderCETraceParent = HeaderCE + ExtTraceParent
+	HeaderCETraceState  = HeaderCE + ExtTraceState
+)
+
+// HeaderTraceParent and HeaderTraceState are the W3C trace-context headers of a
+// plain NATS request (a bus tool call) or HTTP request: the same names as the
+// CloudEvents distributed-tracing extensions.
+const (
+	HeaderTraceParent = ExtTraceParent
+	HeaderTraceState  = ExtTraceState
+)
+
 // NATS header names skillbus sets besides the CloudEvents binding's ce-* headers.
 const (
+	// HeaderLink, on a message published again for a new run of earlier work (a
+	// job released after its skill's repair, a dead letter replayed), names the
+	// span the new run follows from: "<reason> <traceparent>". That span is in a
+	// trace of its own, which may have ended hours or days before.
+	HeaderLink = "Skillbus-Link"
 	// HeaderMsgID is JetStream's deduplication id.
 	HeaderMsgID = "Nats-Msg-Id"
 	// HeaderRecovered marks a job published again while recovering from a crash

@@ -34,6 +34,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/telemetry"
 	"github.com/skillbus/skillbus/pkg/tool/bustool"
 )
@@ -85,7 +86,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fmt.Errorf("connecting to %s: %w", *url, err)
 	}
 	defer nc.Close()
-	tel.Health.Add("nats", telemetry.NATSConnected(nc))
+	tel.Health.Add("nats", bus.NATSConnected(nc))
 	if *metricsAddr != "" {
 		addr, err := tel.Serve(*metricsAddr)
 		if err != nil {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/gateway"
-	"github.com/skillbus/skillbus/pkg/telemetry"
 )
 
 // gatewayFlags are the HTTP ingress's knobs, shared by `gateway` and `dev --gateway`.
@@ -131,7 +130,7 @@ Its NATS user needs only the publisher role.`,
 				return err
 			}
 			defer b.NC.Drain()
-			tel.Health.Add("nats", telemetry.NATSConnected(b.NC))
+			tel.Health.Add("nats", bus.NATSConnected(b.NC))
 			addr, done, err := gf.start(cmd.Context(), listen, b, log)
 			if err != nil {
 				return err

@@ -65,20 +65,20 @@ func (o *observe) start(ctx context.Context, service string, log *slog.Logger) (
 // messages waiting.
 func watchBus(tel *telemetry.Telemetry, b *bus.Bus) {
 	tel.Live.Add("consume", bus.Stalled)
-	tel.Health.Add("nats", telemetry.NATSConnected(b.NC))
+	tel.Health.Add("nats", bus.NATSConnected(b.NC))
 	names := make([]string, 0, len(b.Streams()))
 	for _, sc := range b.Streams() {
 		names = append(names, sc.Name)
 	}
-	tel.Health.Add("streams", telemetry.StreamsReachable(b.JS, names...))
+	tel.Health.Add("streams", bus.StreamsReachable(b.JS, names...))
 }
 
 // watchConsumer makes readiness depend on a durable consumer the process reads, and
 // reports its pending and ack-pending counts as metrics; pool is "" for the router.
 func watchConsumer(tel *telemetry.Telemetry, b *bus.Bus, pool, stream, consumer string) {
-	tel.Health.Add("consumer "+consumer, telemetry.ConsumerReachable(b.JS, stream, consumer))
+	tel.Health.Add("consumer "+consumer, bus.ConsumerReachable(b.JS, stream, consumer))
 	// Cannot fail: the instruments are the ones NewMetrics made.
-	_, _ = tel.Metrics.ObserveConsumers(telemetry.ConsumerInfo(b.JS, telemetry.Consumer{Pool: pool, Stream: stream, Name: consumer}))
+	_, _ = tel.Metrics.ObserveConsumers(bus.ConsumerInfo(b.JS, telemetry.Consumer{Pool: pool, Stream: stream, Name: consumer}))
 }
 
 // watchCatalog loads the catalog for a router or worker, making readiness depend on

@@ -24,6 +24,7 @@ import (
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/bus/bustrace"
 	"github.com/skillbus/skillbus/pkg/telemetry"
 )
 
@@ -194,7 +195,7 @@ func (c *Client) Publish(ctx context.Context, t Trigger) (act Activation, err er
 		}
 	}
 	// The publish span's context, which replaces Meta's when tracing is on.
-	telemetry.InjectEvent(ctx, &e)
+	bustrace.InjectEvent(ctx, &e)
 	if err := e.Validate(); err != nil {
 		return Activation{}, fmt.Errorf("client: %w", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/skillbus/skillbus/internal/natstest"
 	"github.com/skillbus/skillbus/internal/otlptest"
 	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/bus/bustrace"
 	"github.com/skillbus/skillbus/pkg/client"
 	"github.com/skillbus/skillbus/pkg/telemetry"
 	"github.com/skillbus/skillbus/pkg/tool"
@@ -88,7 +89,7 @@ func TestOneTrace(t *testing.T) {
 	if tp := m.Header.Get("ce-traceparent"); !strings.Contains(tp, publisherTrace) {
 		t.Fatalf("the trigger's ce-traceparent %q is not in the publisher's trace", tp)
 	}
-	pctx, proc := telemetry.StartProcess(telemetry.ExtractMsg(ctx, m), telemetry.Message{Destination: m.Subject, ConsumerGroup: "router"}, nil)
+	pctx, proc := telemetry.StartProcess(bustrace.ExtractMsg(ctx, bus.FromNATS(m)), telemetry.Message{Destination: m.Subject, ConsumerGroup: "router"}, nil)
 	bt, err := bustool.New(b.NC, "fetch", bustool.Config{})
 	if err != nil {
 		t.Fatal(err)

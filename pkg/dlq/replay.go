@@ -14,6 +14,7 @@ import (
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/bus/bustrace"
 	"github.com/skillbus/skillbus/pkg/catalog"
 	"github.com/skillbus/skillbus/pkg/skill"
 	"github.com/skillbus/skillbus/pkg/telemetry"
@@ -181,7 +182,7 @@ func (q *Queue) replayJob(ctx context.Context, e *Entry, n int, opt ReplayOption
 				return nil, fmt.Errorf("dlq: replay %s: %w", e.ID, err)
 			}
 			if link != "" {
-				m.Header.Set(telemetry.HeaderLink, link)
+				m.Header.Set(events.HeaderLink, link)
 			}
 			b.Publish(m)
 		}
@@ -299,7 +300,7 @@ func (q *Queue) replayTrigger(ctx context.Context, e *Entry, n int, opt ReplayOp
 	}
 	m.Header.Set(bus.HeaderMsgID, newID)
 	// A new trace, linked to the rejected trigger's.
-	_, span := telemetry.StartPublishLinked(ctx, m, "", telemetry.LinkReplay, telemetry.AttrActivationID.String(actID))
+	_, span := bustrace.StartPublishLinked(ctx, m, "", telemetry.LinkReplay, telemetry.AttrActivationID.String(actID))
 	defer span.End()
 	rec := events.DLQReplayed{
 		EntryID: e.ID, EntrySeq: e.Seq, Replay: n, ActivationID: actID, TriggerID: newID, Subject: subject,

@@ -56,8 +56,8 @@ func checkReplaySpan(t *testing.T, spans tracetest.SpanStubs, op trace.Span, nam
 	if tp := h.Get("ce-traceparent"); !strings.Contains(tp, pub.SpanContext.SpanID().String()) || !strings.Contains(tp, pub.SpanContext.TraceID().String()) {
 		t.Errorf("the published message's traceparent %q is not the replay's span", tp)
 	}
-	if got := h.Get(telemetry.HeaderLink); got != "replay "+deadTP {
-		t.Errorf("the published message's %s = %q", telemetry.HeaderLink, got)
+	if got := h.Get(events.HeaderLink); got != "replay "+deadTP {
+		t.Errorf("the published message's %s = %q", events.HeaderLink, got)
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/bus/bustrace"
 	"github.com/skillbus/skillbus/pkg/client"
 	"github.com/skillbus/skillbus/pkg/telemetry"
 )
@@ -365,7 +366,7 @@ func (g *Gateway) publish(w http.ResponseWriter, r *http.Request, evs []event.Ev
 		}
 		// The trigger's PRODUCER span continues the event's (or the request's)
 		// traceparent, and the event carries it on.
-		pctxs[i], spans[i] = telemetry.StartPublishEvent(telemetry.ExtractEvent(ctx, e), subject, e)
+		pctxs[i], spans[i] = bustrace.StartPublishEvent(bustrace.ExtractEvent(ctx, e), subject, e)
 		// Deduplicated by source and id together, as CloudEvents identifies events.
 		msgs[i] = bus.Encode(subject, events.ActivationID(e.Source(), e.ID()), e)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/bus/bustrace"
 	"github.com/skillbus/skillbus/pkg/run"
 	"github.com/skillbus/skillbus/pkg/telemetry"
 )
@@ -59,9 +60,9 @@ func (r *Router) handleAnswer(ctx context.Context, msg jetstream.Msg) {
 	// The answer's CONSUMER span continues the answerer's trace (or starts one); it
 	// links to the paused execution's span rather than continuing it, since that
 	// ended when the execution paused, maybe hours ago.
-	ctx, span := telemetry.StartConsume(ctx, &nats.Msg{Subject: msg.Subject(), Header: msg.Headers(), Data: msg.Data()},
+	ctx, span := bustrace.StartConsume(ctx, msg,
 		r.ConfirmationsConsumerConfig().Durable, nil)
-	err := r.answer(ctx, telemetry.Settling(ctx, msg, r.cfg.Bus.Subjects.Prefix+".events.{execution}.confirmation.recorded"))
+	err := r.answer(ctx, bustrace.Settling(ctx, msg, r.cfg.Bus.Subjects.Prefix+".events.{execution}.confirmation.recorded"))
 	telemetry.End(span, err)
 	if err != nil {
 		r.cfg.Log.Warn("router: will retry confirmation answer", "subject", msg.Subject(), "err", err)

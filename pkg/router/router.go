@@ -27,6 +27,7 @@ import (
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/bus/bustrace"
 	"github.com/skillbus/skillbus/pkg/selector"
 	"github.com/skillbus/skillbus/pkg/skill"
 	"github.com/skillbus/skillbus/pkg/telemetry"
@@ -249,8 +250,8 @@ func (r *Router) handle(ctx context.Context, msg jetstream.Msg) {
 	// The trigger's CONSUMER span continues the publisher's trace (or starts one);
 	// the decision and the jobs carry it on.
 	start := time.Now()
-	ctx, span := telemetry.StartConsume(ctx, &nats.Msg{Subject: msg.Subject(), Header: msg.Headers(), Data: msg.Data()}, r.cfg.Durable, nil)
-	note, err := r.route(ctx, telemetry.Settling(ctx, msg, ""))
+	ctx, span := bustrace.StartConsume(ctx, msg, r.cfg.Durable, nil)
+	note, err := r.route(ctx, bustrace.Settling(ctx, msg, ""))
 	if err != nil {
 		note = routeNote{outcome: telemetry.OutcomeFailed}
 	}

@@ -6,7 +6,6 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 
-	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel/attribute"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
@@ -48,7 +47,8 @@ type Delivery struct {
 	Template string
 	// ID, TraceParent and TraceState are the job's CloudEvent id and trace context
 	// as its reader decoded them. A job in structured mode carries them in its
-	// JSON, not in headers; given here, they are not looked for in the message.
+	// JSON, not in headers; given here, bustrace.StartDelivery does not look for
+	// them in the message.
 	ID, TraceParent, TraceState string
 }
 
@@ -127,32 +127,19 @@ func derivedIDs() bool {
 	return a != nil && !a.off
 }
 
-// StartDelivery is StartConsume for a job's delivery d: the CONSUMER span continues
-// the trace m carries, with the span ID d derives, and links to the delivery before
-// it (see Delivery.Previous) with reason LinkRedelivery (LinkRecovered for a
-// recovered job's first delivery), and to the span m's Skillbus-Link header names
-// (see StartPublishLinked). Its attributes include d.Attempt.
-func StartDelivery(ctx context.Context, m *nats.Msg, group string, d Delivery, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
-	switch {
-	case d.TraceParent != "":
-		ctx = Extract(ctx, d.TraceParent, d.TraceState)
-	case d.ID != "":
-		// The event has no trace context of its own; a plain W3C traceparent
-		// header, as a publisher outside skillbus may set, still counts.
-		ctx = ExtractHeader(ctx, m.Header)
-	default:
-		ctx = ExtractMsg(ctx, m)
-	}
-	if s, ok := off(ctx); ok {
+// StartDelivery starts the CONSUMER span of a job's delivery d of message m, with
+// the span ID d derives. ctx carries the trace the job carries; links are those
+// the message names itself (a Skillbus-Link header, see
+// bustrace.StartPublishLinked), to which it adds the delivery before d (see
+// Delivery.Previous) with reason LinkRedelivery (LinkRecovered for a recovered
+// job's first delivery). d.Template, when set, names the span. Its attributes
+// include d.Attempt. Package bustrace's StartDelivery calls it with a message read
+// from the bus.
+func StartDelivery(ctx context.Context, m Message, d Delivery, links []trace.Link, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	if s, ok := OffSpan(ctx); ok {
 		return ctx, s
 	}
-	var links []trace.Link
-	// A job published again for a new run of earlier work (a repair's release, a
-	// DLQ replay) names that work's span in Skillbus-Link; it is in another trace.
-	hl, hasLink := headerLink(m)
-	if hasLink {
-		links = append(links, hl)
-	}
+	hasLink := len(links) > 0
 	if derivedIDs() {
 		parent := trace.SpanContextFromContext(ctx)
 		// The first delivery of a released job replaces no delivery in this trace:
@@ -162,7 +149,7 @@ func StartDelivery(ctx context.Context, m *nats.Msg, group string, d Delivery, a
 			if d.Attempt == 1 {
 				reason = LinkRecovered
 			}
-			links = append(links, trace.Link{
+			links = append(links[:len(links):len(links)], trace.Link{
 				SpanContext: trace.NewSpanContext(trace.SpanContextConfig{
 					TraceID: parent.TraceID(), SpanID: prev.SpanID(), TraceFlags: parent.TraceFlags(), Remote: true,
 				}),
@@ -170,26 +157,22 @@ func StartDelivery(ctx context.Context, m *nats.Msg, group string, d Delivery, a
 			})
 		}
 	}
-	msg := MessageOf(m, group)
-	if d.ID != "" {
-		msg.ID = d.ID
-	}
 	if d.Template != "" {
-		msg.Template = d.Template
+		m.Template = d.Template
 	}
 	var span trace.Span
 	if a := active.Load(); a != nil && a.rec != nil {
 		// The recorder takes the span ID as it is: no context to carry the request.
 		b := getAttrs()
-		b.kv = msg.appendAttrs(b.kv, semconv.MessagingOperationTypeProcess, "process", attrs)
-		ctx, span = a.rec.startID(ctx, msg.spanName("process"), trace.SpanKindConsumer, links, b.kv, d.SpanID())
+		b.kv = m.appendAttrs(b.kv, semconv.MessagingOperationTypeProcess, "process", attrs)
+		ctx, span = a.rec.Start(ctx, m.spanName("process"), trace.SpanKindConsumer, links, b.kv, d.SpanID())
 		putAttrs(b)
 	} else {
 		sctx := ctx
 		if derivedIDs() {
 			sctx = withSpanID(ctx, d.SpanID())
 		}
-		_, span = StartProcess(sctx, msg, links, attrs...)
+		_, span = StartProcess(sctx, m, links, attrs...)
 		// The span's children get random IDs: ctx, not sctx, carries it on.
 		ctx = trace.ContextWithSpan(ctx, span)
 	}

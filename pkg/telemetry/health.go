@@ -10,8 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -146,41 +144,6 @@ func report(results []Result) string {
 }
 
 func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }
-
-// NATSConnected is a check that nc is connected.
-func NATSConnected(nc *nats.Conn) Check {
-	return func(context.Context) error {
-		if nc == nil {
-			return errors.New("no NATS connection")
-		}
-		if s := nc.Status(); s != nats.CONNECTED {
-			return fmt.Errorf("NATS connection is %s", s)
-		}
-		return nil
-	}
-}
-
-// StreamsReachable is a check that every stream named exists and answers.
-func StreamsReachable(js jetstream.JetStream, names ...string) Check {
-	return func(ctx context.Context) error {
-		for _, n := range names {
-			if _, err := js.Stream(ctx, n); err != nil {
-				return fmt.Errorf("stream %s: %w", n, err)
-			}
-		}
-		return nil
-	}
-}
-
-// ConsumerReachable is a check that the durable consumer of stream answers.
-func ConsumerReachable(js jetstream.JetStream, stream, consumer string) Check {
-	return func(ctx context.Context) error {
-		if _, err := js.Consumer(ctx, stream, consumer); err != nil {
-			return fmt.Errorf("consumer %s of stream %s: %w", consumer, stream, err)
-		}
-		return nil
-	}
-}
 
 // Flag is a readiness check that fails with a fixed reason until Set: for things a
 // process reports itself, such as "catalog loaded".

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
@@ -254,29 +253,4 @@ func (m *Metrics) ObserveConsumers(fn func(ctx context.Context) []ConsumerStat) 
 // reports, with the pool it feeds.
 type Consumer struct {
 	Pool, Stream, Name string
-}
-
-// ConsumerInfo returns a function for ObserveConsumers that asks JetStream for each
-// consumer's info at collection time; a consumer that does not answer is left out
-// of that collection.
-func ConsumerInfo(js jetstream.JetStream, consumers ...Consumer) func(context.Context) []ConsumerStat {
-	return func(ctx context.Context) []ConsumerStat {
-		out := make([]ConsumerStat, 0, len(consumers))
-		for _, c := range consumers {
-			cctx, cancel := context.WithTimeout(ctx, CheckTimeout)
-			// Looking the consumer up fetches its info afresh.
-			cons, err := js.Consumer(cctx, c.Stream, c.Name)
-			cancel()
-			if err != nil {
-				continue
-			}
-			info := cons.CachedInfo()
-			if info == nil {
-				continue
-			}
-			out = append(out, ConsumerStat{Pool: c.Pool, Stream: c.Stream, Consumer: c.Name,
-				Pending: int64(info.NumPending), AckPending: int64(info.NumAckPending)})
-		}
-		return out
-	}
 }

@@ -19,12 +19,15 @@ import (
 	promexporter "go.opentelemetry.io/otel/exporters/prometheus"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/instrumentation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/skillbus/skillbus/internal/spanrec"
 )
 
 // Environment variables read by Setup, as the OpenTelemetry specification names them.
@@ -87,7 +90,7 @@ type Telemetry struct {
 	Live *Health
 
 	active *activeTracer
-	rec    *recorder
+	rec    *spanrec.Recorder
 	tp     *sdktrace.TracerProvider
 	mp     *sdkmetric.MeterProvider
 	log    *slog.Logger
@@ -156,7 +159,10 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 		}
 		switch v := strings.ToLower(strings.TrimSpace(getenv(EnvSpans))); v {
 		case "", "skillbus":
-			t.rec = newRecorder(t.tp, sampler, pres, bsp, sdktrace.NewSpanLimits())
+			t.rec = spanrec.New(spanrec.Config{
+				Provider: t.tp, Sampler: sampler, IDs: idGenerator{}, Resource: pres, Processor: bsp,
+				Limits: sdktrace.NewSpanLimits(), Scope: instrumentation.Scope{Name: ScopeName},
+			})
 		case "sdk":
 		default:
 			_ = t.tp.Shutdown(ctx)

@@ -5,14 +5,13 @@ import (
 	"errors"
 	"sync/atomic"
 
-	"github.com/cloudevents/sdk-go/v2/event"
-	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/skillbus/skillbus/internal/spanrec"
 	"github.com/skillbus/skillbus/pkg/failure"
 )
 
@@ -58,15 +57,6 @@ var MessagingSystem = semconv.MessagingSystemKey.String("nats")
 // since semconv 1.28, where the "publish" type was deprecated in its favour.
 // Receive, process and settle keep their names.
 var opSend = semconv.MessagingOperationTypeSend
-
-// Skill returns the attributes naming a skill and its version.
-func Skill(name, version string) []attribute.KeyValue {
-	kv := []attribute.KeyValue{AttrSkillName.String(name)}
-	if version != "" {
-		kv = append(kv, AttrSkillVersion.String(version))
-	}
-	return kv
-}
 
 // Job holds the skillbus attributes of a job's spans; empty fields are left out.
 type Job struct {
@@ -174,8 +164,8 @@ type activeTracer struct {
 	off    bool
 	tracer trace.Tracer
 	// rec records the helpers' spans for Setup's provider; nil leaves them to the
-	// SDK (see recorder).
-	rec *recorder
+	// SDK (see package spanrec).
+	rec *spanrec.Recorder
 }
 
 // Off reports whether Setup turned tracing off: no span is recorded, so what only
@@ -185,10 +175,12 @@ func Off() bool {
 	return a != nil && a.off
 }
 
-// off reports whether Setup turned tracing off; then a helper returns ctx and the
-// span already in it, which, not recording, ends as a no-op, and whose span context
-// (an incoming traceparent) Inject still passes on.
-func off(ctx context.Context) (trace.Span, bool) {
+// OffSpan reports whether Setup turned tracing off, and then returns the span a
+// helper returns instead of starting one: the span already in ctx, which, not
+// recording, ends as a no-op, and whose span context (an incoming traceparent)
+// Inject still passes on. Helpers built on these (package bustrace) return ctx and
+// it at once.
+func OffSpan(ctx context.Context) (trace.Span, bool) {
 	a := active.Load()
 	if a == nil || !a.off {
 		return nil, false
@@ -202,39 +194,29 @@ func off(ctx context.Context) (trace.Span, bool) {
 }
 
 // StartPublish starts the PRODUCER span of publishing m ("publish <subject>"), a
-// child of the span in ctx. Inject the returned context into the event
-// (InjectEvent, InjectCE or Inject into bus.Meta) so consumers continue from it.
+// child of the span in ctx. Inject the returned context into the event (Inject
+// into bus.Meta, or bustrace's InjectEvent or InjectCE) so consumers continue from it.
 func StartPublish(ctx context.Context, m Message, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
-	if s, ok := off(ctx); ok {
+	if s, ok := OffSpan(ctx); ok {
 		return ctx, s
 	}
 	return startMessage(ctx, m, trace.SpanKindProducer, opSend, "publish", nil, attrs)
 }
 
 // StartProcess starts the CONSUMER span of processing m ("process <subject>"). ctx
-// should carry the message's remote span context (ExtractMsg, ExtractEvent or
-// Extract), which becomes the parent; links name earlier spans this one follows
+// should carry the message's remote span context (Extract, or bustrace's ExtractMsg), which becomes the parent; links name earlier spans this one follows
 // from without being their child (see Link).
 func StartProcess(ctx context.Context, m Message, links []trace.Link, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
-	if s, ok := off(ctx); ok {
+	if s, ok := OffSpan(ctx); ok {
 		return ctx, s
 	}
 	return startMessage(ctx, m, trace.SpanKindConsumer, semconv.MessagingOperationTypeProcess, "process", links, attrs)
 }
 
-// StartReceive starts the CONSUMER span of receiving m ("receive <subject>"), for a
-// consumer that fetches a message before deciding what to do with it.
-func StartReceive(ctx context.Context, m Message, links []trace.Link, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
-	if s, ok := off(ctx); ok {
-		return ctx, s
-	}
-	return startMessage(ctx, m, trace.SpanKindConsumer, semconv.MessagingOperationTypeReceive, "receive", links, attrs)
-}
-
 // StartSettle starts the CLIENT span of settling m: op names how ("ack", "nak",
 // "term", "in_progress"), and names the span ("ack <subject>").
 func StartSettle(ctx context.Context, m Message, op string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
-	if s, ok := off(ctx); ok {
+	if s, ok := OffSpan(ctx); ok {
 		return ctx, s
 	}
 	return startMessage(ctx, m, trace.SpanKindClient, semconv.MessagingOperationTypeSettle, op, nil, attrs)
@@ -242,18 +224,18 @@ func StartSettle(ctx context.Context, m Message, op string, attrs ...attribute.K
 
 // StartRequest starts the CLIENT span of a NATS request that waits for its reply,
 // such as a bus tool call ("send <subject>"). Put its context on the request with
-// InjectHeader.
+// bustrace.InjectHeader.
 func StartRequest(ctx context.Context, m Message, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
-	if s, ok := off(ctx); ok {
+	if s, ok := OffSpan(ctx); ok {
 		return ctx, s
 	}
 	return startMessage(ctx, m, trace.SpanKindClient, opSend, "send", nil, attrs)
 }
 
 // StartServe starts the SERVER span of answering a NATS request ("process
-// <subject>"); ctx should carry the request's context (ExtractHeader).
+// <subject>"); ctx should carry the request's context (bustrace.ExtractHeader).
 func StartServe(ctx context.Context, m Message, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
-	if s, ok := off(ctx); ok {
+	if s, ok := OffSpan(ctx); ok {
 		return ctx, s
 	}
 	return startMessage(ctx, m, trace.SpanKindServer, semconv.MessagingOperationTypeProcess, "process", nil, attrs)
@@ -262,7 +244,7 @@ func StartServe(ctx context.Context, m Message, attrs ...attribute.KeyValue) (co
 // StartClient starts a CLIENT span named name, for a call to another service over
 // a protocol that is not NATS (an MCP tools/call).
 func StartClient(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
-	if s, ok := off(ctx); ok {
+	if s, ok := OffSpan(ctx); ok {
 		return ctx, s
 	}
 	return startSpan(ctx, name, trace.SpanKindClient, nil, attrs)
@@ -270,7 +252,7 @@ func StartClient(ctx context.Context, name string, attrs ...attribute.KeyValue) 
 
 // StartStep starts the INTERNAL span of one step of a skill ("step <id>").
 func StartStep(ctx context.Context, id, kind string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
-	if s, ok := off(ctx); ok {
+	if s, ok := OffSpan(ctx); ok {
 		return ctx, s
 	}
 	b := getAttrs()
@@ -287,7 +269,7 @@ func StartStep(ctx context.Context, id, kind string, attrs ...attribute.KeyValue
 // Start starts an INTERNAL span named name, for work that is not a message or a step
 // (routing a trigger, executing a skill).
 func Start(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
-	if s, ok := off(ctx); ok {
+	if s, ok := OffSpan(ctx); ok {
 		return ctx, s
 	}
 	return startSpan(ctx, name, trace.SpanKindInternal, nil, attrs)
@@ -348,57 +330,6 @@ func RecordError(span trace.Span, err error) {
 	span.SetAttributes(semconv.ErrorTypeKey.String(string(class)), AttrFailureClass.String(string(class)))
 }
 
-// MessageOf describes m for a messaging span: its subject, its id (the CloudEvent
-// id of a binary-mode event, else Nats-Msg-Id) and its payload size; group is the
-// durable consumer reading it ("" for a publication).
-func MessageOf(m *nats.Msg, group string) Message {
-	id := headerValue(m.Header, "ce-id")
-	if id == "" {
-		id = headerValue(m.Header, "Nats-Msg-Id")
-	}
-	return Message{Destination: m.Subject, ID: id, ConsumerGroup: group, BodySize: len(m.Data)}
-}
-
-// StartConsume continues the trace a consumed message carries (ExtractMsg) with the
-// CONSUMER span of processing it (StartProcess): the one call a router or worker
-// makes per delivery. links name earlier spans this one follows from (Link); the
-// span also links to the one m's Skillbus-Link header names (StartPublishLinked).
-func StartConsume(ctx context.Context, m *nats.Msg, group string, links []trace.Link, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
-	ctx = ExtractMsg(ctx, m)
-	if s, ok := off(ctx); ok {
-		return ctx, s
-	}
-	if l, ok := headerLink(m); ok {
-		links = append(links[:len(links):len(links)], l)
-	}
-	return StartProcess(ctx, MessageOf(m, group), links, attrs...)
-}
-
-// StartPublishEvent starts the PRODUCER span of publishing e on subject and sets
-// e's traceparent and tracestate to it, so whoever consumes e continues from this
-// span. Encode e after this call.
-func StartPublishEvent(ctx context.Context, subject string, e *event.Event, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
-	ctx, span := StartPublish(ctx, Message{Destination: subject, ID: e.ID(), BodySize: len(e.Data())}, attrs...)
-	InjectEvent(ctx, e)
-	return ctx, span
-}
-
-// StartPublishMsg starts the PRODUCER span of publishing m, a message already
-// encoded (a binary-mode CloudEvent), and sets m's ce-traceparent and ce-tracestate
-// headers to it, so whoever consumes m continues from this span. template, when
-// set, is the low-cardinality form of m's subject that names the span. End the span
-// when the publish is acknowledged (or failed).
-func StartPublishMsg(ctx context.Context, m *nats.Msg, template string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
-	if s, ok := off(ctx); ok {
-		return ctx, s
-	}
-	msg := MessageOf(m, "")
-	msg.Template = template
-	ctx, span := StartPublish(ctx, msg, attrs...)
-	InjectCE(ctx, m.Header)
-	return ctx, span
-}
-
 // StartPublishMeta starts the PRODUCER span of publishing an event whose trace
 // context is *traceparent and *tracestate (the TraceParent and TraceState of the
 // bus.Meta it is published with), a child of the span in ctx, and sets them to the
@@ -406,7 +337,7 @@ func StartPublishMsg(ctx context.Context, m *nats.Msg, template string, attrs ..
 // the span is not recorded. End the span when the publish is acknowledged (or
 // failed), or once it is queued on a batch someone else waits for.
 func StartPublishMeta(ctx context.Context, m Message, traceparent, tracestate *string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
-	if s, ok := off(ctx); ok {
+	if s, ok := OffSpan(ctx); ok {
 		return ctx, s
 	}
 	ctx, span := StartPublish(ctx, m, attrs...)

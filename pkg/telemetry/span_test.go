@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/cloudevents/sdk-go/v2/event"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -14,7 +13,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/failure"
 	"github.com/skillbus/skillbus/pkg/telemetry"
 )
@@ -168,51 +166,6 @@ func TestLinkSpan(t *testing.T) {
 	l, ok := telemetry.LinkSpan(ctx, telemetry.LinkResumed)
 	if !ok || l.SpanContext.SpanID() != s.SpanContext().SpanID() {
 		t.Errorf("LinkSpan = %v, %v", l, ok)
-	}
-}
-
-func TestPublishEventThenConsume(t *testing.T) {
-	exp := record(t)
-	e := event.New()
-	e.SetID("ev-1")
-	e.SetSource("/router")
-	e.SetType("io.skillbus.job")
-	_ = e.SetData("application/json", map[string]string{"a": "b"})
-	_, pub := telemetry.StartPublishEvent(context.Background(), "skillbus.jobs.default", &e)
-	pub.End()
-	m := bus.Encode("skillbus.jobs.default", "x1.job", &e)
-	_, proc := telemetry.StartConsume(context.Background(), m, "worker-default", nil, telemetry.Job{Pool: "default"}.Attributes()...)
-	proc.End()
-	flush(t)
-	spans := exp.GetSpans()
-	p := byName(t, spans, "publish skillbus.jobs.default")
-	c := byName(t, spans, "process skillbus.jobs.default")
-	if c.Parent.SpanID() != p.SpanContext.SpanID() || !c.Parent.IsRemote() {
-		t.Errorf("the consumer's span is not a remote child of the publisher's")
-	}
-	a := attrsOf(c)
-	if a["messaging.message.id"] != "ev-1" || a["messaging.consumer.group.name"] != "worker-default" || a["skillbus.pool"] != "default" || a["messaging.message.body.size"] != "9" {
-		t.Errorf("consume attributes %v", a)
-	}
-}
-
-func TestPublishEventOffPassesContextOn(t *testing.T) {
-	restoreGlobals(t)
-	tel, err := telemetry.Setup(context.Background(), telemetry.Config{Getenv: env(nil)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tel.Shutdown(context.Background())
-	in := event.New()
-	in.SetExtension("traceparent", tp)
-	m := bus.Encode("skillbus.trigger.x", "1", &in)
-	ctx, span := telemetry.StartConsume(context.Background(), m, "router", nil)
-	defer span.End()
-	out := event.New()
-	_, pub := telemetry.StartPublishEvent(ctx, "skillbus.jobs.default", &out)
-	pub.End()
-	if out.Extensions()["traceparent"] != tp {
-		t.Errorf("with tracing off the next event carries %v, want the incoming traceparent", out.Extensions())
 	}
 }
 

@@ -45,7 +45,7 @@ var kindOnly = func() (o [trace.SpanKindConsumer + 1][]trace.SpanStartOption) {
 // startSpan starts a span named name of kind kind with links and the attributes
 // kv, which it does not keep.
 //
-// Under Setup's provider the recorder records it (see recorder). Where it does not
+// Under Setup's provider the recorder records it (see package spanrec). Where it does not
 // (a length limit on attribute values), the SDK does, and the attributes are set
 // right after the span starts rather than given to Start: Setup's samplers (those
 // OTEL_TRACES_SAMPLER names) decide on the trace id and the parent alone, and the
@@ -61,7 +61,7 @@ func startSpan(ctx context.Context, name string, kind trace.SpanKind, links []tr
 		return otel.Tracer(ScopeName).Start(ctx, name, opts...)
 	}
 	if a.rec != nil {
-		return a.rec.start(ctx, name, kind, links, kv)
+		return a.rec.Start(ctx, name, kind, links, kv, trace.SpanID{})
 	}
 	var opts []trace.SpanStartOption
 	if len(links) > 0 {

@@ -43,6 +43,7 @@ import (
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/bus/bustrace"
 	"github.com/skillbus/skillbus/pkg/failure"
 	"github.com/skillbus/skillbus/pkg/instruct"
 	"github.com/skillbus/skillbus/pkg/run"
@@ -425,7 +426,7 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 	if !telemetry.Off() {
 		template = events.ExecTemplate(msg.Subject())
 	}
-	ctx, span := telemetry.StartDelivery(ctx, nm, md.Consumer, telemetry.Delivery{
+	ctx, span := bustrace.StartDelivery(ctx, msg, md.Consumer, telemetry.Delivery{
 		ExecutionID: j.data.ExecutionID, Resumes: len(j.data.Answers), Attempt: int(md.NumDelivered),
 		Recovered: msg.Headers().Get(events.HeaderRecovered) != "", Template: template,
 		ID: e.ID, TraceParent: j.meta.TraceParent, TraceState: j.meta.TraceState,
@@ -434,7 +435,7 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 		ExecutionID: j.data.ExecutionID, Attempt: int(md.NumDelivered), Pool: j.data.Skill.Pool,
 	}.Attributes()...)
 	defer func() { telemetry.End(span, err) }()
-	j.msg = telemetry.Settling(ctx, msg, template) // ack, nak and term get settle spans under it
+	j.msg = bustrace.Settling(ctx, msg, template) // ack, nak and term get settle spans under it
 	if tp, ts := telemetry.Inject(ctx); tp != "" {
 		j.meta.TraceParent, j.meta.TraceState = tp, ts
 	}
@@ -687,7 +688,7 @@ func (w *Worker) poison(ctx context.Context, msg jetstream.Msg, cause error) err
 	dead.Header.Set("Skillbus-Subject", msg.Subject())
 	dead.Data = msg.Data()
 	// Its PRODUCER span continues whatever trace the unreadable job carries.
-	_, span := telemetry.StartPublishMsg(telemetry.ExtractMsg(ctx, &nats.Msg{Header: msg.Headers()}), dead, w.cfg.Bus.Subjects.Prefix+".dead._job")
+	_, span := bustrace.StartPublishMsg(bustrace.ExtractMsg(ctx, msg), dead, w.cfg.Bus.Subjects.Prefix+".dead._job")
 	b := w.cfg.Bus.Batch()
 	b.Publish(dead)
 	err := b.Wait(ctx)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/bus/bustrace"
 	"github.com/skillbus/skillbus/pkg/repair"
 	"github.com/skillbus/skillbus/pkg/skill"
 	"github.com/skillbus/skillbus/pkg/telemetry"
@@ -166,8 +167,8 @@ func (s *Service) Stop(ctx context.Context) {
 
 func (s *Service) handle(ctx context.Context, msg jetstream.Msg) {
 	// A repair job continues the failed execution's trace; a decision, its decider's.
-	sctx, span := telemetry.StartConsume(ctx, &nats.Msg{Subject: msg.Subject(), Header: msg.Headers(), Data: msg.Data()}, s.ConsumerConfig().Durable, nil)
-	err := s.process(sctx, telemetry.Settling(sctx, msg, ""))
+	sctx, span := bustrace.StartConsume(ctx, msg, s.ConsumerConfig().Durable, nil)
+	err := s.process(sctx, bustrace.Settling(sctx, msg, ""))
 	telemetry.End(span, err)
 	if err == nil {
 		return

@@ -215,7 +215,7 @@ func Release(ctx context.Context, b *bus.Bus, kv jetstream.KeyValue, source stri
 	// Take the claim path: it looks up the execution's outcome first.
 	msg.Header.Set(events.HeaderRecovered, "1")
 	if link != "" {
-		msg.Header.Set(telemetry.HeaderLink, link)
+		msg.Header.Set(events.HeaderLink, link)
 	}
 	batch := b.Batch()
 	batch.Publish(msg)

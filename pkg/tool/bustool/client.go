@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/skillbus/skillbus/pkg/bus/bustrace"
 	"github.com/skillbus/skillbus/pkg/failure"
 	"github.com/skillbus/skillbus/pkg/telemetry"
 	"github.com/skillbus/skillbus/pkg/tool"
@@ -155,7 +156,7 @@ func (t *Tool) Call(ctx context.Context, c tool.Call) (res any, err error) {
 	ctx, span := telemetry.StartRequest(ctx, telemetry.Message{Destination: t.subject, BodySize: len(body)},
 		telemetry.AttrTool.String(t.name), telemetry.AttrExecutionID.String(c.ExecutionID), telemetry.AttrStepID.String(c.Step))
 	defer func() { telemetry.End(span, err) }()
-	telemetry.InjectHeader(ctx, msg.Header)
+	bustrace.InjectHeader(ctx, msg.Header)
 
 	reply, err := t.nc.RequestMsgWithContext(ctx, msg)
 	if err != nil {

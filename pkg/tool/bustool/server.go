@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/skillbus/skillbus/pkg/bus/bustrace"
 	"github.com/skillbus/skillbus/pkg/failure"
 	"github.com/skillbus/skillbus/pkg/telemetry"
 	"github.com/skillbus/skillbus/pkg/tool"
@@ -231,7 +232,7 @@ func (s *Server) handle(t tool.Tool, r micro.Request) {
 	defer cancel()
 	h := r.Headers()
 	// The caller's span (a worker's step) parents this one, across processes.
-	ctx, span := telemetry.StartServe(telemetry.ExtractHeader(ctx, nats.Header(h)),
+	ctx, span := telemetry.StartServe(bustrace.ExtractHeader(ctx, nats.Header(h)),
 		telemetry.Message{Destination: r.Subject(), BodySize: len(r.Data())},
 		telemetry.AttrTool.String(name), telemetry.AttrExecutionID.String(h.Get(HeaderExecutionID)), telemetry.AttrStepID.String(h.Get(HeaderStep)))
 	var err error

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/failure"
 	"github.com/skillbus/skillbus/pkg/telemetry"
 	"github.com/skillbus/skillbus/pkg/tool"
@@ -133,9 +134,9 @@ func (t *Tool) call(ctx context.Context, c tool.Call) (any, error) {
 		if params.Meta == nil {
 			params.Meta = mcp.Meta{}
 		}
-		params.Meta[telemetry.TraceParent] = tp
+		params.Meta[events.HeaderTraceParent] = tp
 		if ts != "" {
-			params.Meta[telemetry.TraceState] = ts
+			params.Meta[events.HeaderTraceState] = ts
 		}
 	}
 	res, err := cs.CallTool(ctx, params)

@@ -1,4 +1,4 @@
-package telemetry_test
+package bustrace_test
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/bus/bustrace"
 	"github.com/skillbus/skillbus/pkg/telemetry"
 )
 
@@ -39,13 +41,13 @@ func hop(b *testing.B, hdr nats.Header) {
 	m := &nats.Msg{Subject: "skillbus.jobs.default", Header: hdr}
 	b.ReportAllocs()
 	for b.Loop() {
-		ctx, span := telemetry.StartConsume(context.Background(), m, "worker-default", nil)
+		ctx, span := bustrace.StartConsume(context.Background(), bus.FromNATS(m), "worker-default", nil)
 		sctx, step := telemetry.StartStep(ctx, "fetch", "tool")
 		h := nats.Header{}
-		telemetry.InjectHeader(sctx, h)
+		bustrace.InjectHeader(sctx, h)
 		telemetry.End(step, nil)
 		e := event.New()
-		telemetry.InjectEvent(ctx, &e)
+		bustrace.InjectEvent(ctx, &e)
 		telemetry.End(span, nil)
 	}
 }
@@ -139,9 +141,9 @@ func execution() {
 		"ce-specversion": {"1.0"}, "ce-id": {"e1.outcome"}, "ce-type": {"skillbus.execution.completed"}, "Nats-Msg-Id": {"e1.outcome"}}}
 
 	// The router.
-	rctx, rspan := telemetry.StartConsume(context.Background(), trigger, "router", nil)
+	rctx, rspan := bustrace.StartConsume(context.Background(), bus.FromNATS(trigger), "router", nil)
 	_, _ = telemetry.Inject(rctx)
-	_, pub := telemetry.StartPublishMsg(rctx, job, jobTmpl, append(telemetry.Job{
+	_, pub := bustrace.StartPublishMsg(rctx, job, jobTmpl, append(telemetry.Job{
 		Skill: "noop", Version: "1.0.0", ActivationID: "a1", ExecutionID: "e1", Pool: "default",
 	}.Attributes(), telemetry.AttrRouteMethod.String("explicit"), telemetry.AttrRouteScore.Float64(1))...)
 	telemetry.End(pub, nil)
@@ -152,13 +154,13 @@ func execution() {
 	telemetry.End(rspan, nil)
 
 	// The worker.
-	wctx, dspan := telemetry.StartDelivery(context.Background(), job, "worker-default", telemetry.Delivery{
+	wctx, dspan := bustrace.StartDelivery(context.Background(), bus.FromNATS(job), "worker-default", telemetry.Delivery{
 		ExecutionID: "e1", Attempt: 1, Template: jobTmpl,
 	}, telemetry.Job{Skill: "noop", Version: "1.0.0", ActivationID: "a1", ExecutionID: "e1", Attempt: 1, Pool: "default"}.Attributes()...)
 	_, _ = telemetry.Inject(wctx)
 	_, step := telemetry.StartStep(wctx, "run", "compute", telemetry.AttrTool.String(""))
 	telemetry.End(step, nil)
-	_, out := telemetry.StartPublishMsg(wctx, outcome, "skillbus.events.{execution}.execution.completed",
+	_, out := bustrace.StartPublishMsg(wctx, outcome, "skillbus.events.{execution}.execution.completed",
 		telemetry.Job{Skill: "noop", Version: "1.0.0", ActivationID: "a1", ExecutionID: "e1", Attempt: 1, Pool: "default"}.Attributes()...)
 	telemetry.End(out, nil)
 	telemetry.End(dspan, nil)

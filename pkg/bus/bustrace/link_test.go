@@ -1,4 +1,4 @@
-package telemetry_test
+package bustrace_test
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/bus/bustrace"
 	"github.com/skillbus/skillbus/pkg/telemetry"
 )
 
@@ -23,13 +25,13 @@ func TestPublishLinked(t *testing.T) {
 	m.Header.Set("Skillbus-Recovered", "1")
 
 	ctx, decision := telemetry.Start(context.Background(), "decide")
-	_, pub := telemetry.StartPublishLinked(ctx, m, "skillbus.exec.{pool}.{skill}", telemetry.LinkRepair, telemetry.AttrExecutionID.String("x1"))
+	_, pub := bustrace.StartPublishLinked(ctx, m, "skillbus.exec.{pool}.{skill}", telemetry.LinkRepair, telemetry.AttrExecutionID.String("x1"))
 	pub.End()
 	decision.End()
 	if got := m.Header.Get("Skillbus-Link"); got != "repair "+earlierTP {
 		t.Errorf("Skillbus-Link = %q", got)
 	}
-	_, del := telemetry.StartDelivery(context.Background(), m, "worker-default", telemetry.Delivery{ExecutionID: "x1", Recovered: true, Attempt: 1})
+	_, del := bustrace.StartDelivery(context.Background(), bus.FromNATS(m), "worker-default", telemetry.Delivery{ExecutionID: "x1", Recovered: true, Attempt: 1})
 	del.End()
 	flush(t)
 
@@ -58,7 +60,7 @@ func TestConsumeFollowsHeaderLink(t *testing.T) {
 	exp := record(t)
 	m := nats.NewMsg("skillbus.trigger.skill.hello")
 	m.Header.Set("Skillbus-Link", "replay "+earlierTP)
-	_, s := telemetry.StartConsume(context.Background(), m, "router", nil)
+	_, s := bustrace.StartConsume(context.Background(), bus.FromNATS(m), "router", nil)
 	s.End()
 	flush(t)
 	c := byName(t, exp.GetSpans(), "process skillbus.trigger.skill.hello")
@@ -78,14 +80,14 @@ func TestPublishLinkedOff(t *testing.T) {
 	m := nats.NewMsg("skillbus.exec.default.hello")
 	m.Header.Set("ce-traceparent", earlierTP)
 	m.Header.Set("ce-tracestate", "vendor=x")
-	_, s := telemetry.StartPublishLinked(context.Background(), m, "", telemetry.LinkReplay)
+	_, s := bustrace.StartPublishLinked(context.Background(), m, "", telemetry.LinkReplay)
 	s.End()
 	tel.Shutdown(context.Background())
 	exp := record(t) // the consumer traces
 	if m.Header.Get("ce-traceparent") != "" || m.Header.Get("ce-tracestate") != "" || m.Header.Get("Skillbus-Link") != "replay "+earlierTP {
 		t.Fatalf("headers after an unrecorded linked publish: %v", m.Header)
 	}
-	_, del := telemetry.StartDelivery(context.Background(), m, "worker-default", telemetry.Delivery{ExecutionID: "x2", Attempt: 1})
+	_, del := bustrace.StartDelivery(context.Background(), bus.FromNATS(m), "worker-default", telemetry.Delivery{ExecutionID: "x2", Attempt: 1})
 	del.End()
 	flush(t)
 	d := byName(t, exp.GetSpans(), "process skillbus.exec.default.hello")

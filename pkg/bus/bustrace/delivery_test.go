@@ -1,4 +1,4 @@
-package telemetry_test
+package bustrace_test
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/bus/bustrace"
 	"github.com/skillbus/skillbus/pkg/telemetry"
 )
 
@@ -22,15 +24,15 @@ func TestDeliveryLinksTheAttemptBefore(t *testing.T) {
 		return m
 	}
 	d := telemetry.Delivery{ExecutionID: "x1", Attempt: 1}
-	ctx, first := telemetry.StartDelivery(context.Background(), job(), "worker-default", d)
+	ctx, first := bustrace.StartDelivery(context.Background(), bus.FromNATS(job()), "worker-default", d)
 	_, step := telemetry.StartStep(ctx, "compose", "compute")
 	step.End()
 	first.End()
 	d.Attempt = 2
-	_, second := telemetry.StartDelivery(context.Background(), job(), "worker-default", d)
+	_, second := bustrace.StartDelivery(context.Background(), bus.FromNATS(job()), "worker-default", d)
 	second.End()
 	d = telemetry.Delivery{ExecutionID: "x1", Recovered: true, Attempt: 1}
-	_, recovered := telemetry.StartDelivery(context.Background(), job(), "worker-default", d)
+	_, recovered := bustrace.StartDelivery(context.Background(), bus.FromNATS(job()), "worker-default", d)
 	recovered.End()
 	flush(t)
 
@@ -85,7 +87,7 @@ func TestDeliveryOfAStructuredJob(t *testing.T) {
 	m.Header.Set("Content-Type", "application/cloudevents+json")
 	m.Data = []byte(`{"specversion":"1.0","id":"x1.job","source":"/r","type":"io.skillbus.job","traceparent":"00-00000000000000000000000000000001-0000000000000001-01","data":{}}`)
 	d := telemetry.Delivery{ExecutionID: "x1", Attempt: 1, ID: "x1.job", TraceParent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
-	_, span := telemetry.StartDelivery(context.Background(), m, "worker-default", d)
+	_, span := bustrace.StartDelivery(context.Background(), bus.FromNATS(m), "worker-default", d)
 	span.End()
 	flush(t)
 	spans := exp.GetSpans()
@@ -107,7 +109,7 @@ func TestDeliveryTakesAPlainTraceparentHeader(t *testing.T) {
 	exp := record(t)
 	m := nats.NewMsg("skillbus.exec.default.hello.a1.job")
 	m.Header.Set("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
-	_, span := telemetry.StartDelivery(context.Background(), m, "worker-default", telemetry.Delivery{ExecutionID: "x1", Attempt: 1, ID: "x1.job"})
+	_, span := bustrace.StartDelivery(context.Background(), bus.FromNATS(m), "worker-default", telemetry.Delivery{ExecutionID: "x1", Attempt: 1, ID: "x1.job"})
 	span.End()
 	flush(t)
 	if s := exp.GetSpans(); len(s) != 1 || s[0].Parent.SpanID().String() != "00f067aa0ba902b7" {

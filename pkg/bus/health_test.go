@@ -1,14 +1,18 @@
-package telemetry_test
+package bus_test
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel"
 
 	"github.com/skillbus/skillbus/internal/natstest"
+	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/telemetry"
 )
 
@@ -45,7 +49,7 @@ func TestConsumerGauges(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tel.Shutdown(context.Background())
-	if _, err := tel.Metrics.ObserveConsumers(telemetry.ConsumerInfo(js,
+	if _, err := tel.Metrics.ObserveConsumers(bus.ConsumerInfo(js,
 		telemetry.Consumer{Pool: "gpu", Stream: "JOBS", Name: "worker-gpu"},
 		telemetry.Consumer{Pool: "gone", Stream: "JOBS", Name: "worker-gone"})); err != nil {
 		t.Fatal(err)
@@ -66,4 +70,32 @@ func TestConsumerGauges(t *testing.T) {
 	if strings.Contains(body, "worker-gone") {
 		t.Error("a consumer that does not exist is reported")
 	}
+}
+
+// restoreGlobals puts back the global providers telemetry.Setup replaced.
+func restoreGlobals(t *testing.T) {
+	tp, mp, prop := otel.GetTracerProvider(), otel.GetMeterProvider(), otel.GetTextMapPropagator()
+	t.Cleanup(func() {
+		otel.SetTracerProvider(tp)
+		otel.SetMeterProvider(mp)
+		otel.SetTextMapPropagator(prop)
+	})
+}
+
+func env(kv map[string]string) func(string) string {
+	return func(k string) string { return kv[k] }
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
 }

@@ -1,4 +1,4 @@
-package telemetry_test
+package bustrace_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/bus/bustrace"
 	"github.com/skillbus/skillbus/pkg/telemetry"
 )
 
@@ -47,14 +48,14 @@ func TestExtractMsgBinaryMode(t *testing.T) {
 	e.SetExtension("traceparent", tp)
 	e.SetExtension("tracestate", ts)
 	m := bus.Encode("skillbus.trigger.x", "1", &e)
-	checkSC(t, remote(t, telemetry.ExtractMsg(context.Background(), m)), ts)
+	checkSC(t, remote(t, bustrace.ExtractMsg(context.Background(), bus.FromNATS(m))), ts)
 }
 
 func TestExtractMsgHeaderCase(t *testing.T) {
 	m := nats.NewMsg("s")
 	m.Header["Ce-Traceparent"] = []string{tp}
 	m.Header["ce-specversion"] = []string{"1.0"}
-	checkSC(t, remote(t, telemetry.ExtractMsg(context.Background(), m)), "")
+	checkSC(t, remote(t, bustrace.ExtractMsg(context.Background(), bus.FromNATS(m))), "")
 }
 
 func TestExtractMsgStructuredMode(t *testing.T) {
@@ -65,12 +66,12 @@ func TestExtractMsgStructuredMode(t *testing.T) {
 			Data: []byte(` {"specversion":"1.0","id":"1","source":"/s","type":"t","traceparent":"` + tp + `","tracestate":"` + ts + `"}`)},
 	} {
 		t.Run(name, func(t *testing.T) {
-			checkSC(t, remote(t, telemetry.ExtractMsg(context.Background(), m)), ts)
+			checkSC(t, remote(t, bustrace.ExtractMsg(context.Background(), bus.FromNATS(m))), ts)
 			e, err := bus.Decode(m)
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkSC(t, remote(t, telemetry.ExtractEvent(context.Background(), e)), ts)
+			checkSC(t, remote(t, bustrace.ExtractEvent(context.Background(), e)), ts)
 		})
 	}
 }
@@ -79,8 +80,8 @@ func TestExtractMsgPlainHeaders(t *testing.T) {
 	m := nats.NewMsg("skillbus.tool.x")
 	m.Header.Set("traceparent", tp)
 	m.Data = []byte(`{"text":"x"}`) // a tool call's arguments, not an event
-	checkSC(t, remote(t, telemetry.ExtractMsg(context.Background(), m)), "")
-	checkSC(t, remote(t, telemetry.ExtractHeader(context.Background(), m.Header)), "")
+	checkSC(t, remote(t, bustrace.ExtractMsg(context.Background(), bus.FromNATS(m))), "")
+	checkSC(t, remote(t, bustrace.ExtractHeader(context.Background(), m.Header)), "")
 }
 
 func TestExtractMsgNoContext(t *testing.T) {
@@ -93,7 +94,7 @@ func TestExtractMsgNoContext(t *testing.T) {
 		"nil":              nil,
 	} {
 		t.Run(name, func(t *testing.T) {
-			if sc := trace.SpanContextFromContext(telemetry.ExtractMsg(context.Background(), m)); sc.IsValid() {
+			if sc := trace.SpanContextFromContext(bustrace.ExtractMsg(context.Background(), bus.FromNATS(m))); sc.IsValid() {
 				t.Fatalf("extracted %v from a message with no valid trace context", sc)
 			}
 		})
@@ -104,23 +105,23 @@ func TestInjectRoundTrips(t *testing.T) {
 	ctx := telemetry.Extract(context.Background(), tp, ts)
 
 	e := event.New()
-	telemetry.InjectEvent(ctx, &e)
+	bustrace.InjectEvent(ctx, &e)
 	if e.Extensions()["traceparent"] != tp || e.Extensions()["tracestate"] != ts {
 		t.Errorf("InjectEvent set %v", e.Extensions())
 	}
-	checkSC(t, remote(t, telemetry.ExtractEvent(context.Background(), &e)), ts)
+	checkSC(t, remote(t, bustrace.ExtractEvent(context.Background(), &e)), ts)
 
 	h := nats.Header{}
-	telemetry.InjectCE(ctx, h)
+	bustrace.InjectCE(ctx, h)
 	if h.Get("ce-traceparent") != tp || h.Get("ce-tracestate") != ts {
 		t.Errorf("InjectCE set %v", h)
 	}
 	h = nats.Header{}
-	telemetry.InjectHeader(ctx, h)
+	bustrace.InjectHeader(ctx, h)
 	if h.Get("traceparent") != tp || h.Get("tracestate") != ts {
 		t.Errorf("InjectHeader set %v", h)
 	}
-	checkSC(t, remote(t, telemetry.ExtractHeader(context.Background(), h)), ts)
+	checkSC(t, remote(t, bustrace.ExtractHeader(context.Background(), h)), ts)
 
 	gotTP, gotTS := telemetry.Inject(ctx)
 	if gotTP != tp || gotTS != ts {
@@ -129,9 +130,9 @@ func TestInjectRoundTrips(t *testing.T) {
 
 	// No span context: nothing is written.
 	e2 := event.New()
-	telemetry.InjectEvent(context.Background(), &e2)
+	bustrace.InjectEvent(context.Background(), &e2)
 	h = nats.Header{}
-	telemetry.InjectHeader(context.Background(), h)
+	bustrace.InjectHeader(context.Background(), h)
 	if len(e2.Extensions()) != 0 || len(h) != 0 {
 		t.Errorf("injected without a span context: %v %v", e2.Extensions(), h)
 	}
@@ -160,8 +161,8 @@ func TestInjectWritesWhatThePropagatorWrites(t *testing.T) {
 				t.Errorf("flags %02x: Inject = %q, %q; the propagator writes %q, %q", byte(flags), gotTP, gotTS, want["traceparent"], want["tracestate"])
 			}
 			h := nats.Header{}
-			telemetry.InjectCE(ctx, h)
-			telemetry.InjectHeader(ctx, h)
+			bustrace.InjectCE(ctx, h)
+			bustrace.InjectHeader(ctx, h)
 			for _, prefix := range []string{"ce-", ""} {
 				for _, k := range []string{"traceparent", "tracestate"} {
 					if got := h[prefix+k]; len(want[k]) == 0 && len(got) != 0 || len(want[k]) != 0 && (len(got) != 1 || got[0] != want[k]) {
@@ -186,7 +187,7 @@ func FuzzExtractMsg(f *testing.F) {
 		if contentType != "" {
 			m.Header["Content-Type"] = []string{contentType}
 		}
-		sc := trace.SpanContextFromContext(telemetry.ExtractMsg(context.Background(), m))
+		sc := trace.SpanContextFromContext(bustrace.ExtractMsg(context.Background(), bus.FromNATS(m)))
 		if !sc.IsValid() {
 			return
 		}

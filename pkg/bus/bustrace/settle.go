@@ -1,13 +1,14 @@
-package telemetry
+package bustrace
 
 import (
 	"context"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/skillbus/skillbus/pkg/telemetry"
 )
 
 // Attributes of a settle span besides messaging.operation.name (ack, nak, term).
@@ -30,7 +31,7 @@ const (
 // itself, at no cost.
 //
 // template, when not empty, names the destination in the spans' names instead of
-// the subject (see Message.Template).
+// the subject (see telemetry.Message.Template).
 func Settling(ctx context.Context, msg jetstream.Msg, template string) jetstream.Msg {
 	if msg == nil || !trace.SpanFromContext(ctx).IsRecording() {
 		return msg
@@ -49,13 +50,13 @@ func (s *settling) settle(op string, settle func() error, attrs ...attribute.Key
 	if md, err := s.Msg.Metadata(); err == nil {
 		group = md.Consumer
 	}
-	m := MessageOf(&nats.Msg{Subject: s.Msg.Subject(), Header: s.Msg.Headers()}, group)
+	m := messageOf(s.Msg.Subject(), s.Msg.Headers(), 0, group)
 	if s.template != "" {
 		m.Template = s.template
 	}
-	_, span := StartSettle(s.ctx, m, op, attrs...)
+	_, span := telemetry.StartSettle(s.ctx, m, op, attrs...)
 	err := settle()
-	End(span, err)
+	telemetry.End(span, err)
 	return err
 }
 

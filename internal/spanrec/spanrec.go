@@ -1,4 +1,13 @@
-package telemetry
+// Package spanrec records the spans skillbus's telemetry helpers start, in place
+// of the OpenTelemetry SDK's span, at a fraction of its cost.
+//
+// Its Span implements the SDK's sdktrace.ReadOnlySpan, an interface with an
+// unexported method only the SDK may implement: Span embeds a nil ReadOnlySpan for
+// it, so a method a new SDK release adds to the interface would compile and panic
+// when the exporter calls it. TestSDKInterfacesUnchanged pins the interfaces'
+// method sets; a test failure there after an SDK upgrade means Span needs the new
+// methods. The SDK version is pinned in go.mod alone.
+package spanrec
 
 import (
 	"context"
@@ -38,41 +47,54 @@ import (
 // started through the provider itself (an instrumented HTTP client, a program's
 // own) are the SDK's as ever; the two nest either way.
 
-// recorder records the spans the helpers start under Setup's provider.
-type recorder struct {
+// Config is what a Recorder records for: a provider's sampler, ID generator,
+// resource, span limits and its only span processor.
+type Config struct {
+	Provider  trace.TracerProvider
+	Sampler   sdktrace.Sampler
+	IDs       sdktrace.IDGenerator
+	Resource  *resource.Resource
+	Processor sdktrace.SpanProcessor
+	Limits    sdktrace.SpanLimits
+	// Scope is the instrumentation scope of every span recorded.
+	Scope instrumentation.Scope
+}
+
+// Recorder records spans for one tracer provider.
+type Recorder struct {
 	provider trace.TracerProvider
 	sampler  sdktrace.Sampler
+	ids      sdktrace.IDGenerator
 	limits   sdktrace.SpanLimits
 	resource *resource.Resource
 	proc     sdktrace.SpanProcessor
+	scope    instrumentation.Scope
 }
 
-var scope = instrumentation.Scope{Name: ScopeName}
-
-// newRecorder returns a recorder for a provider with sampler, resource res and proc
-// as its only span processor; nil when limits ask for what it does not do (cut
+// New returns a recorder for c; nil when c.Limits ask for what it does not do (cut
 // attribute values to a length), which leaves the spans to the SDK.
-func newRecorder(tp trace.TracerProvider, sampler sdktrace.Sampler, res *resource.Resource, proc sdktrace.SpanProcessor, limits sdktrace.SpanLimits) *recorder {
-	if limits.AttributeValueLengthLimit >= 0 {
+func New(c Config) *Recorder {
+	if c.Limits.AttributeValueLengthLimit >= 0 {
 		return nil
 	}
-	return &recorder{provider: tp, sampler: sampler, limits: limits, resource: res, proc: proc}
+	return &Recorder{provider: c.Provider, sampler: c.Sampler, ids: c.IDs, limits: c.Limits,
+		resource: c.Resource, proc: c.Processor, scope: c.Scope}
 }
 
-func (r *recorder) start(ctx context.Context, name string, kind trace.SpanKind, links []trace.Link, kv []attribute.KeyValue) (context.Context, trace.Span) {
-	return r.startID(ctx, name, kind, links, kv, trace.SpanID{})
-}
-
-// startID is start with span ID sid (a delivery's, see Delivery.SpanID); an
-// invalid one asks the ID generator for one.
-func (r *recorder) startID(ctx context.Context, name string, kind trace.SpanKind, links []trace.Link, kv []attribute.KeyValue, sid trace.SpanID) (context.Context, trace.Span) {
+// Start starts a span named name of kind kind with links and the attributes kv,
+// which it does not keep, as the provider's tracer would, but with span ID sid
+// when valid (a derived one); an invalid sid asks the ID generator for one.
+func (r *Recorder) Start(ctx context.Context, name string, kind trace.SpanKind, links []trace.Link, kv []attribute.KeyValue, sid trace.SpanID) (context.Context, trace.Span) {
 	psc := trace.SpanContextFromContext(ctx)
 	tid := psc.TraceID()
 	if !tid.IsValid() {
-		tid = newTraceID()
-	}
-	if !sid.IsValid() {
-		sid = idGenerator{}.NewSpanID(ctx, tid)
+		var gen trace.SpanID
+		tid, gen = r.ids.NewIDs(ctx)
+		if !sid.IsValid() {
+			sid = gen
+		}
+	} else if !sid.IsValid() {
+		sid = r.ids.NewSpanID(ctx, tid)
 	}
 	sr := r.sampler.ShouldSample(sdktrace.SamplingParameters{
 		ParentContext: ctx, TraceID: tid, Name: name, Kind: kind, Attributes: kv, Links: links,
@@ -92,7 +114,7 @@ func (r *recorder) startID(ctx context.Context, name string, kind trace.SpanKind
 		// how it routed; a failure: its error type and class), most often two more.
 		room += 2
 	}
-	s := &span{
+	s := &Span{
 		r: r, name: name, kind: trace.ValidateSpanKind(kind), sc: sc, parent: psc, start: time.Now(),
 		attrs: make([]attribute.KeyValue, 0, room),
 	}
@@ -105,14 +127,14 @@ func (r *recorder) startID(ctx context.Context, name string, kind trace.SpanKind
 	return trace.ContextWithSpan(ctx, s), s
 }
 
-// span is a recording span, and once ended, the read-only span exported.
-type span struct {
+// Span is a recording span, and once ended, the read-only span exported.
+type Span struct {
 	embedded.Span
 	// The unexported method of the interface, which only the SDK may implement;
-	// every other method is span's own (see TestRecordedSpanIsReadOnlySpan).
+	// every other method is Span's own (see TestSDKInterfacesUnchanged).
 	sdktrace.ReadOnlySpan
 
-	r      *recorder
+	r      *Recorder
 	mu     sync.Mutex
 	ended  bool
 	name   string
@@ -132,12 +154,12 @@ type span struct {
 	droppedEvents int
 }
 
-var _ sdktrace.ReadWriteSpan = (*span)(nil)
+var _ sdktrace.ReadWriteSpan = (*Span)(nil)
 
 // setAttributes adds kv as the SDK's span does: invalid ones dropped, a key set
 // again keeping its place and taking the new value, new keys past the count limit
 // dropped. The caller holds s.mu or owns s.
-func (s *span) setAttributes(kv []attribute.KeyValue) {
+func (s *Span) setAttributes(kv []attribute.KeyValue) {
 	limit := s.r.limits.AttributeCountLimit
 next:
 	for _, a := range kv {
@@ -184,7 +206,7 @@ func capped(kv []attribute.KeyValue, n int) ([]attribute.KeyValue, int) {
 	return kv, 0
 }
 
-func (s *span) addLink(l trace.Link) {
+func (s *Span) addLink(l trace.Link) {
 	if !l.SpanContext.IsValid() && len(l.Attributes) == 0 && l.SpanContext.TraceState().Len() == 0 {
 		return
 	}
@@ -193,7 +215,7 @@ func (s *span) addLink(l trace.Link) {
 	s.links, s.droppedLinks = evict(s.links, sl, s.r.limits.LinkCountLimit, s.droppedLinks)
 }
 
-func (s *span) addEvent(name string, opts ...trace.EventOption) {
+func (s *Span) addEvent(name string, opts ...trace.EventOption) {
 	c := trace.NewEventConfig(opts...)
 	attrs, dropped := capped(c.Attributes(), s.r.limits.AttributePerEventCountLimit)
 	e := sdktrace.Event{Name: name, Attributes: attrs, DroppedAttributeCount: dropped, Time: c.Timestamp()}
@@ -213,7 +235,7 @@ func evict[T any](q []T, v T, n, dropped int) ([]T, int) {
 	return append(q, v), dropped
 }
 
-func (s *span) End(opts ...trace.SpanEndOption) {
+func (s *Span) End(opts ...trace.SpanEndOption) {
 	et := s.start.Add(time.Since(s.start)) // on the monotonic clock, as the SDK
 	s.mu.Lock()
 	if s.ended {
@@ -235,7 +257,7 @@ func (s *span) End(opts ...trace.SpanEndOption) {
 	s.r.proc.OnEnd(s)
 }
 
-func (s *span) AddEvent(name string, opts ...trace.EventOption) {
+func (s *Span) AddEvent(name string, opts ...trace.EventOption) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.ended {
@@ -243,7 +265,7 @@ func (s *span) AddEvent(name string, opts ...trace.EventOption) {
 	}
 }
 
-func (s *span) AddLink(l trace.Link) {
+func (s *Span) AddLink(l trace.Link) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.ended {
@@ -251,13 +273,13 @@ func (s *span) AddLink(l trace.Link) {
 	}
 }
 
-func (s *span) IsRecording() bool {
+func (s *Span) IsRecording() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return !s.ended
 }
 
-func (s *span) RecordError(err error, opts ...trace.EventOption) {
+func (s *Span) RecordError(err error, opts ...trace.EventOption) {
 	if err == nil {
 		return
 	}
@@ -278,7 +300,7 @@ func typeStr(v any) string {
 	return t.PkgPath() + "." + t.Name()
 }
 
-func (s *span) SetStatus(code codes.Code, description string) {
+func (s *Span) SetStatus(code codes.Code, description string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ended || s.status.Code > code {
@@ -291,7 +313,7 @@ func (s *span) SetStatus(code codes.Code, description string) {
 	s.status = st
 }
 
-func (s *span) SetName(name string) {
+func (s *Span) SetName(name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.ended {
@@ -299,7 +321,7 @@ func (s *span) SetName(name string) {
 	}
 }
 
-func (s *span) SetAttributes(kv ...attribute.KeyValue) {
+func (s *Span) SetAttributes(kv ...attribute.KeyValue) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.ended {
@@ -307,28 +329,28 @@ func (s *span) SetAttributes(kv ...attribute.KeyValue) {
 	}
 }
 
-func (s *span) TracerProvider() trace.TracerProvider { return s.r.provider }
+func (s *Span) TracerProvider() trace.TracerProvider { return s.r.provider }
 
 // The read-only span, read by the processor and the exporter once s has ended
 // and nothing changes it any more.
 
-func (s *span) Name() string                                    { return s.name }
-func (s *span) SpanContext() trace.SpanContext                  { return s.sc }
-func (s *span) Parent() trace.SpanContext                       { return s.parent }
-func (s *span) SpanKind() trace.SpanKind                        { return s.kind }
-func (s *span) StartTime() time.Time                            { return s.start }
-func (s *span) EndTime() time.Time                              { return s.end }
-func (s *span) Attributes() []attribute.KeyValue                { return s.attrs }
-func (s *span) Links() []sdktrace.Link                          { return s.links }
-func (s *span) Events() []sdktrace.Event                        { return s.events }
-func (s *span) Status() sdktrace.Status                         { return s.status }
-func (s *span) InstrumentationScope() instrumentation.Scope     { return scope }
-func (s *span) Resource() *resource.Resource                    { return s.r.resource }
-func (s *span) DroppedAttributes() int                          { return s.droppedAttrs }
-func (s *span) DroppedLinks() int                               { return s.droppedLinks }
-func (s *span) DroppedEvents() int                              { return s.droppedEvents }
-func (s *span) ChildSpanCount() int                             { return 0 }
-func (s *span) InstrumentationLibrary() instrumentation.Library { return scope } //nolint:staticcheck // part of ReadOnlySpan
+func (s *Span) Name() string                                    { return s.name }
+func (s *Span) SpanContext() trace.SpanContext                  { return s.sc }
+func (s *Span) Parent() trace.SpanContext                       { return s.parent }
+func (s *Span) SpanKind() trace.SpanKind                        { return s.kind }
+func (s *Span) StartTime() time.Time                            { return s.start }
+func (s *Span) EndTime() time.Time                              { return s.end }
+func (s *Span) Attributes() []attribute.KeyValue                { return s.attrs }
+func (s *Span) Links() []sdktrace.Link                          { return s.links }
+func (s *Span) Events() []sdktrace.Event                        { return s.events }
+func (s *Span) Status() sdktrace.Status                         { return s.status }
+func (s *Span) InstrumentationScope() instrumentation.Scope     { return s.r.scope }
+func (s *Span) Resource() *resource.Resource                    { return s.r.resource }
+func (s *Span) DroppedAttributes() int                          { return s.droppedAttrs }
+func (s *Span) DroppedLinks() int                               { return s.droppedLinks }
+func (s *Span) DroppedEvents() int                              { return s.droppedEvents }
+func (s *Span) ChildSpanCount() int                             { return 0 }
+func (s *Span) InstrumentationLibrary() instrumentation.Library { return s.r.scope } //nolint:staticcheck // part of ReadOnlySpan
 
 // unrecorded is a span the sampler dropped: it carries its context on, records
 // nothing, and names the provider, as the SDK's does.

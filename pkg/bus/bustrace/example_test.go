@@ -1,4 +1,4 @@
-package telemetry_test
+package bustrace_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 
 	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/bus/bustrace"
 	"github.com/skillbus/skillbus/pkg/telemetry"
 )
 
@@ -27,10 +28,10 @@ func Example() {
 	in.SetExtension("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
 	msg := bus.Encode("skillbus.trigger.com.example.order.created", "t-1", &in)
 
-	ctx, span := telemetry.StartConsume(context.Background(), msg, "router", nil)
+	ctx, span := bustrace.StartConsume(context.Background(), bus.FromNATS(msg), "router", nil)
 	out := event.New()
 	out.SetID("j-1")
-	_, pub := telemetry.StartPublishEvent(ctx, "skillbus.jobs.default", &out)
+	_, pub := bustrace.StartPublishEvent(ctx, "skillbus.jobs.default", &out)
 	telemetry.End(pub, nil)
 	telemetry.End(span, nil)
 

@@ -1,4 +1,4 @@
-package telemetry_test
+package bustrace_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/skillbus/skillbus/internal/natstest"
+	"github.com/skillbus/skillbus/pkg/bus/bustrace"
 	"github.com/skillbus/skillbus/pkg/telemetry"
 )
 
@@ -57,13 +58,13 @@ func TestSettlingSpans(t *testing.T) {
 	exp := record(t)
 	msgs := fetch(t, 3)
 	ctx, proc := telemetry.StartProcess(context.Background(), telemetry.Message{Destination: "jobs.default"}, nil)
-	if err := telemetry.Settling(ctx, msgs[0], "").Ack(); err != nil {
+	if err := bustrace.Settling(ctx, msgs[0], "").Ack(); err != nil {
 		t.Fatal(err)
 	}
-	if err := telemetry.Settling(ctx, msgs[1], "").NakWithDelay(1500 * time.Millisecond); err != nil {
+	if err := bustrace.Settling(ctx, msgs[1], "").NakWithDelay(1500 * time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	if err := telemetry.Settling(ctx, msgs[2], "").TermWithReason("unreadable job"); err != nil {
+	if err := bustrace.Settling(ctx, msgs[2], "").TermWithReason("unreadable job"); err != nil {
 		t.Fatal(err)
 	}
 	proc.End()
@@ -105,10 +106,10 @@ func TestSettlingOffCostsNothing(t *testing.T) {
 	const in = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 	ctx, proc := telemetry.StartProcess(telemetry.Extract(context.Background(), in, ""), telemetry.Message{Destination: "jobs.default"}, nil)
 	defer proc.End()
-	if got := telemetry.Settling(ctx, msgs[0], ""); got != msgs[0] {
+	if got := bustrace.Settling(ctx, msgs[0], ""); got != msgs[0] {
 		t.Fatalf("Settling with tracing off wrapped the message: %T", got)
 	}
-	if n := testing.AllocsPerRun(100, func() { _ = telemetry.Settling(ctx, msgs[0], "") }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { _ = bustrace.Settling(ctx, msgs[0], "") }); n != 0 {
 		t.Errorf("Settling with tracing off allocates %v times, want 0", n)
 	}
 	var tp, ts string
