@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/skillbus/skillbus/pkg/embed"
+	"github.com/skillbus/skillbus/pkg/embedrecall"
 	"github.com/skillbus/skillbus/pkg/llmrecall"
 	"github.com/skillbus/skillbus/pkg/router"
 	"github.com/skillbus/skillbus/pkg/selector"
@@ -53,7 +53,7 @@ func (r *routingFlags) apply(cfg *router.Config, log *slog.Logger) error {
 		if r.embedModel == "" {
 			return usage("--embed-url needs --embed-model")
 		}
-		e, err := embed.New(embed.Config{URL: r.embedURL, Model: r.embedModel, APIKey: os.Getenv("SKILLBUS_EMBED_API_KEY"), Log: log})
+		e, err := embedrecall.New(embedrecall.Config{URL: r.embedURL, Model: r.embedModel, APIKey: os.Getenv("SKILLBUS_EMBED_API_KEY"), Log: log})
 		if err != nil {
 			return usage("--embed-url: %v", err)
 		}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/internal/natstest"
-	"github.com/skillbus/skillbus/pkg/embed"
+	"github.com/skillbus/skillbus/pkg/embedrecall"
 	"github.com/skillbus/skillbus/pkg/llmrecall"
 	"github.com/skillbus/skillbus/pkg/router"
 	"github.com/skillbus/skillbus/pkg/selector"
@@ -192,7 +192,7 @@ func TestRecallSourcesHelpAndDegrade(t *testing.T) {
 			t.Fatal(err)
 		}
 		lr, _ := llmrecall.New(llmrecall.Config{Chat: c})
-		er, err := embed.New(embed.Config{URL: failing.URL + "/v1", Model: "e", Client: failing.Client()})
+		er, err := embedrecall.New(embedrecall.Config{URL: failing.URL + "/v1", Model: "e", Client: failing.Client()})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package embed_test
+package embedrecall_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skillbus/skillbus/pkg/embed"
+	"github.com/skillbus/skillbus/pkg/embedrecall"
 	"github.com/skillbus/skillbus/pkg/selector"
 	"github.com/skillbus/skillbus/pkg/skill"
 )
@@ -104,7 +104,7 @@ var catalog = []*skill.Skill{
 func TestRecallFindsSynonymsAndCachesByDigest(t *testing.T) {
 	t.Parallel()
 	srv := newServer(t)
-	r, err := embed.New(embed.Config{URL: srv.URL + "/v1", Model: "m", Client: srv.Client(), K: 2})
+	r, err := embedrecall.New(embedrecall.Config{URL: srv.URL + "/v1", Model: "m", Client: srv.Client(), K: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,14 +134,14 @@ func TestRecallFindsSynonymsAndCachesByDigest(t *testing.T) {
 func TestFailingSlowAndMalformedAnswers(t *testing.T) {
 	t.Parallel()
 	srv := newServer(t)
-	r, _ := embed.New(embed.Config{URL: srv.URL + "/v1/embeddings", Model: "m", Client: srv.Client()})
+	r, _ := embedrecall.New(embedrecall.Config{URL: srv.URL + "/v1/embeddings", Model: "m", Client: srv.Client()})
 	ctx := context.Background()
 	srv.set("fail")
 	if _, err := r.Recall(ctx, "x", nil); err == nil || !strings.Contains(err.Error(), "503") {
 		t.Fatalf("failing: %v", err)
 	}
 	srv.set("malformed")
-	if _, err := r.Recall(ctx, "x", nil); !errors.Is(err, embed.ErrMalformed) {
+	if _, err := r.Recall(ctx, "x", nil); !errors.Is(err, embedrecall.ErrMalformed) {
 		t.Fatalf("malformed: %v", err)
 	}
 	srv.set("slow")
@@ -154,13 +154,13 @@ func TestFailingSlowAndMalformedAnswers(t *testing.T) {
 
 func TestParse(t *testing.T) {
 	t.Parallel()
-	vs, err := embed.Parse([]byte(`{"data":[{"index":1,"embedding":[1,2]},{"index":0,"embedding":[3,4]}]}`), 2)
+	vs, err := embedrecall.Parse([]byte(`{"data":[{"index":1,"embedding":[1,2]},{"index":0,"embedding":[3,4]}]}`), 2)
 	if err != nil || vs[0][0] != 3 || vs[1][0] != 1 {
 		t.Fatalf("%v %v", vs, err)
 	}
 	for _, bad := range []string{`{}`, `{"data":[]}`, `{"data":[{"index":0,"embedding":[1]},{"index":0,"embedding":[1]}]}`,
 		`{"data":[{"index":0,"embedding":[1]},{"index":1,"embedding":[1,2]}]}`, `nope`} {
-		if _, err := embed.Parse([]byte(bad), 2); !errors.Is(err, embed.ErrMalformed) {
+		if _, err := embedrecall.Parse([]byte(bad), 2); !errors.Is(err, embedrecall.ErrMalformed) {
 			t.Errorf("%s: %v", bad, err)
 		}
 	}
@@ -172,7 +172,7 @@ func FuzzParse(f *testing.F) {
 		if n < 0 || n > 16 {
 			return
 		}
-		vs, err := embed.Parse(body, n)
+		vs, err := embedrecall.Parse(body, n)
 		if err != nil {
 			return
 		}

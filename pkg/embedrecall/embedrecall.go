@@ -1,10 +1,10 @@
-// Package embed is the optional semantic recall source: it embeds each skill (name,
+// Package embedrecall is the optional semantic recall source: it embeds each skill (name,
 // description, tags, examples) and each request with an OpenAI-compatible
 // /v1/embeddings endpoint and recalls the skills nearest by cosine similarity. Skill
 // vectors are cached by skill digest, so a catalog reload embeds only what changed;
 // skills not embedded yet are embedded in the background and simply not recalled
 // until they are.
-package embed
+package embedrecall
 
 import (
 	"bytes"
