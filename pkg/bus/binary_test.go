@@ -327,3 +327,36 @@ func TestDecodeUncheckedReadsWhatItWrote(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkDecodeStructured reads a job as the router writes it: checked (as
+// DecodeFast does) and unchecked (as a worker does).
+func BenchmarkDecodeStructured(b *testing.B) {
+	m, err := bus.Event{ID: "01JD2X7RZQ3M4N5P6Q7R8S9T0V.summarize.job", Source: "/skillbus/router", Type: events.TypeJob,
+		Meta: bus.Meta{CausationID: "01JD2X7RZQ3M4N5P6Q7R8S9T0V.route.decided", TraceParent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}.
+		JobMsgOf("skillbus.exec.default.summarize.a1.plan", &events.Job{ExecutionID: "01JD2X7RZQ3M4N5P6Q7R8S9T0V.summarize",
+			ActivationID: "01JD2X7RZQ3M4N5P6Q7R8S9T0V", Skill: events.SkillRef{Name: "summarize", Version: "1.2.0", Pool: "default"},
+			Inputs:  json.RawMessage(`{"text":"The quick brown fox jumps over the lazy dog.","max_words":20,"tags":["a","b"],"nested":{"x":[1.5,true,null]}}`),
+			Trigger: events.TriggerRef{ID: "b7c1e2f0-3a4d-4e5f-8a9b-0c1d2e3f4a5b", Source: "/bench", Type: "com.example.doc.created", Subject: "skillbus.trigger.com.example.doc.created", Seq: 123456}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if !bus.ReadsStructuredItself(m) {
+		b.Fatal("the job is not read without Decode")
+	}
+	b.Run("checked", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := bus.DecodeFast(m); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("unchecked", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, ok := bus.DecodeUnchecked(m); !ok {
+				b.Fatal("not read")
+			}
+		}
+	})
+}
