@@ -247,12 +247,17 @@ func TestDecodeFastAgreesOnStructured(t *testing.T) {
 		"bad number":         head + `,"data":[01]}`,
 		"invalid utf-8":      head + ",\"data\":[\"\xff\"]}",
 		"deep":               head + `,"data":` + strings.Repeat("[", 2000) + strings.Repeat("]", 2000) + `}`,
+		"deepest":            head + `,"data":` + strings.Repeat("[", 9999) + strings.Repeat("]", 9999) + `}`,
+		"too deep":           head + `,"data":` + strings.Repeat("[", 10000) + strings.Repeat("]", 10000) + `}`,
+		"lone surrogate":     head + `,"data":["\ud800"]}`,
+		"duplicate in data":  head + `,"data":{"a":1,"a":2}}`,
 		"escapes in data":    head + `,"data":{"\u0000":"\/\b\f\n\r\t"}}`,
 		"bad escape in data": head + `,"data":{"a":"\x"}}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			decodeFastAgrees(t, structuredMsg(body))
-			fast := map[string]bool{"plain": true, "extensions": true, "data first": true, "json content type": true, "time": true, "subject": true, "escapes in data": true}[name]
+			fast := map[string]bool{"plain": true, "extensions": true, "data first": true, "json content type": true, "time": true, "subject": true, "escapes in data": true,
+				"lone surrogate": true, "duplicate in data": true}[name]
 			if got := bus.ReadsStructuredItself(structuredMsg(body)); got != fast {
 				t.Errorf("read without Decode: %v, want %v", got, fast)
 			}

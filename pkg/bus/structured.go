@@ -53,10 +53,10 @@ func appendExts(b []byte, exts ...[2]string) []byte {
 
 // decodeStructuredFast reads a structured-mode event without the SDK when Decode
 // would accept it and give the same attributes and data: Content-Type exactly
-// application/cloudevents+json and no ce- headers; a compact JSON object (no
-// whitespace between tokens) whose attributes are strings of printable ASCII with
-// no escapes; specversion 1.0; non-blank id, source and type; a source that reads
-// back unchanged; a valid time if any; no data content type other than
+// application/cloudevents+json and no ce- headers; a JSON object with no
+// whitespace between its members whose attributes are strings of printable ASCII
+// with no escapes; specversion 1.0; non-blank id, source and type; a source that
+// reads back unchanged; a valid time if any; no data content type other than
 // application/json; no dataschema or data_base64; each key once; data a JSON
 // object or array, taken as its exact bytes. ok is false otherwise, and Decode
 // decides.
@@ -65,133 +65,159 @@ func appendExts(b []byte, exts ...[2]string) []byte {
 // start and the document's closing brace, its grammar unchecked (see
 // DecodeUnchecked).
 func decodeStructuredFast(m *nats.Msg, unchecked bool) (_ *Binary, ok bool) {
+	d := m.Data
+	if !structuredHeaders(m.Header) || len(d) < 2 || d[0] != '{' || d[len(d)-1] != '}' {
+		return nil, false
+	}
+	var s structuredScan
+	if !s.scan(d, unchecked) {
+		return nil, false
+	}
+	return s.event(d)
+}
+
+// structuredHeaders: Content-Type is exactly application/cloudevents+json, in
+// that spelling, and no ce- header is set.
+func structuredHeaders(h nats.Header) bool {
 	ct := false
-	for k, v := range m.Header {
+	for k, v := range h {
 		if len(v) == 0 {
 			continue
 		}
 		switch {
 		case k == HeaderContentType:
 			if v[0] != structuredJSON {
-				return nil, false
+				return false
 			}
 			ct = true
 		case strings.EqualFold(k, HeaderContentType), len(k) >= 3 && strings.EqualFold(k[:3], ceHeaderPrefix):
-			return nil, false
+			return false
 		}
 	}
-	d := m.Data
-	if !ct || len(d) < 2 || d[0] != '{' || d[len(d)-1] != '}' {
-		return nil, false
-	}
-	// First the members' places, then one string for every attribute: the part of
-	// the document they are in.
-	type span struct{ k0, k1, v0, v1 int }
-	var attrs [16]span
-	n, dataAt, dataEnd, last := 0, -1, -1, 0
-	i := 1
-	for {
+	return ct
+}
+
+// structuredScan holds where the members of a structured-mode event are: first
+// their places, then one string for every attribute (the part of the document
+// they are in).
+type structuredScan struct {
+	attrs           [16]struct{ k0, k1, v0, v1 int }
+	n               int
+	dataAt, dataEnd int
+	last            int // the end of the last attribute
+}
+
+// scan finds the members of d, a document that starts with { and ends with }.
+func (s *structuredScan) scan(d []byte, unchecked bool) bool {
+	s.dataAt = -1
+	for i := 1; ; i++ {
 		k0, k1, ok := plainString(d, i)
 		if !ok || k1+1 >= len(d) || d[k1+1] != ':' {
-			return nil, false
+			return false
 		}
-		i = k1 + 2
-		if string(d[k0:k1]) == "data" {
-			if dataAt >= 0 || i >= len(d) || d[i] != '{' && d[i] != '[' {
-				return nil, false
-			}
-			if unchecked {
-				end := len(d) - 1
-				for end > i && jsonSpace(d[end-1]) {
-					end--
-				}
-				dataAt, dataEnd, i = i, end, len(d)-1
-			} else {
-				end, ok := skipValue(d, i, 0)
-				if !ok {
-					return nil, false
-				}
-				dataAt, dataEnd, i = i, end, end
-			}
-		} else {
-			v0, v1, ok := plainString(d, i)
-			if !ok || n == len(attrs) {
-				return nil, false
-			}
-			attrs[n] = span{k0, k1, v0, v1}
-			n++
-			i = v1 + 1
-			last = i
+		if i, ok = s.member(d, k0, k1, k1+2, unchecked); !ok || i >= len(d) {
+			return false
 		}
-		if i >= len(d) {
-			return nil, false
+		switch {
+		case d[i] == '}':
+			return i == len(d)-1 && s.dataAt >= 0
+		case d[i] != ',':
+			return false
 		}
-		if d[i] == '}' {
-			if i != len(d)-1 {
-				return nil, false
-			}
-			break
-		}
-		if d[i] != ',' {
-			return nil, false
-		}
-		i++
 	}
-	if dataAt < 0 {
-		return nil, false
+}
+
+// member reads the value of the member named d[k0:k1], which starts at d[i], and
+// returns the index after it.
+func (s *structuredScan) member(d []byte, k0, k1, i int, unchecked bool) (int, bool) {
+	if string(d[k0:k1]) != "data" {
+		v0, v1, ok := plainString(d, i)
+		if !ok || s.n == len(s.attrs) {
+			return 0, false
+		}
+		s.attrs[s.n] = struct{ k0, k1, v0, v1 int }{k0, k1, v0, v1}
+		s.n++
+		s.last = v1 + 1
+		return s.last, true
 	}
-	for a := range n { // each key once
-		for b := a + 1; b < n; b++ {
+	if s.dataAt >= 0 || i >= len(d) || d[i] != '{' && d[i] != '[' {
+		return 0, false
+	}
+	s.dataAt = i
+	if unchecked {
+		end := len(d) - 1
+		for end > i && jsonSpace(d[end-1]) {
+			end--
+		}
+		s.dataEnd = end
+		return len(d) - 1, true
+	}
+	end, ok := skipValue(d, i, 0)
+	s.dataEnd = end
+	return end, ok
+}
+
+// event makes the event of the members scan found, if Decode would read the same.
+func (s *structuredScan) event(d []byte) (*Binary, bool) {
+	attrs := s.attrs[:s.n]
+	for a := range attrs { // each key once
+		for b := a + 1; b < len(attrs); b++ {
 			if string(d[attrs[a].k0:attrs[a].k1]) == string(d[attrs[b].k0:attrs[b].k1]) {
 				return nil, false
 			}
 		}
 	}
-	text := string(d[:last])
-	b := &Binary{Data: d[dataAt:dataEnd:dataEnd], structured: true}
+	text := string(d[:s.last])
+	b := &Binary{Data: d[s.dataAt:s.dataEnd:s.dataEnd], structured: true}
 	spec := false
-	for _, a := range attrs[:n] {
-		v := text[a.v0:a.v1]
-		switch key := text[a.k0:a.k1]; key {
-		case "specversion":
-			if v != "1.0" {
+	for _, a := range attrs {
+		key, v := text[a.k0:a.k1], text[a.v0:a.v1]
+		if key == "specversion" {
+			spec = v == "1.0"
+			if !spec {
 				return nil, false
 			}
-			spec = true
-		case "id":
-			b.ID = v
-		case "source":
-			b.Source = v
-		case "type":
-			b.Type = v
-		case "subject":
-			if strings.TrimSpace(v) == "" {
-				return nil, false
-			}
-			b.Subject = v
-		case "time":
-			if _, err := time.Parse(time.RFC3339Nano, v); err != nil {
-				return nil, false
-			}
-		case "datacontenttype":
-			if v != "application/json" {
-				return nil, false
-			}
-			b.ContentType = v
-		default:
-			if !validExtName(key) {
-				return nil, false // dataschema, data_base64, a name the SDK refuses, ...
-			}
-			if b.kv == nil {
-				b.kv = make([][2]string, 0, n)
-			}
-			b.kv = append(b.kv, [2]string{key, v})
+			continue
+		}
+		if !b.setAttr(key, v, s.n) {
+			return nil, false
 		}
 	}
 	if !spec || strings.TrimSpace(b.ID) == "" || strings.TrimSpace(b.Type) == "" || !plainSource(b.Source) {
 		return nil, false
 	}
 	return b, true
+}
+
+// setAttr sets attribute key, other than specversion, to v, unless Decode would
+// read it otherwise; n is how many attributes the event has.
+func (b *Binary) setAttr(key, v string, n int) bool {
+	switch key {
+	case "id":
+		b.ID = v
+	case "source":
+		b.Source = v
+	case "type":
+		b.Type = v
+	case "subject":
+		b.Subject = v
+		return strings.TrimSpace(v) != ""
+	case "time":
+		_, err := time.Parse(time.RFC3339Nano, v)
+		return err == nil
+	case "datacontenttype":
+		b.ContentType = v
+		return v == "application/json"
+	default:
+		if !validExtName(key) {
+			return false // dataschema, data_base64, a name the SDK refuses, ...
+		}
+		if b.kv == nil {
+			b.kv = make([][2]string, 0, n)
+		}
+		b.kv = append(b.kv, [2]string{key, v})
+	}
+	return true
 }
 
 // plainString finds the JSON string at d[i] (a quote) when it holds only printable
