@@ -9,7 +9,7 @@
 // a skill's phrases — its triggers that are not patterns, and its examples.positive —
 // found in the text on word boundaries), the BM25 keyword index (name, description, tags, triggers,
 // capabilities and examples, stemmed, without stop words, tolerant of one-letter
-// typos), and optional outside sources passed in (embeddings, a chat model).
+// typos, with adjacent word pairs and a table of everyday synonyms), and optional outside sources passed in (embeddings, a chat model).
 //
 // Scoring weighs intent (the best normalised similarity of any source), trigger
 // (1.0 named, 0.9 rule, 0.6 recalled otherwise), success rate (terminal results of

@@ -26,11 +26,16 @@ type Weights struct {
 	Name, Description, Tags, Triggers, Capabilities, Examples float32
 	// K1 and B are BM25's parameters; 0 means DefaultK1 and DefaultB.
 	K1, B float64
+	// Bigram is how much a pair of adjacent terms (stop words skipped) counts,
+	// relative to its field's weight: "object detection" in a request weighs more
+	// in a skill that says "object detection" than in one that says "object" and
+	// "detection" apart. 0 means pairs are not indexed (DefaultWeights has 0.5).
+	Bigram float32
 }
 
 // DefaultWeights favour a skill's name and tags over its prose, and its prose over
 // its examples, whose incidental words (tell, team, green) are weak evidence.
-var DefaultWeights = Weights{Name: 3, Description: 1, Tags: 2, Triggers: 1, Capabilities: 1, Examples: 0.5}
+var DefaultWeights = Weights{Name: 3, Description: 1, Tags: 2, Triggers: 1, Capabilities: 1, Examples: 0.5, Bigram: 0.5}
 
 // Index is a BM25 keyword index of skills, updated one skill at a time. Terms are
 // stemmed (Terms); a query word the index does not hold is matched to an indexed
@@ -73,6 +78,9 @@ func NewIndex(w Weights) *Index {
 	if w.Name == 0 && w.Description == 0 && w.Tags == 0 && w.Triggers == 0 && w.Capabilities == 0 && w.Examples == 0 {
 		w.Name, w.Description, w.Tags, w.Triggers, w.Capabilities, w.Examples = DefaultWeights.Name, DefaultWeights.Description,
 			DefaultWeights.Tags, DefaultWeights.Triggers, DefaultWeights.Capabilities, DefaultWeights.Examples
+		if w.Bigram == 0 {
+			w.Bigram = DefaultWeights.Bigram
+		}
 	}
 	if w.K1 == 0 {
 		w.K1 = DefaultK1
@@ -98,7 +106,10 @@ func (x *Index) analyse(f Fields) (map[string]float32, float32, map[string]strin
 		if w == 0 || text == "" {
 			return
 		}
-		for _, wd := range WordParts(text) {
+		ws := Words(text)
+		inOrder := len(ws) // the words before the parts of joined ones
+		prev := ""
+		for i, wd := range appendParts(ws, text) {
 			t, ok := Term(wd)
 			if !ok {
 				continue
@@ -106,6 +117,12 @@ func (x *Index) analyse(f Fields) (map[string]float32, float32, map[string]strin
 			tf[t] += w
 			total += w
 			surface[wd] = t
+			if i < inOrder && x.w.Bigram > 0 {
+				if prev != "" {
+					tf[prev+" "+t] += w * x.w.Bigram
+				}
+				prev = t
+			}
 		}
 	}
 	add(f.Name+" "+compoundParts(f), x.w.Name)
@@ -121,10 +138,23 @@ func (x *Index) analyse(f Fields) (map[string]float32, float32, map[string]strin
 var nameSuffixes = map[string]bool{"tool": true, "tools": true, "api": true, "bot": true, "app": true, "helper": true,
 	"assistant": true, "plugin": true, "finder": true, "search": true, "gpt": true, "ai": true, "hub": true, "kit": true}
 
-// compoundParts splits the words of a skill's name that glue two words together
-// (stockprices, weathertool) where both halves are words of the skill's own other
-// text, or the second is a common tool suffix: a name lower-cased from WeatherTool
-// is then found by "weather". It returns the halves, space-separated.
+// nameVerbs are verbs tool names often start with, glued to their object
+// (getweather, findmovies, calcproduct) once a name is lower-cased.
+var nameVerbs = map[string]bool{"get": true, "set": true, "find": true, "search": true, "list": true, "create": true,
+	"delete": true, "update": true, "add": true, "remove": true, "buy": true, "book": true, "make": true, "play": true,
+	"lookup": true, "look": true, "schedule": true, "reserve": true, "check": true, "send": true, "fetch": true,
+	"calc": true, "calculate": true, "compute": true, "convert": true, "generate": true, "show": true, "open": true,
+	"close": true, "start": true, "stop": true, "run": true, "read": true, "write": true, "post": true, "put": true,
+	"query": true, "retrieve": true, "share": true, "request": true, "cancel": true, "edit": true, "view": true,
+	"download": true, "upload": true, "translate": true, "predict": true, "detect": true, "analyze": true,
+	"analyse": true, "summarize": true, "track": true, "order": true, "pay": true, "transfer": true, "move": true,
+	"copy": true, "count": true, "sort": true, "filter": true, "parse": true, "validate": true, "verify": true}
+
+// compoundParts splits the words of a skill's name that glue words together
+// (stockprices, weathertool, findmovies) into words of the skill's own other text,
+// common tool suffixes and verbs names start with: a name lower-cased from
+// WeatherTool or FindMovies is then found by "weather" or "movies". It returns the
+// parts, space-separated.
 func compoundParts(f Fields) string {
 	own := map[string]bool{}
 	for _, t := range []string{f.Description, f.Tags, f.Triggers, f.Capabilities, f.Examples} {
@@ -132,9 +162,14 @@ func compoundParts(f Fields) string {
 			own[w] = true
 		}
 	}
+	known := func(p string) bool { return len(p) >= 3 && (own[p] || nameSuffixes[p] || nameVerbs[p]) }
 	var out []string
 	for _, w := range Words(f.Name) {
 		if len(w) < 6 || own[w] || !isASCIILetters(w) {
+			continue
+		}
+		if parts := segment(w, known); len(parts) > 1 {
+			out = append(out, parts...)
 			continue
 		}
 		for i := 3; i <= len(w)-2; i++ {
@@ -146,6 +181,38 @@ func compoundParts(f Fields) string {
 		}
 	}
 	return strings.Join(out, " ")
+}
+
+// segment splits w wholly into known words, in as few as it can (at most four);
+// nil when it cannot.
+func segment(w string, known func(string) bool) []string {
+	const most = 4
+	// best[i] is the fewest parts w[:i] splits into, 0 when it does not.
+	var best [64]int8
+	var from [64]int8
+	if len(w) >= len(best) {
+		return nil
+	}
+	best[0] = 0
+	for i := 1; i <= len(w); i++ {
+		best[i] = -1
+		for j := 0; j < i; j++ {
+			if best[j] < 0 || int(best[j]) >= most || !known(w[j:i]) {
+				continue
+			}
+			if best[i] < 0 || best[j]+1 < best[i] {
+				best[i], from[i] = best[j]+1, int8(j)
+			}
+		}
+	}
+	if best[len(w)] <= 0 {
+		return nil
+	}
+	parts := make([]string, best[len(w)])
+	for i, k := len(w), len(parts)-1; i > 0; i, k = int(from[i]), k-1 {
+		parts[k] = w[from[i]:i]
+	}
+	return parts
 }
 
 // Put adds or replaces the document of name.
@@ -311,18 +378,26 @@ type Query struct {
 	UnknownWeight float64
 	// TypoDiscount multiplies a term matched one edit away; 0 means 0.8.
 	TypoDiscount float64
+	// SynonymWeight multiplies a term a query word's synonym matched (a film found
+	// as a movie); 0 means 0.3, negative means synonyms are not looked up.
+	SynonymWeight float64
 }
 
 type scratch struct {
 	acc     []acc2
 	touched []int32
+	pair    []byte
 }
 
-type acc2 struct{ score, cover float64 }
+type acc2 struct {
+	score, cover float64
+	seen         bool
+	matched      uint64 // bit i: the document has the i-th query term
+}
 
 type queryTerm struct {
 	label, term string
-	disc        float64
+	disc, idf   float64
 }
 
 // Search returns the documents matching text, best BM25 first.
@@ -336,7 +411,12 @@ func (x *Index) Search(text string, q Query) []Hit {
 	if q.TypoDiscount == 0 {
 		q.TypoDiscount = 0.8
 	}
-	words := WordParts(text)
+	if q.SynonymWeight == 0 {
+		q.SynonymWeight = 0.3
+	}
+	words := Words(text)
+	inOrder := len(words) // the words before the parts of joined ones
+	words = appendParts(words, text)
 	if len(words) == 0 {
 		return nil
 	}
@@ -365,9 +445,39 @@ func (x *Index) Search(text string, q Query) []Hit {
 		}
 		return false
 	}
+	k1, b := x.w.K1, x.w.B
+	k := k1 * (1 - b)
+	kl := k1 * b / avg
+	// add adds a term's BM25 to the documents holding it; cover says whether it
+	// is the request's own word (qi its place among them), which counts in the
+	// document's coverage and in its Matched.
+	add := func(ps []posting, w float64, cover bool, qi int) {
+		acc := s.acc
+		bit := uint64(0)
+		if qi < 64 {
+			bit = 1 << qi
+		}
+		for _, p := range ps {
+			tf := float64(p.tf)
+			part := tf * (k1 + 1) / (tf + k + kl*float64(p.len))
+			a := &acc[p.doc]
+			if !a.seen {
+				a.seen = true
+				s.touched = append(s.touched, p.doc)
+			}
+			a.score += w * part
+			if cover {
+				a.cover += w * min(1, part)
+				a.matched |= bit
+			}
+		}
+	}
 	for _, w := range words {
 		t, ok := cachedTerm(w)
-		if !ok || seen(t) {
+		if !ok {
+			continue
+		}
+		if seen(t) {
 			continue
 		}
 		qt := queryTerm{label: t, term: t, disc: 1}
@@ -378,29 +488,62 @@ func (x *Index) Search(text string, q Query) []Hit {
 				ps = x.postings[u]
 			}
 		}
+		if len(ps) == 0 && q.SynonymWeight > 0 {
+			// A word no skill uses counts as its synonym, if a skill uses that.
+			for _, u := range synonyms[t] {
+				if ps = x.postings[u]; len(ps) > 0 && !seen(u) {
+					qt = queryTerm{label: w + "=" + u, term: u, disc: q.SynonymWeight}
+					break
+				}
+			}
+		}
 		if len(ps) == 0 {
 			mass += q.UnknownWeight * maxIDF
 			qts = append(qts, queryTerm{term: t})
 			continue
 		}
+		qt.idf = math.Log(1 + (N-float64(len(ps))+0.5)/(float64(len(ps))+0.5))
 		qts = append(qts, qt)
+		mass += qt.idf
+	}
+	idf := func(ps []posting) float64 {
 		df := float64(len(ps))
-		idf := math.Log(1 + (N-df+0.5)/(df+0.5))
-		mass += idf
-		k1, b := x.w.K1, x.w.B
-		k := k1 * (1 - b)
-		kl := k1 * b / avg
-		w := qt.disc * idf
-		acc := s.acc
-		for _, p := range ps {
-			tf := float64(p.tf)
-			part := tf * (k1 + 1) / (tf + k + kl*float64(p.len))
-			a := &acc[p.doc]
-			if a.cover == 0 {
-				s.touched = append(s.touched, p.doc)
+		return math.Log(1 + (N-df+0.5)/(df+0.5))
+	}
+	for i, qt := range qts {
+		if qt.label != "" {
+			add(x.postings[qt.term], qt.disc*qt.idf, true, i)
+		}
+	}
+	// The synonyms of words skills use, and adjacent pairs of the request's words
+	// that skills use as pairs, add to a skill's score but not to its coverage: they
+	// order hits, they do not make a request more surely for the catalog.
+	if q.SynonymWeight > 0 {
+		for _, qt := range qts {
+			if qt.label == "" || qt.disc != 1 {
+				continue
 			}
-			a.score += w * part
-			a.cover += w * min(1, part)
+			for _, u := range synonyms[qt.term] {
+				if ps := x.postings[u]; len(ps) > 0 && !seen(u) {
+					add(ps, q.SynonymWeight*idf(ps), false, 0)
+				}
+			}
+		}
+	}
+	if x.w.Bigram > 0 {
+		prev := ""
+		for _, w := range words[:inOrder] {
+			t, ok := cachedTerm(w)
+			if !ok {
+				continue
+			}
+			if prev != "" {
+				s.pair = append(append(append(s.pair[:0], prev...), ' '), t...)
+				if ps := x.postings[string(s.pair)]; len(ps) > 0 {
+					add(ps, idf(ps), false, 0)
+				}
+			}
+			prev = t
 		}
 	}
 	type top struct {
@@ -428,8 +571,14 @@ func (x *Index) Search(text string, q Query) []Hit {
 	for i, b := range best {
 		d := &x.docs[b.id]
 		h := Hit{Name: d.name, BM25: b.score, Coverage: s.acc[b.id].cover / mass, Strength: s.acc[b.id].cover / maxIDF}
-		for _, qt := range qts {
-			if qt.label != "" {
+		m := s.acc[b.id].matched
+		for i, qt := range qts {
+			if qt.label == "" {
+				continue
+			}
+			if i < 64 && m&(1<<i) != 0 {
+				h.Matched = append(h.Matched, qt.label)
+			} else if i >= 64 {
 				if _, ok := d.terms[qt.term]; ok {
 					h.Matched = append(h.Matched, qt.label)
 				}

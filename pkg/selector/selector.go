@@ -77,8 +77,9 @@ type Config struct {
 	Index Weights
 	// Recall bounds the keyword index's hits per request; 0 means 10.
 	Recall int
-	// UnknownWeight and TypoDiscount tune the keyword index (see Query).
-	UnknownWeight, TypoDiscount float64
+	// UnknownWeight, TypoDiscount and SynonymWeight tune the keyword index (see
+	// Query).
+	UnknownWeight, TypoDiscount, SynonymWeight float64
 	// Relative is how much a keyword hit's BM25 relative to the best hit's lowers its
 	// intent below the best hit's: intent = sure × (1 − Relative + Relative × BM25 /
 	// best BM25), so hits keep the index's order. 0 means 0.5; negative means none.
@@ -89,7 +90,7 @@ type Config struct {
 	// means 0.05 and 0.6.
 	IntentFloor, IntentFull float64
 	// Strength is how many perfectly rare matched terms make full lexical evidence
-	// on their own, however many unknown words the request holds; 0 means 1.5,
+	// on their own, however many unknown words the request holds; 0 means 1.75,
 	// negative means coverage alone counts.
 	Strength float64
 }
@@ -111,7 +112,7 @@ func (c Config) withDefaults() Config {
 		c.Recall = 10
 	}
 	if c.Strength == 0 {
-		c.Strength = 1.5
+		c.Strength = 1.75
 	}
 	if c.IntentFloor == 0 {
 		c.IntentFloor = 0.05

@@ -419,3 +419,66 @@ func TestPhrasesMatchWordForms(t *testing.T) {
 		t.Fatalf("vulnerabilities: code_review %+v", c)
 	}
 }
+
+// A lower-cased name that glues a verb to words of the skill's text is found by
+// its parts; one that does not split wholly into such words is not split.
+func TestGluedVerbNamesAreFound(t *testing.T) {
+	t.Parallel()
+	// Each pair shares a description; only the name, split, tells them apart (and
+	// unsplit, the tie goes to the first name).
+	films, times := "Search for movies by genre at theaters near a city.", "Returns the current local time in ISO 8601 format."
+	x := newSel(t, selector.Config{},
+		sk("movies-1-findmovies", films), sk("cinema-listings", films),
+		sk("getcurrenttime", times), sk("clock-reader", times),
+		sk("qwertyzone", "Changes nothing."))
+	for q, want := range map[string]string{"find movies in New York": "movies-1-findmovies", "get me the current time": "getcurrenttime"} {
+		d := decide(t, x, selector.Request{Text: q}, selector.Env{})
+		if len(d.Candidates) == 0 || d.Candidates[0].Name != want {
+			t.Errorf("%q: candidates %+v, want %s first", q, d.Candidates, want)
+		}
+	}
+	if d := decide(t, x, selector.Request{Text: "qwerty"}, selector.Env{}); len(d.Candidates) != 0 {
+		t.Errorf("qwerty: candidates %+v", d.Candidates)
+	}
+}
+
+// A request's word finds a skill that uses a synonym of it, ranked below one that
+// uses the word itself.
+func TestSynonymsAreFound(t *testing.T) {
+	t.Parallel()
+	movie := sk("movie-finder", "Find a movie by actor or genre.")
+	cinema := sk("film-guide", "Reviews of a film, by critics.")
+	taxi := sk("ride-booker", "Book a taxi to an address.")
+	x := newSel(t, selector.Config{}, movie, taxi)
+	for q, want := range map[string]string{"find me a film with Tom Hanks": "movie-finder", "I need a cab to the airport": "ride-booker"} {
+		d := decide(t, x, selector.Request{Text: q}, selector.Env{})
+		if len(d.Candidates) == 0 || d.Candidates[0].Name != want {
+			t.Errorf("%q: candidates %+v, want %s first", q, d.Candidates, want)
+		}
+	}
+	d := decide(t, newSel(t, selector.Config{}, movie, cinema), selector.Request{Text: "reviews of a film"}, selector.Env{})
+	if len(d.Candidates) != 2 || d.Candidates[0].Name != "film-guide" {
+		t.Errorf("reviews of a film: candidates %+v, want film-guide first", d.Candidates)
+	}
+	// Without synonyms the cab is no word of the catalog.
+	if d := decide(t, newSel(t, selector.Config{SynonymWeight: -1}, movie, taxi), selector.Request{Text: "a cab"}, selector.Env{}); len(d.Candidates) != 0 {
+		t.Errorf("synonyms off: candidates %+v", d.Candidates)
+	}
+}
+
+// A skill that has a request's adjacent words as a pair ranks above one that has
+// the same words apart.
+func TestAdjacentPairsRankHigher(t *testing.T) {
+	t.Parallel()
+	apart := sk("a-tracker", "Detection of motion; an object counter for video.")
+	pair := sk("b-detector", "Object detection in video; a motion counter.")
+	for _, c := range []struct {
+		cfg  selector.Config
+		want string
+	}{{selector.Config{}, "b-detector"}, {selector.Config{Index: selector.Weights{Name: 3, Description: 1}}, "a-tracker"}} {
+		d := decide(t, newSel(t, c.cfg, apart, pair), selector.Request{Text: "object detection in my video"}, selector.Env{})
+		if len(d.Candidates) != 2 || d.Candidates[0].Name != c.want {
+			t.Errorf("bigram %v: candidates %+v, want %s first", c.cfg.Index.Bigram, d.Candidates, c.want)
+		}
+	}
+}

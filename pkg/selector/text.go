@@ -258,8 +258,10 @@ outer:
 // PascalCase (getWeather, PDFSummarizer) and letters next to digits (resnet50), so
 // a tool named WeatherTool is found by "weather". A word and its parts are both
 // kept: a request may use either.
-func WordParts(text string) []string {
-	ws := Words(text)
+func WordParts(text string) []string { return appendParts(Words(text), text) }
+
+// appendParts appends to ws, the Words of text, the parts of its joined words.
+func appendParts(ws []string, text string) []string {
 	split := splitJoined(text)
 	if split == text {
 		return ws
