@@ -69,9 +69,10 @@ func (b *Binary) DataMediaType() string {
 }
 
 // DecodeFast reads m as Decode does and returns the event as a Binary. A plain
-// binary-mode 1.0 event with JSON data — every event skillbus writes, and what
-// most publishers send — is read straight from its headers, and a compact
-// structured-mode one — every job skillbus writes — straight from its JSON;
+// binary-mode 1.0 event with JSON data — what most publishers of triggers send,
+// skillbus's client and gateway included — is read straight from its headers, and
+// a compact structured-mode one — every event and job skillbus writes — straight
+// from its JSON;
 // anything else goes through Decode, whose errors say what is wrong with it.
 func DecodeFast(m *nats.Msg) (*Binary, error) {
 	if b, ok := decodeBinaryFast(m); ok {

@@ -26,11 +26,11 @@ type Meta struct {
 	TraceState    string
 }
 
-// Event is one of skillbus's own events, to be written in binary content mode with
-// JSON data. ID doubles as the message's Nats-Msg-Id, so it must be deterministic for
-// the publish to be idempotent.
+// Event is one of skillbus's own events, to be written in structured content mode
+// (one compact JSON document) with JSON data. ID doubles as the message's
+// Nats-Msg-Id, so it must be deterministic for the publish to be idempotent.
 //
-// skillbus writes its own events straight to headers instead of going through the
+// skillbus writes its own events straight to JSON instead of going through the
 // CloudEvents SDK's Event: they are valid by construction, and on the hot path the
 // SDK's per-attribute validation and boxing cost more than the publish itself.
 // Decode reads them back with the SDK like any other event.
