@@ -15,6 +15,7 @@ import (
 	"github.com/skillbus/skillbus/pkg/repair"
 	"github.com/skillbus/skillbus/pkg/repair/service"
 	"github.com/skillbus/skillbus/pkg/router"
+	"github.com/skillbus/skillbus/pkg/schedule"
 	"github.com/skillbus/skillbus/pkg/skill"
 	"github.com/skillbus/skillbus/pkg/tool"
 	"github.com/skillbus/skillbus/pkg/tool/bustool"
@@ -94,7 +95,18 @@ func startRouter(ctx context.Context, b *bus.Bus, log *slog.Logger, f routerFlag
 		cat.Stop()
 		return nil, err
 	}
-	return func(ctx context.Context) { r.Stop(ctx); cat.Stop() }, nil
+	// Every router is a candidate to fire the schedules and delayed triggers;
+	// one leads (package schedule).
+	sch, err := schedule.New(schedule.Config{Bus: b, Catalog: cat, Log: log})
+	if err == nil {
+		err = sch.Start(ctx)
+	}
+	if err != nil {
+		r.Stop(ctx)
+		cat.Stop()
+		return nil, err
+	}
+	return func(ctx context.Context) { sch.Stop(ctx); r.Stop(ctx); cat.Stop() }, nil
 }
 
 // startWorker starts a worker on b with its own catalog watch and the built-in tools.

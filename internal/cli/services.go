@@ -327,10 +327,10 @@ type needs struct {
 	objectStores []string
 }
 
-// routerNeeds: the catalog, paused runs, the workers' heartbeats and the outcome
-// counts.
+// routerNeeds: the catalog, paused runs, the workers' heartbeats, the outcome
+// counts, and the schedules.
 func routerNeeds(b *bus.Bus) needs {
-	return needs{buckets: []string{b.BucketSkills(), b.BucketRuns(), b.BucketWorkers(), b.BucketStats()}}
+	return needs{buckets: []string{b.BucketSkills(), b.BucketRuns(), b.BucketWorkers(), b.BucketStats(), b.BucketSchedules()}}
 }
 
 // workerNeeds: the catalog, runs, outcome counts, heartbeats, the step cache,

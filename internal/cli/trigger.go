@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,7 +14,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/client"
+	"github.com/skillbus/skillbus/pkg/schedule"
 	"github.com/skillbus/skillbus/pkg/telemetry"
 )
 
@@ -30,6 +33,8 @@ func triggerCommand(c *common, getenv Env, stdout io.Writer) *cobra.Command {
 		skillName, data, source, id string
 		wait, asJSON                bool
 		timeout                     time.Duration
+		atArg                       string
+		in                          time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "trigger [TYPE]",
@@ -42,10 +47,17 @@ With --wait it follows the activation: the routing decision, each step, retries 
 fallbacks, repairs, and the result. The exit code is 0 when the execution completed,
 1 when it failed, 3 when no skill took the trigger, 4 on --timeout, and 5 when the
 execution is parked on a repair that waits for approval (skillbus repair approve
-ID resumes it; runs list and runs show show it meanwhile).`,
+ID resumes it; runs list and runs show show it meanwhile).
+
+With --at TIME (RFC 3339, e.g. 2026-03-02T06:00:00+01:00) or --in DURATION (e.g. 90s,
+2h30m) the trigger is published later instead: it is stored in the bus (KV schedules)
+and a router publishes it when it is due, so it survives this command exiting and the
+routers restarting. One due while no router runs is published when one starts.`,
 		Example: `  skillbus trigger --skill hello --data '{"name":"Ada"}' --wait
   skillbus trigger com.example.order.created --data @order.json --wait
-  echo '{"name":"Grace"}' | skillbus trigger --skill hello --data - --wait --json`,
+  echo '{"name":"Grace"}' | skillbus trigger --skill hello --data - --wait --json
+  skillbus trigger --skill hello --data '{"name":"Ada"}' --in 10m
+  skillbus trigger com.example.reminder --at 2026-03-02T06:00:00+01:00`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -62,6 +74,10 @@ ID resumes it; runs list and runs show show it meanwhile).`,
 				if err := events.CheckToken("--skill", skillName); err != nil {
 					return usage("%v", err)
 				}
+			}
+			due, err := dueTime(cmd.Flags().Changed("at"), atArg, cmd.Flags().Changed("in"), in, wait)
+			if err != nil {
+				return err
 			}
 			payload, err := readData(data, cmd.InOrStdin())
 			if err != nil {
@@ -89,6 +105,9 @@ ID resumes it; runs list and runs show show it meanwhile).`,
 			t := client.Trigger{Type: typ, Skill: skillName, Source: source, ID: id, Data: payload}
 			if skillName != "" && len(args) == 0 {
 				t.Type = ""
+			}
+			if !due.IsZero() {
+				return publishLater(ctx, b, t, due, asJSON, stdout)
 			}
 			if !wait {
 				act, err := cl.Publish(ctx, t)
@@ -144,7 +163,64 @@ ID resumes it; runs list and runs show show it meanwhile).`,
 	f.BoolVarP(&wait, "wait", "w", false, "follow the activation and print its progress and result")
 	f.BoolVar(&asJSON, "json", false, "print events as JSON lines")
 	f.DurationVar(&timeout, "timeout", time.Minute, "with --wait, how long to wait for the result")
+	f.StringVar(&atArg, "at", "", "publish the trigger at this time (RFC 3339, e.g. 2026-03-02T06:00:00Z), not now")
+	f.DurationVar(&in, "in", 0, "publish the trigger after this long (e.g. 90s, 2h30m), not now")
 	return cmd
+}
+
+// dueTime is when --at or --in say to publish, or zero for now.
+func dueTime(atSet bool, at string, inSet bool, in time.Duration, wait bool) (time.Time, error) {
+	now := time.Now()
+	var due time.Time
+	switch {
+	case atSet && inSet:
+		return time.Time{}, usage("give --at or --in, not both")
+	case atSet:
+		t, err := time.Parse(time.RFC3339, at)
+		if err != nil {
+			return time.Time{}, usage("--at %q is not an RFC 3339 time such as 2026-03-02T06:00:00Z or 2026-03-02T06:00:00+01:00", at)
+		}
+		if !t.After(now) {
+			return time.Time{}, usage("--at %s is in the past (it is %s now)", at, now.UTC().Format(time.RFC3339))
+		}
+		due = t
+	case inSet:
+		if in <= 0 {
+			return time.Time{}, usage("--in %v: give a positive duration such as 90s or 2h30m", in)
+		}
+		due = now.Add(in)
+	default:
+		return time.Time{}, nil
+	}
+	if wait {
+		return time.Time{}, usage("--wait follows a trigger published now; a delayed trigger runs later (follow it then with skillbus runs)")
+	}
+	return due, nil
+}
+
+// publishLater stores t to be published at due (package schedule).
+func publishLater(ctx context.Context, b *bus.Bus, t client.Trigger, due time.Time, asJSON bool, stdout io.Writer) error {
+	act, err := schedule.At(ctx, b, t, due)
+	if errors.Is(err, schedule.ErrNotFuture) {
+		return usage("%v", err)
+	}
+	if err != nil {
+		return err
+	}
+	at := due.UTC().Format(time.RFC3339)
+	if asJSON {
+		out := map[string]any{"id": act.EventID, "source": act.Source, "subject": act.Subject, "at": at, "activation_id": act.ID}
+		if act.Duplicate {
+			out["duplicate"] = true
+		}
+		return json.NewEncoder(stdout).Encode(out)
+	}
+	if act.Duplicate {
+		fmt.Fprintf(stdout, "not stored: a trigger with the same source %s and id %s already waits (activation=%s)\n", act.Source, act.EventID, act.ID)
+		return nil
+	}
+	fmt.Fprintf(stdout, "scheduled %s id=%s at=%s activation=%s\n", act.Subject, act.EventID, at, act.ID)
+	return nil
 }
 
 func readData(arg string, stdin io.Reader) ([]byte, error) {

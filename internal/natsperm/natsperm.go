@@ -45,7 +45,7 @@ type names struct {
 	p                                          string // subject prefix
 	triggers, jobs, repair, dlq, events        string // streams
 	skills, runs, stats, workers, cache, files string // buckets
-	repairs, hooks                             string // buckets
+	repairs, hooks, schedules                  string // buckets
 }
 
 func newNames(prefix string) names {
@@ -60,6 +60,7 @@ func newNames(prefix string) names {
 		p: prefix, triggers: up + "_TRIGGERS", jobs: up + "_JOBS", repair: up + "_REPAIR", dlq: up + "_DLQ", events: up + "_EVENTS",
 		skills: bucket("skills"), runs: bucket("runs"), stats: bucket("stats"), workers: bucket("workers"), cache: bucket("cache"),
 		files: bucket("skill-files"), repairs: bucket("repairs"), hooks: bucket("hooks"),
+		schedules: bucket("schedules"),
 	}
 }
 
@@ -103,6 +104,10 @@ func getStream(stream string) []string {
 
 func readKV(bucket string) []string  { return readStream("KV_" + bucket) }
 func writeKV(bucket string) []string { return append(readKV(bucket), "$KV."+bucket+".>") }
+
+// delayKV is storing delayed triggers: the keys at.<id> of KV schedules, and
+// not the schedulers' lease or last ticks.
+func delayKV(bucket string) []string { return append(readKV(bucket), "$KV."+bucket+".at.>") }
 func readObj(bucket string) []string { return readStream("OBJ_" + bucket) }
 
 // durables are the durable consumers the services share; no other role may create or
@@ -159,12 +164,12 @@ func Roles(prefix string) []Role {
 		},
 		{
 			Name: "router",
-			Doc:  "Consumes triggers (durable router) and confirmation answers (durable router-confirmations); publishes plans, jobs and unroutable triggers' dead letters; resumes confirmed runs (reads and deletes paused records in KV runs, purges the pending timeout from EVENTS); follows the catalog, the workers' heartbeats (which pools are served) and the outcome counts workers write to KV stats (success rates); serves the skillbus-router micro service (live route decisions).",
+			Doc:  "Consumes triggers (durable router) and confirmation answers (durable router-confirmations); publishes plans, jobs and unroutable triggers' dead letters; resumes confirmed runs (reads and deletes paused records in KV runs, purges the pending timeout from EVENTS); follows the catalog, the workers' heartbeats (which pools are served) and the outcome counts workers write to KV stats (success rates); serves the skillbus-router micro service (live route decisions); fires schedules and delayed triggers (publishes triggers; writes KV schedules: the lease, last ticks, delayed triggers once published).",
 			Publish: join(jsInfo, n.streamInfos(),
 				readStream(n.triggers), readStream(n.events),
 				[]string{"$JS.API.STREAM.PURGE." + n.events},
-				readKV(n.skills), writeKV(n.runs), readKV(n.workers), readKV(n.stats),
-				[]string{p + ".events.>", p + ".live.>", p + ".exec.>", p + ".dead.>"},
+				readKV(n.skills), writeKV(n.runs), readKV(n.workers), readKV(n.stats), writeKV(n.schedules),
+				[]string{p + ".events.>", p + ".live.>", p + ".exec.>", p + ".dead.>", p + ".trigger.>"},
 			),
 			Subscribe: join(inbox, []string{p + ".router.>", "$SRV.>"}),
 			Responses: true,
@@ -186,19 +191,20 @@ func Roles(prefix string) []Role {
 		},
 		{
 			Name:        "publisher",
-			Doc:         "Publishes triggers and follows them to their result (ordered consumers on EVENTS; direct gets on JOBS for the plan an activation's jobs carry): what the HTTP gateway and any application sending events use. The gateway also records the webhook bodies it took in KV hooks (the replay window). It cannot publish jobs, results or anything else, nor take jobs from workers.",
-			Publish:     join(jsInfo, []string{p + ".trigger.>"}, readStream(n.events), getStream(n.jobs), writeKV(n.hooks)),
+			Doc:         "Publishes triggers and follows them to their result (ordered consumers on EVENTS; direct gets on JOBS for the plan an activation's jobs carry): what the HTTP gateway and any application sending events use. The gateway also records the webhook bodies it took in KV hooks (the replay window). Delayed triggers (trigger --at/--in) are keys at.<id> it creates in KV schedules. It cannot publish jobs, results or anything else, nor take jobs from workers.",
+			Publish:     join(jsInfo, []string{p + ".trigger.>"}, readStream(n.events), getStream(n.jobs), writeKV(n.hooks), delayKV(n.schedules)),
 			DenyPublish: n.durables(),
 			Subscribe:   join(inbox, []string{p + ".live.>"}),
 		},
 		{
 			Name: "operator",
-			Doc:  "The skillbus CLI of a person: triggers, skills list/show/validate (through the registry service and the catalog), runs list/show/confirm, dlq list/show/replay, repair list/show/approve/reject, `nats micro` discovery and the workers' status endpoints. It reads everything and writes only triggers, confirmation answers and DLQ replays: a replayed job (so it may publish jobs), and the replay's record in the DLQ and on the new execution's events; and repair decisions. It cannot write dead letters, results, progress or repair jobs.",
+			Doc:  "The skillbus CLI of a person: triggers, skills list/show/validate (through the registry service and the catalog), runs list/show/confirm, dlq list/show/replay, repair list/show/approve/reject, `nats micro` discovery and the workers' status endpoints. It reads everything and writes only triggers (and delayed ones: keys at.<id> of KV schedules), confirmation answers and DLQ replays: a replayed job (so it may publish jobs), and the replay's record in the DLQ and on the new execution's events; and repair decisions. It cannot write dead letters, results, progress or repair jobs.",
 			Publish: join(jsInfo, n.streamInfos(),
 				[]string{p + ".trigger.>", p + ".events.*.confirmation.recorded", p + ".registry.>", p + ".router.>", p + ".worker.>", "$SRV.>"},
 				[]string{p + ".exec.>", p + ".dead._replayed.>", p + ".events.*.dlq.replayed", p + ".repair.*.decided"},
 				readStream(n.events), readStream(n.dlq), readStream(n.triggers), readStream(n.jobs),
 				readKV(n.skills), readKV(n.runs), readKV(n.workers), readKV(n.stats), readKV(n.repairs), readObj(n.files),
+				delayKV(n.schedules),
 				[]string{"$JS.API.STREAM.NAMES", "$JS.API.STREAM.LIST", "$JS.API.CONSUMER.NAMES.>", "$JS.API.CONSUMER.LIST.>"},
 			),
 			DenyPublish: n.durables(),

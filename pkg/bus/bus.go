@@ -152,6 +152,9 @@ func (b *Bus) BucketWorkers() string { return b.bucketName("workers") }
 func (b *Bus) BucketCache() string   { return b.bucketName("cache") }
 func (b *Bus) BucketRepairs() string { return b.bucketName("repairs") }
 func (b *Bus) BucketHooks() string   { return b.bucketName("hooks") }
+func (b *Bus) BucketSchedules() string {
+	return b.bucketName("schedules")
+}
 
 func (b *Bus) bucketName(s string) string {
 	if b.cfg.Prefix == "skillbus" {
@@ -214,7 +217,10 @@ func (b *Bus) Buckets() []jetstream.KeyValueConfig {
 	// One key per webhook body taken, each kept for its hook's replay window.
 	hooks := kv(b.BucketHooks(), "skillbus webhook deliveries: one key per hook and body digest, kept for the hook's replay window")
 	hooks.LimitMarkerTTL = time.Minute
-	return []jetstream.KeyValueConfig{skills, runs, stats, workers, cache, repairs, hooks}
+	// The schedulers' lease, each scheduled skill's last tick, and delayed triggers
+	// (package schedule).
+	schedules := kv(b.BucketSchedules(), "skillbus schedules: the scheduler lease, each scheduled skill's last tick, delayed triggers")
+	return []jetstream.KeyValueConfig{skills, runs, stats, workers, cache, repairs, hooks, schedules}
 }
 
 // Ensure creates or updates every stream and bucket. It is idempotent and safe to run

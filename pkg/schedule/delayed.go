@@ -1,0 +1,93 @@
+package schedule
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/client"
+)
+
+// Delayed is a trigger to publish at a later time: the value of at.<activation id>.
+type Delayed struct {
+	At          time.Time         `json:"at"`
+	Type        string            `json:"type,omitempty"`
+	Skill       string            `json:"skill,omitempty"`
+	Source      string            `json:"source"`
+	ID          string            `json:"id"`
+	Data        json.RawMessage   `json:"data,omitempty"`
+	Extensions  map[string]string `json:"extensions,omitempty"`
+	TraceParent string            `json:"traceparent,omitempty"`
+	TraceState  string            `json:"tracestate,omitempty"`
+}
+
+func (d Delayed) trigger() client.Trigger {
+	return client.Trigger{Type: d.Type, Skill: d.Skill, Source: d.Source, ID: d.ID, Data: d.Data, Extensions: d.Extensions,
+		Meta: bus.Meta{TraceParent: d.TraceParent, TraceState: d.TraceState}}
+}
+
+// ErrNotFuture is returned by At for a time that is not in the future.
+var ErrNotFuture = errors.New("the time is not in the future")
+
+// At stores t to be published at the given time by the leading scheduler (in a
+// router): durably, so it survives the caller exiting and the routers
+// restarting. The activation it returns is the one the trigger will set off;
+// Duplicate says the same source and id were already waiting, and nothing was
+// stored. A trigger due while no router runs is published when one starts.
+func At(ctx context.Context, b *bus.Bus, t client.Trigger, at time.Time) (client.Activation, error) {
+	if !at.After(time.Now()) {
+		return client.Activation{}, fmt.Errorf("schedule: %s: %w", at.Format(time.RFC3339), ErrNotFuture)
+	}
+	if t.Type == "" && t.Skill == "" {
+		return client.Activation{}, errors.New("schedule: a trigger needs a Type or a Skill")
+	}
+	typ := t.Type
+	if typ == "" {
+		typ = events.TriggerInvoke
+	}
+	if err := events.CheckType(typ); err != nil {
+		return client.Activation{}, fmt.Errorf("schedule: %w", err)
+	}
+	subject := b.Subjects.Trigger(typ)
+	if t.Skill != "" {
+		if err := events.CheckToken("skill", t.Skill); err != nil {
+			return client.Activation{}, fmt.Errorf("schedule: %w", err)
+		}
+		subject = b.Subjects.TriggerSkill(t.Skill)
+	}
+	if len(t.Data) > 0 && !json.Valid(t.Data) {
+		return client.Activation{}, errors.New("schedule: the data is not valid JSON")
+	}
+	if t.Source == "" {
+		t.Source = "skillbus-client"
+	}
+	if t.ID == "" {
+		t.ID = uuid.NewString()
+	}
+	d := Delayed{At: at.UTC(), Type: t.Type, Skill: t.Skill, Source: t.Source, ID: t.ID, Data: t.Data, Extensions: t.Extensions,
+		TraceParent: t.Meta.TraceParent, TraceState: t.Meta.TraceState}
+	v, err := json.Marshal(d)
+	if err != nil {
+		return client.Activation{}, fmt.Errorf("schedule: %w", err)
+	}
+	act := client.Activation{ID: events.ActivationID(t.Source, t.ID), Subject: subject, Source: t.Source, EventID: t.ID}
+	kv, err := b.KV(ctx, b.BucketSchedules())
+	if err != nil {
+		return client.Activation{}, fmt.Errorf("schedule: %w", err)
+	}
+	if _, err := kv.Create(ctx, atPfx+act.ID, v); err != nil {
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			act.Duplicate = true
+			return act, nil
+		}
+		return client.Activation{}, fmt.Errorf("schedule: storing the delayed trigger: %w", err)
+	}
+	return act, nil
+}
