@@ -18,7 +18,8 @@ import (
 //
 // A worker decodes every job it runs, and the general decoder's reflection is a
 // good part of that cost. So the shape skillbus writes — the lower-case keys of Job
-// and its nested types, each once, in well-formed UTF-8 — is read by hand, and
+// and its nested types, each once, in well-formed UTF-8 — is read by hand (but for
+// the fields only retries, confirmations and repairs carry, which jsonx reads), and
 // anything else (a key in another case or unknown, a repeated key, a number that is
 // not of its field's type, trailing data, a j not zero...) goes to jsonx.Unmarshal,
 // whose result it then is.
@@ -514,13 +515,13 @@ func (d *jsonDecoder) job(j *Job, skipRoute bool) bool {
 		case "fallback":
 			return once(&seen, 1<<5) && d.skillRefs(&j.Fallback)
 		case "history":
-			return once(&seen, 1<<6) && d.attempts(&j.History)
+			return once(&seen, 1<<6) && general(d, &j.History)
 		case "answers":
-			return once(&seen, 1<<7) && d.answers(&j.Answers)
+			return once(&seen, 1<<7) && general(d, &j.Answers)
 		case "depth":
 			return once(&seen, 1<<8) && d.int(&j.Depth)
 		case "repair":
-			return once(&seen, 1<<9) && d.jobRepair(&j.Repair)
+			return once(&seen, 1<<9) && general(d, &j.Repair)
 		case "together":
 			return once(&seen, 1<<10) && d.together(&j.Together)
 		case "live":
@@ -580,76 +581,6 @@ func (d *jsonDecoder) triggerRef(r *TriggerRef) bool {
 	})
 }
 
-func (d *jsonDecoder) attempt(a *Attempt) bool {
-	if d.null() {
-		return true
-	}
-	var seen uint32
-	return d.object(func(k string) bool {
-		switch k {
-		case "skill":
-			return once(&seen, 1<<0) && d.str(&a.Skill)
-		case "execution_id":
-			return once(&seen, 1<<1) && d.str(&a.ExecutionID)
-		case "class":
-			return once(&seen, 1<<2) && d.str(&a.Class)
-		case "error":
-			return once(&seen, 1<<3) && d.str(&a.Error)
-		case "deliveries":
-			return once(&seen, 1<<4) && d.uint(&a.Deliveries)
-		}
-		return false
-	})
-}
-
-func (d *jsonDecoder) answer(a *Answer) bool {
-	if d.null() {
-		return true
-	}
-	var seen uint32
-	return d.object(func(k string) bool {
-		switch k {
-		case "approved":
-			return once(&seen, 1<<0) && d.bool(&a.Approved)
-		case "by":
-			return once(&seen, 1<<1) && d.str(&a.By)
-		case "reason":
-			return once(&seen, 1<<2) && d.str(&a.Reason)
-		}
-		return false
-	})
-}
-
-func (d *jsonDecoder) jobRepair(p **JobRepair) bool {
-	if d.null() {
-		return true
-	}
-	r := new(JobRepair)
-	*p = r
-	var seen uint32
-	return d.object(func(k string) bool {
-		switch k {
-		case "id":
-			return once(&seen, 1<<0) && d.str(&r.ID)
-		case "budget_key":
-			return once(&seen, 1<<1) && d.str(&r.BudgetKey)
-		case "attempts":
-			return once(&seen, 1<<2) && d.int(&r.Attempts)
-		case "declined":
-			return once(&seen, 1<<3) && d.str(&r.Declined)
-		case "step":
-			return once(&seen, 1<<4) && d.str(&r.Step)
-		case "error":
-			return once(&seen, 1<<5) && d.str(&r.Error)
-		case "class":
-			return once(&seen, 1<<6) && d.str(&r.Class)
-		case "from":
-			return once(&seen, 1<<7) && d.str(&r.From)
-		}
-		return false
-	})
-}
-
 // slice reads an array into *p, elem reading each element; null leaves *p alone.
 // The slice is allocated once, of the array's length (an empty array makes an
 // empty slice, not nil, as with encoding/json).
@@ -680,10 +611,6 @@ func (d *jsonDecoder) skillRefs(p *[]SkillRef) bool {
 	return slice(d, p, func() (r SkillRef, ok bool) { return r, d.skillRef(&r) })
 }
 
-func (d *jsonDecoder) attempts(p *[]Attempt) bool {
-	return slice(d, p, func() (a Attempt, ok bool) { return a, d.attempt(&a) })
-}
-
 func (d *jsonDecoder) strings(p *[]string) bool {
 	return slice(d, p, func() (s string, ok bool) { return s, d.str(&s) })
 }
@@ -692,43 +619,13 @@ func (d *jsonDecoder) together(p *[][]string) bool {
 	return slice(d, p, func() (g []string, ok bool) { return g, d.strings(&g) })
 }
 
-// answers reads Job.Answers; a repeated step id is left to jsonx.
-func (d *jsonDecoder) answers(p *map[string]Answer) bool {
-	if d.null() {
-		return true
-	}
-	if d.peek() != '{' {
-		return false
-	}
-	m := map[string]Answer{}
-	*p = m
-	d.i++
-	if d.peek() == '}' {
-		d.i++
-		return true
-	}
-	for {
-		k, ok := d.string()
-		if !ok || d.peek() != ':' {
-			return false
-		}
-		d.i++
-		if _, dup := m[k]; dup {
-			return false
-		}
-		var a Answer
-		if !d.answer(&a) {
-			return false
-		}
-		m[k] = a
-		switch d.peek() {
-		case ',':
-			d.i++
-		case '}':
-			d.i++
-			return true
-		default:
-			return false
-		}
-	}
+// general reads a value into *p with jsonx: the fields only some jobs carry
+// (a retry's history, a confirmation's answers, a repair), whose shapes are not
+// worth reading by hand. Decoded on its own into a zero value, a member's value
+// comes out as it does inside the whole document; if it fails, the document goes
+// to jsonx, whose error then stands.
+func general[T any](d *jsonDecoder, p *T) bool {
+	d.ws()
+	start := d.i
+	return d.skip(0) && jsonx.Unmarshal([]byte(d.s[start:d.i]), p) == nil
 }

@@ -181,7 +181,13 @@ var decodeJobCases = []struct {
 	{"ignored key", `{"-":1}`, false},
 	{"repeated key", `{"depth":1,"depth":2}`, false},
 	{"repeated nested key", `{"skill":{"name":"a","name":"b"}}`, false},
-	{"repeated answer", `{"answers":{"a":{"approved":true},"a":{"by":"x"}}}`, false},
+	// History, answers and repair are read by jsonx on their own, as it reads them
+	// inside the whole job.
+	{"repeated answer", `{"answers":{"a":{"approved":true},"a":{"by":"x"}}}`, true},
+	{"upper-case key in history", `{"history":[{"Skill":"a","DELIVERIES":2}]}`, true},
+	{"repeated key in repair", `{"repair":{"id":"a","id":"b"}}`, true},
+	{"bad history", `{"history":[{"deliveries":-1}]}`, false},
+	{"bad answers", `{"answers":[]}`, false},
 	{"invalid utf-8", "{\"execution_id\":\"\xff\"}", false},
 	{"invalid utf-8 in inputs", "{\"inputs\":{\"a\":\"\xff\"}}", false},
 	{"lone surrogate", `{"execution_id":"\ud800"}`, false},
