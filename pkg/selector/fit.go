@@ -18,6 +18,9 @@ type Fitted struct {
 	K1          float64 `yaml:"k1"`
 	B           float64 `yaml:"b"`
 	Threshold   float64 `yaml:"threshold"`
+	// Bigram is how much adjacent word pairs count (Weights.Bigram); absent keeps
+	// DefaultWeights' 0.5, 0 turns pairs off.
+	Bigram *float32 `yaml:"bigram,omitempty"`
 	// Top1 and Recall5 are the figures on the cases fitted on.
 	Top1    float64 `yaml:"top1"`
 	Recall5 float64 `yaml:"recall5"`
@@ -29,6 +32,9 @@ func (f Fitted) Apply(c Config) Config {
 		c.Index = DefaultWeights
 	}
 	c.Index.Name, c.Index.Description, c.Index.K1, c.Index.B = f.Name, f.Description, f.K1, f.B
+	if f.Bigram != nil {
+		c.Index.Bigram = *f.Bigram
+	}
 	c.Threshold = f.Threshold
 	return c
 }
@@ -49,6 +55,8 @@ func ReadFitted(r io.Reader, name string) (Fitted, error) {
 		return f, fmt.Errorf("%s: k1 must be positive and b in [0, 1]", name)
 	case !(f.Threshold > 0 && f.Threshold <= 1):
 		return f, fmt.Errorf("%s: threshold must be in (0, 1]", name)
+	case f.Bigram != nil && !(*f.Bigram >= 0 && *f.Bigram < 1e6):
+		return f, fmt.Errorf("%s: bigram must be 0 or more", name)
 	}
 	return f, nil
 }
@@ -65,14 +73,15 @@ func (f Fitted) WriteYAML(w io.Writer) error {
 
 // FitGrid are the settings Fit tries.
 type FitGrid struct {
-	Name, Description []float32
-	K1, B, Threshold  []float64
+	Name, Description, Bigram []float32
+	K1, B, Threshold          []float64
 }
 
-// DefaultFitGrid is a small grid around the defaults.
+// DefaultFitGrid is a small grid around the defaults, each list starting at the
+// default so that a tie keeps it.
 var DefaultFitGrid = FitGrid{
-	Name: []float32{1, 3, 5}, Description: []float32{1}, K1: []float64{1.2}, B: []float64{0.5, 0.75},
-	Threshold: []float64{0.55, 0.6, 0.65, 0.7},
+	Name: []float32{3, 1, 5}, Description: []float32{1}, Bigram: []float32{0.5, 0}, K1: []float64{1.2}, B: []float64{0.75, 0.5},
+	Threshold: []float64{0.65, 0.6, 0.7, 0.55},
 }
 
 // Fit tries every setting of the grid on the cases and returns the one with the best
@@ -82,18 +91,24 @@ var DefaultFitGrid = FitGrid{
 func Fit(skills []*skill.Skill, cases []Case, base Config, g FitGrid) Fitted {
 	var best Fitted
 	found := false
+	bigrams := g.Bigram
+	if len(bigrams) == 0 {
+		bigrams = []float32{DefaultWeights.Bigram}
+	}
 	for _, n := range g.Name {
 		for _, d := range g.Description {
-			for _, k1 := range g.K1 {
-				for _, b := range g.B {
-					for _, t := range g.Threshold {
-						f := Fitted{Name: n, Description: d, K1: k1, B: b, Threshold: t}
-						x := New(f.Apply(base))
-						x.Sync(skills)
-						_, s := evaluate(x, cases, Env{}, false)
-						f.Top1, f.Recall5 = s.Top1, s.Recall5
-						if !found || f.Top1 > best.Top1 || f.Top1 == best.Top1 && f.Recall5 > best.Recall5 {
-							best, found = f, true
+			for _, bg := range bigrams {
+				for _, k1 := range g.K1 {
+					for _, b := range g.B {
+						for _, t := range g.Threshold {
+							f := Fitted{Name: n, Description: d, Bigram: &bg, K1: k1, B: b, Threshold: t}
+							x := New(f.Apply(base))
+							x.Sync(skills)
+							_, s := evaluate(x, cases, Env{}, false)
+							f.Top1, f.Recall5 = s.Top1, s.Recall5
+							if !found || f.Top1 > best.Top1 || f.Top1 == best.Top1 && f.Recall5 > best.Recall5 {
+								best, found = f, true
+							}
 						}
 					}
 				}
@@ -105,5 +120,9 @@ func Fit(skills []*skill.Skill, cases []Case, base Config, g FitGrid) Fitted {
 
 // String is a one-line summary.
 func (f Fitted) String() string {
-	return fmt.Sprintf("name ×%g, description ×%g, k1 %g, b %g, threshold %g: top-1 %.3f, recall@5 %.3f", f.Name, f.Description, f.K1, f.B, f.Threshold, f.Top1, f.Recall5)
+	bg := DefaultWeights.Bigram
+	if f.Bigram != nil {
+		bg = *f.Bigram
+	}
+	return fmt.Sprintf("name ×%g, description ×%g, word pairs ×%g, k1 %g, b %g, threshold %g: top-1 %.3f, recall@5 %.3f", f.Name, f.Description, bg, f.K1, f.B, f.Threshold, f.Top1, f.Recall5)
 }

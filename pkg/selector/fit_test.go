@@ -29,11 +29,22 @@ func TestFit(t *testing.T) {
 		t.Fatal(err)
 	}
 	back, err := selector.ReadFitted(&b, "w.yaml")
-	if err != nil || back != f {
-		t.Fatalf("read back %+v, %v; wrote %+v", back, err, f)
+	if err != nil || back.String() != f.String() || back.Bigram == nil || *back.Bigram != selector.DefaultWeights.Bigram {
+		t.Fatalf("read back %s, %v; wrote %s", back, err, f)
 	}
-	if c := back.Apply(selector.Config{}); c.Threshold != 0.45 || c.Index.Name != 3 || c.Index.Tags != selector.DefaultWeights.Tags {
+	if c := back.Apply(selector.Config{}); c.Threshold != 0.45 || c.Index.Name != 3 || c.Index.Tags != selector.DefaultWeights.Tags || c.Index.Bigram != 0.5 {
 		t.Fatalf("applied %+v", c)
+	}
+	// A file without bigram (as written before word pairs were fitted) keeps the
+	// default; bigram: 0 turns pairs off.
+	for in, want := range map[string]float32{"": 0.5, "bigram: 0\n": 0} {
+		got, err := selector.ReadFitted(strings.NewReader("name: 3\ndescription: 1\nk1: 1.2\nb: 0.75\nthreshold: 0.65\n"+in), "w.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := got.Apply(selector.Config{}); c.Index.Bigram != want {
+			t.Errorf("%q: bigram %v, want %v", in, c.Index.Bigram, want)
+		}
 	}
 }
 
@@ -44,6 +55,7 @@ func TestReadFittedErrors(t *testing.T) {
 		"name: 0\ndescription: 1\nk1: 1.2\nb: 0.75\nthreshold: 0.7\n":              "name and description weights must be positive",
 		"name: 3\ndescription: 1\nk1: 1.2\nb: 2\nthreshold: 0.7\n":                 "k1 must be positive and b in [0, 1]",
 		"name: 3\ndescription: 1\nk1: 1.2\nb: 0.5\nthreshold: 0\n":                 "threshold must be in (0, 1]",
+		"name: 3\ndescription: 1\nk1: 1.2\nb: 0.5\nthreshold: 0.6\nbigram: -1\n":   "bigram must be 0 or more",
 		"[": "w.yaml:",
 	} {
 		if _, err := selector.ReadFitted(strings.NewReader(in), "w.yaml"); err == nil || !strings.Contains(err.Error(), want) {
@@ -55,13 +67,15 @@ func TestReadFittedErrors(t *testing.T) {
 func FuzzReadFitted(f *testing.F) {
 	f.Add("name: 3\ndescription: 1\nk1: 1.2\nb: 0.75\nthreshold: 0.65\n")
 	f.Add("name: 5\n")
+	f.Add("name: 3\ndescription: 1\nk1: 1.2\nb: 0.75\nthreshold: 0.65\nbigram: 0.5\n")
 	f.Add("name: 3\ndescription: 1\nk1: 1.2\nb: 0.75\nthreshold: .nan\n")
 	f.Fuzz(func(t *testing.T, in string) {
 		got, err := selector.ReadFitted(strings.NewReader(in), "f")
 		if err != nil {
 			return
 		}
-		if !(got.Name > 0 && got.Description > 0 && got.K1 > 0 && got.B >= 0 && got.B <= 1 && got.Threshold > 0 && got.Threshold <= 1) {
+		if !(got.Name > 0 && got.Description > 0 && got.K1 > 0 && got.B >= 0 && got.B <= 1 && got.Threshold > 0 && got.Threshold <= 1) ||
+			got.Bigram != nil && !(*got.Bigram >= 0) {
 			t.Fatalf("accepted %+v", got)
 		}
 	})
