@@ -190,4 +190,40 @@ func (b *builder) checkSchedule() {
 	if s.CatchUp == "" {
 		s.CatchUp = CatchUpLatest
 	}
+	b.checkTickInputs()
+}
+
+// TickInput is the field of a tick's data, and so the input a scheduled workflow
+// gets: the tick's time, RFC 3339 in UTC.
+const TickInput = "scheduled_at"
+
+// checkTickInputs reports a scheduled workflow whose declared inputs would refuse
+// every tick: one that declares inputs but not scheduled_at (or "*"), or requires
+// another input without a default.
+func (b *builder) checkTickInputs() {
+	wf := b.s.Workflow
+	set, ok := b.set["schedule"]
+	if wf == nil || len(wf.Inputs) == 0 || !ok {
+		return
+	}
+	declared := false
+	for _, in := range wf.Inputs {
+		switch {
+		case in.Name == AnyInput:
+			declared = true
+		case in.Name == TickInput:
+			declared = true
+			if in.Type != "" && in.Type != "string" {
+				set.d.errAt(set.val, "schedule", "declare scheduled_at with type: string",
+					"each tick gives input %s as an RFC 3339 string, but it is declared as %s", TickInput, in.Type)
+			}
+		case in.Required && in.Default == nil:
+			set.d.errAt(set.val, "schedule", "give input "+in.Name+" a default, or make it optional",
+				"input %s is required, but a tick gives only %s", in.Name, TickInput)
+		}
+	}
+	if !declared {
+		set.d.errAt(set.val, "schedule", "add an input scheduled_at (type: string), or one named \"*\"",
+			"each tick's data is {%q: <time>}, an input the workflow does not declare; every tick would fail", TickInput)
+	}
 }

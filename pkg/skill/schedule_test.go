@@ -73,6 +73,44 @@ func TestScheduleInSkillYAML(t *testing.T) {
 	}
 }
 
+// A scheduled workflow declares the input each tick gives, and requires no other.
+func TestScheduleWorkflowInputs(t *testing.T) {
+	t.Parallel()
+	const steps = "steps:\n- id: a\n  tool: log\n  args: {message: hi}\n"
+	tests := []struct {
+		name, inputs string
+		want         []string
+	}{
+		{"no inputs", "", nil},
+		{"declared", "inputs:\n- name: scheduled_at\n  type: string\n- name: depth\n  type: integer\n  default: 2\n", nil},
+		{"any", "inputs:\n- name: \"*\"\n", nil},
+		{"undeclared", "inputs:\n- name: depth\n  type: integer\n", []string{
+			`skills/x/skill.yaml:3:11: error: each tick's data is {"scheduled_at": <time>}, an input the workflow does not declare`}},
+		{"required other", "inputs:\n- name: scheduled_at\n- name: repo\n  required: true\n", []string{
+			"skills/x/skill.yaml:3:11: error: input repo is required, but a tick gives only scheduled_at"}},
+		{"wrong type", "inputs:\n- name: scheduled_at\n  type: integer\n", []string{
+			"skills/x/skill.yaml:3:11: error: each tick gives input scheduled_at as an RFC 3339 string, but it is declared as integer"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, ds := ParseWorkflow("skills/x/skill.yaml", []byte("name: x\ndescription: d\nschedule: \"@hourly\"\n"+tt.inputs+steps))
+			var got []string
+			for _, d := range ds {
+				got = append(got, d.String())
+			}
+			if len(got) != len(tt.want) {
+				t.Fatalf("diagnostics %q, want %q", got, tt.want)
+			}
+			for i := range got {
+				if !strings.HasPrefix(got[i], tt.want[i]) {
+					t.Errorf("diagnostic %q, want it to start %q", got[i], tt.want[i])
+				}
+			}
+		})
+	}
+}
+
 func TestScheduleTicks(t *testing.T) {
 	t.Parallel()
 	at := func(s string) time.Time {
