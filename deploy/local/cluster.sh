@@ -18,7 +18,7 @@ skills=${SKILLS:-testdata/skills}
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
 
-for role in registry router worker publisher operator tool; do
+for role in registry router worker publisher gateway operator tool; do
   var=$(echo "$role" | tr a-z A-Z)_PASSWORD
   export "$var=${!var:-dev-$role-password}"
 done

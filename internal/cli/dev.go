@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/skillbus/skillbus/internal/storage"
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/registry"
 	"github.com/skillbus/skillbus/pkg/skill"
@@ -29,6 +30,7 @@ func devCommand(c *common, getenv Env, stderr io.Writer) *cobra.Command {
 		roots        []string
 		workers      int
 		syncInterval time.Duration
+		maxStore     int64
 		rf           routerFlags
 		wf           workerFlags
 		o            observe
@@ -113,11 +115,24 @@ persisted is lost, and the next start carries on where this one stopped.`,
 			if err != nil {
 				return err
 			}
-			srv, err := bus.StartEmbedded(bus.EmbedConfig{Host: host, Port: port, StoreDir: abs, SyncInterval: syncInterval, User: c.user, Password: c.password})
+			if maxStore < 0 {
+				return usage("--max-store must not be negative")
+			}
+			srv, err := bus.StartEmbedded(bus.EmbedConfig{Host: host, Port: port, StoreDir: abs, SyncInterval: syncInterval, MaxStore: maxStore, User: c.user, Password: c.password})
 			if err != nil {
 				return err
 			}
 			defer srv.Shutdown()
+			// A full disk leaves JetStream unable to write until it is started
+			// again: the guard does that once space is free, and /readyz says so
+			// meanwhile.
+			guard, err := storage.NewGuard(storage.GuardConfig{Server: srv.Current, Restart: srv.Restart, Log: log})
+			if err != nil {
+				return err
+			}
+			guard.Start()
+			defer guard.Stop()
+			tel.Health.Add("jetstream store", guard.Check)
 			c.natsURL = srv.URL()
 			b, err := c.connect("skillbus-dev")
 			if err != nil {
@@ -128,6 +143,7 @@ persisted is lost, and the next start carries on where this one stopped.`,
 				return err
 			}
 			watchBus(tel, b)
+			o.watchStore(tel, b)
 			reg, err := startRegistry(ctx, b, log, roots)
 			if err != nil {
 				return err
@@ -221,6 +237,7 @@ persisted is lost, and the next start carries on where this one stopped.`,
 	f.StringArrayVar(&roots, "skills", nil, "directory of skills (repeatable; the first definition of a name wins)")
 	f.IntVar(&workers, "workers", 2, "workers to run in this process")
 	f.DurationVar(&syncInterval, "sync-interval", 0, "how often JetStream fsyncs (0: the server default, 2m)")
+	f.Int64Var(&maxStore, "max-store", 0, "bytes JetStream may store (0: 75% of the space free under --store at start); at the limit, publishes are refused until space is freed within it")
 	f.StringVar(&gatewayAddr, "gateway", "", "also serve the HTTP ingress (POST /events, /hooks/<name>) on this address, e.g. 127.0.0.1:8080; see 'skillbus gateway --help'")
 	f.StringVar(&uiAddr, "ui", "", "also serve the web console on this address, e.g. 127.0.0.1:8090; see 'skillbus console --help'")
 	c.registerRetention(cmd, getenv)

@@ -48,17 +48,11 @@ func (gf *gatewayFlags) register(cmd *cobra.Command, getenv Env) {
 // or a secret anyone who can reach it may start skills, so it must then listen on a
 // loopback address only.
 func (gf *gatewayFlags) start(ctx context.Context, addr string, b *bus.Bus, log *slog.Logger) (net.Addr, <-chan error, error) {
-	cfg := gateway.Config{Bus: b, Tokens: gf.tokens, Secret: gf.secret, MaxBodyBytes: gf.maxBody, MaxEventBytes: gf.maxEvent, MaxWait: gf.maxWait, PublishTimeout: gf.publish, Log: log}
-	if gf.hooks != "" {
-		hooks, err := gateway.LoadHooks(gf.hooks, gf.getenv)
-		if err != nil {
-			return nil, nil, usage("--hooks: %v", err)
-		}
-		cfg.Hooks = hooks
+	cfg, err := gf.config(addr)
+	if err != nil {
+		return nil, nil, err
 	}
-	if cfg.Open() && !loopback(addr) {
-		return nil, nil, usage("the gateway at %s would let anyone who reaches it start skills: set $SKILLBUS_GATEWAY_TOKENS (or --token), or listen on 127.0.0.1", addr)
-	}
+	cfg.Bus, cfg.Log = b, log
 	g, err := gateway.New(cfg)
 	if err != nil {
 		return nil, nil, usage("%v", err)
@@ -70,6 +64,23 @@ func (gf *gatewayFlags) start(ctx context.Context, addr string, b *bus.Bus, log 
 	done := make(chan error, 1)
 	go func() { done <- g.Serve(ctx, ln) }()
 	return ln.Addr(), done, nil
+}
+
+// config reads the hooks file and checks that a gateway on addr is not open to
+// anyone beyond loopback: what can be checked before connecting.
+func (gf *gatewayFlags) config(addr string) (gateway.Config, error) {
+	cfg := gateway.Config{Tokens: gf.tokens, Secret: gf.secret, MaxBodyBytes: gf.maxBody, MaxEventBytes: gf.maxEvent, MaxWait: gf.maxWait, PublishTimeout: gf.publish}
+	if gf.hooks != "" {
+		hooks, err := gateway.LoadHooks(gf.hooks, gf.getenv)
+		if err != nil {
+			return cfg, usage("--hooks: %v", err)
+		}
+		cfg.Hooks = hooks
+	}
+	if cfg.Open() && !loopback(addr) {
+		return cfg, usage("the gateway at %s would let anyone who reaches it start skills: set $SKILLBUS_GATEWAY_TOKENS (or --token), or listen on 127.0.0.1", addr)
+	}
+	return cfg, nil
 }
 
 // loopback reports whether addr (host:port) listens on a loopback address only.
@@ -109,7 +120,8 @@ with HMAC-SHA256 (X-Hub-Signature-256: sha256=<hex>) under $SKILLBUS_GATEWAY_SEC
 Without any, the gateway only listens on a loopback address. A webhook body taken
 before, within the hook's replay_window (default a week), is taken as its first
 delivery whatever its headers say (docs/operations.md, "Webhook replay window").
-Its NATS user needs only the publisher role.`,
+Its NATS user needs only the gateway role (a publisher that may also write the
+hooks bucket); started before the registry, it waits for the streams and that bucket.`,
 		Example: `  SKILLBUS_GATEWAY_TOKENS=$(cat token) skillbus gateway --listen :8080 --hooks hooks.yaml
   curl -X POST localhost:8080/events?wait=30s -H "Authorization: Bearer $TOKEN" \
     -H 'ce-specversion: 1.0' -H 'ce-id: 1' -H 'ce-source: /curl' -H 'ce-type: com.example.greet' \
@@ -118,6 +130,9 @@ Its NATS user needs only the publisher role.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := c.logger(stderr)
 			if err != nil {
+				return err
+			}
+			if _, err := gf.config(listen); err != nil {
 				return err
 			}
 			tel, log, stopTel, err := o.start(cmd.Context(), "skillbus-gateway", log)
@@ -130,7 +145,13 @@ Its NATS user needs only the publisher role.`,
 				return err
 			}
 			defer b.NC.Drain()
+			// Started with the registry, it waits for the streams and the bucket
+			// of webhook deliveries, which the registry creates.
+			if err := ensure(cmd.Context(), b, false, log, needs{buckets: []string{b.BucketHooks()}}); err != nil {
+				return err
+			}
 			tel.Health.Add("nats", bus.NATSConnected(b.NC))
+			o.watchStore(tel, b)
 			addr, done, err := gf.start(cmd.Context(), listen, b, log)
 			if err != nil {
 				return err

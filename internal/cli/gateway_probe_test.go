@@ -11,10 +11,13 @@ import (
 
 	"github.com/skillbus/skillbus/internal/cli"
 	"github.com/skillbus/skillbus/internal/natstest"
+	"github.com/skillbus/skillbus/pkg/bus"
 )
 
 // skillbus gateway --metrics-addr serves /livez, /readyz (ready once connected to
-// NATS) and /metrics like every other long-running process.
+// NATS, with JetStream storing) and /metrics like every other long-running process.
+// Started before the registry, it waits for the streams and the hooks bucket, and
+// is not ready until then.
 func TestGatewayProbes(t *testing.T) {
 	t.Parallel()
 	srv := natstest.Start(t)
@@ -42,13 +45,20 @@ func TestGatewayProbes(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
+	natstest.Eventually(t, 30*time.Second, func() bool {
+		return strings.Contains(logs.String(), "waiting for the registry") && strings.Contains(logs.String(), "bucket hooks")
+	}, "the gateway did not wait for the hooks bucket:\n%s", &logs)
+	if code, body := get("/readyz"); code != http.StatusServiceUnavailable {
+		t.Fatalf("/readyz before the streams exist: %d\n%s", code, body)
+	}
+	srv.Bus(t, bus.Config{}) // what the registry creates
 	var ready string
 	natstest.Eventually(t, 30*time.Second, func() bool {
 		var code int
 		code, ready = get("/readyz")
 		return code == http.StatusOK
 	}, "/readyz never became ready: %s", stringer(func() string { return ready }))
-	if !strings.Contains(ready, "[+] nats ok") {
+	if !strings.Contains(ready, "[+] nats ok") || !strings.Contains(ready, "[+] jetstream ok") {
 		t.Errorf("/readyz lacks the NATS check:\n%s", ready)
 	}
 	if code, _ := get("/livez"); code != http.StatusOK {

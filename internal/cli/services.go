@@ -107,6 +107,7 @@ see docs/routing.md. Run as many as you like: JetStream spreads the triggers bet
 			}
 			defer b.NC.Drain()
 			watchBus(tel, b)
+			o.watchStore(tel, b)
 			var stop func(context.Context)
 			err = startRetry(cmd.Context(), log, "router", func() (err error) {
 				if err := ensure(cmd.Context(), b, ensureStreams, log, routerNeeds(b)); err != nil {
@@ -170,6 +171,7 @@ Scale by running more workers.`,
 			}
 			defer b.NC.Drain()
 			watchBus(tel, b)
+			o.watchStore(tel, b)
 			if err := startRetry(cmd.Context(), log, "worker", func() error { return ensure(cmd.Context(), b, ensureStreams, log, workerNeeds(b)) }); err != nil {
 				return err
 			}
@@ -261,6 +263,7 @@ validate), which 'skillbus skills' uses. Send SIGHUP to load everything again.`,
 			}
 			defer b.NC.Drain()
 			watchBus(tel, b)
+			o.watchStore(tel, b)
 			// The registry creates the skill files' object store itself.
 			if err := startRetry(cmd.Context(), log, "registry", func() error { return ensure(cmd.Context(), b, ensureStreams, log, needs{}) }); err != nil {
 				return err

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
+	"github.com/skillbus/skillbus/internal/storage"
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/catalog"
 	"github.com/skillbus/skillbus/pkg/telemetry"
@@ -22,6 +23,7 @@ const flushTimeout = 5 * time.Second
 // is configured by the standard OTEL_* variables.
 type observe struct {
 	metricsAddr string
+	natsHealthz string
 	getenv      Env
 }
 
@@ -29,6 +31,8 @@ func (o *observe) register(cmd *cobra.Command, getenv Env) {
 	o.getenv = getenv
 	cmd.Flags().StringVar(&o.metricsAddr, "metrics-addr", getenv("SKILLBUS_METRICS_ADDR"),
 		"address serving /metrics (Prometheus), /livez and /readyz, e.g. :9464; empty: none ($SKILLBUS_METRICS_ADDR). Tracing is set by the OTEL_* variables")
+	cmd.Flags().StringVar(&o.natsHealthz, "nats-healthz", getenv("SKILLBUS_NATS_HEALTHZ"),
+		"nats-server's monitoring /healthz URL, e.g. http://nats:8222/healthz: /readyz fails while it does (a stream that cannot write, a full disk) ($SKILLBUS_NATS_HEALTHZ)")
 }
 
 // start sets up tracing (from OTEL_*), metrics and the probes' listener, and returns
@@ -71,6 +75,16 @@ func watchBus(tel *telemetry.Telemetry, b *bus.Bus) {
 		names = append(names, sc.Name)
 	}
 	tel.Health.Add("streams", bus.StreamsReachable(b.JS, names...))
+}
+
+// watchStore makes readiness depend on the server storing messages: JetStream
+// enabled, and, with --nats-healthz, the server's own health (a stream's write
+// error shows only there).
+func (o *observe) watchStore(tel *telemetry.Telemetry, b *bus.Bus) {
+	tel.Health.Add("jetstream", storage.Remote(b.JS))
+	if o.natsHealthz != "" {
+		tel.Health.Add("nats-server healthz", storage.Healthz(o.natsHealthz, nil))
+	}
 }
 
 // watchConsumer makes readiness depend on a durable consumer the process reads, and

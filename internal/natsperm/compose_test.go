@@ -53,7 +53,7 @@ var composeRoles = map[string]string{
 	"router":   "router",
 	"worker":   "worker",
 	"cli":      "operator",
-	"gateway":  "publisher",
+	"gateway":  "gateway",
 }
 
 // devPasswords are the development passwords, as the dev overlay's generated

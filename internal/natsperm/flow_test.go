@@ -504,10 +504,10 @@ func TestRolesRunTheWholeSystem(t *testing.T) {
 	f.clean("router", "resume a confirmed run: read and delete KV runs, purge the timeout")
 	f.clean("publisher", "trigger --wait through a confirmation")
 
-	// The HTTP gateway publishes and follows as the publisher.
+	// The HTTP gateway publishes, follows and records webhook bodies as the gateway.
 	gwLog := f.service(func(ctx context.Context, args []string, env cli.Env, o, e io.Writer) error {
 		return cli.Skillbus(ctx, append([]string{"gateway"}, args...), env, o, e)
-	}, "publisher", "--listen", "127.0.0.1:0", "--hooks", hooksFile(t))
+	}, "gateway", "--listen", "127.0.0.1:0", "--hooks", hooksFile(t))
 	addr := regexp.MustCompile(`listening" addr=(127\.0\.0\.1:\d+)`)
 	natstest.Eventually(t, 20*time.Second, func() bool { return addr.MatchString(gwLog()) }, "the gateway did not start: %s", stringer(gwLog))
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr.FindStringSubmatch(gwLog())[1]+"/events?wait=30s", strings.NewReader(`{"name":"Web"}`))
@@ -523,7 +523,7 @@ func TestRolesRunTheWholeSystem(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "Hello, Web!") {
 		t.Fatalf("gateway: %d %s", resp.StatusCode, body)
 	}
-	f.clean("publisher", "HTTP gateway: POST /events?wait, publish and follow")
+	f.clean("gateway", "HTTP gateway: POST /events?wait, publish and follow")
 	// A webhook body is recorded in KV hooks; sent again with another id, it is the
 	// first delivery.
 	for _, id := range []string{"hook-1", "hook-2"} {
@@ -539,7 +539,7 @@ func TestRolesRunTheWholeSystem(t *testing.T) {
 			t.Fatalf("webhook %s: %d %s", id, resp.StatusCode, body)
 		}
 	}
-	f.clean("publisher", "HTTP gateway: a webhook and its replay (KV hooks)")
+	f.clean("gateway", "HTTP gateway: a webhook and its replay (KV hooks)")
 
 	// Hot reload: a skill added while everything runs.
 	writeSkill(t, f.skills, "late", "skill.yaml", lateSkill)
@@ -582,6 +582,27 @@ func TestRolesRunTheWholeSystem(t *testing.T) {
 		cc()
 		f.denied("publisher", "publish "+subj, subj, err)
 	}
+	// Only the gateway records webhook bodies.
+	c, cc = short()
+	_, err = pubJS.Publish(c, "$KV.hooks.x", []byte(`{}`))
+	cc()
+	f.denied("publisher", "write KV hooks", "$KV.hooks.x", err)
+	gw := f.conn("gateway")
+	gwJS, _ := jetstream.New(gw)
+	for _, subj := range []string{"skillbus.exec.default.hello", "skillbus.events.x.execution.completed", "skillbus.dead.hello", "$KV.runs.x.result", "$KV.skills.hello", "$KV.repairs.x"} {
+		c, cc = short()
+		_, err = gwJS.Publish(c, subj, []byte(`{}`))
+		cc()
+		f.denied("gateway", "publish "+subj, subj, err)
+	}
+	c, cc = short()
+	_, err = gwJS.CreateOrUpdateConsumer(c, "SKILLBUS_JOBS", jetstream.ConsumerConfig{Durable: "thief"})
+	cc()
+	f.denied("gateway", "consume jobs", "$JS.API.CONSUMER.CREATE.SKILLBUS_JOBS", err)
+	c, cc = short()
+	err = gwJS.DeleteKeyValue(c, "hooks")
+	cc()
+	f.denied("gateway", "delete the hooks bucket", "$JS.API.STREAM.DELETE.KV_hooks", err)
 	c, cc = short()
 	_, err = pubJS.CreateOrUpdateConsumer(c, "SKILLBUS_JOBS", jetstream.ConsumerConfig{Durable: "thief"})
 	cc()

@@ -191,8 +191,15 @@ func Roles(prefix string) []Role {
 		},
 		{
 			Name:        "publisher",
-			Doc:         "Publishes triggers and follows them to their result (ordered consumers on EVENTS; direct gets on JOBS for the plan an activation's jobs carry): what the HTTP gateway and any application sending events use. The gateway also records the webhook bodies it took in KV hooks (the replay window). Delayed triggers (trigger --at/--in) are keys at.<id> it creates in KV schedules. It cannot publish jobs, results or anything else, nor take jobs from workers.",
-			Publish:     join(jsInfo, []string{p + ".trigger.>"}, readStream(n.events), getStream(n.jobs), writeKV(n.hooks), delayKV(n.schedules)),
+			Doc:         "Publishes triggers and follows them to their result (ordered consumers on EVENTS; direct gets on JOBS for the plan an activation's jobs carry): what any application sending events uses. Delayed triggers (trigger --at/--in) are keys at.<id> it creates in KV schedules. It cannot publish jobs, results or anything else, nor take jobs from workers, nor write any other bucket.",
+			Publish:     join(jsInfo, []string{p + ".trigger.>"}, readStream(n.events), getStream(n.jobs), delayKV(n.schedules)),
+			DenyPublish: n.durables(),
+			Subscribe:   join(inbox, []string{p + ".live.>"}),
+		},
+		{
+			Name:        "gateway",
+			Doc:         "The HTTP gateway: a publisher that also records the webhook bodies it took in KV hooks (the replay window) and, at start, waits until the streams and that bucket exist. It cannot publish jobs, results or anything else, take jobs from workers, or write any other bucket.",
+			Publish:     join(jsInfo, n.streamInfos(), []string{p + ".trigger.>"}, readStream(n.events), getStream(n.jobs), writeKV(n.hooks)),
 			DenyPublish: n.durables(),
 			Subscribe:   join(inbox, []string{p + ".live.>"}),
 		},

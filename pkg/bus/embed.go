@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -28,6 +29,11 @@ type EmbedConfig struct {
 	ServerName string
 	// Logging prints the server's own log lines.
 	Logging bool
+	// MaxStore caps the bytes JetStream stores (max_file_store); 0 means 75% of the
+	// space free on StoreDir's filesystem at start. Below the filesystem's size, a
+	// full store refuses publishes with an error and takes them again as soon as
+	// space is freed within it, where a full disk needs JetStream started again.
+	MaxStore int64
 	// User and Password, when Password is set, are the only credentials the server
 	// takes (full permissions): a connection without them is refused. Default user
 	// "skillbus".
@@ -36,7 +42,12 @@ type EmbedConfig struct {
 
 // Embedded is a running embedded server.
 type Embedded struct {
+	// Server is the server as started; Current is the one running after a Restart.
 	Server *server.Server
+
+	mu      sync.Mutex
+	opts    server.Options
+	logging bool
 }
 
 // StartEmbedded starts nats-server in this process and waits until it accepts
@@ -76,17 +87,33 @@ func StartEmbedded(cfg EmbedConfig) (*Embedded, error) {
 		JetStreamMaxMemory: -1,
 		JetStreamMaxStore:  -1,
 	}
+	if cfg.MaxStore > 0 {
+		opts.JetStreamMaxStore = cfg.MaxStore
+	}
 	if cfg.Password != "" {
 		if cfg.User == "" {
 			cfg.User = "skillbus"
 		}
 		opts.Users = []*server.User{{Username: cfg.User, Password: cfg.Password}}
 	}
-	s, err := server.NewServer(opts)
+	e := &Embedded{opts: *opts, logging: cfg.Logging}
+	s, err := e.start()
+	if err != nil {
+		return nil, err
+	}
+	e.Server = s
+	// A restart listens where this one does, a port picked at random included.
+	e.opts.Port = s.Addr().(*net.TCPAddr).Port
+	return e, nil
+}
+
+func (e *Embedded) start() (*server.Server, error) {
+	opts := e.opts
+	s, err := server.NewServer(&opts)
 	if err != nil {
 		return nil, fmt.Errorf("embedded nats: %w", err)
 	}
-	if cfg.Logging {
+	if e.logging {
 		s.ConfigureLogger()
 	}
 	go s.Start()
@@ -94,16 +121,40 @@ func StartEmbedded(cfg EmbedConfig) (*Embedded, error) {
 		s.Shutdown()
 		return nil, errors.New("embedded nats: not ready for connections after 10s")
 	}
-	return &Embedded{Server: s}, nil
+	return s, nil
+}
+
+// Current is the server running now.
+func (e *Embedded) Current() *server.Server {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.Server
+}
+
+// Restart shuts the server down and starts it again on the same address and store,
+// as a restart of the process would: clients reconnect, and JetStream loads its
+// streams and consumers from disk (dropping the write errors a full disk left).
+func (e *Embedded) Restart() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.Server.Shutdown()
+	e.Server.WaitForShutdown()
+	s, err := e.start()
+	if err != nil {
+		return err
+	}
+	e.Server = s
+	return nil
 }
 
 // URL is the client URL of the server.
-func (e *Embedded) URL() string { return e.Server.ClientURL() }
+func (e *Embedded) URL() string { return e.Current().ClientURL() }
 
 // Shutdown stops the server and waits for it.
 func (e *Embedded) Shutdown() {
-	e.Server.Shutdown()
-	e.Server.WaitForShutdown()
+	s := e.Current()
+	s.Shutdown()
+	s.WaitForShutdown()
 }
 
 // Connect dials NATS with the options every skillbus process wants: a name that shows

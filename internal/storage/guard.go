@@ -1,0 +1,204 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// GuardConfig configures a Guard. Zero values are the documented defaults.
+type GuardConfig struct {
+	// Server returns the embedded server, running with JetStream; required.
+	Server func() *server.Server
+	// Restart shuts the server down and starts it again on the same address and
+	// store, which loads every stream and consumer from disk and drops the write
+	// errors they held; clients reconnect as they do after any restart. Required.
+	// (nats-server can start JetStream again in-process, but that races with API
+	// requests in flight.)
+	Restart func() error
+	// Every is how often the server is looked at while healthy; default 2s. While
+	// it is faulty, the wait between attempts to start JetStream again doubles up to
+	// MaxBackoff, default 30s.
+	Every, MaxBackoff time.Duration
+	// Headroom is how many bytes must be writable in the store directory before
+	// JetStream is started again; default 16 MiB (the room of a few message blocks),
+	// or an eighth of JetStream's storage limit when that is less than 128 MiB.
+	Headroom int64
+	// Log receives the fault, each attempt and the recovery; default slog.Default().
+	Log *slog.Logger
+}
+
+// Guard watches an embedded server's JetStream and, after a storage fault (a write
+// error, JetStream disabled), restarts the server in-process once Headroom bytes
+// can be written to its store: streams and consumers are loaded again from disk,
+// and clients reconnect and carry on. A server at its own storage limit (max_file_store)
+// is reported but left alone: it takes writes again by itself when space is freed
+// within it.
+type Guard struct {
+	cfg GuardConfig
+	dir string
+
+	mu       sync.Mutex
+	fault    error
+	restarts int
+
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+// NewGuard checks cfg and records the server's JetStream configuration, to start it
+// again with.
+func NewGuard(cfg GuardConfig) (*Guard, error) {
+	if cfg.Server == nil || cfg.Restart == nil {
+		return nil, errors.New("storage: GuardConfig.Server and Restart are required")
+	}
+	js := cfg.Server().JetStreamConfig()
+	if js == nil {
+		return nil, errors.New("storage: the server does not run JetStream")
+	}
+	if cfg.Every == 0 {
+		cfg.Every = 2 * time.Second
+	}
+	if cfg.MaxBackoff == 0 {
+		cfg.MaxBackoff = 30 * time.Second
+	}
+	if cfg.Headroom == 0 {
+		cfg.Headroom = 16 << 20
+		if js.MaxStore > 0 {
+			cfg.Headroom = min(cfg.Headroom, js.MaxStore/8)
+		}
+	}
+	if cfg.Every < 0 || cfg.MaxBackoff < cfg.Every || cfg.Headroom < 0 {
+		return nil, errors.New("storage: Every must be positive, MaxBackoff at least Every, Headroom not negative")
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	return &Guard{cfg: cfg, dir: js.StoreDir}, nil
+}
+
+// Start watches in the background until Stop.
+func (g *Guard) Start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	g.stop, g.done = cancel, make(chan struct{})
+	go func() {
+		defer close(g.done)
+		g.run(ctx)
+	}()
+}
+
+// Stop stops watching and waits; idempotent.
+func (g *Guard) Stop() {
+	if g.stop != nil {
+		g.stop()
+		<-g.done
+		g.stop = nil
+	}
+}
+
+// Check is the guard's readiness check: the server's storage fault, nil when none.
+func (g *Guard) Check(context.Context) error {
+	return Fault(g.cfg.Server())
+}
+
+// Restarts is how many times the guard has started JetStream again.
+func (g *Guard) Restarts() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.restarts
+}
+
+func (g *Guard) run(ctx context.Context) {
+	wait := g.cfg.Every
+	for {
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		err := Fault(g.cfg.Server())
+		g.mu.Lock()
+		was := g.fault
+		g.fault = err
+		g.mu.Unlock()
+		switch {
+		case err == nil:
+			if was != nil {
+				g.cfg.Log.Info("storage: JetStream stores messages again")
+			}
+			wait = g.cfg.Every
+			continue
+		case was == nil:
+			g.cfg.Log.Error("storage: JetStream cannot store messages; publishes are refused until space is free (it is started again by itself then)", "err", err)
+		}
+		if !g.restartable() {
+			// At its own limit: it takes writes again once space is freed within it.
+			wait = g.cfg.Every
+			continue
+		}
+		if err := g.room(); err != nil {
+			g.cfg.Log.Warn("storage: no room in the JetStream store yet", "dir", g.dir, "need", size(g.cfg.Headroom), "err", err)
+			wait = min(2*wait, g.cfg.MaxBackoff)
+			continue
+		}
+		if err := g.restart(); err != nil {
+			g.cfg.Log.Error("storage: starting JetStream again failed; will retry", "err", err)
+			wait = min(2*wait, g.cfg.MaxBackoff)
+			continue
+		}
+		wait = g.cfg.Every
+	}
+}
+
+// restartable reports whether the fault is one only a restart of JetStream ends: a
+// write error, or JetStream disabled; not the server's own storage limit.
+func (g *Guard) restartable() bool {
+	s := g.cfg.Server()
+	if !s.JetStreamEnabled() {
+		return true
+	}
+	hz := s.Healthz(&server.HealthzOptions{})
+	return hz != nil && hz.Error != ""
+}
+
+// room writes Headroom bytes in the store directory and removes them: proof that
+// JetStream has room to write again.
+func (g *Guard) room() error {
+	f, err := os.CreateTemp(g.dir, ".skillbus-room-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	for n := int64(0); n < g.cfg.Headroom; n += int64(len(buf)) {
+		if _, err := f.Write(buf[:min(int64(len(buf)), g.cfg.Headroom-n)]); err != nil {
+			return err
+		}
+	}
+	return f.Sync()
+}
+
+// restart restarts the server and checks that it stores messages again.
+func (g *Guard) restart() error {
+	g.cfg.Log.Warn("storage: space is free again; restarting the NATS server to clear its write errors")
+	if err := g.cfg.Restart(); err != nil {
+		return fmt.Errorf("restarting the NATS server: %w", err)
+	}
+	g.mu.Lock()
+	g.restarts++
+	g.mu.Unlock()
+	if err := Fault(g.cfg.Server()); err != nil {
+		return err
+	}
+	g.cfg.Log.Info("storage: the NATS server stores messages again")
+	return nil
+}

@@ -1,0 +1,296 @@
+package storage_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/goleak"
+
+	"github.com/skillbus/skillbus/internal/natstest"
+	"github.com/skillbus/skillbus/internal/storage"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/nats-io/nats-server/v2/server.(*Server).startGoRoutine"))
+}
+
+func TestIsFault(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{nil, false},
+		{errors.New("skill failed"), false},
+		{fmt.Errorf("publish: %w", context.DeadlineExceeded), true},
+		{nats.ErrTimeout, true},
+		{jetstream.ErrNoStreamResponse, true},
+		{nats.ErrNoResponders, true},
+		{jetstream.ErrJetStreamNotEnabled, true},
+		{nats.ErrConnectionClosed, true},
+		{fmt.Errorf("wrapped: %w", &jetstream.APIError{Code: 503, ErrorCode: 10023, Description: "insufficient resources"}), true},
+		{&jetstream.APIError{Code: 500, ErrorCode: 10047, Description: "insufficient storage resources available"}, true},
+		{&jetstream.APIError{Code: 503, ErrorCode: 10077, Description: "maximum bytes exceeded"}, true},
+		{&jetstream.APIError{Code: 400, ErrorCode: 10071, Description: "wrong last sequence: 3"}, false},
+		{fmt.Errorf("%w: disabled", storage.ErrFault), true},
+	} {
+		if got := storage.IsFault(tc.err); got != tc.want {
+			t.Errorf("IsFault(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+}
+
+// smallStore is a store directory that can be filled and freed: as root on Linux a
+// tmpfs of 8 MiB, filled by a file that takes all its space (nats-server then gets
+// ENOSPC on its next write and keeps that error); elsewhere an ordinary directory,
+// "filled" by shutting JetStream down, which is what a clustered server does when
+// out of space (and a standalone one on EACCES).
+type smallStore struct {
+	dir  string
+	tmpf bool
+}
+
+func newSmallStore(t *testing.T) *smallStore {
+	t.Helper()
+	s := &smallStore{dir: t.TempDir()}
+	if runtime.GOOS == "linux" && os.Geteuid() == 0 {
+		if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", s.dir).CombinedOutput(); err != nil {
+			t.Fatalf("mount tmpfs: %v: %s", err, out)
+		}
+		s.tmpf = true
+		t.Cleanup(func() { _ = exec.Command("umount", "-l", s.dir).Run() })
+	}
+	return s
+}
+
+func (s *smallStore) filler() string { return filepath.Join(s.dir, "filler") }
+
+// fill takes the store's space (or shuts JetStream down).
+func (s *smallStore) fill(t *testing.T, srv *server.Server) {
+	t.Helper()
+	if !s.tmpf {
+		if err := srv.ShutdownJetStream(); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	f, err := os.Create(s.filler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(buf); err != nil {
+			return
+		}
+	}
+}
+
+// free gives the space back.
+func (s *smallStore) free(t *testing.T) {
+	t.Helper()
+	if s.tmpf {
+		if err := os.Remove(s.filler()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A store that fills refuses publishes — an error, never an acknowledgement of a
+// message it did not keep — and is reported by the readiness check; once space is
+// free the guard starts JetStream again by itself, every acknowledged message is
+// still there, once, and publishes are taken again.
+func TestGuardStartsJetStreamAgainOnceSpaceIsFree(t *testing.T) {
+	st := newSmallStore(t)
+	srv := natstest.StartWith(t, func(o *server.Options) {
+		o.StoreDir = st.dir
+		o.JetStreamMaxStore, o.JetStreamMaxMemory = -1, -1
+	})
+	var logs natstest.Buffer
+	var smu sync.Mutex // the guard restarts the server while the test looks at it
+	current := func() *server.Server { smu.Lock(); defer smu.Unlock(); return srv.Server }
+	restart := func() error { smu.Lock(); defer smu.Unlock(); srv.Restart(); return nil }
+	g, err := storage.NewGuard(storage.GuardConfig{Server: current, Restart: restart, Every: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond,
+		Headroom: 1 << 20, Log: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.tmpf {
+		g.Start()
+		defer g.Stop()
+	}
+	nc := srv.Conn(t)
+	js, _ := jetstream.New(nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	acked := map[string]bool{}
+	publish := func(id string) error {
+		pctx, pcancel := context.WithTimeout(ctx, time.Second)
+		defer pcancel()
+		_, err := js.PublishMsg(pctx, &nats.Msg{Subject: "s." + id, Data: bytes.Repeat([]byte("x"), 4<<10), Header: nats.Header{"Nats-Msg-Id": {id}}})
+		if err == nil {
+			acked[id] = true
+		}
+		return err
+	}
+	for i := range 20 {
+		if err := publish(fmt.Sprintf("before-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := g.Check(ctx); err != nil {
+		t.Fatalf("ready before the fault: %v", err)
+	}
+
+	st.fill(t, current())
+	var perr error
+	for i := 0; perr == nil && i < 200; i++ {
+		perr = publish(fmt.Sprintf("full-%d", i))
+	}
+	if perr == nil {
+		t.Fatal("every publish to a full store was acknowledged")
+	}
+	if !storage.IsFault(perr) {
+		t.Errorf("the refused publish's error is not a storage fault: %v", perr)
+	}
+	natstest.Eventually(t, 10*time.Second, func() bool { return g.Check(ctx) != nil }, "the readiness check passes on a full store")
+	if err := g.Check(ctx); !errors.Is(err, storage.ErrFault) {
+		t.Errorf("readiness error %v does not wrap ErrFault", err)
+	}
+	if st.tmpf {
+		// Still full: JetStream is not started again, and says why in the log.
+		natstest.Eventually(t, 10*time.Second, func() bool {
+			return strings.Contains(logs.String(), "JetStream cannot store messages") && strings.Contains(logs.String(), "no room in the JetStream store yet")
+		}, "no fault logged:\n%s", &logs)
+		if err := publish("still-full"); err == nil {
+			t.Fatal("a publish to the full store was acknowledged")
+		}
+	} else {
+		// Disabled, JetStream would be started again at once: the guard starts now.
+		g.Start()
+		defer g.Stop()
+	}
+
+	st.free(t)
+	natstest.Eventually(t, 20*time.Second, func() bool { return g.Check(ctx) == nil && g.Restarts() > 0 }, "JetStream did not come back once space was free:\n%s", &logs)
+	natstest.Eventually(t, 20*time.Second, func() bool { return publish("after") == nil }, "publishes are not taken after the recovery")
+
+	// Every acknowledged message is in the stream, once.
+	c, err := js.OrderedConsumer(ctx, "S", jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := js.Stream(ctx, "S")
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for range info.State.Msgs {
+		m, err := c.Next(jetstream.FetchMaxWait(5 * time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[strings.TrimPrefix(m.Subject(), "s.")]++
+	}
+	for id := range acked {
+		if seen[id] != 1 {
+			t.Errorf("acknowledged message %s is in the stream %d times", id, seen[id])
+		}
+	}
+}
+
+// The server's own storage limit (max_file_store) is reported too, and needs no
+// restart: it takes writes again as soon as space is freed within it.
+func TestFaultAtTheStorageLimit(t *testing.T) {
+	t.Parallel()
+	srv := natstest.StartWith(t, func(o *server.Options) { o.JetStreamMaxStore = 1 << 20 })
+	js, _ := jetstream.New(srv.Conn(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "FILL", Subjects: []string{"fill"}}); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	for i := 0; err == nil && i < 1000; i++ {
+		_, err = js.Publish(ctx, "fill", make([]byte, 16<<10))
+	}
+	if !storage.IsFault(err) {
+		t.Fatalf("a publish past the limit: %v, want a storage fault", err)
+	}
+	if err := storage.Fault(srv.Server); err == nil || !strings.Contains(err.Error(), "max_file_store") {
+		t.Fatalf("Fault at the limit: %v", err)
+	}
+	if err := js.DeleteStream(ctx, "FILL"); err != nil {
+		t.Fatal(err)
+	}
+	natstest.Eventually(t, 10*time.Second, func() bool { return storage.Fault(srv.Server) == nil }, "Fault after freeing space: %v", stringer(func() string { return fmt.Sprint(storage.Fault(srv.Server)) }))
+}
+
+// A connected process sees JetStream disabled on its server, and, given the
+// server's monitoring /healthz, what only that shows.
+func TestRemoteChecks(t *testing.T) {
+	t.Parallel()
+	srv := natstest.Start(t)
+	js, _ := jetstream.New(srv.Conn(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	check := storage.Remote(js)
+	if err := check(ctx); err != nil {
+		t.Fatalf("JetStream enabled: %v", err)
+	}
+	var mu sync.Mutex
+	code, body := http.StatusOK, `{"status":"ok"}`
+	hz := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		w.WriteHeader(code)
+		fmt.Fprint(w, body)
+	}))
+	defer hz.Close()
+	hcheck := storage.Healthz(hz.URL, nil)
+	if err := hcheck(ctx); err != nil {
+		t.Fatalf("healthz ok: %v", err)
+	}
+	mu.Lock()
+	code, body = http.StatusServiceUnavailable, `{"status":"unavailable","error":"JetStream stream 'SKILLBUS > SKILLBUS_JOBS' write error: no space left on device"}`
+	mu.Unlock()
+	if err := hcheck(ctx); !errors.Is(err, storage.ErrFault) || !strings.Contains(err.Error(), "no space left on device") {
+		t.Fatalf("healthz unavailable: %v", err)
+	}
+
+	if err := srv.Server.ShutdownJetStream(); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		cctx, ccancel := context.WithTimeout(ctx, time.Second) // as /readyz bounds its checks
+		defer ccancel()
+		err = check(cctx)
+		return errors.Is(err, storage.ErrFault) && strings.Contains(err.Error(), "disabled")
+	}, "JetStream disabled is reported as %v", stringer(func() string { return fmt.Sprint(err) }))
+}
+
+type stringer func() string
+
+func (f stringer) String() string { return f() }
