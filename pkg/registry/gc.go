@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -29,74 +31,19 @@ type GCReport struct {
 // reads the bucket and the object store without holding up syncs, and decides under
 // the registry's lock, against what is published then.
 func (r *Registry) GC(ctx context.Context) (*GCReport, error) {
-	r.mu.Lock()
-	err := r.init(ctx)
-	current := make(map[string]string, len(r.pub))
-	for name, p := range r.pub {
-		current[name] = p.s.Digest
-	}
-	r.mu.Unlock()
+	current, err := r.publishedDigests(ctx)
 	if err != nil {
 		return nil, err
 	}
 	now := r.cfg.Now()
-	ret := r.cfg.Retention
 	entries, err := readEntries(ctx, r.kv, catalog.VersionKeys, true)
 	if err != nil {
 		return nil, fmt.Errorf("registry: gc: %w", err)
 	}
-	byName := map[string][]jetstream.KeyValueEntry{}
-	for _, e := range entries {
-		if name, _, ok := catalog.ParseVersionKey(e.Key()); ok {
-			byName[name] = append(byName[name], e)
-		}
-	}
-	type candidate struct {
-		id  versionID
-		key string
-	}
-	var collect []candidate
-	live := map[versionID]bool{}
-	names := make([]string, 0, len(byName))
-	for name := range byName {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		vs := byName[name]
-		sort.Slice(vs, func(i, j int) bool { return vs[i].Revision() > vs[j].Revision() })
-		cur, published := current[name]
-		var deletedAt time.Time
-		if !published {
-			deletedAt = r.deletedAt(ctx, name, vs[0].Created())
-		}
-		for i, e := range vs {
-			_, digest, _ := catalog.ParseVersionKey(e.Key())
-			id := versionID{name, digest}
-			// A version stops being current when the next one is published, or
-			// when the skill is removed.
-			superseded := deletedAt
-			if i > 0 {
-				superseded = vs[i-1].Created()
-			}
-			var keep bool
-			switch {
-			case published && cur == digest:
-				keep = true
-			case i >= ret.Max:
-			case published && i < ret.Keep:
-				keep = true
-			case published && i == 0:
-				keep = true // newest, yet not current: a publish in progress elsewhere
-			default:
-				keep = now.Sub(superseded) < ret.For
-			}
-			if keep {
-				live[id] = true
-			} else {
-				collect = append(collect, candidate{id, e.Key()})
-			}
-		}
+	p := gcPlan{live: map[versionID]bool{}}
+	byName := versionsByName(entries)
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		r.judge(ctx, &p, name, byName[name], current, now)
 	}
 	objs, err := r.obs.List(ctx)
 	if err != nil && !errors.Is(err, jetstream.ErrNoObjectsFound) {
@@ -106,6 +53,109 @@ func (r *Registry) GC(ctx context.Context) (*GCReport, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rep := &GCReport{}
+	dead, err := r.purgeVersions(ctx, p.collect, rep)
+	if err != nil {
+		return nil, err
+	}
+	// Versions published since the listing are live too.
+	for id := range r.versions {
+		p.live[id] = true
+	}
+	for name, pub := range r.pub {
+		p.live[versionID{name, pub.s.Digest}] = true
+	}
+	if err := r.deleteFiles(ctx, objs, p.live, dead, now, rep); err != nil {
+		return nil, err
+	}
+	if len(rep.Versions)+rep.Objects > 0 {
+		r.cfg.Log.Info("registry: collected old versions", "versions", len(rep.Versions), "files", rep.Objects)
+	}
+	return rep, nil
+}
+
+// publishedDigests returns the digest of every skill's published version.
+func (r *Registry) publishedDigests(ctx context.Context) (map[string]string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	err := r.init(ctx)
+	current := make(map[string]string, len(r.pub))
+	for name, p := range r.pub {
+		current[name] = p.s.Digest
+	}
+	return current, err
+}
+
+// versionsByName groups the version keys' entries by skill, newest first.
+func versionsByName(entries []jetstream.KeyValueEntry) map[string][]jetstream.KeyValueEntry {
+	byName := map[string][]jetstream.KeyValueEntry{}
+	for _, e := range entries {
+		if name, _, ok := catalog.ParseVersionKey(e.Key()); ok {
+			byName[name] = append(byName[name], e)
+		}
+	}
+	for _, vs := range byName {
+		sort.Slice(vs, func(i, j int) bool { return vs[i].Revision() > vs[j].Revision() })
+	}
+	return byName
+}
+
+// gcPlan is what a collection decided from the listing: the versions to
+// collect and those that stay.
+type gcPlan struct {
+	collect []gcCandidate
+	live    map[versionID]bool
+}
+
+type gcCandidate struct {
+	id  versionID
+	key string
+}
+
+// judge decides for each version of skill name, vs newest first, whether the
+// Retention keeps it; current holds the published digests.
+func (r *Registry) judge(ctx context.Context, p *gcPlan, name string, vs []jetstream.KeyValueEntry, current map[string]string, now time.Time) {
+	cur, published := current[name]
+	var deletedAt time.Time
+	if !published {
+		deletedAt = r.deletedAt(ctx, name, vs[0].Created())
+	}
+	for i, e := range vs {
+		_, digest, _ := catalog.ParseVersionKey(e.Key())
+		id := versionID{name, digest}
+		// A version stops being current when the next one is published, or
+		// when the skill is removed.
+		superseded := deletedAt
+		if i > 0 {
+			superseded = vs[i-1].Created()
+		}
+		if r.cfg.Retention.keeps(i, published, published && cur == digest, now.Sub(superseded)) {
+			p.live[id] = true
+		} else {
+			p.collect = append(p.collect, gcCandidate{id, e.Key()})
+		}
+	}
+}
+
+// keeps reports whether the Retention keeps the i-th newest version of a skill
+// (published: the skill is in the catalog; current: this is its published
+// version), superseded for age.
+func (ret Retention) keeps(i int, published, current bool, age time.Duration) bool {
+	switch {
+	case current:
+		return true
+	case i >= ret.Max:
+		return false
+	case published && i < ret.Keep:
+		return true
+	case published && i == 0:
+		return true // newest, yet not current: a publish in progress elsewhere
+	}
+	return age < ret.For
+}
+
+// purgeVersions purges the version keys of collect, unless a version was
+// published again meanwhile, and returns those purged.
+func (r *Registry) purgeVersions(ctx context.Context, collect []gcCandidate, rep *GCReport) (map[versionID]bool, error) {
 	dead := map[versionID]bool{}
 	for _, c := range collect {
 		if p := r.pub[c.id.name]; p != nil && p.s.Digest == c.id.digest {
@@ -118,13 +168,12 @@ func (r *Registry) GC(ctx context.Context) (*GCReport, error) {
 		dead[c.id] = true
 		rep.Versions = append(rep.Versions, c.id.name+"@"+short(c.id.digest))
 	}
-	// Versions published since the listing are live too.
-	for id := range r.versions {
-		live[id] = true
-	}
-	for name, p := range r.pub {
-		live[versionID{name, p.s.Digest}] = true
-	}
+	return dead, nil
+}
+
+// deleteFiles deletes the files of collected versions, and those of no live
+// version once they are older than orphanGrace.
+func (r *Registry) deleteFiles(ctx context.Context, objs []*jetstream.ObjectInfo, live, dead map[versionID]bool, now time.Time, rep *GCReport) error {
 	for _, o := range objs {
 		name, rest, ok := strings.Cut(o.Name, "/")
 		if !ok {
@@ -139,14 +188,11 @@ func (r *Registry) GC(ctx context.Context) (*GCReport, error) {
 			continue
 		}
 		if err := r.obs.Delete(ctx, o.Name); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
-			return nil, fmt.Errorf("registry: gc: delete %s: %w", o.Name, err)
+			return fmt.Errorf("registry: gc: delete %s: %w", o.Name, err)
 		}
 		rep.Objects++
 	}
-	if len(rep.Versions)+rep.Objects > 0 {
-		r.cfg.Log.Info("registry: collected old versions", "versions", len(rep.Versions), "files", rep.Objects)
-	}
-	return rep, nil
+	return nil
 }
 
 // deletedAt is when the skill was removed from the catalog: the time of the delete
