@@ -61,6 +61,10 @@ const (
 	// child one level of delegation more; a trigger's own claim of a depth is never
 	// read, so a sender cannot lift the delegation bound.
 	ExtParent = "skillparent"
+	// ExtSeq on an execution's event followed live is its place in the execution's
+	// own sequence (see Seq): its live and persisted events reach a follower by two
+	// paths, each in order but not with each other, and the follower orders them by it.
+	ExtSeq = "skillseq"
 )
 
 // HeaderCE is the prefix of the header that carries a CloudEvents attribute or

@@ -24,6 +24,9 @@ type Meta struct {
 	ExecutionID   string
 	TraceParent   string
 	TraceState    string
+	// Seq is the event's place in its execution's sequence (events.ExtSeq), set
+	// on the events of an execution followed live.
+	Seq string
 }
 
 // Event is one of skillbus's own events, to be written in structured content mode
@@ -159,7 +162,8 @@ func (e Event) msg(subject string) (*nats.Msg, error) {
 		[2]string{events.ExtExecutionID, e.Meta.ExecutionID},
 		[2]string{events.ExtCausationID, e.Meta.CausationID},
 		[2]string{events.ExtTraceParent, e.Meta.TraceParent},
-		[2]string{events.ExtTraceState, e.Meta.TraceState})
+		[2]string{events.ExtTraceState, e.Meta.TraceState},
+		[2]string{events.ExtSeq, e.Meta.Seq})
 }
 
 // DataSizer is event data that knows about how long its JSON is (as

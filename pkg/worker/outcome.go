@@ -334,6 +334,12 @@ func (w *Worker) outcomeData(j *job, rec *run.Record) any {
 // outcomeMsg encodes an outcome event with the extensions m (see outcomeSpan) and
 // checks that the server will take it.
 func (w *Worker) outcomeMsg(j *job, m bus.Meta, typ string, data any) (*nats.Msg, error) {
+	if j.data.Live {
+		if j.outcomeSeq == "" {
+			j.outcomeSeq = j.nextSeq()
+		}
+		m.Seq = j.outcomeSeq
+	}
 	msg, err := bus.Event{ID: run.OutcomeID(j.data.ExecutionID), Source: w.cfg.Source, Type: typ, Meta: m, Data: data}.
 		Msg(w.cfg.Bus.Subjects.Event(j.data.ExecutionID, typ))
 	if err != nil {
@@ -377,6 +383,9 @@ func (w *Worker) publish(j *job, id, typ string, data any, persist bool) error {
 	m := j.meta
 	m.ExecutionID = j.data.ExecutionID
 	m.CausationID = j.msgID()
+	if j.data.Live {
+		m.Seq = j.nextSeq()
+	}
 	ev := bus.Event{ID: id, Source: w.cfg.Source, Type: typ, Meta: m, Data: data}
 	subj := w.cfg.Bus.Subjects
 	if !persist {

@@ -34,6 +34,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -345,10 +346,16 @@ type job struct {
 	delivery     string
 	deliveryOnce sync.Once
 	seq          uint64 // the job message's stream sequence
-	skill        *skill.Skill
-	batch        *bus.Batch
-	start        time.Time
-	log          *workflow.Log // the execution log of this delivery (nil for instruction and script skills)
+	// delivered is the server's count of this message's deliveries, and progress
+	// how many events of an execution followed live this delivery has stamped with
+	// its place (events.Seq); outcomeSeq is the outcome's, taken once.
+	delivered  uint64
+	progress   atomic.Uint64
+	outcomeSeq string
+	skill      *skill.Skill
+	batch      *bus.Batch
+	start      time.Time
+	log        *workflow.Log // the execution log of this delivery (nil for instruction and script skills)
 	// fast: the first delivery of a job stored in the worker's current epoch; it runs
 	// unclaimed (see claim.go). reconnects is the connection's count when it began.
 	fast       bool
@@ -401,7 +408,7 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 	}
 	// The attempt is 1 on the fast path; the claim path reads it from the claim
 	// (the delivery count is no record of retries: see claim.go).
-	j := &job{msg: msg, attempt: 1, batch: w.cfg.Bus.Batch(), start: time.Now(), seq: md.Sequence.Stream}
+	j := &job{msg: msg, attempt: 1, batch: w.cfg.Bus.Batch(), start: time.Now(), seq: md.Sequence.Stream, delivered: md.NumDelivered}
 	err = events.DecodeJobWithoutRoute(e.Data, &j.data)
 	if err != nil && unchecked {
 		if e, err = bus.DecodeFast(nm); err != nil {
@@ -706,6 +713,12 @@ func (j *job) msgID() string { return j.data.ExecutionID + ".job" }
 func (j *job) deliveryID() string {
 	j.deliveryOnce.Do(func() { j.delivery = strconv.FormatUint(j.seq, 10) + "." + nuid.Next() })
 	return j.delivery
+}
+
+// nextSeq is the place of the delivery's next event in the execution's sequence,
+// for a follower to order its live and persisted events by.
+func (j *job) nextSeq() string {
+	return events.Seq{Job: j.seq, Delivery: max(j.delivered, 1), N: j.progress.Add(1)}.String()
 }
 
 // logJSON is the job's execution log as JSON, nil without one.
