@@ -150,6 +150,7 @@ routers restarting. One due while no router runs is published when one starts.`,
 			case res.Failed != nil:
 				return &ExitError{Code: exitFailed, Err: res.Err(), Quiet: true}
 			case res.Repairing != nil:
+				w.waiting(res.Repairing)
 				return &ExitError{Code: exitRepairing, Err: res.Err(), Quiet: true}
 			}
 			return nil
@@ -253,6 +254,56 @@ type watcher struct {
 	asJSON bool
 	// repair is the repair the execution was parked on, once it was.
 	repair *events.RepairRequested
+	// proposed is the proposal of repair that waits for a decision, as far as
+	// the events read so far say. It is not printed as waiting for approval
+	// when read: the follow reads a repair's history from its start, and the
+	// decision may come right after it (the run waits for nobody then), or the
+	// follow ends with the run parked on it (waiting prints it then).
+	proposed *events.RepairProposed
+}
+
+// printRepair prints a repair's event with data d.
+func (w *watcher) printRepair(typ string, d map[string]any) {
+	str := func(k string) string { s, _ := d[k].(string); return s }
+	id := shortDigest(str("repair_id"))
+	switch typ {
+	case events.TypeRepairRequested:
+		if w.repair != nil {
+			fmt.Fprintf(w.out, "  ⚕ repairing: %s, repair %s requested: %s\n", client.FaultString(w.repair.Fault), shortDigest(w.repair.RepairID), firstLineOf(w.repair.Error))
+		}
+	case events.TypeRepairProposed:
+		if d["auto"] == true {
+			fmt.Fprintf(w.out, "  ⚕ repair %s proposed by %s (%s), applied without approval (repair: auto)\n", id, str("by"), str("summary"))
+			return
+		}
+		w.proposed = &events.RepairProposed{RepairID: str("repair_id"), By: str("by"), Summary: str("summary")}
+	case events.TypeRepairSucceeded, events.TypeRepairFailed:
+		if p := w.proposed; p != nil && p.RepairID == str("repair_id") {
+			fmt.Fprintf(w.out, "  ⚕ repair %s proposed by %s: %s\n", id, p.By, p.Summary)
+			w.proposed = nil
+		}
+		if typ == events.TypeRepairSucceeded {
+			fmt.Fprintf(w.out, "  ⚕ repair %s applied as version %s; the run goes on on it\n", id, str("version"))
+		} else {
+			fmt.Fprintf(w.out, "  ⚕ repair %s failed: %s\n", id, str("reason"))
+		}
+	default:
+		fmt.Fprintf(w.out, "  ⚕ %s: %s\n", events.Kind(typ), str("reason"))
+	}
+}
+
+// waiting prints what a run parked on r waits for, and how to answer.
+func (w *watcher) waiting(r *client.Repairing) {
+	if w.asJSON {
+		return
+	}
+	id := shortDigest(r.RepairID)
+	by := "a repairer"
+	if p := w.proposed; p != nil && p.RepairID == r.RepairID && p.By != "" {
+		by = p.By
+	}
+	fmt.Fprintf(w.out, "  ⏸ %s\n    proposed by %s: %s\n    see the patch: skillbus repair show %s   approve: skillbus repair approve %s   (or reject)\n",
+		r, by, r.Summary, id, id)
 }
 
 func (w *watcher) print(e *event.Event) {
@@ -324,29 +375,9 @@ func (w *watcher) print(e *event.Event) {
 		fmt.Fprintf(w.out, "  ▶ step %s %s by %s\n", str("step_id"), verdict, by)
 	case events.TypeAutohealTriggered:
 		fmt.Fprintf(w.out, "    ✚ auto-heal: %s failed (%s), running %s\n", str("step_id"), str("failure_type"), str("action"))
-	case events.TypeRepairRequested:
-		if w.repair == nil {
-			break
-		}
-		fmt.Fprintf(w.out, "  ⚕ repairing: %s, repair %s requested: %s\n", client.FaultString(w.repair.Fault), shortDigest(w.repair.RepairID), firstLineOf(w.repair.Error))
-	case events.TypeRepairProposed:
-		id := shortDigest(str("repair_id"))
-		if d["auto"] == true {
-			fmt.Fprintf(w.out, "  ⚕ repair %s proposed by %s (%s), applied without approval (repair: auto)\n", id, str("by"), str("summary"))
-			break
-		}
-		fault := "a repairable fault"
-		if w.repair != nil {
-			fault = client.FaultString(w.repair.Fault)
-		}
-		fmt.Fprintf(w.out, "  ⏸ repairing: %s, repair %s waiting for approval\n    proposed by %s: %s\n    see the patch: skillbus repair show %s   approve: skillbus repair approve %s   (or reject)\n",
-			fault, id, str("by"), str("summary"), id, id)
-	case events.TypeRepairSucceeded:
-		fmt.Fprintf(w.out, "  ⚕ repair %s applied as version %s; the run goes on on it\n", shortDigest(str("repair_id")), str("version"))
-	case events.TypeRepairFailed:
-		fmt.Fprintf(w.out, "  ⚕ repair %s failed: %s\n", shortDigest(str("repair_id")), str("reason"))
-	case events.TypeRepairNoImprovement, events.TypeRepairSkipped:
-		fmt.Fprintf(w.out, "  ⚕ %s: %s\n", events.Kind(e.Type()), str("reason"))
+	case events.TypeRepairRequested, events.TypeRepairProposed, events.TypeRepairSucceeded, events.TypeRepairFailed,
+		events.TypeRepairNoImprovement, events.TypeRepairSkipped:
+		w.printRepair(e.Type(), d)
 	case events.TypeExecutionDeadlettered:
 		// Printed with execution.failed, which names the dead letter and comes first.
 	case events.TypeDLQReplayed:
