@@ -1,10 +1,7 @@
 package cli_test
 
 import (
-	"context"
 	"encoding/json"
-	"path/filepath"
-	"regexp"
 	"slices"
 	"testing"
 	"time"
@@ -13,7 +10,6 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/skillbus/skillbus/internal/cli"
-	"github.com/skillbus/skillbus/internal/natstest"
 )
 
 // skillbus dev's workers are NATS micro services like the worker binary's: $SRV.INFO
@@ -21,22 +17,8 @@ import (
 // skillbus.worker.<name>.status.
 func TestDevWorkersAreMicroServices(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithCancel(context.Background())
-	logs := &natstest.Buffer{}
-	done := make(chan error, 1)
-	go func() {
-		done <- cli.Skillbus(ctx, []string{"dev", "--port", "-1", "--store", t.TempDir(), "--skills", filepath.Join("..", "..", "testdata", "skills"),
-			"--workers", "2", "--name", "devw", "--log-level", "warn"}, noEnv, logs, logs)
-	}()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("dev: %v", err)
-		}
-	}()
-	re := regexp.MustCompile(`NATS\s+(nats://127\.0\.0\.1:\d+)`)
-	natstest.Eventually(t, 60*time.Second, func() bool { return re.MatchString(logs.String()) }, "dev did not start:\n%s", logs)
-	nc, err := nats.Connect(re.FindStringSubmatch(logs.String())[1])
+	logs := startDev(t, "--workers", "2", "--name", "devw")
+	nc, err := nats.Connect(devLine(t, logs, `NATS\s+(nats://127\.0\.0\.1:\d+)`)[1])
 	if err != nil {
 		t.Fatal(err)
 	}

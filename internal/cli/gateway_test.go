@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/skillbus/skillbus/internal/cli"
 	"github.com/skillbus/skillbus/internal/natstest"
@@ -18,22 +16,8 @@ import (
 // system and the answer carries its result.
 func TestDevGateway(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithCancel(context.Background())
-	logs := &natstest.Buffer{}
-	done := make(chan error, 1)
-	go func() {
-		done <- cli.Skillbus(ctx, []string{"dev", "--port", "-1", "--store", t.TempDir(), "--skills", filepath.Join("..", "..", "testdata", "skills"),
-			"--workers", "1", "--gateway", "127.0.0.1:0", "--log-level", "warn"}, noEnv, logs, logs)
-	}()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("dev: %v", err)
-		}
-	}()
-	re := regexp.MustCompile(`HTTP gateway on (http://127\.0\.0\.1:\d+)`)
-	natstest.Eventually(t, 60*time.Second, func() bool { return re.MatchString(logs.String()) }, "no gateway in the banner:\n%s", logs)
-	url := re.FindStringSubmatch(logs.String())[1]
+	logs := startDev(t, "--workers", "1", "--gateway", "127.0.0.1:0")
+	url := devLine(t, logs, `HTTP gateway on (http://127\.0\.0\.1:\d+)`)[1]
 	req, _ := http.NewRequest(http.MethodPost, url+"/events?wait=30s", strings.NewReader(`{"name":"Ada"}`))
 	for k, v := range map[string]string{"ce-specversion": "1.0", "ce-id": "dev-1", "ce-source": "/curl", "ce-type": "com.example.greet", "Content-Type": "application/json"} {
 		req.Header.Set(k, v)
