@@ -12,13 +12,18 @@ import (
 
 // The benchmark itself runs in `make bench`; this keeps it from rotting: a tiny run
 // must finish and print the figures an issue quotes, with the server embedded and in
-// a process of its own (whose CPU time is then printed apart).
+// a process of its own (whose CPU time is then printed apart). With -short (make
+// test) only the server in a process of its own runs, which goes through every
+// figure and the server's CPU besides; make test-all runs both.
 func TestBenchRuns(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		process bool
 		where   string
 	}{{"embedded", false, "embedded in the bench's process"}, {"process", true, "its own process"}} {
+		if testing.Short() && !tc.process {
+			continue
+		}
 		// One after the other: the tracing figure sets the process's tracer provider.
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
