@@ -56,6 +56,9 @@ const (
 	UnmatchedInvalid      = "invalid_event" // not a valid CloudEvent (missing id, source, type, specversion, ...)
 	UnmatchedTooLarge     = "too_large"     // over the router's size limit
 	UnmatchedBadType      = "bad_type"      // the type cannot become a subject, or does not match the subject
+	UnmatchedFiltered     = "filtered"      // the skills that would have taken it have a filter that is false for it
+	UnmatchedFilterError  = "filter_error"  // a skill's filter (or rate-limit key) failed on it: a missing field, a wrong type, the cost limit
+	UnmatchedRateLimited  = "rate_limited"  // the skills that would have taken it are over their rate_limit
 )
 
 // RouteUnmatched is the data of io.skillbus.route.unmatched: a trigger that was not

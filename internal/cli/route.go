@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 	"github.com/spf13/cobra"
 
+	"github.com/skillbus/skillbus/pkg/flow"
 	"github.com/skillbus/skillbus/pkg/router"
 	"github.com/skillbus/skillbus/pkg/selector"
 	"github.com/skillbus/skillbus/pkg/skill"
@@ -168,11 +169,16 @@ passes the threshold, 2 on bad usage.`,
 				if cerr != nil {
 					return cerr
 				}
-				sel, _, lerr := loadSelector(sf.skills, cfg, cmd.ErrOrStderr())
+				sel, skills, lerr := loadSelector(sf.skills, cfg, cmd.ErrOrStderr())
 				if lerr != nil {
 					return lerr
 				}
-				d, err = sel.Select(req, selector.Env{})
+				// Filters read the request as a trigger of --type with --data.
+				ev := &flow.Event{Type: req.Type, Source: "/skillbus/route"}
+				if req.Data != nil {
+					ev.Data = req.Data
+				}
+				d, err = sel.Select(req, selector.Env{Admit: router.Filters(skills, ev)})
 			} else {
 				d, err = routeRemote(cmd.Context(), c, req, data, timeout)
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/flow"
 	"github.com/skillbus/skillbus/pkg/selector"
 	"github.com/skillbus/skillbus/pkg/skill"
 	"github.com/skillbus/skillbus/pkg/telemetry"
@@ -41,6 +42,12 @@ type trigger struct {
 	live bool
 	// depth is the delegation depth of the trigger's jobs (see depthOf).
 	depth int
+	// data is the trigger's data decoded, as flow expressions read it.
+	data any
+	fev  *flow.Event
+	// limited are the skills over their rate limit for this trigger, with why.
+	limited  map[string]string
+	verdicts flowVerdicts
 }
 
 // outcome is what routing a trigger came to. settle turns it into writes and the
@@ -123,11 +130,11 @@ func parse(ctx context.Context, msg jetstream.Msg, pc parseConfig, t *trigger) o
 	if s := e.Ext(events.ExtSkill); s != "" && t.req.Skill == "" {
 		t.req.Skill = s
 	}
-	inputs, obj, err := inputsOf(e)
+	inputs, obj, data, err := inputsOf(e)
 	if err != nil {
 		return rejected{events.UnmatchedInvalid, err.Error()}
 	}
-	t.inputs = inputs
+	t.inputs, t.data = inputs, data
 	t.req.Text = textOf(obj, pc.textFields)
 	t.req.Data = obj
 
@@ -149,6 +156,9 @@ func parse(ctx context.Context, msg jetstream.Msg, pc parseConfig, t *trigger) o
 // fallback chain).
 func plan(d *selector.Decision, t *trigger, subj events.Subjects, get func(string) (*skill.Skill, bool)) outcome {
 	if d.Primary == "" {
+		if code, reason, ok := t.verdicts.unmatchedByFlow(); ok {
+			return unmatched{code: code, reason: reason, d: d}
+		}
 		return unmatched{code: events.UnmatchedNoSkill, reason: noSkillReason(d, t.req), d: d}
 	}
 	// A plan's entries, each built once (an execution id is a hash).

@@ -211,3 +211,97 @@ func TestPlanUnmatched(t *testing.T) {
 		t.Fatalf("plan = %#v", o)
 	}
 }
+
+// decideWithFlow is decideFor with the skills' flow control, as the router runs it.
+func decideWithFlow(t *testing.T, tr *trigger, skills ...*skill.Skill) (*selector.Decision, *selector.Selector) {
+	t.Helper()
+	sel := selector.New(selector.Config{})
+	sel.Sync(skills)
+	d, err := sel.Select(tr.req, selector.Env{Admit: admit(tr, compileFlows(skills, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, sel
+}
+
+func TestPlanFilter(t *testing.T) {
+	t.Parallel()
+	big := &skill.Skill{Name: "big-orders", Description: "big", Digest: "big0123456789ab", Triggers: []string{"com.example.order"}, Filter: `data.amount > 100`}
+	vip := &skill.Skill{Name: "vip", Description: "vip", Digest: "vip0123456789ab", Triggers: []string{"com.example.order"}, Filter: `extensions.tier == "gold"`, Priority: "high"}
+	order := func(id, data string, ext map[string]string) *trigger {
+		h := ceHeaders(id, "com.example.order")
+		for k, v := range ext {
+			h["ce-"+k] = v
+		}
+		return mustParse(t, stub("skillbus.trigger.com.example.order", h, data))
+	}
+	for _, tc := range []struct {
+		name, data string
+		ext        map[string]string
+		primary    string
+		code       string
+		reasons    map[string]string // candidate → reason it must contain
+	}{
+		{name: "both take it", data: `{"amount": 250}`, ext: map[string]string{"tier": "gold"}, primary: "vip",
+			reasons: map[string]string{"vip": "filter true", "big-orders": "filter true"}},
+		{name: "one takes it", data: `{"amount": 250}`, primary: "big-orders",
+			reasons: map[string]string{"vip": `filter false: extensions.tier == "gold"`, "big-orders": "filter true"}},
+		{name: "none takes it", data: `{"amount": 5}`, code: events.UnmatchedFiltered,
+			reasons: map[string]string{"big-orders": "filter false: data.amount > 100"}},
+		{name: "a filter fails", data: `{"total": 5}`, code: events.UnmatchedFilterError,
+			reasons: map[string]string{"big-orders": "filter error: no such key: amount"}},
+		{name: "by name, filtered all the same", data: `{"amount": 5}`, ext: map[string]string{events.ExtSkill: "big-orders"}, code: events.UnmatchedFiltered},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tr := order("1", tc.data, tc.ext)
+			d, sel := decideWithFlow(t, tr, big, vip)
+			for name, want := range tc.reasons {
+				if c := d.Candidate(name); c == nil || !strings.Contains(c.Reason, want) {
+					t.Errorf("candidate %s: %+v; want its reason to say %q", name, c, want)
+				}
+			}
+			o := plan(d, tr, testSubjects, sel.Get)
+			if tc.primary != "" {
+				r, ok := o.(*routed)
+				if !ok || r.decided.Plan.Primary.Name != tc.primary {
+					t.Fatalf("plan = %#v, want %s as primary", o, tc.primary)
+				}
+				for _, c := range r.decided.Candidates {
+					if want, ok := tc.reasons[c.Name]; ok && !strings.Contains(c.Reason, want) {
+						t.Errorf("route.decided candidate %s: reason %q, want %q in it", c.Name, c.Reason, want)
+					}
+				}
+				return
+			}
+			u, ok := o.(unmatched)
+			if !ok || u.code != tc.code || !strings.Contains(u.reason, "big-orders: filter") {
+				t.Fatalf("plan = %#v, want unmatched %s naming big-orders' filter", o, tc.code)
+			}
+		})
+	}
+}
+
+func TestCompileFlowsOncePerVersion(t *testing.T) {
+	t.Parallel()
+	a := &skill.Skill{Name: "a", Digest: "d1", Filter: "data.x > 1"}
+	b := &skill.Skill{Name: "b", Digest: "d1"}
+	bad := &skill.Skill{Name: "bad", Digest: "d1", Filter: "data.x >"}
+	first := compileFlows([]*skill.Skill{a, b, bad}, nil)
+	if len(first) != 2 || first["a"].filter == nil || first["bad"].err == nil {
+		t.Fatalf("flows = %+v", first)
+	}
+	same := compileFlows([]*skill.Skill{a}, first)
+	if same["a"] != first["a"] {
+		t.Fatal("an unchanged version was compiled again")
+	}
+	a2 := &skill.Skill{Name: "a", Digest: "d2", Filter: "data.x > 2"}
+	if next := compileFlows([]*skill.Skill{a2}, first); next["a"] == first["a"] || next["a"].filter.String() != "data.x > 2" {
+		t.Fatal("a new version kept the old filter")
+	}
+	// A filter that does not compile refuses every trigger, as a failing filter.
+	tr := mustParse(t, stub("skillbus.trigger.com.example.x", ceHeaders("1", "com.example.x"), `{"x": 5}`))
+	if ok, why := admit(tr, first)(bad); ok || !strings.Contains(why, "filter error: filter does not compile") {
+		t.Fatalf("admit = %v %q", ok, why)
+	}
+}

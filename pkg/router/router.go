@@ -96,11 +96,13 @@ type Config struct {
 
 // Router routes triggers.
 type Router struct {
-	cfg     Config
-	epoch   *bus.Epoch
-	sel     *selector.Selector
-	syncMu  sync.Mutex
-	synced  atomic.Uint64
+	cfg    Config
+	epoch  *bus.Epoch
+	sel    *selector.Selector
+	syncMu sync.Mutex
+	synced atomic.Uint64
+	// flows are the catalog's skills' flow control, compiled (see compileFlows).
+	flows   atomic.Pointer[map[string]*compiledFlow]
 	live    *live
 	svc     micro.Service
 	loop    *bus.Loop
@@ -177,7 +179,15 @@ func (r *Router) sync() {
 	if rev = r.cfg.Catalog.Revision(); rev == r.synced.Load() && rev != 0 {
 		return
 	}
-	r.sel.Sync(r.cfg.Catalog.All())
+	all := r.cfg.Catalog.All()
+	r.sel.Sync(all)
+	prev := r.flows.Load()
+	var prevm map[string]*compiledFlow
+	if prev != nil {
+		prevm = *prev
+	}
+	flows := compileFlows(all, prevm)
+	r.flows.Store(&flows)
 	r.synced.Store(rev)
 }
 
@@ -309,7 +319,7 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) (routeNote, error
 // fail (a recall source, the registry, the jobs stream): only a failed read of
 // the jobs stream is an error, which retries the trigger.
 func (r *Router) decideTrigger(ctx context.Context, t *trigger) (outcome, error) {
-	d, err := r.decide(ctx, t.req)
+	d, err := r.decide(ctx, t)
 	if err != nil {
 		var unknown *selector.UnknownSkillError
 		if !errors.As(err, &unknown) {
@@ -393,8 +403,9 @@ func (r *Router) routedElsewhere(ctx context.Context, md *jetstream.MsgMetadata,
 
 // decide runs the optional recall sources (each bounded by RecallTimeout, their
 // failures logged and ignored), then the selector.
-func (r *Router) decide(ctx context.Context, req selector.Request) (*selector.Decision, error) {
+func (r *Router) decide(ctx context.Context, t *trigger) (*selector.Decision, error) {
 	r.sync()
+	req := t.req
 	if req.Text != "" && req.Skill == "" && len(r.cfg.Recallers) > 0 {
 		skills := r.sel.Skills()
 		var mu sync.Mutex
@@ -415,13 +426,29 @@ func (r *Router) decide(ctx context.Context, req selector.Request) (*selector.De
 		}
 		wg.Wait()
 	}
-	return r.sel.Select(req, r.live.env())
+	t.req.Recalled = req.Recalled
+	return r.selectFor(t)
+}
+
+// selectFor runs the selector over a trigger's request (its recalled candidates
+// already gathered), with its skills' flow control.
+func (r *Router) selectFor(t *trigger) (*selector.Decision, error) {
+	env := r.live.env()
+	if flows := r.flows.Load(); flows != nil && len(*flows) > 0 {
+		env.Admit = admit(t, *flows)
+	}
+	return r.sel.Select(t.req, env)
 }
 
 // Decide routes a request the way a trigger is routed, without publishing anything;
 // `skillbus route --nats-url` asks it through the router's service.
+// A filter reads the request's type and data; rate limits are not counted.
 func (r *Router) Decide(ctx context.Context, req selector.Request) (*selector.Decision, error) {
-	return r.decide(ctx, req)
+	var data any
+	if req.Data != nil {
+		data = req.Data
+	}
+	return r.decide(ctx, &trigger{req: req, e: &bus.Binary{Type: req.Type}, data: data})
 }
 
 func candidates(d *selector.Decision) []events.Candidate {
@@ -461,27 +488,28 @@ func shortDigest(s *skill.Skill) string {
 
 // inputsOf turns the trigger's data into the skill's inputs: a JSON object is used as
 // it is; no data is an empty object; any other JSON value, or non-JSON data, is
-// wrapped as {"data": value}. obj is the inputs decoded, read once for routing.
-func inputsOf(e *bus.Binary) (_ json.RawMessage, obj map[string]any, _ error) {
-	data := e.Data
-	if len(data) == 0 {
-		return json.RawMessage("{}"), map[string]any{}, nil
+// wrapped as {"data": value}. obj is the inputs decoded, read once for routing;
+// data is the data itself decoded (nil for none, a string for non-JSON data).
+func inputsOf(e *bus.Binary) (_ json.RawMessage, obj map[string]any, data any, _ error) {
+	raw := e.Data
+	if len(raw) == 0 {
+		return json.RawMessage("{}"), map[string]any{}, nil, nil
 	}
 	var v any
-	if err := events.DecodeValue(data, &v); err != nil {
+	if err := events.DecodeValue(raw, &v); err != nil {
 		if mt := e.DataMediaType(); mt == "" || mt == "application/json" || mt == "text/json" {
-			return nil, nil, fmt.Errorf("data is not valid JSON (datacontenttype %q): %v", e.ContentType, err)
+			return nil, nil, nil, fmt.Errorf("data is not valid JSON (datacontenttype %q): %v", e.ContentType, err)
 		}
-		b, _ := json.Marshal(map[string]string{"data": string(data)})
+		b, _ := json.Marshal(map[string]string{"data": string(raw)})
 		_ = json.Unmarshal(b, &obj) // as the skill will read it (invalid UTF-8 replaced)
-		return b, obj, nil
+		return b, obj, obj["data"], nil
 	}
 	if m, ok := v.(map[string]any); ok {
-		return json.RawMessage(data), m, nil
+		return json.RawMessage(raw), m, m, nil
 	}
 	obj = map[string]any{"data": v}
 	b, err := json.Marshal(obj)
-	return b, obj, err
+	return b, obj, v, err
 }
 
 // textOf is selector.TextOf over inputs already decoded: the first of fields

@@ -99,6 +99,7 @@ type acc struct {
 	reasons  []string
 	lex      float64 // the keyword index's BM25 score
 	subscrib bool    // a type rule on a trigger without text
+	refused  bool    // Env.Admit refused it
 }
 
 func (a *acc) add(source string, intent, trigger float64, reason string) {
@@ -152,7 +153,15 @@ func (x *Selector) Select(req Request, env Env) (*Decision, error) {
 		d.Parameters = map[string]any{"task": req.Text}
 	}
 	for _, a := range r.cands {
-		d.Candidates = append(d.Candidates, x.score(a, req, words, env))
+		c := x.score(a, req, words, env)
+		if env.Admit != nil {
+			ok, why := env.Admit(a.e.s)
+			a.refused = !ok
+			if why != "" {
+				c.Reason = join(c.Reason, why)
+			}
+		}
+		d.Candidates = append(d.Candidates, c)
 	}
 	sortCandidates(d.Candidates, req.Text == "")
 	x.plan(d, forced, r.cands)
@@ -440,6 +449,7 @@ func (x *Selector) plan(d *Decision, forced bool, cands map[string]*acc) {
 		a := cands[skill.NormalizeName(c.Name)]
 		strategy := a.e.strategy
 		switch {
+		case a.refused:
 		case c.Source == SourceForced:
 			chosen = append(chosen, i)
 		case strategy == StrategyAlways && !forced:

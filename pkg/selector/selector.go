@@ -408,4 +408,9 @@ type Env struct {
 	PoolLive func(pool string) bool
 	// ToolServed reports whether a tool is served.
 	ToolServed func(tool string) bool
+	// Admit reports whether a recalled skill takes this request (its filter, its
+	// rate limit), and why, which joins the candidate's reason when not empty. A
+	// refused skill stays among the candidates, unselected; it joins no plan, not
+	// even by name.
+	Admit func(s *skill.Skill) (ok bool, why string)
 }

@@ -248,6 +248,7 @@ func metaFieldList(withWorkflow bool) []*field {
 		{name: "examples", container: true, decode: decodeExamples},
 	}
 	fs = append(fs, scheduleFields()...)
+	fs = append(fs, flowFields()...)
 	wf := []*field{
 		{name: "inputs", container: true, decode: decodeInputs},
 		{name: "steps", container: true, decode: decodeSteps},

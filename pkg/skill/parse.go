@@ -123,6 +123,7 @@ func (o *LoadOptions) readMarkdown(b *builder, f *fileData, haveYAML bool, field
 		return doc, false
 	}
 	d := newDecoder(f.path, b.ds)
+	d.src = string(data) // node lines are the file's: positions inside block scalars read it
 	if root != nil {
 		if !isMapping(d, root, "front matter") {
 			return doc, false

@@ -70,6 +70,11 @@ type Skill struct {
 	Capabilities   []string `json:"capabilities,omitempty"` // what the skill or subagent can do
 	// Schedule, when set, runs the skill on each of its ticks without an event.
 	Schedule *Schedule `json:"schedule,omitempty"`
+	// Filter is a CEL expression over the trigger (see package flow): the skill
+	// takes a trigger only when it is true.
+	Filter string `json:"filter,omitempty"`
+	// RateLimit bounds how often the skill runs across the fleet.
+	RateLimit *RateLimit `json:"rate_limit,omitempty"`
 
 	// Availability and safety.
 	Prerequisites []Prerequisite  `json:"prerequisites,omitempty"`

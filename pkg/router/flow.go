@@ -1,0 +1,124 @@
+package router
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/pkg/flow"
+	"github.com/skillbus/skillbus/pkg/skill"
+)
+
+// A skill's flow control (filter, rate_limit) is compiled once per skill version,
+// when the router syncs with the catalog, and evaluated for each trigger that
+// recalls the skill.
+
+// compiledFlow is a skill version's flow-control expressions, compiled.
+type compiledFlow struct {
+	digest string
+	filter *flow.Program
+	key    *flow.Program
+	// err is an expression that did not compile (a skill published by an older
+	// registry, or built by hand): every trigger then gets filter_error.
+	err error
+}
+
+// compileFlows compiles the flow control of skills, reusing prev's entries for
+// versions it already holds. Skills without flow control have no entry.
+func compileFlows(skills []*skill.Skill, prev map[string]*compiledFlow) map[string]*compiledFlow {
+	out := make(map[string]*compiledFlow)
+	for _, s := range skills {
+		if s.Filter == "" && s.RateLimit == nil {
+			continue
+		}
+		if c, ok := prev[s.Name]; ok && c.digest == s.Digest && s.Digest != "" {
+			out[s.Name] = c
+			continue
+		}
+		c := &compiledFlow{digest: s.Digest}
+		if s.Filter != "" {
+			if c.filter, c.err = flow.Compile(s.Filter, flow.Filter); c.err != nil {
+				c.err = fmt.Errorf("filter does not compile: %w", c.err)
+			}
+		}
+		if rl := s.RateLimit; c.err == nil && rl != nil && rl.Key != "" {
+			if c.key, c.err = flow.Compile(rl.Key, flow.Key); c.err != nil {
+				c.err = fmt.Errorf("rate_limit.key does not compile: %w", c.err)
+			}
+		}
+		out[s.Name] = c
+	}
+	return out
+}
+
+// flowVerdicts are what flow control said about one trigger, for the unmatched
+// record when no skill is left.
+type flowVerdicts struct {
+	filtered, failed, limited []string // "skill: why"
+}
+
+// event is the trigger as flow expressions read it, built on first use.
+func (t *trigger) event() *flow.Event {
+	if t.fev == nil {
+		e := t.e
+		t.fev = &flow.Event{ID: e.ID, Type: e.Type, Source: e.Source, Subject: e.Subject, Data: t.data, Ext: e.Ext}
+	}
+	return t.fev
+}
+
+// admit is selector.Env.Admit for one trigger: a skill whose filter is false, or
+// fails, does not take it; nor does one over its rate limit (t.limited). Verdicts
+// are kept on t.
+func admit(t *trigger, flows map[string]*compiledFlow) func(*skill.Skill) (bool, string) {
+	return func(s *skill.Skill) (bool, string) {
+		c := flows[s.Name]
+		if c == nil {
+			return true, ""
+		}
+		if why, ok := t.limited[s.Name]; ok {
+			return false, why
+		}
+		if c.err != nil {
+			why := "filter error: " + c.err.Error()
+			t.verdicts.failed = append(t.verdicts.failed, s.Name+": "+why)
+			return false, why
+		}
+		if c.filter == nil {
+			return true, ""
+		}
+		ok, err := c.filter.Match(t.event())
+		switch {
+		case err != nil:
+			why := fmt.Sprintf("filter error: %v (filter: %s)", err, c.filter)
+			t.verdicts.failed = append(t.verdicts.failed, s.Name+": "+why)
+			return false, why
+		case !ok:
+			why := "filter false: " + c.filter.String()
+			t.verdicts.filtered = append(t.verdicts.filtered, s.Name+": "+why)
+			return false, why
+		}
+		return true, "filter true"
+	}
+}
+
+// unmatchedByFlow is the code and reason of a trigger no skill took because flow
+// control refused every skill that would have: a filter that failed first (it is
+// the author's to fix), then a rate limit, then a filter that said no.
+func (v *flowVerdicts) unmatchedByFlow() (code, reason string, ok bool) {
+	switch {
+	case len(v.failed) > 0:
+		return events.UnmatchedFilterError, strings.Join(v.failed, "; "), true
+	case len(v.limited) > 0:
+		return events.UnmatchedRateLimited, strings.Join(v.limited, "; "), true
+	case len(v.filtered) > 0:
+		return events.UnmatchedFiltered, strings.Join(v.filtered, "; "), true
+	}
+	return "", "", false
+}
+
+// Filters is selector.Env.Admit for a request decided offline (skillbus route
+// --skills): each skill's filter over ev, with the router's verdicts. Rate limits
+// are not counted.
+func Filters(skills []*skill.Skill, ev *flow.Event) func(*skill.Skill) (bool, string) {
+	return admit(&trigger{fev: ev}, compileFlows(skills, nil))
+}

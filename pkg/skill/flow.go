@@ -1,0 +1,165 @@
+package skill
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/skillbus/skillbus/pkg/flow"
+)
+
+// Flow control: which triggers a skill takes (filter) and how often it runs
+// (rate_limit), decided by the router before a run starts. The expressions are CEL
+// over the trigger's CloudEvent (package flow); they are compiled here to report
+// a bad one at its file:line, and compiled again, once per skill version, where
+// they are evaluated.
+
+// RateLimit bounds how often a skill runs across the whole fleet: at most Limit
+// triggers per Period for each value of Key. Triggers beyond it are skipped and
+// recorded (route.unmatched with code rate_limited), not queued.
+type RateLimit struct {
+	// Key is a CEL expression over the trigger whose value names the counter a
+	// trigger counts against (a customer, a tenant); "" is one counter for all.
+	Key string `json:"key,omitempty"`
+	// Limit is how many triggers pass per Period, at least 1.
+	Limit int `json:"limit"`
+	// Period is the length of a counting window: from MinRatePeriod to MaxRatePeriod.
+	Period Duration `json:"period"`
+}
+
+// Bounds of a rate limit's period.
+const (
+	MinRatePeriod = time.Second
+	MaxRatePeriod = 24 * time.Hour
+)
+
+var rateLimitKeys = []string{"key", "limit", "period"}
+
+// flowFields decode filter and rate_limit.
+func flowFields() []*field {
+	return []*field{
+		{name: "filter", decode: func(b *builder, d *decoder, p pair) {
+			s, ok := d.str(p.v, "filter")
+			if !ok {
+				return
+			}
+			if d.celAt(p.v, "filter", s, flow.Filter) {
+				b.s.Filter = strings.TrimSpace(s)
+			}
+		}},
+		{name: "rate_limit", container: true, decode: decodeRateLimit},
+	}
+}
+
+func decodeRateLimit(b *builder, d *decoder, p pair) {
+	const hint = "write rate_limit: {limit: 10, period: 1m} and, to count per customer, key: data.customer"
+	ps, ok := d.pairs(p.v, "rate_limit", hint)
+	if !ok {
+		return
+	}
+	rl := RateLimit{}
+	good := true
+	seen := map[string]bool{}
+	for _, e := range ps {
+		f := "rate_limit." + e.key
+		seen[e.key] = true
+		switch e.key {
+		case "key":
+			s, ok := d.str(e.v, f)
+			if ok && d.celAt(e.v, f, s, flow.Key) {
+				rl.Key = strings.TrimSpace(s)
+			} else {
+				good = false
+			}
+		case "limit":
+			n, ok := d.integer(e.v, f)
+			switch {
+			case !ok:
+				good = false
+			case n < 1:
+				d.errAt(e.v, f, "omit rate_limit for no limit", "rate_limit.limit must be at least 1, not %d", n)
+				good = false
+			default:
+				rl.Limit = n
+			}
+		case "period":
+			v, ok := d.duration(e.v, f)
+			switch {
+			case !ok:
+				good = false
+			case time.Duration(v) < MinRatePeriod || time.Duration(v) > MaxRatePeriod || time.Duration(v)%time.Second != 0:
+				d.errAt(e.v, f, "write whole seconds from 1s to 24h, such as 1m", "rate_limit.period %v is out of range", time.Duration(v))
+				good = false
+			default:
+				rl.Period = v
+			}
+		default:
+			d.errAt(e.k, f, hintFor(e.key, rateLimitKeys), "unknown field %s", f)
+			good = false
+		}
+	}
+	for _, k := range []string{"limit", "period"} {
+		if !seen[k] && ok {
+			d.errAt(p.k, "rate_limit", hint, "rate_limit needs %s", k)
+			good = false
+		}
+	}
+	if good {
+		b.s.RateLimit = &rl
+	}
+}
+
+// celAt compiles a CEL expression of field, reporting an error at its position in
+// the file; false when it does not compile.
+func (d *decoder) celAt(n *yaml.Node, field, src string, kind flow.Kind) bool {
+	_, err := flow.Compile(src, kind)
+	if err == nil {
+		return true
+	}
+	var fe *flow.Error
+	if !errors.As(err, &fe) {
+		d.errAt(n, field, "", "%s: %v", field, err)
+		return false
+	}
+	line, col := d.exprPos(n, fe.Line, fe.Column)
+	hint := "CEL over the event: type, source, subject, id, time, data, extensions; see docs/authoring.md, Flow control"
+	d.add(SeverityError, line, col, field, hint, "%s is not a valid expression: %s", field, fe.Msg)
+	return false
+}
+
+// exprPos maps a line and column of an expression to the file: for a block scalar,
+// its lines are the file's lines below the indicator, less the block's indentation;
+// for a one-line
+// value, the column is offset by the value's column and its quote.
+func (d *decoder) exprPos(n *yaml.Node, line, col int) (int, int) {
+	r := d.resolve(n)
+	switch {
+	case r.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0:
+		// The block's indentation is its first line's; the expression's columns
+		// start after it.
+		if text, ok := d.line(n.Line + 1); ok {
+			return n.Line + line, utf8.RuneCountInString(text) - utf8.RuneCountInString(strings.TrimLeft(text, " ")) + col
+		}
+		return n.Line + line, 0
+	case line == 1:
+		c := n.Column + col - 1
+		if r.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0 {
+			c++
+		}
+		return n.Line, c
+	}
+	return n.Line + line - 1, 0
+}
+
+// String says what a rate limit is, as a person would: "10 per 1m0s by data.customer".
+func (r RateLimit) String() string {
+	s := fmt.Sprintf("%d per %v", r.Limit, time.Duration(r.Period))
+	if r.Key != "" {
+		s += " by " + r.Key
+	}
+	return s
+}

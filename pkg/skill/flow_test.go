@@ -1,0 +1,81 @@
+package skill
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestFlowFields(t *testing.T) {
+	t.Parallel()
+	md := func(fields string) []byte {
+		return []byte("---\nname: orders\ndescription: d\n" + fields + "---\nReview each large order from a gold customer and flag anything unusual.\n")
+	}
+	type want struct {
+		filter string
+		rl     *RateLimit
+	}
+	tests := []struct {
+		name   string
+		fields string
+		want   want
+		diags  []string // "line:col: severity: message" prefixes, in order
+	}{
+		{name: "filter", fields: "filter: data.amount > 100\n", want: want{filter: "data.amount > 100"}},
+		{name: "quoted filter", fields: "filter: 'data.tier == \"gold\"'\n", want: want{filter: `data.tier == "gold"`}},
+		{name: "block filter", fields: "filter: |\n  data.amount > 100 &&\n  type == \"x\"\n", want: want{filter: "data.amount > 100 &&\ntype == \"x\""}},
+		{name: "rate limit", fields: "rate_limit: {key: data.customer, limit: 10, period: 1m}\n",
+			want: want{rl: &RateLimit{Key: "data.customer", Limit: 10, Period: Duration(time.Minute)}}},
+		{name: "rate limit without key", fields: "rate_limit:\n  limit: 3\n  period: 30\n",
+			want: want{rl: &RateLimit{Limit: 3, Period: Duration(30 * time.Second)}}},
+		{name: "syntax error", fields: "filter: data.amount >\n", diags: []string{"4:22: error: filter is not a valid expression: Syntax error"}},
+		{name: "quoted error", fields: "filter: \"data.amount > nosuch\"\n", diags: []string{"4:24: error: filter is not a valid expression: undeclared reference to 'nosuch'"}},
+		{name: "block error", fields: "filter: |\n  data.amount > 100 &&\n    nosuch\n", diags: []string{"6:5: error: filter is not a valid expression: undeclared reference to 'nosuch'"}},
+		{name: "not bool", fields: "filter: subject\n", diags: []string{"4:9: error: filter is not a valid expression: a filter must be true or false"}},
+		{name: "empty filter", fields: "filter: \"\"\n", diags: []string{"4:10: error: filter is not a valid expression: the expression is empty"}},
+		{name: "filter list", fields: "filter: [a]\n", diags: []string{"4:9: error: filter must be a string"}},
+		{name: "bad key", fields: "rate_limit: {key: data.x +, limit: 1, period: 1s}\n", diags: []string{"4:27: error: rate_limit.key is not a valid expression: Syntax error"}},
+		{name: "list key", fields: "rate_limit: {key: \"[data.x]\", limit: 1, period: 1s}\n", diags: []string{"4:20: error: rate_limit.key is not a valid expression: a key must be"}},
+		{name: "unknown field", fields: "rate_limit: {limit: 1, period: 1s, burst: 3}\n", diags: []string{"4:36: error: unknown field rate_limit.burst"}},
+		{name: "misspelt field", fields: "rate_limit: {limit: 1, priod: 1s}\n", diags: []string{"4:1: error: rate_limit needs period", "4:24: error: unknown field rate_limit.priod (hint: did you mean period?)"}},
+		{name: "no limit", fields: "rate_limit: {period: 1m}\n", diags: []string{"4:1: error: rate_limit needs limit"}},
+		{name: "zero limit", fields: "rate_limit: {limit: 0, period: 1m}\n", diags: []string{"4:21: error: rate_limit.limit must be at least 1"}},
+		{name: "short period", fields: "rate_limit: {limit: 1, period: 500ms}\n", diags: []string{"4:32: error: rate_limit.period 500ms is out of range"}},
+		{name: "long period", fields: "rate_limit: {limit: 1, period: 48h}\n", diags: []string{"4:32: error: rate_limit.period 48h0m0s is out of range"}},
+		{name: "not a mapping", fields: "rate_limit: 10\n", diags: []string{"4:13: error: rate_limit must be a mapping"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s, ds := ParseSkillMD("skills/orders/SKILL.md", md(tt.fields))
+			var got []string
+			for _, d := range ds {
+				got = append(got, strings.TrimPrefix(d.String(), "skills/orders/SKILL.md:"))
+			}
+			if len(got) != len(tt.diags) {
+				t.Fatalf("diagnostics %q, want %d starting %q", got, len(tt.diags), tt.diags)
+			}
+			for i := range got {
+				if !strings.HasPrefix(got[i], tt.diags[i]) {
+					t.Errorf("diagnostic %d is %q, want it to start %q", i, got[i], tt.diags[i])
+				}
+			}
+			if ds.HasErrors() {
+				return
+			}
+			if diff := cmp.Diff(tt.want, want{filter: s.Filter, rl: s.RateLimit}, cmp.AllowUnexported(want{})); diff != "" {
+				t.Errorf("flow fields (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestFlowFieldsInSkillYAML(t *testing.T) {
+	t.Parallel()
+	_, ds := ParseWorkflow("skills/x/skill.yaml", []byte("name: x\ndescription: d\nfilter: data.a >\nsteps:\n- id: a\n  tool: log\n  args: {message: hi}\n"))
+	if len(ds) == 0 || !strings.HasPrefix(ds[0].String(), "skills/x/skill.yaml:3:17: error: filter is not a valid expression") {
+		t.Fatalf("diagnostics %v", ds)
+	}
+}
