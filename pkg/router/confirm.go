@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
+	"log/slog"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -34,7 +34,9 @@ func (r *Router) ConfirmationsConsumerConfig() jetstream.ConsumerConfig {
 		FilterSubject: r.cfg.Bus.Subjects.Prefix + ".events.*.confirmation.recorded",
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       r.cfg.AckWait,
-		MaxDeliver:    10,
+		// No delivery limit: an answer whose writes fail (a full store) comes
+		// back with backoff until the run is resumed, as a trigger does.
+		MaxDeliver:    -1,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 	}
 }
@@ -65,8 +67,17 @@ func (r *Router) handleAnswer(ctx context.Context, msg jetstream.Msg) {
 	err := r.answer(ctx, bustrace.Settling(ctx, msg, r.cfg.Bus.Subjects.Prefix+".events.{execution}.confirmation.recorded"))
 	telemetry.End(span, err)
 	if err != nil {
-		r.cfg.Log.Warn("router: will retry confirmation answer", "subject", msg.Subject(), "err", err)
-		_ = msg.NakWithDelay(time.Second)
+		var n uint64 = 1
+		if md, _ := msg.Metadata(); md != nil {
+			n = md.NumDelivered
+		}
+		delay := r.retryDelay(n)
+		lvl := slog.LevelWarn
+		if n >= 3 {
+			lvl = slog.LevelError
+		}
+		r.cfg.Log.Log(ctx, lvl, "router: confirmation answer not applied; will retry", "subject", msg.Subject(), "deliveries", n, "retry_in", delay, "err", err)
+		_ = msg.NakWithDelay(delay)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/skillbus/skillbus/internal/natstest"
 	"github.com/skillbus/skillbus/internal/telemetrytest"
 	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/router"
 	"github.com/skillbus/skillbus/pkg/run"
 )
 
@@ -146,4 +147,47 @@ func hasAttr(kvs []attribute.KeyValue, key, value string) bool {
 		}
 	}
 	return false
+}
+
+// An answer whose resumed job cannot be written (JOBS refuses new messages, as a
+// full store does) is retried with backoff well past the 10 deliveries after which
+// it used to be dropped, and resumes the run once the store takes writes again.
+func TestAnswerIsRetriedUntilTheStoreTakesTheResumedJob(t *testing.T) {
+	t.Parallel()
+	f := setupWith(t, func(c *router.Config) { c.RetryBase, c.RetryMax = 5*time.Millisecond, 20*time.Millisecond }, hello)
+	f.pause("exec-full", "deploy")
+	jobs, err := f.b.JS.Stream(f.ctx, f.b.StreamJobs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := jobs.CachedInfo().Config
+	open := full
+	full.MaxMsgs, full.Discard = 1, jetstream.DiscardNew
+	if _, err := f.b.JS.PublishMsg(f.ctx, &nats.Msg{Subject: "skillbus.exec.default.filler.x.job", Data: []byte("{}")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.b.JS.UpdateStream(f.ctx, full); err != nil {
+		t.Fatal(err)
+	}
+	f.answer("exec-full", "deploy", events.Answer{Approved: true, By: "ada"})
+	c, err := f.b.JS.Consumer(f.ctx, f.b.StreamEvents(), "router-confirmations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info *jetstream.ConsumerInfo
+	natstest.Eventually(t, 20*time.Second, func() bool {
+		info, err = c.Info(f.ctx)
+		return err == nil && info.Delivered.Consumer > 15
+	}, "the answer was not retried past 15 deliveries: %+v", info)
+	if info.NumAckPending+int(info.NumPending) == 0 || f.pausedGone("exec-full") {
+		t.Fatalf("the answer was given up: %+v", info)
+	}
+	if _, err := f.b.JS.UpdateStream(f.ctx, open); err != nil {
+		t.Fatal(err)
+	}
+	j := f.job("skillbus.exec.default.hello")
+	if a := j.Answers["deploy"]; !a.Approved || a.By != "ada" {
+		t.Fatalf("answers = %+v", j.Answers)
+	}
+	natstest.Eventually(t, 10*time.Second, func() bool { return f.pausedGone("exec-full") }, "paused record left")
 }
