@@ -18,9 +18,10 @@ import (
 // a bad one at its file:line, and compiled again, once per skill version, where
 // they are evaluated.
 
-// RateLimit bounds how often a skill runs across the whole fleet: at most Limit
-// triggers per Period for each value of Key. Triggers beyond it are skipped and
-// recorded (route.unmatched with code rate_limited), not queued.
+// RateLimit is to bound how often a skill runs across the whole fleet: at most
+// Limit triggers per Period for each value of Key, triggers beyond it skipped and
+// recorded (route.unmatched with code rate_limited). Routers do not count it yet,
+// so the parser refuses a rate_limit after checking it.
 type RateLimit struct {
 	// Key is a CEL expression over the trigger whose value names the counter a
 	// trigger counts against (a customer, a tenant); "" is one counter for all.
@@ -109,7 +110,9 @@ func decodeRateLimit(b *builder, d *decoder, p pair) {
 		}
 	}
 	if good {
-		b.s.RateLimit = &rl
+		// Checked in full so that a skill can be written against it, but refused
+		// until routers count it: a limit silently not held would be worse.
+		d.errAt(p.k, "rate_limit", "remove rate_limit for now", "rate_limit is not enforced by this version of the router")
 	}
 }
 
