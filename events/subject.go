@@ -198,3 +198,52 @@ func CheckToken(what, s string) error {
 	}
 	return nil
 }
+
+// Names of the NATS micro services skillbus runs, and of the subject token their
+// endpoints are under (<prefix>.<service>.<endpoint>).
+const (
+	ServiceRegistry = "registry"
+	ServiceRouter   = "router"
+)
+
+// Service is the subject group of a micro service's endpoints: <prefix>.<service>.
+func (s Subjects) Service(service string) string { return s.Prefix + "." + service }
+
+// Registry is the subject of an endpoint of the skillbus-registry service (see
+// package registryapi).
+func (s Subjects) Registry(endpoint string) string {
+	return s.Service(ServiceRegistry) + "." + endpoint
+}
+
+// Router is the subject of an endpoint of the skillbus-router service
+// (RouterEndpointRoute).
+func (s Subjects) Router(endpoint string) string { return s.Service(ServiceRouter) + "." + endpoint }
+
+// The DLQ subjects of what is dead before a skill is known (see Subjects.Dead).
+const (
+	DeadJob     = "_job"     // a job that could not be read
+	DeadTrigger = "_trigger" // a trigger that never reached a skill
+)
+
+// Span-name templates: the low-cardinality forms of subjects that name spans
+// and metrics, which must not take a value per activation or execution.
+
+// JobTemplate names the subject of any job (Exec).
+func (s Subjects) JobTemplate() string { return s.Prefix + ".exec.{pool}.{skill}.{activation}.{stage}" }
+
+// RepairTemplate names the subject of any repair job (Repair).
+func (s Subjects) RepairTemplate() string { return s.Prefix + ".repair.{skill}" }
+
+// DeadTemplate names the DLQ subject of any skill (Dead).
+func (s Subjects) DeadTemplate() string { return s.Prefix + ".dead.{skill}" }
+
+// EventTemplate names the subject of an event of type typ about an execution.
+func (s Subjects) EventTemplate(typ string) string {
+	return s.Prefix + ".events.{execution}." + Kind(typ)
+}
+
+// ActivationEventTemplate names the subject of an event of type typ about an
+// activation (route.decided).
+func (s Subjects) ActivationEventTemplate(typ string) string {
+	return s.Prefix + ".events.{activation}." + Kind(typ)
+}

@@ -73,10 +73,16 @@ const HeaderCE = "ce-"
 
 // Headers of the CloudEvents binding skillbus reads by name.
 const (
-	HeaderCEID          = HeaderCE + "id"
-	HeaderCESpecVersion = HeaderCE + "specversion"
-	HeaderCETraceParent = HeaderCE + ExtTraceParent
-	HeaderCETraceState  = HeaderCE + ExtTraceState
+	HeaderCEID              = HeaderCE + "id"
+	HeaderCESpecVersion     = HeaderCE + "specversion"
+	HeaderCESource          = HeaderCE + "source"
+	HeaderCEType            = HeaderCE + "type"
+	HeaderCESubject         = HeaderCE + "subject"
+	HeaderCETime            = HeaderCE + "time"
+	HeaderCEDataContentType = HeaderCE + "datacontenttype"
+	HeaderCEDataSchema      = HeaderCE + "dataschema"
+	HeaderCETraceParent     = HeaderCE + ExtTraceParent
+	HeaderCETraceState      = HeaderCE + ExtTraceState
 )
 
 // HeaderTraceParent and HeaderTraceState are the W3C trace-context headers of a
@@ -103,4 +109,17 @@ const (
 	// rest of the routing decision (a JobRoute as JSON). Routers now write it in the
 	// job's data (Job.Route); readers still look here for jobs written before.
 	HeaderRoute = "Skillbus-Route"
+)
+
+// Headers of a dead letter: why it is dead and where it came from.
+const (
+	// HeaderDeadCode is the code of a trigger's rejection (an Unmatched* code).
+	HeaderDeadCode = "Skillbus-Code"
+	// HeaderDeadReason says why, in words.
+	HeaderDeadReason = "Skillbus-Reason"
+	// HeaderDeadSubject is the subject the message was read from.
+	HeaderDeadSubject = "Skillbus-Subject"
+	// HeaderDeadTriggerSeq is a rejected trigger's sequence in the TRIGGERS stream,
+	// where a trigger too large to copy stays.
+	HeaderDeadTriggerSeq = "Skillbus-Trigger-Seq"
 )

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
 )
 
@@ -155,7 +156,7 @@ func startBaseline(ctx context.Context, cfg Config, shape Shape, msgBytes int) (
 
 func (b *baseline) publish(js jetstream.JetStream, subject, id, stage string, opts ...jetstream.PublishOpt) jetstream.PubAckFuture {
 	m := nats.NewMsg(subject)
-	m.Header.Set("Nats-Msg-Id", id+"."+stage)
+	m.Header.Set(events.HeaderMsgID, id+"."+stage)
 	m.Header.Set("Bench-I", id)
 	m.Data = b.pad
 	f, err := js.PublishMsgAsync(m, opts...)
@@ -205,7 +206,7 @@ func (b *baseline) loop(c jetstream.Consumer, n int, handle func(jetstream.Msg) 
 func (b *baseline) trigger(ctx context.Context, i int) error {
 	id := strconv.Itoa(i)
 	m := nats.NewMsg("base.trigger.noop")
-	m.Header.Set("Nats-Msg-Id", "t"+id)
+	m.Header.Set(events.HeaderMsgID, "t"+id)
 	m.Header.Set("Bench-I", id)
 	m.Data = b.pad
 	_, err := b.js.PublishMsgAsync(m)

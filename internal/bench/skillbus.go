@@ -185,12 +185,12 @@ func keyOf(id string) (k execKey, ok bool) {
 func (s *skillbusSystem) trigger(ctx context.Context, i int) error {
 	id := strconv.Itoa(i)
 	m := nats.NewMsg("skillbus.trigger.skill." + s.skill)
-	m.Header.Set("ce-specversion", "1.0")
-	m.Header.Set("ce-id", id)
-	m.Header.Set("ce-source", "/bench")
-	m.Header.Set("ce-type", "io.skillbus.bench")
+	m.Header.Set(events.HeaderCESpecVersion, "1.0")
+	m.Header.Set(events.HeaderCEID, id)
+	m.Header.Set(events.HeaderCESource, "/bench")
+	m.Header.Set(events.HeaderCEType, "io.skillbus.bench")
 	m.Header.Set("Content-Type", "application/json")
-	m.Header.Set("Nats-Msg-Id", id)
+	m.Header.Set(events.HeaderMsgID, id)
 	m.Data = []byte(`{"n":` + id + `}`)
 	_, err := s.js.PublishMsgAsync(m)
 	return err

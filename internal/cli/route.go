@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 	"github.com/spf13/cobra"
 
+	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/flow"
 	"github.com/skillbus/skillbus/pkg/router"
 	"github.com/skillbus/skillbus/pkg/selector"
@@ -221,14 +222,14 @@ func routeRemote(ctx context.Context, c *common, req selector.Request, data stri
 		return nil, err
 	}
 	defer b.NC.Close()
-	rr := router.RouteRequest{Type: req.Type, Text: req.Text}
+	rr := events.RouteRequest{Type: req.Type, Text: req.Text}
 	if req.Data != nil {
 		rr.Data, _ = json.Marshal(req.Data)
 	}
 	body, _ := json.Marshal(rr)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	msg, err := b.NC.RequestWithContext(ctx, router.ServiceSubject(c.prefix, router.EndpointRoute), body)
+	msg, err := b.NC.RequestWithContext(ctx, events.Subjects{Prefix: c.prefix}.Router(events.RouterEndpointRoute), body)
 	if err != nil {
 		return nil, fmt.Errorf("asking the router on %s: %w (is a router running? or route offline with --skills DIR)", c.natsURL, err)
 	}

@@ -88,7 +88,7 @@ func runsListCommand(c *common, stdout io.Writer) *cobra.Command {
 				return err
 			}
 			for k := range lister.Keys() {
-				if !strings.HasSuffix(k, ".paused") {
+				if _, ok := events.PausedExecution(k); !ok {
 					continue
 				}
 				e, err := kv.Get(ctx, k)
@@ -430,12 +430,12 @@ func resolveExecution(ctx context.Context, b *bus.Bus, kv jetstream.KeyValue, id
 		return "", usage("execution id %q is too short: give the whole id, or at least 4 characters of it", id)
 	}
 	found := map[string]bool{}
-	lister, err := kv.ListKeysFiltered(ctx, "*.paused")
+	lister, err := kv.ListKeysFiltered(ctx, events.RunsPausedFilter)
 	if err != nil {
 		return "", err
 	}
 	for k := range lister.Keys() {
-		if x := strings.TrimSuffix(k, ".paused"); strings.HasPrefix(x, id) {
+		if x, _ := events.PausedExecution(k); strings.HasPrefix(x, id) {
 			found[x] = true
 		}
 	}

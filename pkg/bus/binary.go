@@ -132,22 +132,22 @@ func decodeBinaryFast(m *nats.Msg) (_ *Binary, ok bool) {
 			continue
 		}
 		switch k {
-		case "ce-specversion":
+		case events.HeaderCESpecVersion:
 			if v[0] != "1.0" {
 				return nil, false
 			}
 			spec = true
-		case "ce-id": // the SDK trims id, type and subject
+		case events.HeaderCEID: // the SDK trims id, type and subject
 			b.ID = strings.TrimSpace(unescapeHeader(v[0]))
-		case "ce-source":
+		case events.HeaderCESource:
 			b.Source = unescapeHeader(v[0])
-		case "ce-type":
+		case events.HeaderCEType:
 			b.Type = strings.TrimSpace(unescapeHeader(v[0]))
-		case "ce-subject":
+		case events.HeaderCESubject:
 			if b.Subject = strings.TrimSpace(unescapeHeader(v[0])); b.Subject == "" {
 				return nil, false
 			}
-		case "ce-time":
+		case events.HeaderCETime:
 			if _, err := time.Parse(time.RFC3339Nano, unescapeHeader(v[0])); err != nil {
 				return nil, false
 			}
@@ -156,7 +156,7 @@ func decodeBinaryFast(m *nats.Msg) (_ *Binary, ok bool) {
 				return nil, false
 			}
 			b.ContentType = v[0]
-		case "ce-datacontenttype", "ce-dataschema":
+		case events.HeaderCEDataContentType, events.HeaderCEDataSchema:
 			return nil, false
 		default:
 			if len(k) >= 3 && strings.EqualFold(k[:3], ceHeaderPrefix) && k[:3] != ceHeaderPrefix ||

@@ -20,7 +20,7 @@ import (
 const (
 	HeaderMsgID       = events.HeaderMsgID
 	HeaderContentType = "Content-Type"
-	ceHeaderPrefix    = "ce-"
+	ceHeaderPrefix    = events.HeaderCE
 	structuredJSON    = "application/cloudevents+json"
 )
 
@@ -59,18 +59,18 @@ func Encode(subject, msgID string, e *event.Event) *nats.Msg {
 	m := nats.NewMsg(subject)
 	h := m.Header
 	h[HeaderMsgID] = []string{msgID}
-	h["ce-specversion"] = []string{e.SpecVersion()}
-	h["ce-id"] = []string{escapeHeader(e.ID())}
-	h["ce-source"] = []string{escapeHeader(e.Source())}
-	h["ce-type"] = []string{e.Type()}
+	h[events.HeaderCESpecVersion] = []string{e.SpecVersion()}
+	h[events.HeaderCEID] = []string{escapeHeader(e.ID())}
+	h[events.HeaderCESource] = []string{escapeHeader(e.Source())}
+	h[events.HeaderCEType] = []string{e.Type()}
 	if s := e.Subject(); s != "" {
-		h["ce-subject"] = []string{escapeHeader(s)}
+		h[events.HeaderCESubject] = []string{escapeHeader(s)}
 	}
 	if t := e.Time(); !t.IsZero() {
-		h["ce-time"] = []string{types.FormatTime(t)}
+		h[events.HeaderCETime] = []string{types.FormatTime(t)}
 	}
 	if s := e.DataSchema(); s != "" {
-		h["ce-dataschema"] = []string{s}
+		h[events.HeaderCEDataSchema] = []string{s}
 	}
 	if ct := e.DataContentType(); ct != "" {
 		h[HeaderContentType] = []string{ct}

@@ -412,7 +412,7 @@ func MsgID(m *nats.Msg) string {
 	if id := m.Header.Get(HeaderMsgID); id != "" {
 		return id
 	}
-	if id := m.Header.Get("ce-id"); id != "" {
+	if id := m.Header.Get(events.HeaderCEID); id != "" {
 		return id
 	}
 	return structuredID(m) // a job: its id is in its JSON

@@ -187,7 +187,7 @@ func (c *Client) Publish(ctx context.Context, t Trigger) (act Activation, err er
 	}
 	ctx, span := telemetry.StartPublish(ctx, telemetry.Message{Destination: subject, ID: t.ID, BodySize: len(t.Data)}, attrs...)
 	defer func() { telemetry.End(span, err) }()
-	for k, v := range map[string]string{"traceparent": t.Meta.TraceParent, "tracestate": t.Meta.TraceState} {
+	for k, v := range map[string]string{events.ExtTraceParent: t.Meta.TraceParent, events.ExtTraceState: t.Meta.TraceState} {
 		if v != "" {
 			e.SetExtension(k, v)
 		}

@@ -134,7 +134,7 @@ type eventScan struct {
 // page shows elsewhere: skill, trace, repairs, answers and retry history.
 func (v *runView) addEvent(m storedMsg, scan *eventScan) {
 	// Events are structured-mode CloudEvents; those of earlier versions, binary.
-	typ, data, traceparent := m.Header.Get("ce-type"), m.Data, m.Header.Get("ce-traceparent")
+	typ, data, traceparent := m.Header.Get(events.HeaderCEType), m.Data, m.Header.Get(events.HeaderCETraceParent)
 	if e, err := bus.DecodeFast(m.Msg); err == nil {
 		typ, data, traceparent = e.Type, e.Data, e.Ext(events.ExtTraceParent)
 	}

@@ -10,15 +10,16 @@ import (
 
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/events/registryapi"
 	"github.com/skillbus/skillbus/pkg/registry"
-	"github.com/skillbus/skillbus/pkg/router"
 	"github.com/skillbus/skillbus/pkg/selector"
 )
 
 type skillsView struct {
 	Error    string
-	Catalog  *registry.ListResponse
-	Versions map[string][]registry.VersionInfo
+	Catalog  *registryapi.ListResponse
+	Versions map[string][]registryapi.VersionInfo
 	Stats    map[string][]VersionStats
 	Route    *routeView // the route form's answer, when the page was asked without htmx
 }
@@ -26,7 +27,7 @@ type skillsView struct {
 func (c *Console) skillsPage(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), c.cfg.RequestTimeout)
 	defer cancel()
-	v := skillsView{Versions: map[string][]registry.VersionInfo{}, Stats: map[string][]VersionStats{}}
+	v := skillsView{Versions: map[string][]registryapi.VersionInfo{}, Stats: map[string][]VersionStats{}}
 	for _, s := range c.idx.Stats() {
 		v.Stats[s.Skill] = append(v.Stats[s.Skill], s)
 	}
@@ -40,7 +41,7 @@ func (c *Console) skillsPage(w http.ResponseWriter, r *http.Request) {
 	default:
 		v.Catalog = list
 		for _, s := range list.Skills {
-			if g, err := cl.Get(ctx, registry.GetRequest{Name: s.Name}); err == nil {
+			if g, err := cl.Get(ctx, registryapi.GetRequest{Name: s.Name}); err == nil {
 				v.Versions[s.Name] = g.Versions
 			}
 		}
@@ -64,7 +65,7 @@ func (c *Console) routeForm(w http.ResponseWriter, r *http.Request) {
 	} else {
 		ctx, cancel := context.WithTimeout(r.Context(), c.cfg.RequestTimeout)
 		defer cancel()
-		d, err := c.route(ctx, router.RouteRequest{Type: v.Type, Text: v.Text})
+		d, err := c.route(ctx, events.RouteRequest{Type: v.Type, Text: v.Text})
 		if err != nil {
 			v.Error = err.Error()
 		}
@@ -80,9 +81,9 @@ func (c *Console) routeForm(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (c *Console) route(ctx context.Context, req router.RouteRequest) (*selector.Decision, error) {
+func (c *Console) route(ctx context.Context, req events.RouteRequest) (*selector.Decision, error) {
 	body, _ := json.Marshal(req)
-	msg, err := c.cfg.Bus.NC.RequestWithContext(ctx, router.ServiceSubject(c.cfg.Bus.Subjects.Prefix, router.EndpointRoute), body)
+	msg, err := c.cfg.Bus.NC.RequestWithContext(ctx, c.cfg.Bus.Subjects.Router(events.RouterEndpointRoute), body)
 	if err != nil {
 		return nil, fmt.Errorf("asking the router: %w (is a router running?)", err)
 	}

@@ -32,7 +32,7 @@ func (c *Console) paused(ctx context.Context) ([]pausedView, error) {
 	if err != nil {
 		return nil, err
 	}
-	lister, err := kv.ListKeysFiltered(ctx, "*.paused")
+	lister, err := kv.ListKeysFiltered(ctx, events.RunsPausedFilter)
 	if err != nil {
 		return nil, err
 	}

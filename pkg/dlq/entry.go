@@ -37,8 +37,8 @@ const (
 // Subject tokens under <prefix>.dead. that are not skills (skill names never start
 // with '_').
 const (
-	tokenTrigger  = "_trigger"
-	tokenJob      = "_job"
+	tokenTrigger  = events.DeadTrigger
+	tokenJob      = events.DeadJob
 	tokenReplayed = "_replayed"
 )
 
@@ -124,9 +124,9 @@ func decode(prefix, subject string, seq uint64, at time.Time, h nats.Header, dat
 	switch token {
 	case tokenTrigger:
 		e.Kind = KindTrigger
-		e.Class, e.Reason = h.Get("Skillbus-Code"), h.Get("Skillbus-Reason")
-		e.Trigger.Subject = h.Get("Skillbus-Subject")
-		e.Trigger.Seq, _ = strconv.ParseUint(h.Get("Skillbus-Trigger-Seq"), 10, 64)
+		e.Class, e.Reason = h.Get(events.HeaderDeadCode), h.Get(events.HeaderDeadReason)
+		e.Trigger.Subject = h.Get(events.HeaderDeadSubject)
+		e.Trigger.Seq, _ = strconv.ParseUint(h.Get(events.HeaderDeadTriggerSeq), 10, 64)
 		if ev, err := bus.Decode(&nats.Msg{Subject: e.Trigger.Subject, Header: h, Data: data}); err == nil {
 			e.Trigger.ID, e.Trigger.Source, e.Trigger.Type = ev.ID(), ev.Source(), ev.Type()
 			e.Data = jsonOrString(ev.Data())
@@ -137,8 +137,8 @@ func decode(prefix, subject string, seq uint64, at time.Time, h nats.Header, dat
 		return e, true
 	case tokenJob:
 		e.Kind = KindUnreadable
-		e.Reason = h.Get("Skillbus-Reason")
-		e.Trigger.Subject = h.Get("Skillbus-Subject")
+		e.Reason = h.Get(events.HeaderDeadReason)
+		e.Trigger.Subject = h.Get(events.HeaderDeadSubject)
 		e.Data = jsonOrString(data)
 		e.header, e.payload = h, data
 		return e, true

@@ -174,7 +174,7 @@ func (q *Queue) replayJob(ctx context.Context, e *Entry, n int, opt ReplayOption
 			// A new trace, linked to the dead execution's (the dead letter's).
 			jm := meta
 			jm.TraceParent, jm.TraceState = e.trace.TraceParent, e.trace.TraceState
-			_, span, link := telemetry.StartPublishLinkedMeta(ctx, telemetry.Message{Destination: rec.Subject, Template: q.b.Subjects.Prefix + ".exec.{pool}.{skill}.{activation}.{stage}", ID: execID + ".job"},
+			_, span, link := telemetry.StartPublishLinkedMeta(ctx, telemetry.Message{Destination: rec.Subject, Template: q.b.Subjects.JobTemplate(), ID: execID + ".job"},
 				&jm.TraceParent, &jm.TraceState, telemetry.LinkReplay, telemetry.AttrExecutionID.String(execID), telemetry.AttrSkillName.String(ref.Name))
 			defer span.End()
 			m, err := bus.Event{ID: execID + ".job", Source: q.source, Type: events.TypeJob, Meta: jm, Data: job}.JobMsg(rec.Subject)
@@ -290,10 +290,10 @@ func (q *Queue) replayTrigger(ctx context.Context, e *Entry, n int, opt ReplayOp
 		m.Header[k] = v
 	}
 	m.Data = data
-	if m.Header.Get("ce-specversion") != "" {
-		m.Header.Set("ce-id", h.Get("ce-id")+".replay-"+strconv.Itoa(n))
-		if h.Get("ce-id") == "" {
-			m.Header.Set("ce-id", newID)
+	if m.Header.Get(events.HeaderCESpecVersion) != "" {
+		m.Header.Set(events.HeaderCEID, h.Get(events.HeaderCEID)+".replay-"+strconv.Itoa(n))
+		if h.Get(events.HeaderCEID) == "" {
+			m.Header.Set(events.HeaderCEID, newID)
 		}
 	} else if s, err := withID(data, newID); err == nil {
 		m.Data = s // structured mode: the id is in the payload

@@ -289,10 +289,10 @@ func (g *Gateway) handleEvents(w http.ResponseWriter, r *http.Request) {
 		g.fail(w, r, code, err)
 		return
 	}
-	if tp := r.Header.Get("traceparent"); tp != "" {
+	if tp := r.Header.Get(events.HeaderTraceParent); tp != "" {
 		for i := range evs {
-			if _, ok := evs[i].Extensions()["traceparent"]; !ok {
-				evs[i].SetExtension("traceparent", tp)
+			if _, ok := evs[i].Extensions()[events.ExtTraceParent]; !ok {
+				evs[i].SetExtension(events.ExtTraceParent, tp)
 			}
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
+	"github.com/skillbus/skillbus/events"
 )
 
 // ErrNoService: no skillbus-registry service answers on this connection and prefix.
@@ -75,7 +76,7 @@ func (c *Client) call(ctx context.Context, endpoint string, req, out any) error 
 		ctx, cancel = context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 	}
-	subject := Subject(c.prefix, endpoint)
+	subject := events.Subjects{Prefix: c.prefix}.Registry(endpoint)
 	msg, err := c.nc.RequestWithContext(ctx, subject, data)
 	if errors.Is(err, nats.ErrNoResponders) {
 		return fmt.Errorf("%w (on %s)", ErrNoService, subject)

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/catalog"
 	"github.com/skillbus/skillbus/pkg/skill"
 )
@@ -43,7 +44,7 @@ func (r *Registry) serve(ctx context.Context) (micro.Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("registry: service: %w", err)
 	}
-	g := svc.AddGroup(prefix + ".registry")
+	g := svc.AddGroup(events.Subjects{Prefix: prefix}.Service(events.ServiceRegistry))
 	endpoints := []struct {
 		name, desc string
 		h          func(context.Context, []byte) (any, error)

@@ -11,6 +11,8 @@ import (
 
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/events/registryapi"
 	"github.com/skillbus/skillbus/internal/natstest"
 	"github.com/skillbus/skillbus/pkg/registry"
 )
@@ -184,7 +186,7 @@ func TestServiceBadRequests(t *testing.T) {
 	}
 	// Bodies that are not the endpoint's JSON.
 	for _, body := range []string{"{", `{"nme":"x"}`, `[1]`} {
-		m, err := e.b.NC.RequestWithContext(e.ctx, registry.Subject("skillbus", "get"), []byte(body))
+		m, err := e.b.NC.RequestWithContext(e.ctx, events.Subjects{Prefix: "skillbus"}.Registry(registryapi.EndpointGet), []byte(body))
 		if err != nil {
 			t.Fatal(err)
 		}

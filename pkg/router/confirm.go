@@ -31,7 +31,7 @@ func (r *Router) ConfirmationsConsumerConfig() jetstream.ConsumerConfig {
 	return jetstream.ConsumerConfig{
 		Durable:       r.cfg.Durable + "-confirmations",
 		Description:   "skillbus routers: answers to confirmations",
-		FilterSubject: r.cfg.Bus.Subjects.Prefix + ".events.*.confirmation.recorded",
+		FilterSubject: r.cfg.Bus.Subjects.Event("*", events.TypeConfirmationRecorded),
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       r.cfg.AckWait,
 		// No delivery limit: an answer whose writes fail (a full store) comes
@@ -64,7 +64,7 @@ func (r *Router) handleAnswer(ctx context.Context, msg jetstream.Msg) {
 	// ended when the execution paused, maybe hours ago.
 	ctx, span := bustrace.StartConsume(ctx, msg,
 		r.ConfirmationsConsumerConfig().Durable, nil)
-	err := r.answer(ctx, bustrace.Settling(ctx, msg, r.cfg.Bus.Subjects.Prefix+".events.{execution}.confirmation.recorded"))
+	err := r.answer(ctx, bustrace.Settling(ctx, msg, r.cfg.Bus.Subjects.EventTemplate(events.TypeConfirmationRecorded)))
 	telemetry.End(span, err)
 	if err != nil {
 		var n uint64 = 1
@@ -122,7 +122,7 @@ func (r *Router) answer(ctx context.Context, msg jetstream.Msg) error {
 	id, subject := d.ExecutionID+".job.answered."+d.StepID, r.cfg.Bus.Subjects.Exec(job.Skill.Pool, job.Skill.Name, job.ActivationID, events.StageAnswered(d.StepID))
 	// The resumed job's PRODUCER span, a child of this answer's span (when tracing):
 	// the resumed execution continues from it.
-	_, pub := telemetry.StartPublishMeta(ctx, telemetry.Message{Destination: subject, Template: r.cfg.Bus.Subjects.Prefix + ".exec.{pool}.{skill}.{activation}.{stage}", ID: id},
+	_, pub := telemetry.StartPublishMeta(ctx, telemetry.Message{Destination: subject, Template: r.cfg.Bus.Subjects.JobTemplate(), ID: id},
 		&meta.TraceParent, &meta.TraceState, telemetry.Job{
 			Skill: job.Skill.Name, Version: job.Skill.Version, ActivationID: job.ActivationID, ExecutionID: d.ExecutionID, Pool: job.Skill.Pool,
 		}.Attributes()...)
@@ -138,7 +138,7 @@ func (r *Router) answer(ctx context.Context, msg jetstream.Msg) error {
 	if err != nil {
 		return err
 	}
-	if err := r.runs.Delete(ctx, run.PausedKey(d.ExecutionID), jetstream.LastRevision(rev)); err != nil {
+	if err := r.runs.Delete(ctx, events.RunPausedKey(d.ExecutionID), jetstream.LastRevision(rev)); err != nil {
 		r.cfg.Log.Warn("router: paused record changed meanwhile", "execution", d.ExecutionID, "err", err)
 	}
 	if err := r.events.Purge(ctx, jetstream.WithPurgeSubject(r.cfg.Bus.Subjects.ConfirmationTimeout(d.ExecutionID, d.StepID))); err != nil {

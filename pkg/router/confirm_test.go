@@ -25,7 +25,7 @@ func (f *fixture) pause(execID, step string) {
 	job, _ := json.Marshal(events.Job{ExecutionID: execID, ActivationID: "act-" + execID, Skill: events.SkillRef{Name: "hello", Pool: "default", ExecutionID: execID}, Inputs: json.RawMessage(`{}`)})
 	p, _ := json.Marshal(run.Paused{ExecutionID: execID, Step: "deploy", Subject: "skillbus.exec.default.hello", Job: job, TimeoutAt: time.Now().Add(time.Hour)})
 	runs, _ := f.b.KV(f.ctx, f.b.BucketRuns())
-	if _, err := runs.Put(f.ctx, run.PausedKey(execID), p); err != nil {
+	if _, err := runs.Put(f.ctx, events.RunPausedKey(execID), p); err != nil {
 		f.t.Fatal(err)
 	}
 }
@@ -98,7 +98,7 @@ func TestResumedConfirmationLinksThePausedSpan(t *testing.T) {
 	p, _ := json.Marshal(run.Paused{ExecutionID: "exec3", Step: "deploy", Subject: "skillbus.exec.default.hello", Job: job,
 		Meta: map[string]string{events.ExtTraceParent: paused}, TimeoutAt: time.Now().Add(time.Hour)})
 	runs, _ := f.b.KV(f.ctx, f.b.BucketRuns())
-	if _, err := runs.Put(f.ctx, run.PausedKey("exec3"), p); err != nil {
+	if _, err := runs.Put(f.ctx, events.RunPausedKey("exec3"), p); err != nil {
 		t.Fatal(err)
 	}
 	f.answer("exec3", "deploy", events.Answer{Approved: true, By: "ada"})

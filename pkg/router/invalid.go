@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/skillbus/skillbus/pkg/registry"
+	"github.com/skillbus/skillbus/events/registryapi"
 	"github.com/skillbus/skillbus/pkg/skill"
 )
 
@@ -20,11 +20,11 @@ import (
 func (r *Router) invalidSkill(ctx context.Context, name string) (string, bool) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	m, err := r.cfg.Bus.NC.RequestWithContext(ctx, registry.Subject(r.cfg.Bus.Subjects.Prefix, registry.EndpointList), []byte("{}"))
+	m, err := r.cfg.Bus.NC.RequestWithContext(ctx, r.cfg.Bus.Subjects.Registry(registryapi.EndpointList), []byte("{}"))
 	if err != nil {
 		return "", false
 	}
-	var list registry.ListResponse
+	var list registryapi.ListResponse
 	if json.Unmarshal(m.Data, &list) != nil {
 		return "", false
 	}

@@ -69,8 +69,8 @@ func (f *fixture) results(skillName string, ok ...bool) {
 
 func (f *fixture) ask(text string) *selector.Decision {
 	f.t.Helper()
-	body, _ := json.Marshal(router.RouteRequest{Data: json.RawMessage(`{"query":` + string(mustJSON(text)) + `}`)})
-	msg, err := f.nc.Request(router.ServiceSubject("skillbus", router.EndpointRoute), body, 5*time.Second)
+	body, _ := json.Marshal(events.RouteRequest{Data: json.RawMessage(`{"query":` + string(mustJSON(text)) + `}`)})
+	msg, err := f.nc.Request(events.Subjects{Prefix: "skillbus"}.Router(events.RouterEndpointRoute), body, 5*time.Second)
 	if err != nil {
 		f.t.Fatal(err)
 	}

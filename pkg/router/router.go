@@ -161,7 +161,7 @@ func New(cfg Config) (*Router, error) {
 	if cfg.MaxEventBytes < 0 || cfg.Concurrency < 0 || cfg.AckWait < 0 {
 		return nil, errors.New("router: MaxEventBytes, Concurrency and AckWait must not be negative")
 	}
-	r := &Router{cfg: cfg, sel: selector.New(cfg.Selector), jobTemplate: cfg.Bus.Subjects.Prefix + ".exec.{pool}.{skill}.{activation}.{stage}"}
+	r := &Router{cfg: cfg, sel: selector.New(cfg.Selector), jobTemplate: cfg.Bus.Subjects.JobTemplate()}
 	r.parseConfig = parseConfig{subjects: cfg.Bus.Subjects, maxEventBytes: cfg.MaxEventBytes, textFields: cfg.TextFields}
 	r.live = newLive(r)
 	return r, nil

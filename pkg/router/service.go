@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/selector"
 )
 
@@ -18,20 +19,8 @@ import (
 const (
 	ServiceName    = "skillbus-router"
 	ServiceVersion = "1.0.0"
-	EndpointRoute  = "route"
+	EndpointRoute  = events.RouterEndpointRoute
 )
-
-// ServiceSubject is the subject of an endpoint for a subject prefix ("skillbus").
-func ServiceSubject(prefix, endpoint string) string { return prefix + ".router." + endpoint }
-
-// RouteRequest is the body of a route request. Data is the trigger's data, from which
-// the text is taken when Text is empty.
-type RouteRequest struct {
-	Type  string          `json:"type,omitempty"`
-	Skill string          `json:"skill,omitempty"`
-	Text  string          `json:"text,omitempty"`
-	Data  json.RawMessage `json:"data,omitempty"`
-}
 
 func (r *Router) startService(ctx context.Context) error {
 	prefix := r.cfg.Bus.Config().Prefix
@@ -44,7 +33,7 @@ func (r *Router) startService(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("service: %w", err)
 	}
-	g := svc.AddGroup(prefix + ".router")
+	g := svc.AddGroup(events.Subjects{Prefix: prefix}.Service(events.ServiceRouter))
 	err = g.AddEndpoint(EndpointRoute, micro.HandlerFunc(func(req micro.Request) {
 		rctx, cancel := context.WithTimeout(ctx, r.cfg.RecallTimeout+time.Second)
 		defer cancel()
@@ -76,7 +65,7 @@ func (r *Router) stopService() {
 }
 
 func (r *Router) handleRoute(ctx context.Context, body []byte) (*selector.Decision, error) {
-	var rr RouteRequest
+	var rr events.RouteRequest
 	if err := json.Unmarshal(body, &rr); err != nil {
 		return nil, fmt.Errorf("route request is not valid JSON: %w", err)
 	}

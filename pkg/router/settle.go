@@ -89,7 +89,7 @@ func (r *Router) publishPlan(ctx context.Context, t *trigger, o *routed) (routeN
 		dsubj := subj.Event(t.actID, events.TypeRouteDecided)
 		// Built only here: boxing the decision as the event's data costs an allocation.
 		decided := bus.Event{ID: o.decidedID, Source: r.cfg.Source, Type: events.TypeRouteDecided, Meta: t.meta, Data: o.decided}
-		_, dspan := telemetry.StartPublishMeta(ctx, telemetry.Message{Destination: dsubj, Template: subj.Prefix + ".events.{activation}.route.decided", ID: decided.ID},
+		_, dspan := telemetry.StartPublishMeta(ctx, telemetry.Message{Destination: dsubj, Template: subj.ActivationEventTemplate(events.TypeRouteDecided), ID: decided.ID},
 			&decided.Meta.TraceParent, &decided.Meta.TraceState, telemetry.AttrActivationID.String(t.actID))
 		pubs = append(pubs, dspan)
 		dm, err := decided.Msg(dsubj)
@@ -134,20 +134,20 @@ func (r *Router) reject(ctx context.Context, t *trigger, code, reason string) er
 	if ref.ID != "" && ref.Source != "" {
 		actID = events.ActivationID(ref.Source, ref.ID)
 	}
-	dead := nats.NewMsg(r.cfg.Bus.Subjects.Dead("_trigger"))
+	dead := nats.NewMsg(r.cfg.Bus.Subjects.Dead(events.DeadTrigger))
 	for k, v := range msg.Headers() {
 		dead.Header[k] = v
 	}
 	dead.Header.Set(bus.HeaderMsgID, "trigger."+seq+".dead")
-	dead.Header.Set("Skillbus-Code", code)
-	dead.Header.Set("Skillbus-Reason", reason)
-	dead.Header.Set("Skillbus-Subject", msg.Subject())
-	dead.Header.Set("Skillbus-Trigger-Seq", seq)
+	dead.Header.Set(events.HeaderDeadCode, code)
+	dead.Header.Set(events.HeaderDeadReason, reason)
+	dead.Header.Set(events.HeaderDeadSubject, msg.Subject())
+	dead.Header.Set(events.HeaderDeadTriggerSeq, seq)
 	dead.Data = msg.Data()
 	if code == events.UnmatchedTooLarge {
 		dead.Data = nil // the original stays in TRIGGERS at Skillbus-Trigger-Seq
 	}
-	_, dspan := bustrace.StartPublishMsg(ctx, dead, r.cfg.Bus.Subjects.Prefix+".dead._trigger", telemetry.AttrActivationID.String(actID))
+	_, dspan := bustrace.StartPublishMsg(ctx, dead, r.cfg.Bus.Subjects.Dead(events.DeadTrigger), telemetry.AttrActivationID.String(actID))
 	b.Publish(dead)
 	b.PublishEvent(r.cfg.Bus.Subjects.Event(actID, events.TypeRouteUnmatched), bus.Event{
 		ID: actID + ".route.unmatched", Source: r.cfg.Source, Type: events.TypeRouteUnmatched, Meta: bus.Meta{CorrelationID: actID},

@@ -118,9 +118,6 @@ func FromEvent(typ string, data []byte, at time.Time) (*Record, error) {
 	return r, nil
 }
 
-// PausedKey is the runs key of an execution paused for a confirmation.
-func PausedKey(executionID string) string { return executionID + ".paused" }
-
 // Paused is an execution waiting for a confirmation. The job is kept whole, so the
 // router can publish it again with the answer; no worker holds it meanwhile.
 type Paused struct {
@@ -137,7 +134,7 @@ type Paused struct {
 
 // LoadPaused returns the paused record of an execution and its revision, or nil.
 func LoadPaused(ctx context.Context, kv jetstream.KeyValue, executionID string) (*Paused, uint64, error) {
-	e, err := kv.Get(ctx, PausedKey(executionID))
+	e, err := kv.Get(ctx, events.RunPausedKey(executionID))
 	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
 		return nil, 0, nil
 	}

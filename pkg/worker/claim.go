@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/run"
 )
 
@@ -46,7 +47,7 @@ import (
 // the finished work and publishes it when the server is back (see settle).
 
 // claimKey is the runs key of an execution's claim.
-func claimKey(executionID string) string { return executionID + ".claim" }
+func claimKey(executionID string) string { return events.RunClaimKey(executionID) }
 
 // claimRecord is an execution's claim in KV runs.
 type claimRecord struct {

@@ -174,7 +174,7 @@ func (w *Worker) outcomeSpan(ctx context.Context, j *job, typ string) (trace.Spa
 	}
 	subj := w.cfg.Bus.Subjects
 	_, span := telemetry.StartPublishMeta(ctx, telemetry.Message{
-		Destination: subj.Event(j.data.ExecutionID, typ), Template: subj.Prefix + ".events.{execution}." + events.Kind(typ),
+		Destination: subj.Event(j.data.ExecutionID, typ), Template: subj.EventTemplate(typ),
 		ID: run.OutcomeID(j.data.ExecutionID),
 	}, &m.TraceParent, &m.TraceState, j.span().Attributes()...)
 	return span, m
@@ -230,7 +230,7 @@ func (w *Worker) consequences(ctx context.Context, j *job, rec *run.Record, reco
 		nextSubject := subj.Exec(next.Pool, next.Name, j.data.ActivationID, events.StageFallback)
 		// The next job's PRODUCER span, a child of this execution's: the fallback
 		// stays in the trace. It covers queueing the job; its caller waits for it.
-		_, span := telemetry.StartPublishMeta(ctx, telemetry.Message{Destination: nextSubject, Template: subj.Prefix + ".exec.{pool}.{skill}.{activation}.{stage}", ID: next.ExecutionID + ".job"},
+		_, span := telemetry.StartPublishMeta(ctx, telemetry.Message{Destination: nextSubject, Template: subj.JobTemplate(), ID: next.ExecutionID + ".job"},
 			&m.TraceParent, &m.TraceState, telemetry.Job{
 				Skill: next.Name, Version: next.Version, ActivationID: j.data.ActivationID, ExecutionID: next.ExecutionID, Pool: next.Pool,
 			}.Attributes()...)
@@ -252,7 +252,7 @@ func (w *Worker) consequences(ctx context.Context, j *job, rec *run.Record, reco
 		dl := events.DeadLetter{Job: j.data, Class: rec.Class, Reason: rec.Error, StepID: rec.StepID, Deliveries: rec.Attempt, Worker: rec.Worker}
 		dm := j.meta
 		dm.ExecutionID, dm.CausationID = rec.ExecutionID, j.msgID()
-		_, span := telemetry.StartPublishMeta(ctx, telemetry.Message{Destination: dead, Template: subj.Prefix + ".dead.{skill}", ID: rec.ExecutionID + ".dead"},
+		_, span := telemetry.StartPublishMeta(ctx, telemetry.Message{Destination: dead, Template: subj.DeadTemplate(), ID: rec.ExecutionID + ".dead"},
 			&dm.TraceParent, &dm.TraceState, telemetry.AttrSkillName.String(rec.Skill), telemetry.AttrExecutionID.String(rec.ExecutionID))
 		j.batch.PublishEvent(dead, bus.Event{ID: rec.ExecutionID + ".dead", Source: w.cfg.Source, Type: events.TypeJob, Meta: dm, Data: dl})
 		span.End()

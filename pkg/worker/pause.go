@@ -42,7 +42,7 @@ func (w *Worker) pause(ctx context.Context, j *job, p *workflow.PausedError) err
 	if err != nil {
 		return err
 	}
-	j.batch.Put(b.BucketRuns(), run.PausedKey(j.data.ExecutionID), rec)
+	j.batch.Put(b.BucketRuns(), events.RunPausedKey(j.data.ExecutionID), rec)
 	w.emit(j, events.TypeConfirmationRequested, "", events.ConfirmationRequested{
 		ExecutionID: j.data.ExecutionID, ActivationID: j.data.ActivationID, Skill: j.data.Skill.Name,
 		StepID: p.Step, Message: p.Message, Default: p.Default, TimeoutAt: deadline,

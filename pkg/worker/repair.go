@@ -114,7 +114,7 @@ func (w *Worker) repair(ctx context.Context, j *job, d Repair) error {
 	if created {
 		m := j.meta
 		m.ExecutionID, m.CausationID = j.data.ExecutionID, j.msgID()
-		_, span := telemetry.StartPublishMeta(ctx, telemetry.Message{Destination: w.cfg.Bus.Subjects.Repair(j.skill.Name), Template: w.cfg.Bus.Subjects.Prefix + ".repair.{skill}", ID: id + ".repair"},
+		_, span := telemetry.StartPublishMeta(ctx, telemetry.Message{Destination: w.cfg.Bus.Subjects.Repair(j.skill.Name), Template: w.cfg.Bus.Subjects.RepairTemplate(), ID: id + ".repair"},
 			&m.TraceParent, &m.TraceState, telemetry.AttrSkillName.String(j.skill.Name), telemetry.AttrExecutionID.String(j.data.ExecutionID))
 		j.batch.PublishEvent(w.cfg.Bus.Subjects.Repair(j.skill.Name), bus.Event{ID: id + ".repair", Source: w.cfg.Source, Type: events.TypeRepairRequested, Meta: m, Data: diag})
 		span.End()

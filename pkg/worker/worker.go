@@ -686,16 +686,16 @@ func (w *Worker) poison(ctx context.Context, msg jetstream.Msg, cause error) err
 	if md != nil {
 		seq = md.Sequence.Stream
 	}
-	dead := nats.NewMsg(w.cfg.Bus.Subjects.Dead("_job"))
+	dead := nats.NewMsg(w.cfg.Bus.Subjects.Dead(events.DeadJob))
 	for k, v := range msg.Headers() {
 		dead.Header[k] = v
 	}
 	dead.Header.Set(bus.HeaderMsgID, "job."+strconv.FormatUint(seq, 10)+".dead")
-	dead.Header.Set("Skillbus-Reason", cause.Error())
-	dead.Header.Set("Skillbus-Subject", msg.Subject())
+	dead.Header.Set(events.HeaderDeadReason, cause.Error())
+	dead.Header.Set(events.HeaderDeadSubject, msg.Subject())
 	dead.Data = msg.Data()
 	// Its PRODUCER span continues whatever trace the unreadable job carries.
-	_, span := bustrace.StartPublishMsg(bustrace.ExtractMsg(ctx, msg), dead, w.cfg.Bus.Subjects.Prefix+".dead._job")
+	_, span := bustrace.StartPublishMsg(bustrace.ExtractMsg(ctx, msg), dead, w.cfg.Bus.Subjects.Dead(events.DeadJob))
 	b := w.cfg.Bus.Batch()
 	b.Publish(dead)
 	err := b.Wait(ctx)

@@ -205,7 +205,7 @@ func Release(ctx context.Context, b *bus.Bus, kv jetstream.KeyValue, source stri
 	// the execution stayed parked.
 	id, subject := fmt.Sprintf("%s.job.repair.%s.%d", p.ExecutionID, rec.ID, prev), b.Subjects.Exec(job.Skill.Pool, job.Skill.Name, job.ActivationID, events.StageRepair(rec.ID))
 	// In the releaser's trace, linked to the parked execution's: that ended long ago.
-	_, span, link := telemetry.StartPublishLinkedMeta(ctx, telemetry.Message{Destination: subject, Template: b.Subjects.Prefix + ".exec.{pool}.{skill}.{activation}.{stage}", ID: id},
+	_, span, link := telemetry.StartPublishLinkedMeta(ctx, telemetry.Message{Destination: subject, Template: b.Subjects.JobTemplate(), ID: id},
 		&meta.TraceParent, &meta.TraceState, telemetry.LinkRepair, telemetry.AttrExecutionID.String(p.ExecutionID), telemetry.AttrSkillName.String(job.Skill.Name))
 	msg, err := bus.Event{ID: id, Source: source, Type: events.TypeJob, Meta: meta, Data: job}.JobMsg(subject)
 	if err != nil {
