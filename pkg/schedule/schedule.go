@@ -341,10 +341,11 @@ func (s *Scheduler) fireSchedules(ctx context.Context, now time.Time) (next time
 			earlier(retry)
 			continue
 		}
+		failed := false
 		for _, tick := range dueTicks(t.tab, st.tick, now, t.catchUp) {
 			if err := s.publishTick(ctx, name, tick); err != nil {
 				s.cfg.Log.Warn("schedule: publishing a tick; will retry", "skill", name, "tick", tick, "err", err)
-				earlier(retry)
+				failed = true
 				break
 			}
 			b, _ := json.Marshal(tickValue{Schedule: t.spec, Tick: tick})
@@ -352,10 +353,16 @@ func (s *Scheduler) fireSchedules(ctx context.Context, now time.Time) (next time
 			if err != nil {
 				// Another leader moved it meanwhile: read it again.
 				delete(s.ticks, name)
-				earlier(retry)
+				failed = true
 				break
 			}
 			st.tick, st.rev = tick, rev
+		}
+		if failed {
+			// The tick after st.tick is the one that failed, already past: waiting
+			// for it would step again at once, spinning while writes are refused.
+			earlier(retry)
+			continue
 		}
 		earlier(t.tab.Next(st.tick))
 	}
