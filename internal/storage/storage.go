@@ -50,11 +50,6 @@ func Fault(s *server.Server) error {
 // room of a few ordinary messages.
 func limitMargin(limit int64) int64 { return min(256<<10, limit/64) }
 
-// Embedded is a readiness check that fails while Fault(s) reports a fault.
-func Embedded(s *server.Server) func(context.Context) error {
-	return func(context.Context) error { return Fault(s) }
-}
-
 // Remote is a readiness check against a server this process is connected to: it
 // fails while the server answers that JetStream is disabled. A server that keeps
 // JetStream on while a stream cannot write says so only on its monitoring port

@@ -2,7 +2,6 @@ package selector
 
 import (
 	"math"
-	"sort"
 	"strings"
 	"sync"
 )
@@ -89,13 +88,6 @@ func NewIndex(w Weights) *Index {
 		w.B = DefaultB
 	}
 	return &Index{w: w, byName: map[string]int32{}, postings: map[string][]posting{}, words: map[string]*word{}, deletes: map[string][]string{}}
-}
-
-// Len is the number of documents.
-func (x *Index) Len() int {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	return x.n
 }
 
 func (x *Index) analyse(f Fields) (map[string]float32, float32, map[string]string) {
@@ -402,6 +394,42 @@ type queryTerm struct {
 
 // Search returns the documents matching text, best BM25 first.
 func (x *Index) Search(text string, q Query) []Hit {
+	q = q.withDefaults()
+	words := Words(text)
+	inOrder := len(words) // the words before the parts of joined ones
+	words = appendParts(words, text)
+	if len(words) == 0 {
+		return nil
+	}
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.n == 0 {
+		return nil
+	}
+	var r search
+	r.init(x, q)
+	r.readTerms(words)
+	for i, qt := range r.qts {
+		if qt.label != "" {
+			r.add(x.postings[qt.term], qt.disc*qt.idf, true, i)
+		}
+	}
+	// The synonyms of words skills use, and adjacent pairs of the request's words
+	// that skills use as pairs, add to a skill's score but not to its coverage: they
+	// order hits, they do not make a request more surely for the catalog.
+	if q.SynonymWeight > 0 {
+		r.addSynonyms()
+	}
+	if x.w.Bigram > 0 {
+		r.addPairs(words[:inOrder])
+	}
+	hits := r.hits(r.top())
+	r.release()
+	return hits
+}
+
+// withDefaults fills the query's unset weights.
+func (q Query) withDefaults() Query {
 	if q.K == 0 {
 		q.K = 10
 	}
@@ -414,17 +442,23 @@ func (x *Index) Search(text string, q Query) []Hit {
 	if q.SynonymWeight == 0 {
 		q.SynonymWeight = 0.3
 	}
-	words := Words(text)
-	inOrder := len(words) // the words before the parts of joined ones
-	words = appendParts(words, text)
-	if len(words) == 0 {
-		return nil
-	}
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	if x.n == 0 {
-		return nil
-	}
+	return q
+}
+
+// search is one Search's state: the query's terms, the BM25 constants of the
+// index as it stands, and the scratch accumulators (pooled) per document.
+type search struct {
+	x         *Index
+	q         Query
+	s         *scratch
+	n, maxIDF float64
+	k1, k, kl float64
+	mass      float64 // the query's total IDF, unknown words included
+	qts       []queryTerm
+}
+
+// init starts a search of x; the caller holds x.mu for reading.
+func (r *search) init(x *Index, q Query) {
 	s, _ := x.scratch.Get().(*scratch)
 	if s == nil {
 		s = &scratch{}
@@ -432,153 +466,178 @@ func (x *Index) Search(text string, q Query) []Hit {
 	if len(s.acc) < len(x.docs) {
 		s.acc = make([]acc2, len(x.docs)+len(x.docs)/4)
 	}
-	N := float64(x.n)
-	avg := x.totalLen / N
-	maxIDF := math.Log(1 + (N+0.5)/0.5)
-	var mass float64
-	qts := make([]queryTerm, 0, len(words))
-	seen := func(t string) bool {
-		for _, qt := range qts {
-			if qt.term == t {
-				return true
-			}
-		}
-		return false
-	}
+	n := float64(x.n)
+	avg := x.totalLen / n
 	k1, b := x.w.K1, x.w.B
-	k := k1 * (1 - b)
-	kl := k1 * b / avg
-	// add adds a term's BM25 to the documents holding it; cover says whether it
-	// is the request's own word (qi its place among them), which counts in the
-	// document's coverage and in its Matched.
-	add := func(ps []posting, w float64, cover bool, qi int) {
-		acc := s.acc
-		bit := uint64(0)
-		if qi < 64 {
-			bit = 1 << qi
+	*r = search{
+		x: x, q: q, s: s, n: n,
+		maxIDF: math.Log(1 + (n+0.5)/0.5),
+		k1:     k1, k: k1 * (1 - b), kl: k1 * b / avg,
+	}
+}
+
+func (r *search) seen(t string) bool {
+	for _, qt := range r.qts {
+		if qt.term == t {
+			return true
 		}
-		for _, p := range ps {
-			tf := float64(p.tf)
-			part := tf * (k1 + 1) / (tf + k + kl*float64(p.len))
-			a := &acc[p.doc]
-			if !a.seen {
-				a.seen = true
-				s.touched = append(s.touched, p.doc)
-			}
-			a.score += w * part
-			if cover {
-				a.cover += w * min(1, part)
-				a.matched |= bit
+	}
+	return false
+}
+
+func (r *search) idf(ps []posting) float64 {
+	df := float64(len(ps))
+	return math.Log(1 + (r.n-df+0.5)/(df+0.5))
+}
+
+// readTerms turns the request's words into query terms: each word's own term,
+// else a near spelling's, else a synonym's that skills use; a word no skill uses
+// counts only in the query's mass.
+func (r *search) readTerms(words []string) {
+	r.qts = make([]queryTerm, 0, len(words))
+	for _, w := range words {
+		t, ok := cachedTerm(w)
+		if !ok || r.seen(t) {
+			continue
+		}
+		qt, ps := r.lookup(w, t)
+		if len(ps) == 0 {
+			r.mass += r.q.UnknownWeight * r.maxIDF
+			r.qts = append(r.qts, queryTerm{term: t})
+			continue
+		}
+		qt.idf = r.idf(ps)
+		r.qts = append(r.qts, qt)
+		r.mass += qt.idf
+	}
+}
+
+// lookup finds the postings of a request word w (its term t), by its own term,
+// a near spelling or a synonym.
+func (r *search) lookup(w, t string) (queryTerm, []posting) {
+	x := r.x
+	qt := queryTerm{label: t, term: t, disc: 1}
+	ps, ok := x.postings[t]
+	if !ok {
+		if u := x.typoOf(w); u != "" && !r.seen(u) {
+			qt = queryTerm{label: w + "~" + u, term: u, disc: r.q.TypoDiscount}
+			ps = x.postings[u]
+		}
+	}
+	if len(ps) == 0 && r.q.SynonymWeight > 0 {
+		// A word no skill uses counts as its synonym, if a skill uses that.
+		for _, u := range synonyms[t] {
+			if ps = x.postings[u]; len(ps) > 0 && !r.seen(u) {
+				return queryTerm{label: w + "=" + u, term: u, disc: r.q.SynonymWeight}, ps
 			}
 		}
 	}
+	return qt, ps
+}
+
+// add adds a term's BM25 to the documents holding it; cover says whether it is
+// the request's own word (qi its place among them), which counts in the
+// document's coverage and in its Matched.
+func (r *search) add(ps []posting, w float64, cover bool, qi int) {
+	s := r.s
+	acc := s.acc
+	bit := uint64(0)
+	if qi < 64 {
+		bit = 1 << qi
+	}
+	k1, k, kl := r.k1, r.k, r.kl
+	for _, p := range ps {
+		tf := float64(p.tf)
+		part := tf * (k1 + 1) / (tf + k + kl*float64(p.len))
+		a := &acc[p.doc]
+		if !a.seen {
+			a.seen = true
+			s.touched = append(s.touched, p.doc)
+		}
+		a.score += w * part
+		if cover {
+			a.cover += w * min(1, part)
+			a.matched |= bit
+		}
+	}
+}
+
+// addSynonyms adds the synonyms of the request's own words that skills use.
+func (r *search) addSynonyms() {
+	for _, qt := range r.qts {
+		if qt.label == "" || qt.disc != 1 {
+			continue
+		}
+		for _, u := range synonyms[qt.term] {
+			if ps := r.x.postings[u]; len(ps) > 0 && !r.seen(u) {
+				r.add(ps, r.q.SynonymWeight*r.idf(ps), false, 0)
+			}
+		}
+	}
+}
+
+// addPairs adds the adjacent pairs of the request's words that skills use as pairs.
+func (r *search) addPairs(words []string) {
+	s := r.s
+	prev := ""
 	for _, w := range words {
 		t, ok := cachedTerm(w)
 		if !ok {
 			continue
 		}
-		if seen(t) {
-			continue
-		}
-		qt := queryTerm{label: t, term: t, disc: 1}
-		ps, ok := x.postings[t]
-		if !ok {
-			if u := x.typoOf(w); u != "" && !seen(u) {
-				qt = queryTerm{label: w + "~" + u, term: u, disc: q.TypoDiscount}
-				ps = x.postings[u]
+		if prev != "" {
+			s.pair = append(append(append(s.pair[:0], prev...), ' '), t...)
+			if ps := r.x.postings[string(s.pair)]; len(ps) > 0 {
+				r.add(ps, r.idf(ps), false, 0)
 			}
 		}
-		if len(ps) == 0 && q.SynonymWeight > 0 {
-			// A word no skill uses counts as its synonym, if a skill uses that.
-			for _, u := range synonyms[t] {
-				if ps = x.postings[u]; len(ps) > 0 && !seen(u) {
-					qt = queryTerm{label: w + "=" + u, term: u, disc: q.SynonymWeight}
-					break
-				}
-			}
-		}
-		if len(ps) == 0 {
-			mass += q.UnknownWeight * maxIDF
-			qts = append(qts, queryTerm{term: t})
-			continue
-		}
-		qt.idf = math.Log(1 + (N-float64(len(ps))+0.5)/(float64(len(ps))+0.5))
-		qts = append(qts, qt)
-		mass += qt.idf
+		prev = t
 	}
-	idf := func(ps []posting) float64 {
-		df := float64(len(ps))
-		return math.Log(1 + (N-df+0.5)/(df+0.5))
-	}
-	for i, qt := range qts {
-		if qt.label != "" {
-			add(x.postings[qt.term], qt.disc*qt.idf, true, i)
-		}
-	}
-	// The synonyms of words skills use, and adjacent pairs of the request's words
-	// that skills use as pairs, add to a skill's score but not to its coverage: they
-	// order hits, they do not make a request more surely for the catalog.
-	if q.SynonymWeight > 0 {
-		for _, qt := range qts {
-			if qt.label == "" || qt.disc != 1 {
-				continue
-			}
-			for _, u := range synonyms[qt.term] {
-				if ps := x.postings[u]; len(ps) > 0 && !seen(u) {
-					add(ps, q.SynonymWeight*idf(ps), false, 0)
-				}
-			}
-		}
-	}
-	if x.w.Bigram > 0 {
-		prev := ""
-		for _, w := range words[:inOrder] {
-			t, ok := cachedTerm(w)
-			if !ok {
-				continue
-			}
-			if prev != "" {
-				s.pair = append(append(append(s.pair[:0], prev...), ' '), t...)
-				if ps := x.postings[string(s.pair)]; len(ps) > 0 {
-					add(ps, idf(ps), false, 0)
-				}
-			}
-			prev = t
-		}
-	}
-	type top struct {
-		id    int32
-		score float64
-	}
-	best := make([]top, 0, q.K+1)
+}
+
+type top struct {
+	id    int32
+	score float64
+}
+
+// top is the K best-scored documents, best first.
+func (r *search) top() []top {
+	k := r.q.K
+	best := make([]top, 0, k+1)
 	// Ties keep the document found first; Select orders equal scores by name.
-	for _, id := range s.touched {
-		sc := s.acc[id].score
-		if len(best) == q.K && sc <= best[len(best)-1].score {
+	for _, id := range r.s.touched {
+		sc := r.s.acc[id].score
+		if len(best) == k && sc <= best[len(best)-1].score {
 			continue
 		}
 		i := len(best)
 		for i > 0 && sc > best[i-1].score {
 			i--
 		}
-		if len(best) < q.K {
+		if len(best) < k {
 			best = append(best, top{})
 		}
 		copy(best[i+1:], best[i:])
 		best[i] = top{id, sc}
 	}
+	return best
+}
+
+// hits describes the best documents: score, coverage, strength and matched terms.
+func (r *search) hits(best []top) []Hit {
+	acc := r.s.acc
 	hits := make([]Hit, len(best))
 	for i, b := range best {
-		d := &x.docs[b.id]
-		h := Hit{Name: d.name, BM25: b.score, Coverage: s.acc[b.id].cover / mass, Strength: s.acc[b.id].cover / maxIDF}
-		m := s.acc[b.id].matched
-		for i, qt := range qts {
+		d := &r.x.docs[b.id]
+		a := acc[b.id]
+		h := Hit{Name: d.name, BM25: b.score, Coverage: a.cover / r.mass, Strength: a.cover / r.maxIDF}
+		for j, qt := range r.qts {
 			if qt.label == "" {
 				continue
 			}
-			if i < 64 && m&(1<<i) != 0 {
+			if j < 64 && a.matched&(1<<j) != 0 {
 				h.Matched = append(h.Matched, qt.label)
-			} else if i >= 64 {
+			} else if j >= 64 {
 				if _, ok := d.terms[qt.term]; ok {
 					h.Matched = append(h.Matched, qt.label)
 				}
@@ -586,12 +645,17 @@ func (x *Index) Search(text string, q Query) []Hit {
 		}
 		hits[i] = h
 	}
+	return hits
+}
+
+// release clears the accumulators the search touched and returns them to the pool.
+func (r *search) release() {
+	s := r.s
 	for _, id := range s.touched {
 		s.acc[id] = acc2{}
 	}
 	s.touched = s.touched[:0]
-	x.scratch.Put(s)
-	return hits
+	r.x.scratch.Put(s)
 }
 
 // stems caches the terms of query words: stemming is the costliest part of reading
@@ -623,23 +687,4 @@ func cachedTerm(w string) (string, bool) {
 	stems.m[w] = termEntry{t, ok}
 	stems.Unlock()
 	return t, ok
-}
-
-func better(a, b Hit) bool {
-	if a.BM25 != b.BM25 {
-		return a.BM25 > b.BM25
-	}
-	return a.Name < b.Name
-}
-
-func insertHit(hits []Hit, h Hit, k int) []Hit {
-	i := sort.Search(len(hits), func(i int) bool { return better(h, hits[i]) })
-	if len(hits) < k {
-		hits = append(hits, Hit{})
-	} else if i >= k {
-		return hits
-	}
-	copy(hits[i+1:], hits[i:])
-	hits[i] = h
-	return hits
 }

@@ -165,9 +165,6 @@ func New(cfg Config) *Selector {
 	}
 }
 
-// Config returns the configuration in use, defaults applied.
-func (x *Selector) Config() Config { return x.cfg }
-
 // StrategyOf is a skill's activation strategy: always when always: true, else the
 // metadata field activation (semantic, explicit or always), else semantic.
 func StrategyOf(s *skill.Skill) string {
@@ -348,13 +345,6 @@ func (x *Selector) Skills() []*skill.Skill {
 	x.mu.RUnlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
-}
-
-// Len is the number of skills.
-func (x *Selector) Len() int {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	return len(x.skills)
 }
 
 // MatchType reports whether a CloudEvent type matches a trigger: exactly, or as a
