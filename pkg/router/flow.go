@@ -72,8 +72,14 @@ func (t *trigger) event() *flow.Event {
 func admit(t *trigger, flows map[string]*compiledFlow) func(*skill.Skill) (bool, string) {
 	return func(s *skill.Skill) (bool, string) {
 		c := flows[s.Name]
-		if c == nil {
-			return true, ""
+		if c == nil || c.digest != s.Digest {
+			if s.Filter == "" && s.RateLimit == nil {
+				return true, ""
+			}
+			// A version flows does not hold (the catalog moved between a sync's
+			// steps, or a skill built by hand): compile it now rather than take
+			// the trigger unfiltered.
+			c = compileFlows([]*skill.Skill{s}, nil)[s.Name]
 		}
 		if why, ok := t.limited[s.Name]; ok {
 			return false, why

@@ -180,7 +180,8 @@ func (r *Router) sync() {
 		return
 	}
 	all := r.cfg.Catalog.All()
-	r.sel.Sync(all)
+	// Flows first: a handler that selects a skill from the new catalog must find
+	// its compiled filter (admit compiles one it does not find, as a safeguard).
 	prev := r.flows.Load()
 	var prevm map[string]*compiledFlow
 	if prev != nil {
@@ -188,6 +189,7 @@ func (r *Router) sync() {
 	}
 	flows := compileFlows(all, prevm)
 	r.flows.Store(&flows)
+	r.sel.Sync(all)
 	r.synced.Store(rev)
 }
 
@@ -434,9 +436,11 @@ func (r *Router) decide(ctx context.Context, t *trigger) (*selector.Decision, er
 // already gathered), with its skills' flow control.
 func (r *Router) selectFor(t *trigger) (*selector.Decision, error) {
 	env := r.live.env()
-	if flows := r.flows.Load(); flows != nil && len(*flows) > 0 {
-		env.Admit = admit(t, *flows)
+	var flows map[string]*compiledFlow
+	if f := r.flows.Load(); f != nil {
+		flows = *f
 	}
+	env.Admit = admit(t, flows)
 	return r.sel.Select(t.req, env)
 }
 

@@ -1,0 +1,27 @@
+package router
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/skillbus/skillbus/pkg/flow"
+	"github.com/skillbus/skillbus/pkg/skill"
+)
+
+// A skill version flows does not hold yet (the selector saw the new catalog
+// first) is filtered all the same: its filter is compiled on the spot.
+func TestAdmitCompilesAVersionFlowsLacks(t *testing.T) {
+	t.Parallel()
+	old := &skill.Skill{Name: "orders", Digest: "v1", Filter: "true"}
+	cur := &skill.Skill{Name: "orders", Digest: "v2", Filter: "data.amount > 100"}
+	small := &flow.Event{Type: "com.example.order", Data: map[string]any{"amount": 5.0}}
+	for name, flows := range map[string]map[string]*compiledFlow{
+		"no entry":    nil,
+		"old version": compileFlows([]*skill.Skill{old}, nil),
+	} {
+		ok, why := admit(&trigger{fev: small}, flows)(cur)
+		if ok || !strings.Contains(why, "filter false") {
+			t.Errorf("%s: admit = %v, %q; want refused by the filter", name, ok, why)
+		}
+	}
+}
