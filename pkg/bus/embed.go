@@ -30,7 +30,7 @@ type EmbedConfig struct {
 	// Logging prints the server's own log lines.
 	Logging bool
 	// MaxStore caps the bytes JetStream stores (max_file_store); 0 means 75% of the
-	// space free on StoreDir's filesystem at start. Below the filesystem's size, a
+	// space free on StoreDir's filesystem at the first start, kept by Restart. Below the filesystem's size, a
 	// full store refuses publishes with an error and takes them again as soon as
 	// space is freed within it, where a full disk needs JetStream started again.
 	MaxStore int64
@@ -104,6 +104,12 @@ func StartEmbedded(cfg EmbedConfig) (*Embedded, error) {
 	e.Server = s
 	// A restart listens where this one does, a port picked at random included.
 	e.opts.Port = s.Addr().(*net.TCPAddr).Port
+	// and keeps the store limit this start resolved: left at -1, a restart after a
+	// full disk would take 75% of the little space then free, fall below what is
+	// stored, and find the store full at its own limit.
+	if js := s.JetStreamConfig(); js != nil {
+		e.opts.JetStreamMaxStore = js.MaxStore
+	}
 	return e, nil
 }
 
