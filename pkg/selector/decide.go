@@ -153,18 +153,10 @@ func (x *Selector) Select(req Request, env Env) (*Decision, error) {
 		d.Parameters = map[string]any{"task": req.Text}
 	}
 	for _, a := range r.cands {
-		c := x.score(a, req, words, env)
-		if env.Admit != nil {
-			ok, why := env.Admit(a.e.s)
-			a.refused = !ok
-			if why != "" {
-				c.Reason = join(c.Reason, why)
-			}
-		}
-		d.Candidates = append(d.Candidates, c)
+		d.Candidates = append(d.Candidates, x.score(a, req, words, env))
 	}
 	sortCandidates(d.Candidates, req.Text == "")
-	x.plan(d, forced, r.cands)
+	x.plan(d, forced, r.cands, env.Admit)
 	return d, nil
 }
 
@@ -440,16 +432,34 @@ func readiness(s *skill.Skill, req Request, env Env) float64 {
 	return float64(have) / float64(need)
 }
 
-func (x *Selector) plan(d *Decision, forced bool, cands map[string]*acc) {
+// plan chooses among the scored candidates. admit (Env.Admit) is asked only about
+// a candidate that would otherwise join the plan, so a filter speaks only where
+// it decides.
+func (x *Selector) plan(d *Decision, forced bool, cands map[string]*acc, admit func(*skill.Skill) (bool, string)) {
 	cfg := x.cfg
 	var chosen []int
 	var always []int
+	refused := func(c *Candidate, s *skill.Skill) bool {
+		if admit == nil {
+			return false
+		}
+		ok, why := admit(s)
+		if why != "" {
+			c.Reason = join(c.Reason, why)
+		}
+		return !ok
+	}
 	for i := range d.Candidates {
 		c := &d.Candidates[i]
 		a := cands[skill.NormalizeName(c.Name)]
 		strategy := a.e.strategy
+		// Always-skills are asked below, once there is a plan for them to join.
+		joins := c.Source == SourceForced ||
+			strategy != StrategyExplicit && !(strategy == StrategyAlways && !forced) &&
+				(a.subscrib || c.Components.Conflict >= 0 && c.Score >= cfg.Threshold)
 		switch {
-		case a.refused:
+		case joins && refused(c, a.e.s):
+			a.refused = true
 		case c.Source == SourceForced:
 			chosen = append(chosen, i)
 		case strategy == StrategyAlways && !forced:
@@ -472,6 +482,18 @@ func (x *Selector) plan(d *Decision, forced bool, cands map[string]*acc) {
 			d.Candidates[i].Reason = join(d.Candidates[i].Reason, fmt.Sprintf("passed, but the plan already has maxActive %d skills", cfg.MaxActive))
 		}
 		chosen = chosen[:cfg.MaxActive]
+	}
+	if len(chosen) > 0 {
+		admitted := always[:0]
+		for _, i := range always {
+			c := &d.Candidates[i]
+			if a := cands[skill.NormalizeName(c.Name)]; refused(c, a.e.s) {
+				a.refused = true
+				continue
+			}
+			admitted = append(admitted, i)
+		}
+		always = admitted
 	}
 	for _, i := range always {
 		c := &d.Candidates[i]
@@ -536,7 +558,8 @@ func (x *Selector) plan(d *Decision, forced bool, cands map[string]*acc) {
 		}
 	}
 	if g := cfg.Generic; g != "" {
-		if e, ok := x.skills[skill.NormalizeName(g)]; ok && !contains(d.Fallback, e.s.Name) && !inLead(e.s.Name) {
+		key := skill.NormalizeName(g)
+		if e, ok := x.skills[key]; ok && !contains(d.Fallback, e.s.Name) && !inLead(e.s.Name) && !genericRefused(cands[key], e.s, admit) {
 			d.Fallback = append(d.Fallback, e.s.Name)
 		}
 	}
@@ -548,6 +571,19 @@ func (x *Selector) plan(d *Decision, forced bool, cands map[string]*acc) {
 		}
 	}
 	d.ParallelGroups = groups
+}
+
+// genericRefused reports whether flow control keeps the generic skill s out of
+// the fallback chain: refused as a candidate already (a), or now.
+func genericRefused(a *acc, s *skill.Skill, admit func(*skill.Skill) (bool, string)) bool {
+	if a != nil && a.refused {
+		return true
+	}
+	if admit == nil {
+		return false
+	}
+	ok, _ := admit(s)
+	return !ok
 }
 
 func contains(xs []string, s string) bool {

@@ -398,8 +398,10 @@ type Env struct {
 	PoolLive func(pool string) bool
 	// ToolServed reports whether a tool is served.
 	ToolServed func(tool string) bool
-	// Admit reports whether a recalled skill takes this request (its filter, its
-	// rate limit), and why, which joins the candidate's reason when not empty. A
+	// Admit reports whether a skill takes this request (its filter, its rate
+	// limit), and why, which joins the candidate's reason when not empty. It is
+	// asked only about a skill that would otherwise join the plan (the generic
+	// fallback included), never about one below the threshold or explicit-only. A
 	// refused skill stays among the candidates, unselected; it joins no plan, not
 	// even by name.
 	Admit func(s *skill.Skill) (ok bool, why string)

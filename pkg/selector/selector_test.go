@@ -482,3 +482,49 @@ func TestAdjacentPairsRankHigher(t *testing.T) {
 		}
 	}
 }
+
+// Flow control is asked only about skills that would join the plan: a skill below
+// the threshold, or explicit-only, is never refused by a filter (which would
+// otherwise be the reason a request went unmatched), and the generic fallback is
+// asked like any other.
+func TestAdmitIsAskedOnlyAboutSkillsThatWouldJoin(t *testing.T) {
+	t.Parallel()
+	generic := sk("generic", "Do anything.")
+	x := newSel(t, selector.Config{Threshold: 0.3, Generic: "generic"}, append(allSkills, generic)...)
+	var asked []string
+	refuse := map[string]bool{}
+	env := selector.Env{Admit: func(s *skill.Skill) (bool, string) {
+		asked = append(asked, s.Name)
+		if refuse[s.Name] {
+			return false, "filter false"
+		}
+		return true, ""
+	}}
+
+	d := decide(t, x, selector.Request{Text: "summarize this pdf"}, env)
+	if d.Primary != "pdf-summarizer" || !slices.Contains(d.Fallback, "generic") {
+		t.Fatalf("plan = %+v", d)
+	}
+	for _, n := range asked {
+		if c := d.Candidate(n); c != nil && !c.Selected {
+			t.Errorf("Admit asked about %s, which did not join the plan: %+v", n, c)
+		}
+	}
+	if slices.Contains(asked, "secret-tool") {
+		t.Errorf("Admit asked about an explicit-only skill: %v", asked)
+	}
+
+	asked, refuse["generic"] = nil, true
+	d = decide(t, x, selector.Request{Text: "summarize this pdf"}, env)
+	if d.Primary != "pdf-summarizer" || slices.Contains(d.Fallback, "generic") {
+		t.Fatalf("a refused generic skill is in the fallback chain: %+v", d)
+	}
+
+	// Nothing passes the threshold: no skill is asked, so none is refused.
+	asked = nil
+	x = newSel(t, selector.Config{Threshold: 0.9}, allSkills...)
+	d = decide(t, x, selector.Request{Text: "forecast for the city"}, env)
+	if d.Primary != "" || len(d.Candidates) == 0 || len(asked) != 0 {
+		t.Fatalf("primary %q, asked %v; candidates %+v", d.Primary, asked, d.Candidates)
+	}
+}
