@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -30,6 +32,11 @@ type GuardConfig struct {
 	// JetStream is started again; default 16 MiB (the room of a few message blocks),
 	// or an eighth of JetStream's storage limit when that is less than 128 MiB.
 	Headroom int64
+	// MaxAttempts is how many restarts in a row may fail to clear a fault before
+	// the guard stops trying (and logs an error) until the server is healthy again;
+	// default 5. A fault a restart does not end would otherwise restart the server
+	// every MaxBackoff forever.
+	MaxAttempts int
 	// Log receives the fault, each attempt and the recovery; default slog.Default().
 	Log *slog.Logger
 }
@@ -44,9 +51,10 @@ type Guard struct {
 	cfg GuardConfig
 	dir string
 
-	mu       sync.Mutex
-	fault    error
-	restarts int
+	mu         sync.Mutex
+	fault      error
+	restarts   int
+	restarting atomic.Bool
 
 	stop context.CancelFunc
 	done chan struct{}
@@ -74,8 +82,11 @@ func NewGuard(cfg GuardConfig) (*Guard, error) {
 			cfg.Headroom = min(cfg.Headroom, js.MaxStore/8)
 		}
 	}
-	if cfg.Every < 0 || cfg.MaxBackoff < cfg.Every || cfg.Headroom < 0 {
-		return nil, errors.New("storage: Every must be positive, MaxBackoff at least Every, Headroom not negative")
+	if cfg.MaxAttempts == 0 {
+		cfg.MaxAttempts = 5
+	}
+	if cfg.Every < 0 || cfg.MaxBackoff < cfg.Every || cfg.Headroom < 0 || cfg.MaxAttempts < 0 {
+		return nil, errors.New("storage: Every must be positive, MaxBackoff at least Every, Headroom and MaxAttempts not negative")
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
@@ -103,7 +114,12 @@ func (g *Guard) Stop() {
 }
 
 // Check is the guard's readiness check: the server's storage fault, nil when none.
+// While the guard restarts the server it answers so at once, without waiting for
+// the restart.
 func (g *Guard) Check(context.Context) error {
+	if g.restarting.Load() {
+		return fmt.Errorf("%w: the NATS server is restarting to clear a storage fault", ErrFault)
+	}
 	return Fault(g.cfg.Server())
 }
 
@@ -116,6 +132,7 @@ func (g *Guard) Restarts() int {
 
 func (g *Guard) run(ctx context.Context) {
 	wait := g.cfg.Every
+	failed := 0 // restarts in a row that did not end the fault
 	for {
 		t := time.NewTimer(wait)
 		select {
@@ -131,6 +148,7 @@ func (g *Guard) run(ctx context.Context) {
 		g.mu.Unlock()
 		switch {
 		case err == nil:
+			failed = 0
 			if was != nil {
 				g.cfg.Log.Info("storage: JetStream stores messages again")
 			}
@@ -144,29 +162,52 @@ func (g *Guard) run(ctx context.Context) {
 			wait = g.cfg.Every
 			continue
 		}
+		if failed >= g.cfg.MaxAttempts {
+			wait = g.cfg.MaxBackoff
+			continue
+		}
 		if err := g.room(); err != nil {
 			g.cfg.Log.Warn("storage: no room in the JetStream store yet", "dir", g.dir, "need", size(g.cfg.Headroom), "err", err)
 			wait = min(2*wait, g.cfg.MaxBackoff)
 			continue
 		}
 		if err := g.restart(); err != nil {
-			g.cfg.Log.Error("storage: starting JetStream again failed; will retry", "err", err)
+			failed++
+			if failed >= g.cfg.MaxAttempts {
+				g.cfg.Log.Error("storage: restarting the NATS server does not clear its fault; no more restarts until it is healthy again", "attempts", failed, "err", err)
+			} else {
+				g.cfg.Log.Error("storage: starting JetStream again failed; will retry", "err", err)
+			}
 			wait = min(2*wait, g.cfg.MaxBackoff)
 			continue
 		}
+		failed = 0
 		wait = g.cfg.Every
 	}
 }
 
 // restartable reports whether the fault is one only a restart of JetStream ends: a
-// write error, or JetStream disabled; not the server's own storage limit.
+// write error, or JetStream disabled; not the server's own storage limit, nor a
+// fault a restart would not help (a stream not current, an account unresolved).
 func (g *Guard) restartable() bool {
 	s := g.cfg.Server()
 	if !s.JetStreamEnabled() {
 		return true
 	}
 	hz := s.Healthz(&server.HealthzOptions{})
-	return hz != nil && hz.Error != ""
+	return hz != nil && restartableHealth(hz.Error)
+}
+
+// restartableHealth reports whether a /healthz error is a storage fault a restart
+// clears: a stream's write error, no space left, resources exhausted.
+func restartableHealth(msg string) bool {
+	msg = strings.ToLower(msg)
+	for _, s := range []string{"write error", "no space left", "insufficient resources", "jetstream not enabled"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // room writes Headroom bytes in the store directory and removes them: proof that
@@ -190,7 +231,10 @@ func (g *Guard) room() error {
 // restart restarts the server and checks that it stores messages again.
 func (g *Guard) restart() error {
 	g.cfg.Log.Warn("storage: space is free again; restarting the NATS server to clear its write errors")
-	if err := g.cfg.Restart(); err != nil {
+	g.restarting.Store(true)
+	err := g.cfg.Restart()
+	g.restarting.Store(false)
+	if err != nil {
 		return fmt.Errorf("restarting the NATS server: %w", err)
 	}
 	g.mu.Lock()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -294,3 +296,71 @@ func TestRemoteChecks(t *testing.T) {
 type stringer func() string
 
 func (f stringer) String() string { return f() }
+
+// A fault a restart does not end is restarted MaxAttempts times, then left alone.
+func TestGuardStopsRestartingAFaultRestartsDoNotEnd(t *testing.T) {
+	t.Parallel()
+	srv := natstest.Start(t)
+	var logs natstest.Buffer
+	var restarts atomic.Int32
+	g, err := storage.NewGuard(storage.GuardConfig{Server: func() *server.Server { return srv.Server },
+		Restart: func() error { restarts.Add(1); return nil }, Every: 5 * time.Millisecond, MaxBackoff: 10 * time.Millisecond,
+		Headroom: 1, MaxAttempts: 3, Log: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Server.DisableJetStream()
+	g.Start()
+	defer g.Stop()
+	natstest.Eventually(t, 10*time.Second, func() bool { return strings.Contains(logs.String(), "no more restarts") }, "the guard kept restarting:\n%s", &logs)
+	if n := restarts.Load(); n != 3 {
+		t.Errorf("%d restarts, want 3", n)
+	}
+}
+
+// Readiness answers at once while the guard restarts the server.
+func TestGuardCheckDuringRestart(t *testing.T) {
+	t.Parallel()
+	srv := natstest.Start(t)
+	var smu sync.Mutex // held through the restart, as bus.Embedded does
+	release, entered := make(chan struct{}), make(chan struct{})
+	current := func() *server.Server { smu.Lock(); defer smu.Unlock(); return srv.Server }
+	restart := func() error { smu.Lock(); defer smu.Unlock(); close(entered); <-release; return nil }
+	g, err := storage.NewGuard(storage.GuardConfig{Server: current, Restart: restart, Every: 5 * time.Millisecond, MaxBackoff: 10 * time.Millisecond,
+		Headroom: 1, MaxAttempts: 1, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Server.DisableJetStream()
+	g.Start()
+	defer g.Stop()
+	defer close(release)
+	<-entered
+	got := make(chan error, 1)
+	go func() { got <- g.Check(t.Context()) }()
+	select {
+	case err := <-got:
+		if err == nil || !strings.Contains(err.Error(), "restarting") {
+			t.Errorf("Check during a restart: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Check waited for the restart")
+	}
+}
+
+func TestRestartableHealth(t *testing.T) {
+	t.Parallel()
+	for msg, want := range map[string]bool{
+		"JetStream stream '$G > JOBS' write error: write /data/jetstream/msgs/1.blk: no space left on device": true,
+		"insufficient resources":                                 true,
+		"JetStream not enabled":                                  true,
+		"JetStream stream '$G > JOBS' is not current: no leader": false,
+		"JetStream account 'A' could not be resolved":            false,
+		"JetStream stream '$G > JOBS' could not be recovered":    false,
+		"": false,
+	} {
+		if got := storage.RestartableHealth(msg); got != want {
+			t.Errorf("RestartableHealth(%q) = %v, want %v", msg, got, want)
+		}
+	}
+}

@@ -1,0 +1,3 @@
+package storage
+
+var RestartableHealth = restartableHealth
