@@ -20,7 +20,10 @@ type Binary struct {
 	ID, Source, Type, Subject string
 	// ContentType is the datacontenttype ("" when the event has none).
 	ContentType string
-	Data        []byte
+	// Time is the time attribute as the event spells it, RFC 3339 ("" when the
+	// event has none).
+	Time string
+	Data []byte
 	// ext holds the extension attributes by lowercase name.
 	ext map[string]string
 	// h holds them as ce- headers when the event was read by DecodeBinary.
@@ -109,6 +112,9 @@ func DecodeUnchecked(m *nats.Msg) (b *Binary, ok bool) {
 func BinaryOf(e *event.Event) *Binary {
 	b := &Binary{ID: e.ID(), Source: e.Source(), Type: e.Type(), Subject: e.Subject(), ContentType: e.DataContentType(),
 		Data: e.Data(), ext: map[string]string{}}
+	if t := e.Time(); !t.IsZero() {
+		b.Time = t.Format(time.RFC3339Nano)
+	}
 	for k, v := range e.Extensions() {
 		if s, ok := v.(string); ok {
 			b.ext[k] = s
@@ -148,7 +154,8 @@ func decodeBinaryFast(m *nats.Msg) (_ *Binary, ok bool) {
 				return nil, false
 			}
 		case events.HeaderCETime:
-			if _, err := time.Parse(time.RFC3339Nano, unescapeHeader(v[0])); err != nil {
+			b.Time = unescapeHeader(v[0])
+			if _, err := time.Parse(time.RFC3339Nano, b.Time); err != nil {
 				return nil, false
 			}
 		case HeaderContentType:

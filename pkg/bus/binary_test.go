@@ -365,3 +365,28 @@ func BenchmarkDecodeStructured(b *testing.B) {
 		}
 	})
 }
+
+// The time attribute is kept as the event spells it, whichever path reads it:
+// flow-control filters read it.
+func TestDecodeKeepsTime(t *testing.T) {
+	t.Parallel()
+	const at = "2026-11-27T04:30:00.5Z"
+	structured := &nats.Msg{Subject: "skillbus.trigger.x", Header: nats.Header{"Content-Type": []string{"application/cloudevents+json"}},
+		Data: []byte(`{"specversion":"1.0","id":"1","source":"/t","type":"x","time":"` + at + `","data":{"a":1}}`)}
+	sdk := &nats.Msg{Subject: "skillbus.trigger.x", Header: nats.Header{"Content-Type": []string{"application/cloudevents+json"}},
+		Data: []byte(`{"specversion":"1.0","id":"1","source":"/t","type":"x","time":"` + at + `","datacontenttype":"text/plain","data":"hi"}`)}
+	binary := &nats.Msg{Subject: "skillbus.trigger.x", Header: nats.Header{events.HeaderCESpecVersion: []string{"1.0"}, events.HeaderCEID: []string{"1"},
+		events.HeaderCESource: []string{"/t"}, events.HeaderCEType: []string{"x"}, events.HeaderCETime: []string{at}}, Data: []byte(`{}`)}
+	for name, m := range map[string]*nats.Msg{"structured": structured, "sdk": sdk, "binary": binary} {
+		b, err := bus.DecodeFast(m)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if b.Time != at {
+			t.Errorf("%s: Time = %q, want %q", name, b.Time, at)
+		}
+	}
+	if b, ok := bus.DecodeUnchecked(structured); !ok || b.Time != at {
+		t.Errorf("DecodeUnchecked: ok %v, Time %+v", ok, b)
+	}
+}

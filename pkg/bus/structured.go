@@ -203,6 +203,7 @@ func (b *Binary) setAttr(key, v string, n int) bool {
 		b.Subject = v
 		return strings.TrimSpace(v) != ""
 	case "time":
+		b.Time = v
 		_, err := time.Parse(time.RFC3339Nano, v)
 		return err == nil
 	case "datacontenttype":

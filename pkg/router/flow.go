@@ -61,7 +61,7 @@ type flowVerdicts struct {
 func (t *trigger) event() *flow.Event {
 	if t.fev == nil {
 		e := t.e
-		t.fev = &flow.Event{ID: e.ID, Type: e.Type, Source: e.Source, Subject: e.Subject, Data: t.data, Ext: e.Ext}
+		t.fev = &flow.Event{ID: e.ID, Type: e.Type, Source: e.Source, Subject: e.Subject, Time: e.Time, Data: t.data, Ext: e.Ext}
 	}
 	return t.fev
 }

@@ -4,6 +4,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nats-io/nats.go"
+
+	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/flow"
 	"github.com/skillbus/skillbus/pkg/skill"
 )
@@ -23,5 +26,20 @@ func TestAdmitCompilesAVersionFlowsLacks(t *testing.T) {
 		if ok || !strings.Contains(why, "filter false") {
 			t.Errorf("%s: admit = %v, %q; want refused by the filter", name, ok, why)
 		}
+	}
+}
+
+// A filter reads a structured-mode trigger's time.
+func TestFilterReadsTheTimeOfAStructuredTrigger(t *testing.T) {
+	t.Parallel()
+	m := &nats.Msg{Subject: "skillbus.trigger.x", Header: nats.Header{"Content-Type": []string{"application/cloudevents+json"}},
+		Data: []byte(`{"specversion":"1.0","id":"1","source":"/t","type":"x","time":"2026-11-27T04:30:00Z","data":{}}`)}
+	e, err := bus.DecodeFast(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &skill.Skill{Name: "late", Digest: "d1", Filter: `time.startsWith("2026-11-27")`}
+	if ok, why := Filters([]*skill.Skill{s}, (&trigger{e: e}).event())(s); !ok {
+		t.Fatalf("admit = false, %q", why)
 	}
 }
