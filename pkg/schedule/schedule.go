@@ -123,6 +123,9 @@ type tickValue struct {
 type pending struct {
 	d   Delayed
 	rev uint64
+	// published: only its key's deletion is left; a new leader without it in
+	// memory publishes it again, which JetStream drops within its duplicate window.
+	published bool
 }
 
 // New validates cfg and returns a Scheduler; Start begins.
@@ -224,7 +227,9 @@ func (s *Scheduler) follow(w jetstream.KeyWatcher) {
 			}
 		}
 		s.mu.Unlock()
-		s.poke()
+		if s.leader.Load() {
+			s.poke()
+		}
 	}
 }
 
@@ -488,22 +493,36 @@ func (s *Scheduler) fireDelayed(ctx context.Context, now time.Time) (next time.T
 		due[k] = p
 	}
 	s.mu.Unlock()
+	retry := func() {
+		if r := now.Add(s.cfg.Lease / 3); next.IsZero() || r.Before(next) {
+			next = r
+		}
+	}
 	for k, p := range due {
-		if _, err := s.cl.Publish(ctx, p.d.trigger()); err != nil {
-			s.cfg.Log.Warn("schedule: publishing a delayed trigger; will retry", "key", k, "err", err)
-			if r := now.Add(s.cfg.Lease / 3); next.IsZero() || r.Before(next) {
-				next = r
+		if !p.published {
+			if _, err := s.cl.Publish(ctx, p.d.trigger()); err != nil {
+				s.cfg.Log.Warn("schedule: publishing a delayed trigger; will retry", "key", k, "err", err)
+				retry()
+				continue
 			}
-			continue
 		}
-		if err := s.kv.Delete(ctx, k, jetstream.LastRevision(p.rev)); err != nil {
-			s.cfg.Log.Warn("schedule: deleting a delayed trigger that was published", "key", k, "err", err)
-		}
+		err := s.kv.Delete(ctx, k, jetstream.LastRevision(p.rev))
 		s.mu.Lock()
 		if cur, ok := s.delayed[k]; ok && cur.rev == p.rev {
-			delete(s.delayed, k)
+			if err != nil {
+				// Kept, so the deletion is tried again and a later leader does not
+				// publish it once more, past JetStream's duplicate window.
+				cur.published = true
+				s.delayed[k] = cur
+			} else {
+				delete(s.delayed, k)
+			}
 		}
 		s.mu.Unlock()
+		if err != nil {
+			s.cfg.Log.Warn("schedule: deleting a delayed trigger that was published; will retry", "key", k, "err", err)
+			retry()
+		}
 	}
 	return next
 }

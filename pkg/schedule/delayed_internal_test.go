@@ -1,0 +1,95 @@
+package schedule
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillbus/skillbus/internal/natstest"
+	"github.com/skillbus/skillbus/pkg/bus"
+)
+
+// failingDelete is the schedules bucket with deletes refused while fail is set.
+type failingDelete struct {
+	jetstream.KeyValue
+	fail atomic.Bool
+}
+
+func (f *failingDelete) Delete(ctx context.Context, key string, opts ...jetstream.KVDeleteOpt) error {
+	if f.fail.Load() {
+		return errors.New("refused")
+	}
+	return f.KeyValue.Delete(ctx, key, opts...)
+}
+
+// A delayed trigger published whose key cannot be deleted stays in memory and
+// its deletion is retried, without publishing it again.
+func TestDelayedDeleteRetried(t *testing.T) {
+	ctx := t.Context()
+	srv := natstest.Start(t)
+	b := srv.Bus(t, bus.Config{})
+	var published atomic.Int32
+	watcher := srv.Conn(t)
+	sub, err := watcher.Subscribe(b.Subjects.Triggers(), func(*nats.Msg) { published.Add(1) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := watcher.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	clock := &stillClock{now: time.Date(2026, 1, 1, 0, 0, 30, 0, time.UTC)}
+	const lease = 3 * time.Second
+	s, err := New(Config{Bus: b, Catalog: fixedCatalog{}, Clock: clock, Lease: lease, Name: "a", Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := b.KV(ctx, b.BucketSchedules())
+	if err != nil {
+		t.Fatal(err)
+	}
+	flaky := &failingDelete{KeyValue: kv}
+	s.kv = flaky
+	s.step(ctx)
+	if !s.Leader() {
+		t.Fatal("a lone scheduler does not lead")
+	}
+	d := Delayed{At: clock.now.Add(-time.Second), Skill: "greet", Source: "test", ID: "one"}
+	v, _ := json.Marshal(d)
+	rev, err := kv.Put(ctx, atPfx+"one", v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.delayed[atPfx+"one"] = pending{d: d, rev: rev} // as the watch has it
+
+	flaky.fail.Store(true)
+	if wait := s.step(ctx); wait <= 0 || wait > lease/3 {
+		t.Errorf("after a failed delete the step waits %v; want a retry within %v", wait, lease/3)
+	}
+	if _, ok := s.delayed[atPfx+"one"]; !ok {
+		t.Fatal("a delayed trigger whose key was not deleted is dropped from memory")
+	}
+	flaky.fail.Store(false)
+	clock.now = clock.now.Add(lease / 3)
+	s.step(ctx)
+	if _, err := kv.Get(ctx, atPfx+"one"); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Errorf("the key after the retry: %v, want deleted", err)
+	}
+	if _, ok := s.delayed[atPfx+"one"]; ok {
+		t.Error("still in memory once deleted")
+	}
+	if err := watcher.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if n := published.Load(); n != 1 {
+		t.Errorf("published %d times, want 1", n)
+	}
+}
