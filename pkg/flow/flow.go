@@ -172,9 +172,33 @@ func extensionsRead(a *cel.Ast) ([]string, error) {
 			return nil, &Error{Line: max(loc.Line(), 1), Column: loc.Column() + 1,
 				Msg: `extensions are read by name: extensions.tenant or extensions["tenant"]`}
 		}
-		names = append(names, strings.ToLower(name))
+		if !extName(name) {
+			// Events carry extensions by lowercase name only: such a filter
+			// would fail on every trigger.
+			loc := native.SourceInfo().GetStartLocation(id.ID())
+			msg := fmt.Sprintf("extension %q: a CloudEvents extension name is lowercase letters and digits", name)
+			if l := strings.ToLower(name); extName(l) {
+				msg += ": extensions." + l
+			}
+			return nil, &Error{Line: max(loc.Line(), 1), Column: loc.Column() + 1, Msg: msg}
+		}
+		names = append(names, name)
 	}
 	return names, nil
+}
+
+// extName is the CloudEvents rule for an attribute name: lowercase ASCII letters
+// and digits, not empty.
+func extName(n string) bool {
+	if n == "" {
+		return false
+	}
+	for i := 0; i < len(n); i++ {
+		if c := n[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
 }
 
 // activation resolves the variables of one evaluation without building a map of

@@ -75,6 +75,8 @@ func TestCompileErrors(t *testing.T) {
 		{`[1, 2]`, Key, "1:1: a key must be a string, a number or a bool"},
 		{`size(extensions) > 0`, Filter, "1:6: extensions are read by name"},
 		{`extensions[type] == "x"`, Filter, "1:1: extensions are read by name"},
+		{`type == "x" && extensions.Tenant == "a"`, Filter, `1:16: extension "Tenant": a CloudEvents extension name is lowercase letters and digits: extensions.tenant`},
+		{`extensions["my-region"] == "a"`, Filter, `1:1: extension "my-region": a CloudEvents extension name is lowercase letters and digits`},
 		{strings.Repeat("1 + ", 2000) + "1 > 0", Filter, "1:1: the expression is 8005 bytes"},
 	} {
 		_, err := Compile(tc.expr, tc.kind)
