@@ -222,7 +222,10 @@ func (l *Loop) renew(old jetstream.MessagesContext, why string) {
 	l.it = it
 	l.last.Store(time.Now().UnixNano())
 	l.mu.Unlock()
-	old.Stop()
+	// Drain, not Stop: messages old already holds are still handed out by its Next
+	// (run reads old to its end before it takes the new iterator). Stop would drop
+	// them client-side, leaving each in the consumer's ack-pending until its AckWait.
+	old.Drain()
 	l.renewals.Add(1)
 	l.log.Warn("consume: pulling afresh on a new iterator", "consumer", l.name, "why", why)
 }
