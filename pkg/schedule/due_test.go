@@ -40,6 +40,20 @@ func TestDueTicks(t *testing.T) {
 			}
 		})
 	}
+	// The clocks go back at 02:00 EDT on 2026-11-01: 01:30 is shown twice and
+	// ticks once.
+	ny, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nightly, _ := skill.Schedule{Cron: "30 1 * * *", Timezone: "America/New_York"}.Compile()
+	var fell []string
+	for _, tk := range dueTicks(onceADay{tab: nightly, loc: ny}, at("2026-10-31T12:00:00Z"), at("2026-11-02T12:00:00Z"), 100) {
+		fell = append(fell, tk.UTC().Format(time.RFC3339))
+	}
+	if diff := cmp.Diff([]string{"2026-11-01T05:30:00Z", "2026-11-02T06:30:00Z"}, fell); diff != "" {
+		t.Errorf("across the fall-back (-want +got):\n%s", diff)
+	}
 	// A year down with @every 1s and catch_up: all: the latest MaxCatchUp, found
 	// without walking the year.
 	start := time.Now()

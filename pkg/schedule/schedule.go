@@ -387,6 +387,9 @@ func (s *Scheduler) load(ctx context.Context) {
 			s.cfg.Log.Error("schedule: a skill's schedule does not compile; it does not run", "skill", sk.Name, "err", err)
 			continue
 		}
+		if loc, err := time.LoadLocation(sk.Schedule.Timezone); err == nil && loc != time.UTC {
+			tab = onceADay{tab: tab, loc: loc}
+		}
 		n := 1
 		if sk.Schedule.CatchUp == skill.CatchUpAll {
 			n = skill.MaxCatchUp
@@ -525,4 +528,32 @@ func (s *Scheduler) fireDelayed(ctx context.Context, now time.Time) (next time.T
 		}
 	}
 	return next
+}
+
+// onceADay is a timetable whose ticks never repeat a wall-clock time: where the
+// clocks go back (a daylight-saving fall-back), a cron time in the repeated hour
+// would otherwise fire in both of its occurrences.
+type onceADay struct {
+	tab skill.Timetable
+	loc *time.Location
+}
+
+func (o onceADay) Next(t time.Time) time.Time {
+	n := o.tab.Next(t)
+	for !n.IsZero() && o.repeat(n) {
+		n = o.tab.Next(n)
+	}
+	return n
+}
+
+// repeat reports whether n's wall-clock time was already shown before the clocks
+// last went back within a day of it.
+func (o onceADay) repeat(n time.Time) bool {
+	_, now := n.In(o.loc).Zone()
+	_, before := n.Add(-24 * time.Hour).In(o.loc).Zone()
+	if before <= now {
+		return false
+	}
+	const wall = "2006-01-02 15:04:05"
+	return n.Add(-time.Duration(before-now)*time.Second).In(o.loc).Format(wall) == n.In(o.loc).Format(wall)
 }
