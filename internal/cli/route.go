@@ -148,13 +148,17 @@ passes the threshold, 2 on bad usage.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			text := strings.TrimSpace(strings.Join(args, " "))
 			req := selector.Request{Type: typ, Text: text}
+			// As a trigger's: data that is not an object is {"data": v} to the
+			// selector and the skill, v to a filter.
+			var raw json.RawMessage
+			var fdata any
 			if data != "" {
-				raw, err := readData(data, cmd.InOrStdin())
-				if err != nil {
+				var err error
+				if raw, err = readData(data, cmd.InOrStdin()); err != nil {
 					return err
 				}
-				if err := json.Unmarshal(raw, &req.Data); err != nil {
-					return usage("--data must be a JSON object: %v", err)
+				if req.Data, fdata, err = router.RequestData(raw); err != nil {
+					return usage("--data: %v", err)
 				}
 				if req.Text == "" {
 					req.Text = selector.TextOf(raw, textFieldList)
@@ -175,13 +179,10 @@ passes the threshold, 2 on bad usage.`,
 					return lerr
 				}
 				// Filters read the request as a trigger of --type with --data.
-				ev := &flow.Event{Type: req.Type, Source: "/skillbus/route"}
-				if req.Data != nil {
-					ev.Data = req.Data
-				}
+				ev := &flow.Event{Type: req.Type, Source: "/skillbus/route", Data: fdata}
 				d, err = sel.Select(req, selector.Env{Admit: router.Filters(skills, ev)})
 			} else {
-				d, err = routeRemote(cmd.Context(), c, req, data, timeout)
+				d, err = routeRemote(cmd.Context(), c, req, raw, timeout)
 			}
 			var unknown *selector.UnknownSkillError
 			if errors.As(err, &unknown) {
@@ -216,16 +217,13 @@ passes the threshold, 2 on bad usage.`,
 }
 
 // routeRemote asks the live router's skillbus-router service.
-func routeRemote(ctx context.Context, c *common, req selector.Request, data string, timeout time.Duration) (*selector.Decision, error) {
+func routeRemote(ctx context.Context, c *common, req selector.Request, data json.RawMessage, timeout time.Duration) (*selector.Decision, error) {
 	b, err := c.connect("skillbus route")
 	if err != nil {
 		return nil, err
 	}
 	defer b.NC.Close()
-	rr := events.RouteRequest{Type: req.Type, Text: req.Text}
-	if req.Data != nil {
-		rr.Data, _ = json.Marshal(req.Data)
-	}
+	rr := events.RouteRequest{Type: req.Type, Text: req.Text, Data: data}
 	body, _ := json.Marshal(rr)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

@@ -65,7 +65,7 @@ func TestRouteOffline(t *testing.T) {
 		{"route", "--skills", routingSkills},
 		{"route", "--skills", "/nonexistent", "x"},
 		{"route", "--skills", routingSkills, "--weights", "intent=2", "x"},
-		{"route", "--skills", routingSkills, "--data", "[1]", "x"},
+		{"route", "--skills", routingSkills, "--data", "{not json", "x"},
 	} {
 		if out, code := run(t, bad...); code != 2 {
 			t.Errorf("%v: exit %d: %s", bad, code, out)

@@ -1,10 +1,17 @@
 package router_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
 
 	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/internal/natstest"
+	"github.com/skillbus/skillbus/pkg/selector"
 	"github.com/skillbus/skillbus/pkg/skill"
 )
 
@@ -48,6 +55,38 @@ func TestFilterDecidesWhichTriggersRun(t *testing.T) {
 	f.event(events.ActivationID("/test", "odd"), events.TypeRouteUnmatched, &u)
 	if u.Code != events.UnmatchedFilterError || !strings.Contains(u.Reason, "big-orders: filter error") {
 		t.Fatalf("unmatched = %+v", u)
+	}
+	f.settled()
+}
+
+// route --explain (the router's service) gives a filter the data a routed trigger
+// gives it: a value that is not an object is itself, not {"data": v}.
+func TestExplainReadsDataAsRoutingDoes(t *testing.T) {
+	t.Parallel()
+	tagged := &skill.Skill{Name: "tagged", Description: "takes tagged lists", Kind: skill.KindWorkflow, Digest: "t4gged0123456789",
+		Triggers: []string{"com.example.list"}, Filter: `data[0] == "urgent"`}
+	f := setup(t, tagged)
+	body, _ := json.Marshal(events.RouteRequest{Type: "com.example.list", Data: json.RawMessage(`["urgent", 2]`)})
+	var msg *nats.Msg
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		var err error
+		msg, err = f.nc.Request(events.Subjects{Prefix: "skillbus"}.Router(events.RouterEndpointRoute), body, 5*time.Second)
+		return err == nil
+	}, "the router's service never answered")
+	if code := msg.Header.Get(micro.ErrorCodeHeader); code != "" {
+		t.Fatalf("router service: %s %s", code, msg.Header.Get(micro.ErrorHeader))
+	}
+	var d selector.Decision
+	if err := json.Unmarshal(msg.Data, &d); err != nil {
+		t.Fatal(err)
+	}
+	if c := d.Candidate("tagged"); d.Primary != "tagged" || c == nil || !strings.Contains(c.Reason, "filter true") {
+		t.Fatalf("explained: %+v", d)
+	}
+
+	f.publish("skillbus.trigger.com.example.list", ce("l1", "com.example.list"), `["urgent", 2]`)
+	if j := f.job("skillbus.exec.default.tagged"); j.ActivationID != events.ActivationID("/test", "l1") {
+		t.Fatalf("job = %+v", j)
 	}
 	f.settled()
 }

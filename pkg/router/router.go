@@ -455,6 +455,14 @@ func (r *Router) Decide(ctx context.Context, req selector.Request) (*selector.De
 	return r.decide(ctx, &trigger{req: req, e: &bus.Binary{Type: req.Type}, data: data})
 }
 
+// RequestData reads a route request's data (JSON) as the router reads a trigger's:
+// obj is the object the selector and the skill's inputs see, data that is not an
+// object wrapped as {"data": v}; data is the value a filter's data reads, v itself.
+func RequestData(raw json.RawMessage) (obj map[string]any, data any, err error) {
+	_, obj, data, err = inputsOf(&bus.Binary{Data: raw})
+	return obj, data, err
+}
+
 func candidates(d *selector.Decision) []events.Candidate {
 	out := make([]events.Candidate, len(d.Candidates))
 	for i, c := range d.Candidates {

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/selector"
 )
 
@@ -70,13 +71,15 @@ func (r *Router) handleRoute(ctx context.Context, body []byte) (*selector.Decisi
 		return nil, fmt.Errorf("route request is not valid JSON: %w", err)
 	}
 	req := selector.Request{Type: rr.Type, Skill: rr.Skill, Text: rr.Text}
+	var data any
 	if len(rr.Data) > 0 {
-		if err := json.Unmarshal(rr.Data, &req.Data); err != nil {
-			return nil, fmt.Errorf("route request: data must be a JSON object: %w", err)
+		var err error
+		if req.Data, data, err = RequestData(rr.Data); err != nil {
+			return nil, fmt.Errorf("route request: %w", err)
 		}
 		if req.Text == "" {
-			req.Text = selector.TextOf(rr.Data, r.cfg.TextFields)
+			req.Text = textOf(req.Data, r.cfg.TextFields)
 		}
 	}
-	return r.Decide(ctx, req)
+	return r.decide(ctx, &trigger{req: req, e: &bus.Binary{Type: req.Type}, data: data})
 }
