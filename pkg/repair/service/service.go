@@ -129,7 +129,11 @@ func (s *Service) ConsumerConfig() jetstream.ConsumerConfig {
 		FilterSubject: s.cfg.Bus.Subjects.Repair(">"),
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       s.cfg.AckWait,
-		MaxDeliver:    20,
+		// No delivery limit: a job whose writes fail (a full store, a lost leader)
+		// comes back with backoff until it is applied. What the job itself decides —
+		// an unreadable job, a skill that is gone — is recorded or terminated, never
+		// retried.
+		MaxDeliver: -1,
 	}
 }
 
@@ -177,8 +181,28 @@ func (s *Service) handle(ctx context.Context, msg jetstream.Msg) {
 		_ = msg.Nak()
 		return
 	}
-	s.cfg.Log.Warn("repair service: repair job handed back", "subject", msg.Subject(), "err", err)
-	_ = msg.NakWithDelay(time.Second)
+	var n uint64 = 1
+	if md, _ := msg.Metadata(); md != nil {
+		n = md.NumDelivered
+	}
+	delay := retryDelay(n)
+	lvl := slog.LevelWarn
+	if n >= 3 {
+		lvl = slog.LevelError
+	}
+	s.cfg.Log.Log(ctx, lvl, "repair service: repair job handed back; will retry", "subject", msg.Subject(), "deliveries", n, "retry_in", delay, "err", err)
+	_ = msg.NakWithDelay(delay)
+}
+
+// retryDelay is the wait before a repair job's next delivery after n failed ones:
+// one second, doubling, at most 30 seconds.
+func retryDelay(n uint64) time.Duration {
+	const base, most = time.Second, 30 * time.Second
+	d := base
+	for i := uint64(1); i < n && d < most; i++ {
+		d *= 2
+	}
+	return min(d, most)
 }
 
 func (s *Service) process(ctx context.Context, msg jetstream.Msg) error {
