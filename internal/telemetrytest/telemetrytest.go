@@ -51,6 +51,10 @@ func (r *Recorder) Spans() tracetest.SpanStubs {
 	return r.exp.GetSpans()
 }
 
+// Exporter is the in-memory exporter the spans go to, for tests that flush the
+// global tracer provider themselves.
+func (r *Recorder) Exporter() *tracetest.InMemoryExporter { return r.exp }
+
 // keep makes the in-memory exporter survive the provider's Shutdown, which would
 // otherwise forget the spans.
 type keep struct{ *tracetest.InMemoryExporter }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/skillbus/skillbus/internal/telemetrytest"
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/bus/bustrace"
 	"github.com/skillbus/skillbus/pkg/telemetry"
@@ -16,21 +17,8 @@ import (
 // record sets up telemetry exporting to an in-memory exporter and returns it.
 func record(t *testing.T) *tracetest.InMemoryExporter {
 	t.Helper()
-	restoreGlobals(t)
-	exp := tracetest.NewInMemoryExporter()
-	tel, err := telemetry.Setup(context.Background(), telemetry.Config{Getenv: env(nil), SpanExporter: syncExporter{exp}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tel.Shutdown(context.Background()) })
-	return exp
+	return telemetrytest.Record(t).Exporter()
 }
-
-// syncExporter makes the batcher's exports visible by Shutdown; the in-memory
-// exporter forgets its spans on Shutdown, so that is a no-op here.
-type syncExporter struct{ *tracetest.InMemoryExporter }
-
-func (syncExporter) Shutdown(context.Context) error { return nil }
 
 func flush(t *testing.T) {
 	t.Helper()
