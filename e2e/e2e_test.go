@@ -35,7 +35,10 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binDir = dir
-	build := exec.Command("go", "build", "-o", dir, "./cmd/registry", "./cmd/router", "./cmd/worker", "./cmd/skillbus", "./examples/tool-service")
+	// Built with the test's own -race, so that make test compiles each package once.
+	args := append([]string{"build"}, natstest.BuildFlags()...)
+	args = append(args, "-o", dir, "./cmd/registry", "./cmd/router", "./cmd/worker", "./cmd/skillbus", "./examples/tool-service")
+	build := exec.Command("go", args...)
 	build.Dir = repoRoot()
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {

@@ -45,7 +45,7 @@ var (
 )
 
 // serverBinary builds nats-server once per test binary (the Go build cache makes
-// later builds quick).
+// later builds quick), with BuildFlags.
 func serverBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -55,7 +55,9 @@ func serverBinary(t testing.TB) string {
 			return
 		}
 		builtBin = filepath.Join(dir, "nats-server")
-		out, err := exec.Command("go", "build", "-o", builtBin, "github.com/nats-io/nats-server/v2").CombinedOutput()
+		args := append([]string{"build"}, BuildFlags()...)
+		args = append(args, "-o", builtBin, "github.com/nats-io/nats-server/v2")
+		out, err := exec.Command("go", args...).CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build nats-server: %v\n%s", err, out)
 		}
