@@ -205,7 +205,7 @@ func (f *fleet) results(run string) terminal {
 		got := 0
 		for m := range batch.Messages() {
 			got++
-			e, err := bus.Decode(&nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
+			e, err := bus.Decode(m)
 			if err != nil {
 				f.t.Fatal(err)
 			}
@@ -355,7 +355,7 @@ func TestTwoHundredTriggers(t *testing.T) {
 // structured-mode CloudEvents, whose data is inside their JSON. nil when it does not
 // decode.
 func eventData(h nats.Header, data []byte) []byte {
-	e, err := bus.DecodeFast(&nats.Msg{Header: h, Data: data})
+	e, err := bus.DecodeFast(bus.MsgOf("", h, data))
 	if err != nil {
 		return nil
 	}

@@ -98,7 +98,12 @@ func startSkillbus(ctx context.Context, cfg Config, sk *skill.Skill, level event
 	if err != nil {
 		return nil, err
 	}
-	s.b, s.js = b, b.JS
+	// The driver publishes with plain nats.go, as a publisher outside skillbus
+	// would, with the bus's bound on pending asynchronous publishes.
+	if s.js, err = jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(16384)); err != nil {
+		return nil, err
+	}
+	s.b = b
 	if err := b.Ensure(ctx); err != nil {
 		return nil, err
 	}

@@ -151,7 +151,7 @@ func (r *runner) verify(ctx context.Context) (*Report, error) {
 	for _, c := range []struct{ stream, name string }{
 		{r.b.StreamTriggers(), "router"}, {r.b.StreamJobs(), "worker-default"}, {r.b.StreamJobs(), "worker-solo-chaos-limited"},
 	} {
-		cons, err := r.b.JS.Consumer(cctx, c.stream, c.name)
+		cons, err := r.b.Consumer(cctx, c.stream, c.name)
 		if err != nil {
 			continue
 		}

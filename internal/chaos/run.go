@@ -287,10 +287,10 @@ func (r *runner) ready(ctx context.Context) bool {
 			return false
 		}
 	}
-	if _, err := r.b.JS.Consumer(ctx, r.b.StreamTriggers(), "router"); err != nil {
+	if _, err := r.b.Consumer(ctx, r.b.StreamTriggers(), "router"); err != nil {
 		return false
 	}
-	_, err = r.b.JS.Consumer(ctx, r.b.StreamJobs(), "worker-default")
+	_, err = r.b.Consumer(ctx, r.b.StreamJobs(), "worker-default")
 	return err == nil
 }
 
@@ -567,7 +567,7 @@ func (r *runner) duplicate(ctx context.Context) error {
 		m.Data = r.msgs[i].Data
 		for try := 0; try < 20; try++ {
 			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			_, err := r.b.JS.PublishMsg(pctx, m)
+			_, err := r.b.Publish(pctx, m)
 			cancel()
 			if err == nil {
 				sent++
@@ -596,7 +596,7 @@ type reader struct {
 func (rd *reader) poll(ctx context.Context) error {
 	ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	st, err := rd.b.JS.Stream(ictx, rd.b.StreamEvents())
+	st, err := rd.b.Stream(ictx, rd.b.StreamEvents())
 	if err != nil {
 		return err
 	}
@@ -621,7 +621,7 @@ func (rd *reader) poll(ctx context.Context) error {
 			continue
 		}
 		// An outcome that does not decode is not counted, so the run reports it lost.
-		e, err := bus.DecodeFast(&nats.Msg{Subject: m.Subject, Header: m.Header, Data: m.Data})
+		e, err := bus.DecodeFast(bus.MsgOf(m.Subject, m.Header, m.Data))
 		if err != nil || !events.Outcome(e.Type) {
 			continue
 		}

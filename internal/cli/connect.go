@@ -97,7 +97,7 @@ func (c *common) connectWait(ctx context.Context, name string, log *slog.Logger)
 		b, err := c.connect(name)
 		if err == nil || !retryable(err) {
 			if err == nil && wait > connectRetryMin {
-				log.Info("connected to NATS", "server", b.NC.ConnectedUrlRedacted())
+				log.Info("connected to NATS", "server", b.ServerURL())
 			}
 			return b, err
 		}

@@ -129,7 +129,7 @@ addresses together, then one every 3 s. See docs/console.md.`,
 			if err != nil {
 				return err
 			}
-			defer b.NC.Close()
+			defer b.Close()
 			addr, done, err := cf.start(ctx, listen, b, log)
 			if err != nil {
 				return err

@@ -138,7 +138,7 @@ persisted is lost, and the next start carries on where this one stopped.`,
 			if err != nil {
 				return err
 			}
-			defer b.NC.Close()
+			defer b.Close()
 			if err := b.Ensure(ctx); err != nil {
 				return err
 			}
@@ -226,7 +226,7 @@ persisted is lost, and the next start carries on where this one stopped.`,
 			}
 			// Router first, so no new jobs appear while the workers drain.
 			shutdown(log, append([]func(context.Context){stopRouter}, stops...)...)
-			_ = b.NC.Drain()
+			_ = b.Drain()
 			return nil
 		},
 	}

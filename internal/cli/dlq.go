@@ -86,10 +86,10 @@ func (c *common) queue() (*dlq.Queue, func(), error) {
 	}
 	q, err := dlq.New(dlq.Config{Bus: b, Source: "/skillbus/cli"})
 	if err != nil {
-		b.NC.Close()
+		b.Close()
 		return nil, nil, err
 	}
-	return q, b.NC.Close, nil
+	return q, b.Close, nil
 }
 
 // dlqError gives the queue's errors their exit codes: an entry that is not there

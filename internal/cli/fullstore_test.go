@@ -231,7 +231,7 @@ func TestDevOnAFullStoreLosesNothing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e, err := bus.DecodeFast(&nats.Msg{Subject: m.Subject, Header: m.Header, Data: m.Data})
+		e, err := bus.DecodeFast(bus.MsgOf(m.Subject, m.Header, m.Data))
 		if err != nil || !events.Outcome(e.Type) {
 			continue
 		}

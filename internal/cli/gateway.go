@@ -144,13 +144,13 @@ hooks bucket); started before the registry, it waits for the streams and that bu
 			if err != nil {
 				return err
 			}
-			defer b.NC.Drain()
+			defer b.Drain()
 			// Started with the registry, it waits for the streams and the bucket
 			// of webhook deliveries, which the registry creates.
 			if err := ensure(cmd.Context(), b, false, log, needs{buckets: []string{b.BucketHooks()}}); err != nil {
 				return err
 			}
-			tel.Health.Add("nats", bus.NATSConnected(b.NC))
+			tel.Health.Add("nats", b.CheckConnected())
 			o.watchStore(tel, b)
 			addr, done, err := gf.start(cmd.Context(), listen, b, log)
 			if err != nil {

@@ -35,7 +35,7 @@ func (c *common) repairActions() (service.Actions, func(), error) {
 	if err != nil {
 		return service.Actions{}, nil, err
 	}
-	return service.Actions{Bus: b}, b.NC.Close, nil
+	return service.Actions{Bus: b}, b.Close, nil
 }
 
 func repairListCommand(c *common, stdout io.Writer) *cobra.Command {

@@ -77,7 +77,7 @@ func TestRepairCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	var d events.RepairDecided
-	e, err := bus.DecodeFast(&nats.Msg{Header: m.Header, Data: m.Data})
+	e, err := bus.DecodeFast(bus.FromNATS(&nats.Msg{Header: m.Header, Data: m.Data}))
 	if err == nil {
 		err = json.Unmarshal(e.Data, &d)
 	}

@@ -158,7 +158,7 @@ func newToolbox(ctx context.Context, b *bus.Bus, log *slog.Logger, f workerFlags
 		}
 	}
 	var err error
-	tb.watcher, err = bustool.NewWatcher(b.NC, bustool.WatcherConfig{Config: bustool.Config{Prefix: b.Subjects.Prefix}, Interval: f.busToolsInterval, Base: base, Log: log})
+	tb.watcher, err = bustool.NewWatcher(b.Conn(), bustool.WatcherConfig{Config: bustool.Config{Prefix: b.Subjects.Prefix}, Interval: f.busToolsInterval, Base: base, Log: log})
 	if err != nil {
 		tb.close()
 		return nil, err
@@ -176,7 +176,7 @@ func newToolbox(ctx context.Context, b *bus.Bus, log *slog.Logger, f workerFlags
 		tb.close()
 		return nil, usage("%v", err)
 	}
-	if tb.files, err = catalog.NewFiles(catalog.FilesConfig{JS: b.JS, Bucket: catalog.FilesBucket(b)}); err != nil {
+	if tb.files, err = catalog.NewFiles(catalog.FilesConfig{Stores: b, Bucket: catalog.FilesBucket(b)}); err != nil {
 		tb.close()
 		return nil, err
 	}
@@ -246,7 +246,7 @@ func startRepair(ctx context.Context, b *bus.Bus, log *slog.Logger, f workerFlag
 		return nil, err
 	}
 	cfg := service.Config{
-		Bus: b, Catalog: cat, Files: tb.files, Publisher: registry.NewClient(b.NC, b.Subjects.Prefix),
+		Bus: b, Catalog: cat, Files: tb.files, Publisher: registry.NewClient(b.Conn(), b.Subjects.Prefix),
 		Validate: registry.RepairValidator(skill.LoadOptions{}), Budget: f.repairBudget, Auto: f.repairAuto,
 		Expiry: f.repairExpiry, AckWait: f.repairAckWait, Log: log, Metrics: m,
 	}

@@ -222,12 +222,12 @@ func routeRemote(ctx context.Context, c *common, req selector.Request, data json
 	if err != nil {
 		return nil, err
 	}
-	defer b.NC.Close()
+	defer b.Close()
 	rr := events.RouteRequest{Type: req.Type, Text: req.Text, Data: data}
 	body, _ := json.Marshal(rr)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	msg, err := b.NC.RequestWithContext(ctx, events.Subjects{Prefix: c.prefix}.Router(events.RouterEndpointRoute), body)
+	msg, err := b.Request(ctx, events.Subjects{Prefix: c.prefix}.Router(events.RouterEndpointRoute), body)
 	if err != nil {
 		return nil, fmt.Errorf("asking the router on %s: %w (is a router running? or route offline with --skills DIR)", c.natsURL, err)
 	}

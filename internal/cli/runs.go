@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
@@ -60,7 +59,7 @@ func runsListCommand(c *common, stdout io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer b.NC.Close()
+			defer b.Close()
 			type row struct {
 				ID     string    `json:"execution_id"`
 				Skill  string    `json:"skill"`
@@ -167,11 +166,11 @@ that names one execution that is paused or ended in the last 7 days.`,
 			if err != nil {
 				return err
 			}
-			defer b.NC.Close()
+			defer b.Close()
 			if id, err = resolveExecution(ctx, b, kv, id, false); err != nil {
 				return err
 			}
-			evStream, err := b.JS.Stream(ctx, b.StreamEvents())
+			evStream, err := b.Stream(ctx, b.StreamEvents())
 			if err != nil {
 				return fmt.Errorf("no %s stream: is skillbus running there? %w", b.StreamEvents(), err)
 			}
@@ -262,7 +261,7 @@ func repairOf(evs []*event.Event) (id, digest string) {
 
 // executionEvents reads every event of an execution from the EVENTS stream.
 func executionEvents(ctx context.Context, b *bus.Bus, id string) ([]*event.Event, error) {
-	cons, err := b.JS.OrderedConsumer(ctx, b.StreamEvents(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{b.Subjects.Events(id)}})
+	cons, err := b.OrderedConsumer(ctx, b.StreamEvents(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{b.Subjects.Events(id)}})
 	if err != nil {
 		return nil, err
 	}
@@ -275,7 +274,7 @@ func executionEvents(ctx context.Context, b *bus.Bus, id string) ([]*event.Event
 		n := 0
 		for m := range batch.Messages() {
 			n++
-			e, err := bus.Decode(&nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
+			e, err := bus.Decode(m)
 			if err == nil {
 				out = append(out, e)
 			}
@@ -310,16 +309,16 @@ characters) when that names one paused execution.`,
 			if err != nil {
 				return err
 			}
-			defer b.NC.Close()
+			defer b.Close()
 			if by == "" {
 				by = whoAmI()
 			}
 			if id, err = resolveExecution(ctx, b, kv, id, true); err != nil {
 				return err
 			}
-			step, err := run.Confirm(ctx, b.JS, kv, b.Subjects, run.Confirmation{ExecutionID: id, Step: step, Approved: !deny, By: by, Reason: reason, Source: "skillbus-cli"})
+			step, err := run.Confirm(ctx, b, kv, run.Confirmation{ExecutionID: id, Step: step, Approved: !deny, By: by, Reason: reason, Source: "skillbus-cli"})
 			if errors.Is(err, run.ErrNotPaused) {
-				if evStream, serr := b.JS.Stream(ctx, b.StreamEvents()); serr == nil {
+				if evStream, serr := b.Stream(ctx, b.StreamEvents()); serr == nil {
 					if rec, lerr := run.Load(ctx, evStream, b.Subjects, id); lerr == nil && rec == nil {
 						return &ExitError{Code: 1, Err: fmt.Errorf("no execution %s (see 'skillbus runs list')", id)}
 					} else if rec != nil {
@@ -353,13 +352,13 @@ func (c *common) runsBucket(ctx context.Context) (*bus.Bus, jetstream.KeyValue, 
 	if err != nil {
 		return nil, nil, err
 	}
-	kv, err := b.JS.KeyValue(ctx, b.BucketRuns())
+	kv, err := b.KV(ctx, b.BucketRuns())
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		b.NC.Close()
+		b.Close()
 		return nil, nil, fmt.Errorf("no %q bucket on %s: is skillbus running there?", b.BucketRuns(), c.natsURL)
 	}
 	if err != nil {
-		b.NC.Close()
+		b.Close()
 		return nil, nil, err
 	}
 	return b, kv, nil
@@ -368,7 +367,7 @@ func (c *common) runsBucket(ctx context.Context) (*bus.Bus, jetstream.KeyValue, 
 // repairsBucket opens KV repairs, or returns nil when there is none: no worker of
 // this fleet repairs.
 func repairsBucket(ctx context.Context, b *bus.Bus) jetstream.KeyValue {
-	kv, err := b.JS.KeyValue(ctx, b.BucketRepairs())
+	kv, err := b.KV(ctx, b.BucketRepairs())
 	if err != nil {
 		return nil
 	}
@@ -381,7 +380,7 @@ func recentOutcomes(ctx context.Context, b *bus.Bus, since time.Duration) ([]*ru
 	for _, typ := range []string{events.TypeExecutionCompleted, events.TypeExecutionFailed, events.TypeExecutionFallback} {
 		filters = append(filters, b.Subjects.Event("*", typ))
 	}
-	cons, err := b.JS.OrderedConsumer(ctx, b.StreamEvents(), jetstream.OrderedConsumerConfig{
+	cons, err := b.OrderedConsumer(ctx, b.StreamEvents(), jetstream.OrderedConsumerConfig{
 		FilterSubjects: filters, DeliverPolicy: jetstream.DeliverByStartTimePolicy, OptStartTime: ptr(time.Now().Add(-since)),
 	})
 	if err != nil {

@@ -105,7 +105,7 @@ see docs/routing.md. Run as many as you like: JetStream spreads the triggers bet
 			if err != nil {
 				return err
 			}
-			defer b.NC.Drain()
+			defer b.Drain()
 			watchBus(tel, b)
 			o.watchStore(tel, b)
 			var stop func(context.Context)
@@ -169,7 +169,7 @@ Scale by running more workers.`,
 			if err != nil {
 				return err
 			}
-			defer b.NC.Drain()
+			defer b.Drain()
 			watchBus(tel, b)
 			o.watchStore(tel, b)
 			if err := startRetry(cmd.Context(), log, "worker", func() error { return ensure(cmd.Context(), b, ensureStreams, log, workerNeeds(b)) }); err != nil {
@@ -261,7 +261,7 @@ validate), which 'skillbus skills' uses. Send SIGHUP to load everything again.`,
 			if err != nil {
 				return err
 			}
-			defer b.NC.Drain()
+			defer b.Drain()
 			watchBus(tel, b)
 			o.watchStore(tel, b)
 			// The registry creates the skill files' object store itself.
@@ -378,7 +378,7 @@ func ensure(ctx context.Context, b *bus.Bus, create bool, log *slog.Logger, n ne
 func missingParts(ctx context.Context, b *bus.Bus, n needs) ([]string, error) {
 	var missing []string
 	for _, sc := range b.Streams() {
-		_, err := b.JS.Stream(ctx, sc.Name)
+		_, err := b.Stream(ctx, sc.Name)
 		switch {
 		case errors.Is(err, jetstream.ErrStreamNotFound):
 			missing = append(missing, "stream "+sc.Name)
@@ -393,7 +393,7 @@ func missingParts(ctx context.Context, b *bus.Bus, n needs) ([]string, error) {
 		}
 	}
 	for _, name := range buckets {
-		_, err := b.JS.KeyValue(ctx, name)
+		_, err := b.KV(ctx, name)
 		switch {
 		case errors.Is(err, jetstream.ErrBucketNotFound):
 			missing = append(missing, "bucket "+name)
@@ -402,7 +402,7 @@ func missingParts(ctx context.Context, b *bus.Bus, n needs) ([]string, error) {
 		}
 	}
 	for _, name := range n.objectStores {
-		_, err := b.JS.ObjectStore(ctx, name)
+		_, err := b.ObjectStore(ctx, name)
 		switch {
 		case errors.Is(err, jetstream.ErrBucketNotFound):
 			missing = append(missing, "object store "+name)
@@ -443,7 +443,7 @@ func serveWorker(ctx context.Context, b *bus.Bus, wf workerFlags, tb *toolbox) (
 			Started: started, Uptime: time.Since(started).Round(time.Second).String(), Version: version(),
 		}
 	}
-	svc, err := micro.AddService(b.NC, micro.Config{
+	svc, err := b.AddService(micro.Config{
 		Name:        WorkerServiceName,
 		Version:     "1.0.0",
 		Description: "skillbus worker: runs the jobs of its pools",
@@ -465,7 +465,7 @@ func serveWorker(ctx context.Context, b *bus.Bus, wf workerFlags, tb *toolbox) (
 		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
 		for _, p := range wf.pools {
-			c, err := b.JS.Consumer(rctx, b.StreamJobs(), "worker-"+p)
+			c, err := b.Consumer(rctx, b.StreamJobs(), "worker-"+p)
 			if err != nil {
 				st.Consumers["worker-"+p] = map[string]string{"error": err.Error()}
 				continue

@@ -50,17 +50,17 @@ func (c *common) catalogSource() (*catalogSource, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &catalogSource{b: b, client: registry.NewClient(b.NC, c.prefix)}, nil
+	return &catalogSource{b: b, client: registry.NewClient(b.Conn(), c.prefix)}, nil
 }
 
-func (cs *catalogSource) close() { cs.b.NC.Close() }
+func (cs *catalogSource) close() { cs.b.Close() }
 
 // noService reports whether err means that no registry answers, so the bucket is the
 // source.
 func noService(err error) bool { return errors.Is(err, registry.ErrNoService) }
 
 func (cs *catalogSource) kv(ctx context.Context) (jetstream.KeyValue, error) {
-	kv, err := cs.b.JS.KeyValue(ctx, cs.b.BucketSkills())
+	kv, err := cs.b.KV(ctx, cs.b.BucketSkills())
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		return nil, fmt.Errorf("no registry answers and there is no %q bucket: is skillbus running there?", cs.b.BucketSkills())
 	}
@@ -136,7 +136,7 @@ func (cs *catalogSource) get(ctx context.Context, req registry.GetRequest) (*reg
 	}
 	out := *s
 	if req.Body {
-		files, err := catalog.NewFiles(catalog.FilesConfig{JS: cs.b.JS, Bucket: catalog.FilesBucket(cs.b)})
+		files, err := catalog.NewFiles(catalog.FilesConfig{Stores: cs.b, Bucket: catalog.FilesBucket(cs.b)})
 		if err != nil {
 			return nil, err
 		}

@@ -69,19 +69,19 @@ func (o *observe) start(ctx context.Context, service string, log *slog.Logger) (
 // messages waiting.
 func watchBus(tel *telemetry.Telemetry, b *bus.Bus) {
 	tel.Live.Add("consume", bus.Stalled)
-	tel.Health.Add("nats", bus.NATSConnected(b.NC))
+	tel.Health.Add("nats", b.CheckConnected())
 	names := make([]string, 0, len(b.Streams()))
 	for _, sc := range b.Streams() {
 		names = append(names, sc.Name)
 	}
-	tel.Health.Add("streams", bus.StreamsReachable(b.JS, names...))
+	tel.Health.Add("streams", bus.StreamsReachable(b, names...))
 }
 
 // watchStore makes readiness depend on the server storing messages: JetStream
 // enabled, and, with --nats-healthz, the server's own health (a stream's write
 // error shows only there).
 func (o *observe) watchStore(tel *telemetry.Telemetry, b *bus.Bus) {
-	tel.Health.Add("jetstream", storage.Remote(b.JS))
+	tel.Health.Add("jetstream", storage.Remote(b))
 	if o.natsHealthz != "" {
 		tel.Health.Add("nats-server healthz", storage.Healthz(o.natsHealthz, nil))
 	}
@@ -90,9 +90,9 @@ func (o *observe) watchStore(tel *telemetry.Telemetry, b *bus.Bus) {
 // watchConsumer makes readiness depend on a durable consumer the process reads, and
 // reports its pending and ack-pending counts as metrics; pool is "" for the router.
 func watchConsumer(tel *telemetry.Telemetry, b *bus.Bus, pool, stream, consumer string) {
-	tel.Health.Add("consumer "+consumer, bus.ConsumerReachable(b.JS, stream, consumer))
+	tel.Health.Add("consumer "+consumer, bus.ConsumerReachable(b, stream, consumer))
 	// Cannot fail: the instruments are the ones NewMetrics made.
-	_, _ = tel.Metrics.ObserveConsumers(bus.ConsumerInfo(b.JS, telemetry.Consumer{Pool: pool, Stream: stream, Name: consumer}))
+	_, _ = tel.Metrics.ObserveConsumers(bus.ConsumerInfo(b, telemetry.Consumer{Pool: pool, Stream: stream, Name: consumer}))
 }
 
 // watchCatalog loads the catalog for a router or worker, making readiness depend on

@@ -87,7 +87,7 @@ routers restarting. One due while no router runs is published when one starts.`,
 			if err != nil {
 				return err
 			}
-			defer b.NC.Close()
+			defer b.Close()
 			// The publish span, exported when OTEL_EXPORTER_OTLP_ENDPOINT is set, is
 			// the root of the activation's trace.
 			tel, err := telemetry.Setup(ctx, telemetry.Config{ServiceName: "skillbus-cli", Getenv: getenv})

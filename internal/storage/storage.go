@@ -50,11 +50,17 @@ func Fault(s *server.Server) error {
 // room of a few ordinary messages.
 func limitMargin(limit int64) int64 { return min(256<<10, limit/64) }
 
+// AccountInfoer answers for a JetStream account: a *bus.Bus is one, and so is a
+// jetstream.JetStream.
+type AccountInfoer interface {
+	AccountInfo(ctx context.Context) (*jetstream.AccountInfo, error)
+}
+
 // Remote is a readiness check against a server this process is connected to: it
 // fails while the server answers that JetStream is disabled. A server that keeps
 // JetStream on while a stream cannot write says so only on its monitoring port
 // (see Healthz).
-func Remote(js jetstream.JetStream) func(context.Context) error {
+func Remote(js AccountInfoer) func(context.Context) error {
 	return func(ctx context.Context) error {
 		_, err := js.AccountInfo(ctx)
 		switch {

@@ -77,11 +77,13 @@ func (b *Binary) DataMediaType() string {
 // a compact structured-mode one — every event and job skillbus writes — straight
 // from its JSON;
 // anything else goes through Decode, whose errors say what is wrong with it.
-func DecodeFast(m *nats.Msg) (*Binary, error) {
-	if b, ok := decodeBinaryFast(m); ok {
+func DecodeFast(m Msg) (*Binary, error) {
+	h, data := m.Headers(), m.Data()
+	if b, ok := decodeBinaryFast(h, data); ok {
 		return b, nil
 	}
-	if b, ok := decodeStructuredFast(m, false); ok {
+	// On the stack: decodeStructuredFast keeps neither the message nor its headers.
+	if b, ok := decodeStructuredFast(&nats.Msg{Header: h, Data: data}, false); ok {
 		return b, nil
 	}
 	e, err := Decode(m)
@@ -101,11 +103,12 @@ func DecodeFast(m *nats.Msg) (*Binary, error) {
 // or no JSON at all. One verdict differs: a document nested as deep as
 // encoding/json's limit (10,000 levels) is refused whole by Decode, but its data,
 // one level less deep, is read.
-func DecodeUnchecked(m *nats.Msg) (b *Binary, ok bool) {
-	if b, ok := decodeBinaryFast(m); ok {
+func DecodeUnchecked(m Msg) (b *Binary, ok bool) {
+	h, data := m.Headers(), m.Data()
+	if b, ok := decodeBinaryFast(h, data); ok {
 		return b, true
 	}
-	return decodeStructuredFast(m, true)
+	return decodeStructuredFast(&nats.Msg{Header: h, Data: data}, true)
 }
 
 // BinaryOf returns e's attributes, data and string-valued extensions as a Binary.
@@ -123,17 +126,21 @@ func BinaryOf(e *event.Event) *Binary {
 	return b
 }
 
-// decodeBinaryFast reads m without the SDK when Decode would accept it and give the
-// same attributes: ce-specversion 1.0; non-blank id, source and type; a source that
-// reads back unchanged as a URI reference; a valid time if any; no data content type
-// other than application/json; every ce- header lowercase. ok is false otherwise.
-func decodeBinaryFast(m *nats.Msg) (_ *Binary, ok bool) {
-	b := &Binary{h: m.Header, Data: m.Data}
+// decodeBinaryFast reads the message of headers h and payload data without the SDK
+// when Decode would accept it and give the same attributes: ce-specversion 1.0;
+// non-blank id, source and type; a source that reads back unchanged as a URI
+// reference; a valid time if any; no data content type other than
+// application/json; every ce- header lowercase. ok is false otherwise.
+func decodeBinaryFast(h nats.Header, data []byte) (_ *Binary, ok bool) {
+	if h[events.HeaderCESpecVersion] == nil {
+		return nil, false // structured mode, or binary mode spelt otherwise: no Binary to allocate
+	}
+	b := &Binary{h: h, Data: data}
 	if len(b.Data) == 0 {
 		b.Data = nil
 	}
 	spec := false
-	for k, v := range m.Header {
+	for k, v := range h {
 		if len(v) == 0 {
 			continue
 		}

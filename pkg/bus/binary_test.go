@@ -30,8 +30,8 @@ func viewOf(b *bus.Binary) view {
 // it rejects, and reads the same attributes from it.
 func decodeFastAgrees(t *testing.T, m *nats.Msg) {
 	t.Helper()
-	fast, ferr := bus.DecodeFast(m)
-	e, err := bus.Decode(m)
+	fast, ferr := bus.DecodeFast(bus.FromNATS(m))
+	e, err := bus.Decode(bus.FromNATS(m))
 	if (err == nil) != (ferr == nil) {
 		t.Fatalf("Decode error %v, DecodeFast error %v", err, ferr)
 	}
@@ -51,7 +51,7 @@ func TestDecodeFastReadsWhatItWrote(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := bus.DecodeFast(m)
+	b, err := bus.DecodeFast(bus.FromNATS(m))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func BenchmarkDecode(b *testing.B) {
 	b.Run("sdk", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			e, err := bus.Decode(m)
+			e, err := bus.Decode(bus.FromNATS(m))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -157,7 +157,7 @@ func BenchmarkDecode(b *testing.B) {
 	b.Run("fast", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			e, err := bus.DecodeFast(m)
+			e, err := bus.DecodeFast(bus.FromNATS(m))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -193,7 +193,7 @@ func TestJobMsgCarriesOnlyWhatItsReaderNeeds(t *testing.T) {
 	if !bus.ReadsStructuredItself(m) {
 		t.Fatal("DecodeFast reads a job through the SDK")
 	}
-	b, err := bus.DecodeFast(m)
+	b, err := bus.DecodeFast(bus.FromNATS(m))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +294,7 @@ func FuzzDecodeUnchecked(f *testing.F) {
 	f.Add(`{"data":{},"specversion":"1.0","id":"1","source":"/s","type":"t"}`)
 	f.Fuzz(func(t *testing.T, body string) {
 		m := structuredMsg(body)
-		lazy, ok := bus.DecodeUnchecked(m)
+		lazy, ok := bus.DecodeUnchecked(bus.FromNATS(m))
 		if !ok {
 			return
 		}
@@ -302,7 +302,7 @@ func FuzzDecodeUnchecked(f *testing.F) {
 		if !json.Valid(lazy.Data) && events.DecodeJobWithoutRoute(lazy.Data, &j) != nil {
 			return // the reader falls back to DecodeFast
 		}
-		fast, err := bus.DecodeFast(m)
+		fast, err := bus.DecodeFast(bus.FromNATS(m))
 		if err != nil {
 			t.Fatalf("%s: DecodeUnchecked read data %s; DecodeFast: %v", body, lazy.Data, err)
 		}
@@ -325,8 +325,8 @@ func TestDecodeUncheckedReadsWhatItWrote(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, m := range []*nats.Msg{job, ev} {
-		lazy, ok := bus.DecodeUnchecked(m)
-		fast, err := bus.DecodeFast(m)
+		lazy, ok := bus.DecodeUnchecked(bus.FromNATS(m))
+		fast, err := bus.DecodeFast(bus.FromNATS(m))
 		if !ok || err != nil || cmp.Diff(viewOf(fast), viewOf(lazy)) != "" {
 			t.Fatalf("%s: %v %v %+v %+v", m.Data, ok, err, lazy, fast)
 		}
@@ -351,7 +351,7 @@ func BenchmarkDecodeStructured(b *testing.B) {
 	b.Run("checked", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := bus.DecodeFast(m); err != nil {
+			if _, err := bus.DecodeFast(bus.FromNATS(m)); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -359,7 +359,7 @@ func BenchmarkDecodeStructured(b *testing.B) {
 	b.Run("unchecked", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, ok := bus.DecodeUnchecked(m); !ok {
+			if _, ok := bus.DecodeUnchecked(bus.FromNATS(m)); !ok {
 				b.Fatal("not read")
 			}
 		}
@@ -378,7 +378,7 @@ func TestDecodeKeepsTime(t *testing.T) {
 	binary := &nats.Msg{Subject: "skillbus.trigger.x", Header: nats.Header{events.HeaderCESpecVersion: []string{"1.0"}, events.HeaderCEID: []string{"1"},
 		events.HeaderCESource: []string{"/t"}, events.HeaderCEType: []string{"x"}, events.HeaderCETime: []string{at}}, Data: []byte(`{}`)}
 	for name, m := range map[string]*nats.Msg{"structured": structured, "sdk": sdk, "binary": binary} {
-		b, err := bus.DecodeFast(m)
+		b, err := bus.DecodeFast(bus.FromNATS(m))
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -386,7 +386,7 @@ func TestDecodeKeepsTime(t *testing.T) {
 			t.Errorf("%s: Time = %q, want %q", name, b.Time, at)
 		}
 	}
-	if b, ok := bus.DecodeUnchecked(structured); !ok || b.Time != at {
+	if b, ok := bus.DecodeUnchecked(bus.FromNATS(structured)); !ok || b.Time != at {
 		t.Errorf("DecodeUnchecked: ok %v, Time %+v", ok, b)
 	}
 }

@@ -1,7 +1,23 @@
-// Package bus is skillbus's layer over NATS JetStream: the streams, consumers and
-// buckets skillbus uses created idempotently, CloudEvents written in structured content
-// mode and read in structured or binary mode, pipelined publishing that waits for every
-// acknowledgement before the caller acks its input, and a bounded consume loop.
+// Package bus is skillbus's one door to NATS JetStream: the streams, consumers and
+// buckets skillbus uses created idempotently, CloudEvents written in structured
+// content mode and read in structured or binary mode, pipelined publishing that
+// waits for every acknowledgement before the caller acks its input, and a bounded
+// consume loop.
+//
+// Every other package reaches the broker through a *Bus's named operations, which
+// say what the caller does: Stream, Consumer, EnsureConsumer and OrderedConsumer
+// (stream.go); KV, ObjectStore and EnsureObjectStore for buckets; Publish for a
+// single persisted message, Batch for the pipelined publishes of a handler,
+// PublishLive for what only live followers need; Request, Subscribe and AddService
+// for micro services; Connected, Reconnects, WaitConnected and Reconnected for the
+// connection's state (conn.go). Messages are read through the Msg interface — a
+// jetstream.Msg is one as a consumer hands it over, MsgOf makes one of a message
+// read back from a stream — by Decode, DecodeFast and DecisionOfJob, and by the
+// trace helpers of package bustrace.
+//
+// Bus.NC and Bus.JS, the raw connection and JetStream context, are for this
+// package and for tests; a test of internal/archtest fails when other code uses
+// them. A component that speaks plain NATS by design takes Bus.Conn.
 package bus
 
 import (
@@ -99,8 +115,12 @@ func (c *Config) setDefaults() error {
 	return nil
 }
 
-// Bus is a connection to NATS with the names of skillbus's streams and buckets.
+// Bus is a connection to NATS with the names of skillbus's streams and buckets,
+// and the operations skillbus does on them.
 type Bus struct {
+	// NC and JS are the raw connection and JetStream context: for this package and
+	// for tests only (see the package doc); everything else uses the bus's named
+	// operations, or Conn.
 	NC       *nats.Conn
 	JS       jetstream.JetStream
 	Subjects events.Subjects

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
 
@@ -117,7 +116,7 @@ func TestCreateIsIdentifiedByItsSubject(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := bus.DecodeFast(&nats.Msg{Subject: stored.Subject, Header: stored.Header, Data: stored.Data})
+	e, err := bus.DecodeFast(bus.MsgOf(stored.Subject, stored.Header, stored.Data))
 	if err != nil || string(e.Data) != "0" || stored.Header.Get(bus.HeaderMsgID) != "" || e.ID != "e1.job" {
 		t.Fatalf("stored %s with headers %v (%v), want the first publish, without Nats-Msg-Id", stored.Data, stored.Header, err)
 	}

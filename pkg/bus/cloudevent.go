@@ -124,10 +124,10 @@ func unescapeHeader(v string) string { return events.CanonicalSource(v) }
 // or a JSON payload with a specversion attribute and no ce- headers, as publishers
 // without header support write it). The event is validated: a missing id, source,
 // type or specversion is an *InvalidEventError naming each.
-func Decode(m *nats.Msg) (*event.Event, error) {
+func Decode(m Msg) (*event.Event, error) {
 	var specversion, contentType string
 	ce := map[string]string{}
-	for k, v := range m.Header {
+	for k, v := range m.Headers() {
 		if len(v) == 0 {
 			continue
 		}
@@ -150,9 +150,9 @@ func Decode(m *nats.Msg) (*event.Event, error) {
 				"specversion": "missing: a binary-mode event needs a ce-specversion header (\"1.0\")",
 			}}
 		}
-		return decodeStructured(m.Data, contentType)
+		return decodeStructured(m.Data(), contentType)
 	}
-	return decodeBinary(specversion, contentType, ce, m.Data)
+	return decodeBinary(specversion, contentType, ce, m.Data())
 }
 
 func isStructured(contentType string) bool {

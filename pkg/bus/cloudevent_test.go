@@ -30,7 +30,7 @@ func TestDecodeBinary(t *testing.T) {
 		"ce-time": "2026-01-02T03:04:05Z", "ce-subject": "sub", "Content-Type": "application/json",
 		"ce-traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
 	}, `{"a":1}`)
-	e, err := bus.Decode(m)
+	e, err := bus.Decode(bus.FromNATS(m))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestDecodeStructured(t *testing.T) {
 		"no headers": {Subject: "x", Data: []byte(body)},
 	} {
 		t.Run(name, func(t *testing.T) {
-			e, err := bus.Decode(m)
+			e, err := bus.Decode(bus.FromNATS(m))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -97,7 +97,7 @@ func TestDecodeInvalid(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := bus.Decode(tt.msg)
+			_, err := bus.Decode(bus.FromNATS(tt.msg))
 			var ie *bus.InvalidEventError
 			if !errors.As(err, &ie) {
 				t.Fatalf("err = %v, want *InvalidEventError", err)
@@ -110,7 +110,7 @@ func TestDecodeInvalid(t *testing.T) {
 			}
 		})
 	}
-	if _, err := bus.Decode(&nats.Msg{Data: []byte("hello")}); !errors.Is(err, bus.ErrNotCloudEvent) {
+	if _, err := bus.Decode(bus.FromNATS(&nats.Msg{Data: []byte("hello")})); !errors.Is(err, bus.ErrNotCloudEvent) {
 		t.Fatalf("plain text: err = %v, want ErrNotCloudEvent", err)
 	}
 }
@@ -130,7 +130,7 @@ func TestEncodeRoundTrip(t *testing.T) {
 	if got := m.Header.Get(bus.HeaderMsgID); got != "id-1" {
 		t.Fatalf("Nats-Msg-Id = %q", got)
 	}
-	back, err := bus.Decode(m)
+	back, err := bus.Decode(bus.FromNATS(m))
 	if err != nil {
 		t.Fatal(err)
 	}

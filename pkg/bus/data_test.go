@@ -43,7 +43,7 @@ func TestEventDataAsJSONMarshal(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, err := bus.DecodeFast(m) // a structured-mode event: the data is inside it
+			b, err := bus.DecodeFast(bus.FromNATS(m)) // a structured-mode event: the data is inside it
 			if err != nil {
 				t.Fatal(err)
 			}

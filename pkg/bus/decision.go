@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillbus/skillbus/events"
@@ -27,7 +26,7 @@ func (b *Bus) Decision(ctx context.Context, activationID string) (events.RouteDe
 	}
 	if m, err := evs.GetLastMsgForSubject(ctx, b.Subjects.Event(activationID, events.TypeRouteDecided)); err == nil {
 		var d events.RouteDecided
-		e, err := DecodeFast(&nats.Msg{Subject: m.Subject, Header: m.Header, Data: m.Data})
+		e, err := DecodeFast(MsgOf(m.Subject, m.Header, m.Data))
 		if err == nil {
 			err = json.Unmarshal(e.Data, &d)
 		}
@@ -49,7 +48,7 @@ func (b *Bus) Decision(ctx context.Context, activationID string) (events.RouteDe
 	if err != nil {
 		return events.RouteDecided{}, time.Time{}, fmt.Errorf("bus: the jobs of activation %s: %w", activationID, err)
 	}
-	d, ok, err := DecisionOfJob(&nats.Msg{Subject: m.Subject, Header: m.Header, Data: m.Data})
+	d, ok, err := DecisionOfJob(MsgOf(m.Subject, m.Header, m.Data))
 	if err != nil {
 		return d, m.Time, fmt.Errorf("bus: the job of activation %s: %w", activationID, err)
 	}
@@ -63,7 +62,7 @@ func (b *Bus) Decision(ctx context.Context, activationID string) (events.RouteDe
 // job that is not one of a plan's. Routers write it in the job's data
 // (events.Job.Route); earlier ones wrote it in the Skillbus-Route header, which is
 // read for jobs without it in their data.
-func DecisionOfJob(m *nats.Msg) (events.RouteDecided, bool, error) {
+func DecisionOfJob(m Msg) (events.RouteDecided, bool, error) {
 	e, err := DecodeFast(m)
 	if err != nil {
 		return events.RouteDecided{}, false, err
@@ -73,7 +72,7 @@ func DecisionOfJob(m *nats.Msg) (events.RouteDecided, bool, error) {
 		return events.RouteDecided{}, false, err
 	}
 	if j.Route == nil {
-		h := m.Header.Get(events.HeaderRoute)
+		h := m.Headers().Get(events.HeaderRoute)
 		if h == "" {
 			return events.RouteDecided{}, false, nil
 		}

@@ -37,7 +37,7 @@ func TestDecisionOfJobReadsTheDataAndTheOldHeader(t *testing.T) {
 	if m.Header.Get(events.HeaderRoute) != "" {
 		t.Fatalf("the route is in a header: %v", m.Header)
 	}
-	got, ok, err := bus.DecisionOfJob(m)
+	got, ok, err := bus.DecisionOfJob(bus.FromNATS(m))
 	if err != nil || !ok || !reflect.DeepEqual(got, want) {
 		t.Fatalf("from the data: %v %v\n%+v\nwant\n%+v", ok, err, got, want)
 	}
@@ -47,17 +47,17 @@ func TestDecisionOfJobReadsTheDataAndTheOldHeader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, err := bus.DecisionOfJob(old); ok || err != nil {
+	if _, ok, err := bus.DecisionOfJob(bus.FromNATS(old)); ok || err != nil {
 		t.Fatalf("a job without a route: ok %v, %v", ok, err)
 	}
 	route, _ := json.Marshal(events.RouteOf(want, true))
 	old.Header.Set(events.HeaderRoute, string(route))
-	got, ok, err = bus.DecisionOfJob(old)
+	got, ok, err = bus.DecisionOfJob(bus.FromNATS(old))
 	if err != nil || !ok || !reflect.DeepEqual(got, want) {
 		t.Fatalf("from the header: %v %v\n%+v\nwant\n%+v", ok, err, got, want)
 	}
 	old.Header.Set(events.HeaderRoute, "{")
-	if _, _, err := bus.DecisionOfJob(old); err == nil {
+	if _, _, err := bus.DecisionOfJob(bus.FromNATS(old)); err == nil {
 		t.Fatal("a broken header gave no error")
 	}
 }

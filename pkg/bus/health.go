@@ -24,8 +24,23 @@ func NATSConnected(nc *nats.Conn) telemetry.Check {
 	}
 }
 
+// CheckConnected is a check that the bus's connection is up.
+func (b *Bus) CheckConnected() telemetry.Check { return NATSConnected(b.NC) }
+
+// StreamLookup finds a stream by name: a *Bus is one, and so is a
+// jetstream.JetStream.
+type StreamLookup interface {
+	Stream(ctx context.Context, name string) (jetstream.Stream, error)
+}
+
+// ConsumerLookup finds a consumer of a stream by name: a *Bus is one, and so is a
+// jetstream.JetStream.
+type ConsumerLookup interface {
+	Consumer(ctx context.Context, stream, name string) (jetstream.Consumer, error)
+}
+
 // StreamsReachable is a check that every stream named exists and answers.
-func StreamsReachable(js jetstream.JetStream, names ...string) telemetry.Check {
+func StreamsReachable(js StreamLookup, names ...string) telemetry.Check {
 	return func(ctx context.Context) error {
 		for _, n := range names {
 			if _, err := js.Stream(ctx, n); err != nil {
@@ -37,7 +52,7 @@ func StreamsReachable(js jetstream.JetStream, names ...string) telemetry.Check {
 }
 
 // ConsumerReachable is a check that the durable consumer of stream answers.
-func ConsumerReachable(js jetstream.JetStream, stream, consumer string) telemetry.Check {
+func ConsumerReachable(js ConsumerLookup, stream, consumer string) telemetry.Check {
 	return func(ctx context.Context) error {
 		if _, err := js.Consumer(ctx, stream, consumer); err != nil {
 			return fmt.Errorf("consumer %s of stream %s: %w", consumer, stream, err)
@@ -49,7 +64,7 @@ func ConsumerReachable(js jetstream.JetStream, stream, consumer string) telemetr
 // ConsumerInfo returns a function for telemetry.Metrics.ObserveConsumers that asks JetStream for each
 // consumer's info at collection time; a consumer that does not answer is left out
 // of that collection.
-func ConsumerInfo(js jetstream.JetStream, consumers ...telemetry.Consumer) func(context.Context) []telemetry.ConsumerStat {
+func ConsumerInfo(js ConsumerLookup, consumers ...telemetry.Consumer) func(context.Context) []telemetry.ConsumerStat {
 	return func(ctx context.Context) []telemetry.ConsumerStat {
 		out := make([]telemetry.ConsumerStat, 0, len(consumers))
 		for _, c := range consumers {

@@ -198,9 +198,9 @@ const DefaultMaxEventBytes = 256 << 10
 // EventSize is what a trigger weighs against the routers' limit (router
 // --max-event-bytes): its data and its headers. The gateway weighs an event the
 // same way before publishing it, so it refuses exactly what a router would.
-func EventSize(m *nats.Msg) int {
-	n := len(m.Data)
-	for k, vs := range m.Header {
+func EventSize(m Msg) int {
+	n := len(m.Data())
+	for k, vs := range m.Headers() {
 		for _, v := range vs {
 			n += len(k) + len(v) + 4
 		}

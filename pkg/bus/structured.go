@@ -429,7 +429,7 @@ func structuredID(m *nats.Msg) string {
 	if !isStructured(m.Header.Get(HeaderContentType)) {
 		return ""
 	}
-	if e, err := Decode(m); err == nil {
+	if e, err := Decode(FromNATS(m)); err == nil {
 		return e.ID()
 	}
 	return ""

@@ -196,7 +196,7 @@ func TestFiles(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "report", "skill.yaml"), []byte("steps:\n  - id: a\n    tool: echo\n"))
 	writeFile(t, filepath.Join(dir, "single.md"), md("single", "one file", body))
 	ctx, b, reg, cat := published(t, dir)
-	files, err := catalog.NewFiles(catalog.FilesConfig{JS: b.JS, Bucket: catalog.FilesBucket(b), CacheBytes: 1 << 20})
+	files, err := catalog.NewFiles(catalog.FilesConfig{Stores: b, Bucket: catalog.FilesBucket(b), CacheBytes: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}

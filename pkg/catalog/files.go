@@ -19,10 +19,17 @@ import (
 // FilesConfig leaves it zero.
 const DefaultFilesCache = 32 << 20
 
+// ObjectStores opens an object store that exists: a *bus.Bus is one, and so is a
+// jetstream.JetStream.
+type ObjectStores interface {
+	ObjectStore(ctx context.Context, bucket string) (jetstream.ObjectStore, error)
+}
+
 // FilesConfig configures a Files.
 type FilesConfig struct {
-	// JS is the JetStream context; required.
-	JS jetstream.JetStream
+	// Stores opens the object store (a *bus.Bus, or a jetstream.JetStream);
+	// required.
+	Stores ObjectStores
 	// Bucket is the object store; default "skill-files" (see FilesBucket for
 	// another prefix).
 	Bucket string
@@ -44,8 +51,8 @@ type Files struct {
 
 // NewFiles returns a Files reading from cfg.Bucket.
 func NewFiles(cfg FilesConfig) (*Files, error) {
-	if cfg.JS == nil {
-		return nil, errors.New("catalog: FilesConfig.JS is required")
+	if cfg.Stores == nil {
+		return nil, errors.New("catalog: FilesConfig.Stores is required")
 	}
 	if cfg.Bucket == "" {
 		cfg.Bucket = "skill-files"
@@ -62,7 +69,7 @@ func (f *Files) store(ctx context.Context) (jetstream.ObjectStore, error) {
 	if f.obs != nil {
 		return f.obs, nil
 	}
-	obs, err := f.cfg.JS.ObjectStore(ctx, f.cfg.Bucket)
+	obs, err := f.cfg.Stores.ObjectStore(ctx, f.cfg.Bucket)
 	if err != nil {
 		return nil, fmt.Errorf("catalog: object store %s: %w", f.cfg.Bucket, err)
 	}

@@ -136,12 +136,8 @@ type liveSub struct {
 // has the subscription.
 func (c *Client) subscribeLive(ctx context.Context, activationID string) (*liveSub, error) {
 	ch := make(chan *nats.Msg, 1024)
-	sub, err := c.b.NC.ChanSubscribe(c.b.Subjects.LiveEvents(activationID), ch)
+	sub, err := c.b.Subscribe(ctx, c.b.Subjects.LiveEvents(activationID), ch)
 	if err != nil {
-		return nil, fmt.Errorf("follow %s: %w", activationID, err)
-	}
-	if err := c.b.NC.FlushWithContext(ctx); err != nil {
-		_ = sub.Unsubscribe()
 		return nil, fmt.Errorf("follow %s: %w", activationID, err)
 	}
 	return &liveSub{sub: sub, ch: ch}, nil
@@ -204,7 +200,7 @@ func (c *Client) Publish(ctx context.Context, t Trigger) (act Activation, err er
 	// The message id is the activation's: CloudEvents makes an event unique by
 	// source and id together, so two sources' id "1" are two triggers.
 	actID := events.ActivationID(t.Source, t.ID)
-	ack, err := c.b.JS.PublishMsg(ctx, bus.Encode(subject, actID, &e))
+	ack, err := c.b.Publish(ctx, bus.Encode(subject, actID, &e))
 	if err != nil {
 		if errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) {
 			return Activation{}, fmt.Errorf("publish %s: no stream takes it (%v); is skillbus running here, with prefix %q?", subject, err, c.b.Subjects.Prefix)

@@ -105,7 +105,7 @@ func (c *Client) follow(ctx context.Context, activationID string, fn func(*event
 		if f.next != nil && !f.decided {
 			nm := f.next
 			f.next = nil
-			f.arrive(nm, false)
+			f.arrive(bus.FromNATS(nm), false)
 			continue
 		}
 		f.next = nil
@@ -162,7 +162,7 @@ func (f *follower) persisted(im idMsg, live <-chan *nats.Msg) *Result {
 			drained = true
 		}
 	}
-	f.arrive(&nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}, false)
+	f.arrive(m, false)
 	return nil
 }
 
@@ -176,13 +176,13 @@ func (f *follower) onLive(lm *nats.Msg) {
 		return
 	}
 	if f.fn != nil {
-		f.arrive(lm, true)
+		f.arrive(bus.FromNATS(lm), true)
 	}
 }
 
 // arrive decodes a message and hands it to the sequencer.
-func (f *follower) arrive(nm *nats.Msg, live bool) {
-	e, err := bus.Decode(nm)
+func (f *follower) arrive(m bus.Msg, live bool) {
+	e, err := bus.Decode(m)
 	if err != nil {
 		return
 	}
@@ -347,7 +347,7 @@ func (f *follower) watchRepair(d *events.RepairRequested) (err error) {
 // consume starts reading id's events from their start into f.msgs.
 func (f *follower) consume(id string) (jetstream.ConsumeContext, error) {
 	b := f.c.b
-	oc, err := b.JS.OrderedConsumer(f.ctx, b.StreamEvents(), jetstream.OrderedConsumerConfig{
+	oc, err := b.OrderedConsumer(f.ctx, b.StreamEvents(), jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{b.Subjects.Events(id)},
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
 		// The server keeps a consumer while a pull of it waits, as one always
@@ -397,7 +397,7 @@ func (r released) Stop() {
 	if info := r.oc.CachedInfo(); info != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 		defer cancel()
-		_ = r.c.b.JS.DeleteConsumer(ctx, r.c.b.StreamEvents(), info.Name)
+		_ = r.c.b.DeleteConsumer(ctx, r.c.b.StreamEvents(), info.Name)
 	}
 }
 

@@ -37,7 +37,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillbus/skillbus/events"
@@ -159,7 +158,7 @@ func (c *Console) Start(ctx context.Context) error {
 		return errors.New("console: already started")
 	}
 	b := c.cfg.Bus
-	stream, err := b.JS.Stream(ctx, b.StreamEvents())
+	stream, err := b.Stream(ctx, b.StreamEvents())
 	if err != nil {
 		return fmt.Errorf("console: the %s stream: %w (is skillbus running there?)", b.StreamEvents(), err)
 	}
@@ -172,7 +171,7 @@ func (c *Console) Start(ctx context.Context) error {
 		c.caught.Store(true)
 	}
 	start := time.Now().Add(-c.cfg.Window)
-	cons, err := b.JS.OrderedConsumer(ctx, b.StreamEvents(), jetstream.OrderedConsumerConfig{
+	cons, err := b.OrderedConsumer(ctx, b.StreamEvents(), jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{b.Subjects.Prefix + ".events.>"},
 		DeliverPolicy:  jetstream.DeliverByStartTimePolicy, OptStartTime: &start,
 	})
@@ -186,7 +185,7 @@ func (c *Console) Start(ctx context.Context) error {
 	c.cc = cc
 	// Routing decisions travel in the jobs of each plan (an event of their own only
 	// at the full events level): the plan's jobs make the runs that are queued.
-	jobs, err := b.JS.OrderedConsumer(ctx, b.StreamJobs(), jetstream.OrderedConsumerConfig{
+	jobs, err := b.OrderedConsumer(ctx, b.StreamJobs(), jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{b.Subjects.PlanJobs("*")},
 		DeliverPolicy:  jetstream.DeliverByStartTimePolicy, OptStartTime: &start,
 	})
@@ -216,7 +215,7 @@ func (c *Console) apply(m jetstream.Msg) {
 	// A scheduled confirmation timeout is no answer until it fires (then it is
 	// published again on the confirmation.recorded subject).
 	if !strings.Contains(m.Subject(), ".confirmation.timeout.") {
-		if e, err := bus.DecodeFast(&nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}); err == nil {
+		if e, err := bus.DecodeFast(m); err == nil {
 			ids = c.idx.Apply(e.Type, e.Data, md.Timestamp)
 		}
 	}
@@ -233,7 +232,7 @@ func (c *Console) applyJob(m jetstream.Msg) {
 	if err != nil {
 		return
 	}
-	d, ok, err := bus.DecisionOfJob(&nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
+	d, ok, err := bus.DecisionOfJob(m)
 	if err != nil || !ok {
 		return
 	}

@@ -177,7 +177,7 @@ func startFleet(t *testing.T, edit func(*Config)) *fleet {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { w.Stop(context.Background()) })
-	files, err := catalog.NewFiles(catalog.FilesConfig{JS: b.JS, Bucket: catalog.FilesBucket(b)})
+	files, err := catalog.NewFiles(catalog.FilesConfig{Stores: b, Bucket: catalog.FilesBucket(b)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -93,7 +93,7 @@ func (c *Console) loadRun(ctx context.Context, id string) (*runView, error) {
 	v := &runView{ID: id}
 	v.Run, v.Indexed = c.idx.Get(id)
 	v.Skill = v.Run.Skill
-	stream, err := b.JS.Stream(ctx, b.StreamEvents())
+	stream, err := b.Stream(ctx, b.StreamEvents())
 	if err != nil {
 		return nil, err
 	}
@@ -134,12 +134,12 @@ type eventScan struct {
 // page shows elsewhere: skill, trace, repairs, answers and retry history.
 func (v *runView) addEvent(m storedMsg, scan *eventScan) {
 	// Events are structured-mode CloudEvents; those of earlier versions, binary.
-	typ, data, traceparent := m.Header.Get(events.HeaderCEType), m.Data, m.Header.Get(events.HeaderCETraceParent)
+	typ, data, traceparent := m.Headers().Get(events.HeaderCEType), m.Data(), m.Headers().Get(events.HeaderCETraceParent)
 	if e, err := bus.DecodeFast(m.Msg); err == nil {
 		typ, data, traceparent = e.Type, e.Data, e.Ext(events.ExtTraceParent)
 	}
 	ev := eventView{Time: m.time, Kind: events.Kind(typ), Data: prettyJSON(data)}
-	if strings.Contains(m.Subject, ".confirmation.timeout.") {
+	if strings.Contains(m.Subject(), ".confirmation.timeout.") {
 		ev.Kind = "confirmation.timeout (scheduled)"
 		typ = ""
 	}
@@ -210,7 +210,7 @@ func traceID(tp string) string {
 // whether it is parked on a repair.
 func (c *Console) loadParked(ctx context.Context, v *runView) error {
 	b := c.cfg.Bus
-	if runs, err := b.JS.KeyValue(ctx, b.BucketRuns()); err == nil {
+	if runs, err := b.KV(ctx, b.BucketRuns()); err == nil {
 		if v.Paused, _, err = run.LoadPaused(ctx, runs, v.ID); err != nil {
 			return err
 		}
@@ -218,7 +218,7 @@ func (c *Console) loadParked(ctx context.Context, v *runView) error {
 	if v.Result != nil {
 		return nil
 	}
-	repairs, err := b.JS.KeyValue(ctx, b.BucketRepairs())
+	repairs, err := b.KV(ctx, b.BucketRepairs())
 	if err != nil {
 		return nil
 	}
@@ -281,7 +281,7 @@ func (c *Console) loadTrigger(ctx context.Context, v *runView) {
 		return
 	}
 	b := c.cfg.Bus
-	ts, err := b.JS.Stream(ctx, b.StreamTriggers())
+	ts, err := b.Stream(ctx, b.StreamTriggers())
 	if err != nil {
 		return
 	}
@@ -304,13 +304,13 @@ func (v *runView) setInputs(started *events.ExecutionStarted) {
 }
 
 type storedMsg struct {
-	*nats.Msg
+	bus.Msg
 	time time.Time
 }
 
 // readEvents reads the events on subject from the EVENTS stream, oldest first.
 func readEvents(ctx context.Context, b *bus.Bus, subject string) ([]storedMsg, error) {
-	cons, err := b.JS.OrderedConsumer(ctx, b.StreamEvents(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}, InactiveThreshold: 2 * time.Second})
+	cons, err := b.OrderedConsumer(ctx, b.StreamEvents(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}, InactiveThreshold: 2 * time.Second})
 	if err != nil {
 		return nil, err
 	}
@@ -320,7 +320,7 @@ func readEvents(ctx context.Context, b *bus.Bus, subject string) ([]storedMsg, e
 		if info := cons.CachedInfo(); info != nil {
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 			defer cancel()
-			_ = b.JS.DeleteConsumer(dctx, b.StreamEvents(), info.Name)
+			_ = b.DeleteConsumer(dctx, b.StreamEvents(), info.Name)
 		}
 	}()
 	var out []storedMsg
@@ -336,7 +336,7 @@ func readEvents(ctx context.Context, b *bus.Bus, subject string) ([]storedMsg, e
 			if err != nil {
 				continue
 			}
-			out = append(out, storedMsg{Msg: &nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}, time: md.Timestamp})
+			out = append(out, storedMsg{Msg: m, time: md.Timestamp})
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
 			return nil, err

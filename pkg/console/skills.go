@@ -31,7 +31,7 @@ func (c *Console) skillsPage(w http.ResponseWriter, r *http.Request) {
 	for _, s := range c.idx.Stats() {
 		v.Stats[s.Skill] = append(v.Stats[s.Skill], s)
 	}
-	cl := registry.NewClient(c.cfg.Bus.NC, c.cfg.Bus.Subjects.Prefix)
+	cl := registry.NewClient(c.cfg.Bus.Conn(), c.cfg.Bus.Subjects.Prefix)
 	list, err := cl.List(ctx)
 	switch {
 	case errors.Is(err, registry.ErrNoService):
@@ -83,7 +83,7 @@ func (c *Console) routeForm(w http.ResponseWriter, r *http.Request) {
 
 func (c *Console) route(ctx context.Context, req events.RouteRequest) (*selector.Decision, error) {
 	body, _ := json.Marshal(req)
-	msg, err := c.cfg.Bus.NC.RequestWithContext(ctx, c.cfg.Bus.Subjects.Router(events.RouterEndpointRoute), body)
+	msg, err := c.cfg.Bus.Request(ctx, c.cfg.Bus.Subjects.Router(events.RouterEndpointRoute), body)
 	if err != nil {
 		return nil, fmt.Errorf("asking the router: %w (is a router running?)", err)
 	}

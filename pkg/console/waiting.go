@@ -28,7 +28,7 @@ type pausedView struct {
 // paused lists the executions waiting for a confirmation, oldest deadline first.
 func (c *Console) paused(ctx context.Context) ([]pausedView, error) {
 	b := c.cfg.Bus
-	kv, err := b.JS.KeyValue(ctx, b.BucketRuns())
+	kv, err := b.KV(ctx, b.BucketRuns())
 	if err != nil {
 		return nil, err
 	}
@@ -82,13 +82,13 @@ func (c *Console) confirm(w http.ResponseWriter, r *http.Request, s *session) {
 	ctx, cancel := context.WithTimeout(r.Context(), c.cfg.RequestTimeout)
 	defer cancel()
 	b := c.cfg.Bus
-	kv, err := b.JS.KeyValue(ctx, b.BucketRuns())
+	kv, err := b.KV(ctx, b.BucketRuns())
 	if err != nil {
 		http.Error(w, "the runs bucket: "+err.Error(), http.StatusBadGateway)
 		return
 	}
 	reason := strings.TrimSpace(r.PostFormValue("reason"))
-	step, err := run.Confirm(ctx, b.JS, kv, b.Subjects, run.Confirmation{ExecutionID: id, Step: r.PostFormValue("step"),
+	step, err := run.Confirm(ctx, b, kv, run.Confirmation{ExecutionID: id, Step: r.PostFormValue("step"),
 		Approved: decision == "approve", By: s.Who, Reason: reason, Source: "skillbus-console"})
 	switch {
 	case errors.Is(err, run.ErrNotPaused):

@@ -166,7 +166,7 @@ func (f *fixture) jobs() []events.Job {
 	f.t.Helper()
 	var out []events.Job
 	for _, m := range f.published(f.b.StreamJobs(), "skillbus.exec.>") {
-		e, err := bus.Decode(&nats.Msg{Subject: m.Subject, Header: m.Header, Data: m.Data})
+		e, err := bus.Decode(bus.MsgOf(m.Subject, m.Header, m.Data))
 		if err != nil {
 			f.t.Fatal(err)
 		}
@@ -479,7 +479,7 @@ func TestReplayTrigger(t *testing.T) {
 			if m.Header.Get("Skillbus-Code") != "" || m.Header.Get(bus.HeaderMsgID) != "t 12.replay-1" {
 				t.Errorf("headers %v", m.Header)
 			}
-			e, err := bus.Decode(&nats.Msg{Subject: m.Subject, Header: m.Header, Data: m.Data})
+			e, err := bus.Decode(bus.MsgOf(m.Subject, m.Header, m.Data))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -538,7 +538,7 @@ func TestReplayAllStopsAtTheQueuesEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	cc, err := cons.Consume(func(m jetstream.Msg) {
-		e, err := bus.Decode(&nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
+		e, err := bus.Decode(m)
 		if err == nil {
 			var j events.Job
 			_ = json.Unmarshal(e.Data(), &j)

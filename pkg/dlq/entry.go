@@ -127,7 +127,7 @@ func decode(prefix, subject string, seq uint64, at time.Time, h nats.Header, dat
 		e.Class, e.Reason = h.Get(events.HeaderDeadCode), h.Get(events.HeaderDeadReason)
 		e.Trigger.Subject = h.Get(events.HeaderDeadSubject)
 		e.Trigger.Seq, _ = strconv.ParseUint(h.Get(events.HeaderDeadTriggerSeq), 10, 64)
-		if ev, err := bus.Decode(&nats.Msg{Subject: e.Trigger.Subject, Header: h, Data: data}); err == nil {
+		if ev, err := bus.Decode(bus.MsgOf(e.Trigger.Subject, h, data)); err == nil {
 			e.Trigger.ID, e.Trigger.Source, e.Trigger.Type = ev.ID(), ev.Source(), ev.Type()
 			e.Data = jsonOrString(ev.Data())
 		} else {
@@ -145,7 +145,7 @@ func decode(prefix, subject string, seq uint64, at time.Time, h nats.Header, dat
 	}
 	e.Kind, e.Skill = KindJob, token
 	var dl events.DeadLetter
-	ev, err := bus.Decode(&nats.Msg{Subject: subject, Header: h, Data: data})
+	ev, err := bus.Decode(bus.MsgOf(subject, h, data))
 	if err == nil {
 		err = json.Unmarshal(ev.Data(), &dl)
 	}

@@ -145,7 +145,7 @@ func (q *Queue) triggerData(ctx context.Context, ref events.TriggerRef) json.Raw
 	if ref.Seq == 0 {
 		return nil
 	}
-	st, err := q.b.JS.Stream(ctx, q.b.StreamTriggers())
+	st, err := q.b.Stream(ctx, q.b.StreamTriggers())
 	if err != nil {
 		return nil
 	}
@@ -153,7 +153,7 @@ func (q *Queue) triggerData(ctx context.Context, ref events.TriggerRef) json.Raw
 	if err != nil || m.Subject != ref.Subject {
 		return nil
 	}
-	ev, err := bus.Decode(&nats.Msg{Subject: m.Subject, Header: m.Header, Data: m.Data})
+	ev, err := bus.Decode(bus.MsgOf(m.Subject, m.Header, m.Data))
 	if err != nil || (ref.ID != "" && ev.ID() != ref.ID) {
 		return nil
 	}
@@ -232,7 +232,7 @@ func (q *Queue) read(ctx context.Context, subject string, start uint64, since ti
 	case !since.IsZero():
 		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &since
 	}
-	cons, err := q.b.JS.OrderedConsumer(ctx, q.b.StreamDead(), cfg)
+	cons, err := q.b.OrderedConsumer(ctx, q.b.StreamDead(), cfg)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return fmt.Errorf("dlq: %w %s: is skillbus running on this server (and with this --prefix)?", ErrNoStream, q.b.StreamDead())
 	}
@@ -294,7 +294,7 @@ func (q *Queue) attachReplays(ctx context.Context, es []*Entry) error {
 			if rs[i].ExecutionID != "" {
 				rs[i].Outcome = OutcomePending
 				if st == nil {
-					if st, err = q.b.JS.Stream(ctx, q.b.StreamEvents()); err != nil {
+					if st, err = q.b.Stream(ctx, q.b.StreamEvents()); err != nil {
 						return fmt.Errorf("dlq: %s: %w", q.b.StreamEvents(), err)
 					}
 				}
@@ -313,7 +313,7 @@ func (q *Queue) attachReplays(ctx context.Context, es []*Entry) error {
 func (q *Queue) outcome(ctx context.Context, st jetstream.Stream, executionID string) (*run.Record, error) {
 	if st == nil {
 		var err error
-		if st, err = q.b.JS.Stream(ctx, q.b.StreamEvents()); err != nil {
+		if st, err = q.b.Stream(ctx, q.b.StreamEvents()); err != nil {
 			return nil, err
 		}
 	}

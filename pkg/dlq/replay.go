@@ -85,7 +85,7 @@ func (q *Queue) ReplayAll(ctx context.Context, f Filter, opt ReplayOptions) ([]R
 	if opt.By == "" {
 		opt.By = "unknown"
 	}
-	st, err := q.b.JS.Stream(ctx, q.b.StreamDead())
+	st, err := q.b.Stream(ctx, q.b.StreamDead())
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return nil, fmt.Errorf("dlq: %w %s: is skillbus running on this server (and with this --prefix)?", ErrNoStream, q.b.StreamDead())
 	}
@@ -169,7 +169,7 @@ func (q *Queue) replayJob(ctx context.Context, e *Entry, n int, opt ReplayOption
 	b := q.b.Batch()
 	// An outcome means the job was published and ran, and only the record is missing
 	// (a replay interrupted between the two, retried after the duplicate window).
-	if st, err := q.b.JS.Stream(ctx, q.b.StreamEvents()); err == nil {
+	if st, err := q.b.Stream(ctx, q.b.StreamEvents()); err == nil {
 		if done, _ := q.outcome(ctx, st, execID); done == nil {
 			// A new trace, linked to the dead execution's (the dead letter's).
 			jm := meta
@@ -259,7 +259,7 @@ func (q *Queue) replayTrigger(ctx context.Context, e *Entry, n int, opt ReplayOp
 	h, data := e.header, e.payload
 	if len(data) == 0 && e.Trigger.Seq > 0 && e.Class == events.UnmatchedTooLarge {
 		// Kept out of the DLQ for its size; the trigger is still in TRIGGERS for a while.
-		m, err := q.b.JS.Stream(ctx, q.b.StreamTriggers())
+		m, err := q.b.Stream(ctx, q.b.StreamTriggers())
 		var raw *jetstream.RawStreamMsg
 		if err == nil {
 			raw, err = m.GetMsg(ctx, e.Trigger.Seq)
@@ -333,7 +333,7 @@ func (q *Queue) record(b *bus.Batch, id string, rec events.DLQReplayed, meta bus
 
 // existing returns the replay that created id, if it was recorded.
 func (q *Queue) existing(ctx context.Context, id string) (*Replayed, error) {
-	st, err := q.b.JS.Stream(ctx, q.b.StreamDead())
+	st, err := q.b.Stream(ctx, q.b.StreamDead())
 	if err != nil {
 		return nil, fmt.Errorf("dlq: %s: %w", q.b.StreamDead(), err)
 	}
@@ -353,7 +353,7 @@ func (q *Queue) existing(ctx context.Context, id string) (*Replayed, error) {
 
 // decodeReplayed reads a replay record.
 func decodeReplayed(h nats.Header, data []byte) (*events.DLQReplayed, error) {
-	ev, err := bus.Decode(&nats.Msg{Header: h, Data: data})
+	ev, err := bus.Decode(bus.MsgOf("", h, data))
 	if err != nil {
 		return nil, err
 	}

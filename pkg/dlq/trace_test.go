@@ -85,7 +85,7 @@ func TestReplayJobTrace(t *testing.T) {
 	if len(ms) != 1 {
 		t.Fatalf("%d jobs published, want 1", len(ms))
 	}
-	job, err := bus.DecodeFast(&nats.Msg{Subject: ms[0].Subject, Header: ms[0].Header, Data: ms[0].Data})
+	job, err := bus.DecodeFast(bus.FromNATS(&nats.Msg{Subject: ms[0].Subject, Header: ms[0].Header, Data: ms[0].Data}))
 	if err != nil {
 		t.Fatal(err)
 	}

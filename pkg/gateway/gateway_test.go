@@ -17,7 +17,6 @@ import (
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"github.com/cloudevents/sdk-go/v2/event"
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
 
@@ -83,7 +82,7 @@ func setup(t *testing.T, cfg gateway.Config) *fixture {
 }
 
 func (f *fixture) answer(m jetstream.Msg) {
-	e, err := bus.Decode(&nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
+	e, err := bus.Decode(m)
 	if err != nil {
 		f.t.Errorf("the gateway published something that is not a CloudEvent: %v", err)
 		return

@@ -373,7 +373,7 @@ func (g *Gateway) publish(w http.ResponseWriter, r *http.Request, evs []event.Ev
 	// Each is weighed as a router weighs it, and none is published when one is too
 	// large: a router would only reject it, after the sender was told it was accepted.
 	for i, m := range msgs {
-		if n := bus.EventSize(m); n > g.cfg.MaxEventBytes {
+		if n := bus.EventSize(bus.FromNATS(m)); n > g.cfg.MaxEventBytes {
 			err := fmt.Errorf("event %s is %d bytes (headers and data); the limit is %d bytes", evs[i].ID(), n, g.cfg.MaxEventBytes)
 			telemetry.EndAll(spans, err)
 			g.fail(w, r, http.StatusRequestEntityTooLarge, err)
@@ -453,7 +453,7 @@ func (g *Gateway) publishRetrying(ctx context.Context, m *nats.Msg, deadline tim
 			until = deadline
 		}
 		actx, cancel := context.WithDeadline(ctx, until)
-		ack, err := g.cfg.Bus.JS.PublishMsg(actx, m)
+		ack, err := g.cfg.Bus.Publish(actx, m)
 		cancel()
 		if err == nil || !unavailable(err) || ctx.Err() != nil || time.Now().Add(delay).After(deadline) {
 			return ack, err

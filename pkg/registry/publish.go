@@ -37,7 +37,7 @@ func (r *Registry) init(ctx context.Context) error {
 		return fmt.Errorf("registry: %w", err)
 	}
 	c := b.Config()
-	obs, err := b.JS.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+	obs, err := b.EnsureObjectStore(ctx, jetstream.ObjectStoreConfig{
 		Bucket:      catalog.FilesBucket(b),
 		Description: "skillbus skill files: bodies, scripts, references and assets of every kept version",
 		Storage:     c.Storage,

@@ -234,7 +234,7 @@ func New(cfg Config) (*Registry, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	files, err := catalog.NewFiles(catalog.FilesConfig{JS: cfg.Bus.JS, Bucket: catalog.FilesBucket(cfg.Bus)})
+	files, err := catalog.NewFiles(catalog.FilesConfig{Stores: cfg.Bus, Bucket: catalog.FilesBucket(cfg.Bus)})
 	if err != nil {
 		return nil, err
 	}

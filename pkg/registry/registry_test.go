@@ -299,7 +299,7 @@ func TestGC(t *testing.T) {
 		t.Error("the removed skill's version outlived the retention")
 	}
 	// The catalog still serves the current version with its files.
-	files, _ := catalog.NewFiles(catalog.FilesConfig{JS: e.b.JS, Bucket: catalog.FilesBucket(e.b)})
+	files, _ := catalog.NewFiles(catalog.FilesConfig{Stores: e.b, Bucket: catalog.FilesBucket(e.b)})
 	if body, err := files.Body(e.ctx, e.entry("alpha")); err != nil || !strings.Contains(body, "Instructions") {
 		t.Fatalf("current body after gc: %q, %v", body, err)
 	}

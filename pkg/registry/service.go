@@ -35,7 +35,7 @@ func (e *notFoundError) Error() string { return e.msg }
 func (r *Registry) serve(ctx context.Context) (micro.Service, error) {
 	b := r.cfg.Bus
 	prefix := b.Config().Prefix
-	svc, err := micro.AddService(b.NC, micro.Config{
+	svc, err := b.AddService(micro.Config{
 		Name:        ServiceName,
 		Version:     ServiceVersion,
 		Description: "skillbus skill catalog: list, get, search and validate skills; publish repairs",

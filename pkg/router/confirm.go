@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/trace"
 
@@ -47,10 +46,10 @@ func (r *Router) startConfirmations(ctx context.Context) error {
 	if r.runs, err = b.KV(ctx, b.BucketRuns()); err != nil {
 		return err
 	}
-	if r.events, err = b.JS.Stream(ctx, b.StreamEvents()); err != nil {
+	if r.events, err = b.Stream(ctx, b.StreamEvents()); err != nil {
 		return err
 	}
-	c, err := b.JS.CreateOrUpdateConsumer(ctx, b.StreamEvents(), r.ConfirmationsConsumerConfig())
+	c, err := b.EnsureConsumer(ctx, b.StreamEvents(), r.ConfirmationsConsumerConfig())
 	if err != nil {
 		return fmt.Errorf("router: confirmations consumer: %w", err)
 	}
@@ -82,7 +81,7 @@ func (r *Router) handleAnswer(ctx context.Context, msg jetstream.Msg) {
 }
 
 func (r *Router) answer(ctx context.Context, msg jetstream.Msg) error {
-	e, err := bus.Decode(&nats.Msg{Subject: msg.Subject(), Header: msg.Headers(), Data: msg.Data()})
+	e, err := bus.Decode(msg)
 	var d events.ConfirmationRecorded
 	if err == nil {
 		err = json.Unmarshal(e.Data(), &d)

@@ -131,7 +131,7 @@ func TestResumedConfirmationLinksThePausedSpan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stored, err := bus.DecodeFast(&nats.Msg{Subject: raw.Subject, Header: raw.Header, Data: raw.Data})
+	stored, err := bus.DecodeFast(bus.MsgOf(raw.Subject, raw.Header, raw.Data))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func TestFilterReadsTheTimeOfAStructuredTrigger(t *testing.T) {
 	t.Parallel()
 	m := &nats.Msg{Subject: "skillbus.trigger.x", Header: nats.Header{"Content-Type": []string{"application/cloudevents+json"}},
 		Data: []byte(`{"specversion":"1.0","id":"1","source":"/t","type":"x","time":"2026-11-27T04:30:00Z","data":{}}`)}
-	e, err := bus.DecodeFast(m)
+	e, err := bus.DecodeFast(bus.FromNATS(m))
 	if err != nil {
 		t.Fatal(err)
 	}

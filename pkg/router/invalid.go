@@ -20,7 +20,7 @@ import (
 func (r *Router) invalidSkill(ctx context.Context, name string) (string, bool) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	m, err := r.cfg.Bus.NC.RequestWithContext(ctx, r.cfg.Bus.Subjects.Registry(registryapi.EndpointList), []byte("{}"))
+	m, err := r.cfg.Bus.Request(ctx, r.cfg.Bus.Subjects.Registry(registryapi.EndpointList), []byte("{}"))
 	if err != nil {
 		return "", false
 	}

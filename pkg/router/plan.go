@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillbus/skillbus/events"
@@ -101,9 +100,8 @@ func parse(ctx context.Context, msg jetstream.Msg, pc parseConfig, t *trigger) o
 	if t.md != nil {
 		t.ref.Seq = t.md.Sequence.Stream
 	}
-	nm := &nats.Msg{Subject: msg.Subject(), Header: msg.Headers(), Data: msg.Data()}
-	t.size = bus.EventSize(nm)
-	e, err := bus.DecodeFast(nm)
+	t.size = bus.EventSize(msg)
+	e, err := bus.DecodeFast(msg)
 	if err == nil {
 		t.ref.ID, t.ref.Source, t.ref.Type = e.ID, e.Source, e.Type
 	}

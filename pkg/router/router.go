@@ -21,7 +21,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 
@@ -213,11 +212,11 @@ func (r *Router) ConsumerConfig() jetstream.ConsumerConfig {
 
 // Start creates or updates the consumer and starts routing.
 func (r *Router) Start(ctx context.Context) error {
-	c, err := r.cfg.Bus.JS.CreateOrUpdateConsumer(ctx, r.cfg.Bus.StreamTriggers(), r.ConsumerConfig())
+	c, err := r.cfg.Bus.EnsureConsumer(ctx, r.cfg.Bus.StreamTriggers(), r.ConsumerConfig())
 	if err != nil {
 		return fmt.Errorf("router: consumer: %w", err)
 	}
-	if r.jobs, err = r.cfg.Bus.JS.Stream(ctx, r.cfg.Bus.StreamJobs()); err != nil {
+	if r.jobs, err = r.cfg.Bus.Stream(ctx, r.cfg.Bus.StreamJobs()); err != nil {
 		return fmt.Errorf("router: stream %s: %w", r.cfg.Bus.StreamJobs(), err)
 	}
 	if err := r.startConfirmations(ctx); err != nil {
@@ -371,7 +370,7 @@ func (r *Router) depthOf(ctx context.Context, e *bus.Binary) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("reading the job of parent activation %s: %w", act, err)
 	}
-	pe, err := bus.DecodeFast(&nats.Msg{Subject: m.Subject, Header: m.Header, Data: m.Data})
+	pe, err := bus.DecodeFast(bus.MsgOf(m.Subject, m.Header, m.Data))
 	var j events.Job
 	if err == nil {
 		err = events.DecodeJobWithoutRoute(pe.Data, &j)

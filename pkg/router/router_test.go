@@ -143,7 +143,7 @@ func (f *fixture) event(id, typ string, v any) {
 		raw, err = s.GetLastMsgForSubject(f.ctx, f.b.Subjects.Event(id, typ))
 		return err == nil
 	}, "no %s event for %s: %v", typ, id, err)
-	e, err := bus.Decode(&nats.Msg{Header: raw.Header, Data: raw.Data})
+	e, err := bus.Decode(bus.FromNATS(&nats.Msg{Header: raw.Header, Data: raw.Data}))
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func (f *fixture) job(subject string) events.Job {
 		raw, err = s.GetLastMsgForSubject(f.ctx, subject)
 		return err == nil
 	}, "no job on %s: %v", subject, err)
-	e, err := bus.Decode(&nats.Msg{Header: raw.Header, Data: raw.Data})
+	e, err := bus.Decode(bus.FromNATS(&nats.Msg{Header: raw.Header, Data: raw.Data}))
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -530,7 +530,7 @@ func (f *fixture) planJob(act string) events.Job {
 		raw, err = s.GetLastMsgForSubject(f.ctx, f.b.Subjects.PlanJobs(act))
 		return err == nil
 	}, "no job for activation %s: %v", act, err)
-	e, err := bus.Decode(&nats.Msg{Header: raw.Header, Data: raw.Data})
+	e, err := bus.Decode(bus.FromNATS(&nats.Msg{Header: raw.Header, Data: raw.Data}))
 	if err != nil {
 		f.t.Fatal(err)
 	}

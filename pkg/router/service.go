@@ -25,7 +25,7 @@ const (
 
 func (r *Router) startService(ctx context.Context) error {
 	prefix := r.cfg.Bus.Config().Prefix
-	svc, err := micro.AddService(r.cfg.Bus.NC, micro.Config{
+	svc, err := r.cfg.Bus.AddService(micro.Config{
 		Name:        ServiceName,
 		Version:     ServiceVersion,
 		Description: "skillbus router: explain how a request would be routed",

@@ -117,7 +117,7 @@ func (r *Router) publishPlan(ctx context.Context, t *trigger, o *routed) (routeN
 	// Announce the decision to whoever follows the activation live (a plain NATS
 	// publish with no body): the follower reads it from the jobs just stored.
 	if t.live {
-		_ = r.cfg.Bus.NC.Publish(subj.Live(t.actID, primary.ExecutionID, events.TypeRouteDecided), nil)
+		_ = r.cfg.Bus.PublishLive(&nats.Msg{Subject: subj.Live(t.actID, primary.ExecutionID, events.TypeRouteDecided)})
 	}
 	note.method = primary.Source
 	return note, t.msg.Ack()

@@ -32,7 +32,7 @@ type Confirmation struct {
 // execution's events subject; a router resumes the paused job with it. It returns
 // the step answered. The CLI (`skillbus runs confirm`) and the console both answer
 // through it, so an answer is recorded the same way whoever gives it.
-func Confirm(ctx context.Context, js jetstream.JetStream, runs jetstream.KeyValue, subj events.Subjects, c Confirmation) (string, error) {
+func Confirm(ctx context.Context, b *bus.Bus, runs jetstream.KeyValue, c Confirmation) (string, error) {
 	if err := events.CheckToken("execution id", c.ExecutionID); err != nil {
 		return "", err
 	}
@@ -54,11 +54,11 @@ func Confirm(ctx context.Context, js jetstream.JetStream, runs jetstream.KeyValu
 	}
 	ans := events.ConfirmationRecorded{ExecutionID: c.ExecutionID, StepID: c.Step, Answer: events.Answer{Approved: c.Approved, By: c.By, Reason: c.Reason}}
 	m, err := bus.Event{ID: c.ExecutionID + ".answer." + uuid.NewString(), Source: c.Source, Type: events.TypeConfirmationRecorded,
-		Meta: bus.Meta{ExecutionID: c.ExecutionID}, Data: ans}.Msg(subj.Event(c.ExecutionID, events.TypeConfirmationRecorded))
+		Meta: bus.Meta{ExecutionID: c.ExecutionID}, Data: ans}.Msg(b.Subjects.Event(c.ExecutionID, events.TypeConfirmationRecorded))
 	if err != nil {
 		return "", err
 	}
-	if _, err := js.PublishMsg(ctx, m); err != nil {
+	if _, err := b.Publish(ctx, m); err != nil {
 		return "", fmt.Errorf("publish the answer: %w", err)
 	}
 	return c.Step, nil

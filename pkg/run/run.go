@@ -78,7 +78,7 @@ func Load(ctx context.Context, stream jetstream.Stream, subj Subjects, execution
 // FromMsg reads an outcome event as it is stored (in either CloudEvents mode) as a
 // Record.
 func FromMsg(h nats.Header, data []byte, at time.Time) (*Record, error) {
-	e, err := bus.DecodeFast(&nats.Msg{Header: h, Data: data})
+	e, err := bus.DecodeFast(bus.MsgOf("", h, data))
 	if err != nil {
 		return nil, err
 	}

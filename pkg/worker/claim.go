@@ -241,7 +241,7 @@ func (w *Worker) ensureClaim(ctx context.Context, j *job) error {
 	if j.isLost() {
 		return errLostClaim
 	}
-	if !j.fast || w.cfg.Bus.NC.Stats().Reconnects == j.reconnects {
+	if !j.fast || w.cfg.Bus.Reconnects() == j.reconnects {
 		return nil
 	}
 	return w.upgrade(ctx, j)
@@ -250,7 +250,7 @@ func (w *Worker) ensureClaim(ctx context.Context, j *job) error {
 // watchReconnects claims every fast-path execution in flight as soon as the
 // connection is re-established, and renews the claims of the others (their leases
 // may have run out while the server was away).
-func (w *Worker) watchReconnects(ch chan nats.Status) {
+func (w *Worker) watchReconnects(ch <-chan nats.Status) {
 	for range ch {
 		w.epoch.Invalidate()
 		w.inflight.Range(func(_, v any) bool {

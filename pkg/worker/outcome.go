@@ -394,7 +394,7 @@ func (w *Worker) publish(j *job, id, typ string, data any, persist bool) error {
 			err = w.cfg.Bus.Fits(msg)
 		}
 		if err == nil {
-			err = w.cfg.Bus.NC.PublishMsg(msg)
+			err = w.cfg.Bus.PublishLive(msg)
 		}
 		if err != nil {
 			w.cfg.Log.Debug("worker: live event not published", "type", typ, "execution", j.data.ExecutionID, "err", err)

@@ -39,7 +39,7 @@ func TestCompletedEncodesAsMarshal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if e, err := bus.DecodeFast(m); err != nil || string(e.Data) != string(want) {
+		if e, err := bus.DecodeFast(bus.FromNATS(m)); err != nil || string(e.Data) != string(want) {
 			t.Errorf("%s: the event %s (%v)", name, m.Data, err)
 		} else if n := c.EventDataSize(); n < len(want) {
 			t.Errorf("%s: EventDataSize %d, but the data is %d bytes: its buffer is made twice", name, n, len(want))

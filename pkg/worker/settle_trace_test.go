@@ -73,7 +73,7 @@ func TestTraceSettleAndDeadLetters(t *testing.T) {
 		t.Errorf("the dead letter's span under %v: %v %v", doomedProc.SpanContext.SpanID(), ok, dl.Attributes)
 	}
 	raw := f.dead("skillbus.dead.doomed")[0]
-	if e, err := bus.DecodeFast(&nats.Msg{Header: raw.Header, Data: raw.Data}); err != nil || !strings.Contains(e.Ext(events.ExtTraceParent), dl.SpanContext.SpanID().String()) {
+	if e, err := bus.DecodeFast(bus.FromNATS(&nats.Msg{Header: raw.Header, Data: raw.Data})); err != nil || !strings.Contains(e.Ext(events.ExtTraceParent), dl.SpanContext.SpanID().String()) {
 		t.Errorf("the dead letter carries %v (%v), not its publish span %v", e, err, dl.SpanContext.SpanID())
 	}
 	if _, ok := find("ack skillbus.exec.default.doomed.{activation}.{stage}", child(doomedProc)); ok {

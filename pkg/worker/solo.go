@@ -83,7 +83,7 @@ func (w *Worker) serveSolo(ctx context.Context, pool string, limit int) error {
 	cc := w.ConsumerConfig(pool)
 	cc.MaxAckPending = limit
 	cc.Description = fmt.Sprintf("skillbus workers of %s: at most %d at once across the fleet", pool, limit)
-	c, err := b.JS.CreateOrUpdateConsumer(ctx, b.StreamJobs(), cc)
+	c, err := b.EnsureConsumer(ctx, b.StreamJobs(), cc)
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillbus/skillbus/events"
@@ -47,7 +46,7 @@ func (c *checkpoints) Load(ctx context.Context, executionID string) (map[string]
 	// An ephemeral consumer of its own, deleted when read: a backlog of redeliveries
 	// after a server restart must not pile up consumers on EVENTS (the server caps
 	// them per stream), and one left behind expires on its own.
-	cons, err := b.JS.CreateConsumer(ctx, b.StreamEvents(), jetstream.ConsumerConfig{
+	cons, err := b.CreateConsumer(ctx, b.StreamEvents(), jetstream.ConsumerConfig{
 		FilterSubjects: []string{
 			b.Subjects.Event(executionID, events.TypeStepCompleted), b.Subjects.Event(executionID, events.TypeStepSkipped),
 		},
@@ -60,7 +59,7 @@ func (c *checkpoints) Load(ctx context.Context, executionID string) (map[string]
 	defer func() {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		_ = b.JS.DeleteConsumer(dctx, b.StreamEvents(), cons.CachedInfo().Name)
+		_ = b.DeleteConsumer(dctx, b.StreamEvents(), cons.CachedInfo().Name)
 	}()
 	for {
 		batch, err := cons.FetchNoWait(256)
@@ -70,7 +69,7 @@ func (c *checkpoints) Load(ctx context.Context, executionID string) (map[string]
 		n := 0
 		for m := range batch.Messages() {
 			n++
-			e, err := bus.Decode(&nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
+			e, err := bus.Decode(m)
 			if err != nil {
 				continue // a checkpoint we cannot read is a step we run again
 			}

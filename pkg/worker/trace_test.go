@@ -85,7 +85,7 @@ func TestOutcomeCarriesItsPublishSpan(t *testing.T) {
 	if len(m.Header) != 2 || m.Header.Get(bus.HeaderContentType) != "application/cloudevents+json" || m.Header.Get(bus.HeaderMsgID) == "" {
 		t.Fatalf("outcome headers %v, want Content-Type and Nats-Msg-Id alone", m.Header)
 	}
-	e, err := bus.DecodeFast(&nats.Msg{Header: m.Header, Data: m.Data})
+	e, err := bus.DecodeFast(bus.FromNATS(&nats.Msg{Header: m.Header, Data: m.Data}))
 	if err != nil {
 		t.Fatal(err)
 	}

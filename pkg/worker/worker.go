@@ -143,22 +143,22 @@ type Config struct {
 
 // Worker runs jobs.
 type Worker struct {
-	cfg      Config
-	instance string // names this process in its claims (see claimRecord.Process)
-	runs     jetstream.KeyValue
-	cache    *cache
-	events   jetstream.Stream
-	loops    []*bus.Loop
-	beat     *heartbeat
-	stats    *stats.Recorder
-	counting sync.WaitGroup     // the stats recorder's writes
-	stopStat context.CancelFunc // ends them
-	epoch    *bus.Epoch
-	inflight sync.Map // execution id → *job running in this process
-	status   chan nats.Status
-	solo     solo
-	cancel   context.CancelFunc // ends the solo-pool watch
-	watching sync.WaitGroup
+	cfg       Config
+	instance  string // names this process in its claims (see claimRecord.Process)
+	runs      jetstream.KeyValue
+	cache     *cache
+	events    jetstream.Stream
+	loops     []*bus.Loop
+	beat      *heartbeat
+	stats     *stats.Recorder
+	counting  sync.WaitGroup     // the stats recorder's writes
+	stopStat  context.CancelFunc // ends them
+	epoch     *bus.Epoch
+	inflight  sync.Map // execution id → *job running in this process
+	stopWatch func()   // stops the reconnect notifications watchReconnects reads
+	solo      solo
+	cancel    context.CancelFunc // ends the solo-pool watch
+	watching  sync.WaitGroup
 
 	repairsOnce sync.Once
 	repairs     jetstream.KeyValue
@@ -265,20 +265,21 @@ func (w *Worker) Start(ctx context.Context) error {
 	sctx, stopStat := context.WithCancel(context.WithoutCancel(ctx))
 	w.stopStat = stopStat
 	w.counting.Go(func() { w.stats.Run(sctx, time.Second) })
-	if w.events, err = b.JS.Stream(ctx, b.StreamEvents()); err != nil {
+	if w.events, err = b.Stream(ctx, b.StreamEvents()); err != nil {
 		return fmt.Errorf("worker: stream %s: %w", b.StreamEvents(), err)
 	}
-	if _, err := b.JS.Stream(ctx, b.StreamJobs()); err != nil {
+	if _, err := b.Stream(ctx, b.StreamJobs()); err != nil {
 		return fmt.Errorf("worker: stream %s: %w", b.StreamJobs(), err)
 	}
 	w.epoch = b.NewEpoch(b.StreamJobs())
 	// Learn the epoch before the first job arrives: jobs stored before this worker
 	// started take the claim path.
 	w.epoch.Fresh(ctx, 0)
-	w.status = b.NC.StatusChanged(nats.CONNECTED)
-	go w.watchReconnects(w.status)
+	reconnected, stop := b.Reconnected()
+	w.stopWatch = stop
+	go w.watchReconnects(reconnected)
 	for _, pool := range w.cfg.Pools {
-		c, err := b.JS.CreateOrUpdateConsumer(ctx, b.StreamJobs(), w.ConsumerConfig(pool))
+		c, err := b.EnsureConsumer(ctx, b.StreamJobs(), w.ConsumerConfig(pool))
 		if err != nil {
 			w.Stop(ctx)
 			return fmt.Errorf("worker: consumer for pool %s: %w", pool, err)
@@ -324,9 +325,9 @@ func (w *Worker) Stop(ctx context.Context) {
 		w.counting.Wait()
 		w.stopStat = nil
 	}
-	if w.status != nil {
-		w.cfg.Bus.NC.RemoveStatusListener(w.status)
-		w.status = nil
+	if w.stopWatch != nil {
+		w.stopWatch()
+		w.stopWatch = nil
 	}
 }
 
@@ -397,12 +398,11 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 	if err != nil {
 		return err
 	}
-	nm := &nats.Msg{Subject: msg.Subject(), Header: msg.Headers(), Data: msg.Data()}
 	// The job's data is decoded strictly below, so its envelope's reader need not
 	// check it first; when the decoding fails, DecodeFast's verdict stands.
-	e, unchecked := bus.DecodeUnchecked(nm)
+	e, unchecked := bus.DecodeUnchecked(msg)
 	if !unchecked {
-		if e, err = bus.DecodeFast(nm); err != nil {
+		if e, err = bus.DecodeFast(msg); err != nil {
 			return w.poison(ctx, msg, err)
 		}
 	}
@@ -411,7 +411,7 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 	j := &job{msg: msg, attempt: 1, batch: w.cfg.Bus.Batch(), start: time.Now(), seq: md.Sequence.Stream, delivered: md.NumDelivered}
 	err = events.DecodeJobWithoutRoute(e.Data, &j.data)
 	if err != nil && unchecked {
-		if e, err = bus.DecodeFast(nm); err != nil {
+		if e, err = bus.DecodeFast(msg); err != nil {
 			return w.poison(ctx, msg, err)
 		}
 		j.data = events.Job{}
@@ -446,7 +446,7 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 	if tp, ts := telemetry.Inject(ctx); tp != "" {
 		j.meta.TraceParent, j.meta.TraceState = tp, ts
 	}
-	j.reconnects = w.cfg.Bus.NC.Stats().Reconnects
+	j.reconnects = w.cfg.Bus.Reconnects()
 	j.fast = md.NumDelivered == 1 && len(j.data.Answers) == 0 && msg.Headers().Get(events.HeaderRecovered) == "" &&
 		w.epoch.Fresh(ctx, md.Sequence.Stream)
 	// One delivery of an execution at a time in this process, reserved before it
@@ -541,22 +541,22 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 // publish carries its deterministic message id, so what had been persisted before the
 // connection dropped is not persisted twice.
 func (w *Worker) settle(ctx context.Context, j *job, d Decision) error {
-	nc := w.cfg.Bus.NC
-	deadline, seen := time.Now().Add(w.cfg.AckWait), nc.Stats().Reconnects
+	b := w.cfg.Bus
+	deadline, seen := time.Now().Add(w.cfg.AckWait), b.Reconnects()
 	for {
 		err := w.settleOnce(ctx, j, d)
 		if err == nil || ctx.Err() != nil || errors.Is(err, errLostClaim) || !w.connectionTrouble(err) {
 			return err
 		}
-		if r := nc.Stats().Reconnects; r != seen {
+		if r := b.Reconnects(); r != seen {
 			deadline, seen = time.Now().Add(w.cfg.AckWait), r
 		}
-		if nc.IsConnected() && time.Now().After(deadline) {
+		if b.Connected() && time.Now().After(deadline) {
 			return err
 		}
 		w.cfg.Log.Warn("worker: the server is away; keeping the finished execution to publish it when it is back",
 			"execution", j.data.ExecutionID, "err", err)
-		if !w.waitConnected(ctx) {
+		if !b.WaitConnected(ctx) {
 			return err
 		}
 		select { // a moment for the server to settle before publishing again
@@ -578,28 +578,9 @@ func (w *Worker) connectionTrouble(err error) bool {
 	if bus.InProcess(err) {
 		return true // a publish of the same id or subject is still being replicated: try again
 	}
-	return !w.cfg.Bus.NC.IsConnected() || errors.Is(err, nats.ErrDisconnected) || errors.Is(err, nats.ErrConnectionReconnecting) ||
+	return !w.cfg.Bus.Connected() || errors.Is(err, nats.ErrDisconnected) || errors.Is(err, nats.ErrConnectionReconnecting) ||
 		errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, context.DeadlineExceeded) ||
 		errors.Is(err, jetstream.ErrAsyncPublishTimeout) || errors.Is(err, jetstream.ErrNoStreamResponse)
-}
-
-// waitConnected waits until the connection is up; false when ctx ends or the
-// connection is closed for good.
-func (w *Worker) waitConnected(ctx context.Context) bool {
-	nc := w.cfg.Bus.NC
-	t := time.NewTicker(100 * time.Millisecond)
-	defer t.Stop()
-	for !nc.IsConnected() {
-		if nc.IsClosed() {
-			return false
-		}
-		select {
-		case <-ctx.Done():
-			return false
-		case <-t.C:
-		}
-	}
-	return true
 }
 
 func (w *Worker) settleOnce(ctx context.Context, j *job, d Decision) error {

@@ -192,7 +192,7 @@ func (f *fixture) events(id, typ string) []map[string]any {
 		f.t.Fatal(err)
 	}
 	for m := range batch.Messages() {
-		e, err := bus.Decode(&nats.Msg{Header: m.Headers(), Data: m.Data()})
+		e, err := bus.Decode(bus.FromNATS(&nats.Msg{Header: m.Headers(), Data: m.Data()}))
 		if err != nil {
 			f.t.Fatal(err)
 		}
@@ -287,7 +287,7 @@ func TestJobWithMembersAfterItsData(t *testing.T) {
 	m := nats.NewMsg(f.b.Subjects.Exec("default", "hello", j.ActivationID, events.StagePlan))
 	m.Header.Set(bus.HeaderContentType, "application/cloudevents+json")
 	m.Data = []byte(`{"specversion":"1.0","id":"` + j.ExecutionID + `.job","source":"/t","type":"io.skillbus.job","data":` + string(data) + `,"causationid":"c"}`)
-	if _, ok := bus.DecodeUnchecked(m); !ok {
+	if _, ok := bus.DecodeUnchecked(bus.FromNATS(m)); !ok {
 		t.Fatal("the envelope's reader did not take the data unchecked: the test tests nothing")
 	}
 	if _, err := f.b.JS.PublishMsg(f.ctx, m, jetstream.WithMsgID(j.ExecutionID+".job")); err != nil {
@@ -305,7 +305,7 @@ func TestOutcomeCarriesTheJobsActivationAndExecution(t *testing.T) {
 	id := f.job("1", "hello")
 	f.waitEvent(id, events.TypeExecutionCompleted)
 	m := f.stored(id, events.TypeExecutionCompleted)
-	e, err := bus.Decode(&nats.Msg{Header: m.Header, Data: m.Data})
+	e, err := bus.Decode(bus.FromNATS(&nats.Msg{Header: m.Header, Data: m.Data}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -382,7 +382,7 @@ func TestRetriesThenDeadLetter(t *testing.T) {
 	if len(dl) != 1 {
 		t.Fatalf("%d dead letters, want 1", len(dl))
 	}
-	e, _ := bus.Decode(&nats.Msg{Header: dl[0].Header, Data: dl[0].Data})
+	e, _ := bus.Decode(bus.FromNATS(&nats.Msg{Header: dl[0].Header, Data: dl[0].Data}))
 	var d events.DeadLetter
 	_ = json.Unmarshal(e.Data(), &d)
 	if d.Job.ExecutionID != id || d.Deliveries != 3 || d.Class != "retryable" || !strings.Contains(d.Reason, "upstream timeout") {

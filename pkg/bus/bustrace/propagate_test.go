@@ -67,7 +67,7 @@ func TestExtractMsgStructuredMode(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			checkSC(t, remote(t, bustrace.ExtractMsg(context.Background(), bus.FromNATS(m))), ts)
-			e, err := bus.Decode(m)
+			e, err := bus.Decode(bus.FromNATS(m))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -62,7 +62,7 @@ func (f *fixture) completions(ids []string) map[string]events.ExecutionCompleted
 			continue
 		}
 		var d events.ExecutionCompleted
-		e, err := bus.DecodeFast(&nats.Msg{Header: m.Header, Data: m.Data})
+		e, err := bus.DecodeFast(bus.FromNATS(&nats.Msg{Header: m.Header, Data: m.Data}))
 		if err == nil {
 			err = json.Unmarshal(e.Data, &d)
 		}

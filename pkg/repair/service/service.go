@@ -12,7 +12,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillbus/skillbus/events"
@@ -144,7 +143,7 @@ func (s *Service) Start(ctx context.Context) error {
 	if s.kv, err = b.KV(ctx, b.BucketRepairs()); err != nil {
 		return fmt.Errorf("repair service: %w", err)
 	}
-	c, err := b.JS.CreateOrUpdateConsumer(ctx, b.StreamRepair(), s.ConsumerConfig())
+	c, err := b.EnsureConsumer(ctx, b.StreamRepair(), s.ConsumerConfig())
 	if err != nil {
 		return fmt.Errorf("repair service: consumer: %w", err)
 	}
@@ -206,7 +205,7 @@ func retryDelay(n uint64) time.Duration {
 }
 
 func (s *Service) process(ctx context.Context, msg jetstream.Msg) error {
-	e, err := bus.Decode(&nats.Msg{Subject: msg.Subject(), Header: msg.Headers(), Data: msg.Data()})
+	e, err := bus.Decode(msg)
 	if err != nil {
 		s.cfg.Log.Error("repair service: unreadable repair job terminated", "subject", msg.Subject(), "err", err)
 		return msg.TermWithReason("unreadable repair job")

@@ -137,7 +137,7 @@ func setupWith(t *testing.T, skills map[string]string, repairers []repair.Repair
 	if f.kv, err = b.KV(ctx, b.BucketRepairs()); err != nil {
 		t.Fatal(err)
 	}
-	files, err := catalog.NewFiles(catalog.FilesConfig{JS: b.JS, Bucket: catalog.FilesBucket(b)})
+	files, err := catalog.NewFiles(catalog.FilesConfig{Stores: b, Bucket: catalog.FilesBucket(b)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -408,7 +408,7 @@ func TestRejectedRepairDeadLetters(t *testing.T) {
 		var d events.ExecutionFailed
 		if err == nil {
 			var e *bus.Binary
-			if e, err = bus.DecodeFast(&nats.Msg{Header: m.Header, Data: m.Data}); err == nil {
+			if e, err = bus.DecodeFast(bus.FromNATS(&nats.Msg{Header: m.Header, Data: m.Data})); err == nil {
 				err = json.Unmarshal(e.Data, &d)
 			}
 		}
