@@ -246,7 +246,8 @@ func (r *recallSet) phrases(words []string) {
 // or its strength, mapped from IntentFloor to IntentFull).
 func (r *recallSet) lexical(text string) {
 	cfg := r.x.cfg
-	hits := r.x.idx.Search(text, Query{K: cfg.Recall, UnknownWeight: cfg.UnknownWeight, TypoDiscount: cfg.TypoDiscount, SynonymWeight: cfg.SynonymWeight})
+	hits, evd := r.x.idx.SearchEvidence(text, Query{K: cfg.Recall, UnknownWeight: cfg.UnknownWeight, TypoDiscount: cfg.TypoDiscount,
+		SynonymWeight: cfg.SynonymWeight, FeedbackWeight: cfg.Feedback})
 	if len(hits) == 0 {
 		return
 	}
@@ -254,13 +255,9 @@ func (r *recallSet) lexical(text string) {
 	// How sure the index is that the request is for this catalog is a question
 	// about the catalog, not the top hit: the hit that matches most of the request
 	// may rank below one that matches a pair of its words or a synonym.
-	var ev float64
-	for _, h := range hits {
-		e := h.Coverage
-		if cfg.Strength > 0 {
-			e = math.Max(e, math.Min(1, h.Strength/cfg.Strength))
-		}
-		ev = math.Max(ev, e)
+	ev := evd.Coverage
+	if cfg.Strength > 0 {
+		ev = math.Max(ev, math.Min(1, evd.Strength/cfg.Strength))
 	}
 	sure := clamp01((ev - cfg.IntentFloor) / (cfg.IntentFull - cfg.IntentFloor))
 	for _, h := range hits {

@@ -21,6 +21,9 @@ type Fitted struct {
 	// Bigram is how much adjacent word pairs count (Weights.Bigram); absent keeps
 	// DefaultWeights' 0.5, 0 turns pairs off.
 	Bigram *float32 `yaml:"bigram,omitempty"`
+	// Feedback is the weight of pseudo-relevance feedback (Config.Feedback); absent
+	// or 0 is none.
+	Feedback float64 `yaml:"feedback,omitempty"`
 	// Top1 and Recall5 are the figures on the cases fitted on.
 	Top1    float64 `yaml:"top1"`
 	Recall5 float64 `yaml:"recall5"`
@@ -36,6 +39,7 @@ func (f Fitted) Apply(c Config) Config {
 		c.Index.Bigram = *f.Bigram
 	}
 	c.Threshold = f.Threshold
+	c.Feedback = f.Feedback
 	return c
 }
 
@@ -57,6 +61,8 @@ func ReadFitted(r io.Reader, name string) (Fitted, error) {
 		return f, fmt.Errorf("%s: threshold must be in (0, 1]", name)
 	case f.Bigram != nil && !(*f.Bigram >= 0 && *f.Bigram < 1e6):
 		return f, fmt.Errorf("%s: bigram must be 0 or more", name)
+	case !(f.Feedback >= 0 && f.Feedback <= 10):
+		return f, fmt.Errorf("%s: feedback must be in [0, 10]", name)
 	}
 	return f, nil
 }
@@ -75,13 +81,15 @@ func (f Fitted) WriteYAML(w io.Writer) error {
 type FitGrid struct {
 	Name, Description, Bigram []float32
 	K1, B, Threshold          []float64
+	// Feedback are the pseudo-relevance feedback weights tried; empty means none.
+	Feedback []float64
 }
 
 // DefaultFitGrid is a small grid around the defaults, each list starting at the
 // default so that a tie keeps it.
 var DefaultFitGrid = FitGrid{
 	Name: []float32{3, 1, 5}, Description: []float32{1}, Bigram: []float32{0.5, 0}, K1: []float64{1.2}, B: []float64{0.75, 0.5},
-	Threshold: []float64{0.65, 0.6, 0.7, 0.55},
+	Threshold: []float64{0.65, 0.6, 0.7, 0.55}, Feedback: []float64{0, 0.3},
 }
 
 // Fit tries every setting of the grid on the cases and returns the one with the best
@@ -95,19 +103,27 @@ func Fit(skills []*skill.Skill, cases []Case, base Config, g FitGrid) Fitted {
 	if len(bigrams) == 0 {
 		bigrams = []float32{DefaultWeights.Bigram}
 	}
+	feedbacks := g.Feedback
+	if len(feedbacks) == 0 {
+		feedbacks = []float64{0}
+	}
 	for _, n := range g.Name {
 		for _, d := range g.Description {
 			for _, bg := range bigrams {
 				for _, k1 := range g.K1 {
 					for _, b := range g.B {
-						for _, t := range g.Threshold {
-							f := Fitted{Name: n, Description: d, Bigram: &bg, K1: k1, B: b, Threshold: t}
-							x := New(f.Apply(base))
+						for _, fb := range feedbacks {
+							// The index is built once for every threshold: only the plan differs.
+							x := New(Fitted{Name: n, Description: d, Bigram: &bg, K1: k1, B: b, Threshold: g.Threshold[0], Feedback: fb}.Apply(base))
 							x.Sync(skills)
-							_, s := evaluate(x, cases, Env{}, false)
-							f.Top1, f.Recall5 = s.Top1, s.Recall5
-							if !found || f.Top1 > best.Top1 || f.Top1 == best.Top1 && f.Recall5 > best.Recall5 {
-								best, found = f, true
+							for _, t := range g.Threshold {
+								f := Fitted{Name: n, Description: d, Bigram: &bg, K1: k1, B: b, Threshold: t, Feedback: fb}
+								x.cfg.Threshold = t
+								_, s := evaluate(x, cases, Env{}, false)
+								f.Top1, f.Recall5 = s.Top1, s.Recall5
+								if !found || f.Top1 > best.Top1 || f.Top1 == best.Top1 && f.Recall5 > best.Recall5 {
+									best, found = f, true
+								}
 							}
 						}
 					}
@@ -124,5 +140,6 @@ func (f Fitted) String() string {
 	if f.Bigram != nil {
 		bg = *f.Bigram
 	}
-	return fmt.Sprintf("name ×%g, description ×%g, word pairs ×%g, k1 %g, b %g, threshold %g: top-1 %.3f, recall@5 %.3f", f.Name, f.Description, bg, f.K1, f.B, f.Threshold, f.Top1, f.Recall5)
+	return fmt.Sprintf("name ×%g, description ×%g, word pairs ×%g, k1 %g, b %g, feedback %g, threshold %g: top-1 %.3f, recall@5 %.3f",
+		f.Name, f.Description, bg, f.K1, f.B, f.Feedback, f.Threshold, f.Top1, f.Recall5)
 }

@@ -56,6 +56,7 @@ func TestReadFittedErrors(t *testing.T) {
 		"name: 3\ndescription: 1\nk1: 1.2\nb: 2\nthreshold: 0.7\n":                 "k1 must be positive and b in [0, 1]",
 		"name: 3\ndescription: 1\nk1: 1.2\nb: 0.5\nthreshold: 0\n":                 "threshold must be in (0, 1]",
 		"name: 3\ndescription: 1\nk1: 1.2\nb: 0.5\nthreshold: 0.6\nbigram: -1\n":   "bigram must be 0 or more",
+		"name: 3\ndescription: 1\nk1: 1.2\nb: 0.5\nthreshold: 0.6\nfeedback: -1\n": "feedback must be in [0, 10]",
 		"[": "w.yaml:",
 	} {
 		if _, err := selector.ReadFitted(strings.NewReader(in), "w.yaml"); err == nil || !strings.Contains(err.Error(), want) {

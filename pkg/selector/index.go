@@ -1,7 +1,9 @@
 package selector
 
 import (
+	"cmp"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -373,6 +375,14 @@ type Query struct {
 	// SynonymWeight multiplies a term a query word's synonym matched (a film found
 	// as a movie); 0 means 0.3, negative means synonyms are not looked up.
 	SynonymWeight float64
+	// FeedbackWeight turns on pseudo-relevance feedback: the request is expanded
+	// with the FeedbackTerms (0: 10) most distinctive terms of its FeedbackDocs
+	// (0: 10) best documents, each weighing up to FeedbackWeight times its IDF, and
+	// searched again. The expansion orders hits; it does not make a request more
+	// surely for the catalog (Evidence). 0 means no feedback.
+	FeedbackWeight float64
+	FeedbackDocs   int
+	FeedbackTerms  int
 }
 
 type scratch struct {
@@ -394,17 +404,27 @@ type queryTerm struct {
 
 // Search returns the documents matching text, best BM25 first.
 func (x *Index) Search(text string, q Query) []Hit {
+	hits, _ := x.SearchEvidence(text, q)
+	return hits
+}
+
+// Evidence is how surely a request is for the catalog: the best Coverage and
+// Strength among the hits of the request's own words, before any feedback.
+type Evidence struct{ Coverage, Strength float64 }
+
+// SearchEvidence is Search, with the request's Evidence.
+func (x *Index) SearchEvidence(text string, q Query) ([]Hit, Evidence) {
 	q = q.withDefaults()
 	words := Words(text)
 	inOrder := len(words) // the words before the parts of joined ones
 	words = appendParts(words, text)
 	if len(words) == 0 {
-		return nil
+		return nil, Evidence{}
 	}
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	if x.n == 0 {
-		return nil
+		return nil, Evidence{}
 	}
 	var r search
 	r.init(x, q)
@@ -423,9 +443,20 @@ func (x *Index) Search(text string, q Query) []Hit {
 	if x.w.Bigram > 0 {
 		r.addPairs(words[:inOrder])
 	}
-	hits := r.hits(r.top())
+	best := r.top(q.K)
+	var ev Evidence
+	for _, b := range best {
+		a := &r.s.acc[b.id]
+		ev.Coverage = max(ev.Coverage, a.cover/r.mass)
+		ev.Strength = max(ev.Strength, a.cover/r.maxIDF)
+	}
+	if q.FeedbackWeight > 0 && len(best) > 0 {
+		r.feedback(r.top(q.FeedbackDocs))
+		best = r.top(q.K)
+	}
+	hits := r.hits(best)
 	r.release()
-	return hits
+	return hits, ev
 }
 
 // withDefaults fills the query's unset weights.
@@ -441,6 +472,12 @@ func (q Query) withDefaults() Query {
 	}
 	if q.SynonymWeight == 0 {
 		q.SynonymWeight = 0.3
+	}
+	if q.FeedbackDocs == 0 {
+		q.FeedbackDocs = 10
+	}
+	if q.FeedbackTerms == 0 {
+		q.FeedbackTerms = 10
 	}
 	return q
 }
@@ -595,14 +632,60 @@ func (r *search) addPairs(words []string) {
 	}
 }
 
+// feedback expands the request with the terms that best characterise the
+// documents it found (RM3-like: each term's share of a document's length, summed
+// over the documents weighted by their score relative to the best, times its
+// IDF) and adds their postings to the scores.
+func (r *search) feedback(best []top) {
+	if len(best) == 0 || best[0].score <= 0 {
+		return
+	}
+	type cand struct {
+		t string
+		w float64
+	}
+	var cs []cand
+	at := map[string]int{}
+	for _, b := range best {
+		d := &r.x.docs[b.id]
+		rel := b.score / best[0].score / float64(d.len)
+		for t, n := range d.terms {
+			// Pairs (with a space) are not words; the request's own terms count already.
+			if strings.IndexByte(t, ' ') >= 0 || r.seen(t) {
+				continue
+			}
+			i, ok := at[t]
+			if !ok {
+				i = len(cs)
+				at[t] = i
+				cs = append(cs, cand{t: t})
+			}
+			cs[i].w += rel * float64(n)
+		}
+	}
+	for i := range cs {
+		cs[i].w *= r.idf(r.x.postings[cs[i].t])
+	}
+	slices.SortFunc(cs, func(a, b cand) int {
+		if c := cmp.Compare(b.w, a.w); c != 0 {
+			return c
+		}
+		return strings.Compare(a.t, b.t)
+	})
+	cs = cs[:min(len(cs), r.q.FeedbackTerms)]
+	for _, c := range cs {
+		ps := r.x.postings[c.t]
+		r.add(ps, r.q.FeedbackWeight*r.idf(ps)*c.w/cs[0].w, false, 0)
+	}
+}
+
 type top struct {
 	id    int32
 	score float64
 }
 
-// top is the K best-scored documents, best first.
-func (r *search) top() []top {
-	k := r.q.K
+// top is the k best-scored documents, best first.
+func (r *search) top(k int) []top {
 	best := make([]top, 0, k+1)
 	// Ties keep the document found first; Select orders equal scores by name.
 	for _, id := range r.s.touched {
