@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -51,10 +50,12 @@ type Guard struct {
 	cfg GuardConfig
 	dir string
 
-	mu         sync.Mutex
-	fault      error
-	restarts   int
-	restarting atomic.Bool
+	// state is what Check answers: the fault the watch last saw, or that a restart
+	// is under way. Readiness reads only this, never the server: GuardConfig.Server
+	// may wait for a restart to finish (bus.Embedded's does), and a server shutting
+	// JetStream down may keep its health report waiting as long.
+	state    atomic.Pointer[health]
+	restarts atomic.Int64
 
 	stop context.CancelFunc
 	done chan struct{}
@@ -91,8 +92,15 @@ func NewGuard(cfg GuardConfig) (*Guard, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	return &Guard{cfg: cfg, dir: js.StoreDir}, nil
+	g := &Guard{cfg: cfg, dir: js.StoreDir}
+	g.set(Fault(cfg.Server()))
+	return g, nil
 }
+
+// health is one state of the server as the guard saw it.
+type health struct{ err error }
+
+func (g *Guard) set(err error) { g.state.Store(&health{err}) }
 
 // Start watches in the background until Stop.
 func (g *Guard) Start() {
@@ -113,26 +121,19 @@ func (g *Guard) Stop() {
 	}
 }
 
-// Check is the guard's readiness check: the server's storage fault, nil when none.
-// While the guard restarts the server it answers so at once, without waiting for
-// the restart.
-func (g *Guard) Check(context.Context) error {
-	if g.restarting.Load() {
-		return fmt.Errorf("%w: the NATS server is restarting to clear a storage fault", ErrFault)
-	}
-	return Fault(g.cfg.Server())
-}
+// Check is the guard's readiness check: the server's storage fault, nil when none,
+// as the guard last saw it (every GuardConfig.Every, and at each step of a
+// restart). It never waits: during a restart it answers at once that the server
+// is restarting.
+func (g *Guard) Check(context.Context) error { return g.state.Load().err }
 
 // Restarts is how many times the guard has started JetStream again.
-func (g *Guard) Restarts() int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.restarts
-}
+func (g *Guard) Restarts() int { return int(g.restarts.Load()) }
 
 func (g *Guard) run(ctx context.Context) {
 	wait := g.cfg.Every
-	failed := 0 // restarts in a row that did not end the fault
+	failed := 0   // restarts in a row that did not end the fault
+	var was error // the fault the last look found
 	for {
 		t := time.NewTimer(wait)
 		select {
@@ -142,19 +143,18 @@ func (g *Guard) run(ctx context.Context) {
 		case <-t.C:
 		}
 		err := Fault(g.cfg.Server())
-		g.mu.Lock()
-		was := g.fault
-		g.fault = err
-		g.mu.Unlock()
+		g.set(err)
+		prev := was
+		was = err
 		switch {
 		case err == nil:
 			failed = 0
-			if was != nil {
+			if prev != nil {
 				g.cfg.Log.Info("storage: JetStream stores messages again")
 			}
 			wait = g.cfg.Every
 			continue
-		case was == nil:
+		case prev == nil:
 			g.cfg.Log.Error("storage: JetStream cannot store messages; publishes are refused until space is free (it is started again by itself then)", "err", err)
 		}
 		if !g.restartable() {
@@ -181,7 +181,7 @@ func (g *Guard) run(ctx context.Context) {
 			wait = min(2*wait, g.cfg.MaxBackoff)
 			continue
 		}
-		failed = 0
+		failed, was = 0, nil
 		wait = g.cfg.Every
 	}
 }
@@ -231,16 +231,16 @@ func (g *Guard) room() error {
 // restart restarts the server and checks that it stores messages again.
 func (g *Guard) restart() error {
 	g.cfg.Log.Warn("storage: space is free again; restarting the NATS server to clear its write errors")
-	g.restarting.Store(true)
-	err := g.cfg.Restart()
-	g.restarting.Store(false)
-	if err != nil {
-		return fmt.Errorf("restarting the NATS server: %w", err)
+	g.set(fmt.Errorf("%w: the NATS server is restarting to clear a storage fault", ErrFault))
+	if err := g.cfg.Restart(); err != nil {
+		err = fmt.Errorf("restarting the NATS server: %w", err)
+		g.set(fmt.Errorf("%w: %w", ErrFault, err))
+		return err
 	}
-	g.mu.Lock()
-	g.restarts++
-	g.mu.Unlock()
-	if err := Fault(g.cfg.Server()); err != nil {
+	g.restarts.Add(1)
+	err := Fault(g.cfg.Server())
+	g.set(err)
+	if err != nil {
 		return err
 	}
 	g.cfg.Log.Info("storage: the NATS server stores messages again")
