@@ -559,3 +559,73 @@ func TestReleaseIDIsUniquePerRelease(t *testing.T) {
 		t.Fatalf("%d released jobs, want 2", info.State.Msgs)
 	}
 }
+
+// A repair job whose writes fail is handed back and delivered again, with growing
+// waits, until its writes succeed; then it is applied once and its executions run
+// once. Here the approval of a proposed repair cannot write the repair's record (the
+// bucket refuses every message for a while, as a full store would).
+func TestRepairJobWhoseWritesFailIsRetriedUntilItSucceeds(t *testing.T) {
+	f := setup(t, map[string]string{"issue-title": fmt.Sprintf(brokenSkill, "issue-title", "")})
+	ids := f.run("issue-title", 3)
+	var rec service.Summary
+	f.eventually("a proposal with every execution parked", func() (bool, string) {
+		list, _ := f.act.List(f.ctx, service.StatusProposed)
+		if len(list) == 1 {
+			rec = list[0]
+		}
+		return len(list) == 1 && rec.Executions == len(ids), fmt.Sprint(list)
+	})
+	bucket, err := f.b.JS.Stream(f.ctx, "KV_"+f.b.BucketRepairs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := bucket.Info(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writable := info.Config
+	refusing := writable
+	refusing.MaxMsgSize = 8 // every record is larger
+	if _, err := f.b.JS.UpdateStream(f.ctx, refusing); err != nil {
+		t.Fatal(err)
+	}
+	consumer, err := f.b.JS.Consumer(f.ctx, f.b.StreamRepair(), f.svc.ConsumerConfig().Durable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deliveries := func() uint64 {
+		ci, err := consumer.Info(f.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ci.Delivered.Consumer
+	}
+	before := deliveries() // the repair job's
+	if _, err := f.act.Approve(f.ctx, rec.ID, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	f.eventually("the approval delivered three times", func() (bool, string) {
+		n := deliveries() - before
+		return n >= 3, fmt.Sprintf("%d deliveries", n)
+	})
+	if got, err := f.act.Show(f.ctx, rec.ID); err != nil || got.Status != service.StatusProposed || f.pub.calls.Load() != 0 {
+		t.Fatalf("while its record cannot be written the repair is %+v (%v), published %d times", got, err, f.pub.calls.Load())
+	}
+
+	if _, err := f.b.JS.UpdateStream(f.ctx, writable); err != nil {
+		t.Fatal(err)
+	}
+	f.eventually("every execution completed", func() (bool, string) {
+		recs, _ := f.outcomes(ids)
+		return len(recs) == len(ids), fmt.Sprintf("%d of %d", len(recs), len(ids))
+	})
+	recs, counts := f.outcomes(ids)
+	for _, id := range ids {
+		if r := recs[id]; r.Status != run.StatusCompleted || counts[id] != 1 {
+			t.Errorf("%s: %+v, %d outcome events", id, r, counts[id])
+		}
+	}
+	if got, err := f.act.Show(f.ctx, rec.ID); err != nil || got.Status != service.StatusApplied || f.pub.calls.Load() != 1 {
+		t.Fatalf("after the writes succeed the repair is %+v (%v), published %d times", got, err, f.pub.calls.Load())
+	}
+}
