@@ -331,9 +331,9 @@ type needs struct {
 }
 
 // routerNeeds: the catalog, paused runs, the workers' heartbeats, the outcome
-// counts, and the schedules.
+// counts, the schedules, and the rate limits.
 func routerNeeds(b *bus.Bus) needs {
-	return needs{buckets: []string{b.BucketSkills(), b.BucketRuns(), b.BucketWorkers(), b.BucketStats(), b.BucketSchedules()}}
+	return needs{buckets: []string{b.BucketSkills(), b.BucketRuns(), b.BucketWorkers(), b.BucketStats(), b.BucketSchedules(), b.BucketRateLimits()}}
 }
 
 // workerNeeds: the catalog, runs, outcome counts, heartbeats, the step cache,

@@ -45,7 +45,7 @@ type names struct {
 	p                                          string // subject prefix
 	triggers, jobs, repair, dlq, events        string // streams
 	skills, runs, stats, workers, cache, files string // buckets
-	repairs, hooks, schedules                  string // buckets
+	repairs, hooks, schedules, ratelimits      string // buckets
 }
 
 func newNames(prefix string) names {
@@ -60,7 +60,7 @@ func newNames(prefix string) names {
 		p: prefix, triggers: up + "_TRIGGERS", jobs: up + "_JOBS", repair: up + "_REPAIR", dlq: up + "_DLQ", events: up + "_EVENTS",
 		skills: bucket("skills"), runs: bucket("runs"), stats: bucket("stats"), workers: bucket("workers"), cache: bucket("cache"),
 		files: bucket("skill-files"), repairs: bucket("repairs"), hooks: bucket("hooks"),
-		schedules: bucket("schedules"),
+		schedules: bucket("schedules"), ratelimits: bucket("ratelimits"),
 	}
 }
 
@@ -164,12 +164,13 @@ func Roles(prefix string) []Role {
 		},
 		{
 			Name: "router",
-			Doc:  "Consumes triggers (durable router) and confirmation answers (durable router-confirmations); publishes plans, jobs and unroutable triggers' dead letters; resumes confirmed runs (reads and deletes paused records in KV runs, purges the pending timeout from EVENTS); follows the catalog, the workers' heartbeats (which pools are served) and the outcome counts workers write to KV stats (success rates); serves the skillbus-router micro service (live route decisions); fires schedules and delayed triggers (publishes triggers; writes KV schedules: the lease, last ticks, delayed triggers once published).",
+			Doc:  "Consumes triggers (durable router) and confirmation answers (durable router-confirmations); publishes plans, jobs and unroutable triggers' dead letters; resumes confirmed runs (reads and deletes paused records in KV runs, purges the pending timeout from EVENTS); follows the catalog, the workers' heartbeats (which pools are served) and the outcome counts workers write to KV stats (success rates); serves the skillbus-router micro service (live route decisions); fires schedules and delayed triggers (publishes triggers; writes KV schedules: the lease, last ticks, delayed triggers once published); counts rate-limited skills' triggers (writes KV ratelimits).",
 			Publish: join(jsInfo, n.streamInfos(),
 				readStream(n.triggers), readStream(n.events),
 				[]string{"$JS.API.STREAM.PURGE." + n.events},
 				readKV(n.skills), writeKV(n.runs), readKV(n.workers), readKV(n.stats), writeKV(n.schedules),
 				[]string{p + ".events.>", p + ".live.>", p + ".exec.>", p + ".dead.>", p + ".trigger.>"},
+				writeKV(n.ratelimits),
 			),
 			Subscribe: join(inbox, []string{p + ".router.>", "$SRV.>"}),
 			Responses: true,
