@@ -310,6 +310,32 @@ type ExecutionFailed struct {
 	Digest   string `json:"digest,omitempty"`
 }
 
+// ExecutionCancelled is the data of io.skillbus.execution.cancelled: someone
+// cancelled the execution (skillbus runs cancel, the console). It is the
+// execution's outcome: nothing falls back and nothing is dead-lettered.
+type ExecutionCancelled struct {
+	ExecutionID  string `json:"execution_id"`
+	ActivationID string `json:"activation_id"`
+	Skill        string `json:"skill"`
+	Version      string `json:"version,omitempty"`
+	// By and Reason are who cancelled it and why, as they gave them; Requested is
+	// when.
+	By        string    `json:"by"`
+	Reason    string    `json:"reason,omitempty"`
+	Requested time.Time `json:"requested"`
+	// Started is false for an execution cancelled before it ran a step: queued,
+	// waiting for a retry, or held by a paused skill.
+	Started bool `json:"started"`
+	// StepID is the step that was running when the cancel arrived, if one was
+	// (an exec step's processes were sent SIGTERM, then SIGKILL).
+	StepID     string  `json:"step_id,omitempty"`
+	Attempt    uint64  `json:"attempt"`
+	DurationMS float64 `json:"duration_ms,omitempty"`
+	Worker     string  `json:"worker,omitempty"`
+	// Log is the execution log of the delivery that stopped, if it ran.
+	Log json.RawMessage `json:"log,omitempty"`
+}
+
 // ExecutionDeadlettered is the data of io.skillbus.execution.deadlettered.
 type ExecutionDeadlettered struct {
 	ExecutionID string `json:"execution_id"`

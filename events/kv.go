@@ -6,11 +6,24 @@ import "strings"
 //
 //	<execution>.claim   a worker's claim on a running execution (see the worker)
 //	<execution>.paused  an execution paused for a confirmation (a run.Paused)
+//	<execution>.cancel  a request to cancel an execution (a run.Cancel)
+//	<execution>.held    a job held because its skill is paused (a run.Held)
+//	skill.<name>.hold   a paused skill: its new runs wait (a run.Hold)
 const (
 	runClaim  = ".claim"
 	runPaused = ".paused"
+	runCancel = ".cancel"
+	runHeld   = ".held"
+	skillHold = ".hold"
+	skillKey  = "skill."
 	// RunsPausedFilter matches the keys of every paused execution.
 	RunsPausedFilter = "*" + runPaused
+	// RunsCancelFilter matches the keys of every cancel request.
+	RunsCancelFilter = "*" + runCancel
+	// RunsHeldFilter matches the keys of every job held by a paused skill.
+	RunsHeldFilter = "*" + runHeld
+	// SkillsHoldFilter matches the keys of every paused skill.
+	SkillsHoldFilter = skillKey + "*" + skillHold
 )
 
 // RunClaimKey is the runs key of an execution's claim.
@@ -19,8 +32,43 @@ func RunClaimKey(executionID string) string { return executionID + runClaim }
 // RunPausedKey is the runs key of an execution paused for a confirmation.
 func RunPausedKey(executionID string) string { return executionID + runPaused }
 
+// RunCancelKey is the runs key of a request to cancel an execution.
+func RunCancelKey(executionID string) string { return executionID + runCancel }
+
+// RunHeldKey is the runs key of an execution's job held while its skill is paused.
+func RunHeldKey(executionID string) string { return executionID + runHeld }
+
+// SkillHoldKey is the runs key that says a skill is paused.
+func SkillHoldKey(skill string) string { return skillKey + skill + skillHold }
+
 // PausedExecution returns the execution a runs key names as paused; ok is false
 // for a key of anything else.
 func PausedExecution(key string) (executionID string, ok bool) {
-	return strings.CutSuffix(key, runPaused)
+	id, ok := strings.CutSuffix(key, runPaused)
+	return id, ok && !strings.Contains(id, ".")
+}
+
+// CancelledExecution returns the execution a runs key asks to cancel; ok is false
+// for a key of anything else.
+func CancelledExecution(key string) (executionID string, ok bool) {
+	id, ok := strings.CutSuffix(key, runCancel)
+	return id, ok && !strings.Contains(id, ".")
+}
+
+// HeldExecution returns the execution whose held job a runs key names; ok is
+// false for a key of anything else.
+func HeldExecution(key string) (executionID string, ok bool) {
+	id, ok := strings.CutSuffix(key, runHeld)
+	return id, ok && !strings.Contains(id, ".")
+}
+
+// HeldSkill returns the skill a runs key says is paused; ok is false for a key of
+// anything else.
+func HeldSkill(key string) (skill string, ok bool) {
+	rest, ok := strings.CutPrefix(key, skillKey)
+	if !ok {
+		return "", false
+	}
+	name, ok := strings.CutSuffix(rest, skillHold)
+	return name, ok && name != "" && !strings.Contains(name, ".")
 }

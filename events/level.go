@@ -58,8 +58,9 @@ func (l Level) Persisted(typ string) bool {
 	return true
 }
 
-// Outcome reports whether typ is an execution's outcome: completed, failed, or handed
-// to the next skill of the fallback chain. Each execution has exactly one.
+// Outcome reports whether typ is an execution's outcome: completed, failed, handed
+// to the next skill of the fallback chain, or cancelled. Each execution has exactly
+// one.
 func Outcome(typ string) bool {
-	return typ == TypeExecutionCompleted || typ == TypeExecutionFailed || typ == TypeExecutionFallback
+	return typ == TypeExecutionCompleted || typ == TypeExecutionFailed || typ == TypeExecutionFallback || typ == TypeExecutionCancelled
 }

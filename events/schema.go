@@ -19,6 +19,7 @@ var Catalog = map[string]any{
 	TypeExecutionFallback:     ExecutionFallback{},
 	TypeExecutionCompleted:    ExecutionCompleted{},
 	TypeExecutionFailed:       ExecutionFailed{},
+	TypeExecutionCancelled:    ExecutionCancelled{},
 	TypeExecutionDeadlettered: ExecutionDeadlettered{},
 	TypeAutohealTriggered:     AutohealTriggered{},
 	TypeConfirmationRequested: ConfirmationRequested{},

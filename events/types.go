@@ -16,6 +16,7 @@ const (
 	TypeExecutionFallback     = Prefix + "execution.fallback"
 	TypeExecutionCompleted    = Prefix + "execution.completed"
 	TypeExecutionFailed       = Prefix + "execution.failed"
+	TypeExecutionCancelled    = Prefix + "execution.cancelled"
 	TypeExecutionDeadlettered = Prefix + "execution.deadlettered"
 	TypeAutohealTriggered     = Prefix + "autoheal.triggered"
 	TypeConfirmationRequested = Prefix + "confirmation.requested"
@@ -109,23 +110,6 @@ const (
 	// rest of the routing decision (a JobRoute as JSON). Routers now write it in the
 	// job's data (Job.Route); readers still look here for jobs written before.
 	HeaderRoute = "Skillbus-Route"
-)
-
-// Headers of a call to a tool served on the bus (package bustool): a NATS
-// request to Subjects.Tool(name) whose payload is the arguments; these carry the
-// rest of the call, and a tool service in any language reads them.
-const (
-	// HeaderToolTimeout is how many milliseconds the caller will wait for the
-	// reply; the server gives the tool a context with that deadline.
-	HeaderToolTimeout = "Skillbus-Timeout-Ms"
-	// HeaderToolExecutionID and HeaderToolStep name the execution and step making
-	// the call.
-	HeaderToolExecutionID = "Skillbus-Execution-Id"
-	HeaderToolStep        = "Skillbus-Step"
-	// HeaderIdempotencyKey is a side-effecting call's key, "<executionid>/<step>",
-	// on a bus tool call and on an HTTP tool's request alike: a tool with side
-	// effects does them once per key.
-	HeaderIdempotencyKey = "Idempotency-Key"
 )
 
 // Headers of a dead letter: why it is dead and where it came from.

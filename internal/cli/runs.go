@@ -30,13 +30,16 @@ import (
 func runsCommand(c *common, stdout io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "runs",
-		Short: "Inspect executions and answer their confirmations",
+		Short: "Inspect executions, answer their confirmations, cancel them, pause skills",
 		Example: `  skillbus runs list
   skillbus runs show 3f2a...                # an execution id from 'runs list' or trigger --wait
   skillbus runs confirm 3f2a... --by ada
-  skillbus runs confirm 3f2a... --deny --reason "not during the freeze"`,
+  skillbus runs confirm 3f2a... --deny --reason "not during the freeze"
+  skillbus runs cancel 3f2a... --reason "wrong customer"
+  skillbus runs pause --skill send-report   # its new runs wait until resume`,
 	}
-	cmd.AddCommand(runsListCommand(c, stdout), runsShowCommand(c, stdout), runsConfirmCommand(c, stdout))
+	cmd.AddCommand(runsListCommand(c, stdout), runsShowCommand(c, stdout), runsConfirmCommand(c, stdout),
+		runsCancelCommand(c, stdout), runsPauseCommand(c, stdout), runsResumeCommand(c, stdout))
 	return cmd
 }
 
@@ -377,7 +380,7 @@ func repairsBucket(ctx context.Context, b *bus.Bus) jetstream.KeyValue {
 // recentOutcomes reads the outcome events of executions that ended within since.
 func recentOutcomes(ctx context.Context, b *bus.Bus, since time.Duration) ([]*run.Record, error) {
 	var filters []string
-	for _, typ := range []string{events.TypeExecutionCompleted, events.TypeExecutionFailed, events.TypeExecutionFallback} {
+	for _, typ := range run.OutcomeTypes() {
 		filters = append(filters, b.Subjects.Event("*", typ))
 	}
 	cons, err := b.OrderedConsumer(ctx, b.StreamEvents(), jetstream.OrderedConsumerConfig{

@@ -16,6 +16,7 @@ import (
 
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/catalog"
+	"github.com/skillbus/skillbus/pkg/control"
 	"github.com/skillbus/skillbus/pkg/registry"
 	"github.com/skillbus/skillbus/pkg/skill"
 )
@@ -195,7 +196,8 @@ func skillsList(c *common, stdout io.Writer) *cobra.Command {
 		Use:   "list",
 		Short: "List the skills in the catalog",
 		Long: `list prints every skill the registry serves: name, version, kind, pool, state, triggers
-and description. A skill whose files are invalid now keeps serving its last good
+and description. A skill paused with 'runs pause' says so in its state, with how
+many of its runs are held. A skill whose files are invalid now keeps serving its last good
 version; its state is "invalid" and its problems are printed below the table, with
 those of files that are no skill of the catalog.
 
@@ -214,8 +216,26 @@ those of files that are no skill of the catalog.
 			if err != nil {
 				return err
 			}
+			// Paused skills (runs pause) are the workers' business, not the
+			// registry's: read from KV runs, when there is one.
+			var paused map[string]control.PausedSkill
+			if ctl, err := control.New(cmd.Context(), cs.b); err == nil {
+				paused, _ = ctl.Paused(cmd.Context())
+			}
 			if asJSON {
-				return writeJSON(stdout, resp.Skills)
+				type skillState struct {
+					registry.SkillInfo
+					Paused *control.PausedSkill `json:"paused,omitempty"`
+				}
+				out := make([]skillState, 0, len(resp.Skills))
+				for _, s := range resp.Skills {
+					st := skillState{SkillInfo: s}
+					if p, ok := paused[s.Name]; ok {
+						st.Paused = &p
+					}
+					out = append(out, st)
+				}
+				return writeJSON(stdout, out)
 			}
 			if len(resp.Skills) == 0 {
 				fmt.Fprintln(stdout, "no skills in the catalog")
@@ -227,7 +247,11 @@ those of files that are no skill of the catalog.
 					if trig == "" {
 						trig = "-"
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, orDash(s.Version), s.Kind, s.Pool, s.State, trig, truncate(s.Description, 60))
+					state := s.State
+					if p, ok := paused[s.Name]; ok {
+						state += ", " + pausedNote(p)
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, orDash(s.Version), s.Kind, s.Pool, state, trig, truncate(s.Description, 60))
 				}
 				if err := tw.Flush(); err != nil {
 					return err

@@ -147,7 +147,7 @@ routers restarting. One due while no router runs is published when one starts.`,
 				return err
 			case res.Unmatched != nil:
 				return &ExitError{Code: exitUnmatched, Err: res.Err(), Quiet: true}
-			case res.Failed != nil:
+			case res.Failed != nil, res.Cancelled != nil:
 				return &ExitError{Code: exitFailed, Err: res.Err(), Quiet: true}
 			case res.Repairing != nil:
 				w.waiting(res.Repairing)

@@ -222,7 +222,7 @@ func (f *follower) read(e *event.Event) (*Result, error) {
 	switch e.Type() {
 	case events.TypeRouteUnmatched, events.TypeRouteDecided:
 		return f.readRoute(e)
-	case events.TypeExecutionFallback, events.TypeExecutionCompleted, events.TypeExecutionFailed:
+	case events.TypeExecutionFallback, events.TypeExecutionCompleted, events.TypeExecutionFailed, events.TypeExecutionCancelled:
 		return f.readOutcome(e)
 	case events.TypeRepairRequested, events.TypeRepairProposed, events.TypeRepairSucceeded, events.TypeRepairFailed:
 		return nil, f.readRepair(e)
@@ -262,6 +262,12 @@ func (f *follower) readOutcome(e *event.Event) (*Result, error) {
 			return nil, err
 		}
 		return &Result{Completed: true, Outputs: d.Outputs, ExecutionID: d.ExecutionID, Skill: d.Skill}, nil
+	case events.TypeExecutionCancelled:
+		var d events.ExecutionCancelled
+		if err := json.Unmarshal(e.Data(), &d); err != nil {
+			return nil, err
+		}
+		return &Result{Cancelled: &d, ExecutionID: d.ExecutionID, Skill: d.Skill}, nil
 	}
 	var d events.ExecutionFailed
 	if err := json.Unmarshal(e.Data(), &d); err != nil {

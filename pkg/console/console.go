@@ -7,10 +7,11 @@
 // of runs and feeds the live list), skills from the registry service, routing
 // explanations from the router service, paused runs from KV "runs", dead letters
 // from package dlq, repairs from the repair service's records. Its actions go
-// through the same code as the CLI's (run.Confirm, dlq.Queue.Replay,
-// service.Actions), so an answer, a replay or a repair decision given in the console
-// is recorded exactly like one given with `skillbus runs confirm`, `dlq replay` or
-// `repair approve`, with who gave it.
+// through the same code as the CLI's (run.Confirm, control.Controller,
+// dlq.Queue.Replay, service.Actions), so an answer, a cancel, a pause, a replay or a
+// repair decision given in the console is recorded exactly like one given with
+// `skillbus runs confirm`, `runs cancel`, `runs pause`, `dlq replay` or `repair
+// approve`, with who gave it.
 //
 // Pages are rendered on the server with html/template, so every value of a run —
 // a skill's output is hostile input — is escaped for where it lands. htmx (vendored,
@@ -277,6 +278,10 @@ func (c *Console) Handler() http.Handler {
 	mux.HandleFunc("POST /login", c.login)
 	mux.Handle("POST /logout", c.action(c.logout))
 	mux.Handle("POST /runs/{id}/confirm", c.action(c.confirm))
+	mux.Handle("POST /runs/{id}/cancel", c.action(c.cancelRun))
+	mux.Handle("POST /skills/{name}/pause", c.action(c.skillControl("pause")))
+	mux.Handle("POST /skills/{name}/resume", c.action(c.skillControl("resume")))
+	mux.Handle("POST /skills/{name}/cancel", c.action(c.skillControl("cancel")))
 	mux.Handle("POST /dlq/{id}/replay", c.action(c.replay))
 	mux.Handle("POST /repairs/{id}/approve", c.action(c.decideRepair(true)))
 	mux.Handle("POST /repairs/{id}/reject", c.action(c.decideRepair(false)))

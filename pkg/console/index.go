@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/pkg/run"
 )
 
 // States of a run as the console shows it.
@@ -19,13 +20,14 @@ const (
 	StateCompleted = "completed" // terminal
 	StateFailed    = "failed"    // terminal
 	StateFallback  = "fallback"  // terminal for this skill; the next of the chain took over
+	StateCancelled = "cancelled" // terminal: someone cancelled it
 )
 
 // States lists every state, in the order the console shows their counts.
-var States = []string{StateQueued, StateRunning, StateRetrying, StatePaused, StateRepairing, StateCompleted, StateFailed, StateFallback}
+var States = []string{StateQueued, StateRunning, StateRetrying, StatePaused, StateRepairing, StateCompleted, StateFailed, StateFallback, StateCancelled}
 
 func terminal(state string) bool {
-	return state == StateCompleted || state == StateFailed || state == StateFallback
+	return state == StateCompleted || state == StateFailed || state == StateFallback || state == StateCancelled
 }
 
 // Run is one execution as the runs list shows it.
@@ -149,6 +151,7 @@ func (x *Index) Apply(typ string, data []byte, at time.Time) []string {
 		Attempt         uint64  `json:"attempt"`
 		Error           string  `json:"error"`
 		Reason          string  `json:"reason"`
+		By              string  `json:"by"`
 		DurationMS      float64 `json:"duration_ms"`
 		Next            string  `json:"next"`
 		NextExecutionID string  `json:"next_execution_id"`
@@ -174,6 +177,8 @@ func (x *Index) Apply(typ string, data []byte, at time.Time) []string {
 		state = StateFailed
 	case events.TypeExecutionFallback:
 		state = StateFallback
+	case events.TypeExecutionCancelled:
+		state = StateCancelled
 	case events.TypeExecutionDeadlettered:
 		state = StateFailed
 	default:
@@ -198,6 +203,8 @@ func (x *Index) Apply(typ string, data []byte, at time.Time) []string {
 	switch typ {
 	case events.TypeExecutionCompleted, events.TypeExecutionFailed, events.TypeExecutionFallback:
 		r.Error, r.DurationMS = d.Error, d.DurationMS
+	case events.TypeExecutionCancelled:
+		r.Error, r.DurationMS = run.CancelText(d.By, d.Reason), d.DurationMS
 	case events.TypeExecutionDeadlettered:
 		setIf(&r.Error, d.Reason)
 	case events.TypeExecutionRetrying:

@@ -24,23 +24,24 @@ import (
 const maxRunEvents = 2000
 
 type runView struct {
-	ID       string
-	Run      Run
-	Indexed  bool
-	Trigger  *triggerView
-	Decided  *events.RouteDecided
-	Inputs   string
-	Events   []eventView
-	Log      *workflow.Log
-	Result   *run.Record
-	Paused   *run.Paused
-	Skill    string
-	History  []events.Attempt
-	Answers  []events.ConfirmationRecorded
-	TraceID  string
-	TraceURL string
-	Answered string // approve | deny, after an answer given here
-	Repairs  []string
+	ID        string
+	Run       Run
+	Indexed   bool
+	Trigger   *triggerView
+	Decided   *events.RouteDecided
+	Inputs    string
+	Events    []eventView
+	Log       *workflow.Log
+	Result    *run.Record
+	Paused    *run.Paused
+	Skill     string
+	History   []events.Attempt
+	Answers   []events.ConfirmationRecorded
+	TraceID   string
+	TraceURL  string
+	Answered  string // approve | deny, after an answer given here
+	Cancelled string // what a cancel given here did
+	Repairs   []string
 	// Repairing is set while the run is parked on a repair.
 	Repairing *repairingView
 }
@@ -82,6 +83,7 @@ func (c *Console) runPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v.Answered = r.URL.Query().Get("answered")
+	v.Cancelled = r.URL.Query().Get("cancelled")
 	if !v.Indexed && v.Result == nil && v.Paused == nil && v.Repairing == nil && len(v.Events) == 0 {
 		w.WriteHeader(http.StatusNotFound)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/events/registryapi"
+	"github.com/skillbus/skillbus/pkg/control"
 	"github.com/skillbus/skillbus/pkg/registry"
 	"github.com/skillbus/skillbus/pkg/selector"
 )
@@ -22,12 +23,24 @@ type skillsView struct {
 	Versions map[string][]registryapi.VersionInfo
 	Stats    map[string][]VersionStats
 	Route    *routeView // the route form's answer, when the page was asked without htmx
+	// Paused are the paused skills (runs pause), by name; Done what an action
+	// given on this page did.
+	Paused map[string]*control.PausedSkill
+	Done   string
 }
 
 func (c *Console) skillsPage(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), c.cfg.RequestTimeout)
 	defer cancel()
-	v := skillsView{Versions: map[string][]registryapi.VersionInfo{}, Stats: map[string][]VersionStats{}}
+	v := skillsView{Versions: map[string][]registryapi.VersionInfo{}, Stats: map[string][]VersionStats{},
+		Paused: map[string]*control.PausedSkill{}, Done: r.URL.Query().Get("done")}
+	if ctl, err := control.New(ctx, c.cfg.Bus); err == nil {
+		if paused, err := ctl.Paused(ctx); err == nil {
+			for name, p := range paused {
+				v.Paused[name] = &p
+			}
+		}
+	}
 	for _, s := range c.idx.Stats() {
 		v.Stats[s.Skill] = append(v.Stats[s.Skill], s)
 	}

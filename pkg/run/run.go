@@ -27,6 +27,7 @@ const (
 	StatusCompleted = "completed"
 	StatusFailed    = "failed"
 	StatusFallback  = "fallback"
+	StatusCancelled = "cancelled"
 )
 
 // Record is an execution's outcome, as read back from its outcome event.
@@ -59,10 +60,17 @@ type Subjects interface {
 	Event(id, typ string) string
 }
 
+// outcomeTypes are the outcome events, most frequent first: Load looks for each
+// in turn.
+var outcomeTypes = []string{events.TypeExecutionCompleted, events.TypeExecutionFailed, events.TypeExecutionFallback, events.TypeExecutionCancelled}
+
+// OutcomeTypes returns the types of the outcome events (see events.Outcome).
+func OutcomeTypes() []string { return append([]string(nil), outcomeTypes...) }
+
 // Load returns the outcome of an execution from the events stream, or nil if it has
 // none (yet, or any more).
 func Load(ctx context.Context, stream jetstream.Stream, subj Subjects, executionID string) (*Record, error) {
-	for _, typ := range []string{events.TypeExecutionCompleted, events.TypeExecutionFailed, events.TypeExecutionFallback} {
+	for _, typ := range outcomeTypes {
 		m, err := stream.GetLastMsgForSubject(ctx, subj.Event(executionID, typ))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			continue
@@ -111,6 +119,14 @@ func FromEvent(typ string, data []byte, at time.Time) (*Record, error) {
 		}
 		r.ExecutionID, r.ActivationID, r.Skill, r.Version = d.ExecutionID, d.ActivationID, d.Skill, d.Version
 		r.Status, r.StepID, r.Class, r.Error, r.Next = StatusFallback, d.StepID, d.Class, d.Error, d.NextExecutionID
+		r.Attempt, r.Worker, r.DurationMS, r.Log = d.Attempt, d.Worker, d.DurationMS, d.Log
+	case events.TypeExecutionCancelled:
+		var d events.ExecutionCancelled
+		if err := json.Unmarshal(data, &d); err != nil {
+			return nil, err
+		}
+		r.ExecutionID, r.ActivationID, r.Skill, r.Version = d.ExecutionID, d.ActivationID, d.Skill, d.Version
+		r.Status, r.StepID, r.Error = StatusCancelled, d.StepID, CancelText(d.By, d.Reason)
 		r.Attempt, r.Worker, r.DurationMS, r.Log = d.Attempt, d.Worker, d.DurationMS, d.Log
 	default:
 		return nil, errors.New("run: " + typ + " is not an outcome event")

@@ -292,7 +292,10 @@ func (e *execTool) run(parent context.Context, r *execRequest, path, dir string,
 		}
 		return nil, startFailure(parent, ctx, r, err)
 	}
-	werr, overLimit := waitGroup(p.cmd, r.limits.Processes)
+	werr, overLimit, stopped := waitGroup(p.cmd, r.limits.Processes, StopFrom(parent))
+	if stopped != nil {
+		return nil, failure.Wrap(failure.Fatal, fmt.Errorf("exec: %q was stopped (SIGTERM, then SIGKILL after %s): %w", name, StopFrom(parent).grace(), stopped))
+	}
 	return p.outcome(parent, ctx, r, werr, overLimit)
 }
 
@@ -413,8 +416,9 @@ func startFailure(parent, ctx context.Context, r *execRequest, err error) error 
 
 // waitGroup waits for cmd's process to exit, kills what it left in its process
 // group, and reaps it. overLimit reports whether it was killed for reaching
-// its limit of processes and threads (NoLimit or 0: none watched).
-func waitGroup(cmd *exec.Cmd, limit uint64) (werr error, overLimit bool) {
+// its limit of processes and threads (NoLimit or 0: none watched); stopped is
+// the cause of a stop requested while it ran (see signalOnStop).
+func waitGroup(cmd *exec.Cmd, limit uint64, stop *Stop) (werr error, overLimit bool, stopped error) {
 	pid := cmd.Process.Pid
 	// Wait for the process to exit without reaping it. While it is a zombie its
 	// pid, which is also its process group's id, cannot be reused, so killing the
@@ -428,12 +432,52 @@ func waitGroup(cmd *exec.Cmd, limit uint64) (werr error, overLimit bool) {
 			_ = killGroup(pid)
 		})
 	}
+	endSignals := func() bool { return false }
+	if stop != nil {
+		endSignals = signalOnStop(stop, pid)
+	}
 	var info unix.Siginfo
 	_ = waitid(pid, unix.WEXITED|unix.WNOWAIT, &info)
 	stopWatch()
+	signalled := endSignals() // before the reap, after which pid may name another process
 	_ = killGroup(pid)
 	werr = cmd.Wait()
-	return werr, over.Load()
+	if signalled {
+		stopped = stop.Err()
+	}
+	return werr, over.Load(), stopped
+}
+
+// signalOnStop sends the process group pid SIGTERM when stop is requested, and
+// SIGKILL Grace later, until the returned function is called (the process has
+// exited and is not yet reaped, so pid still names its group); end reports
+// whether it signalled. A process that is its PID namespace's init ignores
+// SIGTERM unless it handles it: it gets the SIGKILL.
+func signalOnStop(stop *Stop, pid int) (end func() bool) {
+	exited := make(chan struct{})
+	var wg sync.WaitGroup
+	var signalled atomic.Bool
+	wg.Go(func() {
+		select {
+		case <-exited:
+			return
+		case <-stop.Done():
+		}
+		signalled.Store(true)
+		_ = syscall.Kill(-pid, syscall.SIGTERM)
+		t := time.NewTimer(stop.grace())
+		defer t.Stop()
+		select {
+		case <-exited:
+		case <-t.C:
+			_ = killGroup(pid)
+		}
+	})
+	return func() bool {
+		close(exited)
+		wg.Wait()
+		return signalled.Load()
+	}
 }
 
 // outcome is the call's result from how the process ended: its output when it

@@ -134,6 +134,10 @@ type Config struct {
 	// fix the skill; false: they fail as any other failure. Turn it on only in a
 	// fleet that runs repair workers.
 	Repair bool
+	// CancelGrace is how long the processes of a running exec step have, after
+	// SIGTERM, before they are killed when their execution is cancelled; default
+	// tool.DefaultStopGrace (5s).
+	CancelGrace time.Duration
 	// Name identifies this worker in events and heartbeats; default host-pid.
 	Name string
 	// Source is the CloudEvents source of the events the worker writes; default
@@ -159,6 +163,9 @@ type Worker struct {
 	solo      solo
 	cancel    context.CancelFunc // ends the solo-pool watch
 	watching  sync.WaitGroup
+	ctl       control            // cancelled executions, paused skills (control.go)
+	stopCtl   context.CancelFunc // ends their watch
+	ctlWatch  sync.WaitGroup
 
 	repairsOnce sync.Once
 	repairs     jetstream.KeyValue
@@ -215,13 +222,16 @@ func New(cfg Config) (*Worker, error) {
 	if cfg.ReclaimGrace == 0 {
 		cfg.ReclaimGrace = 5 * time.Second
 	}
+	if cfg.CancelGrace == 0 {
+		cfg.CancelGrace = tool.DefaultStopGrace
+	}
 	lvl, err := events.ParseLevel(string(cfg.Events))
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
 	cfg.Events = lvl
-	if cfg.Concurrency < 0 || cfg.CrashAllowance < 0 || cfg.Backoff.Base < 0 || cfg.Backoff.Max < cfg.Backoff.Base {
-		return nil, errors.New("worker: Concurrency, CrashAllowance and Backoff must be positive, with Backoff.Max ≥ Backoff.Base")
+	if cfg.Concurrency < 0 || cfg.CrashAllowance < 0 || cfg.Backoff.Base < 0 || cfg.Backoff.Max < cfg.Backoff.Base || cfg.CancelGrace < 0 {
+		return nil, errors.New("worker: Concurrency, CrashAllowance, CancelGrace and Backoff must be positive, with Backoff.Max ≥ Backoff.Base")
 	}
 	return &Worker{cfg: cfg, instance: nuid.Next()}, nil
 }
@@ -278,6 +288,12 @@ func (w *Worker) Start(ctx context.Context) error {
 	reconnected, stop := b.Reconnected()
 	w.stopWatch = stop
 	go w.watchReconnects(reconnected)
+	// Cancels and paused skills recorded before this worker started hold for the
+	// first job it takes.
+	if err := w.watchControl(ctx); err != nil {
+		w.Stop(ctx)
+		return err
+	}
 	for _, pool := range w.cfg.Pools {
 		c, err := b.EnsureConsumer(ctx, b.StreamJobs(), w.ConsumerConfig(pool))
 		if err != nil {
@@ -329,6 +345,11 @@ func (w *Worker) Stop(ctx context.Context) {
 		w.stopWatch()
 		w.stopWatch = nil
 	}
+	if w.stopCtl != nil {
+		w.stopCtl()
+		w.ctlWatch.Wait()
+		w.stopCtl = nil
+	}
 }
 
 // job is one delivery of a job message being handled.
@@ -369,6 +390,10 @@ type job struct {
 	retries  int
 	released bool
 	beat     jobBeat // see keepAlive
+	// stop is requested when the execution is cancelled while it runs here
+	// (control.go); the run's context carries it to the engine and exec tool.
+	stop   tool.Stop
+	runCtx tool.StopContext
 }
 
 func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
@@ -461,6 +486,17 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 			return err
 		}
 	}
+	if c, err := w.cancelOf(ctx, j); err != nil || c != nil {
+		if err != nil {
+			return err
+		}
+		return w.settle(ctx, j, Cancelled{Cancel: c})
+	}
+	if w.ctl.held(j.data.Skill.Name) != nil {
+		if held, err := w.hold(ctx, j); held || err != nil {
+			return err
+		}
+	}
 	// The version the plan pinned: a skill edited since keeps its runs on the old one.
 	j.skill, err = w.cfg.Catalog.LookupVersion(ctx, j.data.Skill.Name, j.data.Skill.Digest)
 	if err != nil {
@@ -510,6 +546,20 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 		rctx, cancel = context.WithCancel(ctx)
 	}
 	defer cancel()
+	j.stop.Grace = w.cfg.CancelGrace
+	j.runCtx = tool.StopContext{Context: rctx, Stop: &j.stop}
+	rctx = &j.runCtx // the run's context with the stop, allocated with the job
+	if j.skill.Workflow == nil && j.skill.Kind == skill.KindInstruction {
+		// A model's turns have no step boundary to stop at: a cancel ends the run.
+		stopped := j.stop.Done()
+		go func() {
+			select {
+			case <-stopped:
+				cancel()
+			case <-rctx.Done():
+			}
+		}()
+	}
 	j.claim.mu.Lock()
 	j.claim.cancel = cancel
 	j.claim.mu.Unlock()
@@ -517,7 +567,7 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 	// server outage still holds the job and the execution's claim.
 	w.keepAlive(ctx, j)
 	defer j.stopBeat()
-	d := w.execute(rctx, j, inputs, answers, tools)
+	d := j.cancelledOf(w.execute(rctx, j, inputs, answers, tools))
 	if ctx.Err() != nil {
 		if _, ok := d.(Complete); !ok {
 			return ctx.Err()
@@ -613,6 +663,8 @@ func (w *Worker) settleOnce(ctx context.Context, j *job, d Decision) error {
 		return w.fail(ctx, j, d.Step, d.Err)
 	case Repair:
 		return w.repair(ctx, j, d)
+	case Cancelled:
+		return w.cancelRun(ctx, j, d)
 	}
 	return fmt.Errorf("worker: unknown decision %T", d)
 }

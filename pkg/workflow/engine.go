@@ -220,6 +220,7 @@ func (e *Engine) execute(ctx context.Context, r Run, l *Log) (map[string]any, er
 		obs:         newSyncObserver(r.Observer),
 		checkpoints: e.checkpoints,
 		cache:       e.cache,
+		stop:        tool.StopFrom(ctx),
 		ref:         skillRef(s),
 		state:       make([]stepState, len(c.steps)),
 		base:        make(expr.Env, 3),

@@ -28,7 +28,10 @@ type execution struct {
 	obs         *syncObserver
 	checkpoints Checkpoints
 	cache       Cache
-	ref         string // skill version, for checkpoints
+	// stop, when the caller put one on the context (tool.WithStop), ends the run
+	// at its next step boundary: no step starts once it is requested.
+	stop *tool.Stop
+	ref  string // skill version, for checkpoints
 	// final is the step running alone with no other step left to run, or -1;
 	// written by the coordinator only while no step runs in a goroutine.
 	final int
@@ -115,6 +118,9 @@ func (x *execution) run() {
 			case x.ctx.Err() != nil:
 				x.state[i].status = StatusNotRun
 				x.log.Steps[i].Reason = "the run was stopped: " + x.ctx.Err().Error()
+			case x.stop.Err() != nil:
+				x.state[i].status = StatusNotRun
+				x.log.Steps[i].Reason = "the run was stopped: " + x.stop.Err().Error()
 			case running+len(startable) < x.e.maxParallel:
 				startable = append(startable, i)
 			}
@@ -281,9 +287,13 @@ func (x *execution) result() (map[string]any, error) {
 	}
 	for i := range x.state {
 		if x.state[i].status == StatusNotRun {
-			// Only a stopped context leaves a step unrun without a failed or waiting
-			// step before it.
-			return nil, &StepError{Step: x.c.steps[i].step.ID, Err: fmt.Errorf("not started: %w", x.ctx.Err())}
+			// Only a stopped context or a requested stop leaves a step unrun without
+			// a failed or waiting step before it.
+			why := x.ctx.Err()
+			if why == nil {
+				why = x.stop.Err()
+			}
+			return nil, &StepError{Step: x.c.steps[i].step.ID, Err: fmt.Errorf("not started: %w", why)}
 		}
 	}
 	if len(x.c.outputs) == 0 {

@@ -83,7 +83,7 @@ func (x *execution) step(i int, env expr.Env, heal *AutoHeal, retryOf string) (s
 	fin := time.Now()
 	sl.Calls, sl.CacheHits, sl.Cached = n.made, n.hits, n.hits > 0 && n.made == 0
 	if err != nil {
-		if cs.onError != "continue" || x.ctx.Err() != nil {
+		if cs.onError != "continue" || x.ctx.Err() != nil || x.stop.Err() != nil {
 			return x.fail(i, err, start, true)
 		}
 		txt := errorText(err)
@@ -193,6 +193,9 @@ func (x *execution) body(ctx context.Context, cs *cstep, env expr.Env, n *calls)
 	}
 	out := make([]any, 0, len(items))
 	for i, it := range items {
+		if err := x.stop.Err(); err != nil && i > 0 {
+			return nil, fmt.Errorf("loop item %d not started: %w", i, err)
+		}
 		env[name] = it // env is this step's own
 		v, err := x.attempt(ctx, key+"/"+strconv.Itoa(i), cs, env, n)
 		if err != nil {
@@ -213,7 +216,7 @@ func (x *execution) attempt(ctx context.Context, key string, cs *cstep, env expr
 				return nil, failure.Fatalf("result_too_large: step %s: the run's results reach %d bytes; a run holds at most %d bytes of results", cs.step.ID, held, x.e.maxResult)
 			}
 		}
-		if err == nil || cs.onError != "retry" || try >= cs.retries || ctx.Err() != nil || failure.ClassOf(err) != failure.Retryable {
+		if err == nil || cs.onError != "retry" || try >= cs.retries || ctx.Err() != nil || x.stop.Err() != nil || failure.ClassOf(err) != failure.Retryable {
 			return v, err
 		}
 	}

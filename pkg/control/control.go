@@ -1,0 +1,308 @@
+// Package control cancels executions and pauses and resumes skills. The CLI
+// (skillbus runs cancel, runs pause, runs resume) and the console both act
+// through it, so a cancel or a pause is recorded the same way whoever gives it,
+// with who gave it.
+//
+// Everything it does is a record in KV runs that the workers watch (see package
+// worker): a cancel request per execution, a hold per paused skill. It ends no
+// run itself: the worker that runs, or would run, the execution publishes its
+// outcome, execution.cancelled, exactly once. An execution that no worker holds
+// — paused for a confirmation, held by a paused skill, parked for a repair — has
+// its job published again so that a worker ends it now rather than when it
+// would have resumed.
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/repair/service"
+	"github.com/skillbus/skillbus/pkg/run"
+)
+
+// States of an execution when a cancel was asked for.
+const (
+	// StateActive: queued, waiting for a retry, or running. A worker ends it before
+	// it starts, or at its next step boundary.
+	StateActive = "queued or running"
+	// StatePaused: waiting for a confirmation.
+	StatePaused = "paused"
+	// StateHeld: held because its skill is paused.
+	StateHeld = "held"
+	// StateRepairing: parked for a repair.
+	StateRepairing = "repairing"
+	// StateEnded: it had ended already; Cancellation.Outcome says how.
+	StateEnded = "ended"
+)
+
+// Request says who asks and why.
+type Request struct {
+	// By names who asks; it is recorded and must not be empty.
+	By     string
+	Reason string
+	// Source is the CloudEvent source of any job published again; default
+	// "skillbus".
+	Source string
+}
+
+func (r *Request) check() error {
+	if r.By == "" {
+		return errors.New("control: who asks (By) is empty")
+	}
+	if r.Source == "" {
+		r.Source = "skillbus"
+	}
+	return nil
+}
+
+// Cancellation is what a cancel found and did.
+type Cancellation struct {
+	ExecutionID string `json:"execution_id"`
+	Skill       string `json:"skill,omitempty"`
+	// State is one of the State* constants.
+	State string `json:"state"`
+	// Outcome is how an execution that had ended ended (run.Status*).
+	Outcome string `json:"outcome,omitempty"`
+	// Again: it had been cancelled before; the first request's who and why stand.
+	Again bool `json:"again,omitempty"`
+	// FellBackFrom is the execution that had fallen back to this one, when the
+	// cancel named that one.
+	FellBackFrom string `json:"fell_back_from,omitempty"`
+}
+
+// String is one line for people: "3f2a… (report): cancelled, was queued or running".
+func (c Cancellation) String() string {
+	who := c.ExecutionID
+	if c.Skill != "" {
+		who += " (" + c.Skill + ")"
+	}
+	if c.State == StateEnded {
+		return who + ": already ended (" + c.Outcome + ")"
+	}
+	s := who + ": cancelled, was " + c.State
+	if c.FellBackFrom != "" {
+		s += ", the fallback of " + c.FellBackFrom
+	}
+	if c.Again {
+		s += " (cancelled before)"
+	}
+	return s
+}
+
+// Controller acts on one installation's bus.
+type Controller struct {
+	b      *bus.Bus
+	runs   jetstream.KeyValue
+	events jetstream.Stream
+	jobs   jetstream.Stream
+}
+
+// New opens what the controller needs: KV runs and the EVENTS and JOBS streams.
+func New(ctx context.Context, b *bus.Bus) (*Controller, error) {
+	runs, err := b.KV(ctx, b.BucketRuns())
+	if err != nil {
+		return nil, fmt.Errorf("control: %w (is skillbus running there?)", err)
+	}
+	evs, err := b.Stream(ctx, b.StreamEvents())
+	if err != nil {
+		return nil, fmt.Errorf("control: stream %s: %w", b.StreamEvents(), err)
+	}
+	jobs, err := b.Stream(ctx, b.StreamJobs())
+	if err != nil {
+		return nil, fmt.Errorf("control: stream %s: %w", b.StreamJobs(), err)
+	}
+	return &Controller{b: b, runs: runs, events: evs, jobs: jobs}, nil
+}
+
+// Cancel cancels one execution. An execution that fell back to another skill is
+// followed: the cancel applies to the run that is still going.
+func (c *Controller) Cancel(ctx context.Context, executionID string, r Request) (Cancellation, error) {
+	if err := r.check(); err != nil {
+		return Cancellation{}, err
+	}
+	if err := events.CheckToken("execution id", executionID); err != nil {
+		return Cancellation{}, err
+	}
+	from := ""
+	for range 16 { // a fallback chain is short; a loop of them is not followed for ever
+		out, err := run.Load(ctx, c.events, c.b.Subjects, executionID)
+		if err != nil {
+			return Cancellation{}, fmt.Errorf("cancel %s: %w", executionID, err)
+		}
+		if out != nil && out.Status == run.StatusFallback && out.Next != "" {
+			from, executionID = executionID, out.Next
+			continue
+		}
+		if out != nil {
+			return Cancellation{ExecutionID: executionID, Skill: out.Skill, State: StateEnded, Outcome: out.Status, FellBackFrom: from}, nil
+		}
+		res, err := c.cancel(ctx, executionID, r)
+		res.FellBackFrom = from
+		return res, err
+	}
+	return Cancellation{}, fmt.Errorf("cancel: execution %s falls back through more than 16 skills", executionID)
+}
+
+// cancel records the request for an execution with no outcome, and releases its
+// job if no worker holds it.
+func (c *Controller) cancel(ctx context.Context, id string, r Request) (Cancellation, error) {
+	res := Cancellation{ExecutionID: id, State: StateActive}
+	rec, _ := json.Marshal(run.Cancel{ExecutionID: id, By: r.By, Reason: r.Reason, At: time.Now().UTC()})
+	if _, err := c.runs.Create(ctx, events.RunCancelKey(id), rec); errors.Is(err, jetstream.ErrKeyExists) {
+		res.Again = true
+	} else if err != nil {
+		return res, fmt.Errorf("cancel %s: record the request: %w", id, err)
+	}
+	// Paused for a confirmation: the router would resume it only when answered.
+	if p, rev, err := run.LoadPaused(ctx, c.runs, id); err != nil {
+		return res, err
+	} else if p != nil {
+		var job events.Job
+		if err := json.Unmarshal(p.Job, &job); err != nil {
+			return res, fmt.Errorf("cancel %s: the paused job: %w", id, err)
+		}
+		res.State, res.Skill = StatePaused, job.Skill.Name
+		if err := c.release(ctx, job, p.Meta, events.StageCancelled, id+".job.cancelled", r.Source); err != nil {
+			return res, err
+		}
+		// A confirmation answered meanwhile resumed it already; either way a
+		// worker now finds the cancel.
+		_ = c.runs.Delete(ctx, events.RunPausedKey(id), jetstream.LastRevision(rev))
+		return res, nil
+	}
+	// Held by a paused skill.
+	if h, rev, err := c.loadHeld(ctx, id); err != nil {
+		return res, err
+	} else if h != nil {
+		var job events.Job
+		if err := json.Unmarshal(h.Job, &job); err != nil {
+			return res, fmt.Errorf("cancel %s: the held job: %w", id, err)
+		}
+		res.State, res.Skill = StateHeld, job.Skill.Name
+		if err := c.release(ctx, job, h.Meta, events.StageCancelled, id+".job.cancelled", r.Source); err != nil {
+			return res, err
+		}
+		_ = c.runs.Delete(ctx, events.RunHeldKey(id), jetstream.LastRevision(rev))
+		return res, nil
+	}
+	// Parked for a repair.
+	if repairs, err := c.b.KV(ctx, c.b.BucketRepairs()); err == nil {
+		p, _, err := service.FindParked(ctx, repairs, id)
+		if err != nil {
+			return res, err
+		}
+		if p != nil {
+			res.State, res.Skill = StateRepairing, p.Job.Skill.Name
+			job := p.Job
+			if err := c.release(ctx, job, p.Meta, events.StageCancelled, id+".job.cancelled", r.Source); err != nil {
+				return res, err
+			}
+			_ = repairs.Delete(ctx, service.ParkedKey(p.RepairID, id))
+		}
+	}
+	return res, nil
+}
+
+// release publishes an execution's job again, on its own stage, for a worker to
+// take through the claim path (it may have run before).
+func (c *Controller) release(ctx context.Context, job events.Job, meta map[string]string, stage, msgID, source string) error {
+	subject := c.b.Subjects.Exec(job.Skill.Pool, job.Skill.Name, job.ActivationID, stage)
+	m, err := bus.Event{ID: msgID, Source: source, Type: events.TypeJob,
+		Meta: bus.Meta{CorrelationID: meta[events.ExtCorrelationID], ExecutionID: job.ExecutionID,
+			TraceParent: meta[events.ExtTraceParent], TraceState: meta[events.ExtTraceState]},
+		Data: job}.JobMsg(subject)
+	if err != nil {
+		return fmt.Errorf("release the job of %s: %w", job.ExecutionID, err)
+	}
+	m.Header.Set(events.HeaderRecovered, "1")
+	b := c.b.Batch()
+	b.Publish(m)
+	if err := b.Wait(ctx); err != nil {
+		return fmt.Errorf("release the job of %s: %w", job.ExecutionID, err)
+	}
+	return nil
+}
+
+func (c *Controller) loadHeld(ctx context.Context, id string) (*run.Held, uint64, error) {
+	e, err := c.runs.Get(ctx, events.RunHeldKey(id))
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	var h run.Held
+	if err := json.Unmarshal(e.Value(), &h); err != nil {
+		return nil, 0, fmt.Errorf("held job %s: %w", id, err)
+	}
+	return &h, e.Revision(), nil
+}
+
+// CancelSkill cancels every execution of a skill that is queued, running, paused,
+// held or repairing and whose job was published at or after since (zero: within
+// the JOBS stream's retention). It returns what it cancelled, oldest first;
+// executions that had ended are left out.
+func (c *Controller) CancelSkill(ctx context.Context, skillName string, since time.Time, r Request) ([]Cancellation, error) {
+	if err := r.check(); err != nil {
+		return nil, err
+	}
+	if err := events.CheckToken("skill", skillName); err != nil {
+		return nil, err
+	}
+	ids, err := c.skillExecutions(ctx, skillName, since)
+	if err != nil {
+		return nil, err
+	}
+	var out []Cancellation
+	for _, id := range ids {
+		res, err := c.Cancel(ctx, id, r)
+		if err != nil {
+			return out, err
+		}
+		if res.State != StateEnded {
+			out = append(out, res)
+		}
+	}
+	return out, nil
+}
+
+// skillExecutions lists the executions whose jobs for the skill are in the JOBS
+// stream since the time given, oldest first, each once.
+func (c *Controller) skillExecutions(ctx context.Context, skillName string, since time.Time) ([]string, error) {
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{c.b.Subjects.SkillJobs(skillName)}}
+	if !since.IsZero() {
+		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &since
+	}
+	cons, err := c.jobs.OrderedConsumer(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("read the jobs of %s: %w", skillName, err)
+	}
+	seen := map[string]bool{}
+	var ids []string
+	for {
+		batch, err := cons.FetchNoWait(512)
+		if err != nil {
+			return nil, fmt.Errorf("read the jobs of %s: %w", skillName, err)
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			var j events.Job
+			if e, err := bus.DecodeFast(m); err == nil && events.DecodeJobWithoutRoute(e.Data, &j) == nil &&
+				j.ExecutionID != "" && j.Skill.Name == skillName && !seen[j.ExecutionID] {
+				seen[j.ExecutionID] = true
+				ids = append(ids, j.ExecutionID)
+			}
+		}
+		if n == 0 {
+			return ids, nil
+		}
+	}
+}

@@ -1,0 +1,72 @@
+package run
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillbus/skillbus/events"
+)
+
+// Cancel is a request to cancel an execution, kept in KV runs under
+// events.RunCancelKey until the bucket expires it. Workers watch these records
+// and also read an execution's when they claim it, so a cancel holds across the
+// fleet and across restarts; the execution's outcome, execution.cancelled, is
+// written by the worker that ends it.
+type Cancel struct {
+	ExecutionID string    `json:"execution_id"`
+	By          string    `json:"by"`
+	Reason      string    `json:"reason,omitempty"`
+	At          time.Time `json:"at"`
+}
+
+// Error is the text of the cancellation, as run records and logs show it.
+func (c *Cancel) Error() string { return CancelText(c.By, c.Reason) }
+
+// CancelText says who cancelled and why: "cancelled by ada: wrong input".
+func CancelText(by, reason string) string {
+	s := "cancelled by " + by
+	if reason != "" {
+		s += ": " + reason
+	}
+	return s
+}
+
+// LoadCancel returns an execution's cancel request, or nil.
+func LoadCancel(ctx context.Context, kv jetstream.KeyValue, executionID string) (*Cancel, error) {
+	e, err := kv.Get(ctx, events.RunCancelKey(executionID))
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var c Cancel
+	if err := json.Unmarshal(e.Value(), &c); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// Hold says a skill is paused: workers hold its new runs (see Held) until it is
+// resumed. It is kept in KV runs under events.SkillHoldKey.
+type Hold struct {
+	Skill  string    `json:"skill"`
+	By     string    `json:"by"`
+	Reason string    `json:"reason,omitempty"`
+	At     time.Time `json:"at"`
+}
+
+// Held is a job that a worker set aside because its skill is paused, kept whole
+// in KV runs under events.RunHeldKey so that resuming the skill publishes it again.
+type Held struct {
+	ExecutionID string            `json:"execution_id"`
+	Skill       string            `json:"skill"`
+	Subject     string            `json:"subject"`        // where the job was published
+	Job         json.RawMessage   `json:"job"`            // the events.Job data
+	Meta        map[string]string `json:"meta,omitempty"` // extension attributes of the job event
+	At          time.Time         `json:"at"`
+}

@@ -1,0 +1,103 @@
+//go:build linux
+
+package tool_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/skillbus/skillbus/pkg/failure"
+	"github.com/skillbus/skillbus/pkg/tool"
+)
+
+// A stop sends the call's processes SIGTERM, and SIGKILL Grace later to those that
+// do not end: a process that handles SIGTERM ends at once, one that ignores it
+// ends when the grace is over. The call's error wraps the stop's cause.
+func TestExecStopTermsThenKills(t *testing.T) {
+	t.Parallel()
+	cause := errors.New("cancelled by ada")
+	for _, tc := range []struct {
+		name     string
+		trap     string
+		grace    time.Duration
+		min, max time.Duration
+	}{
+		{"a process that handles SIGTERM ends at once", `trap 'exit 3' TERM`, time.Minute, 0, 20 * time.Second},
+		{"one that ignores it is killed after the grace", `trap '' TERM`, time.Second, time.Second, 20 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := openDir(t)
+			stop := &tool.Stop{Grace: tc.grace}
+			ctx := tool.WithStop(t.Context(), stop)
+			// The loop's sleeps are short so that the shell gets to run its trap.
+			c := withArgs(cmdCall("/bin/sh", "-c", tc.trap+"; : > ready; while :; do sleep 0.05; done"), "timeout", "1m")
+			done := make(chan error, 1)
+			go func() {
+				_, err := tool.NewExec(tool.ExecConfig{WorkDir: dir}).Call(ctx, c)
+				done <- err
+			}()
+			eventually(t, "the process to start", func() bool {
+				_, err := os.Stat(filepath.Join(dir, "ready"))
+				return err == nil
+			})
+			start := time.Now()
+			if !stop.Request(cause) || stop.Request(errors.New("again")) {
+				t.Fatal("Request: want true for the first request only")
+			}
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(time.Minute):
+				t.Fatal("the stopped call did not return")
+			}
+			took := time.Since(start)
+			if !errors.Is(err, cause) || classOf(t, err) != failure.Fatal {
+				t.Errorf("error %v, want a fatal error wrapping the stop's cause", err)
+			}
+			if took < tc.min || took > tc.max {
+				t.Errorf("the call ended %s after the stop, want between %s and %s", took, tc.min, tc.max)
+			}
+		})
+	}
+}
+
+// A call that ends before any stop is not reported as stopped, and a stop
+// requested before Done was asked for still closes it.
+func TestStopWithoutProcesses(t *testing.T) {
+	t.Parallel()
+	var s tool.Stop
+	if s.Err() != nil || tool.StopFrom(context.Background()) != nil {
+		t.Fatal("a fresh Stop is stopped, or a bare context has one")
+	}
+	out, err := tool.NewExec(tool.ExecConfig{WorkDir: openDir(t)}).Call(tool.WithStop(t.Context(), &s), cmdCall("true"))
+	if err != nil || out == nil {
+		t.Fatalf("call under a Stop never requested: %v, %v", out, err)
+	}
+	s.Request(errors.New("late"))
+	select {
+	case <-s.Done():
+	default:
+		t.Fatal("Done is not closed after Request")
+	}
+	var nilStop *tool.Stop
+	if nilStop.Err() != nil {
+		t.Fatal("a nil Stop reports a stop")
+	}
+}
+
+// A StopContext carries its Stop as WithStop does, and everything else of its
+// parent.
+func TestStopContext(t *testing.T) {
+	t.Parallel()
+	type key struct{}
+	s := &tool.Stop{}
+	ctx := &tool.StopContext{Context: context.WithValue(t.Context(), key{}, "v"), Stop: s}
+	if tool.StopFrom(ctx) != s || ctx.Value(key{}) != "v" {
+		t.Fatal("a StopContext lost its Stop or its parent's values")
+	}
+}
