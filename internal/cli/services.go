@@ -331,9 +331,9 @@ type needs struct {
 }
 
 // routerNeeds: the catalog, paused runs, the workers' heartbeats, the outcome
-// counts, and the schedules.
+// counts, the schedules, and the rate limits.
 func routerNeeds(b *bus.Bus) needs {
-	return needs{buckets: []string{b.BucketSkills(), b.BucketRuns(), b.BucketWorkers(), b.BucketStats(), b.BucketSchedules()}}
+	return needs{buckets: []string{b.BucketSkills(), b.BucketRuns(), b.BucketWorkers(), b.BucketStats(), b.BucketSchedules(), b.BucketRateLimits()}}
 }
 
 // workerNeeds: the catalog, runs, outcome counts, heartbeats, the step cache,
@@ -458,7 +458,7 @@ func serveWorker(ctx context.Context, b *bus.Bus, wf workerFlags, tb *toolbox) (
 	// The endpoint's subject names the worker (tokens of a subject cannot hold dots or
 	// spaces), and has no queue group: each worker answers for itself.
 	token := strings.NewReplacer(".", "_", " ", "_", "*", "_", ">", "_").Replace(wf.name)
-	g := svc.AddGroup(prefix+".worker."+token, micro.WithGroupQueueGroupDisabled())
+	g := svc.AddGroup(b.Subjects.Worker(token), micro.WithGroupQueueGroupDisabled())
 	err = g.AddEndpoint("status", micro.HandlerFunc(func(req micro.Request) {
 		st := status()
 		st.Consumers = map[string]any{}

@@ -237,6 +237,7 @@ confirmations:
 const loudSkill = `name: loud
 description: Shouts through a tool served on the bus by another process.
 version: 1.0.0
+rate_limit: {limit: 1000, period: 1m} # the router counts its triggers in KV ratelimits
 inputs:
   - name: text
     type: string

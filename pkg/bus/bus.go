@@ -175,6 +175,7 @@ func (b *Bus) BucketHooks() string   { return b.bucketName("hooks") }
 func (b *Bus) BucketSchedules() string {
 	return b.bucketName("schedules")
 }
+func (b *Bus) BucketRateLimits() string { return b.bucketName("ratelimits") }
 
 func (b *Bus) bucketName(s string) string {
 	if b.cfg.Prefix == "skillbus" {
@@ -240,7 +241,11 @@ func (b *Bus) Buckets() []jetstream.KeyValueConfig {
 	// The schedulers' lease, each scheduled skill's last tick, and delayed triggers
 	// (package schedule).
 	schedules := kv(b.BucketSchedules(), "skillbus schedules: the scheduler lease, each scheduled skill's last tick, delayed triggers")
-	return []jetstream.KeyValueConfig{skills, runs, stats, workers, cache, repairs, hooks, schedules}
+	// The triggers each rate-limited skill took in its current windows, one key per
+	// trigger, each expiring after its window (package router).
+	ratelimits := kv(b.BucketRateLimits(), "skillbus rate limits: one key per trigger a rate-limited skill took, kept for its window")
+	ratelimits.LimitMarkerTTL = time.Minute
+	return []jetstream.KeyValueConfig{skills, runs, stats, workers, cache, repairs, hooks, schedules, ratelimits}
 }
 
 // Ensure creates or updates every stream and bucket. It is idempotent and safe to run

@@ -18,6 +18,7 @@ type compiledFlow struct {
 	digest string
 	filter *flow.Program
 	key    *flow.Program
+	rate   *skill.RateLimit
 	// err is an expression that did not compile (a skill published by an older
 	// registry, or built by hand): every trigger then gets filter_error.
 	err error
@@ -35,7 +36,7 @@ func compileFlows(skills []*skill.Skill, prev map[string]*compiledFlow) map[stri
 			out[s.Name] = c
 			continue
 		}
-		c := &compiledFlow{digest: s.Digest}
+		c := &compiledFlow{digest: s.Digest, rate: s.RateLimit}
 		if s.Filter != "" {
 			if c.filter, c.err = flow.Compile(s.Filter, flow.Filter); c.err != nil {
 				c.err = fmt.Errorf("filter does not compile: %w", c.err)
@@ -67,7 +68,9 @@ func (t *trigger) event() *flow.Event {
 }
 
 // admit is selector.Env.Admit for one trigger: a skill whose filter is false, or
-// fails, does not take it; nor does one over its rate limit (t.limited). Verdicts
+// fails, does not take it; nor does one over its rate limit (t.limited), or whose
+// rate limit's key fails. A skill with a rate limit the trigger has not been
+// counted against is taken and noted in t.uncounted, for Router.count. Verdicts
 // are kept on t.
 func admit(t *trigger, flows map[string]*compiledFlow) func(*skill.Skill) (bool, string) {
 	return func(s *skill.Skill) (bool, string) {
@@ -82,6 +85,7 @@ func admit(t *trigger, flows map[string]*compiledFlow) func(*skill.Skill) (bool,
 			c = compileFlows([]*skill.Skill{s}, nil)[s.Name]
 		}
 		if why, ok := t.limited[s.Name]; ok {
+			t.verdicts.limited = append(t.verdicts.limited, s.Name+": "+why)
 			return false, why
 		}
 		if c.err != nil {
@@ -89,27 +93,62 @@ func admit(t *trigger, flows map[string]*compiledFlow) func(*skill.Skill) (bool,
 			t.verdicts.failed = append(t.verdicts.failed, s.Name+": "+why)
 			return false, why
 		}
-		if c.filter == nil {
-			return true, ""
+		why := ""
+		if c.filter != nil {
+			ok, err := c.filter.Match(t.event())
+			switch {
+			case err != nil:
+				why := fmt.Sprintf("filter error: %v (filter: %s)", err, c.filter)
+				t.verdicts.failed = append(t.verdicts.failed, s.Name+": "+why)
+				return false, why
+			case !ok:
+				why := "filter false: " + c.filter.String()
+				t.verdicts.filtered = append(t.verdicts.filtered, s.Name+": "+why)
+				return false, why
+			}
+			why = "filter true"
 		}
-		ok, err := c.filter.Match(t.event())
-		switch {
-		case err != nil:
-			why := fmt.Sprintf("filter error: %v (filter: %s)", err, c.filter)
-			t.verdicts.failed = append(t.verdicts.failed, s.Name+": "+why)
-			return false, why
-		case !ok:
-			why := "filter false: " + c.filter.String()
-			t.verdicts.filtered = append(t.verdicts.filtered, s.Name+": "+why)
-			return false, why
+		if c.rate == nil {
+			return true, why
 		}
-		return true, "filter true"
+		return t.admitRate(s.Name, c, why)
 	}
 }
 
+// admitRate is admit's verdict on a skill with a rate limit whose filter, if
+// any, took the trigger (why says so).
+func (t *trigger) admitRate(name string, c *compiledFlow, why string) (bool, string) {
+	if r, ok := t.rated[name]; ok {
+		return true, joinWhy(why, r)
+	}
+	rc := rateCheck{rl: c.rate}
+	if c.key != nil {
+		k, err := c.key.KeyOf(t.event())
+		if err != nil {
+			w := fmt.Sprintf("rate_limit key error: %v (key: %s)", err, c.key)
+			t.verdicts.failed = append(t.verdicts.failed, name+": "+w)
+			return false, joinWhy(why, w)
+		}
+		rc.key = k
+	}
+	if t.uncounted == nil {
+		t.uncounted = make(map[string]rateCheck, 1)
+	}
+	t.uncounted[name] = rc
+	return true, joinWhy(why, "rate_limit "+c.rate.String())
+}
+
+func joinWhy(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
 // unmatchedByFlow is the code and reason of a trigger no skill took because flow
-// control refused every skill that would have: a filter that failed first (it is
-// the author's to fix), then a rate limit, then a filter that said no.
+// control refused every skill that would have: a filter or a rate limit's key
+// that failed first (it is the author's to fix), then a rate limit, then a filter
+// that said no.
 func (v *flowVerdicts) unmatchedByFlow() (code, reason string, ok bool) {
 	switch {
 	case len(v.failed) > 0:
@@ -124,7 +163,7 @@ func (v *flowVerdicts) unmatchedByFlow() (code, reason string, ok bool) {
 
 // Filters is selector.Env.Admit for a request decided offline (skillbus route
 // --skills): each skill's filter over ev, with the router's verdicts. Rate limits
-// are not counted.
+// are not counted; a rate limit's key is evaluated.
 func Filters(skills []*skill.Skill, ev *flow.Event) func(*skill.Skill) (bool, string) {
 	return admit(&trigger{fev: ev}, compileFlows(skills, nil))
 }

@@ -44,9 +44,12 @@ type trigger struct {
 	// data is the trigger's data decoded, as flow expressions read it.
 	data any
 	fev  *flow.Event
-	// limited are the skills over their rate limit for this trigger, with why.
-	limited  map[string]string
-	verdicts flowVerdicts
+	// limited are the skills over their rate limit for this trigger, with why;
+	// rated those it was counted against, with its place; uncounted those admit
+	// took with a rate limit not yet counted (see Router.count).
+	limited, rated map[string]string
+	uncounted      map[string]rateCheck
+	verdicts       flowVerdicts
 }
 
 // outcome is what routing a trigger came to. settle turns it into writes and the

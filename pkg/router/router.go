@@ -109,6 +109,7 @@ type Router struct {
 	runs    jetstream.KeyValue
 	events  jetstream.Stream
 	jobs    jetstream.Stream // read for the depth of a skill's child triggers
+	limits  *limiter
 	// jobTemplate is the jobs' subject template, for their PRODUCER spans.
 	jobTemplate string
 	parseConfig parseConfig
@@ -218,6 +219,9 @@ func (r *Router) Start(ctx context.Context) error {
 	}
 	if r.jobs, err = r.cfg.Bus.Stream(ctx, r.cfg.Bus.StreamJobs()); err != nil {
 		return fmt.Errorf("router: stream %s: %w", r.cfg.Bus.StreamJobs(), err)
+	}
+	if r.limits, err = newLimiter(ctx, r.cfg.Bus); err != nil {
+		return fmt.Errorf("router: %w", err)
 	}
 	if err := r.startConfirmations(ctx); err != nil {
 		return fmt.Errorf("router: %w", err)
@@ -428,24 +432,38 @@ func (r *Router) decide(ctx context.Context, t *trigger) (*selector.Decision, er
 		wg.Wait()
 	}
 	t.req.Recalled = req.Recalled
-	return r.selectFor(t)
+	return r.selectFor(ctx, t)
 }
 
 // selectFor runs the selector over a trigger's request (its recalled candidates
-// already gathered), with its skills' flow control.
-func (r *Router) selectFor(t *trigger) (*selector.Decision, error) {
+// already gathered), with its skills' flow control. A decision that starts a
+// skill with a rate limit counts the trigger against it (Router.count) and is
+// decided again with the verdict: without the skill when it is over its limit.
+// Skills without one pay nothing for it.
+func (r *Router) selectFor(ctx context.Context, t *trigger) (*selector.Decision, error) {
 	env := r.live.env()
 	var flows map[string]*compiledFlow
 	if f := r.flows.Load(); f != nil {
 		flows = *f
 	}
 	env.Admit = admit(t, flows)
-	return r.sel.Select(t.req, env)
+	for {
+		d, err := r.sel.Select(t.req, env)
+		if err != nil || t.uncounted == nil {
+			return d, err
+		}
+		again, err := r.count(ctx, t, d)
+		if err != nil || !again {
+			return d, err
+		}
+		t.verdicts = flowVerdicts{}
+	}
 }
 
 // Decide routes a request the way a trigger is routed, without publishing anything;
 // `skillbus route --nats-url` asks it through the router's service.
-// A filter reads the request's type and data; rate limits are not counted.
+// A filter reads the request's type and data; a rate limit is read, not counted:
+// a skill whose window is full now is refused as a trigger would be.
 func (r *Router) Decide(ctx context.Context, req selector.Request) (*selector.Decision, error) {
 	var data any
 	if req.Data != nil {

@@ -123,8 +123,8 @@
 //	catch_up         latest | all: ticks missed while no scheduler ran; default latest
 //	filter           CEL expression over the trigger (package flow); the skill takes a
 //	                 trigger only when it is true
-//	rate_limit       key: (CEL, optional), limit: (≥ 1), period: (1s to 24h); checked,
-//	                 then refused: routers do not enforce it yet (see RateLimit)
+//	rate_limit       key: (CEL, optional), limit: (≥ 1), period: (whole seconds, 1s
+//	                 to 24h): at most limit runs per period and key (see RateLimit)
 //
 // skill.yaml adds inputs, steps, outputs and confirmations (see Workflows); in a
 // SKILL.md front matter they are an error pointing to skill.yaml.

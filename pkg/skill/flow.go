@@ -18,10 +18,11 @@ import (
 // a bad one at its file:line, and compiled again, once per skill version, where
 // they are evaluated.
 
-// RateLimit is to bound how often a skill runs across the whole fleet: at most
-// Limit triggers per Period for each value of Key, triggers beyond it skipped and
-// recorded (route.unmatched with code rate_limited). Routers do not count it yet,
-// so the parser refuses a rate_limit after checking it.
+// RateLimit bounds how often a skill runs across the whole fleet: at most Limit
+// triggers per Period for each value of Key, triggers beyond it skipped and
+// recorded (route.unmatched with code rate_limited), not queued. Routers count
+// the triggers that start the skill (as the primary, beside it, or as an
+// always-skill) in fixed windows of Period, in KV ratelimits (package router).
 type RateLimit struct {
 	// Key is a CEL expression over the trigger whose value names the counter a
 	// trigger counts against (a customer, a tenant); "" is one counter for all.
@@ -110,9 +111,7 @@ func decodeRateLimit(b *builder, d *decoder, p pair) {
 		}
 	}
 	if good {
-		// Checked in full so that a skill can be written against it, but refused
-		// until routers count it: a limit silently not held would be worse.
-		d.errAt(p.k, "rate_limit", "remove rate_limit for now", "rate_limit is not enforced by this version of the router")
+		b.s.RateLimit = &rl
 	}
 }
 

@@ -3,6 +3,7 @@ package skill
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -25,11 +26,10 @@ func TestFlowFields(t *testing.T) {
 		{name: "filter", fields: "filter: data.amount > 100\n", want: want{filter: "data.amount > 100"}},
 		{name: "quoted filter", fields: "filter: 'data.tier == \"gold\"'\n", want: want{filter: `data.tier == "gold"`}},
 		{name: "block filter", fields: "filter: |\n  data.amount > 100 &&\n  type == \"x\"\n", want: want{filter: "data.amount > 100 &&\ntype == \"x\""}},
-		// A well-formed rate_limit is refused until routers enforce it.
 		{name: "rate limit", fields: "rate_limit: {key: data.customer, limit: 10, period: 1m}\n",
-			diags: []string{"4:1: error: rate_limit is not enforced by this version of the router"}},
+			want: want{rl: &RateLimit{Key: "data.customer", Limit: 10, Period: Duration(time.Minute)}}},
 		{name: "rate limit without key", fields: "rate_limit:\n  limit: 3\n  period: 30\n",
-			diags: []string{"4:1: error: rate_limit is not enforced by this version of the router"}},
+			want: want{rl: &RateLimit{Limit: 3, Period: Duration(30 * time.Second)}}},
 		{name: "syntax error", fields: "filter: data.amount >\n", diags: []string{"4:22: error: filter is not a valid expression: Syntax error"}},
 		{name: "quoted error", fields: "filter: \"data.amount > nosuch\"\n", diags: []string{"4:24: error: filter is not a valid expression: undeclared reference to 'nosuch'"}},
 		{name: "block error", fields: "filter: |\n  data.amount > 100 &&\n    nosuch\n", diags: []string{"6:5: error: filter is not a valid expression: undeclared reference to 'nosuch'"}},
