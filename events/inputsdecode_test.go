@@ -5,7 +5,6 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/skillbus/skillbus/internal/jsondec"
 	"github.com/skillbus/skillbus/internal/jsonx"
 )
 
@@ -45,10 +44,10 @@ func TestDecodeInputsCases(t *testing.T) {
 		checkDecodeInputs(t, []byte(c))
 	}
 	deep := []byte(`{"a":`)
-	for range jsondec.MaxDepth + 2 {
+	for range maxDepth + 2 {
 		deep = append(deep, '[')
 	}
-	for range jsondec.MaxDepth + 2 {
+	for range maxDepth + 2 {
 		deep = append(deep, ']')
 	}
 	checkDecodeInputs(t, append(deep, '}'))

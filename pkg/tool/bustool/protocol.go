@@ -13,22 +13,20 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 
-	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/failure"
 )
 
 // The wire protocol. A call is a NATS request to <prefix>.tool.<name> whose payload
 // is the arguments as a JSON object; these headers carry the rest of the tool.Call.
-// They are defined, with the other wire names, in package events.
 const (
 	// HeaderTimeout is how many milliseconds the caller will wait for the reply;
 	// the server gives the tool a context with that deadline.
-	HeaderTimeout = events.HeaderToolTimeout
+	HeaderTimeout = "Skillbus-Timeout-Ms"
 	// HeaderExecutionID and HeaderStep name the execution and step making the call.
-	HeaderExecutionID = events.HeaderToolExecutionID
-	HeaderStep        = events.HeaderToolStep
+	HeaderExecutionID = "Skillbus-Execution-Id"
+	HeaderStep        = "Skillbus-Step"
 	// HeaderIdempotencyKey is Call.IdempotencyKey: "<executionid>/<step>".
-	HeaderIdempotencyKey = events.HeaderIdempotencyKey
+	HeaderIdempotencyKey = "Idempotency-Key"
 )
 
 // Metadata keys in a tool service's $SRV.INFO: the service's metadata marks it as
@@ -66,7 +64,7 @@ func Subject(prefix, name string) string {
 	if prefix == "" {
 		prefix = DefaultPrefix
 	}
-	return events.Subjects{Prefix: prefix}.Tool(name)
+	return prefix + ".tool." + name
 }
 
 func checkPrefix(prefix string) error {
