@@ -59,6 +59,7 @@ const (
 	UnmatchedFiltered     = "filtered"      // the skills that would have taken it have a filter that is false for it
 	UnmatchedFilterError  = "filter_error"  // a skill's filter (or rate-limit key) failed on it: a missing field, a wrong type, the cost limit
 	UnmatchedRateLimited  = "rate_limited"  // the skills that would have taken it are over their rate_limit
+	UnmatchedDebounced    = "debounced"     // the skills that would have taken it folded it into a debounced run
 )
 
 // RouteUnmatched is the data of io.skillbus.route.unmatched: a trigger that was not

@@ -116,9 +116,10 @@ func (n names) durables(except ...string) []string {
 	all := map[string]string{
 		"router":               n.triggers + ".router",
 		"router-confirmations": n.events + ".router-confirmations",
+		"router-debounce":      n.events + ".router-debounce",
 	}
 	var out []string
-	for _, k := range []string{"router", "router-confirmations"} {
+	for _, k := range []string{"router", "router-confirmations", "router-debounce"} {
 		skip := false
 		for _, e := range except {
 			skip = skip || e == k
@@ -164,7 +165,7 @@ func Roles(prefix string) []Role {
 		},
 		{
 			Name: "router",
-			Doc:  "Consumes triggers (durable router) and confirmation answers (durable router-confirmations); publishes plans, jobs and unroutable triggers' dead letters; resumes confirmed runs (reads and deletes paused records in KV runs, purges the pending timeout from EVENTS); follows the catalog, the workers' heartbeats (which pools are served) and the outcome counts workers write to KV stats (success rates); serves the skillbus-router micro service (live route decisions); fires schedules and delayed triggers (publishes triggers; writes KV schedules: the lease, last ticks, delayed triggers once published); counts rate-limited skills' triggers (writes KV ratelimits).",
+			Doc:  "Consumes triggers (durable router) and confirmation answers (durable router-confirmations); publishes plans, jobs and unroutable triggers' dead letters; resumes confirmed runs (reads and deletes paused records in KV runs, purges the pending timeout from EVENTS); follows the catalog, the workers' heartbeats (which pools are served) and the outcome counts workers write to KV stats (success rates); serves the skillbus-router micro service (live route decisions); fires schedules and delayed triggers (publishes triggers; writes KV schedules: the lease, last ticks, delayed triggers once published); counts rate-limited skills' triggers (writes KV ratelimits); holds debounced skills' bursts as scheduled messages in EVENTS and starts their runs (durable router-debounce).",
 			Publish: join(jsInfo, n.streamInfos(),
 				readStream(n.triggers), readStream(n.events),
 				[]string{"$JS.API.STREAM.PURGE." + n.events},

@@ -19,6 +19,9 @@ type compiledFlow struct {
 	filter *flow.Program
 	key    *flow.Program
 	rate   *skill.RateLimit
+	// debounce and dkey, its key compiled, fold bursts of triggers into one run.
+	debounce *skill.Debounce
+	dkey     *flow.Program
 	// err is an expression that did not compile (a skill published by an older
 	// registry, or built by hand): every trigger then gets filter_error.
 	err error
@@ -29,14 +32,14 @@ type compiledFlow struct {
 func compileFlows(skills []*skill.Skill, prev map[string]*compiledFlow) map[string]*compiledFlow {
 	out := make(map[string]*compiledFlow)
 	for _, s := range skills {
-		if s.Filter == "" && s.RateLimit == nil {
+		if s.Filter == "" && s.RateLimit == nil && s.Debounce == nil {
 			continue
 		}
 		if c, ok := prev[s.Name]; ok && c.digest == s.Digest && s.Digest != "" {
 			out[s.Name] = c
 			continue
 		}
-		c := &compiledFlow{digest: s.Digest, rate: s.RateLimit}
+		c := &compiledFlow{digest: s.Digest, rate: s.RateLimit, debounce: s.Debounce}
 		if s.Filter != "" {
 			if c.filter, c.err = flow.Compile(s.Filter, flow.Filter); c.err != nil {
 				c.err = fmt.Errorf("filter does not compile: %w", c.err)
@@ -47,6 +50,11 @@ func compileFlows(skills []*skill.Skill, prev map[string]*compiledFlow) map[stri
 				c.err = fmt.Errorf("rate_limit.key does not compile: %w", c.err)
 			}
 		}
+		if db := s.Debounce; c.err == nil && db != nil && db.Key != "" {
+			if c.dkey, c.err = flow.Compile(db.Key, flow.Key); c.err != nil {
+				c.err = fmt.Errorf("debounce.key does not compile: %w", c.err)
+			}
+		}
 		out[s.Name] = c
 	}
 	return out
@@ -55,7 +63,7 @@ func compileFlows(skills []*skill.Skill, prev map[string]*compiledFlow) map[stri
 // flowVerdicts are what flow control said about one trigger, for the unmatched
 // record when no skill is left.
 type flowVerdicts struct {
-	filtered, failed, limited []string // "skill: why"
+	filtered, failed, limited, debounced []string // "skill: why"
 }
 
 // event is the trigger as flow expressions read it, built on first use.
@@ -76,7 +84,7 @@ func admit(t *trigger, flows map[string]*compiledFlow) func(*skill.Skill) (bool,
 	return func(s *skill.Skill) (bool, string) {
 		c := flows[s.Name]
 		if c == nil || c.digest != s.Digest {
-			if s.Filter == "" && s.RateLimit == nil {
+			if s.Filter == "" && s.RateLimit == nil && s.Debounce == nil {
 				return true, ""
 			}
 			// A version flows does not hold (the catalog moved between a sync's
@@ -107,6 +115,11 @@ func admit(t *trigger, flows map[string]*compiledFlow) func(*skill.Skill) (bool,
 				return false, why
 			}
 			why = "filter true"
+		}
+		if c.debounce != nil {
+			if ok, w, decided := t.admitDebounce(s.Name, c, why); decided {
+				return ok, w
+			}
 		}
 		if c.rate == nil {
 			return true, why
@@ -146,13 +159,15 @@ func joinWhy(a, b string) string {
 }
 
 // unmatchedByFlow is the code and reason of a trigger no skill took because flow
-// control refused every skill that would have: a filter or a rate limit's key
-// that failed first (it is the author's to fix), then a rate limit, then a filter
-// that said no.
+// control refused every skill that would have: a filter or a key that failed
+// first (it is the author's to fix), then a debounce that folded it, then a rate
+// limit, then a filter that said no.
 func (v *flowVerdicts) unmatchedByFlow() (code, reason string, ok bool) {
 	switch {
 	case len(v.failed) > 0:
 		return events.UnmatchedFilterError, strings.Join(v.failed, "; "), true
+	case len(v.debounced) > 0:
+		return events.UnmatchedDebounced, strings.Join(v.debounced, "; "), true
 	case len(v.limited) > 0:
 		return events.UnmatchedRateLimited, strings.Join(v.limited, "; "), true
 	case len(v.filtered) > 0:

@@ -49,7 +49,9 @@ type trigger struct {
 	// took with a rate limit not yet counted (see Router.count).
 	limited, rated map[string]string
 	uncounted      map[string]rateCheck
-	verdicts       flowVerdicts
+	// folds are the debounced skills the trigger is folded into (see Router.fold).
+	folds    map[string]folding
+	verdicts flowVerdicts
 }
 
 // outcome is what routing a trigger came to. settle turns it into writes and the

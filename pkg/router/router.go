@@ -106,6 +106,7 @@ type Router struct {
 	svc     micro.Service
 	loop    *bus.Loop
 	answers *bus.Loop
+	fired   *bus.Loop // debounced runs that are due
 	runs    jetstream.KeyValue
 	events  jetstream.Stream
 	jobs    jetstream.Stream // read for the depth of a skill's child triggers
@@ -226,17 +227,23 @@ func (r *Router) Start(ctx context.Context) error {
 	if err := r.startConfirmations(ctx); err != nil {
 		return fmt.Errorf("router: %w", err)
 	}
+	if err := r.startDebounce(ctx); err != nil {
+		r.answers.Stop(ctx)
+		return fmt.Errorf("router: %w", err)
+	}
 	r.sync()
 	// Learn the epoch before the first trigger arrives (see routedElsewhere).
 	r.epoch = r.cfg.Bus.NewEpoch(r.cfg.Bus.StreamTriggers())
 	r.epoch.Fresh(ctx, 0)
 	if err := r.live.start(ctx); err != nil {
 		r.answers.Stop(ctx)
+		r.fired.Stop(ctx)
 		return fmt.Errorf("router: following results and workers: %w", err)
 	}
 	if err := r.startService(ctx); err != nil {
 		r.live.stop()
 		r.answers.Stop(ctx)
+		r.fired.Stop(ctx)
 		return fmt.Errorf("router: %w", err)
 	}
 	r.loop, err = bus.Consume(c, r.cfg.Concurrency, r.handle, r.cfg.Log)
@@ -244,6 +251,7 @@ func (r *Router) Start(ctx context.Context) error {
 		r.stopService()
 		r.live.stop()
 		r.answers.Stop(ctx)
+		r.fired.Stop(ctx)
 		return fmt.Errorf("router: %w", err)
 	}
 	return nil
@@ -256,6 +264,9 @@ func (r *Router) Stop(ctx context.Context) {
 	}
 	if r.answers != nil {
 		r.answers.Stop(ctx)
+	}
+	if r.fired != nil {
+		r.fired.Stop(ctx)
 	}
 	r.stopService()
 	r.live.stop()

@@ -23,6 +23,11 @@ type routeNote struct{ outcome, method string }
 // failed); it is the only place routing writes.
 func (r *Router) settle(ctx context.Context, t *trigger, o outcome) (routeNote, error) {
 	note := routeNote{outcome: o.outcome()}
+	if _, bad := o.(rejected); !bad && len(t.folds) > 0 {
+		if err := r.foldAll(ctx, t); err != nil {
+			return note, err
+		}
+	}
 	var err error
 	switch o := o.(type) {
 	case rejected:

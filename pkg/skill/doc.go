@@ -125,6 +125,9 @@
 //	                 trigger only when it is true
 //	rate_limit       key: (CEL, optional), limit: (≥ 1), period: (whole seconds, 1s
 //	                 to 24h): at most limit runs per period and key (see RateLimit)
+//	debounce         key: (CEL, optional), period: and timeout: (whole seconds, 1s to
+//	                 24h; timeout ≥ period, default 10 periods): a burst of triggers
+//	                 runs once, with the last one's data (see Debounce)
 //
 // skill.yaml adds inputs, steps, outputs and confirmations (see Workflows); in a
 // SKILL.md front matter they are an error pointing to skill.yaml.

@@ -54,7 +54,100 @@ func flowFields() []*field {
 			}
 		}},
 		{name: "rate_limit", container: true, decode: decodeRateLimit},
+		{name: "debounce", container: true, decode: decodeDebounce},
 	}
+}
+
+// Debounce folds a burst of triggers into one run: triggers with the same Key
+// within Period of each other start one run, with the last one's data, Period
+// after the last of them — but no later than Timeout after the first, so a steady
+// stream still runs. The run is held by the server (a scheduled message), not by
+// a router (package router).
+type Debounce struct {
+	// Key is a CEL expression over the trigger whose value names the burst a
+	// trigger joins; "" is one burst for all.
+	Key string `json:"key,omitempty"`
+	// Period is how long the skill waits after a trigger for the next one: from
+	// MinDebounce to MaxDebounce, whole seconds.
+	Period Duration `json:"period"`
+	// Timeout bounds how long a burst may postpone its run, from its first
+	// trigger: at least Period, at most MaxDebounce; default DebounceTimeout.
+	Timeout Duration `json:"timeout"`
+}
+
+// Bounds of a debounce.
+const (
+	MinDebounce = time.Second
+	MaxDebounce = 24 * time.Hour
+)
+
+// DebounceTimeout is the timeout of a debounce that gives none: ten periods, at
+// most MaxDebounce.
+func DebounceTimeout(period time.Duration) time.Duration { return min(10*period, MaxDebounce) }
+
+var debounceKeys = []string{"key", "period", "timeout"}
+
+func decodeDebounce(b *builder, d *decoder, p pair) {
+	const hint = "write debounce: {period: 2s, timeout: 30s} and, to debounce per customer, key: data.customer"
+	ps, ok := d.pairs(p.v, "debounce", hint)
+	if !ok {
+		return
+	}
+	db := Debounce{}
+	good, seen := true, map[string]bool{}
+	var timeoutAt pair
+	for _, e := range ps {
+		f := "debounce." + e.key
+		seen[e.key] = true
+		switch e.key {
+		case "key":
+			s, ok := d.str(e.v, f)
+			if ok && d.celAt(e.v, f, s, flow.Key) {
+				db.Key = strings.TrimSpace(s)
+			} else {
+				good = false
+			}
+		case "period", "timeout":
+			v, ok := d.duration(e.v, f)
+			switch {
+			case !ok:
+				good = false
+			case time.Duration(v) < MinDebounce || time.Duration(v) > MaxDebounce || time.Duration(v)%time.Second != 0:
+				d.errAt(e.v, f, "write whole seconds from 1s to 24h, such as 2s or 1m", "%s %v is out of range", f, time.Duration(v))
+				good = false
+			case e.key == "period":
+				db.Period = v
+			default:
+				db.Timeout, timeoutAt = v, e
+			}
+		default:
+			d.errAt(e.k, f, hintFor(e.key, debounceKeys), "unknown field %s", f)
+			good = false
+		}
+	}
+	if !seen["period"] && ok {
+		d.errAt(p.k, "debounce", hint, "debounce needs period")
+		good = false
+	}
+	if good && db.Timeout != 0 && db.Timeout < db.Period {
+		d.errAt(timeoutAt.v, "debounce.timeout", "the timeout bounds a burst of periods: make it at least the period", "debounce.timeout %v is shorter than debounce.period %v", time.Duration(db.Timeout), time.Duration(db.Period))
+		good = false
+	}
+	if good {
+		if db.Timeout == 0 {
+			db.Timeout = Duration(DebounceTimeout(time.Duration(db.Period)))
+		}
+		b.s.Debounce = &db
+	}
+}
+
+// String says what a debounce is, as a person would: "2s (at most 30s) by data.customer".
+func (db Debounce) String() string {
+	s := fmt.Sprintf("%v (at most %v)", time.Duration(db.Period), time.Duration(db.Timeout))
+	if db.Key != "" {
+		s += " by " + db.Key
+	}
+	return s
 }
 
 func decodeRateLimit(b *builder, d *decoder, p pair) {

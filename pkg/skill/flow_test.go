@@ -16,6 +16,7 @@ func TestFlowFields(t *testing.T) {
 	type want struct {
 		filter string
 		rl     *RateLimit
+		db     *Debounce
 	}
 	tests := []struct {
 		name   string
@@ -30,6 +31,15 @@ func TestFlowFields(t *testing.T) {
 			want: want{rl: &RateLimit{Key: "data.customer", Limit: 10, Period: Duration(time.Minute)}}},
 		{name: "rate limit without key", fields: "rate_limit:\n  limit: 3\n  period: 30\n",
 			want: want{rl: &RateLimit{Limit: 3, Period: Duration(30 * time.Second)}}},
+		{name: "debounce", fields: "debounce: {key: data.customer, period: 2s, timeout: 30s}\n",
+			want: want{db: &Debounce{Key: "data.customer", Period: Duration(2 * time.Second), Timeout: Duration(30 * time.Second)}}},
+		{name: "debounce default timeout", fields: "debounce:\n  period: 1m\n",
+			want: want{db: &Debounce{Period: Duration(time.Minute), Timeout: Duration(10 * time.Minute)}}},
+		{name: "debounce without period", fields: "debounce: {timeout: 1m}\n", diags: []string{"4:1: error: debounce needs period"}},
+		{name: "debounce short timeout", fields: "debounce: {period: 10s, timeout: 5s}\n", diags: []string{"4:34: error: debounce.timeout 5s is shorter than debounce.period 10s"}},
+		{name: "debounce sub-second", fields: "debounce: {period: 500ms}\n", diags: []string{"4:20: error: debounce.period 500ms is out of range"}},
+		{name: "debounce bad key", fields: "debounce: {key: data.x +, period: 1s}\n", diags: []string{"4:25: error: debounce.key is not a valid expression: Syntax error"}},
+		{name: "debounce unknown field", fields: "debounce: {period: 1s, wait: 3s}\n", diags: []string{"4:24: error: unknown field debounce.wait"}},
 		{name: "syntax error", fields: "filter: data.amount >\n", diags: []string{"4:22: error: filter is not a valid expression: Syntax error"}},
 		{name: "quoted error", fields: "filter: \"data.amount > nosuch\"\n", diags: []string{"4:24: error: filter is not a valid expression: undeclared reference to 'nosuch'"}},
 		{name: "block error", fields: "filter: |\n  data.amount > 100 &&\n    nosuch\n", diags: []string{"6:5: error: filter is not a valid expression: undeclared reference to 'nosuch'"}},
@@ -65,7 +75,7 @@ func TestFlowFields(t *testing.T) {
 			if ds.HasErrors() {
 				return
 			}
-			if diff := cmp.Diff(tt.want, want{filter: s.Filter, rl: s.RateLimit}, cmp.AllowUnexported(want{})); diff != "" {
+			if diff := cmp.Diff(tt.want, want{filter: s.Filter, rl: s.RateLimit, db: s.Debounce}, cmp.AllowUnexported(want{})); diff != "" {
 				t.Errorf("flow fields (-want +got):\n%s", diff)
 			}
 		})

@@ -75,6 +75,8 @@ type Skill struct {
 	Filter string `json:"filter,omitempty"`
 	// RateLimit bounds how often the skill runs across the fleet.
 	RateLimit *RateLimit `json:"rate_limit,omitempty"`
+	// Debounce folds bursts of triggers into one run.
+	Debounce *Debounce `json:"debounce,omitempty"`
 
 	// Availability and safety.
 	Prerequisites []Prerequisite  `json:"prerequisites,omitempty"`

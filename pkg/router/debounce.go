@@ -1,0 +1,275 @@
+package router
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/skill"
+)
+
+// A debounce is held by the server, not by a router. Each burst — a skill and a
+// value of its key — has three subjects in the EVENTS stream, under an id that
+// hashes the two (debounceID):
+//
+//	<prefix>.events.<id>.debounce.timer   a scheduled message: when the run starts
+//	<prefix>.events.<id>.debounce.latest  the last trigger folded into the burst
+//	<prefix>.events.<id>.debounce.fired   what the timer publishes when it is due
+//
+// Folding a trigger (Router.fold) publishes the timer again, due a period after
+// the trigger but no later than the timeout after the burst's first (kept in a
+// header of the timer), on condition that it is still the timer it read: a new
+// scheduled message on a subject replaces the one before it, so the server keeps
+// one timer per burst. Then the trigger becomes the latest, unless a trigger
+// stored after it in TRIGGERS already is (routers take triggers concurrently),
+// again by a conditional write. When the timer is due the server publishes the
+// latest — read at that moment, as the timer's source — on the fired subject and
+// purges the timer. Routers consume the fired messages (durable
+// <durable>-debounce) and publish each as an explicit invocation of the skill
+// named by the trigger whose data it carries (source /skillbus/debounce/<skill>,
+// id that trigger's activation), which is routed like any other trigger, past
+// the debounce; the name makes a burst's data run once however often it fires.
+// A trigger that becomes the latest just as the timer fires would be left
+// without a timer: the router that folded it, and the router that handles the
+// fired message, each arm a timer for a burst that has none. A router that dies
+// at any step leaves its trigger unacked, and the trigger, delivered again, is
+// folded again.
+
+// Headers of the debounce subjects.
+const (
+	headerDebounceSkill = "Skillbus-Debounce-Skill"
+	headerDebounceFirst = "Skillbus-Debounce-First"
+	headerDebounceAct   = "Skillbus-Debounce-Act"
+	headerDebounceSeq   = "Skillbus-Debounce-Seq" // the trigger's sequence in TRIGGERS
+)
+
+// DebounceSource is the source of the trigger a debounced skill's burst runs as.
+func DebounceSource(skillName string) string { return "/skillbus/debounce/" + skillName }
+
+// folding is a trigger to fold into a skill's burst.
+type folding struct {
+	db  *skill.Debounce
+	key string
+}
+
+func debounceID(name, key string) string {
+	sum := sha256.Sum256([]byte(name + "\x00" + key))
+	return hex.EncodeToString(sum[:16])
+}
+
+type debounceSubjects struct{ timer, latest, fired string }
+
+func (r *Router) debounceSubjects(id string) debounceSubjects {
+	base := r.cfg.Bus.Subjects.Prefix + ".events." + id + ".debounce."
+	return debounceSubjects{timer: base + "timer", latest: base + "latest", fired: base + "fired"}
+}
+
+// DebounceConsumerConfig is the durable consumer every router shares for the
+// debounced runs that are due.
+func (r *Router) DebounceConsumerConfig() jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
+		Durable:       r.cfg.Durable + "-debounce",
+		Description:   "skillbus routers: debounced runs that are due",
+		FilterSubject: r.cfg.Bus.Subjects.Prefix + ".events.*.debounce.fired",
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       r.cfg.AckWait,
+		MaxDeliver:    -1,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+	}
+}
+
+func (r *Router) startDebounce(ctx context.Context) error {
+	c, err := r.cfg.Bus.EnsureConsumer(ctx, r.cfg.Bus.StreamEvents(), r.DebounceConsumerConfig())
+	if err != nil {
+		return fmt.Errorf("debounce consumer: %w", err)
+	}
+	r.fired, err = bus.Consume(c, 4, r.handleFired, r.cfg.Log)
+	return err
+}
+
+// foldAll folds the trigger into the bursts of the skills admit debounced.
+func (r *Router) foldAll(ctx context.Context, t *trigger) error {
+	for name, f := range t.folds {
+		if err := r.fold(ctx, t, name, f); err != nil {
+			return fmt.Errorf("debounce of %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func (r *Router) fold(ctx context.Context, t *trigger, name string, f folding) error {
+	id := debounceID(name, f.key)
+	s := r.debounceSubjects(id)
+	at := time.Now()
+	if t.md != nil {
+		at = t.md.Timestamp // the same on every delivery
+	}
+	if err := r.armTimer(ctx, s, name, f.db, at, false); err != nil {
+		return err
+	}
+	// The latest is the trigger stored last in TRIGGERS, whichever router folds
+	// it first: a trigger stored before the latest does not replace it.
+	for range maxRateRaces {
+		var cur, seq uint64
+		m, err := r.events.GetLastMsgForSubject(ctx, s.latest)
+		switch {
+		case err == nil:
+			seq = m.Sequence
+			cur, _ = strconv.ParseUint(m.Header.Get(headerDebounceSeq), 10, 64)
+		case !errors.Is(err, jetstream.ErrMsgNotFound):
+			return err
+		}
+		if t.ref.Seq <= cur {
+			break
+		}
+		lm := nats.NewMsg(s.latest)
+		for k, v := range t.msg.Headers() {
+			if !strings.HasPrefix(k, "Nats-") {
+				lm.Header[k] = v
+			}
+		}
+		lm.Header.Set(headerDebounceSkill, name)
+		lm.Header.Set(headerDebounceAct, t.actID)
+		lm.Header.Set(headerDebounceSeq, strconv.FormatUint(t.ref.Seq, 10))
+		lm.Header.Set(bus.HeaderMsgID, "debounce."+id+"."+t.actID)
+		lm.Data = t.msg.Data()
+		_, err = r.cfg.Bus.Publish(ctx, lm, jetstream.WithExpectLastSequencePerSubject(seq))
+		if lostRace(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		break
+	}
+	// The timer may have fired between the two writes, with the latest before
+	// this one: a burst without a timer gets one (if none came meanwhile).
+	return r.armTimer(ctx, s, name, f.db, at, true)
+}
+
+// armTimer publishes the burst's timer, due a period after at but no later than
+// the timeout after the burst's first trigger. With onlyIfNone it arms a burst
+// that has no timer, and leaves one that has alone.
+func (r *Router) armTimer(ctx context.Context, s debounceSubjects, name string, db *skill.Debounce, at time.Time, onlyIfNone bool) error {
+	for range maxRateRaces {
+		first, seq := at, uint64(0)
+		m, err := r.events.GetLastMsgForSubject(ctx, s.timer)
+		switch {
+		case err == nil:
+			if onlyIfNone {
+				return nil
+			}
+			seq = m.Sequence
+			if ft, err := time.Parse(time.RFC3339Nano, m.Header.Get(headerDebounceFirst)); err == nil {
+				first = ft
+			}
+		case !errors.Is(err, jetstream.ErrMsgNotFound):
+			return err
+		}
+		due := at.Add(time.Duration(db.Period))
+		if limit := first.Add(time.Duration(db.Timeout)); limit.Before(due) {
+			due = limit
+		}
+		if due != due.Truncate(time.Second) { // the schedule has whole seconds: never early
+			due = due.Truncate(time.Second).Add(time.Second)
+		}
+		tm := nats.NewMsg(s.timer)
+		tm.Header.Set(headerDebounceSkill, name)
+		tm.Header.Set(headerDebounceFirst, first.UTC().Format(time.RFC3339Nano))
+		_, err = r.cfg.Bus.Publish(ctx, tm, jetstream.WithScheduleAt(due), jetstream.WithScheduleTarget(s.fired),
+			jetstream.WithScheduleSource(s.latest), jetstream.WithExpectLastSequencePerSubject(seq))
+		if lostRace(err) {
+			continue // fired, or moved by another router: read it again
+		}
+		return err
+	}
+	return fmt.Errorf("lost %d races for the timer in a row", maxRateRaces)
+}
+
+func (r *Router) handleFired(ctx context.Context, msg jetstream.Msg) {
+	if err := r.fire(ctx, msg); err != nil {
+		var n uint64 = 1
+		if md, _ := msg.Metadata(); md != nil {
+			n = md.NumDelivered
+		}
+		delay := r.retryDelay(n)
+		r.cfg.Log.Log(ctx, slog.LevelWarn, "router: debounced run not started; will retry", "subject", msg.Subject(), "deliveries", n, "retry_in", delay, "err", err)
+		_ = msg.NakWithDelay(delay)
+		return
+	}
+	_ = msg.Ack()
+}
+
+// fire publishes a burst that is due as an explicit invocation of its skill, with
+// the last trigger's data, named by that trigger's activation.
+func (r *Router) fire(ctx context.Context, msg jetstream.Msg) error {
+	h := msg.Headers()
+	name, act := h.Get(headerDebounceSkill), h.Get(headerDebounceAct)
+	if act == "" {
+		// The timer came due before its router published the trigger (it died in
+		// between): the trigger, delivered again, opens a burst of its own.
+		return nil
+	}
+	ev, err := bus.Decode(msg)
+	if err != nil {
+		r.cfg.Log.Error("router: a debounced trigger is unreadable; dropped", "skill", name, "subject", msg.Subject(), "err", err)
+		return nil
+	}
+	ev.SetID(act)
+	ev.SetSource(DebounceSource(name))
+	m := bus.Encode(r.cfg.Bus.Subjects.TriggerSkill(name), "debounce."+name+"."+act, ev)
+	if _, err := r.cfg.Bus.Publish(ctx, m); err != nil {
+		return err
+	}
+	// A trigger folded while the timer fired is the latest of a burst with no
+	// timer: give it one. If a new burst opened meanwhile, this write loses to it.
+	tok := strings.Split(msg.Subject(), ".")
+	if len(tok) < 4 {
+		return nil
+	}
+	s := r.debounceSubjects(tok[len(tok)-3])
+	last, err := r.events.GetLastMsgForSubject(ctx, s.latest)
+	if err != nil || last.Header.Get(headerDebounceAct) == act {
+		return nil
+	}
+	return r.armTimer(ctx, s, name, &skill.Debounce{Period: skill.Duration(time.Second), Timeout: skill.Duration(time.Second)}, time.Now(), true)
+}
+
+// admitDebounce is admit's verdict on a debounced skill: the trigger is folded
+// into the skill's burst for its key, unless it is the burst's own run.
+func (t *trigger) admitDebounce(name string, c *compiledFlow, why string) (bool, string, bool) {
+	if t.e != nil && t.e.Source == DebounceSource(name) {
+		return true, why, false
+	}
+	f := folding{db: c.debounce}
+	if c.dkey != nil {
+		k, err := c.dkey.KeyOf(t.event())
+		if err != nil {
+			w := fmt.Sprintf("debounce key error: %v (key: %s)", err, c.dkey)
+			t.verdicts.failed = append(t.verdicts.failed, name+": "+w)
+			return false, joinWhy(why, w), true
+		}
+		f.key = k
+	}
+	if t.folds == nil {
+		t.folds = make(map[string]folding, 1)
+	}
+	t.folds[name] = f
+	w := "debounce " + c.debounce.String()
+	if f.key != "" {
+		w += fmt.Sprintf(" (key %q)", clip(f.key, 64))
+	}
+	w += ": folded into one run with the last trigger's data"
+	t.verdicts.debounced = append(t.verdicts.debounced, name+": "+w)
+	return false, joinWhy(why, w), true
+}

@@ -1,0 +1,206 @@
+package router_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/internal/natstest"
+	"github.com/skillbus/skillbus/pkg/router"
+	"github.com/skillbus/skillbus/pkg/skill"
+)
+
+func debounced(period, timeout time.Duration) *skill.Skill {
+	return &skill.Skill{Name: "digest", Description: "digests changes", Kind: skill.KindWorkflow, Digest: "d1gest0123456789",
+		Triggers: []string{"com.example.change"},
+		Debounce: &skill.Debounce{Key: "data.doc", Period: skill.Duration(period), Timeout: skill.Duration(timeout)}}
+}
+
+// runs are the jobs of skill digest, by the doc and n of their inputs.
+func (f *fixture) runs() map[string][]float64 {
+	f.t.Helper()
+	s, err := f.b.JS.Stream(f.ctx, f.b.StreamJobs())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	info, err := s.Info(f.ctx, jetstream.WithSubjectFilter("skillbus.exec.default.digest.>"))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	out := map[string][]float64{}
+	for subj := range info.State.Subjects {
+		raw, err := s.GetLastMsgForSubject(f.ctx, subj)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		var j struct {
+			Data struct {
+				Inputs struct {
+					Doc string  `json:"doc"`
+					N   float64 `json:"n"`
+				} `json:"inputs"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(raw.Data, &j); err != nil {
+			f.t.Fatal(err)
+		}
+		in := j.Data.Inputs
+		out[in.Doc] = append(out[in.Doc], in.N)
+	}
+	return out
+}
+
+// quiet waits until no debounced run is pending: no timer left, the routers'
+// consumers of triggers and of due runs with nothing pending or unacked.
+func (f *fixture) quiet(docs ...string) {
+	f.t.Helper()
+	evs, _ := f.b.JS.Stream(f.ctx, f.b.StreamEvents())
+	natstest.Eventually(f.t, 30*time.Second, func() bool {
+		info, err := evs.Info(f.ctx, jetstream.WithSubjectFilter("skillbus.events.*.debounce.timer"))
+		if err != nil || len(info.State.Subjects) > 0 {
+			return false
+		}
+		for _, name := range []string{"router", "router-debounce"} {
+			stream := f.b.StreamTriggers()
+			if name != "router" {
+				stream = f.b.StreamEvents()
+			}
+			c, err := f.b.JS.Consumer(f.ctx, stream, name)
+			if err != nil {
+				return false
+			}
+			ci, err := c.Info(f.ctx)
+			if err != nil || ci.NumPending != 0 || ci.NumAckPending != 0 {
+				return false
+			}
+		}
+		return true
+	}, "debounced runs still pending")
+}
+
+func (f *fixture) change(id, doc string, n int) {
+	f.t.Helper()
+	f.publish("skillbus.trigger.com.example.change", ce(id, "com.example.change"), fmt.Sprintf(`{"doc": %q, "n": %d}`, doc, n))
+}
+
+// A burst of ten triggers with the same key is one run, with the last one's
+// data; another key is a run of its own. Each folded trigger is recorded.
+func TestDebounceFoldsABurstIntoOneRun(t *testing.T) {
+	t.Parallel()
+	f := setup(t, debounced(time.Second, 30*time.Second))
+	for i := 1; i <= 10; i++ {
+		f.change(fmt.Sprintf("a%d", i), "readme", i)
+	}
+	f.change("b1", "license", 1)
+	f.change("b2", "license", 2)
+	natstest.Eventually(t, 20*time.Second, func() bool { return len(f.runs()) == 2 }, "no runs")
+	f.quiet()
+	got := f.runs()
+	if fmt.Sprint(got["readme"]) != "[10]" || fmt.Sprint(got["license"]) != "[2]" {
+		t.Fatalf("runs by doc: %v; want readme once with n 10, license once with n 2", got)
+	}
+	var u events.RouteUnmatched
+	f.event(events.ActivationID("/test", "a3"), events.TypeRouteUnmatched, &u)
+	if u.Code != events.UnmatchedDebounced || !strings.Contains(u.Reason, `digest: debounce 1s (at most 30s) by data.doc (key "readme"): folded into one run`) {
+		t.Fatalf("a3: %+v", u)
+	}
+	// The run is an explicit invocation named by the trigger whose data it has.
+	var rd events.RouteDecided
+	f.event(events.ActivationID(router.DebounceSource("digest"), events.ActivationID("/test", "a10")), events.TypeRouteDecided, &rd)
+	if rd.Plan.Primary.Name != "digest" || rd.Trigger.Source != router.DebounceSource("digest") {
+		t.Fatalf("the run's decision: %+v", rd)
+	}
+}
+
+// A steady stream, one trigger every 300 ms with a period of 1 s, would
+// postpone its run for ever: the timeout (2 s) starts it while the stream goes on.
+func TestDebounceTimeoutBoundsASteadyStream(t *testing.T) {
+	t.Parallel()
+	f := setup(t, debounced(time.Second, 2*time.Second))
+	tick := time.NewTicker(300 * time.Millisecond)
+	defer tick.Stop()
+	during := 0
+	for i := 1; i <= 20; i++ {
+		f.change(fmt.Sprintf("s%d", i), "stream", i)
+		if during == 0 {
+			during = len(f.runs()["stream"])
+		}
+		<-tick.C
+	}
+	if during == 0 {
+		t.Fatal("no run while the stream went on, 6 s with a timeout of 2 s")
+	}
+	f.quiet()
+	got := f.runs()["stream"]
+	if len(got) < 2 || got[len(got)-1] != 20 && !contains(got, 20) {
+		t.Fatalf("runs of the stream: %v; want several, the last with n 20", got)
+	}
+}
+
+func contains(xs []float64, x float64) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+// Two routers fold the same burst: one run.
+func TestDebounceAcrossRouters(t *testing.T) {
+	t.Parallel()
+	f := setup(t, debounced(2*time.Second, 30*time.Second))
+	second, err := router.New(f.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := second.Start(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { second.Stop(context.Background()) })
+	for i := 1; i <= 20; i++ {
+		f.change(fmt.Sprintf("r%d", i), "shared", i)
+	}
+	natstest.Eventually(t, 20*time.Second, func() bool { return len(f.runs()) == 1 }, "no run")
+	f.quiet()
+	if got := f.runs(); len(got["shared"]) != 1 {
+		t.Fatalf("runs: %v; want one", got)
+	}
+}
+
+// A router stopped without draining inside the period: the run still happens,
+// once, with the last data, through the router that takes over.
+func TestDebounceSurvivesItsRouter(t *testing.T) {
+	t.Parallel()
+	f := setup(t, debounced(2*time.Second, 30*time.Second))
+	for i := 1; i <= 5; i++ {
+		f.change(fmt.Sprintf("k%d", i), "crash", i)
+	}
+	var u events.RouteUnmatched
+	f.event(events.ActivationID("/test", "k5"), events.TypeRouteUnmatched, &u) // folded
+	dead, cancel := context.WithCancel(context.Background())
+	cancel()
+	f.r.Stop(dead)
+	if len(f.runs()) != 0 {
+		t.Fatal("ran before its period")
+	}
+	next, err := router.New(f.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := next.Start(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { next.Stop(context.Background()) })
+	natstest.Eventually(t, 20*time.Second, func() bool { return len(f.runs()) == 1 }, "no run after the router died")
+	f.quiet()
+	if got := f.runs(); fmt.Sprint(got["crash"]) != "[5]" {
+		t.Fatalf("runs: %v; want one with n 5", got)
+	}
+}
