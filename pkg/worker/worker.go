@@ -43,6 +43,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/internal/storage"
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/bus/bustrace"
 	"github.com/skillbus/skillbus/pkg/failure"
@@ -587,32 +588,48 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 // settle waits for the connection, however long the outage (a job is not redelivered
 // while the server is down), and publishes again; once connected it claims the
 // execution first (ensureClaim), so if another worker has taken it over meanwhile this
-// one stops. Connected, it keeps trying for AckWait after the last reconnect. Every
-// publish carries its deterministic message id, so what had been persisted before the
-// connection dropped is not persisted twice.
+// one stops. Connected, it keeps trying for AckWait after the last reconnect, and for
+// as long as the server cannot store (a full disk, a stream with a write error: no
+// acknowledgement, or a refusal for want of storage), backing off to 5s; handing the
+// job back would run its steps again once the server can. Every publish carries its
+// deterministic message id, so what had been persisted before is not persisted twice.
 func (w *Worker) settle(ctx context.Context, j *job, d Decision) error {
 	b := w.cfg.Bus
 	deadline, seen := time.Now().Add(w.cfg.AckWait), b.Reconnects()
+	pause, said := 200*time.Millisecond, time.Time{}
 	for {
 		err := w.settleOnce(ctx, j, d)
-		if err == nil || ctx.Err() != nil || errors.Is(err, errLostClaim) || !w.connectionTrouble(err) {
+		if err == nil || ctx.Err() != nil || errors.Is(err, errLostClaim) {
+			return err
+		}
+		full := storage.IsFault(err)
+		if !full && !w.connectionTrouble(err) {
 			return err
 		}
 		if r := b.Reconnects(); r != seen {
 			deadline, seen = time.Now().Add(w.cfg.AckWait), r
 		}
-		if b.Connected() && time.Now().After(deadline) {
+		switch {
+		case b.Connected() && full:
+			if time.Since(said) > 30*time.Second {
+				said = time.Now()
+				w.cfg.Log.Error("worker: the server cannot store what a finished execution caused; keeping it until it can",
+					"execution", j.data.ExecutionID, "err", err)
+			}
+			pause = min(2*pause, 5*time.Second)
+		case b.Connected() && time.Now().After(deadline):
 			return err
+		default:
+			w.cfg.Log.Warn("worker: the server is away; keeping the finished execution to publish it when it is back",
+				"execution", j.data.ExecutionID, "err", err)
 		}
-		w.cfg.Log.Warn("worker: the server is away; keeping the finished execution to publish it when it is back",
-			"execution", j.data.ExecutionID, "err", err)
 		if !b.WaitConnected(ctx) {
 			return err
 		}
 		select { // a moment for the server to settle before publishing again
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(pause):
 		}
 		// What the run had queued and the server never acknowledged (progress,
 		// checkpoints) is published again; the outcome is settleOnce's to publish.
