@@ -5,7 +5,7 @@ SKILLS ?= testdata/skills
 BENCH_FLAGS ?=
 CHAOS_FLAGS ?=
 
-.PHONY: gofmt test-ui test-cluster test-all run test bench chaos build vet fuzz clean deploy-check eval
+.PHONY: generate gofmt test-ui test-cluster test-all run test bench chaos build vet fuzz clean deploy-check eval
 
 ## run: start everything (embedded NATS, registry, router, workers) with the example skills.
 ## The binary runs itself rather than under `go run`, so that Ctrl-C ends it, and make, cleanly
@@ -96,6 +96,12 @@ chaos:
 ## build: the four binaries into ./bin
 build:
 	$(GO) build -o bin/ ./cmd/...
+
+## generate: rewrite the generated code after changing what it is made from (a field of a wire
+## type: the JSON encoders and decoders internal/cmd/jsongen writes); a test fails while a
+## checked-in generated file is stale
+generate:
+	$(GO) generate ./...
 
 ## vet: go vet and gofmt on their own (make test vets as it compiles)
 vet: gofmt

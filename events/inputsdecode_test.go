@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/skillbus/skillbus/internal/jsondec"
 	"github.com/skillbus/skillbus/internal/jsonx"
 )
 
@@ -44,10 +45,10 @@ func TestDecodeInputsCases(t *testing.T) {
 		checkDecodeInputs(t, []byte(c))
 	}
 	deep := []byte(`{"a":`)
-	for range maxDepth + 2 {
+	for range jsondec.MaxDepth + 2 {
 		deep = append(deep, '[')
 	}
-	for range maxDepth + 2 {
+	for range jsondec.MaxDepth + 2 {
 		deep = append(deep, ']')
 	}
 	checkDecodeInputs(t, append(deep, '}'))

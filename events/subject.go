@@ -216,10 +216,24 @@ func CheckToken(what, s string) error {
 const (
 	ServiceRegistry = "registry"
 	ServiceRouter   = "router"
+	ServiceWorker   = "worker"
+	// ServiceTool is the token tools served on the bus are under
+	// (<prefix>.tool.<name>, package bustool).
+	ServiceTool = "tool"
 )
 
 // Service is the subject group of a micro service's endpoints: <prefix>.<service>.
 func (s Subjects) Service(service string) string { return s.Prefix + "." + service }
+
+// ServiceAll matches every endpoint of a micro service: <prefix>.<service>.>.
+func (s Subjects) ServiceAll(service string) string { return s.Service(service) + ".>" }
+
+// Worker is the subject group of one worker's endpoints (its status):
+// <prefix>.worker.<token>, token being the worker's name as a subject token.
+func (s Subjects) Worker(token string) string { return s.Service(ServiceWorker) + "." + token }
+
+// Tool is the subject a tool is served on: <prefix>.tool.<name>.
+func (s Subjects) Tool(name string) string { return s.Service(ServiceTool) + "." + name }
 
 // Registry is the subject of an endpoint of the skillbus-registry service (see
 // package registryapi).

@@ -112,6 +112,23 @@ const (
 	HeaderRoute = "Skillbus-Route"
 )
 
+// Headers of a call to a tool served on the bus (package bustool): a NATS
+// request to Subjects.Tool(name) whose payload is the arguments; these carry the
+// rest of the call, and a tool service in any language reads them.
+const (
+	// HeaderToolTimeout is how many milliseconds the caller will wait for the
+	// reply; the server gives the tool a context with that deadline.
+	HeaderToolTimeout = "Skillbus-Timeout-Ms"
+	// HeaderToolExecutionID and HeaderToolStep name the execution and step making
+	// the call.
+	HeaderToolExecutionID = "Skillbus-Execution-Id"
+	HeaderToolStep        = "Skillbus-Step"
+	// HeaderIdempotencyKey is a side-effecting call's key, "<executionid>/<step>",
+	// on a bus tool call and on an HTTP tool's request alike: a tool with side
+	// effects does them once per key.
+	HeaderIdempotencyKey = "Idempotency-Key"
+)
+
 // Headers of a dead letter: why it is dead and where it came from.
 const (
 	// HeaderDeadCode is the code of a trigger's rejection (an Unmatched* code).

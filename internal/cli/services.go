@@ -458,7 +458,7 @@ func serveWorker(ctx context.Context, b *bus.Bus, wf workerFlags, tb *toolbox) (
 	// The endpoint's subject names the worker (tokens of a subject cannot hold dots or
 	// spaces), and has no queue group: each worker answers for itself.
 	token := strings.NewReplacer(".", "_", " ", "_", "*", "_", ">", "_").Replace(wf.name)
-	g := svc.AddGroup(prefix+".worker."+token, micro.WithGroupQueueGroupDisabled())
+	g := svc.AddGroup(b.Subjects.Worker(token), micro.WithGroupQueueGroupDisabled())
 	err = g.AddEndpoint("status", micro.HandlerFunc(func(req micro.Request) {
 		st := status()
 		st.Consumers = map[string]any{}

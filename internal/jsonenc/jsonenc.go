@@ -2,9 +2,9 @@
 // json.Marshal writes it: strings escaped as it escapes them (HTML-safe, U+2028 and
 // U+2029 escaped, each byte of invalid UTF-8 as U+FFFD), numbers in its format,
 // map keys sorted, raw messages validated and compacted, and the same errors where
-// it fails. Types that encode themselves on the hot path (events.Job, the
-// execution outcomes) are built from these pieces; a value of a type this package
-// does not know goes through json.Marshal.
+// it fails. It is the runtime of the encoders internal/cmd/jsongen generates for
+// the hot path's types (events.Job, the execution outcomes, workflow.Log); a
+// value of a type this package does not know goes through json.Marshal.
 package jsonenc
 
 import (
@@ -497,4 +497,28 @@ func AppendOmitString(b []byte, key, s string) []byte {
 		return b
 	}
 	return AppendString(append(b, key...), s)
+}
+
+// ValueSize guesses the length of v's encoding without walking into it, for a
+// buffer's size.
+func ValueSize(v any) int {
+	switch v := v.(type) {
+	case string:
+		return 2 + len(v) + len(v)/4
+	case json.RawMessage:
+		return len(v)
+	case bool, nil:
+		return 5
+	}
+	return 24
+}
+
+// MapSize guesses the length of m's encoding from its members, for a buffer's
+// size.
+func MapSize(m map[string]any) int {
+	n := 2
+	for k, v := range m {
+		n += 4 + len(k) + ValueSize(v)
+	}
+	return n
 }

@@ -16,6 +16,9 @@ package natsperm
 
 import (
 	"strings"
+
+	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/events/registryapi"
 )
 
 // Role is one kind of process and the NATS user it connects as.
@@ -150,6 +153,7 @@ func join(lists ...[]string) []string {
 func Roles(prefix string) []Role {
 	n := newNames(prefix)
 	p := n.p
+	subj := events.Subjects{Prefix: prefix}
 	inbox := []string{"_INBOX.>"}
 	jsInfo := []string{"$JS.API.INFO"}
 	return []Role{
@@ -160,7 +164,7 @@ func Roles(prefix string) []Role {
 				[]string{"$JS.API.>", "$JS.ACK.>", "$JS.FC.>"},
 				[]string{"$KV." + n.skills + ".>", "$O." + n.files + ".>"},
 			),
-			Subscribe: join(inbox, []string{p + ".registry.>", "$SRV.>"}),
+			Subscribe: join(inbox, []string{subj.ServiceAll(events.ServiceRegistry), "$SRV.>"}),
 			Responses: true,
 		},
 		{
@@ -170,10 +174,10 @@ func Roles(prefix string) []Role {
 				readStream(n.triggers), readStream(n.events),
 				[]string{"$JS.API.STREAM.PURGE." + n.events},
 				readKV(n.skills), writeKV(n.runs), readKV(n.workers), readKV(n.stats), writeKV(n.schedules),
-				[]string{p + ".events.>", p + ".live.>", p + ".exec.>", p + ".dead.>", p + ".trigger.>"},
+				[]string{p + ".events.>", p + ".live.>", p + ".exec.>", p + ".dead.>", subj.Triggers()},
 				writeKV(n.ratelimits),
 			),
-			Subscribe: join(inbox, []string{p + ".router.>", "$SRV.>"}),
+			Subscribe: join(inbox, []string{subj.ServiceAll(events.ServiceRouter), "$SRV.>"}),
 			Responses: true,
 		},
 		{
@@ -183,25 +187,25 @@ func Roles(prefix string) []Role {
 				readStream(n.jobs), readStream(n.repair), readStream(n.events),
 				readKV(n.skills), readObj(n.files),
 				writeKV(n.runs), writeKV(n.cache), writeKV(n.stats), writeKV(n.workers), writeKV(n.repairs),
-				[]string{p + ".events.>", p + ".live.>", p + ".exec.>", p + ".repair.>", p + ".dead.>", p + ".trigger.>",
-					p + ".registry." + "repair", // a repair worker asks the registry to publish an approved repair
-					p + ".tool.>", "$SRV.INFO", "$SRV.INFO.>"},
+				[]string{p + ".events.>", p + ".live.>", p + ".exec.>", p + ".repair.>", p + ".dead.>", subj.Triggers(),
+					subj.Registry(registryapi.EndpointRepair), // a repair worker asks the registry to publish an approved repair
+					subj.ServiceAll(events.ServiceTool), "$SRV.INFO", "$SRV.INFO.>"},
 			),
 			DenyPublish: n.durables(),
-			Subscribe:   join(inbox, []string{p + ".worker.>", "$SRV.>"}),
+			Subscribe:   join(inbox, []string{subj.ServiceAll(events.ServiceWorker), "$SRV.>"}),
 			Responses:   true,
 		},
 		{
 			Name:        "publisher",
 			Doc:         "Publishes triggers and follows them to their result (ordered consumers on EVENTS; direct gets on JOBS for the plan an activation's jobs carry): what any application sending events uses. Delayed triggers (trigger --at/--in) are keys at.<id> it creates in KV schedules. It cannot publish jobs, results or anything else, nor take jobs from workers, nor write any other bucket.",
-			Publish:     join(jsInfo, []string{p + ".trigger.>"}, readStream(n.events), getStream(n.jobs), delayKV(n.schedules)),
+			Publish:     join(jsInfo, []string{subj.Triggers()}, readStream(n.events), getStream(n.jobs), delayKV(n.schedules)),
 			DenyPublish: n.durables(),
 			Subscribe:   join(inbox, []string{p + ".live.>"}),
 		},
 		{
 			Name:        "gateway",
 			Doc:         "The HTTP gateway: a publisher that also records the webhook bodies it took in KV hooks (the replay window) and, at start, waits until the streams and that bucket exist. It cannot publish jobs, results or anything else, take jobs from workers, or write any other bucket.",
-			Publish:     join(jsInfo, n.streamInfos(), []string{p + ".trigger.>"}, readStream(n.events), getStream(n.jobs), writeKV(n.hooks)),
+			Publish:     join(jsInfo, n.streamInfos(), []string{subj.Triggers()}, readStream(n.events), getStream(n.jobs), writeKV(n.hooks)),
 			DenyPublish: n.durables(),
 			Subscribe:   join(inbox, []string{p + ".live.>"}),
 		},
@@ -209,7 +213,7 @@ func Roles(prefix string) []Role {
 			Name: "operator",
 			Doc:  "The skillbus CLI of a person: triggers, skills list/show/validate (through the registry service and the catalog), runs list/show/confirm/cancel/pause/resume, dlq list/show/replay, repair list/show/approve/reject, `nats micro` discovery and the workers' status endpoints. It reads everything and writes only triggers (and delayed ones: keys at.<id> of KV schedules), confirmation answers and DLQ replays: a replayed job (so it may publish jobs), and the replay's record in the DLQ and on the new execution's events; repair decisions; and execution control in KV runs: cancel requests (<execution>.cancel), paused skills (skill.<name>.hold), and the paused, held and parked records of the runs it cancels or resumes, whose jobs it publishes again. It cannot write dead letters, results, progress or repair jobs.",
 			Publish: join(jsInfo, n.streamInfos(),
-				[]string{p + ".trigger.>", p + ".events.*.confirmation.recorded", p + ".registry.>", p + ".router.>", p + ".worker.>", "$SRV.>"},
+				[]string{subj.Triggers(), p + ".events.*.confirmation.recorded", subj.ServiceAll(events.ServiceRegistry), subj.ServiceAll(events.ServiceRouter), subj.ServiceAll(events.ServiceWorker), "$SRV.>"},
 				[]string{p + ".exec.>", p + ".dead._replayed.>", p + ".events.*.dlq.replayed", p + ".repair.*.decided"},
 				readStream(n.events), readStream(n.dlq), readStream(n.triggers), readStream(n.jobs),
 				readKV(n.skills), readKV(n.runs), readKV(n.workers), readKV(n.stats), readKV(n.repairs), readObj(n.files),
@@ -224,7 +228,7 @@ func Roles(prefix string) []Role {
 		{
 			Name:      "tool",
 			Doc:       "A process serving tools on the bus (a NATS micro service on " + p + ".tool.<name>): it receives calls and answers them, nothing else.",
-			Subscribe: []string{p + ".tool.>", "$SRV.>"},
+			Subscribe: []string{subj.ServiceAll(events.ServiceTool), "$SRV.>"},
 			Responses: true,
 		},
 	}

@@ -12,29 +12,48 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
-	"github.com/skillbus/skillbus/pkg/bus/bustrace"
 	"github.com/skillbus/skillbus/pkg/run"
-	"github.com/skillbus/skillbus/pkg/telemetry"
 )
 
 // Client publishes triggers and follows activations.
 type Client struct {
-	b            *bus.Bus
-	stopAtRepair bool
+	b             *bus.Bus
+	stopAtRepair  bool
+	maxEventBytes int
+	log           *slog.Logger
 }
 
-// New returns a client on b.
-func New(b *bus.Bus) *Client { return &Client{b: b} }
+// New returns a client on b. It refuses triggers heavier than
+// bus.DefaultMaxEventBytes (see WithMaxEventBytes) and logs to slog.Default().
+func New(b *bus.Bus) *Client {
+	return &Client{b: b, maxEventBytes: bus.DefaultMaxEventBytes, log: slog.Default()}
+}
+
+// WithMaxEventBytes returns a copy of c that refuses, with ErrTooLarge, a trigger
+// heavier than n bytes, headers and data, as a router weighs it (bus.EventSize):
+// give it the routers' --max-event-bytes. n must be positive.
+func (c *Client) WithMaxEventBytes(n int) *Client {
+	cc := *c
+	cc.maxEventBytes = n
+	return &cc
+}
+
+// WithLog returns a copy of c that logs to log: a trigger sent again because
+// JetStream could not take it (see Send).
+func (c *Client) WithLog(log *slog.Logger) *Client {
+	cc := *c
+	cc.log = log
+	return &cc
+}
 
 // StopAtRepair returns a copy of c whose Follow, Run and RunNotify also return when
 // the execution is parked on a repair whose patch waits for a person's approval,
@@ -58,6 +77,8 @@ type Trigger struct {
 	// Source and ID identify the trigger; the same pair is deduplicated. Defaults:
 	// "skillbus-client" and a new UUID.
 	Source, ID string
+	// Time is the event's time; default the time it is published.
+	Time time.Time
 	// Data is the event's JSON data (a JSON object becomes the skill's inputs).
 	Data []byte
 	// Extensions are extra CloudEvent extension attributes (lowercase alphanumeric
@@ -142,73 +163,6 @@ func (c *Client) subscribeLive(ctx context.Context, activationID string) (*liveS
 		return nil, fmt.Errorf("follow %s: %w", activationID, err)
 	}
 	return &liveSub{sub: sub, ch: ch}, nil
-}
-
-// Publish publishes t and returns its activation. It records the PRODUCER span of
-// the publication, whose context the trigger carries in its traceparent
-// extension, so the whole activation joins one trace.
-func (c *Client) Publish(ctx context.Context, t Trigger) (act Activation, err error) {
-	if t.Type == "" {
-		if t.Skill == "" {
-			return Activation{}, errors.New("client: a trigger needs a Type or a Skill")
-		}
-		t.Type = events.TriggerInvoke
-	}
-	if err := events.CheckType(t.Type); err != nil {
-		return Activation{}, fmt.Errorf("client: %w", err)
-	}
-	if t.Skill != "" {
-		if err := events.CheckToken("skill", t.Skill); err != nil {
-			return Activation{}, fmt.Errorf("client: %w", err)
-		}
-	}
-	t.defaults()
-	e := event.New()
-	e.SetID(t.ID)
-	e.SetSource(t.Source)
-	e.SetType(t.Type)
-	e.SetTime(time.Now())
-	for k, v := range t.Extensions {
-		e.SetExtension(k, v)
-	}
-	subject := c.b.Subjects.Trigger(t.Type)
-	if t.Skill != "" {
-		subject = c.b.Subjects.TriggerSkill(t.Skill)
-	}
-	if t.Meta.TraceParent != "" {
-		ctx = telemetry.Extract(ctx, t.Meta.TraceParent, t.Meta.TraceState)
-	}
-	var attrs []attribute.KeyValue
-	if t.Skill != "" {
-		attrs = append(attrs, telemetry.AttrSkillName.String(t.Skill))
-	}
-	ctx, span := telemetry.StartPublish(ctx, telemetry.Message{Destination: subject, ID: t.ID, BodySize: len(t.Data)}, attrs...)
-	defer func() { telemetry.End(span, err) }()
-	for k, v := range map[string]string{events.ExtTraceParent: t.Meta.TraceParent, events.ExtTraceState: t.Meta.TraceState} {
-		if v != "" {
-			e.SetExtension(k, v)
-		}
-	}
-	// The publish span's context, which replaces Meta's when tracing is on.
-	bustrace.InjectEvent(ctx, &e)
-	if err := e.Validate(); err != nil {
-		return Activation{}, fmt.Errorf("client: %w", err)
-	}
-	if len(t.Data) > 0 {
-		e.SetDataContentType("application/json")
-		e.DataEncoded = t.Data
-	}
-	// The message id is the activation's: CloudEvents makes an event unique by
-	// source and id together, so two sources' id "1" are two triggers.
-	actID := events.ActivationID(t.Source, t.ID)
-	ack, err := c.b.Publish(ctx, bus.Encode(subject, actID, &e))
-	if err != nil {
-		if errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) {
-			return Activation{}, fmt.Errorf("publish %s: no stream takes it (%v); is skillbus running here, with prefix %q?", subject, err, c.b.Subjects.Prefix)
-		}
-		return Activation{}, fmt.Errorf("publish %s: %w", subject, err)
-	}
-	return Activation{ID: actID, Subject: subject, Seq: ack.Sequence, Source: t.Source, EventID: t.ID, Duplicate: ack.Duplicate}, nil
 }
 
 // Result is how an activation ended.

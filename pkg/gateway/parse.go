@@ -6,7 +6,8 @@
 // with the activation id — or, with ?wait=30s, the activation's result.
 //
 // The parsing and checking of requests (this file and webhook.go) is plain Go with
-// no NATS in it; server.go wires it to the bus.
+// no NATS in it; server.go wires it to the bus through package client, whose
+// publish path (Prepare, Send) every trigger publisher shares.
 package gateway
 
 import (
@@ -24,15 +25,16 @@ import (
 	"github.com/cloudevents/sdk-go/v2/binding"
 	"github.com/cloudevents/sdk-go/v2/event"
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
-	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/pkg/client"
 )
 
 // Errors of a request, each answered with its HTTP status.
 var (
 	// ErrNotCloudEvent: the request is neither binary nor structured nor batch mode.
 	ErrNotCloudEvent = errors.New("not a CloudEvent")
-	// ErrInvalidEvent: a CloudEvent that fails validation.
-	ErrInvalidEvent = errors.New("invalid CloudEvent")
+	// ErrInvalidEvent: a CloudEvent that fails validation (client.ErrInvalidEvent,
+	// the same error every trigger publisher returns).
+	ErrInvalidEvent = client.ErrInvalidEvent
 	// ErrBadSignature: a signature header that is missing, malformed or wrong.
 	ErrBadSignature = errors.New("bad signature")
 )
@@ -85,37 +87,8 @@ func ParseEvents(header http.Header, body []byte, maxBatch int) ([]event.Event, 
 	return evs, nil
 }
 
-// check validates an event and that its type can become subject tokens.
-func check(e *event.Event) error {
-	if err := e.Validate(); err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalidEvent, err)
-	}
-	if err := events.CheckType(e.Type()); err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalidEvent, err)
-	}
-	if len(e.ID()) > 200 {
-		return fmt.Errorf("%w: id is %d characters long; at most 200", ErrInvalidEvent, len(e.ID()))
-	}
-	// Data declared JSON (or undeclared, which the router reads as JSON) must be:
-	// the router would only dead-letter it.
-	if d := e.Data(); len(d) > 0 && jsonMediaType(e.DataContentType()) {
-		var v any
-		if err := events.DecodeValue(d, &v); err != nil {
-			return fmt.Errorf("%w: data is not valid JSON (datacontenttype %q): %v", ErrInvalidEvent, e.DataContentType(), err)
-		}
-	}
-	return nil
-}
-
-// jsonMediaType reports whether data of content type ct is read as JSON.
-func jsonMediaType(ct string) bool {
-	mt, _, _ := strings.Cut(ct, ";")
-	switch strings.ToLower(strings.TrimSpace(mt)) {
-	case "", "application/json", "text/json":
-		return true
-	}
-	return false
-}
+// check validates an event as every trigger publisher does (client.CheckEvent).
+func check(e *event.Event) error { return client.CheckEvent(e) }
 
 // SignaturePrefix starts a signature header's value: GitHub's X-Hub-Signature-256
 // is "sha256=" and the hex HMAC-SHA256 of the body.

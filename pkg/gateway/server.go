@@ -15,15 +15,11 @@ import (
 
 	"github.com/cloudevents/sdk-go/v2/binding"
 	"github.com/cloudevents/sdk-go/v2/event"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
-	"github.com/skillbus/skillbus/pkg/bus/bustrace"
 	"github.com/skillbus/skillbus/pkg/client"
-	"github.com/skillbus/skillbus/pkg/telemetry"
 )
 
 // Config configures a Gateway.
@@ -118,7 +114,7 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	// A ?wait ends when the run is parked on a repair waiting for approval: the
 	// answer says so (202, "repairing") instead of holding the request to its end.
-	g := &Gateway{cfg: cfg, client: client.New(cfg.Bus).StopAtRepair(), mux: http.NewServeMux()}
+	g := &Gateway{cfg: cfg, client: client.New(cfg.Bus).StopAtRepair().WithMaxEventBytes(cfg.MaxEventBytes).WithLog(cfg.Log), mux: http.NewServeMux()}
 	if err := g.openReplay(); err != nil {
 		return nil, err
 	}
@@ -350,35 +346,31 @@ func (g *Gateway) handleHook(w http.ResponseWriter, r *http.Request) {
 	g.publish(w, r, []event.Event{e}, h.Skill, wait, false)
 }
 
-// publish publishes each event as a trigger — the event id is the dedupe id — and
-// answers with the activations, following them first when asked to wait.
+// publish publishes each event as a trigger through the client's one publish path
+// (client.Prepare and Send) — the event id is the dedupe id — and answers with the
+// activations, following them first when asked to wait.
 func (g *Gateway) publish(w http.ResponseWriter, r *http.Request, evs []event.Event, skill string, wait time.Duration, batch bool) {
 	ctx := r.Context()
 	out := make([]Accepted, len(evs))
-	msgs := make([]*nats.Msg, len(evs))
-	pctxs := make([]context.Context, len(evs))
-	spans := make([]trace.Span, len(evs))
+	// Each is checked and weighed as a router weighs it, and none is published when
+	// one is refused: a router would only reject it, after the sender was told it
+	// was accepted. Each trigger's PRODUCER span continues the event's (or the
+	// request's) traceparent, and the event carries it on.
+	outs := make([]*client.Outgoing, 0, len(evs))
 	for i := range evs {
-		e := &evs[i]
-		subject := g.cfg.Bus.Subjects.Trigger(e.Type())
-		if skill != "" {
-			subject = g.cfg.Bus.Subjects.TriggerSkill(skill)
-		}
-		// The trigger's PRODUCER span continues the event's (or the request's)
-		// traceparent, and the event carries it on.
-		pctxs[i], spans[i] = bustrace.StartPublishEvent(bustrace.ExtractEvent(ctx, e), subject, e)
-		// Deduplicated by source and id together, as CloudEvents identifies events.
-		msgs[i] = bus.Encode(subject, events.ActivationID(e.Source(), e.ID()), e)
-	}
-	// Each is weighed as a router weighs it, and none is published when one is too
-	// large: a router would only reject it, after the sender was told it was accepted.
-	for i, m := range msgs {
-		if n := bus.EventSize(bus.FromNATS(m)); n > g.cfg.MaxEventBytes {
-			err := fmt.Errorf("event %s is %d bytes (headers and data); the limit is %d bytes", evs[i].ID(), n, g.cfg.MaxEventBytes)
-			telemetry.EndAll(spans, err)
-			g.fail(w, r, http.StatusRequestEntityTooLarge, err)
+		o, err := g.client.Prepare(ctx, &evs[i], skill)
+		if err != nil {
+			for _, p := range outs {
+				p.Abandon(err)
+			}
+			code := http.StatusBadRequest
+			if errors.Is(err, client.ErrTooLarge) {
+				code = http.StatusRequestEntityTooLarge
+			}
+			g.fail(w, r, code, err)
 			return
 		}
+		outs = append(outs, o)
 	}
 	// Every event is sent again, under the same message id, while JetStream cannot
 	// take it, until the request's publish deadline.
@@ -386,14 +378,14 @@ func (g *Gateway) publish(w http.ResponseWriter, r *http.Request, evs []event.Ev
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
-	for i := range evs {
+	for i, o := range outs {
 		e := &evs[i]
-		subject, pctx, span := msgs[i].Subject, pctxs[i], spans[i]
-		ack, err := g.publishRetrying(pctx, msgs[i], deadline)
-		telemetry.End(span, err)
+		act, err := g.client.Send(ctx, o, deadline)
 		if err != nil {
-			telemetry.EndAll(spans[i+1:], err)
-			g.cfg.Log.Error("gateway: publish", "subject", subject, "id", e.ID(), "err", err)
+			for _, p := range outs[i+1:] {
+				p.Abandon(err)
+			}
+			g.cfg.Log.Error("gateway: publish", "subject", o.Activation.Subject, "id", e.ID(), "err", err)
 			if ctx.Err() != nil {
 				return // the client went away
 			}
@@ -401,8 +393,8 @@ func (g *Gateway) publish(w http.ResponseWriter, r *http.Request, evs []event.Ev
 			g.fail(w, r, http.StatusServiceUnavailable, fmt.Errorf("publishing event %s: %v (%d of %d published before it; send them all again: the ones published are recognised as duplicates)", e.ID(), err, i, len(evs)))
 			return
 		}
-		out[i] = Accepted{ID: e.ID(), Source: e.Source(), Type: e.Type(), ActivationID: events.ActivationID(e.Source(), e.ID()),
-			Subject: subject, Seq: ack.Sequence, Duplicate: ack.Duplicate}
+		out[i] = Accepted{ID: e.ID(), Source: e.Source(), Type: e.Type(), ActivationID: act.ID,
+			Subject: act.Subject, Seq: act.Seq, Duplicate: act.Duplicate}
 	}
 	code := http.StatusAccepted
 	if wait > 0 {
@@ -441,52 +433,4 @@ func (g *Gateway) publish(w http.ResponseWriter, r *http.Request, evs []event.Ev
 		return
 	}
 	writeJSON(w, code, out[0])
-}
-
-// publishRetrying publishes m, sending it again while JetStream cannot take it —
-// no responders (a stream electing a leader, a server restarting), or no answer
-// in time — until deadline. The message id makes a repeat that was stored after
-// all a duplicate.
-func (g *Gateway) publishRetrying(ctx context.Context, m *nats.Msg, deadline time.Time) (*jetstream.PubAck, error) {
-	delay := 50 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		until := time.Now().Add(publishAttemptTimeout)
-		if deadline.Before(until) {
-			until = deadline
-		}
-		actx, cancel := context.WithDeadline(ctx, until)
-		ack, err := g.cfg.Bus.Publish(actx, m)
-		cancel()
-		if err == nil || !unavailable(err) || ctx.Err() != nil || time.Now().Add(delay).After(deadline) {
-			return ack, err
-		}
-		g.cfg.Log.Warn("gateway: JetStream did not take the event; sending it again", "subject", m.Subject, "attempt", attempt, "retry_in", delay, "err", err)
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C:
-		}
-		delay = min(2*delay, time.Second)
-	}
-}
-
-// publishAttemptTimeout bounds one attempt: a publish to a leader that died is
-// never answered.
-const publishAttemptTimeout = 2 * time.Second
-
-// unavailable reports whether a publish failed because JetStream could not take
-// it just then, rather than because it refused the message.
-func unavailable(err error) bool {
-	var apiErr *jetstream.APIError
-	switch {
-	case errors.Is(err, nats.ErrNoResponders), errors.Is(err, jetstream.ErrNoStreamResponse),
-		errors.Is(err, nats.ErrTimeout), errors.Is(err, context.DeadlineExceeded),
-		errors.Is(err, nats.ErrConnectionReconnecting), errors.Is(err, nats.ErrDisconnected):
-		return true
-	case errors.As(err, &apiErr):
-		return apiErr.Code == http.StatusServiceUnavailable // cluster or stream not available
-	}
-	return false
 }

@@ -232,8 +232,8 @@ func (r *Registry) publish(ctx context.Context, skills []*skill.Skill) (publishe
 			return nil, nil, fmt.Errorf("registry: skill %s: %w", s.Name, err)
 		}
 		// The version first: whoever sees the current key can read the version.
-		batch.Publish(&nats.Msg{Subject: "$KV." + bucket + "." + catalog.VersionKey(s.Name, s.Digest), Data: value})
-		batch.Publish(&nats.Msg{Subject: "$KV." + bucket + "." + s.Name, Data: value})
+		batch.Put(bucket, catalog.VersionKey(s.Name, s.Digest), value)
+		batch.Put(bucket, s.Name, value)
 		published = append(published, s.Name)
 		// Stay well inside the connection's limit of pending asynchronous publishes.
 		if batch.Len() >= maxPending {

@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -45,25 +46,13 @@ func At(ctx context.Context, b *bus.Bus, t client.Trigger, at time.Time) (client
 	if !at.After(time.Now()) {
 		return client.Activation{}, fmt.Errorf("schedule: %s: %w", at.Format(time.RFC3339), ErrNotFuture)
 	}
-	if t.Type == "" && t.Skill == "" {
-		return client.Activation{}, errors.New("schedule: a trigger needs a Type or a Skill")
-	}
-	typ := t.Type
-	if typ == "" {
-		typ = events.TriggerInvoke
-	}
-	if err := events.CheckType(typ); err != nil {
+	// Checked as it will be published, so that it is refused now, not when due.
+	if err := client.New(b).Check(t); err != nil {
 		return client.Activation{}, fmt.Errorf("schedule: %w", err)
 	}
-	subject := b.Subjects.Trigger(typ)
+	subject := b.Subjects.Trigger(cmp.Or(t.Type, events.TriggerInvoke))
 	if t.Skill != "" {
-		if err := events.CheckToken("skill", t.Skill); err != nil {
-			return client.Activation{}, fmt.Errorf("schedule: %w", err)
-		}
 		subject = b.Subjects.TriggerSkill(t.Skill)
-	}
-	if len(t.Data) > 0 && !json.Valid(t.Data) {
-		return client.Activation{}, errors.New("schedule: the data is not valid JSON")
 	}
 	if t.Source == "" {
 		t.Source = "skillbus-client"

@@ -503,7 +503,12 @@ func (s *Scheduler) fireDelayed(ctx context.Context, now time.Time) (next time.T
 	}
 	for k, p := range due {
 		if !p.published {
-			if _, err := s.cl.Publish(ctx, p.d.trigger()); err != nil {
+			_, err := s.cl.Publish(ctx, p.d.trigger())
+			if errors.Is(err, client.ErrInvalidEvent) || errors.Is(err, client.ErrTooLarge) {
+				// Refused as it would be every time (stored by an earlier version
+				// that did not check it): dropped, not retried for good.
+				s.cfg.Log.Error("schedule: a delayed trigger is refused; dropping it", "key", k, "err", err)
+			} else if err != nil {
 				s.cfg.Log.Warn("schedule: publishing a delayed trigger; will retry", "key", k, "err", err)
 				retry()
 				continue

@@ -19,6 +19,7 @@ import (
 
 	"github.com/hashicorp/go-retryablehttp"
 
+	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/failure"
 )
 
@@ -204,7 +205,7 @@ func (h *httpTool) Call(ctx context.Context, c Call) (any, error) {
 		setDefault(req.Header, "Content-Type", "application/json")
 	}
 	if c.IdempotencyKey != "" && r.method != http.MethodGet && r.method != http.MethodHead {
-		setDefault(req.Header, "Idempotency-Key", c.IdempotencyKey)
+		setDefault(req.Header, events.HeaderIdempotencyKey, c.IdempotencyKey)
 	}
 
 	resp, err := h.client.Do(req)

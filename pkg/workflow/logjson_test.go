@@ -105,3 +105,21 @@ func FuzzLogAppendJSON(f *testing.F) {
 		sameLogJSON(t, "fuzzed", l)
 	})
 }
+
+// BenchmarkLogAppendJSON encodes the log of a completed three-step run, as every
+// outcome a worker publishes carries it.
+func BenchmarkLogAppendJSON(b *testing.B) {
+	at := time.Date(2026, 11, 27, 5, 30, 0, 123456789, time.UTC)
+	l := &Log{ExecutionID: "01JD2X7RZQ3M4N5P6Q7R8S9T0V.summarize", Skill: "summarize", Version: "1.2.0", Attempt: 1,
+		Status: RunCompleted, Started: at, Finished: at.Add(3 * time.Millisecond), DurationMS: 3.2}
+	for _, id := range []string{"fetch", "summarize", "store"} {
+		l.Steps = append(l.Steps, StepLog{ID: id, Kind: "tool", Tool: "http", Status: StatusCompleted, Started: at,
+			Finished: at.Add(time.Millisecond), DurationMS: 1.05, Result: `{"status":200,"body":"A fox jumps over a dog."}`, Calls: 1})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := l.AppendJSON(nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -13,20 +13,22 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/failure"
 )
 
 // The wire protocol. A call is a NATS request to <prefix>.tool.<name> whose payload
 // is the arguments as a JSON object; these headers carry the rest of the tool.Call.
+// They are defined, with the other wire names, in package events.
 const (
 	// HeaderTimeout is how many milliseconds the caller will wait for the reply;
 	// the server gives the tool a context with that deadline.
-	HeaderTimeout = "Skillbus-Timeout-Ms"
+	HeaderTimeout = events.HeaderToolTimeout
 	// HeaderExecutionID and HeaderStep name the execution and step making the call.
-	HeaderExecutionID = "Skillbus-Execution-Id"
-	HeaderStep        = "Skillbus-Step"
+	HeaderExecutionID = events.HeaderToolExecutionID
+	HeaderStep        = events.HeaderToolStep
 	// HeaderIdempotencyKey is Call.IdempotencyKey: "<executionid>/<step>".
-	HeaderIdempotencyKey = "Idempotency-Key"
+	HeaderIdempotencyKey = events.HeaderIdempotencyKey
 )
 
 // Metadata keys in a tool service's $SRV.INFO: the service's metadata marks it as
@@ -64,7 +66,7 @@ func Subject(prefix, name string) string {
 	if prefix == "" {
 		prefix = DefaultPrefix
 	}
-	return prefix + ".tool." + name
+	return events.Subjects{Prefix: prefix}.Tool(name)
 }
 
 func checkPrefix(prefix string) error {

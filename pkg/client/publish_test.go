@@ -1,0 +1,55 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skillbus/skillbus/internal/natstest"
+	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/client"
+)
+
+// A trigger the routers would only reject is refused before it is published, with
+// the error that says why; nothing reaches TRIGGERS.
+func TestPublishRefuses(t *testing.T) {
+	srv := natstest.Start(t)
+	b := srv.Bus(t, bus.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c := client.New(b).WithMaxEventBytes(1024)
+	for _, tc := range []struct {
+		name string
+		t    client.Trigger
+		want error
+		msg  string
+	}{
+		{"no type or skill", client.Trigger{}, nil, "needs a Type or a Skill"},
+		{"type not a subject", client.Trigger{Type: "a b"}, client.ErrInvalidEvent, "type"},
+		{"bad skill", client.Trigger{Skill: "a.b"}, client.ErrInvalidEvent, "skill"},
+		{"long id", client.Trigger{Skill: "s", ID: strings.Repeat("x", 201)}, client.ErrInvalidEvent, "at most 200"},
+		{"data not JSON", client.Trigger{Skill: "s", Data: []byte("{nope")}, client.ErrInvalidEvent, "not valid JSON"},
+		{"too large", client.Trigger{Skill: "s", ID: "big", Data: []byte(`{"x":"` + strings.Repeat("y", 1024) + `"}`)}, client.ErrTooLarge, "the limit is 1024 bytes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, try := range []func() error{
+				func() error { _, err := c.Publish(ctx, tc.t); return err },
+				func() error { return c.Check(tc.t) },
+			} {
+				err := try()
+				if err == nil || (tc.want != nil && !errors.Is(err, tc.want)) || !strings.Contains(err.Error(), tc.msg) {
+					t.Errorf("got %v, want %v saying %q", err, tc.want, tc.msg)
+				}
+			}
+		})
+	}
+	st, err := b.Stream(ctx, b.StreamTriggers())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := st.CachedInfo().State.Msgs; n != 0 {
+		t.Errorf("%d triggers published", n)
+	}
+}
