@@ -89,7 +89,8 @@ eval:
 	done; done
 
 ## chaos: 10,000 side-effecting triggers through a real fleet while every kind of process is killed
-## (not part of test; minutes long). Tune with CHAOS_FLAGS, e.g. CHAOS_FLAGS="-triggers 500 -seed 7"
+## and, once, nats-server's store (a tmpfs it mounts; as root) fills up and is freed (-disk-full=false
+## leaves that out). Not part of test; minutes long. Tune with CHAOS_FLAGS, e.g. CHAOS_FLAGS="-triggers 500 -seed 7"
 chaos:
 	$(GO) run ./internal/chaos/cmd/chaos $(CHAOS_FLAGS)
 

@@ -52,6 +52,16 @@ type Config struct {
 	// Settle is how long to keep the fleet running after the last outcome, to catch
 	// late duplicates; default 2·AckWait + 5s.
 	Settle time.Duration
+	// NoDiskFull leaves out the disk-full phase. With it (the default), the server's
+	// store is a tmpfs of StoreSize bytes (default 1 GiB), and once a third of the
+	// triggers are published a ballast file fills it; it is held full for DiskHold
+	// (default 5s) after JetStream reports the fault, then freed, and nats-server is
+	// restarted if it does not take writes again within DiskSelfWait (default 15s).
+	// Mounting a tmpfs needs root on Linux: elsewhere the phase is skipped, and the
+	// report says why.
+	NoDiskFull             bool
+	StoreSize              int64
+	DiskHold, DiskSelfWait time.Duration
 	// Seed of the random fault schedule and trigger mix; default the time.
 	Seed uint64
 	// Keep keeps Dir even after a clean run.
@@ -100,6 +110,15 @@ func (c *Config) defaults() error {
 	if c.Settle == 0 {
 		c.Settle = 2*c.AckWait + 5*time.Second
 	}
+	if c.StoreSize == 0 {
+		c.StoreSize = 1 << 30
+	}
+	if c.DiskHold == 0 {
+		c.DiskHold = 5 * time.Second
+	}
+	if c.DiskSelfWait == 0 {
+		c.DiskSelfWait = 15 * time.Second
+	}
 	if c.Seed == 0 {
 		c.Seed = uint64(time.Now().UnixNano())
 	}
@@ -107,8 +126,8 @@ func (c *Config) defaults() error {
 		c.Log = slog.Default()
 	}
 	if c.Triggers < 0 || c.Rate < 0 || c.Workers < 1 || c.Concurrency < 0 || c.AckWait < time.Second ||
-		c.FaultMin < 0 || c.FaultMax < c.FaultMin || c.BigEvery < 0 {
-		return errors.New("chaos: Triggers, Rate, Concurrency and BigEvery must not be negative, Workers at least 1, AckWait at least 1s, FaultMax ≥ FaultMin")
+		c.FaultMin < 0 || c.FaultMax < c.FaultMin || c.BigEvery < 0 || c.StoreSize < 64<<20 || c.DiskHold < 0 || c.DiskSelfWait < 0 {
+		return errors.New("chaos: Triggers, Rate, Concurrency, BigEvery, DiskHold and DiskSelfWait must not be negative, Workers at least 1, AckWait at least 1s, FaultMax ≥ FaultMin, StoreSize at least 64 MiB")
 	}
 	return nil
 }

@@ -40,6 +40,25 @@ func (o Outcomes) Final(t Trigger) *run.Record {
 	return nil
 }
 
+// Chain lists t's executions that have outcomes, following fallbacks: the first
+// execution, then each fallback's next.
+func (o Outcomes) Chain(t Trigger) []string {
+	var ids []string
+	id := t.Execution
+	for range 16 { // a chain is as long as the skills that handle one event type
+		recs := o[id]
+		if len(recs) == 0 {
+			break
+		}
+		ids = append(ids, id)
+		if recs[0].Status != run.StatusFallback {
+			break
+		}
+		id = recs[0].Next
+	}
+	return ids
+}
+
 // Tally is what the outcomes say about the triggers.
 type Tally struct {
 	Completed, Failed, Lost int

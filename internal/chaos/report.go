@@ -43,6 +43,8 @@ type Report struct {
 	// Pending is, per consumer, jobs or triggers not yet acknowledged at the end.
 	Pending map[string]uint64
 	Faults  Faults
+	// Disk is what the disk-full phase did and found.
+	Disk    DiskFull
 	Outages [][2]time.Time
 	Seed    uint64
 	Wall    time.Duration
@@ -62,7 +64,7 @@ func (r *Report) OK() bool {
 			return false
 		}
 	}
-	return r.Lost == 0 && r.Duplicates == 0 && len(r.Conflicting) == 0 && r.Unexplained == 0 && r.Concurrent == 0 && r.TooLarge == r.Big
+	return r.Lost == 0 && r.Duplicates == 0 && r.Disk.Lost == 0 && r.Disk.Duplicates == 0 && len(r.Conflicting) == 0 && r.Unexplained == 0 && r.Concurrent == 0 && r.TooLarge == r.Big
 }
 
 func (r *runner) verify(ctx context.Context) (*Report, error) {
@@ -115,6 +117,11 @@ func (r *runner) verify(ctx context.Context) (*Report, error) {
 	}
 	r.mu.Lock()
 	rep.Faults, rep.Outages, rep.names, rep.kills = r.faults, slices.Clone(r.outages), maps.Clone(r.names), maps.Clone(r.kills)
+	rep.Disk = r.disk
+	if rep.Disk.Skipped == "" && !r.diskDone {
+		rep.Disk.Skipped = "NOT RUN: the faults stopped before a third of the triggers were published"
+	}
+	rep.Disk.count(r.triggers, r.sent, rd.out)
 	for _, p := range append([]*proc{r.registry, r.router, r.server}, r.workers...) {
 		p.mu.Lock()
 		rep.Faults.Exits += p.crashes
@@ -195,6 +202,7 @@ func (r *Report) Print(w io.Writer) {
 	f := r.Faults
 	line("faults", fmt.Sprintf("worker SIGKILL %d, router SIGKILL %d, registry SIGKILL %d, nats-server SIGKILL %d, nats-server SIGTERM %d",
 		f.WorkerKills, f.RouterKills, f.RegistryKills, f.ServerKills, f.ServerTerms), "")
+	r.Disk.print(line)
 	line("duplicate publishes", f.DuplicatePublishes, fmt.Sprintf("in %d bursts; same CloudEvent source and id, new Nats-Msg-Id", f.DuplicateBursts))
 	line("publish retries", f.PublishRetries, "")
 	line("processes that exited by themselves", f.Exits, "and were started again")

@@ -62,12 +62,20 @@ type runner struct {
 	triggers []Trigger
 	msgs     []*nats.Msg
 
+	// The disk-full phase: the store's tmpfs (mounted), nats-server's /healthz and
+	// the router's /readyz.
+	mounted         bool
+	healthz, readyz string
+	disk            DiskFull
+	diskDone        bool
+
 	mu       sync.Mutex
 	faults   Faults
 	names    map[int]string // pid → incarnation
 	kills    Kills
 	outages  [][2]time.Time
 	acked    []bool
+	sent     []time.Time // each trigger's first publish
 	nacked   int
 	pubDone  bool
 	stopping bool
@@ -106,6 +114,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	if err := os.Chmod(filepath.Join(r.dir, "sink"), 0o777); err != nil {
 		return nil, err
+	}
+	r.disk.Size = cfg.StoreSize
+	if cfg.NoDiskFull {
+		r.disk.Skipped = "left out (-disk-full=false)"
+	} else if r.disk.Skipped = mountStore(filepath.Join(r.dir, "nats"), cfg.StoreSize); r.disk.Skipped == "" {
+		r.mounted = true
+		defer r.unmount() // after the fleet has stopped
+	} else {
+		cfg.Log.Warn("chaos: THE DISK-FULL PHASE IS SKIPPED", "why", r.disk.Skipped)
 	}
 	repo, err := filepath.Abs(cfg.Repo)
 	if err != nil {
@@ -183,6 +200,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rep.Wall = time.Since(began)
 	rep.Dir = r.dir
 	r.stopFleet()
+	r.unmount()
 	if rep.OK() && !cfg.Keep && cfg.Dir == "" {
 		os.RemoveAll(r.dir)
 		rep.Dir = ""
@@ -205,6 +223,14 @@ func (r *runner) build(ctx context.Context) error {
 	return nil
 }
 
+// unmount unmounts the store's tmpfs, once the server has stopped.
+func (r *runner) unmount() {
+	if r.mounted {
+		unmountStore(filepath.Join(r.dir, "nats"))
+		r.mounted = false
+	}
+}
+
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -220,9 +246,25 @@ func (r *runner) startFleet(ctx context.Context) error {
 		return err
 	}
 	r.port, r.url = port, fmt.Sprintf("nats://127.0.0.1:%d", port)
+	monitor, err := freePort()
+	if err != nil {
+		return err
+	}
+	probes, err := freePort()
+	if err != nil {
+		return err
+	}
+	r.healthz = fmt.Sprintf("http://127.0.0.1:%d/healthz", monitor)
+	r.readyz = fmt.Sprintf("http://127.0.0.1:%d/readyz", probes)
+	// On the tmpfs, the server's own limit is the filesystem's size: the disk-full
+	// phase fills the filesystem, not the server's allowance.
+	limit := ""
+	if r.mounted {
+		limit = fmt.Sprintf("  max_file_store: %d\n", r.cfg.StoreSize)
+	}
 	conf := filepath.Join(r.dir, "nats.conf")
-	if err := os.WriteFile(conf, fmt.Appendf(nil, "server_name: chaos\nlisten: 127.0.0.1:%d\nmax_payload: %d\njetstream {\n  store_dir: %q\n}\n",
-		port, MaxPayload, filepath.Join(r.dir, "nats")), 0o644); err != nil {
+	if err := os.WriteFile(conf, fmt.Appendf(nil, "server_name: chaos\nlisten: 127.0.0.1:%d\nhttp: 127.0.0.1:%d\nmax_payload: %d\njetstream {\n  store_dir: %q\n%s}\n",
+		port, monitor, MaxPayload, filepath.Join(r.dir, "nats"), limit), 0o644); err != nil {
 		return err
 	}
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + filepath.Join(r.dir, "home")}
@@ -250,7 +292,11 @@ func (r *runner) startFleet(ctx context.Context) error {
 	r.registry = newProc("registry", "registry", "registry", func(string) []string {
 		return []string{url, "--skills", filepath.Join(r.cfg.Repo, "testdata", "chaos")}
 	})
-	r.router = newProc("router", "router", "router", func(string) []string { return []string{url, "--router-ack-wait=" + ack} })
+	// The router's /readyz, with nats-server's /healthz among its checks, is watched
+	// during the disk-full phase.
+	r.router = newProc("router", "router", "router", func(string) []string {
+		return []string{url, "--router-ack-wait=" + ack, "--metrics-addr=" + strings.TrimSuffix(strings.TrimPrefix(r.readyz, "http://"), "/readyz"), "--nats-healthz=" + r.healthz}
+	})
 	for i := range r.cfg.Workers {
 		r.workers = append(r.workers, newProc("worker", fmt.Sprintf("w%d", i+1), "worker", func(inc string) []string {
 			return []string{url, "--name=" + inc, "--ack-wait=" + ack, "--backoff-base=100ms", "--backoff-max=1s",
@@ -347,7 +393,7 @@ func (r *runner) plan() {
 	r.source = fmt.Sprintf("/skillbus/chaos/%x", r.cfg.Seed)
 	sink := filepath.Join(r.dir, "sink")
 	n := r.cfg.Triggers
-	r.triggers, r.msgs, r.acked = make([]Trigger, n), make([]*nats.Msg, n), make([]bool, n)
+	r.triggers, r.msgs, r.acked, r.sent = make([]Trigger, n), make([]*nats.Msg, n), make([]bool, n), make([]time.Time, n)
 	for i := range n {
 		t := Trigger{N: i, ID: fmt.Sprintf("t-%d", i)}
 		switch x := r.rng.Float64(); {
@@ -394,6 +440,11 @@ func (r *runner) publish(ctx context.Context) {
 	}
 	queue := make(chan pending, 1024)
 	send := func(i int) jetstream.PubAckFuture {
+		r.mu.Lock()
+		if r.sent[i].IsZero() {
+			r.sent[i] = time.Now()
+		}
+		r.mu.Unlock()
 		for {
 			f, err := js.PublishMsgAsync(r.msgs[i])
 			if err == nil {
@@ -467,6 +518,7 @@ const (
 	faultKill     = "nats-server SIGKILL"
 	faultTerm     = "nats-server SIGTERM"
 	faultDup      = "duplicate publish"
+	faultDisk     = "disk full"
 )
 
 // inject injects faults at random moments until stop is closed: first one of each
@@ -487,6 +539,8 @@ func (r *runner) inject(ctx context.Context, stop <-chan struct{}) {
 		kind := mix[r.rng.IntN(len(mix))]
 		if n < len(first) {
 			kind = first[n]
+		} else if r.diskDue() {
+			kind = faultDisk
 		}
 		if err := r.fault(ctx, kind); err != nil {
 			r.cfg.Log.Warn("chaos: fault not injected", "fault", kind, "err", err)
@@ -535,8 +589,22 @@ func (r *runner) fault(ctx context.Context, kind string) error {
 		return err
 	case faultDup:
 		return r.duplicate(ctx)
+	case faultDisk:
+		r.diskDone = true
+		return r.diskFull(ctx)
 	}
 	return fmt.Errorf("unknown fault %q", kind)
+}
+
+// diskDue reports whether the disk-full phase is the next fault: once, when it can
+// run, as soon as a third of the triggers are published.
+func (r *runner) diskDue() bool {
+	if r.disk.Skipped != "" || r.diskDone {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.pubDone || 3*r.nacked >= len(r.triggers)
 }
 
 // duplicate publishes a few triggers again that the server has confirmed: the same

@@ -45,12 +45,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.Stall, "stall", 0, "give up waiting when no outcome arrived for this long (default 3m)")
 	fs.DurationVar(&cfg.Timeout, "timeout", 0, "stop waiting for outcomes this long after the start (default 1h)")
 	fs.DurationVar(&cfg.Settle, "settle", 0, "keep the fleet running this long after the last outcome, for late duplicates (default 2·ack-wait+5s)")
+	diskFull := fs.Bool("disk-full", true, "fill the server's store (a tmpfs the run mounts; needs root on Linux, else the phase is skipped and the report says so) once a third of the triggers are published, hold it full, free it, and restart nats-server if it does not take writes again by itself")
+	fs.DurationVar(&cfg.DiskHold, "disk-hold", 0, "how long the store stays full once JetStream reports it (default 5s)")
 	fs.Uint64Var(&cfg.Seed, "seed", 0, "seed of the fault schedule and trigger mix (default: the time)")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the directory even after a clean run")
 	quiet := fs.Bool("q", false, "log only problems, not progress and faults")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	cfg.NoDiskFull = !*diskFull
 	lvl := slog.LevelInfo
 	if *quiet {
 		lvl = slog.LevelWarn
