@@ -10,6 +10,9 @@
 // UTF-8 or an escaped lone surrogate (which encoding/json replaces), nesting
 // deeper than MaxDepth, malformed JSON — and the caller then hands the whole
 // document to internal/jsonx, whose result (its error included) stands.
+//
+// SkipValue is the same tokenizer checking a value in place: pkg/bus takes a
+// structured-mode event's data as its bytes once it is well-formed.
 package jsondec
 
 import (
@@ -30,11 +33,26 @@ type Decoder struct {
 	s     string
 	i     int
 	depth int // objects and arrays open
+	max   int // how many may be
+	// anySurrogate: an escaped lone surrogate is read as well-formed JSON,
+	// which it is; only a decoder of strings must refuse it (encoding/json
+	// replaces it).
+	anySurrogate bool
 }
 
 // New returns a decoder of data. It copies data once; the strings it decodes are
 // slices of that copy, and so keep it alive.
-func New(data []byte) Decoder { return Decoder{s: string(data)} }
+func New(data []byte) Decoder { return Decoder{s: string(data), max: MaxDepth} }
+
+// SkipValue returns the index after the JSON value that starts at data[i]
+// (after any white space), checking that it is well-formed (RFC 8259, in valid
+// UTF-8) and nests at most maxDepth deep. It reads data in place, without a
+// copy.
+func SkipValue(data []byte, i, maxDepth int) (int, bool) {
+	d := Decoder{s: unsafe.String(unsafe.SliceData(data), len(data)), i: i, max: maxDepth, anySurrogate: true}
+	ok := d.Skip()
+	return d.i, ok
+}
 
 func (d *Decoder) ws() {
 	for d.i < len(d.s) {
@@ -80,7 +98,7 @@ func (d *Decoder) Null() bool {
 
 // open enters an object or array that starts with c.
 func (d *Decoder) open(c byte) bool {
-	if d.Peek() != c || d.depth >= MaxDepth {
+	if d.Peek() != c || d.depth >= d.max {
 		return false
 	}
 	d.i++
@@ -206,7 +224,7 @@ func (d *Decoder) scanString() (start, end int, esc, ok bool) {
 					return 0, 0, false, false
 				}
 				k += 6
-				if utf16.IsSurrogate(r) {
+				if utf16.IsSurrogate(r) && !d.anySurrogate {
 					r2, ok := rune(0), k+1 < len(d.s) && d.s[k] == '\\' && d.s[k+1] == 'u'
 					if ok {
 						r2, ok = hex4(d.s, k+2)

@@ -25,6 +25,9 @@ func FuzzDecoder(f *testing.F) {
 		if d.Skip() && d.End() && !json.Valid(data) {
 			t.Fatalf("%q: Skip accepts what is not JSON", data)
 		}
+		if end, ok := jsondec.SkipValue(data, 0, jsondec.MaxDepth); ok && !json.Valid(data[:end]) {
+			t.Fatalf("%q: SkipValue accepts %q, which is not JSON", data, data[:end])
+		}
 		d = jsondec.New(data)
 		got, ok := d.Value()
 		if !ok || !d.End() {

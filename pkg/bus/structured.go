@@ -3,10 +3,10 @@ package bus
 import (
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/skillbus/skillbus/internal/jsondec"
 	"github.com/skillbus/skillbus/internal/jsonenc"
 )
 
@@ -97,6 +97,10 @@ func structuredHeaders(h nats.Header) bool {
 	return ct
 }
 
+// maxDataDepth is how deeply an event's data may nest for it to be read
+// without the SDK.
+const maxDataDepth = 1001
+
 // structuredScan holds where the members of a structured-mode event are: first
 // their places, then one string for every attribute (the part of the document
 // they are in).
@@ -152,7 +156,7 @@ func (s *structuredScan) member(d []byte, k0, k1, i int, unchecked bool) (int, b
 		s.dataEnd = end
 		return len(d) - 1, true
 	}
-	end, ok := skipValue(d, i, 0)
+	end, ok := jsondec.SkipValue(d, i, maxDataDepth)
 	s.dataEnd = end
 	return end, ok
 }
@@ -238,188 +242,7 @@ func plainString(d []byte, i int) (s0, s1 int, ok bool) {
 	return 0, 0, false
 }
 
-// skipValue returns the index after the JSON value at d[i], checking its grammar
-// strictly (RFC 8259: strings with valid escapes and no control characters, numbers
-// as the grammar spells them, no whitespace outside strings is needed but allowed).
-func skipValue(d []byte, i, depth int) (int, bool) {
-	if depth > 1000 {
-		return 0, false
-	}
-	i = skipSpace(d, i)
-	if i >= len(d) {
-		return 0, false
-	}
-	switch c := d[i]; {
-	case c == '{':
-		i = skipSpace(d, i+1)
-		if i < len(d) && d[i] == '}' {
-			return i + 1, true
-		}
-		for {
-			i = skipSpace(d, i)
-			if i >= len(d) || d[i] != '"' {
-				return 0, false
-			}
-			var ok bool
-			if i, ok = skipString(d, i); !ok {
-				return 0, false
-			}
-			i = skipSpace(d, i)
-			if i >= len(d) || d[i] != ':' {
-				return 0, false
-			}
-			if i, ok = skipValue(d, i+1, depth+1); !ok {
-				return 0, false
-			}
-			i = skipSpace(d, i)
-			if i >= len(d) {
-				return 0, false
-			}
-			if d[i] == '}' {
-				return i + 1, true
-			}
-			if d[i] != ',' {
-				return 0, false
-			}
-			i++
-		}
-	case c == '[':
-		i = skipSpace(d, i+1)
-		if i < len(d) && d[i] == ']' {
-			return i + 1, true
-		}
-		for {
-			var ok bool
-			if i, ok = skipValue(d, i, depth+1); !ok {
-				return 0, false
-			}
-			i = skipSpace(d, i)
-			if i >= len(d) {
-				return 0, false
-			}
-			if d[i] == ']' {
-				return i + 1, true
-			}
-			if d[i] != ',' {
-				return 0, false
-			}
-			i++
-		}
-	case c == '"':
-		return skipString(d, i)
-	case c == 't':
-		return skipLiteral(d, i, "true")
-	case c == 'f':
-		return skipLiteral(d, i, "false")
-	case c == 'n':
-		return skipLiteral(d, i, "null")
-	default:
-		return skipNumber(d, i)
-	}
-}
-
-func skipSpace(d []byte, i int) int {
-	for i < len(d) && jsonSpace(d[i]) {
-		i++
-	}
-	return i
-}
-
 func jsonSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
-
-func skipLiteral(d []byte, i int, lit string) (int, bool) {
-	if len(d)-i < len(lit) || string(d[i:i+len(lit)]) != lit {
-		return 0, false
-	}
-	return i + len(lit), true
-}
-
-// skipString skips the string at d[i] (a quote); invalid UTF-8 is refused, as
-// readers may differ on what they make of it.
-func skipString(d []byte, i int) (int, bool) {
-	for j := i + 1; j < len(d); {
-		c := d[j]
-		switch {
-		case c == '"':
-			return j + 1, true
-		case c == '\\':
-			if j+1 >= len(d) {
-				return 0, false
-			}
-			switch d[j+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				j += 2
-			case 'u':
-				if j+6 > len(d) {
-					return 0, false
-				}
-				for _, h := range d[j+2 : j+6] {
-					if !isHexDigit(h) {
-						return 0, false
-					}
-				}
-				j += 6
-			default:
-				return 0, false
-			}
-		case c < 0x20:
-			return 0, false
-		case c < utf8.RuneSelf:
-			j++
-		default:
-			r, size := utf8.DecodeRune(d[j:])
-			if r == utf8.RuneError && size == 1 {
-				return 0, false
-			}
-			j += size
-		}
-	}
-	return 0, false
-}
-
-func isHexDigit(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
-}
-
-// skipNumber skips a number as the JSON grammar spells it: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-func skipNumber(d []byte, i int) (int, bool) {
-	digits := func(i int) int {
-		for i < len(d) && d[i] >= '0' && d[i] <= '9' {
-			i++
-		}
-		return i
-	}
-	if i < len(d) && d[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(d) && d[i] == '0':
-		i++
-	case i < len(d) && d[i] >= '1' && d[i] <= '9':
-		i = digits(i)
-	default:
-		return 0, false
-	}
-	if i < len(d) && d[i] == '.' {
-		j := digits(i + 1)
-		if j == i+1 {
-			return 0, false
-		}
-		i = j
-	}
-	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
-		i++
-		if i < len(d) && (d[i] == '+' || d[i] == '-') {
-			i++
-		}
-		j := digits(i)
-		if j == i {
-			return 0, false
-		}
-		i = j
-	}
-	return i, true
-}
 
 // structuredID returns the id of the structured-mode event in m, "" if m is not one.
 func structuredID(m *nats.Msg) string {
