@@ -44,6 +44,8 @@ func TestIsFault(t *testing.T) {
 		{errors.New("skill failed"), false},
 		{fmt.Errorf("publish: %w", context.DeadlineExceeded), true},
 		{nats.ErrTimeout, true},
+		// What an asynchronous publish to a full store gets: no acknowledgement.
+		{fmt.Errorf("publish skillbus.events.x.execution.completed: %w", jetstream.ErrAsyncPublishTimeout), true},
 		{jetstream.ErrNoStreamResponse, true},
 		{nats.ErrNoResponders, true},
 		{jetstream.ErrJetStreamNotEnabled, true},
