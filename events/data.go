@@ -390,6 +390,16 @@ type ConfirmationRecorded struct {
 	Answer
 }
 
+// WaitEnded is the data of io.skillbus.wait.ended: a step that parked its execution
+// without holding a worker (a sleep) is done waiting. It is published by the
+// message scheduler at the wake-up time; the router resumes the parked job with it,
+// as it does with a ConfirmationRecorded, whose shape it shares. By is "sleep".
+type WaitEnded struct {
+	ExecutionID string `json:"execution_id"`
+	StepID      string `json:"step_id"`
+	Answer
+}
+
 // DLQReplayed is the data of io.skillbus.dlq.replayed: a dead-letter entry was
 // published again as a new attempt (`skillbus dlq replay`). It is written to the DLQ
 // stream beside the entry, so the record lasts as long as the entry does, and to the

@@ -24,6 +24,7 @@ var Catalog = map[string]any{
 	TypeAutohealTriggered:     AutohealTriggered{},
 	TypeConfirmationRequested: ConfirmationRequested{},
 	TypeConfirmationRecorded:  ConfirmationRecorded{},
+	TypeWaitEnded:             WaitEnded{},
 	TypeDLQReplayed:           DLQReplayed{},
 	TypeRepairRequested:       RepairRequested{},
 	TypeRepairAttempted:       RepairProgress{},

@@ -134,6 +134,12 @@ func (s Subjects) ConfirmationTimeout(executionID, step string) string {
 	return s.Prefix + ".events." + executionID + ".confirmation.timeout." + step
 }
 
+// WaitTimer is the subject of the scheduled message that ends a step's wait (a
+// sleep's wake-up) with an io.skillbus.wait.ended.
+func (s Subjects) WaitTimer(executionID, step string) string {
+	return s.Prefix + ".events." + executionID + ".wait.timer." + stageToken(step)
+}
+
 // Events matches every event of one execution or activation.
 func (s Subjects) Events(id string) string { return s.Prefix + ".events." + id + ".>" }
 

@@ -22,6 +22,7 @@ const (
 	TypeConfirmationRequested = Prefix + "confirmation.requested"
 	TypeConfirmationRecorded  = Prefix + "confirmation.recorded"
 	TypeDLQReplayed           = Prefix + "dlq.replayed"
+	TypeWaitEnded             = Prefix + "wait.ended"
 
 	// Repair of skills broken by a repairable fault.
 	TypeRepairRequested     = Prefix + "repair.requested"

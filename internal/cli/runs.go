@@ -98,7 +98,11 @@ func runsListCommand(c *common, stdout io.Writer) *cobra.Command {
 					continue
 				}
 				var p run.Paused
-				if json.Unmarshal(e.Value(), &p) == nil {
+				switch {
+				case json.Unmarshal(e.Value(), &p) != nil:
+				case p.Kind != "":
+					rows = append(rows, row{p.ExecutionID, skillOf(p.Job), "waiting", "step " + p.Step + " " + p.Waiting(), e.Created()})
+				default:
 					rows = append(rows, row{p.ExecutionID, skillOf(p.Job), "paused", "confirm step " + p.Step + " by " + p.TimeoutAt.Format(time.RFC3339), e.Created()})
 				}
 			}
@@ -226,6 +230,8 @@ that names one execution that is paused or ended in the last 7 days.`,
 				}
 			}
 			switch {
+			case paused != nil && paused.Kind != "":
+				fmt.Fprintf(stdout, "\nwaiting: step %s is %s\n", paused.Step, paused.Waiting())
 			case paused != nil:
 				fmt.Fprintf(stdout, "\npaused: waiting for confirmation of step %s until %s\n  skillbus runs confirm %s          (or --deny)\n", paused.Step, paused.TimeoutAt.Local().Format(time.RFC3339), id)
 			case parked != nil:

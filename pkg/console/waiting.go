@@ -46,7 +46,7 @@ func (c *Console) paused(ctx context.Context) ([]pausedView, error) {
 			return nil, err
 		}
 		var p pausedView
-		if json.Unmarshal(e.Value(), &p.Paused) != nil {
+		if json.Unmarshal(e.Value(), &p.Paused) != nil || p.Kind != "" { // a sleep waits for nobody
 			continue
 		}
 		var j events.Job

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/trace"
@@ -28,11 +29,14 @@ import (
 // ConfirmationsConsumerConfig is the durable consumer every router shares for answers.
 func (r *Router) ConfirmationsConsumerConfig() jetstream.ConsumerConfig {
 	return jetstream.ConsumerConfig{
-		Durable:       r.cfg.Durable + "-confirmations",
-		Description:   "skillbus routers: answers to confirmations",
-		FilterSubject: r.cfg.Bus.Subjects.Event("*", events.TypeConfirmationRecorded),
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       r.cfg.AckWait,
+		Durable:     r.cfg.Durable + "-confirmations",
+		Description: "skillbus routers: answers to confirmations, ends of sleeps",
+		FilterSubjects: []string{
+			r.cfg.Bus.Subjects.Event("*", events.TypeConfirmationRecorded),
+			r.cfg.Bus.Subjects.Event("*", events.TypeWaitEnded),
+		},
+		AckPolicy: jetstream.AckExplicitPolicy,
+		AckWait:   r.cfg.AckWait,
 		// No delivery limit: an answer whose writes fail (a full store) comes
 		// back with backoff until the run is resumed, as a trigger does.
 		MaxDeliver:    -1,
@@ -63,7 +67,11 @@ func (r *Router) handleAnswer(ctx context.Context, msg jetstream.Msg) {
 	// ended when the execution paused, maybe hours ago.
 	ctx, span := bustrace.StartConsume(ctx, msg,
 		r.ConfirmationsConsumerConfig().Durable, nil)
-	err := r.answer(ctx, bustrace.Settling(ctx, msg, r.cfg.Bus.Subjects.EventTemplate(events.TypeConfirmationRecorded)))
+	typ := events.TypeConfirmationRecorded
+	if strings.HasSuffix(msg.Subject(), "."+events.Kind(events.TypeWaitEnded)) {
+		typ = events.TypeWaitEnded
+	}
+	err := r.answer(ctx, bustrace.Settling(ctx, msg, r.cfg.Bus.Subjects.EventTemplate(typ)))
 	telemetry.End(span, err)
 	if err != nil {
 		var n uint64 = 1
@@ -82,6 +90,7 @@ func (r *Router) handleAnswer(ctx context.Context, msg jetstream.Msg) {
 
 func (r *Router) answer(ctx context.Context, msg jetstream.Msg) error {
 	e, err := bus.Decode(msg)
+	// A wait.ended (see events.WaitEnded) has the shape of an answer.
 	var d events.ConfirmationRecorded
 	if err == nil {
 		err = json.Unmarshal(e.Data(), &d)
@@ -97,8 +106,10 @@ func (r *Router) answer(ctx context.Context, msg jetstream.Msg) error {
 	if err != nil {
 		return err
 	}
-	if p == nil || p.Step != d.StepID {
-		r.cfg.Log.Info("router: answer for an execution not paused at that step; ignored", "execution", d.ExecutionID, "step", d.StepID, "by", d.By)
+	// A sleep is ended by its wake-up only, a confirmation by an answer only.
+	sleep := e.Type() == events.TypeWaitEnded
+	if p == nil || p.Step != d.StepID || (p.Kind == run.PausedSleep) != sleep {
+		r.cfg.Log.Info("router: answer for an execution not paused at that step; ignored", "execution", d.ExecutionID, "step", d.StepID, "by", d.By, "type", e.Type())
 		return msg.Ack()
 	}
 	var job events.Job
@@ -139,6 +150,10 @@ func (r *Router) answer(ctx context.Context, msg jetstream.Msg) error {
 	}
 	if err := r.runs.Delete(ctx, events.RunPausedKey(d.ExecutionID), jetstream.LastRevision(rev)); err != nil {
 		r.cfg.Log.Warn("router: paused record changed meanwhile", "execution", d.ExecutionID, "err", err)
+	}
+	if sleep {
+		r.cfg.Log.Info("router: sleep ended; job resumed", "execution", d.ExecutionID, "step", d.StepID)
+		return msg.Ack()
 	}
 	if err := r.events.Purge(ctx, jetstream.WithPurgeSubject(r.cfg.Bus.Subjects.ConfirmationTimeout(d.ExecutionID, d.StepID))); err != nil {
 		r.cfg.Log.Warn("router: could not cancel the confirmation timeout", "execution", d.ExecutionID, "err", err)

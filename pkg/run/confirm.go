@@ -47,6 +47,9 @@ func Confirm(ctx context.Context, b *bus.Bus, runs jetstream.KeyValue, c Confirm
 		if p == nil {
 			return "", fmt.Errorf("execution %s is %w", c.ExecutionID, ErrNotPaused)
 		}
+		if p.Kind != "" {
+			return "", fmt.Errorf("execution %s is %s, not %w", c.ExecutionID, p.Waiting(), ErrNotPaused)
+		}
 		c.Step = p.Step
 	}
 	if c.Source == "" {

@@ -137,15 +137,31 @@ func FromEvent(typ string, data []byte, at time.Time) (*Record, error) {
 // Paused is an execution waiting for a confirmation. The job is kept whole, so the
 // router can publish it again with the answer; no worker holds it meanwhile.
 type Paused struct {
-	ExecutionID string            `json:"execution_id"`
-	Step        string            `json:"step"`
-	Subject     string            `json:"subject"`        // where the job goes when answered
-	Job         json.RawMessage   `json:"job"`            // the events.Job data
-	Meta        map[string]string `json:"meta,omitempty"` // extension attributes of the job event
-	TimeoutAt   time.Time         `json:"timeout_at"`
-	Message     string            `json:"message,omitempty"`
+	ExecutionID string `json:"execution_id"`
+	Step        string `json:"step"`
+	// Kind is what the execution waits for: "" a confirmation, PausedSleep the
+	// end of a sleep step (TimeoutAt is when it wakes).
+	Kind      string            `json:"kind,omitempty"`
+	Subject   string            `json:"subject"`        // where the job goes when answered
+	Job       json.RawMessage   `json:"job"`            // the events.Job data
+	Meta      map[string]string `json:"meta,omitempty"` // extension attributes of the job event
+	TimeoutAt time.Time         `json:"timeout_at"`
+	Message   string            `json:"message,omitempty"`
 	// Log is the execution log up to the pause (workflow.Log as JSON).
 	Log json.RawMessage `json:"log,omitempty"`
+}
+
+// PausedSleep is the Kind of a Paused record of a sleeping execution.
+const PausedSleep = "sleep"
+
+// Waiting says what a paused execution waits for, for people: "sleeping until T"
+// or "waiting for a confirmation until T".
+func (p *Paused) Waiting() string {
+	until := p.TimeoutAt.UTC().Format(time.RFC3339)
+	if p.Kind == PausedSleep {
+		return "sleeping until " + until
+	}
+	return "waiting for a confirmation until " + until
 }
 
 // LoadPaused returns the paused record of an execution and its revision, or nil.

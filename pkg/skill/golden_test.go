@@ -186,6 +186,15 @@ func TestGolden(t *testing.T) {
 			{"bad/yaml/steps.yaml:53:5", SeverityWarning, "unknown field steps[17].agrs; it is ignored"},
 			{"bad/yaml/steps.yaml:56:14", SeverityWarning, "step slow may run 10m0s, longer than the skill's timeout 30s"},
 		}},
+		{path: "bad/yaml/sleeps.yaml", want: []diag{
+			{"bad/yaml/sleeps.yaml:7:12", SeverityError, `steps[0].sleep must be a duration, not the string "a day"`},
+			{"bad/yaml/sleeps.yaml:9:19", SeverityError, "invalid template: unclosed {{"},
+			{"bad/yaml/sleeps.yaml:11:18", SeverityError, `sleep_until "tomorrow" is not an RFC 3339 time`},
+			{"bad/yaml/sleeps.yaml:12:5", SeverityError, "step both has tool and sleep; a step does one of them"},
+			{"bad/yaml/sleeps.yaml:16:12", SeverityError, "sleep must be positive"},
+			{"bad/yaml/sleeps.yaml:17:5", SeverityError, "step looped sleeps; loop, args, timeout and cache do not apply"},
+			{"bad/yaml/sleeps.yaml:22:29", SeverityError, "unknown input dew"},
+		}},
 		{path: "bad/yaml/templates.yaml", want: []diag{
 			{"bad/yaml/templates.yaml:10:29", SeverityError, "unknown input issue_kye; did you mean issue_key?"},
 			{"bad/yaml/templates.yaml:15:19", SeverityError, "unknown step or name get_isue; did you mean get_issue?"},

@@ -296,7 +296,8 @@ type Input struct {
 	Description string `json:"description,omitempty"`
 }
 
-// Step is one workflow step. Exactly one of Tool and Compute is set.
+// Step is one workflow step. Exactly one of Tool, Compute, Sleep and SleepUntil
+// is set.
 type Step struct {
 	ID            string         `json:"id"`
 	Description   string         `json:"description,omitempty"`
@@ -312,6 +313,10 @@ type Step struct {
 	ParallelGroup string         `json:"parallel_group,omitempty"` // written as a number or a string
 	DependsOn     []string       `json:"depends_on,omitempty"`
 	Cache         Duration       `json:"cache,omitempty"` // TTL of the cached result; 0: not cached
+	// Sleep parks the run for this long without holding a worker.
+	Sleep Duration `json:"sleep,omitempty"`
+	// SleepUntil is a template giving an RFC 3339 time the run is parked until.
+	SleepUntil string `json:"sleep_until,omitempty"`
 	Line          int            `json:"line,omitempty"`  // line of the step in Workflow.Source, for messages
 }
 

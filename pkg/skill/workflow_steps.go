@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -31,6 +32,7 @@ type stepBuild struct {
 	info stepInfo
 
 	idN, toolN, computeN, loopN, onErrN, argsN, condN *yaml.Node
+	sleepN, untilN                                    *yaml.Node
 }
 
 // stepFields are the fields of a step, in the order hints list them. Each row
@@ -84,6 +86,17 @@ var stepFields = []stepField{
 		}
 	}},
 	{"cache", decodeStepCache},
+	{"sleep", func(sb *stepBuild, d *decoder, e pair, f string) {
+		sb.sleepN = e.v
+		var ok bool
+		if sb.st.Sleep, ok = d.duration(e.v, f); ok && sb.st.Sleep == 0 {
+			d.errAt(e.v, f, "write how long, e.g. sleep: 10m", "sleep must be positive")
+		}
+	}},
+	{"sleep_until", func(sb *stepBuild, d *decoder, e pair, f string) {
+		sb.untilN = e.v
+		sb.st.SleepUntil, _ = d.strictStr(e.v, f, "write an RFC 3339 time or a template giving one: sleep_until: \"{{ inputs.due }}\"")
+	}},
 }
 
 var (
@@ -210,14 +223,28 @@ func (sb *stepBuild) checkID(d *decoder, ids map[string]*yaml.Node) {
 	}
 }
 
-// checkKind checks what the step does: a tool or a computation.
+// checkKind checks what the step does: a tool, a computation or a sleep.
 func (sb *stepBuild) checkKind(b *builder, d *decoder) {
 	st, f := &sb.st, sb.info.field
+	var kinds []string
+	for _, k := range []struct {
+		name string
+		n    *yaml.Node
+	}{{"tool", sb.toolN}, {"compute", sb.computeN}, {"sleep", sb.sleepN}, {"sleep_until", sb.untilN}} {
+		if k.n != nil {
+			kinds = append(kinds, k.name)
+		}
+	}
 	switch {
 	case st.Tool != "" && st.Compute != "":
 		d.errAt(sb.computeN, f, "split it into two steps", "step %s has both tool and compute; a step does one of them", sb.label())
-	case st.Tool == "" && st.Compute == "" && sb.toolN == nil && sb.computeN == nil:
-		d.errAt(sb.info.n, f, "add tool: NAME (with args:) or compute: |", "step %s has neither tool nor compute", sb.label())
+	case len(kinds) > 1:
+		d.errAt(sb.info.n, f, "split it into steps", "step %s has %s; a step does one of them", sb.label(), strings.Join(kinds, " and "))
+	case len(kinds) == 0:
+		d.errAt(sb.info.n, f, "add tool: NAME (with args:), compute: |, or sleep:", "step %s has neither tool nor compute", sb.label())
+	}
+	if (sb.sleepN != nil || sb.untilN != nil) && (sb.loopN != nil || sb.argsN != nil || sb.info.timeoutN != nil || st.Cache > 0) {
+		d.errAt(sb.info.n, f, "remove loop, args, timeout and cache from the sleep", "step %s sleeps; loop, args, timeout and cache do not apply to a sleep", sb.label())
 	}
 	if sb.argsN != nil && st.Tool == "" && st.Compute != "" {
 		d.warnAt(sb.argsN, f+".args", "compute reads names directly; remove args", "args are for tool steps; step %s computes", sb.label())
@@ -271,6 +298,14 @@ func (sb *stepBuild) addSites(wb *workflowBuilder, d *decoder) {
 	}
 	if sb.computeN != nil && st.Compute != "" {
 		wb.newSite(siteProgram, st.Compute, f+".compute", sb.computeN, idx, st.LoopVar)
+	}
+	if sb.untilN != nil && st.SleepUntil != "" {
+		if strings.Contains(st.SleepUntil, "{{") {
+			wb.newSite(siteTemplate, st.SleepUntil, f+".sleep_until", sb.untilN, idx, "")
+		} else if _, err := time.Parse(time.RFC3339, st.SleepUntil); err != nil {
+			d.errAt(sb.untilN, f+".sleep_until", "write an RFC 3339 time (2026-01-02T15:04:05Z) or a template giving one",
+				"sleep_until %q is not an RFC 3339 time", st.SleepUntil)
+		}
 	}
 	if sb.loopN != nil && st.Loop != "" {
 		if !strings.Contains(st.Loop, "{{") {

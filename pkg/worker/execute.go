@@ -78,9 +78,12 @@ func (w *Worker) execute(ctx context.Context, j *job, inputs map[string]any, ans
 			Attempt:       j.attempt,
 			Observer:      obs,
 			Confirmations: answers,
-			Checkpoints:   &checkpoints{w: w, j: j, fresh: j.fast},
-			Cache:         w.cache,
-			Tools:         tools,
+			// A sleep's wake-up is a message in EVENTS; it must fire before EVENTS
+			// would expire it.
+			MaxSleep:    w.cfg.Bus.Config().EventsMaxAge - time.Minute,
+			Checkpoints: &checkpoints{w: w, j: j, fresh: j.fast},
+			Cache:       w.cache,
+			Tools:       tools,
 		})
 	}
 	j.log = log

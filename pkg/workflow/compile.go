@@ -43,7 +43,8 @@ func (c *compiled) reads(names []string) {
 
 type cstep struct {
 	step      *skill.Step
-	kind      string // tool | compute
+	kind      string // tool | compute | sleep
+	until     *expr.Template // sleep_until
 	condition *expr.Expr
 	args      *expr.Value
 	compute   *expr.Program
@@ -182,8 +183,11 @@ func compile(wf *skill.Workflow) (*compiled, error) {
 // names they read.
 func compileStep(st *skill.Step, writers map[string][]int) (cstep, []string, error) {
 	cs := cstep{step: st, onError: "fail", kind: "tool"}
-	if st.Compute != "" {
+	switch {
+	case st.Compute != "":
 		cs.kind = "compute"
+	case st.Sleep > 0 || st.SleepUntil != "":
+		cs.kind = "sleep"
 	}
 	var err error
 	where := func(what string, err error) error {
@@ -209,6 +213,12 @@ func compileStep(st *skill.Step, writers map[string][]int) (cstep, []string, err
 			return cstep{}, nil, where("compute", err)
 		}
 		refs = append(refs, cs.compute.Refs()...)
+	}
+	if st.SleepUntil != "" {
+		if cs.until, err = expr.ParseTemplate(st.SleepUntil, expr.WithName("sleep_until")); err != nil {
+			return cstep{}, nil, where("sleep_until", err)
+		}
+		refs = append(refs, cs.until.Refs()...)
 	}
 	if st.Loop != "" {
 		if cs.loop, err = expr.ParseTemplate(st.Loop, expr.WithName("loop")); err != nil {

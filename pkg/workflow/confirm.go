@@ -47,9 +47,15 @@ type PausedError struct {
 	// Timeout is how long to wait for an answer; 0 if the skill does not say (the
 	// worker's default applies). Unanswered past it is a denial.
 	Timeout time.Duration
+	// Until, when set, makes this a sleep rather than a confirmation: the run is
+	// resumed at Until with an answer for Step (any answer), and nobody is asked.
+	Until time.Time
 }
 
 func (e *PausedError) Error() string {
+	if !e.Until.IsZero() {
+		return fmt.Sprintf("step %s sleeps until %s", e.Step, e.Until.UTC().Format(time.RFC3339))
+	}
 	if e.Step == SkillApproval {
 		return "waiting for approval of the skill: " + e.Message
 	}

@@ -112,6 +112,9 @@ type Run struct {
 	// Confirmations are the answers to confirmations so far, by step id
 	// (SkillApproval for the skill as a whole).
 	Confirmations map[string]Answer
+	// MaxSleep bounds how far ahead a sleep step may park the run (the worker's
+	// wake-up message must outlive it); a longer sleep fails the step. 0: no bound.
+	MaxSleep time.Duration
 	// Checkpoints and Cache override the Engine's for this run when set.
 	Checkpoints Checkpoints
 	Cache       Cache

@@ -138,7 +138,7 @@ func Format(w io.Writer, l *Log) error {
 	}
 	switch l.Status {
 	case RunPaused:
-		head += " · paused at " + l.Waiting + ", waiting for a confirmation"
+		head += " · paused at " + l.Waiting + ", " + l.waitingFor()
 	case RunFailed:
 		head += " · failed"
 		if l.FailedStep != "" {
@@ -211,4 +211,14 @@ func fmtMS(v float64) string {
 		return d.Round(10 * time.Microsecond).String()
 	}
 	return d.Round(time.Millisecond).String()
+}
+
+// waitingFor says what the step a paused run waits at waits for.
+func (l *Log) waitingFor() string {
+	for _, s := range l.Steps {
+		if s.ID == l.Waiting && strings.HasPrefix(s.Reason, "sleeping until ") {
+			return s.Reason
+		}
+	}
+	return "waiting for a confirmation"
 }

@@ -66,6 +66,19 @@ func (x *execution) step(i int, env expr.Env, heal *AutoHeal, retryOf string) (s
 			return x.skip(i, a.denial(), start)
 		}
 	}
+	if cs.kind == "sleep" {
+		if _, woke := x.r.Confirmations[st.ID]; !woke {
+			until, err := x.wakeTime(cs, env)
+			if err != nil {
+				return x.fail(i, err, start, false)
+			}
+			if until.After(start) {
+				x.log.Steps[i].Status = StatusWaiting
+				x.log.Steps[i].Reason = "sleeping until " + until.UTC().Format(time.RFC3339)
+				return stepState{status: StatusWaiting, pause: &PausedError{Step: st.ID, Message: x.log.Steps[i].Reason, Until: until}}
+			}
+		}
+	}
 	sl := &x.log.Steps[i]
 	sl.RetryOf = retryOf
 	if heal != nil {
@@ -253,6 +266,9 @@ func (x *execution) once(ctx context.Context, key string, cs *cstep, env expr.En
 	if cs.compute != nil {
 		return cs.compute.Run(ctx, env)
 	}
+	if cs.kind == "sleep" {
+		return nil, nil // woken: a sleep's result is null
+	}
 	t, ok := x.tools.Lookup(st.Tool)
 	if !ok {
 		return nil, failure.Fatalf("tool %q is not available on this worker (it has: %s)", st.Tool, strings.Join(x.tools.Names(), ", "))
@@ -290,6 +306,26 @@ func (x *execution) once(ctx context.Context, key string, cs *cstep, env expr.En
 		}
 	}
 	return v, err
+}
+
+// wakeTime is when a sleep step ends: now plus sleep, or sleep_until rendered.
+func (x *execution) wakeTime(cs *cstep, env expr.Env) (time.Time, error) {
+	now := time.Now()
+	until := now.Add(time.Duration(cs.step.Sleep))
+	if cs.until != nil {
+		v, err := cs.until.Eval(x.ctx, env)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("sleep_until: %w", err)
+		}
+		s := text(v)
+		if until, err = time.Parse(time.RFC3339, s); err != nil {
+			return time.Time{}, failure.Fatalf("sleep_until: %q is not an RFC 3339 time (2026-01-02T15:04:05Z)", s)
+		}
+	}
+	if max := x.r.MaxSleep; max > 0 && until.Sub(now) > max {
+		return time.Time{}, failure.Fatalf("sleep until %s is too far ahead: a run can sleep at most %s (the events stream's retention)", until.UTC().Format(time.RFC3339), max.Round(time.Minute))
+	}
+	return until, nil
 }
 
 // errorText is what later steps see of a step that failed with on_error: continue:
