@@ -672,7 +672,7 @@ func (rd *reader) poll(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	prefix := rd.b.Subjects.Prefix + ".events."
+	prefix := strings.TrimSuffix(rd.b.Subjects.AllEvents(), ">")
 	for seq := max(rd.last+1, info.State.FirstSeq); seq <= info.State.LastSeq; seq++ {
 		gctx, gcancel := context.WithTimeout(ctx, 5*time.Second) // a reply lost to a server restart
 		m, err := st.GetMsg(gctx, seq)

@@ -203,13 +203,13 @@ func (b *Bus) Streams() []jetstream.StreamConfig {
 	// Jobs are kept after they ran (limits retention, not a work queue): the jobs of
 	// a plan are its activation's record (see events.Subjects.Exec). Each pool's
 	// consumer filters its own subjects, so every job still goes to one worker.
-	jobs := base(b.StreamJobs(), "skillbus jobs: one message per skill execution, kept as the activation's record", c.Prefix+".exec.>")
+	jobs := base(b.StreamJobs(), "skillbus jobs: one message per skill execution, kept as the activation's record", s.AllExec())
 	jobs.MaxAge = c.JobsMaxAge
-	repair := base(b.StreamRepair(), "skillbus repair jobs", c.Prefix+".repair.>")
+	repair := base(b.StreamRepair(), "skillbus repair jobs", s.AllRepair())
 	repair.Retention = jetstream.WorkQueuePolicy
-	dead := base(b.StreamDead(), "skillbus dead letters: jobs and triggers that could not run, with the reason", c.Prefix+".dead.>")
+	dead := base(b.StreamDead(), "skillbus dead letters: jobs and triggers that could not run, with the reason", s.AllDead())
 	dead.MaxAge = c.DeadMaxAge
-	evs := base(b.StreamEvents(), "skillbus plans, progress and results", c.Prefix+".events.>")
+	evs := base(b.StreamEvents(), "skillbus plans, progress and results", s.AllEvents())
 	evs.MaxAge = c.EventsMaxAge
 	// Confirmation timeouts are scheduled messages in EVENTS: a denial "by timeout"
 	// that the server publishes when the deadline passes, purged if a human answers.

@@ -173,7 +173,7 @@ func (c *Console) Start(ctx context.Context) error {
 	}
 	start := time.Now().Add(-c.cfg.Window)
 	cons, err := b.OrderedConsumer(ctx, b.StreamEvents(), jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{b.Subjects.Prefix + ".events.>"},
+		FilterSubjects: []string{b.Subjects.AllEvents()},
 		DeliverPolicy:  jetstream.DeliverByStartTimePolicy, OptStartTime: &start,
 	})
 	if err != nil {

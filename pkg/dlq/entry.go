@@ -39,7 +39,7 @@ const (
 const (
 	tokenTrigger  = events.DeadTrigger
 	tokenJob      = events.DeadJob
-	tokenReplayed = "_replayed"
+	tokenReplayed = events.DeadReplayed
 )
 
 // Entry is one dead letter. The JSON field names are what `skillbus dlq list --json`
@@ -112,7 +112,7 @@ func (e *Entry) ShortID() string {
 
 // decode reads a DLQ message. ok is false for a replay record, which is no entry.
 func decode(prefix, subject string, seq uint64, at time.Time, h nats.Header, data []byte) (e *Entry, ok bool) {
-	token := strings.TrimPrefix(subject, prefix+".dead.")
+	token := strings.TrimPrefix(subject, events.Subjects{Prefix: prefix}.Dead(""))
 	if token == tokenReplayed || strings.HasPrefix(token, tokenReplayed+".") {
 		return nil, false
 	}
