@@ -18,6 +18,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/client"
 )
@@ -70,7 +71,7 @@ func main() {
 		panic(err)
 	}
 	var done atomic.Int64
-	sub, _ := nc.Subscribe("skillbus.events.*.execution.completed", func(*nats.Msg) { done.Add(1) })
+	sub, _ := nc.Subscribe(b.Subjects.EventKind(events.TypeExecutionCompleted), func(*nats.Msg) { done.Add(1) })
 	defer sub.Unsubscribe()
 	start := map[string]float64{}
 	for _, p := range ps {

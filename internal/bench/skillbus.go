@@ -161,8 +161,8 @@ func startSkillbus(ctx context.Context, cfg Config, sk *skill.Skill, level event
 		s.ids[k] = int32(i)
 	}
 	s.results = make(chan int, 1024)
-	s.sub, err = nc.Subscribe("skillbus.events.*.execution.completed", func(m *nats.Msg) {
-		id, _, _ := strings.Cut(strings.TrimPrefix(m.Subject, "skillbus.events."), ".")
+	s.sub, err = nc.Subscribe(benchSubjects.EventKind(events.TypeExecutionCompleted), func(m *nats.Msg) {
+		id, _, _ := strings.Cut(strings.TrimPrefix(m.Subject, strings.TrimSuffix(benchSubjects.AllEvents(), ">")), ".")
 		if k, ok := keyOf(id); ok {
 			if i, ok := s.ids[k]; ok {
 				s.results <- int(i)
@@ -187,9 +187,12 @@ func keyOf(id string) (k execKey, ok bool) {
 	return k, err == nil && n == len(k)
 }
 
+// benchSubjects are the subjects of the benchmark's skillbus, under the default prefix.
+var benchSubjects = events.Subjects{Prefix: "skillbus"}
+
 func (s *skillbusSystem) trigger(ctx context.Context, i int) error {
 	id := strconv.Itoa(i)
-	m := nats.NewMsg("skillbus.trigger.skill." + s.skill)
+	m := nats.NewMsg(benchSubjects.TriggerSkill(s.skill))
 	m.Header.Set(events.HeaderCESpecVersion, "1.0")
 	m.Header.Set(events.HeaderCEID, id)
 	m.Header.Set(events.HeaderCESource, "/bench")

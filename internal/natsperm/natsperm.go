@@ -152,7 +152,6 @@ func join(lists ...[]string) []string {
 // prefix ("skillbus" by default), in a fixed order.
 func Roles(prefix string) []Role {
 	n := newNames(prefix)
-	p := n.p
 	subj := events.Subjects{Prefix: prefix}
 	inbox := []string{"_INBOX.>"}
 	jsInfo := []string{"$JS.API.INFO"}
@@ -227,7 +226,7 @@ func Roles(prefix string) []Role {
 		},
 		{
 			Name:      "tool",
-			Doc:       "A process serving tools on the bus (a NATS micro service on " + p + ".tool.<name>): it receives calls and answers them, nothing else.",
+			Doc:       "A process serving tools on the bus (a NATS micro service on " + subj.Tool("<name>") + "): it receives calls and answers them, nothing else.",
 			Subscribe: []string{subj.ServiceAll(events.ServiceTool), "$SRV.>"},
 			Responses: true,
 		},
