@@ -317,7 +317,7 @@ type Step struct {
 	Sleep Duration `json:"sleep,omitempty"`
 	// SleepUntil is a template giving an RFC 3339 time the run is parked until.
 	SleepUntil string `json:"sleep_until,omitempty"`
-	Line          int            `json:"line,omitempty"`  // line of the step in Workflow.Source, for messages
+	Line       int    `json:"line,omitempty"` // line of the step in Workflow.Source, for messages
 }
 
 // ErrorPolicy splits OnError into its policy (fail, continue or retry) and, for

@@ -43,7 +43,7 @@ func (c *compiled) reads(names []string) {
 
 type cstep struct {
 	step      *skill.Step
-	kind      string // tool | compute | sleep
+	kind      string         // tool | compute | sleep
 	until     *expr.Template // sleep_until
 	condition *expr.Expr
 	args      *expr.Value
