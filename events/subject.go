@@ -125,6 +125,19 @@ func (s Subjects) Event(id, typ string) string {
 	return s.Prefix + ".events." + id + "." + Kind(typ)
 }
 
+// DebounceTimer, DebounceLatest and DebounceFired are a debounced burst's
+// subjects in the events stream (id: a hash of the skill and its key's value):
+// the scheduled message that starts the run, the last trigger folded in, and what
+// the server publishes when the timer is due. DebounceFired("*") matches every
+// burst's.
+func (s Subjects) DebounceTimer(id string) string  { return s.debounce(id, "timer") }
+func (s Subjects) DebounceLatest(id string) string { return s.debounce(id, "latest") }
+func (s Subjects) DebounceFired(id string) string  { return s.debounce(id, "fired") }
+
+func (s Subjects) debounce(id, part string) string {
+	return s.Prefix + ".events." + id + ".debounce." + part
+}
+
 // ConfirmationTimeout is the subject of the scheduled message that answers a
 // confirmation with a denial when nobody answers in time.
 func (s Subjects) ConfirmationTimeout(executionID, step string) string {

@@ -113,6 +113,21 @@ const (
 	HeaderRoute = "Skillbus-Route"
 )
 
+// Headers of a debounced skill's burst, on its latest trigger and its timer
+// (Subjects.DebounceLatest, DebounceTimer): routers read them back to fold the
+// next trigger and to start the run.
+const (
+	// HeaderDebounceSkill names the debounced skill.
+	HeaderDebounceSkill = "Skillbus-Debounce-Skill"
+	// HeaderDebounceFirst is when the burst's first trigger was folded (RFC 3339),
+	// from which its timeout counts.
+	HeaderDebounceFirst = "Skillbus-Debounce-First"
+	// HeaderDebounceAct is the activation id of the trigger whose data the run takes.
+	HeaderDebounceAct = "Skillbus-Debounce-Act"
+	// HeaderDebounceSeq is that trigger's sequence in the triggers stream.
+	HeaderDebounceSeq = "Skillbus-Debounce-Seq"
+)
+
 // Headers of a call to a tool served on the bus (package bustool): a NATS
 // request to Subjects.Tool(name) whose payload is the arguments; these carry the
 // rest of the call, and a tool service in any language reads them.

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/skill"
 )
@@ -47,10 +48,10 @@ import (
 
 // Headers of the debounce subjects.
 const (
-	headerDebounceSkill = "Skillbus-Debounce-Skill"
-	headerDebounceFirst = "Skillbus-Debounce-First"
-	headerDebounceAct   = "Skillbus-Debounce-Act"
-	headerDebounceSeq   = "Skillbus-Debounce-Seq" // the trigger's sequence in TRIGGERS
+	headerDebounceSkill = events.HeaderDebounceSkill
+	headerDebounceFirst = events.HeaderDebounceFirst
+	headerDebounceAct   = events.HeaderDebounceAct
+	headerDebounceSeq   = events.HeaderDebounceSeq
 )
 
 // DebounceSource is the source of the trigger a debounced skill's burst runs as.
@@ -70,8 +71,8 @@ func debounceID(name, key string) string {
 type debounceSubjects struct{ timer, latest, fired string }
 
 func (r *Router) debounceSubjects(id string) debounceSubjects {
-	base := r.cfg.Bus.Subjects.Prefix + ".events." + id + ".debounce."
-	return debounceSubjects{timer: base + "timer", latest: base + "latest", fired: base + "fired"}
+	sub := r.cfg.Bus.Subjects
+	return debounceSubjects{timer: sub.DebounceTimer(id), latest: sub.DebounceLatest(id), fired: sub.DebounceFired(id)}
 }
 
 // DebounceConsumerConfig is the durable consumer every router shares for the
@@ -80,7 +81,7 @@ func (r *Router) DebounceConsumerConfig() jetstream.ConsumerConfig {
 	return jetstream.ConsumerConfig{
 		Durable:       r.cfg.Durable + "-debounce",
 		Description:   "skillbus routers: debounced runs that are due",
-		FilterSubject: r.cfg.Bus.Subjects.Prefix + ".events.*.debounce.fired",
+		FilterSubject: r.cfg.Bus.Subjects.DebounceFired("*"),
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       r.cfg.AckWait,
 		MaxDeliver:    -1,
