@@ -434,8 +434,6 @@ func readiness(s *skill.Skill, req Request, env Env) float64 {
 // it decides.
 func (x *Selector) plan(d *Decision, forced bool, cands map[string]*acc, admit func(*skill.Skill) (bool, string)) {
 	cfg := x.cfg
-	var chosen []int
-	var always []int
 	refused := func(c *Candidate, s *skill.Skill) bool {
 		if admit == nil {
 			return false
@@ -446,34 +444,7 @@ func (x *Selector) plan(d *Decision, forced bool, cands map[string]*acc, admit f
 		}
 		return !ok
 	}
-	for i := range d.Candidates {
-		c := &d.Candidates[i]
-		a := cands[skill.NormalizeName(c.Name)]
-		strategy := a.e.strategy
-		// Always-skills are asked below, once there is a plan for them to join.
-		joins := c.Source == SourceForced ||
-			strategy != StrategyExplicit && !(strategy == StrategyAlways && !forced) &&
-				(a.subscrib || c.Components.Conflict >= 0 && c.Score >= cfg.Threshold)
-		switch {
-		case joins && refused(c, a.e.s):
-			a.refused = true
-		case c.Source == SourceForced:
-			chosen = append(chosen, i)
-		case strategy == StrategyAlways && !forced:
-			always = append(always, i)
-		case strategy == StrategyExplicit:
-			c.Reason = join(c.Reason, "activation: explicit; runs only when invoked by name")
-		case a.subscrib:
-			chosen = append(chosen, i)
-			c.Reason = join(c.Reason, "subscribed to the event type")
-		case c.Components.Conflict < 0:
-			// An anti-trigger in the text says the request is for another skill.
-		case c.Score >= cfg.Threshold:
-			chosen = append(chosen, i)
-		default:
-			c.Reason = join(c.Reason, fmt.Sprintf("score %.3f below threshold %.2f", c.Score, cfg.Threshold))
-		}
-	}
+	chosen, always := x.classify(d, forced, cands, refused)
 	if len(chosen) > cfg.MaxActive {
 		for _, i := range chosen[cfg.MaxActive:] {
 			d.Candidates[i].Reason = join(d.Candidates[i].Reason, fmt.Sprintf("passed, but the plan already has maxActive %d skills", cfg.MaxActive))
@@ -507,56 +478,10 @@ func (x *Selector) plan(d *Decision, forced bool, cands map[string]*acc, admit f
 		}
 		return
 	}
-	// Parallel groups: consecutive parallel_safe skills, at most MaxParallel a group.
-	var cur []string
-	flush := func() {
-		if len(cur) > 0 {
-			d.ParallelGroups = append(d.ParallelGroups, cur)
-			cur = nil
-		}
-	}
-	for _, i := range chosen {
-		c := &d.Candidates[i]
-		if !c.Skill.ParallelSafe || len(cur) == cfg.MaxParallel {
-			flush()
-		}
-		if c.Skill.ParallelSafe {
-			cur = append(cur, c.Name)
-		} else {
-			d.ParallelGroups = append(d.ParallelGroups, []string{c.Name})
-		}
-	}
-	flush()
-	d.Primary = d.Candidates[chosen[0]].Name
-	lead := d.ParallelGroups[0]
-	inLead := func(n string) bool {
-		for _, l := range lead {
-			if l == n {
-				return true
-			}
-		}
-		return false
-	}
-	for k, i := range chosen {
-		c := &d.Candidates[i]
-		c.Selected = true
-		d.EstimatedCost += costWeight(c.Skill.CostHint)
-		switch {
-		case k == 0:
-			c.Role = "primary"
-			c.Reason = join(c.Reason, "primary: best score "+strconv.FormatFloat(c.Score, 'f', 3, 64))
-		case inLead(c.Name):
-			c.Role = "parallel"
-			c.Reason = join(c.Reason, "runs beside the primary: both are parallel_safe")
-		default:
-			c.Role = "fallback"
-			d.Fallback = append(d.Fallback, c.Name)
-			c.Reason = join(c.Reason, "fallback #"+strconv.Itoa(len(d.Fallback)))
-		}
-	}
+	lead := x.assignRoles(d, chosen)
 	if g := cfg.Generic; g != "" {
 		key := skill.NormalizeName(g)
-		if e, ok := x.skills[key]; ok && !contains(d.Fallback, e.s.Name) && !inLead(e.s.Name) && !genericRefused(cands[key], e.s, admit) {
+		if e, ok := x.skills[key]; ok && !contains(d.Fallback, e.s.Name) && !contains(lead, e.s.Name) && !genericRefused(cands[key], e.s, admit) {
 			d.Fallback = append(d.Fallback, e.s.Name)
 		}
 	}
@@ -568,6 +493,88 @@ func (x *Selector) plan(d *Decision, forced bool, cands map[string]*acc, admit f
 		}
 	}
 	d.ParallelGroups = groups
+}
+
+// classify sorts the candidates, best first, into those that join the plan
+// (chosen: forced, subscribed or over the threshold, and admitted) and the
+// always-skills, which are asked once there is a plan for them to join; every
+// other candidate's reason says why it stays out.
+func (x *Selector) classify(d *Decision, forced bool, cands map[string]*acc, refused func(*Candidate, *skill.Skill) bool) (chosen, always []int) {
+	threshold := x.cfg.Threshold
+	for i := range d.Candidates {
+		c := &d.Candidates[i]
+		a := cands[skill.NormalizeName(c.Name)]
+		strategy := a.e.strategy
+		// Always-skills are asked below, once there is a plan for them to join.
+		joins := c.Source == SourceForced ||
+			strategy != StrategyExplicit && !(strategy == StrategyAlways && !forced) &&
+				(a.subscrib || c.Components.Conflict >= 0 && c.Score >= threshold)
+		switch {
+		case joins && refused(c, a.e.s):
+			a.refused = true
+		case c.Source == SourceForced:
+			chosen = append(chosen, i)
+		case strategy == StrategyAlways && !forced:
+			always = append(always, i)
+		case strategy == StrategyExplicit:
+			c.Reason = join(c.Reason, "activation: explicit; runs only when invoked by name")
+		case a.subscrib:
+			chosen = append(chosen, i)
+			c.Reason = join(c.Reason, "subscribed to the event type")
+		case c.Components.Conflict < 0:
+			// An anti-trigger in the text says the request is for another skill.
+		case c.Score >= threshold:
+			chosen = append(chosen, i)
+		default:
+			c.Reason = join(c.Reason, fmt.Sprintf("score %.3f below threshold %.2f", c.Score, threshold))
+		}
+	}
+	return chosen, always
+}
+
+// assignRoles makes the chosen candidates a plan: the first is the primary,
+// parallel_safe neighbours run beside it in groups of at most MaxParallel, and
+// the rest form the fallback chain in order. It returns the lead group.
+func (x *Selector) assignRoles(d *Decision, chosen []int) (lead []string) {
+	var cur []string
+	flush := func() {
+		if len(cur) > 0 {
+			d.ParallelGroups = append(d.ParallelGroups, cur)
+			cur = nil
+		}
+	}
+	for _, i := range chosen {
+		c := &d.Candidates[i]
+		if !c.Skill.ParallelSafe || len(cur) == x.cfg.MaxParallel {
+			flush()
+		}
+		if c.Skill.ParallelSafe {
+			cur = append(cur, c.Name)
+		} else {
+			d.ParallelGroups = append(d.ParallelGroups, []string{c.Name})
+		}
+	}
+	flush()
+	d.Primary = d.Candidates[chosen[0]].Name
+	lead = d.ParallelGroups[0]
+	for k, i := range chosen {
+		c := &d.Candidates[i]
+		c.Selected = true
+		d.EstimatedCost += costWeight(c.Skill.CostHint)
+		switch {
+		case k == 0:
+			c.Role = "primary"
+			c.Reason = join(c.Reason, "primary: best score "+strconv.FormatFloat(c.Score, 'f', 3, 64))
+		case contains(lead, c.Name):
+			c.Role = "parallel"
+			c.Reason = join(c.Reason, "runs beside the primary: both are parallel_safe")
+		default:
+			c.Role = "fallback"
+			d.Fallback = append(d.Fallback, c.Name)
+			c.Reason = join(c.Reason, "fallback #"+strconv.Itoa(len(d.Fallback)))
+		}
+	}
+	return lead
 }
 
 // genericRefused reports whether flow control keeps the generic skill s out of
