@@ -417,28 +417,24 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 	_ = msg.NakWithDelay(w.cfg.Backoff.Base)
 }
 
-// process handles one delivery. It returns an error only when the delivery must be handed
-// back without an outcome (a publish failed, or shutdown).
-func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
-	md, err := msg.Metadata()
-	if err != nil {
-		return err
-	}
+// readJob decodes a delivered job. An error makes it a poison message.
+func (w *Worker) readJob(msg jetstream.Msg, md *jetstream.MsgMetadata) (*job, *bus.Binary, error) {
 	// The job's data is decoded strictly below, so its envelope's reader need not
 	// check it first; when the decoding fails, DecodeFast's verdict stands.
 	e, unchecked := bus.DecodeUnchecked(msg)
 	if !unchecked {
+		var err error
 		if e, err = bus.DecodeFast(msg); err != nil {
-			return w.poison(ctx, msg, err)
+			return nil, nil, err
 		}
 	}
 	// The attempt is 1 on the fast path; the claim path reads it from the claim
 	// (the delivery count is no record of retries: see claim.go).
 	j := &job{msg: msg, attempt: 1, batch: w.cfg.Bus.Batch(), start: time.Now(), seq: md.Sequence.Stream, delivered: md.NumDelivered}
-	err = events.DecodeJobWithoutRoute(e.Data, &j.data)
+	err := events.DecodeJobWithoutRoute(e.Data, &j.data)
 	if err != nil && unchecked {
 		if e, err = bus.DecodeFast(msg); err != nil {
-			return w.poison(ctx, msg, err)
+			return nil, nil, err
 		}
 		j.data = events.Job{}
 		err = events.DecodeJobWithoutRoute(e.Data, &j.data)
@@ -447,7 +443,52 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 		if err == nil {
 			err = errors.New("job has no execution_id or skill")
 		}
-		return w.poison(ctx, msg, fmt.Errorf("job data: %w", err))
+		return nil, nil, fmt.Errorf("job data: %w", err)
+	}
+	return j, e, nil
+}
+
+// gate settles a claimed job that must not run (cancelled, held by a paused
+// skill, of a version the catalog lacks, too deeply delegated, declined by
+// repair, or past the crash allowance) and reports whether it did; it also
+// resolves the job's skill version.
+func (w *Worker) gate(ctx context.Context, j *job) (done bool, err error) {
+	if c, err := w.cancelOf(ctx, j); err != nil || c != nil {
+		if err != nil {
+			return true, err
+		}
+		return true, w.settle(ctx, j, Cancelled{Cancel: c})
+	}
+	if w.ctl.held(j.data.Skill.Name) != nil {
+		if held, err := w.hold(ctx, j); held || err != nil {
+			return true, err
+		}
+	}
+	// The version the plan pinned: a skill edited since keeps its runs on the old one.
+	j.skill, err = w.cfg.Catalog.LookupVersion(ctx, j.data.Skill.Name, j.data.Skill.Digest)
+	switch {
+	case err != nil:
+		return true, w.fail(ctx, j, "", failure.Fatalf("%v", err))
+	case j.data.Depth > w.cfg.MaxDepth:
+		return true, w.fail(ctx, j, "", failure.Fatalf("delegated %d levels deep through the skill tool; the limit is %d", j.data.Depth, w.cfg.MaxDepth))
+	case j.data.Repair != nil && j.data.Repair.Declined != "":
+		return true, w.declined(ctx, j)
+	case j.takeovers > w.cfg.CrashAllowance:
+		return true, w.fail(ctx, j, "", failure.Fatalf("workers died running it %d times (the crash allowance is %d): it is not run again", j.takeovers, w.cfg.CrashAllowance))
+	}
+	return false, nil
+}
+
+// process handles one delivery. It returns an error only when the delivery must be handed
+// back without an outcome (a publish failed, or shutdown).
+func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
+	md, err := msg.Metadata()
+	if err != nil {
+		return err
+	}
+	j, e, err := w.readJob(msg, md)
+	if err != nil {
+		return w.poison(ctx, msg, err)
 	}
 	j.meta = e.Meta()
 	// A job says its activation and execution in its data (bus.Event.JobMsg); the
@@ -487,30 +528,8 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 			return err
 		}
 	}
-	if c, err := w.cancelOf(ctx, j); err != nil || c != nil {
-		if err != nil {
-			return err
-		}
-		return w.settle(ctx, j, Cancelled{Cancel: c})
-	}
-	if w.ctl.held(j.data.Skill.Name) != nil {
-		if held, err := w.hold(ctx, j); held || err != nil {
-			return err
-		}
-	}
-	// The version the plan pinned: a skill edited since keeps its runs on the old one.
-	j.skill, err = w.cfg.Catalog.LookupVersion(ctx, j.data.Skill.Name, j.data.Skill.Digest)
-	if err != nil {
-		return w.fail(ctx, j, "", failure.Fatalf("%v", err))
-	}
-	if j.data.Depth > w.cfg.MaxDepth {
-		return w.fail(ctx, j, "", failure.Fatalf("delegated %d levels deep through the skill tool; the limit is %d", j.data.Depth, w.cfg.MaxDepth))
-	}
-	if j.data.Repair != nil && j.data.Repair.Declined != "" {
-		return w.declined(ctx, j)
-	}
-	if j.takeovers > w.cfg.CrashAllowance {
-		return w.fail(ctx, j, "", failure.Fatalf("workers died running it %d times (the crash allowance is %d): it is not run again", j.takeovers, w.cfg.CrashAllowance))
+	if done, err := w.gate(ctx, j); done {
+		return err
 	}
 
 	var inputs map[string]any
