@@ -158,9 +158,9 @@ publishes it again. Executions already running go on (cancel them with 'runs
 cancel --skill'). Nothing is lost: a worker that dies holding a job leaves it to be
 delivered again.
 
-A pause is recorded in KV runs, whose entries are kept 7 days: a skill paused
-longer than that resumes on its own. 'skills list' and the console show paused
-skills.`,
+A pause lasts until 'runs resume', however long that is: the pause and the jobs
+it holds are kept in KV runs exempt from the bucket's 7-day expiry. 'skills list'
+and the console show paused skills.`,
 		Example: `  skillbus runs pause --skill send-report --reason "mail server migration"
   skillbus runs resume --skill send-report`,
 		Args: cobra.NoArgs,

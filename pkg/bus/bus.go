@@ -227,6 +227,9 @@ func (b *Bus) Buckets() []jetstream.KeyValueConfig {
 	skills.History = 16
 	runs := kv(b.BucketRuns(), "skillbus execution claims and paused executions")
 	runs.TTL = 7 * 24 * time.Hour
+	// Per-key TTLs: a paused skill's hold and its held jobs are written never to
+	// expire (control.PutKept). Markers tell watchers of the keys that do expire.
+	runs.LimitMarkerTTL = time.Minute
 	stats := kv(b.BucketStats(), "skillbus terminal results per skill version: one key per worker process and minute")
 	stats.TTL = 25 * time.Hour // a day of results for the routers' success rates, and some
 	workers := kv(b.BucketWorkers(), "skillbus worker heartbeats")

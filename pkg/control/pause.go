@@ -9,9 +9,11 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/run"
 )
 
@@ -21,9 +23,9 @@ import (
 // go on. It reports whether the skill was running until now (false: it was paused
 // already; the first pause's who and why stand).
 //
-// The record lives in KV runs, whose entries expire after 7 days: a pause longer
-// than that ends on its own (the jobs it holds would have expired from JOBS by then
-// too).
+// The hold and the jobs it holds are the only record of them (the jobs were
+// acked), so they are written to KV runs exempt from its 7-day expiry (PutKept): a
+// pause lasts until Resume, however long that is.
 func (c *Controller) Pause(ctx context.Context, skillName string, r Request) (bool, error) {
 	if err := r.check(); err != nil {
 		return false, err
@@ -31,15 +33,67 @@ func (c *Controller) Pause(ctx context.Context, skillName string, r Request) (bo
 	if err := events.CheckToken("skill", skillName); err != nil {
 		return false, err
 	}
+	key := events.SkillHoldKey(skillName)
 	rec, _ := json.Marshal(run.Hold{Skill: skillName, By: r.By, Reason: r.Reason, At: time.Now().UTC()})
-	_, err := c.runs.Create(ctx, events.SkillHoldKey(skillName), rec)
-	if errors.Is(err, jetstream.ErrKeyExists) {
-		return false, nil
+	for range 3 { // a write between the read and ours: read again
+		last, live, err := lastRevision(ctx, c.runs, key)
+		if err != nil {
+			return false, fmt.Errorf("pause %s: %w", skillName, err)
+		}
+		if live {
+			return false, nil
+		}
+		_, err = PutKept(ctx, c.b, key, rec, jetstream.WithExpectLastSequencePerSubject(last))
+		if err == nil {
+			return true, nil
+		}
+		if !wrongLastSequence(err) {
+			return false, fmt.Errorf("pause %s: %w", skillName, err)
+		}
+	}
+	return false, fmt.Errorf("pause %s: its record keeps changing", skillName)
+}
+
+func wrongLastSequence(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) &&
+		(apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
+}
+
+// PutKept writes key in KV runs so that the bucket's TTL never expires it: only
+// a delete or a purge removes it. It returns the key's new revision. KV runs
+// allows per-key TTLs (bus.Buckets); on one an earlier version made, not updated
+// yet, the key is written as before, to expire with the bucket's TTL.
+func PutKept(ctx context.Context, b *bus.Bus, key string, value []byte, opts ...jetstream.PublishOpt) (uint64, error) {
+	m := &nats.Msg{Subject: "$KV." + b.BucketRuns() + "." + key, Data: value, Header: nats.Header{}}
+	m.Header.Set(jetstream.MsgTTLHeader, "never")
+	ack, err := b.Publish(ctx, m, opts...)
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) && apiErr.ErrorCode == errTTLDisabled {
+		m.Header.Del(jetstream.MsgTTLHeader)
+		ack, err = b.Publish(ctx, m, opts...)
 	}
 	if err != nil {
-		return false, fmt.Errorf("pause %s: %w", skillName, err)
+		return 0, err
 	}
-	return true, nil
+	return ack.Sequence, nil
+}
+
+// errTTLDisabled is JetStream's "per-message TTL is disabled".
+const errTTLDisabled jetstream.ErrorCode = 10166
+
+// lastRevision is the revision of key's last write, delete included (0: none),
+// and whether that write is a value.
+func lastRevision(ctx context.Context, kv jetstream.KeyValue, key string) (uint64, bool, error) {
+	h, err := kv.History(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	e := h[len(h)-1]
+	return e.Revision(), e.Operation() == jetstream.KeyValuePut, nil
 }
 
 // Resume resumes a paused skill: its held jobs are published again, oldest first,

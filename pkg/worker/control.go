@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillbus/skillbus/events"
+	execctl "github.com/skillbus/skillbus/pkg/control"
 	"github.com/skillbus/skillbus/pkg/run"
 	"github.com/skillbus/skillbus/pkg/workflow"
 )
@@ -37,9 +38,11 @@ import (
 // Pause. A job of a paused skill is set aside: its job is kept whole in a
 // run.Held record and the message is acked, so it holds no worker slot, no
 // MaxAckPending place and burns no retry; resuming the skill (package control)
-// publishes each held job again. A worker that finds, after writing the held
-// record, that the skill was resumed meanwhile takes its record back and runs the
-// job through the claim path, since resume may have published a copy.
+// publishes each held job again. The held record and the skill's hold are exempt
+// from KV runs' TTL (control.PutKept): a pause lasts as long as it must. A worker
+// that finds, after writing the held record, that the skill was resumed meanwhile
+// takes its record back and runs the job through the claim path, since resume
+// may have published a copy.
 
 // control is this worker's copy of the cancel and hold records.
 type control struct {
@@ -263,8 +266,9 @@ func (w *Worker) hold(ctx context.Context, j *job) (held bool, err error) {
 	if err != nil {
 		return false, err
 	}
+	// Acked below, the job has no other copy: its record must outlive KV runs' TTL.
 	key := events.RunHeldKey(j.data.ExecutionID)
-	rev, err := w.runs.Put(ctx, key, rec)
+	rev, err := execctl.PutKept(ctx, w.cfg.Bus, key, rec)
 	if err != nil {
 		return false, fmt.Errorf("hold the job of a paused skill: %w", err)
 	}

@@ -3,6 +3,7 @@ package worker_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"strings"
@@ -330,4 +331,57 @@ func TestUnreadableControlRecordIsIgnored(t *testing.T) {
 	f.start()
 	f.waitEvent(f.job("1", "hello"), events.TypeExecutionCompleted)
 	_ = context.Background
+}
+
+// A pause and the jobs it holds outlast KV runs' TTL: a held job was acked, so its
+// record is its only copy, and a hold that expired would leave running workers
+// holding a skill that new workers run.
+func TestPauseOutlastsTheRunsTTL(t *testing.T) {
+	t.Parallel()
+	f := setup(t, oneStep("hello", "greet", 0))
+	// KV runs as every process configures it, but keeping entries seconds, not days.
+	for _, kc := range f.b.Buckets() {
+		if kc.Bucket == f.b.BucketRuns() {
+			kc.TTL = 3 * time.Second
+			if _, err := f.b.JS.UpdateKeyValue(f.ctx, kc); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	ctl := f.control()
+	req := control.Request{By: "ada", Reason: "maintenance"}
+	if ok, err := ctl.Pause(f.ctx, "hello", req); err != nil || !ok {
+		t.Fatalf("pause: %v %v", ok, err)
+	}
+	f.start() // reads the hold before it takes a job
+	one := f.job("1", "hello")
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		p, _ := ctl.Paused(f.ctx)
+		return p["hello"].Held == 1
+	}, "the paused skill's run is not held")
+	// An ordinary entry written after them expires; they do not.
+	if _, err := f.runs.Put(f.ctx, "ordinary", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	natstest.Eventually(t, 20*time.Second, func() bool {
+		_, err := f.runs.Get(f.ctx, "ordinary")
+		return errors.Is(err, jetstream.ErrKeyNotFound)
+	}, "an ordinary entry of KV runs did not expire")
+	if p, err := ctl.Paused(f.ctx); err != nil || p["hello"].By != "ada" || p["hello"].Held != 1 {
+		t.Fatalf("after KV runs' TTL the pause is %+v (%v), want hello paused by ada, 1 held", p["hello"], err)
+	}
+	two := f.job("2", "hello")
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		p, _ := ctl.Paused(f.ctx)
+		return p["hello"].Held == 2
+	}, "a run after KV runs' TTL is not held")
+	if n := f.calls["greet"].Load(); n != 0 {
+		t.Fatalf("a paused skill's run ran %d times", n)
+	}
+	n, was, err := ctl.Resume(f.ctx, "hello", req)
+	if err != nil || !was || n != 2 {
+		t.Fatalf("resume released %d (paused: %v, %v), want 2", n, was, err)
+	}
+	f.waitEvent(one, events.TypeExecutionCompleted)
+	f.waitEvent(two, events.TypeExecutionCompleted)
 }
