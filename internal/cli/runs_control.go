@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -33,8 +34,11 @@ io.skillbus.execution.cancelled, recorded with who cancelled it (--by) and why
 
 The request is recorded in KV runs, so it holds for a worker that starts later
 or was disconnected. An execution that ended already is reported as such
-("already ended (completed)") and the command exits 1. An execution that fell
-back to another skill is followed: the skill still running it is cancelled.
+("already ended (completed)") and the command exits 1. So it does for an id
+nothing knows of — no outcome, job, claim, or paused, held or parked record: a
+mistyped id — which it reports as "no such execution: <id>", recording nothing.
+An execution that fell back to another skill is followed: the skill still
+running it is cancelled.
 
 --skill cancels every execution of a skill that has not ended and whose job was
 published since --since (a duration back from now, or an RFC 3339 time; default:
@@ -78,6 +82,7 @@ as far back as the JOBS stream keeps jobs), and lists what it cancelled.`,
 			}
 			req := control.Request{By: by, Reason: reason, Source: "skillbus-cli"}
 			var out []control.Cancellation
+			var missing []error
 			ended := 0
 			if skillName != "" {
 				if out, err = ctl.CancelSkill(ctx, skillName, from, req); err != nil {
@@ -89,6 +94,10 @@ as far back as the JOBS stream keeps jobs), and lists what it cancelled.`,
 					return err
 				}
 				res, err := ctl.Cancel(ctx, id, req)
+				if errors.Is(err, control.ErrNoExecution) {
+					missing = append(missing, err) // the others are still cancelled
+					continue
+				}
 				if err != nil {
 					return err
 				}
@@ -111,6 +120,9 @@ as far back as the JOBS stream keeps jobs), and lists what it cancelled.`,
 				for _, r := range out {
 					fmt.Fprintln(stdout, r.String())
 				}
+			}
+			if len(missing) > 0 {
+				return &ExitError{Code: 1, Err: errors.Join(missing...)}
 			}
 			if ended > 0 {
 				return &ExitError{Code: 1, Quiet: true, Err: fmt.Errorf("%d of the executions had ended already", ended)}

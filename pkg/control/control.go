@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -121,9 +122,21 @@ func New(ctx context.Context, b *bus.Bus) (*Controller, error) {
 	return &Controller{b: b, runs: runs, events: evs, jobs: jobs}, nil
 }
 
+// ErrNoExecution: a cancel named an execution that nothing on the bus knows of —
+// no outcome, job, claim, or paused, held or parked record (a mistyped id, or one
+// older than the streams keep).
+var ErrNoExecution = errors.New("no such execution")
+
 // Cancel cancels one execution. An execution that fell back to another skill is
-// followed: the cancel applies to the run that is still going.
+// followed: the cancel applies to the run that is still going. An execution
+// nothing knows of is ErrNoExecution, and no cancel is recorded for it.
 func (c *Controller) Cancel(ctx context.Context, executionID string, r Request) (Cancellation, error) {
+	return c.cancelExecution(ctx, executionID, r, false)
+}
+
+// cancelExecution is Cancel; known says the execution was found already (its job
+// read from JOBS).
+func (c *Controller) cancelExecution(ctx context.Context, executionID string, r Request, known bool) (Cancellation, error) {
 	if err := r.check(); err != nil {
 		return Cancellation{}, err
 	}
@@ -137,11 +150,18 @@ func (c *Controller) Cancel(ctx context.Context, executionID string, r Request) 
 			return Cancellation{}, fmt.Errorf("cancel %s: %w", executionID, err)
 		}
 		if out != nil && out.Status == run.StatusFallback && out.Next != "" {
-			from, executionID = executionID, out.Next
+			from, executionID, known = executionID, out.Next, true
 			continue
 		}
 		if out != nil {
 			return Cancellation{ExecutionID: executionID, Skill: out.Skill, State: StateEnded, Outcome: out.Status, FellBackFrom: from}, nil
+		}
+		if !known {
+			if ok, err := c.exists(ctx, executionID); err != nil {
+				return Cancellation{}, fmt.Errorf("cancel %s: %w", executionID, err)
+			} else if !ok {
+				return Cancellation{}, fmt.Errorf("%w: %s", ErrNoExecution, executionID)
+			}
 		}
 		res, err := c.cancel(ctx, executionID, r)
 		res.FellBackFrom = from
@@ -230,6 +250,59 @@ func (c *Controller) release(ctx context.Context, job events.Job, meta map[strin
 	return nil
 }
 
+// exists reports whether anything knows of an execution that has no outcome: a
+// record of it in KV runs (a cancel, claim, paused or held record), a parked
+// record in KV repairs, or its job in JOBS. The records are read first; JOBS is
+// only read (its headers, every job's) for an execution none of them knows: one
+// that is queued and never ran, or none.
+func (c *Controller) exists(ctx context.Context, id string) (bool, error) {
+	for _, key := range []string{events.RunCancelKey(id), events.RunClaimKey(id), events.RunPausedKey(id), events.RunHeldKey(id)} {
+		_, err := c.runs.Get(ctx, key)
+		if err == nil {
+			return true, nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyNotFound) && !errors.Is(err, jetstream.ErrKeyDeleted) {
+			return false, err
+		}
+	}
+	if repairs, err := c.b.KV(ctx, c.b.BucketRepairs()); err == nil {
+		if p, _, err := service.FindParked(ctx, repairs, id); err != nil {
+			return false, err
+		} else if p != nil {
+			return true, nil
+		}
+	}
+	// Every job's message id begins with its execution's: <execution>.job, and
+	// <execution>.job.<why> when published again.
+	prefix := id + ".job"
+	cons, err := c.jobs.CreateConsumer(ctx, jetstream.ConsumerConfig{AckPolicy: jetstream.AckNonePolicy,
+		HeadersOnly: true, MemoryStorage: true, InactiveThreshold: time.Minute})
+	if err != nil {
+		return false, fmt.Errorf("read the jobs: %w", err)
+	}
+	// Gone at once, not after its inactivity: it is no one's to wait for.
+	defer func() { _ = c.jobs.DeleteConsumer(context.WithoutCancel(ctx), cons.CachedInfo().Name) }()
+	for {
+		batch, err := cons.FetchNoWait(1024)
+		if err != nil {
+			return false, fmt.Errorf("read the jobs: %w", err)
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			if mid := m.Headers().Get(jetstream.MsgIDHeader); mid == prefix || strings.HasPrefix(mid, prefix+".") {
+				return true, nil
+			}
+		}
+		if err := batch.Error(); err != nil {
+			return false, fmt.Errorf("read the jobs: %w", err)
+		}
+		if n == 0 {
+			return false, nil
+		}
+	}
+}
+
 func (c *Controller) loadHeld(ctx context.Context, id string) (*run.Held, uint64, error) {
 	e, err := c.runs.Get(ctx, events.RunHeldKey(id))
 	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
@@ -262,7 +335,7 @@ func (c *Controller) CancelSkill(ctx context.Context, skillName string, since ti
 	}
 	var out []Cancellation
 	for _, id := range ids {
-		res, err := c.Cancel(ctx, id, r)
+		res, err := c.cancelExecution(ctx, id, r, true)
 		if err != nil {
 			return out, err
 		}

@@ -385,3 +385,19 @@ func TestPauseOutlastsTheRunsTTL(t *testing.T) {
 	f.waitEvent(one, events.TypeExecutionCompleted)
 	f.waitEvent(two, events.TypeExecutionCompleted)
 }
+
+// A cancel of an id nothing knows of (mistyped) is ErrNoExecution and records no
+// cancel; a queued job's execution is found in JOBS (TestCancelQueuedRunsNeverStart).
+func TestCancelOfAnUnknownExecution(t *testing.T) {
+	t.Parallel()
+	f := setup(t, oneStep("hello", "greet", 0))
+	f.job("1", "hello") // JOBS holds another execution's job
+	bogus := events.ExecutionID("/t", "never-triggered", "hello")
+	_, err := f.control().Cancel(f.ctx, bogus, control.Request{By: "ada"})
+	if !errors.Is(err, control.ErrNoExecution) || !strings.Contains(err.Error(), "no such execution: "+bogus) {
+		t.Fatalf("cancel of an unknown execution: %v, want no such execution: %s", err, bogus)
+	}
+	if _, err := f.runs.Get(f.ctx, events.RunCancelKey(bogus)); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Fatalf("a cancel was recorded for an unknown execution: %v", err)
+	}
+}
