@@ -29,8 +29,10 @@ io.skillbus.execution.cancelled, recorded with who cancelled it (--by) and why
     the processes of a running exec step get SIGTERM, then SIGKILL after the
     worker's grace (5s by default). A step that completes before that is kept;
     a run whose last step completes before the cancel arrives stays completed;
-  - one paused for a confirmation, held by a paused skill, or parked for a
-    repair is ended at once, without waiting for its answer.
+  - one paused (waiting for a confirmation or sleeping), held by a paused
+    skill, or parked for a repair is ended at once, without waiting for its
+    answer or its wake-up, and is reported "was paused", "was held" or "was
+    repairing".
 
 The request is recorded in KV runs, so it holds for a worker that starts later
 or was disconnected. An execution that ended already is reported as such

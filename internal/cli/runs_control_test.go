@@ -31,3 +31,15 @@ func TestRunsCancelOfAnUnknownExecution(t *testing.T) {
 		t.Fatalf("runs cancel of an unknown id printed %q", out.String())
 	}
 }
+
+// runs cancel --help names every kind of paused run a cancel ends at once.
+func TestRunsCancelHelpNamesSleepingRuns(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	if err := cli.Skillbus(context.Background(), []string{"runs", "cancel", "--help"}, noEnv, &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(strings.Fields(out.String()), " "), "paused (waiting for a confirmation or sleeping)") {
+		t.Fatalf("runs cancel --help leaves out sleeping runs:\n%s", out.String())
+	}
+}

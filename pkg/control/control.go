@@ -7,9 +7,9 @@
 // worker): a cancel request per execution, a hold per paused skill. It ends no
 // run itself: the worker that runs, or would run, the execution publishes its
 // outcome, execution.cancelled, exactly once. An execution that no worker holds
-// — paused for a confirmation, held by a paused skill, parked for a repair — has
-// its job published again so that a worker ends it now rather than when it
-// would have resumed.
+// — paused for a confirmation or sleeping, held by a paused skill, parked for a
+// repair — has its job published again so that a worker ends it now rather than
+// when it would have resumed.
 package control
 
 import (
@@ -33,7 +33,8 @@ const (
 	// StateActive: queued, waiting for a retry, or running. A worker ends it before
 	// it starts, or at its next step boundary.
 	StateActive = "queued or running"
-	// StatePaused: waiting for a confirmation.
+	// StatePaused: paused, waiting for a confirmation or sleeping (a sleep step
+	// parks its run the same way).
 	StatePaused = "paused"
 	// StateHeld: held because its skill is paused.
 	StateHeld = "held"

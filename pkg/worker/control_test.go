@@ -401,3 +401,25 @@ func TestCancelOfAnUnknownExecution(t *testing.T) {
 		t.Fatalf("a cancel was recorded for an unknown execution: %v", err)
 	}
 }
+
+// A sleeping run is paused like one waiting for a confirmation: a cancel ends it
+// at once, reported "was paused", and its steps after the sleep never run.
+func TestCancelOfASleepingRun(t *testing.T) {
+	t.Parallel()
+	f := setup(t, napper("napper", skill.Step{Sleep: skill.Duration(time.Hour)}))
+	f.start()
+	id := f.job("1", "napper")
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		p, _, err := run.LoadPaused(f.ctx, f.runs, id)
+		return err == nil && p != nil && p.Kind == run.PausedSleep
+	}, "no sleeping record")
+	res := f.cancel(id)
+	if res.State != control.StatePaused || !strings.Contains(res.String(), "cancelled, was paused") {
+		t.Fatalf("cancel of a sleeping run: %+v (%s)", res, res)
+	}
+	f.waitCancelled(id)
+	f.drained()
+	if n := f.calls["greet"].Load(); n != 1 {
+		t.Fatalf("greet called %d times, want 1 (the step before the sleep)", n)
+	}
+}
