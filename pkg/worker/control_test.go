@@ -317,10 +317,10 @@ func TestPausedSkillHoldsItsRunsUntilResumed(t *testing.T) {
 }
 
 // The records the watch reads are JSON a person could write by hand; one that is
-// not is ignored, and the worker goes on.
+// not is ignored, and the worker goes on, honouring the readable ones.
 func TestUnreadableControlRecordIsIgnored(t *testing.T) {
 	t.Parallel()
-	f := setup(t, oneStep("hello", "greet", 0))
+	f := setup(t, oneStep("hello", "greet", 0), oneStep("other", "greet", 0))
 	if _, err := f.runs.Put(f.ctx, events.RunCancelKey("nope"), []byte("{")); err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +330,16 @@ func TestUnreadableControlRecordIsIgnored(t *testing.T) {
 	}
 	f.start()
 	f.waitEvent(f.job("1", "hello"), events.TypeExecutionCompleted)
-	_ = context.Background
+	// The readable hold beside the unreadable records is honoured.
+	held := f.job("2", "other")
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		_, err := f.runs.Get(f.ctx, events.RunHeldKey(held))
+		return err == nil
+	}, "the paused skill's run is not held")
+	f.drained()
+	if n := f.calls["greet"].Load(); n != 1 {
+		t.Fatalf("greet called %d times, want 1 (the paused skill's run is not)", n)
+	}
 }
 
 // A pause and the jobs it holds outlast KV runs' TTL: a held job was acked, so its
