@@ -127,10 +127,6 @@ func appendValue(b []byte, v any, depth int) ([]byte, error) {
 	return appendMarshal(b, v)
 }
 
-// AppendMarshal appends what json.Marshal writes for v; on error it returns b as
-// it was and json.Marshal's error.
-func AppendMarshal(b []byte, v any) ([]byte, error) { return appendMarshal(b, v) }
-
 func appendMarshal(b []byte, v any) ([]byte, error) {
 	out, err := json.Marshal(v)
 	if err != nil {
@@ -490,14 +486,6 @@ func jsonDigit(c byte) bool { return '0' <= c && c <= '9' }
 
 func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
 
-// AppendOmitString appends key (with its leading comma and colon: `,"name":`) and
-// s quoted, unless s is empty: a string field tagged omitempty.
-func AppendOmitString(b []byte, key, s string) []byte {
-	if s == "" {
-		return b
-	}
-	return AppendString(append(b, key...), s)
-}
 
 // ValueSize guesses the length of v's encoding without walking into it, for a
 // buffer's size.

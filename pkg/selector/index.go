@@ -402,17 +402,12 @@ type queryTerm struct {
 	disc, idf   float64
 }
 
-// Search returns the documents matching text, best BM25 first.
-func (x *Index) Search(text string, q Query) []Hit {
-	hits, _ := x.SearchEvidence(text, q)
-	return hits
-}
-
 // Evidence is how surely a request is for the catalog: the best Coverage and
 // Strength among the hits of the request's own words, before any feedback.
 type Evidence struct{ Coverage, Strength float64 }
 
-// SearchEvidence is Search, with the request's Evidence.
+// SearchEvidence returns the documents matching text, best BM25 first, with the
+// request's Evidence.
 func (x *Index) SearchEvidence(text string, q Query) ([]Hit, Evidence) {
 	q = q.withDefaults()
 	words := Words(text)
