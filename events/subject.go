@@ -21,6 +21,26 @@ func (s Subjects) TriggerSkill(name string) string { return s.Prefix + ".trigger
 // Triggers matches every trigger.
 func (s Subjects) Triggers() string { return s.Prefix + ".trigger.>" }
 
+// TriggerDebounced is the subject a debounced skill's burst runs on when it is
+// due: an explicit invocation of the skill, in the trigger stream like any other,
+// that only routers may publish (the NATS users of every other role are denied
+// TriggersDebounced). A router takes a trigger on it past the skill's debounce;
+// on any other subject, whatever its source, a trigger is folded.
+func (s Subjects) TriggerDebounced(name string) string {
+	return s.Prefix + ".trigger.skill." + name + "." + debouncedToken
+}
+
+const debouncedToken = "debounced"
+
+// SkillFromDebounced returns the skill name of a TriggerDebounced subject.
+func (s Subjects) SkillFromDebounced(subject string) (string, bool) {
+	if !strings.HasSuffix(subject, "."+debouncedToken) { // nearly every trigger: no allocation
+		return "", false
+	}
+	name, ok := s.SkillFromTrigger(subject[:len(subject)-len(debouncedToken)-1])
+	return name, ok
+}
+
 // Exec is the subject of a job: skillbus.exec.<pool>.<skill>.<activation>.<stage>.
 //
 // The JOBS stream keeps jobs after they run (for as long as it keeps anything), so a

@@ -4,6 +4,10 @@ package events
 // and the NATS users' permissions: each matches every subject its family's builder
 // (Event, Live, Exec, Repair, Dead) makes under the prefix.
 
+// TriggersDebounced matches the runs of every debounced skill's bursts
+// (TriggerDebounced), which only routers may publish.
+func (s Subjects) TriggersDebounced() string { return s.Prefix + ".trigger.skill.*." + debouncedToken }
+
 // AllEvents matches every event of every execution and activation (Event).
 func (s Subjects) AllEvents() string { return s.Prefix + ".events.>" }
 

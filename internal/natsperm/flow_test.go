@@ -21,6 +21,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/internal/cli"
 	"github.com/skillbus/skillbus/internal/natsperm"
 	"github.com/skillbus/skillbus/internal/natstest"
@@ -555,6 +556,7 @@ func TestRolesRunTheWholeSystem(t *testing.T) {
 	f.clean("registry", "hot reload: publish a new skill")
 
 	// What each role must not do.
+	debouncedRun := events.Subjects{Prefix: "skillbus"}.TriggerDebounced("hello")
 	wk := f.conn("worker")
 	wkJS, _ := jetstream.New(wk)
 	short := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, time.Second) }
@@ -574,10 +576,16 @@ func TestRolesRunTheWholeSystem(t *testing.T) {
 	err = wkJS.DeleteStream(c, "SKILLBUS_JOBS")
 	cc()
 	f.denied("worker", "delete a stream", "$JS.API.STREAM.DELETE.SKILLBUS_JOBS", err)
+	// Only routers start a debounced burst's run: a router takes it past the
+	// debounce, so anyone else publishing one would skip the debounce.
+	c, cc = short()
+	_, err = wkJS.Publish(c, debouncedRun, []byte(`{}`))
+	cc()
+	f.denied("worker", "publish a debounced run", debouncedRun, err)
 
 	pub := f.conn("publisher")
 	pubJS, _ := jetstream.New(pub)
-	for _, subj := range []string{"skillbus.exec.default.hello", "skillbus.events.x.execution.completed", "skillbus.dead.hello", "skillbus.repair.hello", "$KV.runs.x.result"} {
+	for _, subj := range []string{"skillbus.exec.default.hello", "skillbus.events.x.execution.completed", "skillbus.dead.hello", "skillbus.repair.hello", "$KV.runs.x.result", debouncedRun} {
 		c, cc = short()
 		_, err = pubJS.Publish(c, subj, []byte(`{}`))
 		cc()
@@ -590,7 +598,7 @@ func TestRolesRunTheWholeSystem(t *testing.T) {
 	f.denied("publisher", "write KV hooks", "$KV.hooks.x", err)
 	gw := f.conn("gateway")
 	gwJS, _ := jetstream.New(gw)
-	for _, subj := range []string{"skillbus.exec.default.hello", "skillbus.events.x.execution.completed", "skillbus.dead.hello", "$KV.runs.x.result", "$KV.skills.hello", "$KV.repairs.x"} {
+	for _, subj := range []string{"skillbus.exec.default.hello", "skillbus.events.x.execution.completed", "skillbus.dead.hello", "$KV.runs.x.result", "$KV.skills.hello", "$KV.repairs.x", debouncedRun} {
 		c, cc = short()
 		_, err = gwJS.Publish(c, subj, []byte(`{}`))
 		cc()
@@ -614,7 +622,7 @@ func TestRolesRunTheWholeSystem(t *testing.T) {
 	f.denied("publisher", "change the router's confirmations consumer", "$JS.API.CONSUMER.CREATE.SKILLBUS_EVENTS.router-confirmations", err)
 
 	// The operator publishes jobs (dlq replay) but no dead letters, results or progress.
-	for _, subj := range []string{"skillbus.dead.hello", "skillbus.events.x.execution.completed", "skillbus.repair.hello"} {
+	for _, subj := range []string{"skillbus.dead.hello", "skillbus.events.x.execution.completed", "skillbus.repair.hello", debouncedRun} {
 		c, cc = short()
 		_, err = opJS.Publish(c, subj, []byte(`{}`))
 		cc()

@@ -154,6 +154,9 @@ func Roles(prefix string) []Role {
 	n := newNames(prefix)
 	subj := events.Subjects{Prefix: prefix}
 	inbox := []string{"_INBOX.>"}
+	// routerOnly are subjects under one every role may publish that only routers
+	// may: the runs of debounced bursts, which a router takes past the debounce.
+	routerOnly := []string{subj.TriggersDebounced()}
 	jsInfo := []string{"$JS.API.INFO"}
 	return []Role{
 		{
@@ -190,7 +193,7 @@ func Roles(prefix string) []Role {
 					subj.Registry(registryapi.EndpointRepair), // a repair worker asks the registry to publish an approved repair
 					subj.ServiceAll(events.ServiceTool), "$SRV.INFO", "$SRV.INFO.>"},
 			),
-			DenyPublish: n.durables(),
+			DenyPublish: join(n.durables(), routerOnly),
 			Subscribe:   join(inbox, []string{subj.ServiceAll(events.ServiceWorker), "$SRV.>"}),
 			Responses:   true,
 		},
@@ -198,14 +201,14 @@ func Roles(prefix string) []Role {
 			Name:        "publisher",
 			Doc:         "Publishes triggers and follows them to their result (ordered consumers on EVENTS; direct gets on JOBS for the plan an activation's jobs carry): what any application sending events uses. Delayed triggers (trigger --at/--in) are keys at.<id> it creates in KV schedules. It cannot publish jobs, results or anything else, nor take jobs from workers, nor write any other bucket.",
 			Publish:     join(jsInfo, []string{subj.Triggers()}, readStream(n.events), getStream(n.jobs), delayKV(n.schedules)),
-			DenyPublish: n.durables(),
+			DenyPublish: join(n.durables(), routerOnly),
 			Subscribe:   join(inbox, []string{subj.AllLive()}),
 		},
 		{
 			Name:        "gateway",
 			Doc:         "The HTTP gateway: a publisher that also records the webhook bodies it took in KV hooks (the replay window) and, at start, waits until the streams and that bucket exist. It cannot publish jobs, results or anything else, take jobs from workers, or write any other bucket.",
 			Publish:     join(jsInfo, n.streamInfos(), []string{subj.Triggers()}, readStream(n.events), getStream(n.jobs), writeKV(n.hooks)),
-			DenyPublish: n.durables(),
+			DenyPublish: join(n.durables(), routerOnly),
 			Subscribe:   join(inbox, []string{subj.AllLive()}),
 		},
 		{
@@ -221,7 +224,7 @@ func Roles(prefix string) []Role {
 					"$KV." + n.repairs + ".w.>"},
 				[]string{"$JS.API.STREAM.NAMES", "$JS.API.STREAM.LIST", "$JS.API.CONSUMER.NAMES.>", "$JS.API.CONSUMER.LIST.>"},
 			),
-			DenyPublish: n.durables(),
+			DenyPublish: join(n.durables(), routerOnly),
 			Subscribe:   join(inbox, []string{subj.AllLive()}),
 		},
 		{

@@ -38,8 +38,9 @@ import (
 // purges the timer. Routers consume the fired messages (durable
 // <durable>-debounce) and publish each as an explicit invocation of the skill
 // named by the trigger whose data it carries (source /skillbus/debounce/<skill>,
-// id that trigger's activation), which is routed like any other trigger, past
-// the debounce; the name makes a burst's data run once however often it fires.
+// id that trigger's activation) on the skill's TriggerDebounced subject, which
+// only routers may publish: it is routed like any other trigger, past the
+// debounce; the name makes a burst's data run once however often it fires.
 // A trigger that becomes the latest just as the timer fires would be left
 // without a timer: the router that folded it, and the router that handles the
 // fired message, each arm a timer for a burst that has none. A router that dies
@@ -228,7 +229,7 @@ func (r *Router) fire(ctx context.Context, msg jetstream.Msg) error {
 	}
 	ev.SetID(act)
 	ev.SetSource(DebounceSource(name))
-	m := bus.Encode(r.cfg.Bus.Subjects.TriggerSkill(name), "debounce."+name+"."+act, ev)
+	m := bus.Encode(r.cfg.Bus.Subjects.TriggerDebounced(name), "debounce."+name+"."+act, ev)
 	if _, err := r.cfg.Bus.Publish(ctx, m); err != nil {
 		return err
 	}
@@ -247,9 +248,13 @@ func (r *Router) fire(ctx context.Context, msg jetstream.Msg) error {
 }
 
 // admitDebounce is admit's verdict on a debounced skill: the trigger is folded
-// into the skill's burst for its key, unless it is the burst's own run.
+// into the skill's burst for its key, unless it is the burst's own run. That is
+// known by the subject it came on, which only routers may publish, and never by
+// its source: any publisher can send a trigger from DebounceSource, and even
+// read a burst's activation id from its latest, and so could run its own data
+// past the debounce and have the burst's real run dropped as routed before.
 func (t *trigger) admitDebounce(name string, c *compiledFlow, why string) (bool, string, bool) {
-	if t.e != nil && t.e.Source == DebounceSource(name) {
+	if t.burstOf == name {
 		return true, why, false
 	}
 	f := folding{db: c.debounce}

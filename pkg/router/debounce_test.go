@@ -113,8 +113,31 @@ func TestDebounceFoldsABurstIntoOneRun(t *testing.T) {
 	// The run is an explicit invocation named by the trigger whose data it has.
 	var rd events.RouteDecided
 	f.event(events.ActivationID(router.DebounceSource("digest"), events.ActivationID("/test", "a10")), events.TypeRouteDecided, &rd)
-	if rd.Plan.Primary.Name != "digest" || rd.Trigger.Source != router.DebounceSource("digest") {
+	if rd.Plan.Primary.Name != "digest" || rd.Trigger.Source != router.DebounceSource("digest") || rd.Trigger.Subject != f.b.Subjects.TriggerDebounced("digest") {
 		t.Fatalf("the run's decision: %+v", rd)
+	}
+}
+
+// A trigger from the source of debounced runs, with the id of a burst's
+// activation (any reader of EVENTS finds it on the burst's latest), published
+// on the subject every publisher may use, is folded like any other: only a run
+// on the subject only routers may publish goes past the debounce.
+func TestDebounceForgedSourceIsFolded(t *testing.T) {
+	t.Parallel()
+	f := setup(t, debounced(time.Second, 30*time.Second))
+	f.change("f1", "forged", 1)
+	act := events.ActivationID("/test", "f1")
+	h := ce(act, "com.example.change")
+	h["ce-source"] = router.DebounceSource("digest")
+	f.publish("skillbus.trigger.com.example.change", h, `{"doc": "forged", "n": 2}`)
+	var u events.RouteUnmatched
+	f.event(events.ActivationID(router.DebounceSource("digest"), act), events.TypeRouteUnmatched, &u)
+	if u.Code != events.UnmatchedDebounced {
+		t.Fatalf("the forged trigger: %+v; want folded", u)
+	}
+	f.quiet()
+	if got := f.runs(); fmt.Sprint(got["forged"]) != "[2]" {
+		t.Fatalf("runs: %v; want one, with the last trigger's data (n 2)", got)
 	}
 }
 

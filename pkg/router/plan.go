@@ -50,7 +50,10 @@ type trigger struct {
 	limited, rated map[string]string
 	uncounted      map[string]rateCheck
 	// folds are the debounced skills the trigger is folded into (see Router.fold).
-	folds    map[string]folding
+	folds map[string]folding
+	// burstOf is the debounced skill this trigger is the run of a burst of: it
+	// came on that skill's TriggerDebounced subject, which only routers publish.
+	burstOf  string
 	verdicts flowVerdicts
 }
 
@@ -126,6 +129,8 @@ func parse(ctx context.Context, msg jetstream.Msg, pc parseConfig, t *trigger) o
 	subj := pc.subjects
 	if name, ok := subj.SkillFromTrigger(msg.Subject()); ok {
 		t.req.Skill = name
+	} else if name, ok := subj.SkillFromDebounced(msg.Subject()); ok {
+		t.req.Skill, t.burstOf = name, name
 	} else if typ, _ := subj.TypeFromTrigger(msg.Subject()); typ != e.Type {
 		return rejected{events.UnmatchedBadType,
 			fmt.Sprintf("event type %q does not match its subject %s; publish it on %s", e.Type, msg.Subject(), subj.Trigger(e.Type))}

@@ -1,0 +1,30 @@
+package events
+
+import "testing"
+
+// A debounced run's subject is told from an explicit invocation and from a
+// trigger of type skill.<name>.debounced on its own subject alike: both are
+// under trigger.skill, and only the routers may publish it.
+func TestSkillFromDebounced(t *testing.T) {
+	t.Parallel()
+	s := Subjects{Prefix: "acme"}
+	for _, c := range []struct {
+		subject, name string
+		ok            bool
+	}{
+		{s.TriggerDebounced("digest"), "digest", true},
+		{s.TriggerSkill("digest"), "", false},
+		{"acme.trigger.com.example.debounced", "", false},
+		{"acme.trigger.skill.a.b.debounced", "", false},
+		{"acme.trigger.skill..debounced", "", false},
+		{"skillbus.trigger.skill.digest.debounced", "", false},
+	} {
+		name, ok := s.SkillFromDebounced(c.subject)
+		if name != c.name || ok != c.ok {
+			t.Errorf("SkillFromDebounced(%q) = %q, %v; want %q, %v", c.subject, name, ok, c.name, c.ok)
+		}
+	}
+	if w := s.TriggersDebounced(); w != "acme.trigger.skill.*.debounced" {
+		t.Errorf("TriggersDebounced = %q", w)
+	}
+}
