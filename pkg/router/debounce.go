@@ -119,8 +119,18 @@ func (r *Router) fold(ctx context.Context, t *trigger, name string, f folding) e
 	if err := r.armTimer(ctx, s, name, f.db, at, false); err != nil {
 		return err
 	}
-	// The latest is the trigger stored last in TRIGGERS, whichever router folds
-	// it first: a trigger stored before the latest does not replace it.
+	if err := r.setLatest(ctx, s, id, name, t); err != nil {
+		return err
+	}
+	// The timer may have fired between the two writes, with the latest before
+	// this one: a burst without a timer gets one (if none came meanwhile).
+	return r.armTimer(ctx, s, name, f.db, at, true)
+}
+
+// setLatest makes t the burst's latest: the trigger stored last in TRIGGERS,
+// whichever router folds it first. A trigger stored before the latest does not
+// replace it.
+func (r *Router) setLatest(ctx context.Context, s debounceSubjects, id, name string, t *trigger) error {
 	for range maxRateRaces {
 		var cur, seq uint64
 		m, err := r.events.GetLastMsgForSubject(ctx, s.latest)
@@ -132,7 +142,7 @@ func (r *Router) fold(ctx context.Context, t *trigger, name string, f folding) e
 			return err
 		}
 		if t.ref.Seq <= cur {
-			break
+			return nil
 		}
 		lm := nats.NewMsg(s.latest)
 		for k, v := range t.msg.Headers() {
@@ -146,17 +156,11 @@ func (r *Router) fold(ctx context.Context, t *trigger, name string, f folding) e
 		lm.Header.Set(bus.HeaderMsgID, "debounce."+id+"."+t.actID)
 		lm.Data = t.msg.Data()
 		_, err = r.cfg.Bus.Publish(ctx, lm, jetstream.WithExpectLastSequencePerSubject(seq))
-		if lostRace(err) {
-			continue
-		}
-		if err != nil {
+		if !lostRace(err) {
 			return err
 		}
-		break
 	}
-	// The timer may have fired between the two writes, with the latest before
-	// this one: a burst without a timer gets one (if none came meanwhile).
-	return r.armTimer(ctx, s, name, f.db, at, true)
+	return fmt.Errorf("lost %d races for the latest trigger in a row", maxRateRaces)
 }
 
 // armTimer publishes the burst's timer, due a period after at but no later than
@@ -240,8 +244,15 @@ func (r *Router) fire(ctx context.Context, msg jetstream.Msg) error {
 		return nil
 	}
 	s := r.debounceSubjects(tok[len(tok)-3])
+	// Read failing, the message is delivered again: its run, published again,
+	// is the same message (by its id), and routed once.
 	last, err := r.events.GetLastMsgForSubject(ctx, s.latest)
-	if err != nil || last.Header.Get(headerDebounceAct) == act {
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading the burst's latest trigger: %w", err)
+	case last.Header.Get(headerDebounceAct) == act:
 		return nil
 	}
 	return r.armTimer(ctx, s, name, &skill.Debounce{Period: skill.Duration(time.Second), Timeout: skill.Duration(time.Second)}, time.Now(), true)
