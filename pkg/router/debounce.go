@@ -16,6 +16,7 @@ import (
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/selector"
 	"github.com/skillbus/skillbus/pkg/skill"
 )
 
@@ -258,14 +259,26 @@ func (r *Router) fire(ctx context.Context, msg jetstream.Msg) error {
 	return r.armTimer(ctx, s, name, &skill.Debounce{Period: skill.Duration(time.Second), Timeout: skill.Duration(time.Second)}, time.Now(), true)
 }
 
-// admitDebounce is admit's verdict on a debounced skill: the trigger is folded
-// into the skill's burst for its key, unless it is the burst's own run. That is
-// known by the subject it came on, which only routers may publish, and never by
-// its source: any publisher can send a trigger from DebounceSource, and even
-// read a burst's activation id from its latest, and so could run its own data
-// past the debounce and have the burst's real run dropped as routed before.
-func (t *trigger) admitDebounce(name string, c *compiledFlow, why string) (bool, string, bool) {
+// admitDebounce is admit's verdict on a debounced skill. The trigger is folded
+// into the skill's burst for its key only if the skill would run at once: admit
+// takes it and notes it in t.unfolded, and selectFor, seeing it in the plan's
+// running skills, folds it (t.folds) and decides again, when admit refuses it.
+// A skill only in a fallback chain, or cut by maxActive, is not folded. The
+// burst's own run is not debounced: that is known by the subject it came on,
+// which only routers may publish, and never by its source: any publisher can
+// send a trigger from DebounceSource, and even read a burst's activation id
+// from its latest, and so could run its own data past the debounce and have
+// the burst's real run dropped as routed before.
+func (t *trigger) admitDebounce(name string, c *compiledFlow, why string) (ok bool, _ string, decided bool) {
 	if t.burstOf == name {
+		return true, why, false
+	}
+	if f, ok := t.folds[name]; ok {
+		w := f.String()
+		t.verdicts.debounced = append(t.verdicts.debounced, name+": "+w)
+		return false, joinWhy(why, w), true
+	}
+	if _, ok := t.unfolded[name]; ok {
 		return true, why, false
 	}
 	f := folding{db: c.debounce}
@@ -278,15 +291,49 @@ func (t *trigger) admitDebounce(name string, c *compiledFlow, why string) (bool,
 		}
 		f.key = k
 	}
+	if t.offline {
+		// Decided once, with no second decision to leave the skill out of:
+		// shown as it would be folded if it ran.
+		t.fold(name, f)
+		return t.admitDebounce(name, c, why)
+	}
+	if t.unfolded == nil {
+		t.unfolded = make(map[string]folding, 1)
+	}
+	t.unfolded[name] = f
+	return true, why, false
+}
+
+func (t *trigger) fold(name string, f folding) {
 	if t.folds == nil {
 		t.folds = make(map[string]folding, 1)
 	}
 	t.folds[name] = f
-	w := "debounce " + c.debounce.String()
+}
+
+// foldRunning folds the trigger into the bursts of the debounced skills d
+// starts at once, and reports whether it folded any: d is then to be decided
+// again, without them.
+func (t *trigger) foldRunning(d *selector.Decision) bool {
+	if len(t.unfolded) == 0 {
+		return false
+	}
+	folded := false
+	for _, name := range d.Running() {
+		if f, ok := t.unfolded[name]; ok {
+			delete(t.unfolded, name)
+			t.fold(name, f)
+			folded = true
+		}
+	}
+	return folded
+}
+
+// String is the verdict on a trigger folded into a burst.
+func (f folding) String() string {
+	w := "debounce " + f.db.String()
 	if f.key != "" {
 		w += fmt.Sprintf(" (key %q)", clip(f.key, 64))
 	}
-	w += ": folded into one run with the last trigger's data"
-	t.verdicts.debounced = append(t.verdicts.debounced, name+": "+w)
-	return false, joinWhy(why, w), true
+	return w + ": folded into one run with the last trigger's data"
 }

@@ -141,6 +141,27 @@ func TestDebounceForgedSourceIsFolded(t *testing.T) {
 	}
 }
 
+// A debounced skill the trigger would not start at once — here only in another
+// skill's fallback chain — is not folded: the plan keeps it as the fallback, and
+// no burst of it runs later beside the primary.
+func TestDebounceFoldsOnlySkillsThatRun(t *testing.T) {
+	t.Parallel()
+	archive := &skill.Skill{Name: "archive", Description: "archives changes", Kind: skill.KindWorkflow, Digest: "arch1ve0123456789",
+		Triggers: []string{"com.example.change"}, Priority: "high"}
+	f := setup(t, debounced(time.Second, 30*time.Second), archive)
+	f.change("p1", "fallback", 1)
+	var rd events.RouteDecided
+	f.event(events.ActivationID("/test", "p1"), events.TypeRouteDecided, &rd)
+	if rd.Plan.Primary.Name != "archive" || len(rd.Plan.FallbackChain) != 1 || rd.Plan.FallbackChain[0].Name != "digest" {
+		t.Fatalf("plan: %+v; want archive with digest as its fallback", rd.Plan)
+	}
+	f.quiet()
+	if got := f.runs(); len(got) != 0 {
+		t.Fatalf("digest ran: %v; want it only in the fallback chain, not folded", got)
+	}
+
+}
+
 // A steady stream, one trigger every 300 ms with a period of 1 s, would
 // postpone its run for ever: the timeout (2 s) starts it while the stream goes on.
 func TestDebounceTimeoutBoundsASteadyStream(t *testing.T) {

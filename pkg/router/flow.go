@@ -77,9 +77,10 @@ func (t *trigger) event() *flow.Event {
 
 // admit is selector.Env.Admit for one trigger: a skill whose filter is false, or
 // fails, does not take it; nor does one over its rate limit (t.limited), or whose
-// rate limit's key fails. A skill with a rate limit the trigger has not been
-// counted against is taken and noted in t.uncounted, for Router.count. Verdicts
-// are kept on t.
+// rate limit's key fails, or whose debounce folded the trigger (t.folds). A
+// skill with a rate limit the trigger has not been counted against is taken and
+// noted in t.uncounted, for Router.count; one with a debounce, in t.unfolded
+// (see admitDebounce). Verdicts are kept on t.
 func admit(t *trigger, flows map[string]*compiledFlow) func(*skill.Skill) (bool, string) {
 	return func(s *skill.Skill) (bool, string) {
 		c := flows[s.Name]
@@ -117,9 +118,11 @@ func admit(t *trigger, flows map[string]*compiledFlow) func(*skill.Skill) (bool,
 			why = "filter true"
 		}
 		if c.debounce != nil {
-			if ok, w, decided := t.admitDebounce(s.Name, c, why); decided {
+			ok, w, decided := t.admitDebounce(s.Name, c, why)
+			if decided {
 				return ok, w
 			}
+			why = w
 		}
 		if c.rate == nil {
 			return true, why
@@ -178,7 +181,8 @@ func (v *flowVerdicts) unmatchedByFlow() (code, reason string, ok bool) {
 
 // Filters is selector.Env.Admit for a request decided offline (skillbus route
 // --skills): each skill's filter over ev, with the router's verdicts. Rate limits
-// are not counted; a rate limit's key is evaluated.
+// are not counted; a rate limit's key is evaluated. A debounced skill is shown
+// folded wherever it stands, since the request is decided only once.
 func Filters(skills []*skill.Skill, ev *flow.Event) func(*skill.Skill) (bool, string) {
-	return admit(&trigger{fev: ev}, compileFlows(skills, nil))
+	return admit(&trigger{fev: ev, offline: true}, compileFlows(skills, nil))
 }

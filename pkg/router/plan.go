@@ -49,8 +49,12 @@ type trigger struct {
 	// took with a rate limit not yet counted (see Router.count).
 	limited, rated map[string]string
 	uncounted      map[string]rateCheck
-	// folds are the debounced skills the trigger is folded into (see Router.fold).
-	folds map[string]folding
+	// folds are the debounced skills the trigger is folded into (see Router.fold);
+	// unfolded those admit took, to fold if they run at once (see admitDebounce).
+	folds, unfolded map[string]folding
+	// offline is a request decided once, offline (Filters): a debounced skill
+	// is shown folded wherever it stands in the plan.
+	offline bool
 	// burstOf is the debounced skill this trigger is the run of a burst of: it
 	// came on that skill's TriggerDebounced subject, which only routers publish.
 	burstOf  string

@@ -448,9 +448,11 @@ func (r *Router) decide(ctx context.Context, t *trigger) (*selector.Decision, er
 
 // selectFor runs the selector over a trigger's request (its recalled candidates
 // already gathered), with its skills' flow control. A decision that starts a
-// skill with a rate limit counts the trigger against it (Router.count) and is
-// decided again with the verdict: without the skill when it is over its limit.
-// Skills without one pay nothing for it.
+// debounced skill folds the trigger into its burst and is decided again without
+// it; one that starts a skill with a rate limit counts the trigger against it
+// (Router.count) and is decided again with the verdict: without the skill when
+// it is over its limit. Skills in a fallback chain, or cut from the plan, are
+// neither folded nor counted. Skills without flow control pay nothing for it.
 func (r *Router) selectFor(ctx context.Context, t *trigger) (*selector.Decision, error) {
 	env := r.live.env()
 	var flows map[string]*compiledFlow
@@ -460,8 +462,15 @@ func (r *Router) selectFor(ctx context.Context, t *trigger) (*selector.Decision,
 	env.Admit = admit(t, flows)
 	for {
 		d, err := r.sel.Select(t.req, env)
-		if err != nil || t.uncounted == nil {
+		if err != nil {
 			return d, err
+		}
+		if t.foldRunning(d) {
+			t.uncounted, t.verdicts = nil, flowVerdicts{}
+			continue
+		}
+		if t.uncounted == nil {
+			return d, nil
 		}
 		again, err := r.count(ctx, t, d)
 		if err != nil || !again {
