@@ -32,6 +32,11 @@ func (s Subjects) TriggerDebounced(name string) string {
 
 const debouncedToken = "debounced"
 
+// SourceDebounced begins the source of a debounced burst's run: SourceDebounced
+// followed by the skill's name. Triggers skillbus publishes for anyone else may
+// not use it (client.CheckEvent), so that no other trigger names its activation.
+const SourceDebounced = "/skillbus/debounce/"
+
 // SkillFromDebounced returns the skill name of a TriggerDebounced subject.
 func (s Subjects) SkillFromDebounced(subject string) (string, bool) {
 	if !strings.HasSuffix(subject, "."+debouncedToken) { // nearly every trigger: no allocation

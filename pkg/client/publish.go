@@ -40,9 +40,10 @@ var (
 const maxIDLength = 200
 
 // CheckEvent checks e as a trigger: a valid CloudEvent whose type can be part of a
-// subject, whose id is at most 200 characters long, and whose data, when it is
-// declared JSON (or not declared, which the router reads as JSON), is JSON. The
-// error wraps ErrInvalidEvent.
+// subject, whose id is at most 200 characters long, whose source does not begin
+// events.SourceDebounced (the routers' own), and whose data, when it is declared
+// JSON (or not declared, which the router reads as JSON), is JSON. The error
+// wraps ErrInvalidEvent.
 func CheckEvent(e *event.Event) error {
 	if err := e.Validate(); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidEvent, err)
@@ -52,6 +53,9 @@ func CheckEvent(e *event.Event) error {
 	}
 	if len(e.ID()) > maxIDLength {
 		return fmt.Errorf("%w: id is %d characters long; at most %d", ErrInvalidEvent, len(e.ID()), maxIDLength)
+	}
+	if strings.HasPrefix(e.Source(), events.SourceDebounced) {
+		return fmt.Errorf("%w: source %q: sources beginning %s are the runs of debounced skills, which only routers publish", ErrInvalidEvent, e.Source(), events.SourceDebounced)
 	}
 	if d := e.Data(); len(d) > 0 && jsonMediaType(e.DataContentType()) {
 		var v any

@@ -30,6 +30,7 @@ func TestPublishRefuses(t *testing.T) {
 		{"type not a subject", client.Trigger{Type: "a b"}, client.ErrInvalidEvent, "type"},
 		{"bad skill", client.Trigger{Skill: "a.b"}, client.ErrInvalidEvent, "skill"},
 		{"long id", client.Trigger{Skill: "s", ID: strings.Repeat("x", 201)}, client.ErrInvalidEvent, "at most 200"},
+		{"a debounced run's source", client.Trigger{Skill: "s", Source: "/skillbus/debounce/s"}, client.ErrInvalidEvent, "only routers publish"},
 		{"data not JSON", client.Trigger{Skill: "s", Data: []byte("{nope")}, client.ErrInvalidEvent, "not valid JSON"},
 		{"too large", client.Trigger{Skill: "s", ID: "big", Data: []byte(`{"x":"` + strings.Repeat("y", 1024) + `"}`)}, client.ErrTooLarge, "the limit is 1024 bytes"},
 	} {

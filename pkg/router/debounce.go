@@ -57,7 +57,7 @@ const (
 )
 
 // DebounceSource is the source of the trigger a debounced skill's burst runs as.
-func DebounceSource(skillName string) string { return "/skillbus/debounce/" + skillName }
+func DebounceSource(skillName string) string { return events.SourceDebounced + skillName }
 
 // folding is a trigger to fold into a skill's burst.
 type folding struct {
