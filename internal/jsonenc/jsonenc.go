@@ -486,7 +486,6 @@ func jsonDigit(c byte) bool { return '0' <= c && c <= '9' }
 
 func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
 
-
 // ValueSize guesses the length of v's encoding without walking into it, for a
 // buffer's size.
 func ValueSize(v any) int {
