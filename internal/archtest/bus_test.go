@@ -20,6 +20,23 @@ import (
 // module has a field of either name, so that no such field hides a raw
 // connection either.
 func TestBusIsTheDoorToNATS(t *testing.T) {
+	n := walkNonTestGo(t, "pkg/bus", func(fset *token.FileSet, _ string, f *ast.File) {
+		ast.Inspect(f, func(node ast.Node) bool {
+			if s, ok := node.(*ast.SelectorExpr); ok && (s.Sel.Name == "NC" || s.Sel.Name == "JS") {
+				t.Errorf("%s: .%s: use the bus's named operations (package bus), or Bus.Conn for a component that takes a *nats.Conn by design",
+					fset.Position(s.Sel.Pos()), s.Sel.Name)
+			}
+			return true
+		})
+	})
+	t.Logf("%d non-test files outside pkg/bus looked at", n)
+}
+
+// walkNonTestGo parses every non-test Go file of the module outside the directory
+// skip (and hidden and testdata directories), hands each to visit with its path
+// relative to the module's root, and returns how many it parsed.
+func walkNonTestGo(t *testing.T, skip string, visit func(fset *token.FileSet, rel string, f *ast.File)) int {
+	t.Helper()
 	root := moduleRoot(t)
 	fset := token.NewFileSet()
 	n := 0
@@ -30,7 +47,7 @@ func TestBusIsTheDoorToNATS(t *testing.T) {
 		rel, _ := filepath.Rel(root, path)
 		rel = filepath.ToSlash(rel)
 		if d.IsDir() {
-			if rel == "pkg/bus" || strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" {
+			if rel == skip || strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" {
 				return filepath.SkipDir
 			}
 			return nil
@@ -43,17 +60,11 @@ func TestBusIsTheDoorToNATS(t *testing.T) {
 			return err
 		}
 		n++
-		ast.Inspect(f, func(node ast.Node) bool {
-			if s, ok := node.(*ast.SelectorExpr); ok && (s.Sel.Name == "NC" || s.Sel.Name == "JS") {
-				t.Errorf("%s: .%s: use the bus's named operations (package bus), or Bus.Conn for a component that takes a *nats.Conn by design",
-					fset.Position(s.Sel.Pos()), s.Sel.Name)
-			}
-			return true
-		})
+		visit(fset, rel, f)
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d non-test files outside pkg/bus looked at", n)
+	return n
 }

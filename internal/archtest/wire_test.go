@@ -4,8 +4,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -88,30 +86,8 @@ func wireLiterals(fset *token.FileSet, rel string, f *ast.File) []string {
 // subject builders, so that every process, and every program of a user built on
 // pkg/, agrees on the wire by construction.
 func TestWireNamesLiveInEvents(t *testing.T) {
-	root := moduleRoot(t)
-	fset := token.NewFileSet()
-	n := 0
 	seen := map[string]bool{}
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		rel = filepath.ToSlash(rel)
-		if d.IsDir() {
-			if rel == "events" || strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
-		n++
+	n := walkNonTestGo(t, "events", func(fset *token.FileSet, rel string, f *ast.File) {
 		for _, e := range wireLiterals(fset, rel, f) {
 			t.Error(e)
 		}
@@ -123,11 +99,7 @@ func TestWireNamesLiveInEvents(t *testing.T) {
 			}
 			return true
 		})
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	for k := range wireAllowed {
 		if !seen[k] {
 			t.Errorf("wireAllowed lists %q, which no longer occurs: remove it", k)
