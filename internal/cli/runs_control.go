@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -179,25 +180,12 @@ and the console show paused skills.`,
   skillbus runs resume --skill send-report`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if skillName == "" {
-				return usage("--skill is required")
-			}
-			if err := events.CheckToken("skill", skillName); err != nil {
-				return usage("--skill: %v", err)
-			}
-			if by == "" {
-				by = whoAmI()
-			}
 			ctx := cmd.Context()
-			b, _, err := c.runsBucket(ctx)
+			ctl, done, err := c.skillControl(ctx, skillName, &by)
 			if err != nil {
 				return err
 			}
-			defer b.Close()
-			ctl, err := control.New(ctx, b)
-			if err != nil {
-				return err
-			}
+			defer done()
 			paused, err := ctl.Pause(ctx, skillName, control.Request{By: by, Reason: reason, Source: "skillbus-cli"})
 			if err != nil {
 				return err
@@ -224,25 +212,12 @@ func runsResumeCommand(c *common, stdout io.Writer) *cobra.Command {
 		Short: "Resume a paused skill: the runs it held start, oldest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if skillName == "" {
-				return usage("--skill is required")
-			}
-			if err := events.CheckToken("skill", skillName); err != nil {
-				return usage("--skill: %v", err)
-			}
-			if by == "" {
-				by = whoAmI()
-			}
 			ctx := cmd.Context()
-			b, _, err := c.runsBucket(ctx)
+			ctl, done, err := c.skillControl(ctx, skillName, &by)
 			if err != nil {
 				return err
 			}
-			defer b.Close()
-			ctl, err := control.New(ctx, b)
-			if err != nil {
-				return err
-			}
+			defer done()
 			n, was, err := ctl.Resume(ctx, skillName, control.Request{By: by, Source: "skillbus-cli"})
 			if err != nil {
 				return err
@@ -268,4 +243,27 @@ func pausedNote(p control.PausedSkill) string {
 		s += fmt.Sprintf(" (%d held)", p.Held)
 	}
 	return strings.TrimSpace(s)
+}
+
+// skillControl checks a pause or resume's --skill, fills in --by, and opens the
+// execution control on the bus; done closes the connection.
+func (c *common) skillControl(ctx context.Context, skillName string, by *string) (ctl *control.Controller, done func(), err error) {
+	if skillName == "" {
+		return nil, nil, usage("--skill is required")
+	}
+	if err := events.CheckToken("skill", skillName); err != nil {
+		return nil, nil, usage("--skill: %v", err)
+	}
+	if *by == "" {
+		*by = whoAmI()
+	}
+	b, _, err := c.runsBucket(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if ctl, err = control.New(ctx, b); err != nil {
+		b.Close()
+		return nil, nil, err
+	}
+	return ctl, func() { b.Close() }, nil
 }
