@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -40,6 +41,11 @@ func (c *Console) cancelRun(w http.ResponseWriter, r *http.Request, s *session) 
 	defer cancel()
 	reason := strings.TrimSpace(r.PostFormValue("reason"))
 	res, err := ctl.Cancel(ctx, id, control.Request{By: s.Who, Reason: reason, Source: "skillbus-console"})
+	if errors.Is(err, control.ErrNoExecution) {
+		// The bus answered: nothing knows of the id. Not a failure of the bus.
+		http.Error(w, err.Error(), http.StatusNotFound)
+		return
+	}
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"errors"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -9,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/internal/natstest"
 )
 
@@ -64,5 +68,28 @@ func TestRunsAreCancelledAndSkillsPausedFromThePages(t *testing.T) {
 	_, body = get(t, c, f.srv.URL+"/skills")
 	if strings.Contains(body, "state-paused") {
 		t.Fatal("the skills page still shows a paused skill after resume")
+	}
+}
+
+// Cancelling an id that nothing on the bus knows of is a 404 that says so, not a
+// failure of the bus (502), and records no cancel.
+func TestCancellingAnUnknownRunIsNotFound(t *testing.T) {
+	f := startFleet(t, func(c *Config) { c.Token = "s3cret-0123456789" })
+	c, csrf := signIn(t, f, "ada")
+	resp, err := c.PostForm(f.srv.URL+"/runs/nosuchrun/cancel", url.Values{"csrf": {csrf}, "reason": {"typo"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound || !strings.Contains(string(b), "no such execution: nosuchrun") {
+		t.Fatalf("cancel of an unknown run: %d %s", resp.StatusCode, b)
+	}
+	kv, err := f.b.KV(f.ctx, f.b.BucketRuns())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Get(f.ctx, events.RunCancelKey("nosuchrun")); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Fatalf("a cancel was recorded for an unknown run: %v", err)
 	}
 }
