@@ -60,6 +60,7 @@ const (
 	UnmatchedFilterError  = "filter_error"  // a skill's filter (or rate-limit key) failed on it: a missing field, a wrong type, the cost limit
 	UnmatchedRateLimited  = "rate_limited"  // the skills that would have taken it are over their rate_limit
 	UnmatchedDebounced    = "debounced"     // the skills that would have taken it folded it into a debounced run
+	UnmatchedBatched      = "batched"       // the skills that would have taken it added it to a batch, which runs as one
 )
 
 // RouteUnmatched is the data of io.skillbus.route.unmatched: a trigger that was not

@@ -163,6 +163,19 @@ func (s Subjects) debounce(id, part string) string {
 	return s.Prefix + ".events." + id + ".debounce." + part
 }
 
+// BatchItems, BatchTimer and BatchFired are a batched skill's subjects in the
+// events stream for one value of its key (id: a hash of the skill and the
+// value): the log of the triggers gathered, each batch's end marked in it; the
+// scheduled message that closes the open batch at its timeout; and what the
+// server publishes when that timer is due. BatchFired("*") matches every key's.
+func (s Subjects) BatchItems(id string) string { return s.batch(id, "items") }
+func (s Subjects) BatchTimer(id string) string { return s.batch(id, "timer") }
+func (s Subjects) BatchFired(id string) string { return s.batch(id, "fired") }
+
+func (s Subjects) batch(id, part string) string {
+	return s.Prefix + ".events." + id + ".batch." + part
+}
+
 // ConfirmationTimeout is the subject of the scheduled message that answers a
 // confirmation with a denial when nobody answers in time.
 func (s Subjects) ConfirmationTimeout(executionID, step string) string {

@@ -128,6 +128,33 @@ const (
 	HeaderDebounceSeq = "Skillbus-Debounce-Seq"
 )
 
+// Headers of a batched skill's log (Subjects.BatchItems) and timer
+// (Subjects.BatchTimer): routers read them back to add the next trigger, to close
+// a batch and to start its run.
+const (
+	// HeaderBatchSkill names the batched skill.
+	HeaderBatchSkill = "Skillbus-Batch-Skill"
+	// HeaderBatchN is a trigger's place in its batch, from 1; a marker that
+	// closes a batch at its timeout has none.
+	HeaderBatchN = "Skillbus-Batch-N"
+	// HeaderBatchFirst is the stream sequence of the batch's first trigger, on
+	// every later one and on the timer.
+	HeaderBatchFirst = "Skillbus-Batch-First"
+	// HeaderBatchBytes is the size of the batch's events so far, this one's
+	// included.
+	HeaderBatchBytes = "Skillbus-Batch-Bytes"
+	// HeaderBatchFull marks the trigger that fills its batch: the next begins
+	// a new one.
+	HeaderBatchFull = "Skillbus-Batch-Full"
+	// HeaderBatchCloses, on a batch's first trigger, is the first sequence of
+	// the batch before it, which this trigger closed: it would not have fitted
+	// in it (the size limit).
+	HeaderBatchCloses = "Skillbus-Batch-Closes"
+	// HeaderBatchSeq is the trigger's sequence in the triggers stream: a
+	// batch's events are in that order.
+	HeaderBatchSeq = "Skillbus-Batch-Seq"
+)
+
 // Headers of a call to a tool served on the bus (package bustool): a NATS
 // request to Subjects.Tool(name) whose payload is the arguments; these carry the
 // rest of the call, and a tool service in any language reads them.

@@ -59,9 +59,11 @@ const (
 // DebounceSource is the source of the trigger a debounced skill's burst runs as.
 func DebounceSource(skillName string) string { return events.SourceDebounced + skillName }
 
-// folding is a trigger to fold into a skill's burst.
+// folding is a trigger to fold into a skill's burst (db) or to add to its
+// batch (bt).
 type folding struct {
 	db  *skill.Debounce
+	bt  *skill.Batch
 	key string
 }
 
@@ -81,13 +83,13 @@ func (r *Router) debounceSubjects(id string) debounceSubjects {
 // debounced runs that are due.
 func (r *Router) DebounceConsumerConfig() jetstream.ConsumerConfig {
 	return jetstream.ConsumerConfig{
-		Durable:       r.cfg.Durable + "-debounce",
-		Description:   "skillbus routers: debounced runs that are due",
-		FilterSubject: r.cfg.Bus.Subjects.DebounceFired("*"),
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       r.cfg.AckWait,
-		MaxDeliver:    -1,
-		DeliverPolicy: jetstream.DeliverAllPolicy,
+		Durable:        r.cfg.Durable + "-debounce",
+		Description:    "skillbus routers: debounced and batched runs that are due",
+		FilterSubjects: []string{r.cfg.Bus.Subjects.DebounceFired("*"), r.cfg.Bus.Subjects.BatchFired("*")},
+		AckPolicy:      jetstream.AckExplicitPolicy,
+		AckWait:        r.cfg.AckWait,
+		MaxDeliver:     -1,
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
 	}
 }
 
@@ -100,9 +102,16 @@ func (r *Router) startDebounce(ctx context.Context) error {
 	return err
 }
 
-// foldAll folds the trigger into the bursts of the skills admit debounced.
+// foldAll folds the trigger into the bursts of the skills admit debounced, and
+// adds it to the batches of those it batched.
 func (r *Router) foldAll(ctx context.Context, t *trigger) error {
 	for name, f := range t.folds {
+		if f.bt != nil {
+			if err := r.appendBatch(ctx, t, name, f); err != nil {
+				return fmt.Errorf("batch of %s: %w", name, err)
+			}
+			continue
+		}
 		if err := r.fold(ctx, t, name, f); err != nil {
 			return fmt.Errorf("debounce of %s: %w", name, err)
 		}
@@ -118,6 +127,9 @@ func (r *Router) fold(ctx context.Context, t *trigger, name string, f folding) e
 		at = t.md.Timestamp // the same on every delivery
 	}
 	if err := r.armTimer(ctx, s, name, f.db, at, false); err != nil {
+		return err
+	}
+	if err := r.fault("debounce.armed"); err != nil {
 		return err
 	}
 	if err := r.setLatest(ctx, s, id, name, t); err != nil {
@@ -204,7 +216,11 @@ func (r *Router) armTimer(ctx context.Context, s debounceSubjects, name string, 
 }
 
 func (r *Router) handleFired(ctx context.Context, msg jetstream.Msg) {
-	if err := r.fire(ctx, msg); err != nil {
+	fire := r.fire
+	if msg.Headers().Get(events.HeaderBatchSkill) != "" {
+		fire = r.fireBatch
+	}
+	if err := fire(ctx, msg); err != nil {
 		var n uint64 = 1
 		if md, _ := msg.Metadata(); md != nil {
 			n = md.NumDelivered
@@ -275,17 +291,24 @@ func (t *trigger) admitDebounce(name string, c *compiledFlow, why string) (ok bo
 	}
 	if f, ok := t.folds[name]; ok {
 		w := f.String()
-		t.verdicts.debounced = append(t.verdicts.debounced, name+": "+w)
+		if f.bt != nil {
+			t.verdicts.batched = append(t.verdicts.batched, name+": "+w)
+		} else {
+			t.verdicts.debounced = append(t.verdicts.debounced, name+": "+w)
+		}
 		return false, joinWhy(why, w), true
 	}
 	if _, ok := t.unfolded[name]; ok {
 		return true, why, false
 	}
-	f := folding{db: c.debounce}
-	if c.dkey != nil {
-		k, err := c.dkey.KeyOf(t.event())
+	f, key, field := folding{db: c.debounce}, c.dkey, "debounce"
+	if c.batch != nil {
+		f, key, field = folding{bt: c.batch}, c.bkey, "batch"
+	}
+	if key != nil {
+		k, err := key.KeyOf(t.event())
 		if err != nil {
-			w := fmt.Sprintf("debounce key error: %v (key: %s)", err, c.dkey)
+			w := fmt.Sprintf("%s key error: %v (key: %s)", field, err, key)
 			t.verdicts.failed = append(t.verdicts.failed, name+": "+w)
 			return false, joinWhy(why, w), true
 		}
@@ -329,8 +352,11 @@ func (t *trigger) foldRunning(d *selector.Decision) bool {
 	return folded
 }
 
-// String is the verdict on a trigger folded into a burst.
+// String is the verdict on a trigger folded into a burst or added to a batch.
 func (f folding) String() string {
+	if f.bt != nil {
+		return f.batchString()
+	}
 	w := "debounce " + f.db.String()
 	if f.key != "" {
 		w += fmt.Sprintf(" (key %q)", clip(f.key, 64))

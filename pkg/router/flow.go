@@ -22,6 +22,9 @@ type compiledFlow struct {
 	// debounce and dkey, its key compiled, fold bursts of triggers into one run.
 	debounce *skill.Debounce
 	dkey     *flow.Program
+	// batch and bkey, its key compiled, gather triggers into one run.
+	batch *skill.Batch
+	bkey  *flow.Program
 	// err is an expression that did not compile (a skill published by an older
 	// registry, or built by hand): every trigger then gets filter_error.
 	err error
@@ -32,14 +35,14 @@ type compiledFlow struct {
 func compileFlows(skills []*skill.Skill, prev map[string]*compiledFlow) map[string]*compiledFlow {
 	out := make(map[string]*compiledFlow)
 	for _, s := range skills {
-		if s.Filter == "" && s.RateLimit == nil && s.Debounce == nil {
+		if !hasFlow(s) {
 			continue
 		}
 		if c, ok := prev[s.Name]; ok && c.digest == s.Digest && s.Digest != "" {
 			out[s.Name] = c
 			continue
 		}
-		c := &compiledFlow{digest: s.Digest, rate: s.RateLimit, debounce: s.Debounce}
+		c := &compiledFlow{digest: s.Digest, rate: s.RateLimit, debounce: s.Debounce, batch: s.Batch}
 		if s.Filter != "" {
 			if c.filter, c.err = flow.Compile(s.Filter, flow.Filter); c.err != nil {
 				c.err = fmt.Errorf("filter does not compile: %w", c.err)
@@ -55,15 +58,25 @@ func compileFlows(skills []*skill.Skill, prev map[string]*compiledFlow) map[stri
 				c.err = fmt.Errorf("debounce.key does not compile: %w", c.err)
 			}
 		}
+		if bt := s.Batch; c.err == nil && bt != nil && bt.Key != "" {
+			if c.bkey, c.err = flow.Compile(bt.Key, flow.Key); c.err != nil {
+				c.err = fmt.Errorf("batch.key does not compile: %w", c.err)
+			}
+		}
 		out[s.Name] = c
 	}
 	return out
 }
 
+// hasFlow is whether a skill has any flow control the router decides.
+func hasFlow(s *skill.Skill) bool {
+	return s.Filter != "" || s.RateLimit != nil || s.Debounce != nil || s.Batch != nil
+}
+
 // flowVerdicts are what flow control said about one trigger, for the unmatched
 // record when no skill is left.
 type flowVerdicts struct {
-	filtered, failed, limited, debounced []string // "skill: why"
+	filtered, failed, limited, debounced, batched []string // "skill: why"
 }
 
 // event is the trigger as flow expressions read it, built on first use.
@@ -85,7 +98,7 @@ func admit(t *trigger, flows map[string]*compiledFlow) func(*skill.Skill) (bool,
 	return func(s *skill.Skill) (bool, string) {
 		c := flows[s.Name]
 		if c == nil || c.digest != s.Digest {
-			if s.Filter == "" && s.RateLimit == nil && s.Debounce == nil {
+			if !hasFlow(s) {
 				return true, ""
 			}
 			// A version flows does not hold (the catalog moved between a sync's
@@ -103,6 +116,13 @@ func admit(t *trigger, flows map[string]*compiledFlow) func(*skill.Skill) (bool,
 			return false, why
 		}
 		why := ""
+		if c.batch != nil && t.burstOf == s.Name {
+			// A batch's run: each of its events passed the filter on its way in.
+			if c.rate == nil {
+				return true, "batch run"
+			}
+			return t.admitRate(s.Name, c, "batch run")
+		}
 		if c.filter != nil {
 			ok, err := c.filter.Match(t.event())
 			switch {
@@ -117,7 +137,7 @@ func admit(t *trigger, flows map[string]*compiledFlow) func(*skill.Skill) (bool,
 			}
 			why = "filter true"
 		}
-		if c.debounce != nil {
+		if c.debounce != nil || c.batch != nil {
 			ok, w, decided := t.admitDebounce(s.Name, c, why)
 			if decided {
 				return ok, w
@@ -171,6 +191,8 @@ func (v *flowVerdicts) unmatchedByFlow() (code, reason string, ok bool) {
 		return events.UnmatchedFilterError, strings.Join(v.failed, "; "), true
 	case len(v.debounced) > 0:
 		return events.UnmatchedDebounced, strings.Join(v.debounced, "; "), true
+	case len(v.batched) > 0:
+		return events.UnmatchedBatched, strings.Join(v.batched, "; "), true
 	case len(v.limited) > 0:
 		return events.UnmatchedRateLimited, strings.Join(v.limited, "; "), true
 	case len(v.filtered) > 0:

@@ -114,6 +114,8 @@ type Router struct {
 	// jobTemplate is the jobs' subject template, for their PRODUCER spans.
 	jobTemplate string
 	parseConfig parseConfig
+	// faults, set by tests, fails the router at named points (Router.fault).
+	faults func(point string) error
 }
 
 // New validates cfg and returns a Router; Start begins consuming.

@@ -128,6 +128,9 @@
 //	debounce         key: (CEL, optional), period: and timeout: (whole seconds, 1s to
 //	                 24h; timeout ≥ period, default 10 periods): a burst of triggers
 //	                 runs once, with the last one's data (see Debounce)
+//	batch            key: (CEL, optional), max_size: (1 to 1000), timeout: (whole
+//	                 seconds, 1s to 24h): up to max_size triggers run once, together,
+//	                 when the batch is full or timeout after its first (see Batch)
 //
 // skill.yaml adds inputs, steps, outputs and confirmations (see Workflows); in a
 // SKILL.md front matter they are an error pointing to skill.yaml.

@@ -55,6 +55,7 @@ func flowFields() []*field {
 		}},
 		{name: "rate_limit", container: true, decode: decodeRateLimit},
 		{name: "debounce", container: true, decode: decodeDebounce},
+		{name: "batch", container: true, decode: decodeBatch},
 	}
 }
 
@@ -131,6 +132,10 @@ func decodeDebounce(b *builder, d *decoder, p pair) {
 	}
 	if good && db.Timeout != 0 && db.Timeout < db.Period {
 		d.errAt(timeoutAt.v, "debounce.timeout", "the timeout bounds a burst of periods: make it at least the period", "debounce.timeout %v is shorter than debounce.period %v", time.Duration(db.Timeout), time.Duration(db.Period))
+		good = false
+	}
+	if good && b.s.Batch != nil {
+		d.errAt(p.k, "debounce", "a debounce runs a burst's last trigger, a batch all of them: keep one", "a skill has debounce or batch, not both")
 		good = false
 	}
 	if good {

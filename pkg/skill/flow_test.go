@@ -17,6 +17,7 @@ func TestFlowFields(t *testing.T) {
 		filter string
 		rl     *RateLimit
 		db     *Debounce
+		bt     *Batch
 	}
 	tests := []struct {
 		name   string
@@ -40,6 +41,14 @@ func TestFlowFields(t *testing.T) {
 		{name: "debounce sub-second", fields: "debounce: {period: 500ms}\n", diags: []string{"4:20: error: debounce.period 500ms is out of range"}},
 		{name: "debounce bad key", fields: "debounce: {key: data.x +, period: 1s}\n", diags: []string{"4:25: error: debounce.key is not a valid expression: Syntax error"}},
 		{name: "debounce unknown field", fields: "debounce: {period: 1s, wait: 3s}\n", diags: []string{"4:24: error: unknown field debounce.wait"}},
+		{name: "batch", fields: "batch: {key: data.customer, max_size: 50, timeout: 5s}\n",
+			want: want{bt: &Batch{Key: "data.customer", MaxSize: 50, Timeout: Duration(5 * time.Second)}}},
+		{name: "batch without timeout", fields: "batch: {max_size: 5}\n", diags: []string{"4:1: error: batch needs timeout"}},
+		{name: "batch too large", fields: "batch: {max_size: 5000, timeout: 5s}\n", diags: []string{"4:19: error: batch.max_size 5000 is out of range"}},
+		{name: "batch sub-second", fields: "batch: {max_size: 5, timeout: 500ms}\n", diags: []string{"4:31: error: batch.timeout 500ms is out of range"}},
+		{name: "batch bad key", fields: "batch: {key: data.x +, max_size: 5, timeout: 5s}\n", diags: []string{"4:22: error: batch.key is not a valid expression: Syntax error"}},
+		{name: "batch unknown field", fields: "batch: {max_size: 5, timeout: 5s, size: 3}\n", diags: []string{"4:35: error: unknown field batch.size"}},
+		{name: "batch and debounce", fields: "debounce: {period: 1s}\nbatch: {max_size: 5, timeout: 5s}\n", diags: []string{"5:1: error: a skill has debounce or batch, not both"}},
 		{name: "syntax error", fields: "filter: data.amount >\n", diags: []string{"4:22: error: filter is not a valid expression: Syntax error"}},
 		{name: "quoted error", fields: "filter: \"data.amount > nosuch\"\n", diags: []string{"4:24: error: filter is not a valid expression: undeclared reference to 'nosuch'"}},
 		{name: "block error", fields: "filter: |\n  data.amount > 100 &&\n    nosuch\n", diags: []string{"6:5: error: filter is not a valid expression: undeclared reference to 'nosuch'"}},
@@ -75,7 +84,7 @@ func TestFlowFields(t *testing.T) {
 			if ds.HasErrors() {
 				return
 			}
-			if diff := cmp.Diff(tt.want, want{filter: s.Filter, rl: s.RateLimit, db: s.Debounce}, cmp.AllowUnexported(want{})); diff != "" {
+			if diff := cmp.Diff(tt.want, want{filter: s.Filter, rl: s.RateLimit, db: s.Debounce, bt: s.Batch}, cmp.AllowUnexported(want{})); diff != "" {
 				t.Errorf("flow fields (-want +got):\n%s", diff)
 			}
 		})

@@ -77,6 +77,8 @@ type Skill struct {
 	RateLimit *RateLimit `json:"rate_limit,omitempty"`
 	// Debounce folds bursts of triggers into one run.
 	Debounce *Debounce `json:"debounce,omitempty"`
+	// Batch gathers triggers into one run of all of them.
+	Batch *Batch `json:"batch,omitempty"`
 
 	// Availability and safety.
 	Prerequisites []Prerequisite  `json:"prerequisites,omitempty"`
