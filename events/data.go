@@ -171,6 +171,8 @@ type Answer struct {
 	Approved bool   `json:"approved"`
 	By       string `json:"by,omitempty"` // who answered; "timeout" when nobody did
 	Reason   string `json:"reason,omitempty"`
+	// Data is what ended a wait_for_event step: the matched event's data (JSON).
+	Data json.RawMessage `json:"data,omitempty"`
 }
 
 // ExecutionStarted is the data of io.skillbus.execution.started.

@@ -8,12 +8,14 @@ import "strings"
 //	<execution>.paused  an execution paused for a confirmation (a run.Paused)
 //	<execution>.cancel  a request to cancel an execution (a run.Cancel)
 //	<execution>.held    a job held because its skill is paused (a run.Held)
+//	<execution>.wait    what an execution parked at a wait_for_event waits for (a run.Wait)
 //	skill.<name>.hold   a paused skill: its new runs wait (a run.Hold)
 const (
 	runClaim  = ".claim"
 	runPaused = ".paused"
 	runCancel = ".cancel"
 	runHeld   = ".held"
+	runWait   = ".wait"
 	skillHold = ".hold"
 	skillKey  = "skill."
 	// RunsPausedFilter matches the keys of every paused execution.
@@ -22,6 +24,8 @@ const (
 	RunsCancelFilter = "*" + runCancel
 	// RunsHeldFilter matches the keys of every job held by a paused skill.
 	RunsHeldFilter = "*" + runHeld
+	// RunsWaitFilter matches the keys of every execution waiting for an event.
+	RunsWaitFilter = "*" + runWait
 	// SkillsHoldFilter matches the keys of every paused skill.
 	SkillsHoldFilter = skillKey + "*" + skillHold
 )
@@ -37,6 +41,16 @@ func RunCancelKey(executionID string) string { return executionID + runCancel }
 
 // RunHeldKey is the runs key of an execution's job held while its skill is paused.
 func RunHeldKey(executionID string) string { return executionID + runHeld }
+
+// RunWaitKey is the runs key of what an execution waits for at a wait_for_event.
+func RunWaitKey(executionID string) string { return executionID + runWait }
+
+// WaitingExecution returns the execution a runs key names as waiting for an
+// event; ok is false for a key of anything else.
+func WaitingExecution(key string) (executionID string, ok bool) {
+	id, ok := strings.CutSuffix(key, runWait)
+	return id, ok && !strings.Contains(id, ".")
+}
 
 // SkillHoldKey is the runs key that says a skill is paused.
 func SkillHoldKey(skill string) string { return skillKey + skill + skillHold }

@@ -181,6 +181,7 @@ func (v *Attempt) appendJSON(b []byte) ([]byte, error) {
 }
 
 func (v *Answer) appendJSON(b []byte) ([]byte, error) {
+	var err error
 	b = append(b, `{"approved":`...)
 	if v.Approved {
 		b = append(b, "true"...)
@@ -194,6 +195,12 @@ func (v *Answer) appendJSON(b []byte) ([]byte, error) {
 	if v.Reason != "" {
 		b = append(b, `,"reason":`...)
 		b = jsonenc.AppendString(b, v.Reason)
+	}
+	if len(v.Data) != 0 {
+		b = append(b, `,"data":`...)
+		if b, err = jsonenc.AppendRaw(b, v.Data); err != nil {
+			return b, err
+		}
 	}
 	b = append(b, '}')
 	return b, nil
@@ -750,6 +757,10 @@ func (v *Answer) jsonSize() int {
 		n += 12
 		n += len(v.Reason) + len(v.Reason)/8
 	}
+	if len(v.Data) != 0 {
+		n += 12
+		n += len(v.Data)
+	}
 	return n
 }
 
@@ -1169,6 +1180,8 @@ func (v *Answer) decodeJSON(d *jsondec.Decoder, skip string) bool {
 			return jsondec.Once(&seen, 1<<1) && d.Str(&v.By)
 		case "reason":
 			return jsondec.Once(&seen, 1<<2) && d.Str(&v.Reason)
+		case "data":
+			return jsondec.Once(&seen, 1<<3) && d.Raw((*[]byte)(&v.Data))
 		}
 		return false
 	})
@@ -1177,7 +1190,8 @@ func (v *Answer) decodeJSON(d *jsondec.Decoder, skip string) bool {
 func (v *Answer) jsonIsZero() bool {
 	return !v.Approved &&
 		v.By == "" &&
-		v.Reason == ""
+		v.Reason == "" &&
+		v.Data == nil
 }
 
 // decodeJSON decodes an object into v, zero, exactly as encoding/json would, or reports false (leaving v in any state). A member named skip, if not empty, is checked to be well-formed JSON and left out.

@@ -106,9 +106,10 @@ func (r *Router) answer(ctx context.Context, msg jetstream.Msg) error {
 	if err != nil {
 		return err
 	}
-	// A sleep is ended by its wake-up only, a confirmation by an answer only.
+	// A sleep or a wait for an event is ended by a wait.ended only, a
+	// confirmation by an answer only.
 	sleep := e.Type() == events.TypeWaitEnded
-	if p == nil || p.Step != d.StepID || (p.Kind == run.PausedSleep) != sleep {
+	if p == nil || p.Step != d.StepID || (p.Kind == run.PausedSleep || p.Kind == run.PausedWait) != sleep {
 		r.cfg.Log.Info("router: answer for an execution not paused at that step; ignored", "execution", d.ExecutionID, "step", d.StepID, "by", d.By, "type", e.Type())
 		return msg.Ack()
 	}
@@ -150,6 +151,11 @@ func (r *Router) answer(ctx context.Context, msg jetstream.Msg) error {
 	}
 	if err := r.runs.Delete(ctx, events.RunPausedKey(d.ExecutionID), jetstream.LastRevision(rev)); err != nil {
 		r.cfg.Log.Warn("router: paused record changed meanwhile", "execution", d.ExecutionID, "err", err)
+	}
+	if p.Kind == run.PausedWait {
+		r.endWait(ctx, d.ExecutionID, d.StepID, !d.Approved)
+		r.cfg.Log.Info("router: wait for an event ended; job resumed", "execution", d.ExecutionID, "step", d.StepID, "matched", d.Approved)
+		return msg.Ack()
 	}
 	if sleep {
 		r.cfg.Log.Info("router: sleep ended; job resumed", "execution", d.ExecutionID, "step", d.StepID)

@@ -111,6 +111,7 @@ type Router struct {
 	events  jetstream.Stream
 	jobs    jetstream.Stream // read for the depth of a skill's child triggers
 	limits  *limiter
+	waits   *waitIndex // open wait_for_event waits (wait.go)
 	// jobTemplate is the jobs' subject template, for their PRODUCER spans.
 	jobTemplate string
 	parseConfig parseConfig
@@ -229,8 +230,13 @@ func (r *Router) Start(ctx context.Context) error {
 	if err := r.startConfirmations(ctx); err != nil {
 		return fmt.Errorf("router: %w", err)
 	}
+	if err := r.startWaits(ctx); err != nil {
+		r.answers.Stop(ctx)
+		return fmt.Errorf("router: waits: %w", err)
+	}
 	if err := r.startDebounce(ctx); err != nil {
 		r.answers.Stop(ctx)
+		r.stopWaits()
 		return fmt.Errorf("router: %w", err)
 	}
 	r.sync()
@@ -272,6 +278,7 @@ func (r *Router) Stop(ctx context.Context) {
 	}
 	r.stopService()
 	r.live.stop()
+	r.stopWaits()
 }
 
 func (r *Router) handle(ctx context.Context, msg jetstream.Msg) {
@@ -324,6 +331,9 @@ func (r *Router) route(ctx context.Context, msg jetstream.Msg) (routeNote, error
 	var t trigger
 	o := parse(ctx, msg, r.parseConfig, &t)
 	if o == nil {
+		if err := r.matchWaits(ctx, &t); err != nil {
+			return routeNote{}, err
+		}
 		var err error
 		if o, err = r.decideTrigger(ctx, &t); err != nil {
 			return routeNote{}, err

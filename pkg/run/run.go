@@ -140,7 +140,8 @@ type Paused struct {
 	ExecutionID string `json:"execution_id"`
 	Step        string `json:"step"`
 	// Kind is what the execution waits for: "" a confirmation, PausedSleep the
-	// end of a sleep step (TimeoutAt is when it wakes).
+	// end of a sleep step (TimeoutAt is when it wakes), PausedWait an event
+	// (TimeoutAt is when the wait times out; see Wait).
 	Kind      string            `json:"kind,omitempty"`
 	Subject   string            `json:"subject"`        // where the job goes when answered
 	Job       json.RawMessage   `json:"job"`            // the events.Job data
@@ -151,8 +152,14 @@ type Paused struct {
 	Log json.RawMessage `json:"log,omitempty"`
 }
 
-// PausedSleep is the Kind of a Paused record of a sleeping execution.
-const PausedSleep = "sleep"
+// Kinds of a Paused record besides a confirmation's.
+const (
+	// PausedSleep is the Kind of a Paused record of a sleeping execution.
+	PausedSleep = "sleep"
+	// PausedWait is the Kind of a Paused record of an execution waiting for an
+	// event at a wait_for_event step.
+	PausedWait = "wait"
+)
 
 // Waiting says what a paused execution waits for, for people: "sleeping until T"
 // or "waiting for a confirmation until T".
@@ -160,6 +167,9 @@ func (p *Paused) Waiting() string {
 	until := p.TimeoutAt.UTC().Format(time.RFC3339)
 	if p.Kind == PausedSleep {
 		return "sleeping until " + until
+	}
+	if p.Kind == PausedWait {
+		return p.Message + " until " + until
 	}
 	return "waiting for a confirmation until " + until
 }

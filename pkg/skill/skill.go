@@ -298,8 +298,8 @@ type Input struct {
 	Description string `json:"description,omitempty"`
 }
 
-// Step is one workflow step. Exactly one of Tool, Compute, Sleep and SleepUntil
-// is set.
+// Step is one workflow step. Exactly one of Tool, Compute, Sleep, SleepUntil and
+// WaitForEvent is set.
 type Step struct {
 	ID            string         `json:"id"`
 	Description   string         `json:"description,omitempty"`
@@ -319,7 +319,9 @@ type Step struct {
 	Sleep Duration `json:"sleep,omitempty"`
 	// SleepUntil is a template giving an RFC 3339 time the run is parked until.
 	SleepUntil string `json:"sleep_until,omitempty"`
-	Line       int    `json:"line,omitempty"` // line of the step in Workflow.Source, for messages
+	// WaitForEvent parks the run until an event matches, without holding a worker.
+	WaitForEvent *WaitForEvent `json:"wait_for_event,omitempty"`
+	Line         int           `json:"line,omitempty"` // line of the step in Workflow.Source, for messages
 }
 
 // ErrorPolicy splits OnError into its policy (fail, continue or retry) and, for

@@ -32,7 +32,7 @@ type stepBuild struct {
 	info stepInfo
 
 	idN, toolN, computeN, loopN, onErrN, argsN, condN *yaml.Node
-	sleepN, untilN                                    *yaml.Node
+	sleepN, untilN, waitN                             *yaml.Node
 }
 
 // stepFields are the fields of a step, in the order hints list them. Each row
@@ -97,6 +97,7 @@ var stepFields = []stepField{
 		sb.untilN = e.v
 		sb.st.SleepUntil, _ = d.strictStr(e.v, f, "write an RFC 3339 time or a template giving one: sleep_until: \"{{ inputs.due }}\"")
 	}},
+	{"wait_for_event", decodeStepWait},
 }
 
 var (
@@ -230,7 +231,7 @@ func (sb *stepBuild) checkKind(b *builder, d *decoder) {
 	for _, k := range []struct {
 		name string
 		n    *yaml.Node
-	}{{"tool", sb.toolN}, {"compute", sb.computeN}, {"sleep", sb.sleepN}, {"sleep_until", sb.untilN}} {
+	}{{"tool", sb.toolN}, {"compute", sb.computeN}, {"sleep", sb.sleepN}, {"sleep_until", sb.untilN}, {"wait_for_event", sb.waitN}} {
 		if k.n != nil {
 			kinds = append(kinds, k.name)
 		}
@@ -245,6 +246,9 @@ func (sb *stepBuild) checkKind(b *builder, d *decoder) {
 	}
 	if (sb.sleepN != nil || sb.untilN != nil) && (sb.loopN != nil || sb.argsN != nil || sb.info.timeoutN != nil || st.Cache > 0) {
 		d.errAt(sb.info.n, f, "remove loop, args, timeout and cache from the sleep", "step %s sleeps; loop, args, timeout and cache do not apply to a sleep", sb.label())
+	}
+	if sb.waitN != nil && (sb.loopN != nil || sb.argsN != nil || sb.info.timeoutN != nil || st.Cache > 0) {
+		d.errAt(sb.info.n, f, "remove loop, args, timeout and cache; the wait's own timeout goes under wait_for_event", "step %s waits for an event; loop, args, timeout and cache do not apply to a wait", sb.label())
 	}
 	if sb.argsN != nil && st.Tool == "" && st.Compute != "" {
 		d.warnAt(sb.argsN, f+".args", "compute reads names directly; remove args", "args are for tool steps; step %s computes", sb.label())

@@ -19,6 +19,9 @@ import (
 // will deny it at the deadline, and the job is acked — no worker waits. A router
 // publishes the job again when the answer arrives (package router).
 func (w *Worker) pause(ctx context.Context, j *job, p *workflow.PausedError) error {
+	if p.Wait != nil {
+		return w.waitForEvent(ctx, j, p)
+	}
 	if !p.Until.IsZero() {
 		return w.sleep(ctx, j, p)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/skillbus/skillbus/pkg/expr"
 	"github.com/skillbus/skillbus/pkg/failure"
+	"github.com/skillbus/skillbus/pkg/flow"
 	"github.com/skillbus/skillbus/pkg/skill"
 )
 
@@ -43,8 +44,9 @@ func (c *compiled) reads(names []string) {
 
 type cstep struct {
 	step      *skill.Step
-	kind      string         // tool | compute | sleep
-	until     *expr.Template // sleep_until
+	kind      string          // tool | compute | sleep | wait
+	until     *expr.Template  // sleep_until
+	match     *flow.WaitMatch // wait_for_event's match; nil takes any event of the type
 	condition *expr.Expr
 	args      *expr.Value
 	compute   *expr.Program
@@ -188,6 +190,8 @@ func compileStep(st *skill.Step, writers map[string][]int) (cstep, []string, err
 		cs.kind = "compute"
 	case st.Sleep > 0 || st.SleepUntil != "":
 		cs.kind = "sleep"
+	case st.WaitForEvent != nil:
+		cs.kind = "wait"
 	}
 	var err error
 	where := func(what string, err error) error {
@@ -219,6 +223,12 @@ func compileStep(st *skill.Step, writers map[string][]int) (cstep, []string, err
 			return cstep{}, nil, where("sleep_until", err)
 		}
 		refs = append(refs, cs.until.Refs()...)
+	}
+	if w := st.WaitForEvent; w != nil && w.Match != "" {
+		if cs.match, err = flow.CompileWaitMatch(w.Match); err != nil {
+			return cstep{}, nil, failure.Repair("step %s: wait_for_event.match: %v", st.ID, err)
+		}
+		refs = append(refs, waitRefs(cs.match, writers)...)
 	}
 	if st.Loop != "" {
 		if cs.loop, err = expr.ParseTemplate(st.Loop, expr.WithName("loop")); err != nil {

@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -17,6 +18,8 @@ type Answer struct {
 	Approved bool   `json:"approved"`
 	By       string `json:"by,omitempty"` // who answered; "timeout" when nobody did
 	Reason   string `json:"reason,omitempty"`
+	// Data is what ended a wait_for_event: the matched event's data (JSON).
+	Data json.RawMessage `json:"data,omitempty"`
 }
 
 func (a Answer) denial() string {
@@ -50,9 +53,16 @@ type PausedError struct {
 	// Until, when set, makes this a sleep rather than a confirmation: the run is
 	// resumed at Until with an answer for Step (any answer), and nobody is asked.
 	Until time.Time
+	// Wait, when set, makes this a wait_for_event: the run is resumed with an
+	// answer for Step when an event matches (approved, with its data) or at the
+	// timeout (denied).
+	Wait *EventWait
 }
 
 func (e *PausedError) Error() string {
+	if e.Wait != nil {
+		return fmt.Sprintf("step %s waits for a %s event", e.Step, e.Wait.Type)
+	}
 	if !e.Until.IsZero() {
 		return fmt.Sprintf("step %s sleeps until %s", e.Step, e.Until.UTC().Format(time.RFC3339))
 	}

@@ -216,7 +216,7 @@ func fmtMS(v float64) string {
 // waitingFor says what the step a paused run waits at waits for.
 func (l *Log) waitingFor() string {
 	for _, s := range l.Steps {
-		if s.ID == l.Waiting && strings.HasPrefix(s.Reason, "sleeping until ") {
+		if s.ID == l.Waiting && (strings.HasPrefix(s.Reason, "sleeping until ") || strings.HasPrefix(s.Reason, waitingForEvent)) {
 			return s.Reason
 		}
 	}

@@ -79,6 +79,11 @@ func (x *execution) step(i int, env expr.Env, heal *AutoHeal, retryOf string) (s
 			}
 		}
 	}
+	if cs.kind == "wait" {
+		if _, ended := x.r.Confirmations[st.ID]; !ended {
+			return x.park(i, cs, env)
+		}
+	}
 	sl := &x.log.Steps[i]
 	sl.RetryOf = retryOf
 	if heal != nil {
@@ -268,6 +273,9 @@ func (x *execution) once(ctx context.Context, key string, cs *cstep, env expr.En
 	}
 	if cs.kind == "sleep" {
 		return nil, nil // woken: a sleep's result is null
+	}
+	if cs.kind == "wait" {
+		return x.waited(st)
 	}
 	t, ok := x.tools.Lookup(st.Tool)
 	if !ok {

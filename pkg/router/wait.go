@@ -1,0 +1,263 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/flow"
+	"github.com/skillbus/skillbus/pkg/run"
+)
+
+// Waits for events: a worker that reaches a wait_for_event step parks the run as
+// for a sleep and writes a wait record (run.Wait) to KV runs. Every router
+// watches those records and keeps the open waits indexed by event type, so a
+// trigger costs one atomic load when no wait is open and one map lookup when
+// none waits for its type. When a trigger of a waited-for type arrives, the
+// router evaluates each such wait's match and, for each that holds, publishes an
+// io.skillbus.wait.ended with the event's data under the fixed message id
+// <execution>.wait.matched.<step>: two routers (or two deliveries) matching the
+// same wait publish one message, the stream dropping the second as a duplicate.
+// The trigger is routed as usual besides. The answers consumer then resumes the
+// parked job as it does at a sleep's end (confirm.go); the wait's timeout is a
+// scheduled wait.ended, and the first of the two handled resumes the run.
+
+// waitIndex is the open waits, by event type and execution.
+type waitIndex struct {
+	// open counts the waits indexed: the trigger path reads only this when 0.
+	open   atomic.Int64
+	mu     sync.RWMutex
+	byType map[string]map[string]*openWait
+	// typeOf is the type each execution's wait is indexed under.
+	typeOf map[string]string
+	kw     jetstream.KeyWatcher
+	done   chan struct{}
+}
+
+// openWait is a wait record ready to match: its match compiled, its run's side
+// decoded once.
+type openWait struct {
+	rec    run.Wait
+	match  *flow.WaitMatch // nil: any event of the type
+	inputs any
+	steps  map[string]any
+}
+
+func (r *Router) startWaits(ctx context.Context) error {
+	ix := &waitIndex{byType: map[string]map[string]*openWait{}, typeOf: map[string]string{}, done: make(chan struct{})}
+	kw, err := r.runs.Watch(context.WithoutCancel(ctx), events.RunsWaitFilter)
+	if err != nil {
+		return err
+	}
+	ix.kw = kw
+	loaded := make(chan struct{})
+	go func() {
+		defer close(ix.done)
+		first := true
+		for e := range kw.Updates() {
+			if e == nil {
+				if first {
+					first = false
+					close(loaded)
+				}
+				continue
+			}
+			r.indexWait(ix, e)
+		}
+		if first {
+			close(loaded)
+		}
+	}()
+	// Route no trigger before the waits already open are known.
+	select {
+	case <-loaded:
+	case <-ctx.Done():
+		_ = kw.Stop()
+		<-ix.done
+		return ctx.Err()
+	}
+	r.waits = ix
+	return nil
+}
+
+func (r *Router) stopWaits() {
+	if ix := r.waits; ix != nil {
+		_ = ix.kw.Stop()
+		<-ix.done
+	}
+}
+
+// indexWait applies one change of a wait record to the index.
+func (r *Router) indexWait(ix *waitIndex, e jetstream.KeyValueEntry) {
+	exec, ok := events.WaitingExecution(e.Key())
+	if !ok {
+		return
+	}
+	var ow *openWait
+	if e.Operation() == jetstream.KeyValuePut {
+		var err error
+		if ow, err = compileWait(e.Value()); err != nil {
+			// It cannot match; its timeout ends it.
+			r.cfg.Log.Warn("router: wait record unusable; only its timeout will end it", "execution", exec, "err", err)
+		}
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if typ, had := ix.typeOf[exec]; had {
+		delete(ix.byType[typ], exec)
+		if len(ix.byType[typ]) == 0 {
+			delete(ix.byType, typ)
+		}
+		delete(ix.typeOf, exec)
+		ix.open.Add(-1)
+	}
+	if ow == nil {
+		return
+	}
+	m := ix.byType[ow.rec.Type]
+	if m == nil {
+		m = map[string]*openWait{}
+		ix.byType[ow.rec.Type] = m
+	}
+	m[exec] = ow
+	ix.typeOf[exec] = ow.rec.Type
+	ix.open.Add(1)
+}
+
+func compileWait(raw []byte) (*openWait, error) {
+	ow := &openWait{}
+	if err := json.Unmarshal(raw, &ow.rec); err != nil {
+		return nil, err
+	}
+	if ow.rec.ExecutionID == "" || ow.rec.Step == "" || ow.rec.Type == "" {
+		return nil, errors.New("wait record without execution_id, step or type")
+	}
+	if ow.rec.Match != "" {
+		var err error
+		if ow.match, err = flow.CompileWaitMatch(ow.rec.Match); err != nil {
+			return nil, err
+		}
+	}
+	if len(ow.rec.Inputs) > 0 {
+		if err := json.Unmarshal(ow.rec.Inputs, &ow.inputs); err != nil {
+			return nil, err
+		}
+	}
+	if len(ow.rec.Steps) > 0 {
+		ow.steps = make(map[string]any, len(ow.rec.Steps))
+		for name, raw := range ow.rec.Steps {
+			var v any
+			if err := json.Unmarshal(raw, &v); err != nil {
+				return nil, err
+			}
+			ow.steps[name] = v
+		}
+	}
+	return ow, nil
+}
+
+// waitingFor returns the open waits for an event type.
+func (ix *waitIndex) waitingFor(typ string) []*openWait {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	m := ix.byType[typ]
+	if len(m) == 0 {
+		return nil
+	}
+	out := make([]*openWait, 0, len(m))
+	for _, ow := range m {
+		out = append(out, ow)
+	}
+	return out
+}
+
+// matchWaits ends the waits a trigger matches: it publishes their wait.ended
+// and returns once the stream has them, so a trigger is acked only after the
+// waits it ends are recorded. An error retries the trigger; the fixed message
+// ids make that harmless.
+func (r *Router) matchWaits(ctx context.Context, t *trigger) error {
+	ix := r.waits
+	if ix == nil || ix.open.Load() == 0 || t.e == nil {
+		return nil
+	}
+	open := ix.waitingFor(t.e.Type)
+	if len(open) == 0 {
+		return nil
+	}
+	e := t.e
+	ev := &flow.WaitEvent{ID: e.ID, Type: e.Type, Source: e.Source, Subject: e.Subject, Time: e.Time, Data: t.data}
+	var data json.RawMessage
+	var b *bus.Batch
+	now := time.Now()
+	for _, ow := range open {
+		if now.After(ow.rec.TimeoutAt) {
+			continue // its timeout ends it
+		}
+		if ow.match != nil {
+			ok, err := ow.match.Match(ev, ow.inputs, ow.steps)
+			if err != nil {
+				r.cfg.Log.Info("router: wait_for_event match failed on an event; not matched", "execution", ow.rec.ExecutionID, "step", ow.rec.Step, "event", e.ID, "err", err)
+				continue
+			}
+			if !ok {
+				continue
+			}
+		}
+		if data == nil {
+			data = eventData(e.Data)
+		}
+		exec, step := ow.rec.ExecutionID, ow.rec.Step
+		m, err := bus.Event{
+			ID: exec + ".wait.matched." + step, Source: r.cfg.Source, Type: events.TypeWaitEnded,
+			Meta: bus.Meta{CorrelationID: ow.rec.CorrelationID, ExecutionID: exec, CausationID: e.ID},
+			Data: events.WaitEnded{ExecutionID: exec, StepID: step, Answer: events.Answer{
+				Approved: true, By: "event", Reason: "matched " + e.Type + " " + e.ID + " from " + e.Source, Data: data}},
+		}.Msg(r.cfg.Bus.Subjects.Event(exec, events.TypeWaitEnded))
+		if err != nil {
+			return err
+		}
+		if b == nil {
+			b = r.cfg.Bus.Batch()
+		}
+		b.Publish(m)
+		r.cfg.Log.Info("router: event matched a waiting execution", "execution", exec, "step", step, "event", e.ID)
+	}
+	if b == nil {
+		return nil
+	}
+	return b.Wait(ctx)
+}
+
+// eventData is an event's data as a step's result: the JSON as it is, other
+// data as a JSON string.
+func eventData(raw []byte) json.RawMessage {
+	if len(raw) == 0 {
+		return json.RawMessage("null")
+	}
+	if json.Valid(raw) {
+		return raw
+	}
+	s, _ := json.Marshal(string(raw))
+	return s
+}
+
+// endWait removes what a resumed wait left: its record, and its timeout when an
+// event ended it.
+func (r *Router) endWait(ctx context.Context, executionID, step string, timedOut bool) {
+	if err := r.runs.Delete(ctx, events.RunWaitKey(executionID)); err != nil {
+		r.cfg.Log.Warn("router: could not remove the wait record", "execution", executionID, "err", err)
+	}
+	if timedOut {
+		return
+	}
+	if err := r.events.Purge(ctx, jetstream.WithPurgeSubject(r.cfg.Bus.Subjects.WaitTimer(executionID, step))); err != nil {
+		r.cfg.Log.Warn("router: could not cancel the wait's timeout", "execution", executionID, "err", err)
+	}
+}

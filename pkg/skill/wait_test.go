@@ -1,0 +1,57 @@
+package skill
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+// Every broken wait_for_event is reported at its file:line:col, and the one
+// written right loads with its match, type and timeout.
+func TestWaitForEventValidation(t *testing.T) {
+	t.Parallel()
+	const path = "bad/yaml/waits.yaml"
+	want := []diag{
+		{path + ":7:21", SeverityError, "wait_for_event needs type"},
+		{path + ":11:33", SeverityError, "steps[1].wait_for_event.match is not a valid expression: Syntax error"},
+		{path + ":13:28", SeverityError, `wait_for_event.type "com.example.*" is not a CloudEvent type`},
+		{path + ":15:60", SeverityError, "a match must be true or false"},
+		{path + ":17:61", SeverityError, "wait_for_event.timeout must be positive"},
+		{path + ":19:52", SeverityError, "unknown field steps[5].wait_for_event.mach"},
+		{path + ":20:5", SeverityError, "step looped waits for an event; loop, args, timeout and cache do not apply"},
+		{path + ":23:5", SeverityError, "step both has tool and wait_for_event; a step does one of them"},
+	}
+	_, ds := LoadOptions{}.LoadPath(fixture(path))
+	checkFiles(t, ds)
+	if diff := cmp.Diff(want, project(ds, fixtures, want), cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("diagnostics (-want +got):\n%s\nall:\n%s", diff, ds)
+	}
+}
+
+func TestWaitForEventLoads(t *testing.T) {
+	t.Parallel()
+	src := `name: waits
+description: Waits for the payment.
+inputs:
+  - name: order
+steps:
+  - id: pay
+    wait_for_event: {type: com.example.order.paid, match: "event.data.order == inputs.order", timeout: 1h}
+  - id: later
+    wait_for_event: {type: com.example.order.shipped}
+`
+	s, ds := ParseWorkflow("waits.yaml", []byte(src))
+	if ds.HasErrors() || s == nil {
+		t.Fatalf("errors: %v", ds)
+	}
+	got := []*WaitForEvent{s.Workflow.Steps[0].WaitForEvent, s.Workflow.Steps[1].WaitForEvent}
+	want := []*WaitForEvent{
+		{Type: "com.example.order.paid", Match: "event.data.order == inputs.order", Timeout: Duration(time.Hour)},
+		{Type: "com.example.order.shipped", Timeout: Duration(DefaultWaitTimeout)},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("wait_for_event (-want +got):\n%s", diff)
+	}
+}
