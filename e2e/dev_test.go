@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -64,6 +65,7 @@ func skillbus(t *testing.T, args ...string) (string, int) {
 
 // The README's tour: `skillbus dev` in one terminal, `skillbus trigger` in another.
 func TestDevAndTrigger(t *testing.T) {
+	t.Parallel()
 	// A chat-completions server with the model's side of summarize-ticket scripted:
 	// call echo, read the style guide, answer.
 	model := llmtest.Script(t,
@@ -83,7 +85,7 @@ func TestDevAndTrigger(t *testing.T) {
 		}
 		fmt.Fprintln(w, "ok")
 	}))
-	defer web.Close()
+	t.Cleanup(web.Close) // after the parallel subtests, which run once this function returns
 
 	tests := []struct {
 		name string
@@ -136,6 +138,11 @@ func TestDevAndTrigger(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			// The triggers with the id dup-1 depend on each other's order; each of the
+			// others is on its own and mostly waits on its process, so they share the dev.
+			if !slices.Contains(tt.args, "dup-1") {
+				t.Parallel()
+			}
 			out, code := skillbus(t, append(tt.args, url)...)
 			if code != tt.code {
 				t.Fatalf("exit code %d, want %d\n%s", code, tt.code, out)

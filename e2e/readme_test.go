@@ -21,6 +21,7 @@ import (
 // reader would; the refund trigger waits for its confirmation, so it runs beside
 // `runs list` and `runs confirm`, as in two terminals.
 func TestReadmeCommands(t *testing.T) {
+	t.Parallel()
 	readme, err := os.ReadFile(filepath.Join(repoRoot(), "README.md"))
 	if err != nil {
 		t.Fatal(err)

@@ -112,6 +112,7 @@ func (m *chatModel) calls() []string {
 // parked execution completes exactly once on the repaired version, its outcome
 // naming the repair. A fatal failure beside it never reaches the REPAIR stream.
 func TestRepairWorkerKilledMidRepair(t *testing.T) {
+	t.Parallel()
 	const n, fatal = 20, 5
 	dir := t.TempDir()
 	for name, text := range map[string]string{"issue-heading": headingSkill, "always-fatal": fatalSkill} {

@@ -44,6 +44,7 @@ outputs:
 // `skillbus repair approve`, the registry publishes the new version, and every
 // execution completes exactly once on it.
 func TestRepairTwoHundred(t *testing.T) {
+	t.Parallel()
 	const n = 200
 	dir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, "issue-title"), 0o755); err != nil {

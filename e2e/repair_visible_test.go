@@ -19,6 +19,7 @@ import (
 // list lists it, runs show (by a prefix of its id) shows it, and so does the
 // console's page of the run. Approved, the same execution completes.
 func TestParkedRunInEveryView(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, "issue-title"), 0o755); err != nil {
 		t.Fatal(err)

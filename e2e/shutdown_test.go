@@ -18,6 +18,7 @@ import (
 // stay in the streams, and the next start with the same store finishes them — every
 // trigger still ends in exactly one result.
 func TestDevShutdownLosesNothing(t *testing.T) {
+	t.Parallel()
 	store := t.TempDir()
 	dev, port, args := startDev(t, "--store", store, "--skills", "testdata/skills", "--skills", "testdata/e2e", "--concurrency", "4")
 

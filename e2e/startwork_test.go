@@ -26,6 +26,7 @@ import (
 // branch creation fails with a network error the first time, and the seed's
 // auto-heal steps connect the VPN and retry.
 func TestStartWorkAsPrinted(t *testing.T) {
+	t.Parallel()
 	_, port, _ := startDev(t, "--store", t.TempDir(), "--skills", "testdata/skills-fixtures/seeds/004/start_work")
 	url := "nats://127.0.0.1:" + strconv.Itoa(port)
 

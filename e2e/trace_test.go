@@ -21,6 +21,7 @@ import (
 // span, the worker's, every step's and the tool's, each the child of the one
 // before; and that a fallback job stays in its trigger's trace.
 func TestOneTrace(t *testing.T) {
+	t.Parallel()
 	rcv := otlptest.Start(t)
 	srv := natstest.Start(t)
 	b := srv.Bus(t, bus.Config{})
@@ -205,6 +206,7 @@ func assertDescends(t *testing.T, spans []otlptest.Span, anc, desc otlptest.Span
 // links to the attempt that died: to the span its finished step hangs under, the
 // span the dead worker never got to export.
 func TestRedeliveryLink(t *testing.T) {
+	t.Parallel()
 	rcv := otlptest.Start(t)
 	srv := natstest.Start(t)
 	b := srv.Bus(t, bus.Config{})
