@@ -1,3 +1,5 @@
+//go:build bench
+
 package bench_test
 
 import (
@@ -12,9 +14,12 @@ import (
 
 // The benchmark itself runs in `make bench`; this keeps it from rotting: a tiny run
 // must finish and print the figures an issue quotes, with the server embedded and in
-// a process of its own (whose CPU time is then printed apart). With -short (make
-// test) only the server in a process of its own runs, which goes through every
-// figure and the server's CPU besides; make test-all runs both.
+// a process of its own (whose CPU time is then printed apart). It is a throughput run
+// (a minute of CPU on 2 cores for the two), so it is behind the build tag bench, which
+// make test-all (and so CI) sets to run it after make test:
+// go test -race -tags bench -run '^TestBenchRuns$' ./internal/bench/. With -short only
+// the server in a process of its own runs, which goes through every figure and the
+// server's CPU besides.
 func TestBenchRuns(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
