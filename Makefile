@@ -5,7 +5,7 @@ SKILLS ?= testdata/skills
 BENCH_FLAGS ?=
 CHAOS_FLAGS ?=
 
-.PHONY: generate gofmt test-ui test-cluster test-all run test bench chaos build vet fuzz clean deploy-check eval
+.PHONY: deadcode generate gofmt test-ui test-cluster test-all run test bench chaos build vet fuzz clean deploy-check eval
 
 ## run: start everything (embedded NATS, registry, router, workers) with the example skills.
 ## The binary runs itself rather than under `go run`, so that Ctrl-C ends it, and make, cleanly
@@ -103,6 +103,16 @@ build:
 ## checked-in generated file is stale
 generate:
 	$(GO) generate ./...
+
+## deadcode: fail on a function no binary reaches (deadcode ./..., without tests) unless
+## internal/archtest/deadcode-allowed.txt names it: test support or public Go API, see
+## docs/architecture.md. Downloads golang.org/x/tools' deadcode at the version below
+DEADCODE ?= $(GO) run golang.org/x/tools/cmd/deadcode@v0.52.0
+deadcode:
+	@$(DEADCODE) -f '{{range .Funcs}}{{$$.Path}} {{.Name}}{{"\n"}}{{end}}' ./... > .deadcode.out
+	@awk 'NR==FNR { if ($$0 !~ /^#/ && NF == 2) ok[$$0] = 1; if ($$2 == "*") pkg[$$1] = 1; next } \
+	  !(($$0 in ok) || ($$1 in pkg)) { print "unreachable, not in internal/archtest/deadcode-allowed.txt: " $$0; bad = 1 } \
+	  END { exit bad }' internal/archtest/deadcode-allowed.txt .deadcode.out; rc=$$?; rm -f .deadcode.out; exit $$rc
 
 ## vet: go vet and gofmt on their own (make test vets as it compiles)
 vet: gofmt

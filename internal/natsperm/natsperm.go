@@ -12,8 +12,6 @@
 // object-store writes, and _INBOX.> for every reply.
 package natsperm
 
-//go:generate go test -run TestGenerated -update .
-
 import (
 	"strings"
 

@@ -5,9 +5,11 @@
 package otlptest
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -22,13 +24,10 @@ type (
 	Link = otlp.Link
 )
 
-// Decode, Respond, Find, InTrace and Tree are internal/otlp's.
+// Decode and Respond are internal/otlp's.
 var (
 	Decode  = otlp.Decode
 	Respond = otlp.Respond
-	Find    = otlp.Find
-	InTrace = otlp.InTrace
-	Tree    = otlp.Tree
 )
 
 // Receiver receives OTLP/HTTP trace exports.
@@ -165,4 +164,61 @@ func AssertLinked(t testing.TB, span, target Span) Link {
 	}
 	t.Errorf("otlptest: %s\n  has no link to %s (links %v)", span, target, span.Links)
 	return Link{}
+}
+
+// Find returns the first span named name.
+func Find(spans []Span, name string) (Span, bool) {
+	for _, s := range spans {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Span{}, false
+}
+
+// InTrace returns the spans of one trace.
+func InTrace(spans []Span, traceID string) []Span {
+	var out []Span
+	for _, s := range spans {
+		if s.TraceID == traceID {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Tree renders spans as indented trees, one per trace, for failure messages.
+func Tree(spans []Span) string {
+	byParent := map[string][]Span{}
+	ids := map[string]bool{}
+	for _, s := range spans {
+		ids[s.TraceID+"/"+s.SpanID] = true
+	}
+	var roots []Span
+	for _, s := range spans {
+		if s.ParentSpanID == "" || !ids[s.TraceID+"/"+s.ParentSpanID] {
+			roots = append(roots, s)
+			continue
+		}
+		k := s.TraceID + "/" + s.ParentSpanID
+		byParent[k] = append(byParent[k], s)
+	}
+	sort.SliceStable(roots, func(i, j int) bool { return roots[i].Start.Before(roots[j].Start) })
+	var b strings.Builder
+	var walk func(s Span, depth int)
+	walk = func(s Span, depth int) {
+		fmt.Fprintf(&b, "%s%s\n", strings.Repeat("  ", depth), s)
+		kids := byParent[s.TraceID+"/"+s.SpanID]
+		sort.SliceStable(kids, func(i, j int) bool { return kids[i].Start.Before(kids[j].Start) })
+		for _, k := range kids {
+			walk(k, depth+1)
+		}
+	}
+	for _, r := range roots {
+		walk(r, 0)
+	}
+	if b.Len() == 0 {
+		return "(no spans)\n"
+	}
+	return b.String()
 }

@@ -127,9 +127,6 @@ func (g *Guard) Stop() {
 // is restarting.
 func (g *Guard) Check(context.Context) error { return g.state.Load().err }
 
-// Restarts is how many times the guard has started JetStream again.
-func (g *Guard) Restarts() int { return int(g.restarts.Load()) }
-
 func (g *Guard) run(ctx context.Context) {
 	wait := g.cfg.Every
 	failed := 0   // restarts in a row that did not end the fault

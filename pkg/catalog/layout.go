@@ -65,9 +65,6 @@ func ParseVersionKey(key string) (name, digest string, ok bool) {
 // or BodyFile).
 func ObjectName(name, digest, path string) string { return name + "/" + digest + "/" + path }
 
-// VersionPrefix is the common prefix of the object names of a version.
-func VersionPrefix(name, digest string) string { return name + "/" + digest + "/" }
-
 // FilesBucket is the name of the object store of skill files: "skill-files" with the
 // default prefix, else "<prefix>_skill-files", like the KV buckets (see bus).
 func FilesBucket(b *bus.Bus) string {

@@ -147,9 +147,6 @@ func New(cfg Config) (*Console, error) {
 	return c, nil
 }
 
-// Index is the console's index of runs.
-func (c *Console) Index() *Index { return c.idx }
-
 // Start reads the events stream from Window ago and keeps following it, and starts
 // sending live updates. The EVENTS stream must exist.
 func (c *Console) Start(ctx context.Context) error {

@@ -93,13 +93,6 @@ func NewIndex(cfg IndexConfig) *Index {
 	return &Index{max: cfg.MaxRuns, byID: make(map[string]*Run)}
 }
 
-// Len is how many runs the index holds.
-func (x *Index) Len() int {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	return len(x.byID)
-}
-
 // Get returns a copy of a run, or false.
 func (x *Index) Get(id string) (Run, bool) {
 	x.mu.RLock()

@@ -266,7 +266,7 @@ func TestGC(t *testing.T) {
 		objs, _ := e.obs().List(e.ctx)
 		n := 0
 		for _, o := range objs {
-			if strings.HasPrefix(o.Name, catalog.VersionPrefix(name, digest)) {
+			if strings.HasPrefix(o.Name, catalog.ObjectName(name, digest, "")) {
 				n++
 			}
 		}

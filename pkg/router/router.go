@@ -492,8 +492,9 @@ func (r *Router) selectFor(ctx context.Context, t *trigger) (*selector.Decision,
 	}
 }
 
-// Decide routes a request the way a trigger is routed, without publishing anything;
-// `skillbus route --nats-url` asks it through the router's service.
+// Decide routes a request the way a trigger is routed, without publishing anything,
+// for a Go program that embeds a router (`skillbus route --nats-url` asks the same
+// of a running router through its service).
 // A filter reads the request's type and data; a rate limit is read, not counted:
 // a skill whose window is full now is refused as a trigger would be.
 func (r *Router) Decide(ctx context.Context, req selector.Request) (*selector.Decision, error) {

@@ -198,9 +198,6 @@ func (s *Scheduler) Stop(ctx context.Context) {
 	})
 }
 
-// Leader reports whether this scheduler leads.
-func (s *Scheduler) Leader() bool { return s.leader.Load() }
-
 func (s *Scheduler) poke() {
 	select {
 	case s.wake <- struct{}{}:

@@ -250,9 +250,6 @@ func watch(ctx context.Context, kv jetstream.KeyValue, window time.Duration, log
 	return s, nil
 }
 
-// Ready is closed once the counts written before Watch are summed.
-func (s *Window) Ready() <-chan struct{} { return s.ready }
-
 func (s *Window) update(e jetstream.KeyValueEntry, log *slog.Logger) {
 	start, ok := sliceOf(e.Key())
 	if !ok {
