@@ -45,6 +45,7 @@ type Candidate struct {
 	Matched []string `json:"matched,omitempty"`
 	// lex is the keyword index's score, which orders candidates of equal score.
 	lex float64
+	acc *acc // what recall made of it
 }
 
 // Decision is an activation plan and how it was reached.
@@ -91,6 +92,7 @@ func (d *Decision) Running() []string {
 }
 
 type acc struct {
+	key      string // the skill's NormalizeName
 	e        *entry
 	sources  []string
 	intent   float64
@@ -117,7 +119,24 @@ func (a *acc) add(source string, intent, trigger float64, reason string) {
 	}
 }
 
-var sourceRank = map[string]int{SourceForced: 0, SourceRule: 1, SourceLLM: 2, SourceSemantic: 3, SourceLexical: 4, SourceAlways: 5}
+// sourceRank orders recall sources, strongest first.
+func sourceRank(source string) int {
+	switch source {
+	case SourceForced:
+		return 0
+	case SourceRule:
+		return 1
+	case SourceLLM:
+		return 2
+	case SourceSemantic:
+		return 3
+	case SourceLexical:
+		return 4
+	case SourceAlways:
+		return 5
+	}
+	return 6
+}
 
 // Select decides the activation plan of a request. A request naming a skill the
 // catalog does not hold (Request.Skill) is an *UnknownSkillError; a request nothing
@@ -125,11 +144,11 @@ var sourceRank = map[string]int{SourceForced: 0, SourceRule: 1, SourceLLM: 2, So
 func (x *Selector) Select(req Request, env Env) (*Decision, error) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	r := recallSet{x: x, cands: map[string]*acc{}}
+	r := recallSet{x: x}
 	if err := r.forced(req); err != nil {
 		return nil, err
 	}
-	forced := len(r.cands) > 0
+	forced := len(r.list) > 0
 	typ := req.Type
 	if typ == RequestType {
 		typ = ""
@@ -148,35 +167,79 @@ func (x *Selector) Select(req Request, env Env) (*Decision, error) {
 		r.always(typ)
 	}
 
-	d := &Decision{Threshold: x.cfg.Threshold, Fallback: []string{}, ParallelGroups: [][]string{}, Candidates: make([]Candidate, 0, len(r.cands))}
+	d := &Decision{Threshold: x.cfg.Threshold, Fallback: []string{}, ParallelGroups: [][]string{}, Candidates: make([]Candidate, 0, len(r.list))}
 	if req.Text != "" {
 		d.Parameters = map[string]any{"task": req.Text}
 	}
-	for _, a := range r.cands {
+	for _, a := range r.list {
 		d.Candidates = append(d.Candidates, x.score(a, req, words, env))
 	}
 	sortCandidates(d.Candidates, req.Text == "")
-	x.plan(d, forced, r.cands, env.Admit)
+	x.plan(d, forced, r.find, env.Admit)
 	return d, nil
 }
 
 // recallSet gathers the candidates of one request from each recall source.
 type recallSet struct {
 	x     *Selector
-	cands map[string]*acc
+	list  []*acc          // in the order recalled
+	byKey map[string]*acc // once list is too long to search
+	block []acc           // where the next candidates are allocated
+}
+
+// shortList is how many candidates are found by a search of the list: a request
+// usually recalls about as many (Config.Recall), and a map would cost more.
+const shortList = 16
+
+// find returns the candidate of the skill with key, nil when none was recalled.
+func (r *recallSet) find(key string) *acc {
+	if r.byKey != nil {
+		return r.byKey[key]
+	}
+	for _, a := range r.list {
+		if a.key == key {
+			return a
+		}
+	}
+	return nil
 }
 
 // get returns the candidate of the skill with key, adding it on first use; nil when
 // the catalog does not hold it.
 func (r *recallSet) get(key string) *acc {
-	a := r.cands[key]
-	if a == nil {
-		e := r.x.skills[key]
-		if e == nil {
-			return nil
+	if a := r.find(key); a != nil {
+		return a
+	}
+	e := r.x.skills[key]
+	if e == nil {
+		return nil
+	}
+	return r.add(key, e)
+}
+
+// getEntry is get of a skill whose catalog entry is known.
+func (r *recallSet) getEntry(key string, e *entry) *acc {
+	if a := r.find(key); a != nil {
+		return a
+	}
+	return r.add(key, e)
+}
+
+// add adds the candidate of a skill.
+func (r *recallSet) add(key string, e *entry) *acc {
+	if len(r.block) == cap(r.block) {
+		r.block = make([]acc, 0, shortList)
+	}
+	r.block = append(r.block, acc{key: key, e: e})
+	a := &r.block[len(r.block)-1]
+	r.list = append(r.list, a)
+	if r.byKey != nil {
+		r.byKey[key] = a
+	} else if len(r.list) > shortList {
+		r.byKey = make(map[string]*acc, 2*len(r.list))
+		for _, b := range r.list {
+			r.byKey[b.key] = b
 		}
-		a = &acc{e: e}
-		r.cands[key] = a
 	}
 	return a
 }
@@ -261,14 +324,23 @@ func (r *recallSet) lexical(text string) {
 	}
 	sure := clamp01((ev - cfg.IntentFloor) / (cfg.IntentFull - cfg.IntentFloor))
 	for _, h := range hits {
-		a := r.get(h.Name)
+		var a *acc
+		if e, ok := h.ref.(*entry); ok {
+			a = r.getEntry(h.Name, e)
+		} else {
+			a = r.get(h.Name)
+		}
 		if a == nil {
 			continue
 		}
 		rel := h.BM25 / top.BM25
 		a.add(SourceLexical, sure*(1-cfg.Relative+cfg.Relative*rel), 0.6, "")
 		a.lex = h.BM25
-		a.matched = append(a.matched, h.Matched...)
+		if a.matched == nil {
+			a.matched = h.Matched // capped: an append copies
+		} else {
+			a.matched = append(a.matched, h.Matched...)
+		}
 	}
 }
 
@@ -374,13 +446,13 @@ func (x *Selector) score(a *acc, req Request, words []string, env Env) Candidate
 	}
 	src := a.sources[0]
 	for _, so := range a.sources[1:] {
-		if sourceRank[so] < sourceRank[src] {
+		if sourceRank(so) < sourceRank(src) {
 			src = so
 		}
 	}
 	return Candidate{
 		Name: s.Name, Version: versionOf(s), Skill: s, Source: src, Sources: a.sources,
-		Score: round3(clamp01(total64)), Components: roundC(c), Matched: a.matched, lex: a.lex,
+		Score: round3(clamp01(total64)), Components: roundC(c), Matched: a.matched, lex: a.lex, acc: a,
 		Reason: strings.Join(append(a.reasons, reasons...), "; "),
 	}
 }
@@ -432,7 +504,7 @@ func readiness(s *skill.Skill, req Request, env Env) float64 {
 // plan chooses among the scored candidates. admit (Env.Admit) is asked only about
 // a candidate that would otherwise join the plan, so a filter speaks only where
 // it decides.
-func (x *Selector) plan(d *Decision, forced bool, cands map[string]*acc, admit func(*skill.Skill) (bool, string)) {
+func (x *Selector) plan(d *Decision, forced bool, cands func(key string) *acc, admit func(*skill.Skill) (bool, string)) {
 	cfg := x.cfg
 	refused := func(c *Candidate, s *skill.Skill) bool {
 		if admit == nil {
@@ -444,10 +516,11 @@ func (x *Selector) plan(d *Decision, forced bool, cands map[string]*acc, admit f
 		}
 		return !ok
 	}
-	chosen, always := x.classify(d, forced, cands, refused)
+	chosen, always := x.classify(d, forced, refused)
 	if len(chosen) > cfg.MaxActive {
+		full := fmt.Sprintf("passed, but the plan already has maxActive %d skills", cfg.MaxActive)
 		for _, i := range chosen[cfg.MaxActive:] {
-			d.Candidates[i].Reason = join(d.Candidates[i].Reason, fmt.Sprintf("passed, but the plan already has maxActive %d skills", cfg.MaxActive))
+			d.Candidates[i].Reason = join(d.Candidates[i].Reason, full)
 		}
 		chosen = chosen[:cfg.MaxActive]
 	}
@@ -455,7 +528,7 @@ func (x *Selector) plan(d *Decision, forced bool, cands map[string]*acc, admit f
 		admitted := always[:0]
 		for _, i := range always {
 			c := &d.Candidates[i]
-			if a := cands[skill.NormalizeName(c.Name)]; refused(c, a.e.s) {
+			if a := c.acc; refused(c, a.e.s) {
 				a.refused = true
 				continue
 			}
@@ -481,7 +554,7 @@ func (x *Selector) plan(d *Decision, forced bool, cands map[string]*acc, admit f
 	lead := x.assignRoles(d, chosen)
 	if g := cfg.Generic; g != "" {
 		key := skill.NormalizeName(g)
-		if e, ok := x.skills[key]; ok && !contains(d.Fallback, e.s.Name) && !contains(lead, e.s.Name) && !genericRefused(cands[key], e.s, admit) {
+		if e, ok := x.skills[key]; ok && !contains(d.Fallback, e.s.Name) && !contains(lead, e.s.Name) && !genericRefused(cands(key), e.s, admit) {
 			d.Fallback = append(d.Fallback, e.s.Name)
 		}
 	}
@@ -499,11 +572,11 @@ func (x *Selector) plan(d *Decision, forced bool, cands map[string]*acc, admit f
 // (chosen: forced, subscribed or over the threshold, and admitted) and the
 // always-skills, which are asked once there is a plan for them to join; every
 // other candidate's reason says why it stays out.
-func (x *Selector) classify(d *Decision, forced bool, cands map[string]*acc, refused func(*Candidate, *skill.Skill) bool) (chosen, always []int) {
+func (x *Selector) classify(d *Decision, forced bool, refused func(*Candidate, *skill.Skill) bool) (chosen, always []int) {
 	threshold := x.cfg.Threshold
 	for i := range d.Candidates {
 		c := &d.Candidates[i]
-		a := cands[skill.NormalizeName(c.Name)]
+		a := c.acc
 		strategy := a.e.strategy
 		// Always-skills are asked below, once there is a plan for them to join.
 		joins := c.Source == SourceForced ||
@@ -526,7 +599,7 @@ func (x *Selector) classify(d *Decision, forced bool, cands map[string]*acc, ref
 		case c.Score >= threshold:
 			chosen = append(chosen, i)
 		default:
-			c.Reason = join(c.Reason, fmt.Sprintf("score %.3f below threshold %.2f", c.Score, threshold))
+			c.Reason = join(c.Reason, "score "+strconv.FormatFloat(c.Score, 'f', 3, 64)+" below threshold "+strconv.FormatFloat(threshold, 'f', 2, 64))
 		}
 	}
 	return chosen, always

@@ -3,9 +3,11 @@ package selector
 import (
 	"cmp"
 	"math"
+	"math/bits"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // DefaultK1 and DefaultB are the keyword index's BM25 parameters: k1 saturates a
@@ -47,7 +49,7 @@ type Index struct {
 	docs     []doc
 	free     []int32
 	byName   map[string]int32
-	postings map[string][]posting
+	postings map[string]*plist
 	words    map[string]*word    // surface words of the documents -> their term
 	deletes  map[string][]string // a surface word with one letter deleted -> words
 	totalLen float64
@@ -57,6 +59,7 @@ type Index struct {
 
 type doc struct {
 	name  string
+	ref   any      // what the index's owner keeps of it (Hit.ref)
 	words []string // distinct surface words, for typo tolerance
 	terms map[string]float32
 	len   float32
@@ -74,6 +77,48 @@ type posting struct {
 	len float32 // the document's length, kept here for locality
 }
 
+// plist is a term's postings and, computed on first use, their BM25 term
+// weights for the index's current average document length: a search then adds
+// precomputed weights instead of working each one out. Put and Remove drop the
+// weights of the terms they change; a changed average length makes the others
+// stale, and the next search that reads one works it out again.
+type plist struct {
+	ps  []posting
+	imp atomic.Pointer[impacts]
+}
+
+// impacts are the BM25 term weights (tf·(k1+1) / (tf + k1·(1−b+b·len/avg))) of a
+// term's postings, in order, for one k and kl.
+type impacts struct {
+	k, kl float64
+	part  []float64
+}
+
+// part is one posting's BM25 term weight.
+func part(tf, len, k1, k, kl float64) float64 { return tf * (k1 + 1) / (tf + k + kl*len) }
+
+// impacts returns the term weights of l's postings for the search's constants.
+func (r *search) impacts(l *plist) *impacts {
+	if im := l.imp.Load(); im != nil && im.k == r.k && im.kl == r.kl {
+		return im
+	}
+	im := &impacts{k: r.k, kl: r.kl, part: make([]float64, len(l.ps))}
+	for i, p := range l.ps {
+		im.part[i] = part(float64(p.tf), float64(p.len), r.k1, r.k, r.kl)
+	}
+	l.imp.Store(im)
+	return im
+}
+
+// ps returns the postings of term t, nil when no document holds it; the caller
+// holds x.mu.
+func (x *Index) ps(t string) []posting {
+	if l := x.postings[t]; l != nil {
+		return l.ps
+	}
+	return nil
+}
+
 // NewIndex returns an empty index; w zero means DefaultWeights.
 func NewIndex(w Weights) *Index {
 	if w.Name == 0 && w.Description == 0 && w.Tags == 0 && w.Triggers == 0 && w.Capabilities == 0 && w.Examples == 0 {
@@ -89,7 +134,7 @@ func NewIndex(w Weights) *Index {
 	if w.B == 0 {
 		w.B = DefaultB
 	}
-	return &Index{w: w, byName: map[string]int32{}, postings: map[string][]posting{}, words: map[string]*word{}, deletes: map[string][]string{}}
+	return &Index{w: w, byName: map[string]int32{}, postings: map[string]*plist{}, words: map[string]*word{}, deletes: map[string][]string{}}
 }
 
 func (x *Index) analyse(f Fields) (map[string]float32, float32, map[string]string) {
@@ -210,7 +255,10 @@ func segment(w string, known func(string) bool) []string {
 }
 
 // Put adds or replaces the document of name.
-func (x *Index) Put(name string, f Fields) {
+func (x *Index) Put(name string, f Fields) { x.put(name, f, nil) }
+
+// put is Put keeping ref beside the document, which its hits carry.
+func (x *Index) put(name string, f Fields, ref any) {
 	tf, total, surface := x.analyse(f)
 	ws := make([]string, 0, len(surface))
 	for w := range surface {
@@ -222,10 +270,10 @@ func (x *Index) Put(name string, f Fields) {
 	var id int32
 	if k := len(x.free); k > 0 {
 		id, x.free = x.free[k-1], x.free[:k-1]
-		x.docs[id] = doc{name: name, words: ws, terms: tf, len: total, live: true}
+		x.docs[id] = doc{name: name, ref: ref, words: ws, terms: tf, len: total, live: true}
 	} else {
 		id = int32(len(x.docs))
-		x.docs = append(x.docs, doc{name: name, words: ws, terms: tf, len: total, live: true})
+		x.docs = append(x.docs, doc{name: name, ref: ref, words: ws, terms: tf, len: total, live: true})
 	}
 	for w, t := range surface {
 		if sw := x.words[w]; sw != nil {
@@ -237,7 +285,13 @@ func (x *Index) Put(name string, f Fields) {
 	}
 	x.byName[name] = id
 	for t, n := range tf {
-		x.postings[t] = append(x.postings[t], posting{doc: id, tf: n, len: total})
+		l := x.postings[t]
+		if l == nil {
+			l = &plist{}
+			x.postings[t] = l
+		}
+		l.ps = append(l.ps, posting{doc: id, tf: n, len: total})
+		l.imp.Store(nil)
 	}
 	x.totalLen += float64(total)
 	x.n++
@@ -257,7 +311,8 @@ func (x *Index) remove(name string) {
 	}
 	d := x.docs[id]
 	for t := range d.terms {
-		ps := x.postings[t]
+		l := x.postings[t]
+		ps := l.ps
 		for i, p := range ps {
 			if p.doc == id {
 				ps[i] = ps[len(ps)-1]
@@ -268,7 +323,8 @@ func (x *Index) remove(name string) {
 		if len(ps) == 0 {
 			delete(x.postings, t)
 		} else {
-			x.postings[t] = ps
+			l.ps = ps
+			l.imp.Store(nil)
 		}
 	}
 	for _, w := range d.words {
@@ -329,7 +385,7 @@ func (x *Index) typoOf(w string) string {
 		if sw == nil {
 			return
 		}
-		if df := len(x.postings[sw.term]); df > bestDF || df == bestDF && df > 0 && sw.term < best {
+		if df := len(x.ps(sw.term)); df > bestDF || df == bestDF && df > 0 && sw.term < best {
 			best, bestDF = sw.term, df
 		}
 	}
@@ -361,6 +417,7 @@ type Hit struct {
 	// Matched lists the document's terms the query matched, typo corrections as
 	// "word~term".
 	Matched []string
+	ref     any // the document's, given to put
 }
 
 // Query holds options of a search.
@@ -385,21 +442,37 @@ type Query struct {
 	FeedbackTerms  int
 }
 
+// scratch is one search's working memory, pooled: a score and a touched bit per
+// document ordinal, dense, so a search allocates no map.
 type scratch struct {
 	acc     []acc2
-	touched []int32
+	seen    []uint64 // bit per document: in touched
+	touched []int32  // the documents scored, in the order first found
 	pair    []byte
+	best    []top
+	qts     []queryTerm
+	lists   []list
 }
 
+// list is a term whose postings add to the scores of a search: the request's own
+// (qi its place among the query's terms), a synonym's or a pair's.
+type list struct {
+	l  *plist
+	w  float64
+	qi int // -1: a synonym or a pair, which does not count in coverage
+}
+
+// acc2 is what a search found of one document: its score, how much of the
+// request's own weight it covers, and which of the request's terms it holds.
 type acc2 struct {
 	score, cover float64
-	seen         bool
-	matched      uint64 // bit i: the document has the i-th query term
+	matched      uint64 // bit i: the i-th query term (i < 64)
 }
 
 type queryTerm struct {
 	label, term string
 	disc, idf   float64
+	l           *plist // the postings of term; nil when no document holds it
 }
 
 // Evidence is how surely a request is for the catalog: the best Coverage and
@@ -425,8 +498,8 @@ func (x *Index) SearchEvidence(text string, q Query) ([]Hit, Evidence) {
 	r.init(x, q)
 	r.readTerms(words)
 	for i, qt := range r.qts {
-		if qt.label != "" {
-			r.add(x.postings[qt.term], qt.disc*qt.idf, true, i)
+		if qt.label != "" && qt.l != nil {
+			r.lists = append(r.lists, list{l: qt.l, w: qt.disc * qt.idf, qi: i})
 		}
 	}
 	// The synonyms of words skills use, and adjacent pairs of the request's words
@@ -438,18 +511,20 @@ func (x *Index) SearchEvidence(text string, q Query) ([]Hit, Evidence) {
 	if x.w.Bigram > 0 {
 		r.addPairs(words[:inOrder])
 	}
-	best := r.top(q.K)
+	r.scoreAll()
+	best := r.top(q.K, r.s.best[:0])
 	var ev Evidence
 	for _, b := range best {
-		a := &r.s.acc[b.id]
-		ev.Coverage = max(ev.Coverage, a.cover/r.mass)
-		ev.Strength = max(ev.Strength, a.cover/r.maxIDF)
+		cover := r.s.acc[b.id].cover
+		ev.Coverage = max(ev.Coverage, cover/r.mass)
+		ev.Strength = max(ev.Strength, cover/r.maxIDF)
 	}
 	if q.FeedbackWeight > 0 && len(best) > 0 {
-		r.feedback(r.top(q.FeedbackDocs))
-		best = r.top(q.K)
+		r.feedback(r.top(q.FeedbackDocs, nil))
+		best = r.top(q.K, best[:0])
 	}
 	hits := r.hits(best)
+	r.s.best = best[:0]
 	r.release()
 	return hits, ev
 }
@@ -487,6 +562,7 @@ type search struct {
 	k1, k, kl float64
 	mass      float64 // the query's total IDF, unknown words included
 	qts       []queryTerm
+	lists     []list // in the order they add to scores
 }
 
 // init starts a search of x; the caller holds x.mu for reading.
@@ -496,7 +572,9 @@ func (r *search) init(x *Index, q Query) {
 		s = &scratch{}
 	}
 	if len(s.acc) < len(x.docs) {
-		s.acc = make([]acc2, len(x.docs)+len(x.docs)/4)
+		n := len(x.docs) + len(x.docs)/4
+		s.acc = make([]acc2, n)
+		s.seen = make([]uint64, n/64+1)
 	}
 	n := float64(x.n)
 	avg := x.totalLen / n
@@ -505,6 +583,7 @@ func (r *search) init(x *Index, q Query) {
 		x: x, q: q, s: s, n: n,
 		maxIDF: math.Log(1 + (n+0.5)/0.5),
 		k1:     k1, k: k1 * (1 - b), kl: k1 * b / avg,
+		qts: s.qts[:0], lists: s.lists[:0],
 	}
 }
 
@@ -517,79 +596,111 @@ func (r *search) seen(t string) bool {
 	return false
 }
 
-func (r *search) idf(ps []posting) float64 {
-	df := float64(len(ps))
-	return math.Log(1 + (r.n-df+0.5)/(df+0.5))
+// idf is the IDF of a term in df documents.
+func (r *search) idf(df int) float64 {
+	d := float64(df)
+	return math.Log(1 + (r.n-d+0.5)/(d+0.5))
 }
 
 // readTerms turns the request's words into query terms: each word's own term,
 // else a near spelling's, else a synonym's that skills use; a word no skill uses
 // counts only in the query's mass.
 func (r *search) readTerms(words []string) {
-	r.qts = make([]queryTerm, 0, len(words))
 	for _, w := range words {
 		t, ok := cachedTerm(w)
 		if !ok || r.seen(t) {
 			continue
 		}
-		qt, ps := r.lookup(w, t)
-		if len(ps) == 0 {
+		qt, l := r.lookup(w, t)
+		if l == nil {
 			r.mass += r.q.UnknownWeight * r.maxIDF
 			r.qts = append(r.qts, queryTerm{term: t})
 			continue
 		}
-		qt.idf = r.idf(ps)
+		qt.idf = r.idf(len(l.ps))
+		qt.l = r.x.postings[qt.term]
 		r.qts = append(r.qts, qt)
 		r.mass += qt.idf
 	}
 }
 
 // lookup finds the postings of a request word w (its term t), by its own term,
-// a near spelling or a synonym.
-func (r *search) lookup(w, t string) (queryTerm, []posting) {
+// a near spelling or a synonym. The postings returned weigh the term (its IDF);
+// a synonym already in the query leaves w's own term, weighed by that synonym.
+func (r *search) lookup(w, t string) (queryTerm, *plist) {
 	x := r.x
 	qt := queryTerm{label: t, term: t, disc: 1}
-	ps, ok := x.postings[t]
-	if !ok {
+	l := x.postings[t]
+	if l == nil {
 		if u := x.typoOf(w); u != "" && !r.seen(u) {
 			qt = queryTerm{label: w + "~" + u, term: u, disc: r.q.TypoDiscount}
-			ps = x.postings[u]
+			l = x.postings[u]
 		}
 	}
-	if len(ps) == 0 && r.q.SynonymWeight > 0 {
+	if l == nil && r.q.SynonymWeight > 0 {
 		// A word no skill uses counts as its synonym, if a skill uses that.
 		for _, u := range synonyms[t] {
-			if ps = x.postings[u]; len(ps) > 0 && !r.seen(u) {
-				return queryTerm{label: w + "=" + u, term: u, disc: r.q.SynonymWeight}, ps
+			if l = x.postings[u]; l != nil && !r.seen(u) {
+				return queryTerm{label: w + "=" + u, term: u, disc: r.q.SynonymWeight}, l
 			}
 		}
 	}
-	return qt, ps
+	return qt, l
 }
 
-// add adds a term's BM25 to the documents holding it; cover says whether it is
-// the request's own word (qi its place among them), which counts in the
-// document's coverage and in its Matched.
-func (r *search) add(ps []posting, w float64, cover bool, qi int) {
+// add adds w times a term's BM25 term weights to the scores of the documents
+// holding it.
+func (r *search) add(l *plist, w float64) {
+	if l == nil {
+		return
+	}
 	s := r.s
-	acc := s.acc
+	acc, seen := s.acc, s.seen
+	part := r.impacts(l).part
+	for i, p := range l.ps {
+		d := p.doc
+		if bit := uint64(1) << (d & 63); seen[d>>6]&bit == 0 {
+			seen[d>>6] |= bit
+			s.touched = append(s.touched, d)
+		}
+		acc[d].score += w * part[i]
+	}
+}
+
+// addOwn is add for the request's own i-th term, which also counts in the
+// documents' coverage (each at most its weight w) and their matched terms.
+func (r *search) addOwn(l *plist, w float64, qi int) {
+	if l == nil {
+		return
+	}
+	s := r.s
+	acc, seen := s.acc, s.seen
 	bit := uint64(0)
 	if qi < 64 {
 		bit = 1 << qi
 	}
-	k1, k, kl := r.k1, r.k, r.kl
-	for _, p := range ps {
-		tf := float64(p.tf)
-		part := tf * (k1 + 1) / (tf + k + kl*float64(p.len))
-		a := &acc[p.doc]
-		if !a.seen {
-			a.seen = true
-			s.touched = append(s.touched, p.doc)
+	part := r.impacts(l).part
+	for i, p := range l.ps {
+		d := p.doc
+		if b := uint64(1) << (d & 63); seen[d>>6]&b == 0 {
+			seen[d>>6] |= b
+			s.touched = append(s.touched, d)
 		}
-		a.score += w * part
-		if cover {
-			a.cover += w * min(1, part)
-			a.matched |= bit
+		a := &acc[d]
+		a.score += w * part[i]
+		a.cover += w * min(1, part[i])
+		a.matched |= bit
+	}
+}
+
+// scoreAll adds every list's weights to the scores of every document holding
+// its term.
+func (r *search) scoreAll() {
+	for _, li := range r.lists {
+		if li.qi >= 0 {
+			r.addOwn(li.l, li.w, li.qi)
+		} else {
+			r.add(li.l, li.w)
 		}
 	}
 }
@@ -601,8 +712,8 @@ func (r *search) addSynonyms() {
 			continue
 		}
 		for _, u := range synonyms[qt.term] {
-			if ps := r.x.postings[u]; len(ps) > 0 && !r.seen(u) {
-				r.add(ps, r.q.SynonymWeight*r.idf(ps), false, 0)
+			if l := r.x.postings[u]; l != nil && !r.seen(u) {
+				r.lists = append(r.lists, list{l: l, w: r.q.SynonymWeight * r.idf(len(l.ps)), qi: -1})
 			}
 		}
 	}
@@ -619,8 +730,8 @@ func (r *search) addPairs(words []string) {
 		}
 		if prev != "" {
 			s.pair = append(append(append(s.pair[:0], prev...), ' '), t...)
-			if ps := r.x.postings[string(s.pair)]; len(ps) > 0 {
-				r.add(ps, r.idf(ps), false, 0)
+			if l := r.x.postings[string(s.pair)]; l != nil {
+				r.lists = append(r.lists, list{l: l, w: r.idf(len(l.ps)), qi: -1})
 			}
 		}
 		prev = t
@@ -659,7 +770,7 @@ func (r *search) feedback(best []top) {
 		}
 	}
 	for i := range cs {
-		cs[i].w *= r.idf(r.x.postings[cs[i].t])
+		cs[i].w *= r.idf(len(r.x.ps(cs[i].t)))
 	}
 	slices.SortFunc(cs, func(a, b cand) int {
 		if c := cmp.Compare(b.w, a.w); c != 0 {
@@ -669,8 +780,8 @@ func (r *search) feedback(best []top) {
 	})
 	cs = cs[:min(len(cs), r.q.FeedbackTerms)]
 	for _, c := range cs {
-		ps := r.x.postings[c.t]
-		r.add(ps, r.q.FeedbackWeight*r.idf(ps)*c.w/cs[0].w, false, 0)
+		l := r.x.postings[c.t]
+		r.add(l, r.q.FeedbackWeight*r.idf(len(l.ps))*c.w/cs[0].w)
 	}
 }
 
@@ -679,12 +790,12 @@ type top struct {
 	score float64
 }
 
-// top is the k best-scored documents, best first.
-func (r *search) top(k int) []top {
-	best := make([]top, 0, k+1)
+// top appends to best the k best-scored documents, best first.
+func (r *search) top(k int, best []top) []top {
+	acc := r.s.acc
 	// Ties keep the document found first; Select orders equal scores by name.
 	for _, id := range r.s.touched {
-		sc := r.s.acc[id].score
+		sc := acc[id].score
 		if len(best) == k && sc <= best[len(best)-1].score {
 			continue
 		}
@@ -703,23 +814,32 @@ func (r *search) top(k int) []top {
 
 // hits describes the best documents: score, coverage, strength and matched terms.
 func (r *search) hits(best []top) []Hit {
-	acc := r.s.acc
 	hits := make([]Hit, len(best))
+	// One array holds every hit's matched terms.
+	n := 0
+	for _, b := range best {
+		n += bits.OnesCount64(r.s.acc[b.id].matched)
+	}
+	matched := make([]string, 0, n)
 	for i, b := range best {
 		d := &r.x.docs[b.id]
-		a := acc[b.id]
-		h := Hit{Name: d.name, BM25: b.score, Coverage: a.cover / r.mass, Strength: a.cover / r.maxIDF}
+		a := &r.s.acc[b.id]
+		h := Hit{Name: d.name, BM25: b.score, Coverage: a.cover / r.mass, Strength: a.cover / r.maxIDF, ref: d.ref}
+		start := len(matched)
 		for j, qt := range r.qts {
 			if qt.label == "" {
 				continue
 			}
 			if j < 64 && a.matched&(1<<j) != 0 {
-				h.Matched = append(h.Matched, qt.label)
+				matched = append(matched, qt.label)
 			} else if j >= 64 {
 				if _, ok := d.terms[qt.term]; ok {
-					h.Matched = append(h.Matched, qt.label)
+					matched = append(matched, qt.label)
 				}
 			}
+		}
+		if len(matched) > start {
+			h.Matched = matched[start:len(matched):len(matched)]
 		}
 		hits[i] = h
 	}
@@ -731,8 +851,13 @@ func (r *search) release() {
 	s := r.s
 	for _, id := range s.touched {
 		s.acc[id] = acc2{}
+		s.seen[id>>6] = 0
 	}
 	s.touched = s.touched[:0]
+	clear(r.qts)
+	s.qts = r.qts[:0]
+	clear(r.lists)
+	s.lists = r.lists[:0]
 	r.x.scratch.Put(s)
 }
 

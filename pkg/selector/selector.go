@@ -207,13 +207,14 @@ func (x *Selector) Put(s *skill.Skill) bool {
 	if old != nil && s.Digest != "" && old.s.Digest == s.Digest {
 		return false
 	}
-	x.idx.Put(key, FieldsOf(s))
 	e := &entry{s: s, strategy: StrategyOf(s)}
 	for _, a := range s.AntiTriggers {
 		if w := phraseWords(a); len(w) > 0 {
 			e.anti = append(e.anti, phrase{text: a, words: w})
 		}
 	}
+	// The index keeps the entry, so a hit needs no look-up in the catalog.
+	x.idx.put(key, FieldsOf(s), e)
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.unrule(key)

@@ -1,0 +1,53 @@
+package selector_test
+
+import (
+	"testing"
+
+	"github.com/skillbus/skillbus/pkg/selector"
+)
+
+// A search keeps the BM25 term weights it works out; they depend on the average
+// document length, so every change to the index must be reflected in them.
+func TestIndexScoresFollowChanges(t *testing.T) {
+	t.Parallel()
+	docs := map[string]string{
+		"pdf":        "Summarise PDF documents and reports.",
+		"audio":      "Transcribe podcast audio to text, long recordings too.",
+		"invoice":    "Extract totals from invoice PDF documents.",
+		"calendar":   "Book meetings in the team calendar.",
+		"translator": "Translate documents between languages, keeping the layout of PDF files.",
+	}
+	const query = "summarise the pdf documents and the audio"
+	live := selector.NewIndex(selector.Weights{})
+	for _, n := range []string{"pdf", "audio", "invoice", "calendar"} {
+		live.Put(n, selector.Fields{Name: n, Description: docs[n]})
+	}
+	live.SearchEvidence(query, selector.Query{}) // the weights of the index as it was
+	live.Put("translator", selector.Fields{Name: "translator", Description: docs["translator"]})
+	live.Remove("calendar")
+	docs["audio"] = "Transcribe audio."
+	live.Put("audio", selector.Fields{Name: "audio", Description: docs["audio"]})
+
+	fresh := selector.NewIndex(selector.Weights{})
+	for _, n := range []string{"pdf", "audio", "invoice", "translator"} {
+		fresh.Put(n, selector.Fields{Name: n, Description: docs[n]})
+	}
+	got, gotEv := live.SearchEvidence(query, selector.Query{})
+	want, wantEv := fresh.SearchEvidence(query, selector.Query{})
+	if gotEv != wantEv {
+		t.Errorf("evidence = %+v, want %+v (a fresh index's)", gotEv, wantEv)
+	}
+	score := map[string]selector.Hit{}
+	for _, h := range want {
+		score[h.Name] = h
+	}
+	if len(got) != len(want) {
+		t.Fatalf("hits = %+v, want %+v", got, want)
+	}
+	for _, h := range got {
+		w, ok := score[h.Name]
+		if !ok || h.BM25 != w.BM25 || h.Coverage != w.Coverage || h.Strength != w.Strength {
+			t.Errorf("hit %+v, want %+v (a fresh index's)", h, w)
+		}
+	}
+}
