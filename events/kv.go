@@ -1,6 +1,10 @@
 package events
 
-import "strings"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+)
 
 // Keys of the runs bucket: what is not an event but an execution needs kept.
 //
@@ -10,6 +14,9 @@ import "strings"
 //	<execution>.held    a job held because its skill is paused (a run.Held)
 //	<execution>.wait    what an execution parked at a wait_for_event waits for (a run.Wait)
 //	skill.<name>.hold   a paused skill: its new runs wait (a run.Hold)
+//	cancelon.<skill>.<type>.<execution>
+//	                    a run an event of a type may cancel (a skill's cancel_on),
+//	                    kept until the rule's timeout; <type> hashes the type
 const (
 	runClaim  = ".claim"
 	runPaused = ".paused"
@@ -85,4 +92,25 @@ func HeldSkill(key string) (skill string, ok bool) {
 	}
 	name, ok := strings.CutSuffix(rest, skillHold)
 	return name, ok && name != "" && !strings.Contains(name, ".")
+}
+
+const cancelOnKey = "cancelon."
+
+// RunCancelOnKey is the runs key of an execution of skill that an event of type
+// typ may cancel (its skill's cancel_on).
+func RunCancelOnKey(skill, typ, executionID string) string {
+	return cancelOnKey + skill + "." + typeToken(typ) + "." + executionID
+}
+
+// RunsCancelOnFilter matches the keys of every execution of skill that an event
+// of type typ may cancel.
+func RunsCancelOnFilter(skill, typ string) string {
+	return cancelOnKey + skill + "." + typeToken(typ) + ".*"
+}
+
+// typeToken is a CloudEvent type as one key token: a hash, since a type's dots
+// would make it several.
+func typeToken(typ string) string {
+	sum := sha256.Sum256([]byte(typ))
+	return hex.EncodeToString(sum[:8])
 }

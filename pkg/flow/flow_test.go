@@ -176,3 +176,40 @@ func BenchmarkMatch(b *testing.B) {
 		}
 	}
 }
+
+func TestMatchPair(t *testing.T) {
+	t.Parallel()
+	p, err := CompileMatch("event.data.order_id == trigger.data.order_id && event.source == trigger.source")
+	if err != nil {
+		t.Fatal(err)
+	}
+	order := func(id float64) *Event {
+		return &Event{Source: "/shop", Type: "t", Data: map[string]any{"order_id": id}}
+	}
+	if ok, err := p.MatchPair(order(7), order(7)); !ok || err != nil {
+		t.Fatalf("same order: %v, %v; want true", ok, err)
+	}
+	if ok, err := p.MatchPair(order(7), order(8)); ok || err != nil {
+		t.Fatalf("another order: %v, %v; want false", ok, err)
+	}
+	if ok, _ := p.MatchPair(&Event{Data: map[string]any{}}, order(7)); ok {
+		t.Fatal("a field the event lacks: a match")
+	}
+	for src, want := range map[string]string{
+		"event.data.x ==":     "1:16: Syntax error",
+		"data.x == 1":         "undeclared reference to 'data'",
+		"event.data.order_id": "",
+		"trigger.id":          "",
+	} {
+		_, err := CompileMatch(src)
+		if want == "" {
+			if err != nil {
+				t.Errorf("%q: %v", src, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v; want %q", src, err, want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package router
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/flow"
@@ -25,6 +26,8 @@ type compiledFlow struct {
 	// batch and bkey, its key compiled, gather triggers into one run.
 	batch *skill.Batch
 	bkey  *flow.Program
+	// cancels are the skill's cancel_on rules, their matches compiled.
+	cancels []cancelRule
 	// err is an expression that did not compile (a skill published by an older
 	// registry, or built by hand): every trigger then gets filter_error.
 	err error
@@ -63,6 +66,18 @@ func compileFlows(skills []*skill.Skill, prev map[string]*compiledFlow) map[stri
 				c.err = fmt.Errorf("batch.key does not compile: %w", c.err)
 			}
 		}
+		for _, co := range s.CancelOn {
+			if c.err != nil {
+				break
+			}
+			rule := cancelRule{skill: s.Name, typ: co.Type, timeout: time.Duration(co.Timeout)}
+			if co.Match != "" {
+				if rule.match, c.err = flow.CompileMatch(co.Match); c.err != nil {
+					c.err = fmt.Errorf("cancel_on match does not compile: %w", c.err)
+				}
+			}
+			c.cancels = append(c.cancels, rule)
+		}
 		out[s.Name] = c
 	}
 	return out
@@ -70,7 +85,7 @@ func compileFlows(skills []*skill.Skill, prev map[string]*compiledFlow) map[stri
 
 // hasFlow is whether a skill has any flow control the router decides.
 func hasFlow(s *skill.Skill) bool {
-	return s.Filter != "" || s.RateLimit != nil || s.Debounce != nil || s.Batch != nil
+	return s.Filter != "" || s.RateLimit != nil || s.Debounce != nil || s.Batch != nil || len(s.CancelOn) > 0
 }
 
 // flowVerdicts are what flow control said about one trigger, for the unmatched

@@ -27,6 +27,7 @@ import (
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/bus/bustrace"
+	"github.com/skillbus/skillbus/pkg/control"
 	"github.com/skillbus/skillbus/pkg/selector"
 	"github.com/skillbus/skillbus/pkg/skill"
 	"github.com/skillbus/skillbus/pkg/telemetry"
@@ -115,6 +116,9 @@ type Router struct {
 	// jobTemplate is the jobs' subject template, for their PRODUCER spans.
 	jobTemplate string
 	parseConfig parseConfig
+	// cancels are the catalog's cancel_on rules by the type of event that cancels.
+	cancels atomic.Pointer[map[string][]*cancelRule]
+	control *control.Controller
 	// faults, set by tests, fails the router at named points (Router.fault).
 	faults func(point string) error
 }
@@ -192,7 +196,9 @@ func (r *Router) sync() {
 		prevm = *prev
 	}
 	flows := compileFlows(all, prevm)
+	cancels := cancelIndex(flows)
 	r.flows.Store(&flows)
+	r.cancels.Store(&cancels)
 	r.sel.Sync(all)
 	r.synced.Store(rev)
 }
@@ -228,6 +234,10 @@ func (r *Router) Start(ctx context.Context) error {
 		return fmt.Errorf("router: %w", err)
 	}
 	if err := r.startConfirmations(ctx); err != nil {
+		return fmt.Errorf("router: %w", err)
+	}
+	if r.control, err = control.New(ctx, r.cfg.Bus); err != nil {
+		r.answers.Stop(ctx)
 		return fmt.Errorf("router: %w", err)
 	}
 	if err := r.startWaits(ctx); err != nil {

@@ -23,9 +23,14 @@ type routeNote struct{ outcome, method string }
 // failed); it is the only place routing writes.
 func (r *Router) settle(ctx context.Context, t *trigger, o outcome) (routeNote, error) {
 	note := routeNote{outcome: o.outcome()}
-	if _, bad := o.(rejected); !bad && len(t.folds) > 0 {
-		if err := r.foldAll(ctx, t); err != nil {
+	if _, bad := o.(rejected); !bad {
+		if err := r.cancelMatching(ctx, t); err != nil {
 			return note, err
+		}
+		if len(t.folds) > 0 {
+			if err := r.foldAll(ctx, t); err != nil {
+				return note, err
+			}
 		}
 	}
 	var err error
@@ -110,6 +115,9 @@ func (r *Router) publishPlan(ctx context.Context, t *trigger, o *routed) (routeN
 	err := b.Wait(ctx)
 	telemetry.EndAll(pubs, err)
 	if err != nil {
+		return note, err
+	}
+	if err := r.indexCancels(ctx, t, o); err != nil {
 		return note, err
 	}
 	if b.Duplicates() && b.Duplicate(o.jobs[0].id) {

@@ -131,6 +131,9 @@
 //	batch            key: (CEL, optional), max_size: (1 to 1000), timeout: (whole
 //	                 seconds, 1s to 24h): up to max_size triggers run once, together,
 //	                 when the batch is full or timeout after its first (see Batch)
+//	cancel_on        list of type: (a CloudEvent type), match: (CEL over event and
+//	                 trigger, optional), timeout: (whole seconds, 1s to 168h; default
+//	                 1h): an event that matches cancels the run (see CancelOn)
 //
 // skill.yaml adds inputs, steps, outputs and confirmations (see Workflows); in a
 // SKILL.md front matter they are an error pointing to skill.yaml.

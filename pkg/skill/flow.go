@@ -56,6 +56,7 @@ func flowFields() []*field {
 		{name: "rate_limit", container: true, decode: decodeRateLimit},
 		{name: "debounce", container: true, decode: decodeDebounce},
 		{name: "batch", container: true, decode: decodeBatch},
+		{name: "cancel_on", container: true, decode: decodeCancelOn},
 	}
 }
 

@@ -18,6 +18,7 @@ func TestFlowFields(t *testing.T) {
 		rl     *RateLimit
 		db     *Debounce
 		bt     *Batch
+		co     []CancelOn
 	}
 	tests := []struct {
 		name   string
@@ -49,6 +50,16 @@ func TestFlowFields(t *testing.T) {
 		{name: "batch bad key", fields: "batch: {key: data.x +, max_size: 5, timeout: 5s}\n", diags: []string{"4:22: error: batch.key is not a valid expression: Syntax error"}},
 		{name: "batch unknown field", fields: "batch: {max_size: 5, timeout: 5s, size: 3}\n", diags: []string{"4:35: error: unknown field batch.size"}},
 		{name: "batch and debounce", fields: "debounce: {period: 1s}\nbatch: {max_size: 5, timeout: 5s}\n", diags: []string{"5:1: error: a skill has debounce or batch, not both"}},
+		{name: "cancel_on", fields: "cancel_on:\n  - type: com.example.order.paid\n    match: event.data.order == trigger.data.order\n    timeout: 30m\n  - {type: com.example.order.deleted}\n",
+			want: want{co: []CancelOn{{Type: "com.example.order.paid", Match: "event.data.order == trigger.data.order", Timeout: Duration(30 * time.Minute)},
+				{Type: "com.example.order.deleted", Timeout: Duration(time.Hour)}}}},
+		{name: "cancel_on bad match", fields: "cancel_on:\n  - type: com.example.order.paid\n    match: event.data.order == data.order\n", diags: []string{"6:32: error: cancel_on[0].match is not a valid expression: undeclared reference to 'data'"}},
+		{name: "cancel_on syntax", fields: "cancel_on: [{type: a.b, match: 'event.id =='}]\n", diags: []string{"4:44: error: cancel_on[0].match is not a valid expression: Syntax error"}},
+		{name: "cancel_on no type", fields: "cancel_on: [{match: event.id == trigger.id}]\n", diags: []string{"4:13: error: cancel_on[0] needs type"}},
+		{name: "cancel_on bad type", fields: "cancel_on: [{type: 'a b'}]\n", diags: []string{"4:20: error: cancel_on[0].type \"a b\" is not a CloudEvent type"}},
+		{name: "cancel_on unknown field", fields: "cancel_on: [{type: a.b, when: x}]\n", diags: []string{"4:25: error: unknown field cancel_on[0].when"}},
+		{name: "cancel_on long timeout", fields: "cancel_on: [{type: a.b, timeout: 720h}]\n", diags: []string{"4:34: error: cancel_on[0].timeout 720h0m0s is out of range"}},
+		{name: "cancel_on not a list", fields: "cancel_on: {type: a.b}\n", diags: []string{"4:12: error: cancel_on must be a list"}},
 		{name: "syntax error", fields: "filter: data.amount >\n", diags: []string{"4:22: error: filter is not a valid expression: Syntax error"}},
 		{name: "quoted error", fields: "filter: \"data.amount > nosuch\"\n", diags: []string{"4:24: error: filter is not a valid expression: undeclared reference to 'nosuch'"}},
 		{name: "block error", fields: "filter: |\n  data.amount > 100 &&\n    nosuch\n", diags: []string{"6:5: error: filter is not a valid expression: undeclared reference to 'nosuch'"}},
@@ -84,7 +95,7 @@ func TestFlowFields(t *testing.T) {
 			if ds.HasErrors() {
 				return
 			}
-			if diff := cmp.Diff(tt.want, want{filter: s.Filter, rl: s.RateLimit, db: s.Debounce, bt: s.Batch}, cmp.AllowUnexported(want{})); diff != "" {
+			if diff := cmp.Diff(tt.want, want{filter: s.Filter, rl: s.RateLimit, db: s.Debounce, bt: s.Batch, co: s.CancelOn}, cmp.AllowUnexported(want{})); diff != "" {
 				t.Errorf("flow fields (-want +got):\n%s", diff)
 			}
 		})

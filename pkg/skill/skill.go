@@ -79,6 +79,8 @@ type Skill struct {
 	Debounce *Debounce `json:"debounce,omitempty"`
 	// Batch gathers triggers into one run of all of them.
 	Batch *Batch `json:"batch,omitempty"`
+	// CancelOn are events that cancel a run of the skill.
+	CancelOn []CancelOn `json:"cancel_on,omitempty"`
 
 	// Availability and safety.
 	Prerequisites []Prerequisite  `json:"prerequisites,omitempty"`

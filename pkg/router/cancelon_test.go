@@ -1,0 +1,90 @@
+package router_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/internal/natstest"
+	"github.com/skillbus/skillbus/pkg/run"
+	"github.com/skillbus/skillbus/pkg/skill"
+)
+
+func reminder(timeout time.Duration) *skill.Skill {
+	return &skill.Skill{Name: "remind", Description: "reminds a customer of an unpaid order", Kind: skill.KindWorkflow, Digest: "rem1nd0123456789",
+		Triggers: []string{"com.example.order.created"},
+		CancelOn: []skill.CancelOn{{Type: "com.example.order.paid", Match: "event.data.order == trigger.data.order", Timeout: skill.Duration(timeout)}}}
+}
+
+func (f *fixture) orderEvent(id, typ string, order int) {
+	f.t.Helper()
+	f.publish("skillbus.trigger."+typ, ce(id, typ), fmt.Sprintf(`{"order": %d}`, order))
+}
+
+// cancelOf is the cancel request of the execution of remind for the trigger id,
+// nil when there is none.
+func (f *fixture) cancelOf(id string) *run.Cancel {
+	f.t.Helper()
+	runs, err := f.b.KV(f.ctx, f.b.BucketRuns())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	c, err := run.LoadCancel(f.ctx, runs, events.ExecutionID("/test", id, "remind"))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return c
+}
+
+// An event of a cancel_on type cancels the run whose trigger its match pairs it
+// with, and no other.
+func TestCancelOnCancelsTheMatchingRun(t *testing.T) {
+	t.Parallel()
+	f := setup(t, reminder(time.Hour))
+	f.orderEvent("c1", "com.example.order.created", 1)
+	f.orderEvent("c2", "com.example.order.created", 2)
+	var rd events.RouteDecided
+	f.event(events.ActivationID("/test", "c1"), events.TypeRouteDecided, &rd)
+	f.event(events.ActivationID("/test", "c2"), events.TypeRouteDecided, &rd)
+	f.settled()
+	f.orderEvent("p1", "com.example.order.paid", 1)
+	natstest.Eventually(t, 10*time.Second, func() bool { return f.cancelOf("c1") != nil }, "run of order 1 not cancelled")
+	f.settled()
+	c := f.cancelOf("c1")
+	if c.By != "cancel_on" || !strings.Contains(c.Reason, "com.example.order.paid: event p1 from /test matched event.data.order == trigger.data.order") {
+		t.Fatalf("cancel of order 1: %+v", c)
+	}
+	if c := f.cancelOf("c2"); c != nil {
+		t.Fatalf("the run of order 2 was cancelled too: %+v", c)
+	}
+}
+
+// After the rule's timeout an event no longer cancels the run.
+func TestCancelOnTimeout(t *testing.T) {
+	t.Parallel()
+	f := setup(t, reminder(time.Second))
+	f.orderEvent("t1", "com.example.order.created", 1)
+	var rd events.RouteDecided
+	f.event(events.ActivationID("/test", "t1"), events.TypeRouteDecided, &rd)
+	runs, err := f.b.KV(f.ctx, f.b.BucketRuns())
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := events.RunCancelOnKey("remind", "com.example.order.paid", events.ExecutionID("/test", "t1", "remind"))
+	if _, err := runs.Get(f.ctx, key); err != nil {
+		t.Fatalf("the run is not indexed for cancel_on: %v", err)
+	}
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		_, err := runs.Get(f.ctx, key)
+		return err != nil
+	}, "the run's cancel_on key outlived its timeout")
+	f.orderEvent("t2", "com.example.order.paid", 1)
+	var u events.RouteUnmatched
+	f.event(events.ActivationID("/test", "t2"), events.TypeRouteUnmatched, &u)
+	f.settled()
+	if c := f.cancelOf("t1"); c != nil {
+		t.Fatalf("cancelled after the timeout: %+v", c)
+	}
+}
