@@ -61,7 +61,9 @@ func setup(t *testing.T, skills ...*skill.Skill) *fixture {
 	t.Helper()
 	srv := natstest.Start(t)
 	b := srv.Bus(t, bus.Config{})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// A bound for a hung test, not a wait: on 2 cores loaded by other packages'
+	// tests, TestCancelRacingCompletionHasOneOutcome took over 30 s and failed on it.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	f := &fixture{srv: srv, t: t, b: b, ctx: ctx, calls: map[string]*atomic.Int64{}, level: events.LevelFull,
 		release: make(chan struct{}), blocked: make(chan struct{}, 16)}
