@@ -36,10 +36,12 @@ image:
 ## with the real binaries; README.md ("The two commands") says how long it takes on 2 cores.
 ## Each package is vetted (every analyzer of go vet) from the race build its tests compile
 ## anyway, rather than by a go vet that compiles every package once more without the race
-## detector. The bench's smoke test, a throughput run, is behind the build tag bench: test-all runs it
+## detector. The bench's smoke test, a throughput run, is behind the build tag bench: test-all runs it.
+## -p 4 runs four packages at a time rather than one per core: the slowest ones mostly wait (on
+## processes, AckWaits, servers starting) and use a tenth to two thirds of a core while they run
 test: gofmt
 	$(GO) mod download
-	$(GO) test -race -short -vet=all -timeout 15m ./...
+	$(GO) test -race -short -vet=all -p 4 -timeout 15m ./...
 
 ## test-all: what CI runs besides the browser tests: test, then the bench's smoke test
 ## (build tag bench), the 3-node cluster test and the check of every Kubernetes overlay
