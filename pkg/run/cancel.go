@@ -60,8 +60,10 @@ type Hold struct {
 	At     time.Time `json:"at"`
 }
 
-// Held is a job that a worker set aside because its skill is paused, kept whole
-// in KV runs under events.RunHeldKey so that resuming the skill publishes it again.
+// Held is a job that a worker set aside because its skill is paused, or because
+// every slot of its concurrency limit is taken, kept whole in KV runs under
+// events.RunHeldKey so that resuming the skill, or a slot that frees, publishes it
+// again.
 type Held struct {
 	ExecutionID string            `json:"execution_id"`
 	Skill       string            `json:"skill"`
@@ -69,4 +71,8 @@ type Held struct {
 	Job         json.RawMessage   `json:"job"`            // the events.Job data
 	Meta        map[string]string `json:"meta,omitempty"` // extension attributes of the job event
 	At          time.Time         `json:"at"`
+	// Gate is the concurrency gate the job waits for a slot of
+	// (events.ConcGate), Limit how many slots it has; "" for a paused skill's job.
+	Gate  string `json:"gate,omitempty"`
+	Limit int    `json:"limit,omitempty"`
 }

@@ -134,6 +134,9 @@
 //	cancel_on        list of type: (a CloudEvent type), match: (CEL over event and
 //	                 trigger, optional), timeout: (whole seconds, 1s to 168h; default
 //	                 1h): an event that matches cancels the run (see CancelOn)
+//	concurrency      up to two entries of key: (CEL, optional) and limit: (1 to 1000):
+//	                 at most limit runs at once per key value, the rest waiting; an
+//	                 entry without key is max_concurrent (see Concurrency)
 //
 // skill.yaml adds inputs, steps, outputs and confirmations (see Workflows); in a
 // SKILL.md front matter they are an error pointing to skill.yaml.

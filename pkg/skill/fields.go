@@ -228,6 +228,11 @@ func metaFieldList(withWorkflow bool) []*field {
 				d.errAt(p.v, "max_concurrent", "omit it for no limit", "max_concurrent must be at least 1")
 				return
 			}
+			if b.s.MaxConcurrent != 0 && b.s.MaxConcurrent != n {
+				d.errAt(p.v, "max_concurrent", "a concurrency entry without key is max_concurrent: write one of them",
+					"max_concurrent %d contradicts the concurrency limit %d without a key", n, b.s.MaxConcurrent)
+				return
+			}
 			b.s.MaxConcurrent = n
 		}},
 		{name: "pool", decode: func(b *builder, d *decoder, p pair) {
@@ -249,6 +254,7 @@ func metaFieldList(withWorkflow bool) []*field {
 	}
 	fs = append(fs, scheduleFields()...)
 	fs = append(fs, flowFields()...)
+	fs = append(fs, concurrencyFields()...)
 	wf := []*field{
 		{name: "inputs", container: true, decode: decodeInputs},
 		{name: "steps", container: true, decode: decodeSteps},

@@ -88,17 +88,19 @@ type Skill struct {
 	Execution     ExecutionPolicy `json:"execution,omitzero"`
 
 	// Execution.
-	Dependencies    []string     `json:"dependencies,omitempty"`
-	AllowedTools    []string     `json:"allowed_tools,omitempty"` // Agent Skills "allowed-tools"
-	RequiredTools   []string     `json:"required_tools,omitempty"`
-	DisallowedTools []string     `json:"disallowed_tools,omitempty"`
-	Cacheable       bool         `json:"cacheable,omitempty"`
-	MaxRetries      *int         `json:"max_retries,omitempty"` // nil: DefaultMaxRetries
-	Timeout         Duration     `json:"timeout,omitempty"`     // 0: DefaultTimeout
-	Pool            string       `json:"pool,omitempty"`        // "": DefaultPool, or a pool of its own with MaxConcurrent
-	MaxConcurrent   int          `json:"max_concurrent,omitempty"`
-	Entrypoints     []Entrypoint `json:"entrypoints,omitempty"`
-	Workflow        *Workflow    `json:"workflow,omitempty"`
+	Dependencies    []string `json:"dependencies,omitempty"`
+	AllowedTools    []string `json:"allowed_tools,omitempty"` // Agent Skills "allowed-tools"
+	RequiredTools   []string `json:"required_tools,omitempty"`
+	DisallowedTools []string `json:"disallowed_tools,omitempty"`
+	Cacheable       bool     `json:"cacheable,omitempty"`
+	MaxRetries      *int     `json:"max_retries,omitempty"` // nil: DefaultMaxRetries
+	Timeout         Duration `json:"timeout,omitempty"`     // 0: DefaultTimeout
+	Pool            string   `json:"pool,omitempty"`        // "": DefaultPool, or a pool of its own with MaxConcurrent
+	MaxConcurrent   int      `json:"max_concurrent,omitempty"`
+	// Concurrency bounds the runs of each key value at once, fleet-wide.
+	Concurrency []Concurrency `json:"concurrency,omitempty"`
+	Entrypoints []Entrypoint  `json:"entrypoints,omitempty"`
+	Workflow    *Workflow     `json:"workflow,omitempty"`
 	// Repair is how a repairable failure of the skill is repaired: RepairApprove
 	// (default) proposes a patch and waits for a person, RepairAuto applies it,
 	// RepairOff never repairs.

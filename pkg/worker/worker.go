@@ -167,6 +167,7 @@ type Worker struct {
 	ctl       control            // cancelled executions, paused skills (control.go)
 	stopCtl   context.CancelFunc // ends their watch
 	ctlWatch  sync.WaitGroup
+	gates     gates // keyed concurrency (concurrency.go)
 
 	repairsOnce sync.Once
 	repairs     jetstream.KeyValue
@@ -295,6 +296,10 @@ func (w *Worker) Start(ctx context.Context) error {
 		w.Stop(ctx)
 		return err
 	}
+	if err := w.watchGates(ctx); err != nil {
+		w.Stop(ctx)
+		return err
+	}
 	for _, pool := range w.cfg.Pools {
 		c, err := b.EnsureConsumer(ctx, b.StreamJobs(), w.ConsumerConfig(pool))
 		if err != nil {
@@ -351,6 +356,7 @@ func (w *Worker) Stop(ctx context.Context) {
 		w.ctlWatch.Wait()
 		w.stopCtl = nil
 	}
+	w.stopGates()
 }
 
 // job is one delivery of a job message being handled.
@@ -395,6 +401,8 @@ type job struct {
 	// (control.go); the run's context carries it to the engine and exec tool.
 	stop   tool.Stop
 	runCtx tool.StopContext
+	// slots: the concurrency slots the run holds (concurrency.go).
+	slots []heldSlot
 }
 
 func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
@@ -476,6 +484,11 @@ func (w *Worker) gate(ctx context.Context, j *job) (done bool, err error) {
 	case j.takeovers > w.cfg.CrashAllowance:
 		return true, w.fail(ctx, j, "", failure.Fatalf("workers died running it %d times (the crash allowance is %d): it is not run again", j.takeovers, w.cfg.CrashAllowance))
 	}
+	if len(j.skill.Concurrency) > 0 {
+		if p := w.gateProgsOf(j.skill); p.err != nil || len(p.entries) > 0 {
+			return w.takeSlots(ctx, j, p)
+		}
+	}
 	return false, nil
 }
 
@@ -530,6 +543,9 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 	}
 	if done, err := w.gate(ctx, j); done {
 		return err
+	}
+	if j.slots != nil {
+		defer w.freeSlots(j) // after the heartbeat below stops
 	}
 
 	var inputs map[string]any
@@ -735,6 +751,9 @@ func (b *jobBeat) fire() {
 	}
 	_ = b.j.msg.InProgress()
 	b.w.renew(b.ctx, b.j)
+	if len(b.j.slots) > 0 {
+		b.w.renewSlots(b.ctx, b.j)
+	}
 	b.t.Reset(b.w.cfg.AckWait / 3)
 }
 

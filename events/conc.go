@@ -1,0 +1,41 @@
+package events
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Keys of the runs bucket for keyed concurrency (see the worker):
+//
+//	conc.<skill>.<entry>.<key hash>.<n>   slot n of a limit's key value, held by a running
+//	                                      execution (its id is the value), expiring unless renewed
+//
+// A limit's key value is a gate, conc.<skill>.<entry>.<key hash>: its runs take its slots,
+// and a run that finds none free waits in a run.Held record naming the gate.
+const (
+	concKey = "conc."
+	// ConcSlotsFilter matches the keys of every concurrency slot.
+	ConcSlotsFilter = concKey + ">"
+)
+
+// ConcGate names the gate of one value of a skill's concurrency limit: entry is
+// the limit's place in the skill's concurrency list, keyHash a hash of the value.
+func ConcGate(skill string, entry int, keyHash string) string {
+	return concKey + skill + "." + strconv.Itoa(entry) + "." + keyHash
+}
+
+// ConcSlotKey is the runs key of slot n of a gate.
+func ConcSlotKey(gate string, n int) string { return gate + "." + strconv.Itoa(n) }
+
+// ConcSlotGate returns the gate a slot's runs key belongs to; ok is false for a
+// key of anything else.
+func ConcSlotGate(key string) (gate string, ok bool) {
+	if !strings.HasPrefix(key, concKey) || strings.Count(key, ".") != 4 {
+		return "", false
+	}
+	return key[:strings.LastIndexByte(key, '.')], true
+}
+
+// StageSlot is the stage of a job published again when a concurrency slot it
+// waited for was freed.
+const StageSlot = "slot"

@@ -1,0 +1,124 @@
+package skill
+
+import (
+	"strings"
+
+	"github.com/skillbus/skillbus/pkg/flow"
+)
+
+// Concurrency bounds how many runs of a skill run at once across the whole fleet:
+// at most Limit for each value of Key. Runs beyond it wait without holding a worker
+// (package worker), and start as soon as a run of the same key ends.
+//
+// An entry without a Key is max_concurrent: one limit for all the skill's runs.
+type Concurrency struct {
+	// Key is a CEL expression over the run's trigger (package flow) whose value
+	// names the runs that share the limit (a customer, a tenant); "" is one limit
+	// for all.
+	Key string `json:"key,omitempty"`
+	// Limit is how many runs of one key value run at once, at least 1.
+	Limit int `json:"limit"`
+}
+
+// Bounds of the concurrency field.
+const (
+	// MaxConcurrencyEntries is how many limits a skill may set.
+	MaxConcurrencyEntries = 2
+	// MaxConcurrencyLimit bounds one entry's limit: each run of a key takes one
+	// of its limit's slots, and a slot is looked for one at a time.
+	MaxConcurrencyLimit = 1000
+)
+
+var concurrencyKeys = []string{"key", "limit"}
+
+// KeyedConcurrency returns the entries with a key: the limits a worker enforces
+// itself (an entry without a key is MaxConcurrent).
+func (s *Skill) KeyedConcurrency() []Concurrency {
+	var out []Concurrency
+	for _, c := range s.Concurrency {
+		if c.Key != "" {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func concurrencyFields() []*field {
+	return []*field{{name: "concurrency", container: true, decode: decodeConcurrency}}
+}
+
+func decodeConcurrency(b *builder, d *decoder, p pair) {
+	const hint = "write concurrency: [{key: data.customer, limit: 2}] (at most two entries; an entry without key limits all runs)"
+	items, ok := d.seq(p.v, "concurrency", hint)
+	if !ok {
+		return
+	}
+	if len(items) > MaxConcurrencyEntries {
+		d.errAt(items[MaxConcurrencyEntries], "concurrency", "keep at most two limits, such as one per customer and one for all",
+			"concurrency has %d entries; at most %d", len(items), MaxConcurrencyEntries)
+		return
+	}
+	var out []Concurrency
+	good, keyless := true, 0
+	for i, it := range items {
+		ps, ok := d.pairs(it, "concurrency", hint)
+		if !ok {
+			good = false
+			continue
+		}
+		c, seenLimit := Concurrency{}, false
+		for _, e := range ps {
+			f := "concurrency." + e.key
+			switch e.key {
+			case "key":
+				s, ok := d.str(e.v, f)
+				if ok && d.celAt(e.v, f, s, flow.Key) {
+					c.Key = strings.TrimSpace(s)
+				} else {
+					good = false
+				}
+			case "limit":
+				seenLimit = true
+				n, ok := d.integer(e.v, f)
+				switch {
+				case !ok:
+					good = false
+				case n < 1 || n > MaxConcurrencyLimit:
+					d.errAt(e.v, f, "omit the entry for no limit", "concurrency.limit must be from 1 to %d, not %d", MaxConcurrencyLimit, n)
+					good = false
+				default:
+					c.Limit = n
+				}
+			default:
+				d.errAt(e.k, f, hintFor(e.key, concurrencyKeys), "unknown field %s", f)
+				good = false
+			}
+		}
+		if !seenLimit && ok {
+			d.errAt(it, "concurrency", hint, "concurrency entry %d needs limit", i+1)
+			good = false
+		}
+		if c.Key == "" && c.Limit > 0 {
+			keyless++
+			if keyless > 1 {
+				d.errAt(it, "concurrency", "give the second entry a key", "concurrency has two entries without a key")
+				good = false
+			}
+			if b.s.MaxConcurrent != 0 && b.s.MaxConcurrent != c.Limit {
+				d.errAt(it, "concurrency", "an entry without key is max_concurrent: write one of them",
+					"concurrency limit %d without a key contradicts max_concurrent %d", c.Limit, b.s.MaxConcurrent)
+				good = false
+			}
+		}
+		out = append(out, c)
+	}
+	if !good {
+		return
+	}
+	for _, c := range out {
+		if c.Key == "" {
+			b.s.MaxConcurrent = c.Limit // one consumer's MaxAckPending enforces it
+		}
+	}
+	b.s.Concurrency = out
+}

@@ -1,0 +1,69 @@
+package skill
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestConcurrencyField(t *testing.T) {
+	t.Parallel()
+	md := func(fields string) []byte {
+		return []byte("---\nname: orders\ndescription: d\n" + fields + "---\nReview each large order from a gold customer and flag anything unusual.\n")
+	}
+	tests := []struct {
+		name   string
+		fields string
+		want   []Concurrency
+		max    int
+		diags  []string // "line:col: severity: message" prefixes, in order
+	}{
+		{name: "keyed", fields: "concurrency: [{key: data.customer, limit: 2}]\n", want: []Concurrency{{Key: "data.customer", Limit: 2}}},
+		{name: "keyed and total", fields: "concurrency:\n  - key: data.customer\n    limit: 1\n  - limit: 10\n",
+			want: []Concurrency{{Key: "data.customer", Limit: 1}, {Limit: 10}}, max: 10},
+		{name: "without key is max_concurrent", fields: "concurrency: [{limit: 3}]\n", want: []Concurrency{{Limit: 3}}, max: 3},
+		{name: "same as max_concurrent", fields: "max_concurrent: 3\nconcurrency: [{limit: 3}]\n", want: []Concurrency{{Limit: 3}}, max: 3},
+		{name: "contradicts max_concurrent", fields: "max_concurrent: 2\nconcurrency: [{limit: 3}]\n",
+			diags: []string{"5:15: error: concurrency limit 3 without a key contradicts max_concurrent 2"}},
+		{name: "contradicted by max_concurrent", fields: "concurrency: [{limit: 3}]\nmax_concurrent: 2\n",
+			diags: []string{"5:17: error: max_concurrent 2 contradicts the concurrency limit 3 without a key"}},
+		{name: "three entries", fields: "concurrency:\n  - {key: data.a, limit: 1}\n  - {key: data.b, limit: 1}\n  - {limit: 5}\n",
+			diags: []string{"7:5: error: concurrency has 3 entries; at most 2"}},
+		{name: "zero limit", fields: "concurrency: [{key: data.a, limit: 0}]\n", diags: []string{"4:36: error: concurrency.limit must be from 1 to 1000, not 0"}},
+		{name: "negative limit", fields: "concurrency: [{limit: -1}]\n", diags: []string{"4:23: error: concurrency.limit must be from 1 to 1000, not -1"}},
+		{name: "no limit", fields: "concurrency: [{key: data.a}]\n", diags: []string{"4:15: error: concurrency entry 1 needs limit"}},
+		{name: "bad key", fields: "concurrency: [{key: data.a +, limit: 1}]\n", diags: []string{"4:29: error: concurrency.key is not a valid expression: Syntax error"}},
+		{name: "list key", fields: "concurrency: [{key: \"[data.a]\", limit: 1}]\n", diags: []string{"4:22: error: concurrency.key is not a valid expression: a key must be"}},
+		{name: "two without key", fields: "concurrency: [{limit: 1}, {limit: 2}]\n", diags: []string{"4:27: error: concurrency has two entries without a key"}},
+		{name: "unknown field", fields: "concurrency: [{key: data.a, limit: 1, burst: 2}]\n", diags: []string{"4:39: error: unknown field concurrency.burst"}},
+		{name: "not a list", fields: "concurrency: {key: data.a, limit: 1}\n", diags: []string{"4:14: error: concurrency must be a list"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s, ds := ParseSkillMD("skills/orders/SKILL.md", md(tt.fields))
+			var got []string
+			for _, d := range ds {
+				got = append(got, strings.TrimPrefix(d.String(), "skills/orders/SKILL.md:"))
+			}
+			if len(got) != len(tt.diags) {
+				t.Fatalf("diagnostics %q, want %d starting %q", got, len(tt.diags), tt.diags)
+			}
+			for i := range got {
+				if !strings.HasPrefix(got[i], tt.diags[i]) {
+					t.Errorf("diagnostic %d is %q, want it to start %q", i, got[i], tt.diags[i])
+				}
+			}
+			if ds.HasErrors() {
+				return
+			}
+			if diff := cmp.Diff(tt.want, s.Concurrency); diff != "" {
+				t.Errorf("concurrency (-want +got):\n%s", diff)
+			}
+			if s.MaxConcurrent != tt.max {
+				t.Errorf("max_concurrent %d, want %d", s.MaxConcurrent, tt.max)
+			}
+		})
+	}
+}

@@ -1,0 +1,508 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/pkg/bus"
+	execctl "github.com/skillbus/skillbus/pkg/control"
+	"github.com/skillbus/skillbus/pkg/failure"
+	"github.com/skillbus/skillbus/pkg/flow"
+	"github.com/skillbus/skillbus/pkg/run"
+	"github.com/skillbus/skillbus/pkg/skill"
+)
+
+// Keyed concurrency: a skill's concurrency entries with a key.
+//
+// (An entry without a key is max_concurrent, which a solo pool's consumer enforces:
+// see solo.go.) Skills without keyed entries pay nothing here: the gate looks at the
+// skill's entries and goes on.
+//
+// Slots. Before it starts, a run takes one slot of each of its keyed limits: for the
+// value its key expression gives (the gate, events.ConcGate), a runs key
+// conc.<skill>.<entry>.<key hash>.<n> with n below the limit, taken by a create-only
+// write whose value is the execution and whose per-key TTL is AckWait. The job's
+// heartbeat renews the slots (a compare-and-set, with the TTL again) and the end of
+// the delivery deletes them. So at most limit runs of a key value hold a slot at
+// once, whatever the number of workers, and the slot of a worker that was killed
+// expires within AckWait of its last renewal; the server then writes a marker that
+// every watcher sees as it sees a delete. A delivery of an execution that finds its
+// own slot still there (its earlier delivery died) takes it back.
+//
+// Waiting. A run that finds every slot of a gate taken is set aside as a paused
+// skill's run is: its job is kept whole in a run.Held record naming the gate, and
+// acked, so it holds no worker, no MaxAckPending place and no retry; a cancel finds
+// it there (package control). Every worker follows the slots and the waiting records
+// (watchGates). When a slot of a gate is freed, the run that has waited longest for
+// that gate is published again (stage slot) and takes the claim path. Every worker
+// that saw the slot freed publishes the same run under the same message id, so
+// JetStream keeps one copy; they pick the same run because they read the same
+// records in the same order, and each forgets the run it released at once, so a
+// second freed slot releases the next run. A run published again may find its slot
+// taken by a newer run that came first; it then waits again, at the back.
+//
+// Nothing strands. A run that writes its record just after the last slot was freed
+// would have no one to release it, so after writing it tries the slots once more;
+// if it gets one, it takes its record back and runs (through the claim path if the
+// record was already released: a copy of it may be queued). A worker that starts
+// releases the runs of every gate with free slots.
+//
+// Fairness. Each value of a key has its own slots: a key with thousands of waiting
+// runs holds none of another key's. A flood of one key costs the others only the
+// time the workers take to set the flood's runs aside (a few writes each, no run),
+// not its runs' turns, and released runs go to the back of the pool's queue, behind
+// every run already queued.
+
+// gates is a worker's view of the keyed concurrency: compiled keys, the slots taken
+// and the runs waiting, by gate.
+type gates struct {
+	progs sync.Map // skill digest → *gateProgs
+
+	mu      sync.Mutex
+	ready   bool                       // the initial records are read: frees release runs
+	slots   map[string]map[string]bool // gate → slot keys taken
+	waiting map[string][]waiter        // gate → waiting runs, oldest first
+	where   map[string]string          // execution → the gate it waits for
+	limits  map[string]int             // gate → its limit, from the waiting records
+	work    sync.WaitGroup             // releases under way
+	stop    func()
+}
+
+type waiter struct {
+	rev uint64
+	rec run.Held
+}
+
+// gateProgs are a skill version's keyed limits, compiled.
+type gateProgs struct {
+	entries []gateEntry
+	err     error
+}
+
+type gateEntry struct {
+	index int // in the skill's concurrency list
+	limit int
+	key   *flow.Program
+}
+
+// heldSlot is a slot a job holds, at the revision it last wrote.
+type heldSlot struct {
+	key string
+	rev uint64
+}
+
+func (w *Worker) gateProgsOf(s *skill.Skill) *gateProgs {
+	if p, ok := w.gates.progs.Load(s.Digest); ok {
+		return p.(*gateProgs)
+	}
+	p := &gateProgs{}
+	for i, c := range s.Concurrency {
+		if c.Key == "" {
+			continue
+		}
+		prg, err := flow.Compile(c.Key, flow.Key)
+		if err != nil {
+			p.err = fmt.Errorf("concurrency.key %s does not compile: %w", c.Key, err)
+			break
+		}
+		p.entries = append(p.entries, gateEntry{index: i, limit: c.Limit, key: prg})
+	}
+	w.gates.progs.Store(s.Digest, p)
+	return p
+}
+
+// keyEvent is what a concurrency key reads of a run: its trigger's attributes as
+// the job carries them, and its inputs (the trigger's data) as data.
+func keyEvent(j *job) (*flow.Event, error) {
+	var data any = map[string]any{}
+	if len(j.data.Inputs) > 0 {
+		if err := json.Unmarshal(j.data.Inputs, &data); err != nil {
+			return nil, err
+		}
+	}
+	t := j.data.Trigger
+	return &flow.Event{ID: t.ID, Type: t.Type, Source: t.Source, Data: data}, nil
+}
+
+// gatesOf returns the gates j's run must pass, each with its limit.
+func (w *Worker) gatesOf(j *job, p *gateProgs) ([]string, []int, error) {
+	if p.err != nil {
+		return nil, nil, p.err
+	}
+	ev, err := keyEvent(j)
+	if err != nil {
+		return nil, nil, fmt.Errorf("concurrency: inputs are not JSON: %w", err)
+	}
+	names, limits := make([]string, 0, len(p.entries)), make([]int, 0, len(p.entries))
+	for _, e := range p.entries {
+		v, err := e.key.KeyOf(ev)
+		if err != nil {
+			return nil, nil, fmt.Errorf("concurrency.key %s: %w", e.key, err)
+		}
+		h := fnv.New64a()
+		_, _ = h.Write([]byte(v))
+		names = append(names, events.ConcGate(j.data.Skill.Name, e.index, strconv.FormatUint(h.Sum64(), 16)))
+		limits = append(limits, e.limit)
+	}
+	return names, limits, nil
+}
+
+// takeSlots is the gate of a skill with keyed concurrency: it takes a slot of each
+// of the run's gates, or sets the run aside to wait (done: the delivery is settled).
+func (w *Worker) takeSlots(ctx context.Context, j *job, p *gateProgs) (done bool, err error) {
+	names, limits, err := w.gatesOf(j, p)
+	if err != nil {
+		return true, w.fail(ctx, j, "", failure.Fatalf("%v", err))
+	}
+	blocked, err := w.trySlots(ctx, j, names, limits)
+	if err != nil || blocked < 0 {
+		return err != nil, err
+	}
+	return w.waitForSlot(ctx, j, names, limits, blocked)
+}
+
+// trySlots takes a slot of every gate, in order; blocked is the first gate with
+// none free (its slots of the earlier gates given back), or -1.
+func (w *Worker) trySlots(ctx context.Context, j *job, names []string, limits []int) (blocked int, err error) {
+	for i, g := range names {
+		ok, err := w.takeSlot(ctx, j, g, limits[i])
+		if err != nil || !ok {
+			w.freeSlots(j)
+			if err != nil {
+				return -1, fmt.Errorf("concurrency slot: %w", err)
+			}
+			return i, nil
+		}
+	}
+	return -1, nil
+}
+
+// takeSlot takes a free slot of gate, or one this execution holds already.
+func (w *Worker) takeSlot(ctx context.Context, j *job, gate string, limit int) (bool, error) {
+	id := []byte(j.data.ExecutionID)
+	for n := range limit {
+		key := events.ConcSlotKey(gate, n)
+		rev, err := w.runs.Create(ctx, key, id, jetstream.KeyTTL(w.cfg.AckWait))
+		if err == nil {
+			j.slots = append(j.slots, heldSlot{key, rev})
+			return true, nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyExists) {
+			return false, err
+		}
+		e, err := w.runs.Get(ctx, key)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted):
+			continue // freed meanwhile: someone else's to take
+		case err != nil:
+			return false, err
+		}
+		if string(e.Value()) == j.data.ExecutionID {
+			// An earlier delivery of this execution took it and died.
+			s := heldSlot{key, e.Revision()}
+			if s.rev, err = w.renewSlot(ctx, s, j.data.ExecutionID); err == nil {
+				j.slots = append(j.slots, s)
+				return true, nil
+			}
+			if !isWrongLastSequence(err) {
+				return false, err
+			}
+		}
+	}
+	return false, nil
+}
+
+// renewSlot writes slot s again with a fresh TTL if it is still at its revision.
+func (w *Worker) renewSlot(ctx context.Context, s heldSlot, executionID string) (uint64, error) {
+	m := &nats.Msg{Subject: w.runsSubject(s.key), Header: nats.Header{}, Data: []byte(executionID)}
+	m.Header.Set(jetstream.MsgTTLHeader, w.cfg.AckWait.String())
+	ack, err := w.cfg.Bus.Publish(ctx, m, jetstream.WithExpectLastSequencePerSubject(s.rev))
+	if err != nil {
+		return 0, err
+	}
+	return ack.Sequence, nil
+}
+
+// runsSubject is the subject a runs key is written on.
+func (w *Worker) runsSubject(key string) string { return "$KV." + w.cfg.Bus.BucketRuns() + "." + key }
+
+// renewSlots renews the slots j holds, from its heartbeat.
+func (w *Worker) renewSlots(ctx context.Context, j *job) {
+	for i, s := range j.slots {
+		rev, err := w.renewSlot(ctx, s, j.data.ExecutionID)
+		if err != nil {
+			if ctx.Err() == nil {
+				w.cfg.Log.Warn("worker: could not renew a concurrency slot", "execution", j.data.ExecutionID, "slot", s.key, "err", err)
+			}
+			continue
+		}
+		j.slots[i].rev = rev
+	}
+}
+
+// freeSlots gives back the slots j holds. It runs after j's heartbeat stopped.
+func (w *Worker) freeSlots(j *job) {
+	if len(j.slots) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), w.cfg.AckWait)
+	defer cancel()
+	for _, s := range j.slots {
+		if err := w.runs.Delete(ctx, s.key, jetstream.LastRevision(s.rev)); err != nil && !isWrongLastSequence(err) {
+			// It expires within AckWait all the same.
+			w.cfg.Log.Warn("worker: could not free a concurrency slot", "execution", j.data.ExecutionID, "slot", s.key, "err", err)
+		}
+	}
+	j.slots = nil
+}
+
+// waitForSlot sets j aside to wait for a slot of gate names[blocked].
+func (w *Worker) waitForSlot(ctx context.Context, j *job, names []string, limits []int, blocked int) (done bool, err error) {
+	data, err := json.Marshal(j.data)
+	if err != nil {
+		return false, err
+	}
+	rec, err := json.Marshal(run.Held{
+		ExecutionID: j.data.ExecutionID, Skill: j.data.Skill.Name, Subject: j.msg.Subject(), Job: data,
+		Meta: map[string]string{events.ExtCorrelationID: j.meta.CorrelationID, events.ExtTraceParent: j.meta.TraceParent, events.ExtTraceState: j.meta.TraceState},
+		At:   time.Now().UTC(), Gate: names[blocked], Limit: limits[blocked],
+	})
+	if err != nil {
+		return false, err
+	}
+	// Acked below, the job has no other copy: its record must outlive KV runs' TTL.
+	key := events.RunHeldKey(j.data.ExecutionID)
+	rev, err := execctl.PutKept(ctx, w.cfg.Bus, key, rec)
+	if err != nil {
+		return false, fmt.Errorf("set aside a run waiting for a concurrency slot: %w", err)
+	}
+	// A slot freed before the record was written released no one: try once more.
+	again, err := w.trySlots(ctx, j, names, limits)
+	if err != nil {
+		return false, err
+	}
+	if again < 0 {
+		err := w.runs.Delete(ctx, key, jetstream.LastRevision(rev))
+		switch {
+		case err == nil:
+			return false, nil // runs now, as it came
+		case !isWrongLastSequence(err):
+			return false, err
+		}
+		// Released meanwhile: a copy is queued; whichever claims the execution runs it.
+		if j.fast {
+			j.fast = false
+			if handled, err := w.claim(ctx, j); handled || err != nil {
+				w.freeSlots(j)
+				return true, err
+			}
+		}
+		return false, nil
+	}
+	if _, claimed := j.claimRev(); claimed {
+		// Handed back on purpose: whoever runs it later claims it at once.
+		if err := w.release(ctx, j, j.retries); err != nil {
+			return false, err
+		}
+	}
+	w.cfg.Log.Debug("worker: run waits for a concurrency slot", "execution", j.data.ExecutionID, "gate", names[again])
+	return true, j.msg.Ack()
+}
+
+// watchGates follows the slots and the waiting records until Stop, releasing a
+// waiting run whenever a slot of its gate is freed. Start's ctx bounds only the
+// first read. It reads KV runs through an ordered consumer of the keys' writes.
+func (w *Worker) watchGates(ctx context.Context) error {
+	g := &w.gates
+	g.slots, g.waiting, g.where, g.limits = map[string]map[string]bool{}, map[string][]waiter{}, map[string]string{}, map[string]int{}
+	b := w.cfg.Bus
+	prefix := w.runsSubject("")
+	c, err := b.OrderedConsumer(ctx, "KV_"+b.BucketRuns(), jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{prefix + events.ConcSlotsFilter, prefix + events.RunsHeldFilter},
+		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
+	})
+	if err != nil {
+		return fmt.Errorf("worker: watch concurrency slots: %w", err)
+	}
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	initial := make(chan struct{})
+	var once sync.Once
+	if info := c.CachedInfo(); info == nil || info.NumPending == 0 {
+		once.Do(func() { close(initial) })
+	}
+	cc, err := c.Consume(func(m jetstream.Msg) {
+		md, err := m.Metadata()
+		if err != nil {
+			return
+		}
+		g.mu.Lock()
+		w.applyGate(wctx, kvWrite{key: strings.TrimPrefix(m.Subject(), prefix), rev: md.Sequence.Stream, del: kvDeleted(m.Headers()), value: m.Data()})
+		g.mu.Unlock()
+		if md.NumPending == 0 {
+			once.Do(func() { close(initial) })
+		}
+	})
+	if err != nil {
+		cancel()
+		return fmt.Errorf("worker: watch concurrency slots: %w", err)
+	}
+	select {
+	case <-ctx.Done():
+		cc.Stop()
+		cancel()
+		return fmt.Errorf("worker: read concurrency slots: %w", ctx.Err())
+	case <-initial:
+	}
+	g.stop = func() { cc.Stop(); <-cc.Closed(); cancel() }
+	g.mu.Lock()
+	g.ready = true
+	for gate, ws := range g.waiting {
+		for range min(len(ws), g.limits[gate]-len(g.slots[gate])) {
+			w.releaseNext(wctx, gate)
+		}
+	}
+	g.mu.Unlock()
+	return nil
+}
+
+// kvWrite is one write of a slot or a waiting record.
+type kvWrite struct {
+	key   string
+	rev   uint64
+	del   bool
+	value []byte
+}
+
+// kvDeleted reports whether a KV message is a delete, a purge, or the server's
+// marker of a key removed by its TTL.
+func kvDeleted(h nats.Header) bool {
+	return h.Get("KV-Operation") != "" || h.Get(jetstream.MarkerReasonHeader) != ""
+}
+
+// applyGate applies one slot or waiting record; callers hold g.mu.
+func (w *Worker) applyGate(ctx context.Context, e kvWrite) {
+	g := &w.gates
+	if gate, ok := events.ConcSlotGate(e.key); ok {
+		taken := g.slots[gate]
+		if e.del {
+			// Every free of a slot is one delete or one expiry marker, but not every
+			// take is seen: KV runs keeps one write per key, and a take freed at once
+			// is gone before it is read. So a free releases a run whether or not its
+			// take was seen.
+			delete(taken, e.key)
+			if len(taken) == 0 {
+				delete(g.slots, gate)
+			}
+			if g.ready {
+				w.releaseNext(ctx, gate)
+			}
+			return
+		}
+		if taken == nil {
+			taken = map[string]bool{}
+			g.slots[gate] = taken
+		}
+		taken[e.key] = true
+		return
+	}
+	id, ok := events.HeldExecution(e.key)
+	if !ok {
+		return
+	}
+	g.forget(id)
+	if e.del {
+		return
+	}
+	var h run.Held
+	if json.Unmarshal(e.value, &h) != nil || h.Gate == "" {
+		return // a paused skill's job, or unreadable: not ours to release
+	}
+	g.waiting[h.Gate] = append(g.waiting[h.Gate], waiter{rev: e.rev, rec: h})
+	g.where[id], g.limits[h.Gate] = h.Gate, h.Limit
+}
+
+// forget drops an execution's waiting run from the view.
+func (g *gates) forget(id string) {
+	gate, ok := g.where[id]
+	if !ok {
+		return
+	}
+	delete(g.where, id)
+	ws := g.waiting[gate]
+	if i := slices.IndexFunc(ws, func(x waiter) bool { return x.rec.ExecutionID == id }); i >= 0 {
+		ws = slices.Delete(ws, i, i+1)
+	}
+	if len(ws) == 0 {
+		delete(g.waiting, gate)
+		delete(g.limits, gate)
+		return
+	}
+	g.waiting[gate] = ws
+}
+
+// releaseNext publishes again the run that has waited longest for gate. Callers
+// hold g.mu.
+func (w *Worker) releaseNext(ctx context.Context, gate string) {
+	g := &w.gates
+	ws := g.waiting[gate]
+	if len(ws) == 0 {
+		return
+	}
+	next := ws[0]
+	g.forget(next.rec.ExecutionID)
+	g.work.Go(func() {
+		if err := w.releaseWaiting(ctx, next); err != nil && ctx.Err() == nil {
+			w.cfg.Log.Warn("worker: could not release a run waiting for a concurrency slot", "execution", next.rec.ExecutionID, "err", err)
+		}
+	})
+}
+
+// releaseWaiting publishes a waiting run's job again, then removes its record if
+// it is still the one released.
+func (w *Worker) releaseWaiting(ctx context.Context, wt waiter) error {
+	var job events.Job
+	if err := json.Unmarshal(wt.rec.Job, &job); err != nil {
+		return fmt.Errorf("held job %s: %w", wt.rec.ExecutionID, err)
+	}
+	b, meta := w.cfg.Bus, wt.rec.Meta
+	m, err := bus.Event{ID: wt.rec.ExecutionID + ".job.slot." + strconv.FormatUint(wt.rev, 10), Source: w.cfg.Source, Type: events.TypeJob,
+		Meta: bus.Meta{CorrelationID: meta[events.ExtCorrelationID], ExecutionID: job.ExecutionID,
+			TraceParent: meta[events.ExtTraceParent], TraceState: meta[events.ExtTraceState]},
+		Data: job}.JobMsg(b.Subjects.Exec(job.Skill.Pool, job.Skill.Name, job.ActivationID, events.StageSlot))
+	if err != nil {
+		return err
+	}
+	m.Header.Set(events.HeaderRecovered, "1")
+	batch := b.Batch()
+	batch.Publish(m)
+	if err := batch.Wait(ctx); err != nil {
+		return err
+	}
+	if err := w.runs.Delete(ctx, events.RunHeldKey(wt.rec.ExecutionID), jetstream.LastRevision(wt.rev)); err != nil && !isWrongLastSequence(err) {
+		return err
+	}
+	return nil
+}
+
+// stopGates ends the watch and waits for the releases under way.
+func (w *Worker) stopGates() {
+	g := &w.gates
+	if g.stop == nil {
+		return
+	}
+	g.stop()
+	g.work.Wait()
+	g.stop = nil
+}

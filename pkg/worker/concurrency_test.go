@@ -1,0 +1,256 @@
+package worker_test
+
+import (
+	"context"
+	"encoding/json"
+	"hash/fnv"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/internal/natstest"
+	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/run"
+	"github.com/skillbus/skillbus/pkg/skill"
+	"github.com/skillbus/skillbus/pkg/tool"
+)
+
+// keyedSkill runs the "keyed" tool once, with the run's key, under a limit per key.
+func keyedSkill(name string, limit int) *skill.Skill {
+	s := oneStep(name, "keyed", 0)
+	s.Digest = strings.Repeat("c1", 32)
+	s.Workflow.Steps[0].Args = map[string]any{"key": "{{ inputs.key }}"}
+	s.Concurrency = []skill.Concurrency{{Key: "data.key", Limit: limit}}
+	return s
+}
+
+// overlap is the "keyed" tool's record: the runs of each key running now, the most
+// ever at once, and each execution's calls. A run of a key in hold waits for
+// that key's channel to close.
+type overlap struct {
+	mu      sync.Mutex
+	active  map[string]int
+	most    map[string]int
+	calls   map[string]int
+	hold    map[string]chan struct{}
+	started chan string // each call's key
+}
+
+func newOverlap(held ...string) *overlap {
+	o := &overlap{active: map[string]int{}, most: map[string]int{}, calls: map[string]int{}, hold: map[string]chan struct{}{},
+		started: make(chan string, 1024)}
+	for _, k := range held {
+		o.hold[k] = make(chan struct{})
+	}
+	return o
+}
+
+func (o *overlap) tool() tool.Tool {
+	return tool.Func("keyed", func(ctx context.Context, c tool.Call) (any, error) {
+		key, _ := c.Args["key"].(string)
+		o.mu.Lock()
+		o.active[key]++
+		o.most[key] = max(o.most[key], o.active[key])
+		o.calls[c.ExecutionID]++
+		wait := o.hold[key]
+		o.mu.Unlock()
+		o.started <- key
+		if wait != nil {
+			select {
+			case <-wait:
+			case <-ctx.Done():
+			}
+		}
+		o.mu.Lock()
+		o.active[key]--
+		o.mu.Unlock()
+		return "ok", nil
+	})
+}
+
+func (o *overlap) open(key string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	close(o.hold[key])
+	delete(o.hold, key)
+}
+
+// keyedJob publishes a job of skill whose inputs name key.
+func (f *fixture) keyedJob(name, id, key string) string {
+	f.t.Helper()
+	ref := events.SkillRef{Name: name, Pool: "default", ExecutionID: events.ExecutionID("/t", id, name), Version: "1.0.0"}
+	in, _ := json.Marshal(map[string]string{"key": key})
+	j := events.Job{ExecutionID: ref.ExecutionID, ActivationID: events.ActivationID("/t", id), Skill: ref,
+		Inputs: in, Trigger: events.TriggerRef{ID: id, Source: "/t", Type: "com.example.order", Subject: "x"}}
+	m, err := bus.Event{ID: j.ExecutionID + ".job", Source: "/t", Type: events.TypeJob, Data: j}.
+		JobMsg(f.b.Subjects.Exec("default", name, j.ActivationID, events.StagePlan))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	bt := f.b.Batch()
+	bt.Publish(m)
+	if err := bt.Wait(f.ctx); err != nil {
+		f.t.Fatal(err)
+	}
+	return j.ExecutionID
+}
+
+// noneWaiting checks that no run is left waiting for a slot.
+func (f *fixture) noneWaiting() {
+	f.t.Helper()
+	natstest.Eventually(f.t, 20*time.Second, func() bool {
+		l, err := f.runs.ListKeysFiltered(f.ctx, events.RunsHeldFilter)
+		if err != nil {
+			return false
+		}
+		n := 0
+		for range l.Keys() {
+			n++
+		}
+		return n == 0
+	}, "runs are still waiting for a slot")
+}
+
+// One key flooded with 200 runs does not delay another key's run: with a limit of
+// one run per key, key b's run starts while the first run of the flooded key a
+// still holds a's slot, that is within one slot's turn, across two workers. No
+// two runs of a key ever overlap, every run runs exactly once, and the runs that
+// wait hold no worker.
+func TestKeyedConcurrencyIsFairBetweenKeys(t *testing.T) {
+	t.Parallel()
+	f := setup(t, keyedSkill("per-customer", 1))
+	// The flooded key's 200 runs run one at a time: more than the fixture's 30s
+	// under the race detector and a loaded machine.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	f.ctx = ctx
+	o := newOverlap("a")
+	f.tools = mustSet(t, f.tools, o.tool())
+	f.start()
+	f.startWorker("second")
+	const flood = 200
+	for i := range flood {
+		f.keyedJob("per-customer", "a"+strconv.Itoa(i), "a")
+	}
+	b := f.keyedJob("per-customer", "b0", "b")
+	deadline := time.After(20 * time.Second)
+	for seen := map[string]int{}; seen["b"] == 0; {
+		select {
+		case k := <-o.started:
+			seen[k]++
+			if seen["a"] > 1 {
+				t.Fatalf("a second run of key a started before a's first ended")
+			}
+		case <-deadline:
+			t.Fatal("key b's run did not start while key a's first run held its slot")
+		}
+	}
+	f.waitEvent(b, events.TypeExecutionCompleted)
+	// The flood waits without holding workers: nothing of it is handed out.
+	cons, err := f.b.JS.Consumer(f.ctx, f.b.StreamJobs(), "worker-default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	natstest.Eventually(t, 20*time.Second, func() bool {
+		info, err := cons.Info(f.ctx)
+		return err == nil && info.NumPending == 0 && info.NumAckPending == 1
+	}, "the waiting runs still hold deliveries")
+	o.open("a")
+	natstest.Eventually(t, 90*time.Second, func() bool {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		return len(o.calls) == flood+1
+	}, "the flooded key's runs did not all run")
+	f.drained()
+	f.noneWaiting()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.most["a"] != 1 || o.most["b"] != 1 {
+		t.Fatalf("most runs at once by key: %v, want 1 each", o.most)
+	}
+	if len(o.calls) != flood+1 {
+		t.Fatalf("%d executions ran, want %d", len(o.calls), flood+1)
+	}
+	for id, n := range o.calls {
+		if n != 1 {
+			t.Fatalf("%s ran %d times", id, n)
+		}
+	}
+}
+
+// slotGate is the gate of a key value of a skill's first concurrency entry.
+func slotGate(skillName, key string) string {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(key))
+	return events.ConcGate(skillName, 0, strconv.FormatUint(h.Sum64(), 16))
+}
+
+// A slot whose holder died (its heartbeat stopped: here a slot written as a dead
+// worker's, never renewed) expires within the ack wait, and the run waiting for
+// it starts then, though no run ends to free it.
+func TestSlotOfADeadHolderFreesItsWaitingRun(t *testing.T) {
+	t.Parallel()
+	f := setup(t, keyedSkill("per-customer", 1))
+	o := newOverlap()
+	f.tools = mustSet(t, f.tools, o.tool())
+	f.start()
+	if _, err := f.runs.Create(f.ctx, events.ConcSlotKey(slotGate("per-customer", "z"), 0), []byte("dead-execution"),
+		jetstream.KeyTTL(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Now()
+	id := f.keyedJob("per-customer", "z0", "z")
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		_, err := f.runs.Get(f.ctx, events.RunHeldKey(id))
+		return err == nil
+	}, "the run did not wait for the dead holder's slot")
+	f.waitEvent(id, events.TypeExecutionCompleted)
+	// The ack wait is 1s; the server expires per-key TTLs to the second.
+	if d := time.Since(took); d > 4*time.Second {
+		t.Fatalf("the waiting run started %v after the dead holder's last renewal, want within the ack wait", d)
+	}
+	f.drained()
+	f.noneWaiting()
+	if n := f.outcomes(id); n != 1 {
+		t.Fatalf("%d outcomes, want 1", n)
+	}
+}
+
+// A run waiting for a slot is cancelled like a queued run: it never starts, and
+// it ends cancelled exactly once; the runs after it still run.
+func TestCancelARunWaitingForASlot(t *testing.T) {
+	t.Parallel()
+	f := setup(t, keyedSkill("per-customer", 1))
+	o := newOverlap("k")
+	f.tools = mustSet(t, f.tools, o.tool())
+	f.start()
+	first := f.keyedJob("per-customer", "k0", "k")
+	<-o.started
+	waiting := f.keyedJob("per-customer", "k1", "k")
+	last := f.keyedJob("per-customer", "k2", "k")
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		var h run.Held
+		e, err := f.runs.Get(f.ctx, events.RunHeldKey(waiting))
+		return err == nil && json.Unmarshal(e.Value(), &h) == nil && h.Gate == slotGate("per-customer", "k")
+	}, "the second run of key k did not wait")
+	f.cancel(waiting)
+	f.waitCancelled(waiting)
+	o.open("k")
+	f.waitEvent(first, events.TypeExecutionCompleted)
+	f.waitEvent(last, events.TypeExecutionCompleted)
+	f.drained()
+	f.noneWaiting()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.calls[waiting] != 0 || o.most["k"] != 1 {
+		t.Fatalf("calls %v, most at once %v: the cancelled run ran, or runs overlapped", o.calls, o.most)
+	}
+	if n := f.outcomes(waiting); n != 1 {
+		t.Fatalf("%d outcomes of the cancelled run, want 1", n)
+	}
+}
