@@ -107,8 +107,8 @@ func (m *chatModel) calls() []string {
 	return append([]string(nil), m.callers...)
 }
 
-// A repair worker is SIGKILLed while its chat model is answering: the repair job
-// comes back to another repair worker, the skill is patched exactly once, and every
+// A repair service is SIGKILLed while its chat model is answering: the repair job
+// comes back to another repair service, the skill is patched exactly once, and every
 // parked execution completes exactly once on the repaired version, its outcome
 // naming the repair. A fatal failure beside it never reaches the REPAIR stream.
 func TestRepairWorkerKilledMidRepair(t *testing.T) {
@@ -133,11 +133,10 @@ func TestRepairWorkerKilledMidRepair(t *testing.T) {
 	url := "--nats-url=" + srv.URL()
 	start(t, "registry", url, "--skills", dir)
 	start(t, "router", url)
-	workerArgs := func(name string) []string {
-		return []string{url, "--repair", "--repair-ack-wait=3s", "--ack-wait=2s", "--concurrency=8", "--name=" + name,
-			"--llm-url", model.srv.URL + "/v1", "--llm-model", "fixer", "--llm-timeout=2m"}
-	}
-	a := startEnv(t, []string{"SKILLBUS_LLM_API_KEY=key-a"}, "worker", workerArgs("wa")...)
+	start(t, "worker", url, "--repair", "--ack-wait=2s", "--concurrency=8", "--name=w")
+	// The repair service runs apart from the workers, as its own process.
+	repairArgs := []string{"repair", "serve", url, "--ack-wait=3s", "--llm-url", model.srv.URL + "/v1", "--llm-model", "fixer", "--llm-timeout=2m"}
+	a := startEnv(t, []string{"SKILLBUS_LLM_API_KEY=key-a"}, "skillbus", repairArgs...)
 	skills, err := b.KV(ctx, b.BucketSkills())
 	if err != nil {
 		t.Fatal(err)
@@ -177,7 +176,7 @@ func TestRepairWorkerKilledMidRepair(t *testing.T) {
 		trigger("always-fatal", fmt.Sprintf("fatal-%d", i), `{}`)
 	}
 
-	// Worker a's repair worker is asking the model, and every execution waits.
+	// Repair service a is asking the model, and every execution waits.
 	select {
 	case <-model.held:
 	case <-ctx.Done():
@@ -202,9 +201,9 @@ func TestRepairWorkerKilledMidRepair(t *testing.T) {
 	select {
 	case <-model.dropped:
 	case <-ctx.Done():
-		t.Fatal("the killed worker's request never ended")
+		t.Fatal("the killed repair service's request never ended")
 	}
-	startEnv(t, []string{"SKILLBUS_LLM_API_KEY=key-b"}, "worker", workerArgs("wb")...)
+	startEnv(t, []string{"SKILLBUS_LLM_API_KEY=key-b"}, "skillbus", repairArgs...)
 
 	// Every execution ends, exactly once; those of issue-heading complete on the
 	// repaired version.
@@ -257,8 +256,8 @@ func TestRepairWorkerKilledMidRepair(t *testing.T) {
 		}
 	}
 
-	// Patched exactly once: the model was asked by the killed worker and once more by
-	// the one that took over; one attempt spent, one version published, one success.
+	// Patched exactly once: the model was asked by the killed repair service and once
+	// more by the one that took over; one attempt spent, one version published, one success.
 	if calls := model.calls(); len(calls) != 2 || calls[0] != "key-a" || calls[1] != "key-b" {
 		t.Fatalf("chat requests by %v, want key-a (killed) then key-b", calls)
 	}
@@ -289,7 +288,8 @@ func TestRepairWorkerKilledMidRepair(t *testing.T) {
 	}
 
 	// The fatal failures never reached the REPAIR stream (a work queue: what it
-	// ever held is its last sequence): the repair job and its automatic approval.
+	// ever held is its last sequence): the park requests, the repair job and its
+	// automatic approval.
 	rs, err := b.JS.Stream(ctx, b.StreamRepair())
 	if err != nil {
 		t.Fatal(err)
@@ -298,8 +298,8 @@ func TestRepairWorkerKilledMidRepair(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rinfo.State.LastSeq != 2 {
-		t.Fatalf("%d messages on the REPAIR stream, want the repair job and its approval", rinfo.State.LastSeq)
+	if rinfo.State.LastSeq != n+2 {
+		t.Fatalf("%d messages on the REPAIR stream, want %d park requests, the repair job and its approval", rinfo.State.LastSeq, n)
 	}
 	for i := range fatal {
 		id := events.ExecutionID("/e2e", fmt.Sprintf("fatal-%d", i), "always-fatal")

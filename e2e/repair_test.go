@@ -38,8 +38,8 @@ outputs:
   posted: "{{ post.text }}"
 `
 
-// 200 executions fail on one renamed key, with separate registry, router and two
-// workers running repair workers; one worker is SIGKILLed while executions are being
+// 200 executions fail on one renamed key, with separate registry, router, two
+// workers and a repair service; one worker is SIGKILLed while executions are being
 // parked. One repair job is made, its deterministic one-line diff is approved with
 // `skillbus repair approve`, the registry publishes the new version, and every
 // execution completes exactly once on it.
@@ -63,10 +63,9 @@ func TestRepairTwoHundred(t *testing.T) {
 	start(t, "router", url)
 	var workers []*proc
 	for i := range 2 {
-		// The worker killed below may hold the repair job: it comes back to the other
-		// one after --repair-ack-wait (2m by default).
-		workers = append(workers, start(t, "worker", url, "--repair", "--repair-ack-wait=3s", "--ack-wait=2s", "--concurrency=8", fmt.Sprintf("--name=w%d", i+1)))
+		workers = append(workers, start(t, "worker", url, "--repair", "--ack-wait=2s", "--concurrency=8", fmt.Sprintf("--name=w%d", i+1)))
 	}
+	start(t, "skillbus", "repair", "serve", url, "--ack-wait=3s")
 	skills, err := b.KV(ctx, b.BucketSkills())
 	if err != nil {
 		t.Fatal(err)
@@ -215,8 +214,8 @@ func TestRepairTwoHundred(t *testing.T) {
 	}
 	st, _ := b.JS.Stream(ctx, b.StreamRepair())
 	info, _ := st.Info(ctx)
-	if info.State.LastSeq != 2 { // the repair job and the approval
-		t.Fatalf("%d messages on the repair stream, want 2", info.State.LastSeq)
+	if info.State.LastSeq != n+2 { // a park request per execution (one, however often delivered), the repair job and the approval
+		t.Fatalf("%d messages on the repair stream, want %d", info.State.LastSeq, n+2)
 	}
 }
 

@@ -141,6 +141,19 @@ func (s Subjects) RepairDecided(skill string) string {
 	return s.Prefix + ".repair." + skill + ".decided"
 }
 
+// RepairParked is the subject on which a worker asks the repair service to park an
+// execution of a skill on a repair: workers may publish it and no other repair
+// subject, so that the repair service alone writes the repairs and their decisions.
+func (s Subjects) RepairParked(skill string) string {
+	return s.Prefix + ".repair." + skill + ".parked"
+}
+
+// IsRepairParked reports whether subject is a RepairParked subject.
+func (s Subjects) IsRepairParked(subject string) bool {
+	rest, ok := strings.CutPrefix(subject, s.Prefix+".repair.")
+	return ok && strings.Count(rest, ".") == 1 && strings.HasSuffix(rest, ".parked")
+}
+
 // Dead is the DLQ subject of a skill; "_trigger" holds triggers that never reached one.
 func (s Subjects) Dead(skill string) string { return s.Prefix + ".dead." + skill }
 
@@ -316,6 +329,9 @@ func (s Subjects) JobTemplate() string { return s.Prefix + ".exec.{pool}.{skill}
 
 // RepairTemplate names the subject of any repair job (Repair).
 func (s Subjects) RepairTemplate() string { return s.Prefix + ".repair.{skill}" }
+
+// RepairParkedTemplate names the subject of any park request (RepairParked).
+func (s Subjects) RepairParkedTemplate() string { return s.Prefix + ".repair.{skill}.parked" }
 
 // DeadTemplate names the DLQ subject of any skill (Dead).
 func (s Subjects) DeadTemplate() string { return s.Prefix + ".dead.{skill}" }

@@ -17,7 +17,8 @@ func (s Subjects) AllLive() string { return s.Prefix + ".live.>" }
 // AllExec matches every job (Exec).
 func (s Subjects) AllExec() string { return s.Prefix + ".exec.>" }
 
-// AllRepair matches every repair job and repair decision (Repair, RepairDecided).
+// AllRepair matches every repair job, repair decision and park request (Repair,
+// RepairDecided, RepairParked).
 func (s Subjects) AllRepair() string { return s.Prefix + ".repair.>" }
 
 // AllDead matches every dead letter (Dead).

@@ -3,7 +3,7 @@
 # Docker: what `make cluster` runs. Three nats-server processes (built from the
 # nats-server version in go.mod) load deploy/nats/cluster.conf — the Compose cluster's
 # file — with their names, ports and directories from the environment, and the
-# generated users; then the registry, a router and two workers, each as its own
+# generated users; then the registry, a router, two workers and the repair service, each as its own
 # user, every stream and bucket at R3. Ctrl-C (or `make cluster-down` from another
 # terminal) stops them all.
 #
@@ -18,7 +18,7 @@ skills=${SKILLS:-testdata/skills}
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
 
-for role in registry router worker publisher gateway operator tool; do
+for role in registry router worker repair publisher gateway operator tool; do
   var=$(echo "$role" | tr a-z A-Z)_PASSWORD
   export "$var=${!var:-dev-$role-password}"
 done
@@ -79,10 +79,11 @@ role() { # role NAME USER ARGS...
 }
 role registry registry bin/registry --skills "$skills"
 role router router bin/router --ensure=false
-role worker-1 worker bin/worker --ensure=false --name w1
-role worker-2 worker bin/worker --ensure=false --name w2
-for f in router worker-1 worker-2; do
-  want="router: running"; [ "$f" = router ] || want="worker: running"
+role worker-1 worker bin/worker --ensure=false --name w1 --repair
+role worker-2 worker bin/worker --ensure=false --name w2 --repair
+role repair repair bin/skillbus repair serve --ensure=false
+for f in router worker-1 worker-2 repair; do
+  case $f in router) want="router: running" ;; repair) want="repair service: running" ;; *) want="worker: running" ;; esac
   until grep -qs "$want" "$dir/$f.log"; do
     kill -0 $(cat "$dir/pids") 2>/dev/null || { echo "a process exited; see $dir/*.log" >&2; stop 1; }
     sleep 0.2
@@ -90,7 +91,7 @@ for f in router worker-1 worker-2; do
 done
 
 cat <<EOT
-registry, router and workers w1, w2 are running (logs: $dir/registry.log, router.log, worker-*.log)
+registry, router, workers w1, w2 and the repair service are running (logs: $dir/registry.log, router.log, worker-*.log, repair.log)
 
 From another terminal (the CLI connects as the operator user):
 

@@ -242,8 +242,9 @@ persisted is lost, and the next start carries on where this one stopped.`,
 	f.StringVar(&uiAddr, "ui", "", "also serve the web console on this address, e.g. 127.0.0.1:8090; see 'skillbus console --help'")
 	c.registerRetention(cmd, getenv)
 	rf.register(cmd)
-	wf.repair = true // one process: the repair worker runs beside the workers
+	wf.repair = true // one process: the repair service runs beside the workers
 	wf.register(cmd, getenv)
+	wf.registerRepair(cmd, "repair-")
 	cf.register(cmd, getenv)
 	o.register(cmd, getenv)
 	gf.register(cmd, getenv)

@@ -11,14 +11,14 @@ import (
 	"github.com/skillbus/skillbus/pkg/repair/service"
 )
 
-func repairCommand(c *common, stdout io.Writer) *cobra.Command {
+func repairCommand(c *common, getenv Env, stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "repair",
 		Short: "Review and decide repairs of skills broken by a repairable fault",
 		Long: `A worker running with --repair (skillbus dev does) parks executions that fail with a
 repairable fault — a misspelt key, an unknown filter, a wrong path, a parameter a tool
-refused — on one repair per skill version and fault, and a repair worker proposes a
-patch. A proposed patch waits here for approval unless the skill says repair: auto.
+refused — on one repair per skill version and fault, and the repair service
+('skillbus repair serve'; skillbus dev runs one) proposes a patch. A proposed patch waits here for approval unless the skill says repair: auto.
 Approved, the registry publishes it as a new version of the skill and every parked
 execution runs again on it; rejected (or expired), they fail as they would have.`,
 		Example: `  skillbus repair list
@@ -26,7 +26,7 @@ execution runs again on it; rejected (or expired), they fail as they would have.
   skillbus repair approve 3f2a --by ada
   skillbus repair reject 3f2a --reason "rename the field upstream instead"`,
 	}
-	cmd.AddCommand(repairListCommand(c, stdout), repairShowCommand(c, stdout), repairDecideCommand(c, stdout, true), repairDecideCommand(c, stdout, false))
+	cmd.AddCommand(repairServeCommand(c, getenv, stderr), repairListCommand(c, stdout), repairShowCommand(c, stdout), repairDecideCommand(c, stdout, true), repairDecideCommand(c, stdout, false))
 	return cmd
 }
 

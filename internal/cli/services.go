@@ -59,14 +59,20 @@ func (w *workerFlags) register(cmd *cobra.Command, getenv Env) {
 	f.IntVar(&w.crashAllowance, "crash-allowance", 2, "how many times workers may die running one execution before it is dead-lettered unrun (a job that kills its worker)")
 	f.StringVar(&w.execPath, "exec-path", "", "PATH given to the exec tool's processes (default /usr/local/bin:/usr/bin:/bin)")
 	w.execLimits.register(cmd)
-	f.BoolVar(&w.repair, "repair", w.repair, "repair skills: park executions that fail with a repairable fault (a misspelt key, an unknown filter, a wrong path, a refused parameter) on one repair job per skill version and fault, and run a repair worker that proposes a patch (see docs/operations.md); every worker of a fleet should agree")
-	f.BoolVar(&w.repairAuto, "repair-auto", false, "apply proposed repairs without waiting for approval, as if every skill said repair: auto")
-	f.DurationVar(&w.repairExpiry, "repair-expiry", time.Hour, "how long a proposed repair waits for approval; unanswered, it expires and its executions fail as without repair")
-	f.DurationVar(&w.repairAckWait, "repair-ack-wait", 2*time.Minute, "how long a repair job may go unacknowledged before another repair worker gets it (a repair worker that died mid-repair); running repairs heartbeat within it")
-	f.IntVar(&w.repairBudget.MaxAttempts, "repair-max-attempts", 2, "patches tried per skill and fault")
-	f.IntVar(&w.repairBudget.MaxFiles, "repair-max-files", 3, "files one repair may change")
-	f.IntVar(&w.repairBudget.MaxHunks, "repair-max-hunks", 8, "hunks one repair may have")
+	f.BoolVar(&w.repair, "repair", w.repair, "repair skills: park executions that fail with a repairable fault (a misspelt key, an unknown filter, a wrong path, a refused parameter) on one repair per skill version and fault, which the repair service (skillbus repair serve, its own NATS user) proposes a patch for (see docs/operations.md); every worker of a fleet should agree")
 	f.StringVar(&w.events, "events", string(events.DefaultLevel), "which events are persisted: full (every progress event), steps (decisions, outcomes and the checkpoints a redelivery needs) or terminal (no checkpoints); the rest go live to followers only")
+}
+
+// registerRepair registers the repair service's knobs, each named prefix+name:
+// `skillbus dev` names them repair-*, `skillbus repair serve` plainly.
+func (w *workerFlags) registerRepair(cmd *cobra.Command, prefix string) {
+	f := cmd.Flags()
+	f.BoolVar(&w.repairAuto, prefix+"auto", false, "apply proposed repairs without waiting for approval, as if every skill said repair: auto")
+	f.DurationVar(&w.repairExpiry, prefix+"expiry", time.Hour, "how long a proposed repair waits for approval; unanswered, it expires and its executions fail as without repair")
+	f.DurationVar(&w.repairAckWait, prefix+"ack-wait", 2*time.Minute, "how long a repair job may go unacknowledged before another repair service gets it (one that died mid-repair); running repairs heartbeat within it")
+	f.IntVar(&w.repairBudget.MaxAttempts, prefix+"max-attempts", 2, "patches tried per skill and fault")
+	f.IntVar(&w.repairBudget.MaxFiles, prefix+"max-files", 3, "files one repair may change")
+	f.IntVar(&w.repairBudget.MaxHunks, prefix+"max-hunks", 8, "hunks one repair may have")
 }
 
 // Router is the main of cmd/router.
@@ -191,15 +197,6 @@ Scale by running more workers.`,
 			})
 			if err != nil {
 				return err
-			}
-			if wf.repair {
-				stopRepair, err := startRepair(cmd.Context(), b, log, wf, tb, tel.Metrics)
-				if err != nil {
-					shutdown(log, stop)
-					return err
-				}
-				stopWorker := stop
-				stop = func(ctx context.Context) { stopRepair(ctx); stopWorker(ctx) }
 			}
 			for _, p := range wf.pools {
 				watchConsumer(tel, b, p, b.StreamJobs(), "worker-"+p)
@@ -337,7 +334,7 @@ func routerNeeds(b *bus.Bus) needs {
 }
 
 // workerNeeds: the catalog, runs, outcome counts, heartbeats, the step cache,
-// repairs, and the skill files.
+// repairs (read: the repair service writes them), and the skill files.
 func workerNeeds(b *bus.Bus) needs {
 	return needs{
 		buckets:      []string{b.BucketSkills(), b.BucketRuns(), b.BucketStats(), b.BucketWorkers(), b.BucketCache(), b.BucketRepairs()},

@@ -33,7 +33,7 @@ another terminal with 'skillbus trigger'.`,
 		},
 	}
 	c.register(root, getenv, "text")
-	root.AddCommand(devCommand(&c, getenv, stderr), triggerCommand(&c, getenv, stdout), skillsCommand(&c, stdout), runsCommand(&c, stdout), dlqCommand(&c, stdout), repairCommand(&c, stdout), benchCommand(stdout), routeCommand(&c, stdout), versionCommand(stdout), tracesCommand(stdout, stderr),
+	root.AddCommand(devCommand(&c, getenv, stderr), triggerCommand(&c, getenv, stdout), skillsCommand(&c, stdout), runsCommand(&c, stdout), dlqCommand(&c, stdout), repairCommand(&c, getenv, stdout, stderr), benchCommand(stdout), routeCommand(&c, stdout), versionCommand(stdout), tracesCommand(stdout, stderr),
 		gatewayCommand(&c, getenv, stderr), consoleCommand(&c, getenv, stderr))
 	return execute(ctx, root, args, stdout, stderr)
 }

@@ -52,6 +52,7 @@ var composeRoles = map[string]string{
 	"registry": "registry",
 	"router":   "router",
 	"worker":   "worker",
+	"repair":   "repair",
 	"cli":      "operator",
 	"gateway":  "gateway",
 }
@@ -140,7 +141,7 @@ func TestComposeUsers(t *testing.T) {
 			t.Errorf("service %s: SKILLBUS_NATS_URL %q", name, s.Environment["SKILLBUS_NATS_URL"])
 		}
 		manages := slices.Contains(r.Publish, "$JS.API.>")
-		if bin := filepath.Base(s.Entrypoint[0]); (bin == "router" || bin == "worker") && !manages && !slices.Contains(s.Entrypoint, "--ensure=false") {
+		if bin := filepath.Base(s.Entrypoint[0]); (bin == "router" || bin == "worker" || slices.Contains(s.Entrypoint, "serve")) && !manages && !slices.Contains(s.Entrypoint, "--ensure=false") {
 			t.Errorf("service %s: its user %s may not create streams, so it must run with --ensure=false", name, user)
 		}
 		creds[user] = pw

@@ -22,6 +22,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/events/registryapi"
 	"github.com/skillbus/skillbus/internal/cli"
 	"github.com/skillbus/skillbus/internal/natsperm"
 	"github.com/skillbus/skillbus/internal/natstest"
@@ -263,6 +264,25 @@ steps:
       command: ["sh", "-c", "echo doomed >&2; exit 1"]
 `
 
+// renamedSkill reads "titel" where the value has "title": a repairable fault.
+const renamedSkill = `name: renamed
+description: Posts a title under a misspelt key, for the repair service to fix.
+version: 1.0.0
+inputs:
+  - name: name
+    type: string
+steps:
+  - id: fetch
+    compute: |
+      result = {"title": "T " + inputs.name}
+  - id: post
+    tool: echo
+    args:
+      text: "{{ fetch.titel }}"
+outputs:
+  posted: "{{ post.text }}"
+`
+
 const lateSkill = `name: late
 description: Added while everything runs, to prove the catalog reloads.
 version: 1.0.0
@@ -320,6 +340,7 @@ func TestRolesRunTheWholeSystem(t *testing.T) {
 	writeSkill(t, f.skills, "approve", "skill.yaml", approveSkill)
 	writeSkill(t, f.skills, "loud", "skill.yaml", loudSkill)
 	writeSkill(t, f.skills, "doomed", "skill.yaml", doomedSkill)
+	writeSkill(t, f.skills, "renamed", "skill.yaml", renamedSkill)
 
 	// The registry creates the streams and buckets and publishes the catalog.
 	f.service(cli.Registry, "registry", "--skills", f.skills)
@@ -350,6 +371,9 @@ func TestRolesRunTheWholeSystem(t *testing.T) {
 
 	f.service(cli.Router, "router", "--ensure=false")
 	f.service(cli.Worker, "worker", "--ensure=false", "--name", "w-flow", "--bus-tools-interval", "100ms", "--backoff-base", "10ms", "--concurrency", "4", "--repair")
+	f.service(func(ctx context.Context, args []string, env cli.Env, o, e io.Writer) error {
+		return cli.Skillbus(ctx, append([]string{"repair", "serve"}, args...), env, o, e)
+	}, "repair", "--ensure=false")
 
 	// Micro-service discovery, as `nats micro ls` does it: every kind of service
 	// answers a fleet-wide ping (the router and worker once they have started).
@@ -506,6 +530,38 @@ func TestRolesRunTheWholeSystem(t *testing.T) {
 	f.clean("router", "resume a confirmed run: read and delete KV runs, purge the timeout")
 	f.clean("publisher", "trigger --wait through a confirmation")
 
+	// A repair: the worker asks the repair service to park the execution, the
+	// service proposes a patch, the operator approves it, the registry publishes it
+	// and the parked execution completes on it.
+	f.must("publisher", "trigger a skill with a repairable fault", "trigger", "--skill", "renamed", "--data", `{"name":"Rep"}`)
+	var proposed []struct{ ID, Status string }
+	natstest.Eventually(t, 30*time.Second, func() bool {
+		out, err := f.cli("operator", "repair", "list", "--json")
+		proposed = nil
+		_ = json.Unmarshal([]byte(out), &proposed)
+		return err == nil && len(proposed) == 1 && proposed[0].Status == "proposed"
+	}, "no proposed repair: %+v (violations %v)", proposed, v.lines)
+	f.clean("worker", "park a repairable failure (a park request to the repair service)")
+	f.must("operator", "repair approve", "repair", "approve", proposed[0].ID, "--by", "test")
+	natstest.Eventually(t, 30*time.Second, func() bool {
+		out, err := f.cli("operator", "repair", "show", proposed[0].ID, "--json")
+		return err == nil && strings.Contains(out, `"status": "applied"`) && strings.Contains(out, `"executions": 0`)
+	}, "the approved repair was not applied (violations %v)", v.lines)
+	var ran []map[string]any
+	natstest.Eventually(t, 30*time.Second, func() bool {
+		out, err := f.cli("operator", "runs", "list", "--json")
+		ran = nil
+		_ = json.Unmarshal([]byte(out), &ran)
+		for _, r := range ran {
+			if r["skill"] == "renamed" && r["status"] == "completed" {
+				return err == nil
+			}
+		}
+		return false
+	}, "the repaired run did not complete: %v", ran)
+	f.clean("repair", "park executions, propose a patch, publish the approved repair, release the parked run")
+	f.clean("registry", "publish an approved repair (checked against KV repairs)")
+
 	// The HTTP gateway publishes, follows and records webhook bodies as the gateway.
 	gwLog := f.service(func(ctx context.Context, args []string, env cli.Env, o, e io.Writer) error {
 		return cli.Skillbus(ctx, append([]string{"gateway"}, args...), env, o, e)
@@ -582,6 +638,22 @@ func TestRolesRunTheWholeSystem(t *testing.T) {
 	_, err = wkJS.Publish(c, debouncedRun, []byte(`{}`))
 	cc()
 	f.denied("worker", "publish a debounced run", debouncedRun, err)
+
+	// Nothing holding a worker's credentials can approve a repair: not by writing
+	// an approved record to KV repairs (the registry publishes what a record there
+	// approves), nor by publishing a decision or a repair job, nor by asking the
+	// registry to publish.
+	forged, _ := json.Marshal(map[string]any{"id": "forged", "skill": "hello", "status": "approved", "decided_by": "nobody",
+		"patch": map[string]any{"diff": "--- a/skill.yaml\n+++ b/skill.yaml\n"}})
+	for _, subj := range []string{"$KV.repairs.r.forged", "$KV.repairs.w.forged.x", "skillbus.repair.hello.decided", "skillbus.repair.hello"} {
+		c, cc = short()
+		_, err = wkJS.Publish(c, subj, forged)
+		cc()
+		f.denied("worker", "forge a repair: publish "+subj, subj, err)
+	}
+	repairEndpoint := events.Subjects{Prefix: "skillbus"}.Registry(registryapi.EndpointRepair)
+	_, err = wk.Request(repairEndpoint, forged, time.Second)
+	f.denied("worker", "ask the registry to publish a repair", repairEndpoint, err)
 
 	pub := f.conn("publisher")
 	pubJS, _ := jetstream.New(pub)

@@ -9,7 +9,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillbus/skillbus/events"
-	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/failure"
 	"github.com/skillbus/skillbus/pkg/repair"
 	"github.com/skillbus/skillbus/pkg/repair/service"
@@ -59,9 +58,9 @@ func (w *Worker) repairable(j *job, step string, err error) (Decision, bool) {
 	return Repair{Step: step, Fault: f, Err: err}, true
 }
 
-// repair parks the execution on the repair of its fault, asking for the repair if
-// nobody has yet. The job is acked once the parked record, the repair job and
-// repair.requested are persisted.
+// repair parks the execution on the repair of its fault: it asks the repair
+// service to park it (and to ask for the repair if nobody has yet). The job is
+// acked once the request and repair.requested are persisted.
 func (w *Worker) repair(ctx context.Context, j *job, d Repair) error {
 	if err := w.ensureClaim(ctx, j); err != nil {
 		return err
@@ -84,62 +83,42 @@ func (w *Worker) repair(ctx context.Context, j *job, d Repair) error {
 		w.cfg.Metrics.Repair(ctx, j.skill.Name, telemetry.RepairSkipped)
 		return w.fail(ctx, j, d.Step, d.Err)
 	}
-	kv, err := w.repairsKV(ctx)
-	if err != nil {
-		return err
-	}
 	id := repair.Fingerprint(j.skill.Digest, f)
 	fault := events.RepairFault{Kind: string(f.Kind), Name: f.Name, Have: f.Have, Value: f.Value, Field: f.Field, Step: f.Step, File: f.File, Line: f.Line}
-	parked, err := json.Marshal(service.Parked{
+	parked := service.Parked{
 		ExecutionID: j.data.ExecutionID, RepairID: id, Step: d.Step, Class: string(failure.Repairable), Error: d.Err.Error(), Job: j.data,
 		Meta:     map[string]string{events.ExtCorrelationID: j.meta.CorrelationID, events.ExtTraceParent: j.meta.TraceParent, events.ExtTraceState: j.meta.TraceState},
 		ParkedAt: time.Now().UTC(),
-	})
-	if err != nil {
-		return err
 	}
-	// Parked first, the record second (see package service).
-	if _, err := kv.Put(ctx, service.ParkedKey(id, j.data.ExecutionID), parked); err != nil {
-		return err
+	diag := repair.Diagnosis{ID: id, Skill: j.skill.Name, Version: j.data.Skill.Version, Digest: j.skill.Digest, Fault: *f, Error: d.Err.Error(), Seen: seen(f)}
+	// Another execution asked for this repair already: this one waits on it.
+	waiting := false
+	if kv, err := w.repairsKV(ctx); err == nil {
+		_, _, err := service.Load(ctx, kv, id)
+		waiting = err == nil
 	}
-	diag := repair.Diagnosis{ID: id, Skill: j.skill.Name, Version: j.data.Skill.Version, Digest: j.skill.Digest, Fault: *f, Error: d.Err.Error(), Seen: seen(f),
-		FromTrigger: repair.FromData(j.data.Inputs, f)}
-	rec, created, err := service.Create(ctx, kv, &service.Record{
-		ID: id, Skill: j.skill.Name, Status: service.StatusRequested, Diagnosis: diag, BudgetKey: bkey,
-		Auto: j.skill.Repair == skill.RepairAuto, Created: time.Now().UTC(), Updated: time.Now().UTC(),
-	})
-	if err != nil {
-		return err
-	}
-	if created {
-		m := j.meta
-		m.ExecutionID, m.CausationID = j.data.ExecutionID, j.msgID()
-		_, span := telemetry.StartPublishMeta(ctx, telemetry.Message{Destination: w.cfg.Bus.Subjects.Repair(j.skill.Name), Template: w.cfg.Bus.Subjects.RepairTemplate(), ID: id + ".repair"},
-			&m.TraceParent, &m.TraceState, telemetry.AttrSkillName.String(j.skill.Name), telemetry.AttrExecutionID.String(j.data.ExecutionID))
-		j.batch.PublishEvent(w.cfg.Bus.Subjects.Repair(j.skill.Name), bus.Event{ID: id + ".repair", Source: w.cfg.Source, Type: events.TypeRepairRequested, Meta: m, Data: diag})
-		span.End()
-	}
+	// The repair service parks it (only it writes KV repairs); acked once the
+	// request and repair.requested are persisted.
+	m := j.meta
+	m.ExecutionID, m.CausationID = j.data.ExecutionID, j.msgID()
+	subject := w.cfg.Bus.Subjects.RepairParked(j.skill.Name)
+	_, span := telemetry.StartPublishMeta(ctx, telemetry.Message{Destination: subject, Template: w.cfg.Bus.Subjects.RepairParkedTemplate(), ID: id + ".park"},
+		&m.TraceParent, &m.TraceState, telemetry.AttrSkillName.String(j.skill.Name), telemetry.AttrExecutionID.String(j.data.ExecutionID))
+	service.Park(j.batch, w.cfg.Bus, w.cfg.Source, m, service.ParkRequest{Parked: parked, Diagnosis: diag})
+	span.End()
 	w.emit(j, events.TypeRepairRequested, "", events.RepairRequested{
 		ExecutionID: j.data.ExecutionID, Skill: j.skill.Name, Version: j.data.Skill.Version, Digest: j.skill.Digest,
-		RepairID: id, Fault: fault, Error: d.Err.Error(), Waiting: !created,
+		RepairID: id, Fault: fault, Error: d.Err.Error(), Waiting: waiting,
 	})
 	if err := j.batch.Wait(ctx); err != nil {
 		return err
 	}
 	w.cfg.Metrics.Repair(ctx, j.skill.Name, telemetry.RepairRequested)
-	if service.Final(rec.Status) {
-		// The repair ended before this execution was parked: release it now.
-		var p service.Parked
-		_ = json.Unmarshal(parked, &p)
-		if err := service.Release(ctx, w.cfg.Bus, kv, w.cfg.Source, rec, p); err != nil {
-			return err
-		}
-	}
 	if rev, ok := j.claimRev(); ok {
 		// The resumed job takes the claim path; don't make it wait for this lease.
 		_ = w.runs.Delete(ctx, claimKey(j.data.ExecutionID), jetstream.LastRevision(rev))
 	}
-	w.cfg.Log.Info("worker: execution parked for repair", "execution", j.data.ExecutionID, "repair", id, "fault", f.Kind, "name", f.Name, "new", created)
+	w.cfg.Log.Info("worker: execution parked for repair", "execution", j.data.ExecutionID, "repair", id, "fault", f.Kind, "name", f.Name, "waiting", waiting)
 	return j.msg.Ack()
 }
 

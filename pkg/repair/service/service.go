@@ -212,6 +212,14 @@ func (s *Service) process(ctx context.Context, msg jetstream.Msg) error {
 	}
 	switch e.Type() {
 	case events.TypeRepairRequested:
+		if s.cfg.Bus.Subjects.IsRepairParked(msg.Subject()) {
+			if refused, err := s.park(ctx, msg, e.Data()); err != nil {
+				return err
+			} else if refused != "" {
+				return msg.TermWithReason(refused)
+			}
+			break
+		}
 		var d repair.Diagnosis
 		if err := json.Unmarshal(e.Data(), &d); err != nil || d.ID == "" {
 			return msg.TermWithReason("unreadable diagnosis")
@@ -241,6 +249,8 @@ func (s *Service) diagnose(ctx context.Context, msg jetstream.Msg, d *repair.Dia
 	if err != nil {
 		return err
 	}
+	// What the service recorded, not what the message says.
+	d = &rec.Diagnosis
 	switch rec.Status {
 	case StatusRequested:
 	case StatusProposed:

@@ -289,8 +289,10 @@ func TestOneFaultOneRepair(t *testing.T) {
 		rec = list[0]
 		return rec.Status == service.StatusProposed && rec.Executions == len(ids), fmt.Sprintf("%+v", rec)
 	})
-	if seq := f.repairStreamSeq(); seq != 1 {
-		t.Fatalf("%d messages on the repair stream, want 1 repair job", seq)
+	// One park request per execution (the repair service alone writes KV
+	// repairs), and one repair job.
+	if seq := f.repairStreamSeq(); seq != uint64(len(ids))+1 {
+		t.Fatalf("%d messages on the repair stream, want %d park requests and 1 repair job", seq, len(ids))
 	}
 	if rec.Kind != "reference" || rec.Name != "titel" || rec.Step != "post" || rec.By != "reference" {
 		t.Fatalf("repair %+v", rec)
@@ -354,7 +356,8 @@ func TestOneFaultOneRepair(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		return info.NumPending == 0 && info.NumAckPending == 0 && info.Delivered.Stream == 4, fmt.Sprintf("%+v", info.Delivered)
+		// The park requests, the repair job, the approval, and the two again.
+		return info.NumPending == 0 && info.NumAckPending == 0 && info.Delivered.Stream == uint64(len(ids))+4, fmt.Sprintf("%+v", info.Delivered)
 	})
 	if n := f.pub.calls.Load(); n != 1 {
 		t.Fatalf("the registry was asked to publish %d times", n)
@@ -627,5 +630,71 @@ func TestRepairJobWhoseWritesFailIsRetriedUntilItSucceeds(t *testing.T) {
 	}
 	if got, err := f.act.Show(f.ctx, rec.ID); err != nil || got.Status != service.StatusApplied || f.pub.calls.Load() != 1 {
 		t.Fatalf("after the writes succeed the repair is %+v (%v), published %d times", got, err, f.pub.calls.Load())
+	}
+}
+
+// The repair service alone writes KV repairs, and it checks what a worker asks: a
+// park request whose repair id is not the fingerprint of its version and fault, or
+// whose job is another execution's or another skill's, is refused and writes
+// nothing. A sound one is recorded with what the catalog says (repair: auto or not),
+// never what the request says.
+func TestParkRequestsAreCheckedBeforeAnythingIsWritten(t *testing.T) {
+	f := setup(t, map[string]string{"issue-title": fmt.Sprintf(brokenSkill, "issue-title", "")})
+	sk, _ := f.cat.Get("issue-title")
+	fault := failure.Fault{Kind: failure.FaultReference, Name: "titel", Have: []string{"body", "title"}, Value: "steps.fetch.result", Step: "post"}
+	good := repair.Fingerprint(sk.Digest, &fault)
+	req := func(exec, id, jobExec, jobSkill string) service.ParkRequest {
+		d := repair.Diagnosis{ID: id, Skill: "issue-title", Digest: sk.Digest, Fault: fault, Error: "no key titel"}
+		job := events.Job{ExecutionID: jobExec, Skill: events.SkillRef{Name: jobSkill, Digest: sk.Digest}, Inputs: json.RawMessage(`{}`)}
+		return service.ParkRequest{Diagnosis: d, Parked: service.Parked{ExecutionID: exec, RepairID: id, Job: job}}
+	}
+	batch := f.b.Batch()
+	for _, r := range []service.ParkRequest{
+		req("forged-1", "0123456789abcdef0123", "forged-1", "issue-title"), // not the fingerprint: an approved record's id, say
+		req("forged-2", good, "someone-else", "issue-title"),               // another execution's job
+		req("forged-3", good, "forged-3", "hello"),                         // another skill's job
+	} {
+		service.Park(batch, f.b, "/test", bus.Meta{}, r)
+	}
+	if err := batch.Wait(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.eventually("the park requests handled", func() (bool, string) {
+		c, err := f.b.JS.Consumer(f.ctx, f.b.StreamRepair(), "repair")
+		if err != nil {
+			return false, err.Error()
+		}
+		info, err := c.Info(f.ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		return info.NumPending == 0 && info.NumAckPending == 0 && info.Delivered.Stream == 3, fmt.Sprintf("%+v", info.Delivered)
+	})
+	if keys, err := f.kv.ListKeys(f.ctx); err == nil {
+		var got []string
+		for k := range keys.Keys() {
+			got = append(got, k)
+		}
+		if len(got) > 0 {
+			t.Fatalf("refused park requests wrote %v", got)
+		}
+	}
+
+	batch = f.b.Batch()
+	service.Park(batch, f.b, "/test", bus.Meta{}, req("sound-1", good, "sound-1", "issue-title"))
+	if err := batch.Wait(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	var rec *service.Record
+	f.eventually("the sound request recorded", func() (bool, string) {
+		r, _, err := service.Load(f.ctx, f.kv, good)
+		rec = r
+		return err == nil && r.Status == service.StatusProposed, fmt.Sprintf("%+v %v", r, err)
+	})
+	if rec.Auto || rec.First != "sound-1" || rec.BudgetKey != repair.BudgetKey("issue-title", &fault) {
+		t.Fatalf("record %+v", rec)
+	}
+	if p, _, err := service.FindParked(f.ctx, f.kv, "sound-1"); err != nil || p == nil || p.RepairID != good {
+		t.Fatalf("parked: %+v %v", p, err)
 	}
 }

@@ -4,11 +4,15 @@
 // other front ends call.
 //
 // KV repairs holds, per repair (one skill version and fault), the record
-// "r.<id>", and per parked execution "w.<id>.<execution id>" with its job. A
-// worker parks an execution by writing its key first and reading the record second;
-// a repair worker ends a repair by writing the record's final status first and
-// listing the parked executions second, so every parked execution is resumed by one
-// of the two (both may: the resumed job's message id is the same).
+// "r.<id>", and per parked execution "w.<id>.<execution id>" with its job. The
+// repair service alone writes them: a worker asks it to park an execution with a
+// message on the REPAIR stream (Park), because a worker may not write the bucket —
+// with that right, anyone holding a worker's credentials could write an approved
+// record that the registry would then publish. The service parks an execution by
+// writing its key first and reading the record second, and ends a repair by
+// writing the record's final status first and listing the parked executions
+// second, so every parked execution is resumed by one of the two (both may: the
+// resumed job's message id is the same).
 package service
 
 import (
@@ -62,6 +66,10 @@ type Record struct {
 	NewVersion string    `json:"new_version,omitempty"`
 	Created    time.Time `json:"created"`
 	Updated    time.Time `json:"updated"`
+	// First is the execution whose park request created the record: a redelivery
+	// of that request publishes the repair job again (the creator may have died
+	// between the two).
+	First string `json:"first_execution,omitempty"`
 }
 
 // Parked is an execution waiting for a repair: its job, kept whole so that it can

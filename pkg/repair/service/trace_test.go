@@ -57,9 +57,14 @@ func TestRepairTrace(t *testing.T) {
 		byID[s.SpanID] = s
 	}
 
-	// The failed delivery: its repair job and its ack.
+	// The failed delivery asks the repair service to park it; the service's
+	// handling of that asks for the repair.
+	park := only(t, spans, "publish skillbus.repair.{skill}.parked")
+	otlptest.AssertChild(t, first, park)
+	parked := only(t, spans, "process skillbus.repair.traced-title.parked")
+	otlptest.AssertChild(t, park, parked)
 	ask := only(t, spans, "publish skillbus.repair.{skill}")
-	otlptest.AssertChild(t, first, ask)
+	otlptest.AssertChild(t, parked, ask)
 	if ask.Kind != 4 /* PRODUCER */ || ask.Attrs["messaging.system"] != "nats" || ask.Attrs["messaging.destination.name"] != "skillbus.repair.traced-title" ||
 		ask.Attrs["messaging.operation.type"] != "send" || ask.Attrs["messaging.message.id"] == nil {
 		t.Errorf("the repair job's span: %s %v", ask, ask.Attrs)
