@@ -24,6 +24,9 @@ type SkillRef struct {
 	ExecutionID string  `json:"execution_id"`
 	Source      string  `json:"source,omitempty"` // how it was recalled: forced | rule | lexical | semantic | llm | always
 	Score       float64 `json:"score,omitempty"`
+	// Ramp says which version a version ramp chose for this activation and why
+	// ("ramp 10% to 1a2b3c4d5e6f: slot 734 of 10000"); "" when the skill has no ramp.
+	Ramp string `json:"ramp,omitempty"`
 }
 
 // Plan is the activation plan: the primary skill runs first; on fatal

@@ -14,6 +14,7 @@ import (
 //	<execution>.held    a job held because its skill is paused (a run.Held)
 //	<execution>.wait    what an execution parked at a wait_for_event waits for (a run.Wait)
 //	skill.<name>.hold   a paused skill: its new runs wait (a run.Hold)
+//	skill.<name>.ramp   a share of a skill's new runs sent to another version (a run.Ramp)
 //	cancelon.<skill>.<type>.<execution>
 //	                    a run an event of a type may cancel (a skill's cancel_on),
 //	                    kept until the rule's timeout; <type> hashes the type
@@ -24,6 +25,7 @@ const (
 	runHeld   = ".held"
 	runWait   = ".wait"
 	skillHold = ".hold"
+	skillRamp = ".ramp"
 	skillKey  = "skill."
 	// RunsPausedFilter matches the keys of every paused execution.
 	RunsPausedFilter = "*" + runPaused
@@ -35,6 +37,8 @@ const (
 	RunsWaitFilter = "*" + runWait
 	// SkillsHoldFilter matches the keys of every paused skill.
 	SkillsHoldFilter = skillKey + "*" + skillHold
+	// SkillsRampFilter matches the keys of every version ramp.
+	SkillsRampFilter = skillKey + "*" + skillRamp
 )
 
 // RunClaimKey is the runs key of an execution's claim.
@@ -113,4 +117,18 @@ func RunsCancelOnFilter(skill, typ string) string {
 func typeToken(typ string) string {
 	sum := sha256.Sum256([]byte(typ))
 	return hex.EncodeToString(sum[:8])
+}
+
+// SkillRampKey is the runs key of a skill's version ramp.
+func SkillRampKey(skill string) string { return skillKey + skill + skillRamp }
+
+// RampedSkill returns the skill a runs key holds the ramp of; ok is false for a
+// key of anything else.
+func RampedSkill(key string) (skill string, ok bool) {
+	rest, ok := strings.CutPrefix(key, skillKey)
+	if !ok {
+		return "", false
+	}
+	name, ok := strings.CutSuffix(rest, skillRamp)
+	return name, ok && name != "" && !strings.Contains(name, ".")
 }

@@ -133,6 +133,10 @@ func (v *SkillRef) appendJSON(b []byte) ([]byte, error) {
 			return b, err
 		}
 	}
+	if v.Ramp != "" {
+		b = append(b, `,"ramp":`...)
+		b = jsonenc.AppendString(b, v.Ramp)
+	}
 	b = append(b, '}')
 	return b, nil
 }
@@ -714,6 +718,10 @@ func (v *SkillRef) jsonSize() int {
 	if v.Score != 0 {
 		n += 29
 	}
+	if v.Ramp != "" {
+		n += 10
+		n += len(v.Ramp) + len(v.Ramp)/8
+	}
 	return n
 }
 
@@ -1089,6 +1097,8 @@ func (v *SkillRef) decodeJSON(d *jsondec.Decoder, skip string) bool {
 			return jsondec.Once(&seen, 1<<5) && d.Str(&v.Source)
 		case "score":
 			return jsondec.Once(&seen, 1<<6) && jsondec.Float(d, &v.Score)
+		case "ramp":
+			return jsondec.Once(&seen, 1<<7) && d.Str(&v.Ramp)
 		}
 		return false
 	})
@@ -1101,7 +1111,8 @@ func (v *SkillRef) jsonIsZero() bool {
 		v.Pool == "" &&
 		v.ExecutionID == "" &&
 		v.Source == "" &&
-		v.Score == 0
+		v.Score == 0 &&
+		v.Ramp == ""
 }
 
 // decodeJSON decodes an object into v, zero, exactly as encoding/json would, or reports false (leaving v in any state). A member named skip, if not empty, is checked to be well-formed JSON and left out.

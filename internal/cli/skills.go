@@ -33,9 +33,12 @@ they read the catalog (KV bucket "skills") directly.`,
 		Example: `  skillbus skills list
   skillbus skills show hello --body
   skillbus skills search "order stock"
-  skillbus skills validate ./skills`,
+  skillbus skills validate ./skills
+  skillbus skills ramp hello 1a2b3c4d5e6f 10
+  skillbus skills rollback hello`,
 	}
-	cmd.AddCommand(skillsList(c, stdout), skillsShow(c, stdout), skillsSearch(c, stdout), validateCommand(c, stdout))
+	cmd.AddCommand(skillsList(c, stdout), skillsShow(c, stdout), skillsSearch(c, stdout), validateCommand(c, stdout),
+		skillsRampCommand(c, stdout), skillsRollbackCommand(c, stdout))
 	return cmd
 }
 

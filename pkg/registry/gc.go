@@ -45,6 +45,9 @@ func (r *Registry) GC(ctx context.Context) (*GCReport, error) {
 	for _, name := range slices.Sorted(maps.Keys(byName)) {
 		r.judge(ctx, &p, name, byName[name], current, now)
 	}
+	if err := r.keepRamped(ctx, &p); err != nil {
+		return nil, fmt.Errorf("registry: gc: ramps: %w", err)
+	}
 	objs, err := r.obs.List(ctx)
 	if err != nil && !errors.Is(err, jetstream.ErrNoObjectsFound) {
 		return nil, fmt.Errorf("registry: gc: list files: %w", err)

@@ -10,6 +10,7 @@ import (
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/flow"
+	"github.com/skillbus/skillbus/pkg/run"
 	"github.com/skillbus/skillbus/pkg/selector"
 	"github.com/skillbus/skillbus/pkg/skill"
 	"github.com/skillbus/skillbus/pkg/telemetry"
@@ -52,6 +53,8 @@ type trigger struct {
 	// folds are the debounced skills the trigger is folded into (see Router.fold);
 	// unfolded those admit took, to fold if they run at once (see admitDebounce).
 	folds, unfolded map[string]folding
+	// ramps are the version ramps in force (ramp.go); nil when none.
+	ramps map[string]*run.Ramp
 	// offline is a request decided once, offline (Filters): a debounced skill
 	// is shown folded wherever it stands in the plan.
 	offline bool
@@ -185,6 +188,9 @@ func plan(d *selector.Decision, t *trigger, subj events.Subjects, get func(strin
 		} else { // the generic skill, appended to the chain without being recalled
 			s, _ := get(name)
 			sr = skillRef(selector.Candidate{Name: s.Name, Skill: s, Source: "generic"}, t.e)
+		}
+		if t.ramps != nil {
+			sr = ramp(t.ramps, sr, t.actID)
 		}
 		refs[name] = sr
 		return sr

@@ -28,6 +28,7 @@ import (
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/bus/bustrace"
 	"github.com/skillbus/skillbus/pkg/control"
+	"github.com/skillbus/skillbus/pkg/run"
 	"github.com/skillbus/skillbus/pkg/selector"
 	"github.com/skillbus/skillbus/pkg/skill"
 	"github.com/skillbus/skillbus/pkg/telemetry"
@@ -113,6 +114,9 @@ type Router struct {
 	jobs    jetstream.Stream // read for the depth of a skill's child triggers
 	limits  *limiter
 	waits   *waitIndex // open wait_for_event waits (wait.go)
+	// ramps are the skills' version ramps (ramp.go); nil while none.
+	ramps  atomic.Pointer[map[string]*run.Ramp]
+	rampIx *rampIndex
 	// jobTemplate is the jobs' subject template, for their PRODUCER spans.
 	jobTemplate string
 	parseConfig parseConfig
@@ -244,9 +248,15 @@ func (r *Router) Start(ctx context.Context) error {
 		r.answers.Stop(ctx)
 		return fmt.Errorf("router: waits: %w", err)
 	}
+	if err := r.startRamps(ctx); err != nil {
+		r.answers.Stop(ctx)
+		r.stopWaits()
+		return fmt.Errorf("router: ramps: %w", err)
+	}
 	if err := r.startDebounce(ctx); err != nil {
 		r.answers.Stop(ctx)
 		r.stopWaits()
+		r.stopRamps()
 		return fmt.Errorf("router: %w", err)
 	}
 	r.sync()
@@ -289,6 +299,7 @@ func (r *Router) Stop(ctx context.Context) {
 	r.stopService()
 	r.live.stop()
 	r.stopWaits()
+	r.stopRamps()
 }
 
 func (r *Router) handle(ctx context.Context, msg jetstream.Msg) {
@@ -377,6 +388,7 @@ func (r *Router) decideTrigger(ctx context.Context, t *trigger) (outcome, error)
 			return nil, err
 		}
 	}
+	t.ramps = rampsNow(&r.ramps)
 	return plan(d, t, r.cfg.Bus.Subjects, r.sel.Get), nil
 }
 
