@@ -379,6 +379,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	PrintRoute(cfg.Out, RunRoute(10000, 5000, 100))
+	PrintFilter(cfg.Out, RunFilter(20000, 9))
 	if cfg.Durable > 0 {
 		return runDurable(ctx, cfg)
 	}

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/checker"
 	"cel.dev/cel-go/common/ast"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
@@ -121,11 +122,36 @@ func Compile(src string, kind Kind) (*Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	prg, err := env.Program(a, cel.CostLimit(CostLimit), cel.EvalOptions(cel.OptOptimize))
+	prg, err := program(env, a)
+	if err != nil {
+		return nil, err
+	}
+	return &Program{src: src, kind: kind, prg: prg, exts: exts}, nil
+}
+
+// program builds an expression's program. One whose cost CEL bounds before it
+// runs, whatever the event — no comprehension, no function over the data's
+// length: most filters — within CostLimit, runs without tracking its cost, which
+// would double or triple its time; any other is stopped at CostLimit as it runs.
+func program(e *cel.Env, a *cel.Ast) (cel.Program, error) {
+	opts := []cel.ProgramOption{cel.EvalOptions(cel.OptOptimize)}
+	if est, err := e.EstimateCost(a, noHints{}); err != nil || est.Max > CostLimit {
+		opts = append(opts, cel.CostLimit(CostLimit))
+	}
+	prg, err := e.Program(a, opts...)
 	if err != nil {
 		return nil, &Error{Line: 1, Column: 1, Msg: err.Error()}
 	}
-	return &Program{src: src, kind: kind, prg: prg, exts: exts}, nil
+	return prg, nil
+}
+
+// noHints estimates a cost knowing nothing of the data: what the data's sizes
+// can change is unbounded.
+type noHints struct{}
+
+func (noHints) EstimateSize(checker.AstNode) *checker.SizeEstimate { return nil }
+func (noHints) EstimateCallCost(string, string, *checker.AstNode, []checker.AstNode) *checker.CallEstimate {
+	return nil
 }
 
 func issueError(errs []*cel.Error) error {

@@ -46,9 +46,9 @@ func CompileMatch(src string) (*Program, error) {
 	if out := a.OutputType(); !out.IsAssignableType(cel.BoolType) {
 		return nil, &Error{Line: 1, Column: 1, Msg: fmt.Sprintf("a match must be true or false; this is %s", out)}
 	}
-	prg, err := matchEnv.Program(a, cel.CostLimit(CostLimit), cel.EvalOptions(cel.OptOptimize))
+	prg, err := program(matchEnv, a)
 	if err != nil {
-		return nil, &Error{Line: 1, Column: 1, Msg: err.Error()}
+		return nil, err
 	}
 	return &Program{src: src, kind: Filter, prg: prg}, nil
 }
