@@ -34,6 +34,7 @@ import (
 type violations struct {
 	mu    sync.Mutex
 	lines []string
+	next  chan struct{} // closed when the next line is logged
 }
 
 func (v *violations) log(format string, args ...any) {
@@ -41,8 +42,22 @@ func (v *violations) log(format string, args ...any) {
 	if strings.Contains(line, "Violation") {
 		v.mu.Lock()
 		v.lines = append(v.lines, line)
+		if v.next != nil {
+			close(v.next)
+			v.next = nil
+		}
 		v.mu.Unlock()
 	}
+}
+
+// logged is closed when the next violation is logged.
+func (v *violations) logged() <-chan struct{} {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.next == nil {
+		v.next = make(chan struct{})
+	}
+	return v.next
 }
 func (v *violations) Noticef(string, ...any)            {}
 func (v *violations) Debugf(string, ...any)             {}
@@ -615,26 +630,46 @@ func TestRolesRunTheWholeSystem(t *testing.T) {
 	debouncedRun := events.Subjects{Prefix: "skillbus"}.TriggerDebounced("hello")
 	wk := f.conn("worker")
 	wkJS, _ := jetstream.New(wk)
-	short := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, time.Second) }
-	c, cc := short()
+	// short bounds an action the server must refuse. A refused publish is never
+	// acknowledged: the action ends once the server has logged the violation that
+	// denied then checks for, rather than after waiting out its second.
+	short := func(role, subject string) (context.Context, context.CancelFunc) {
+		c, cc := context.WithTimeout(ctx, time.Second)
+		go func() {
+			for {
+				logged := v.logged()
+				if v.has(role, subject) {
+					cc()
+					return
+				}
+				select {
+				case <-c.Done():
+					return
+				case <-logged:
+				}
+			}
+		}()
+		return c, cc
+	}
+	c, cc := short("worker", "$KV.skills.hello")
 	_, err = wkJS.Publish(c, "$KV.skills.hello", []byte(`{}`))
 	cc()
 	f.denied("worker", "write the catalog (KV skills)", "$KV.skills.hello", err)
-	c, cc = short()
+	c, cc = short("worker", "$O.skill-files.C.x")
 	_, err = wkJS.Publish(c, "$O.skill-files.C.x", []byte(`x`))
 	cc()
 	f.denied("worker", "write skill files (object store)", "$O.skill-files.C.x", err)
-	c, cc = short()
+	c, cc = short("worker", "$JS.API.CONSUMER.CREATE.SKILLBUS_TRIGGERS.router")
 	_, err = wkJS.CreateOrUpdateConsumer(c, "SKILLBUS_TRIGGERS", jetstream.ConsumerConfig{Durable: "router"})
 	cc()
 	f.denied("worker", "change the router's consumer", "$JS.API.CONSUMER.CREATE.SKILLBUS_TRIGGERS.router", err)
-	c, cc = short()
+	c, cc = short("worker", "$JS.API.STREAM.DELETE.SKILLBUS_JOBS")
 	err = wkJS.DeleteStream(c, "SKILLBUS_JOBS")
 	cc()
 	f.denied("worker", "delete a stream", "$JS.API.STREAM.DELETE.SKILLBUS_JOBS", err)
 	// Only routers start a debounced burst's run: a router takes it past the
 	// debounce, so anyone else publishing one would skip the debounce.
-	c, cc = short()
+	c, cc = short("worker", debouncedRun)
 	_, err = wkJS.Publish(c, debouncedRun, []byte(`{}`))
 	cc()
 	f.denied("worker", "publish a debounced run", debouncedRun, err)
@@ -646,7 +681,7 @@ func TestRolesRunTheWholeSystem(t *testing.T) {
 	forged, _ := json.Marshal(map[string]any{"id": "forged", "skill": "hello", "status": "approved", "decided_by": "nobody",
 		"patch": map[string]any{"diff": "--- a/skill.yaml\n+++ b/skill.yaml\n"}})
 	for _, subj := range []string{"$KV.repairs.r.forged", "$KV.repairs.w.forged.x", "skillbus.repair.hello.decided", "skillbus.repair.hello"} {
-		c, cc = short()
+		c, cc = short("worker", subj)
 		_, err = wkJS.Publish(c, subj, forged)
 		cc()
 		f.denied("worker", "forge a repair: publish "+subj, subj, err)
@@ -658,49 +693,49 @@ func TestRolesRunTheWholeSystem(t *testing.T) {
 	pub := f.conn("publisher")
 	pubJS, _ := jetstream.New(pub)
 	for _, subj := range []string{"skillbus.exec.default.hello", "skillbus.events.x.execution.completed", "skillbus.dead.hello", "skillbus.repair.hello", "$KV.runs.x.result", debouncedRun} {
-		c, cc = short()
+		c, cc = short("publisher", subj)
 		_, err = pubJS.Publish(c, subj, []byte(`{}`))
 		cc()
 		f.denied("publisher", "publish "+subj, subj, err)
 	}
 	// Only the gateway records webhook bodies.
-	c, cc = short()
+	c, cc = short("publisher", "$KV.hooks.x")
 	_, err = pubJS.Publish(c, "$KV.hooks.x", []byte(`{}`))
 	cc()
 	f.denied("publisher", "write KV hooks", "$KV.hooks.x", err)
 	gw := f.conn("gateway")
 	gwJS, _ := jetstream.New(gw)
 	for _, subj := range []string{"skillbus.exec.default.hello", "skillbus.events.x.execution.completed", "skillbus.dead.hello", "$KV.runs.x.result", "$KV.skills.hello", "$KV.repairs.x", debouncedRun} {
-		c, cc = short()
+		c, cc = short("gateway", subj)
 		_, err = gwJS.Publish(c, subj, []byte(`{}`))
 		cc()
 		f.denied("gateway", "publish "+subj, subj, err)
 	}
-	c, cc = short()
+	c, cc = short("gateway", "$JS.API.CONSUMER.CREATE.SKILLBUS_JOBS")
 	_, err = gwJS.CreateOrUpdateConsumer(c, "SKILLBUS_JOBS", jetstream.ConsumerConfig{Durable: "thief"})
 	cc()
 	f.denied("gateway", "consume jobs", "$JS.API.CONSUMER.CREATE.SKILLBUS_JOBS", err)
-	c, cc = short()
+	c, cc = short("gateway", "$JS.API.STREAM.DELETE.KV_hooks")
 	err = gwJS.DeleteKeyValue(c, "hooks")
 	cc()
 	f.denied("gateway", "delete the hooks bucket", "$JS.API.STREAM.DELETE.KV_hooks", err)
-	c, cc = short()
+	c, cc = short("publisher", "$JS.API.CONSUMER.CREATE.SKILLBUS_JOBS")
 	_, err = pubJS.CreateOrUpdateConsumer(c, "SKILLBUS_JOBS", jetstream.ConsumerConfig{Durable: "thief"})
 	cc()
 	f.denied("publisher", "consume jobs", "$JS.API.CONSUMER.CREATE.SKILLBUS_JOBS", err)
-	c, cc = short()
+	c, cc = short("publisher", "$JS.API.CONSUMER.CREATE.SKILLBUS_EVENTS.router-confirmations")
 	_, err = pubJS.CreateOrUpdateConsumer(c, "SKILLBUS_EVENTS", jetstream.ConsumerConfig{Durable: "router-confirmations"})
 	cc()
 	f.denied("publisher", "change the router's confirmations consumer", "$JS.API.CONSUMER.CREATE.SKILLBUS_EVENTS.router-confirmations", err)
 
 	// The operator publishes jobs (dlq replay) but no dead letters, results or progress.
 	for _, subj := range []string{"skillbus.dead.hello", "skillbus.events.x.execution.completed", "skillbus.repair.hello", debouncedRun} {
-		c, cc = short()
+		c, cc = short("operator", subj)
 		_, err = opJS.Publish(c, subj, []byte(`{}`))
 		cc()
 		f.denied("operator", "publish "+subj, subj, err)
 	}
-	c, cc = short()
+	c, cc = short("operator", "$KV.runs.x.result")
 	_, err = opJS.Publish(c, "$KV.runs.x.result", []byte(`{}`))
 	cc()
 	f.denied("operator", "write a run record", "$KV.runs.x.result", err)
