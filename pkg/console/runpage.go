@@ -24,11 +24,13 @@ import (
 const maxRunEvents = 2000
 
 type runView struct {
-	ID        string
-	Run       Run
-	Indexed   bool
-	Trigger   *triggerView
-	Decided   *events.RouteDecided
+	ID      string
+	Run     Run
+	Indexed bool
+	Trigger *triggerView
+	Decided *events.RouteDecided
+	// Flow are the flow-control verdicts of the decision (flowVerdicts).
+	Flow      []string
 	Inputs    string
 	Events    []eventView
 	Log       *workflow.Log
@@ -270,6 +272,7 @@ func (c *Console) loadDecision(ctx context.Context, v *runView, activation strin
 	}
 	data, _ := json.Marshal(d)
 	v.Decided = &d
+	v.Flow = flowVerdicts(&d)
 	v.Events = append([]eventView{{Time: at, Kind: events.Kind(events.TypeRouteDecided),
 		Summary: "primary=" + d.Plan.Primary.Name + " candidates=" + strconv.Itoa(len(d.Candidates)), Data: prettyJSON(data)}}, v.Events...)
 	v.Trigger = &triggerView{TriggerRef: d.Trigger}
