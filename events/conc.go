@@ -39,3 +39,18 @@ func ConcSlotGate(key string) (gate string, ok bool) {
 // StageSlot is the stage of a job published again when a concurrency slot it
 // waited for was freed.
 const StageSlot = "slot"
+
+// Keys of the runs bucket for throttles (see the worker):
+//
+//	thr.<skill>.<key hash>     a throttle's next start time for a key value (GCRA)
+//	<execution>.throttle       the start time a throttled run waits for
+const (
+	throttleKey = "thr."
+	runThrottle = ".throttle"
+)
+
+// ThrottleKey is the runs key of a skill's throttle for one key value.
+func ThrottleKey(skill, keyHash string) string { return throttleKey + skill + "." + keyHash }
+
+// RunThrottleKey is the runs key of the start time a throttled execution waits for.
+func RunThrottleKey(executionID string) string { return executionID + runThrottle }

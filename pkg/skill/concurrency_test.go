@@ -3,6 +3,7 @@ package skill
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -63,6 +64,53 @@ func TestConcurrencyField(t *testing.T) {
 			}
 			if s.MaxConcurrent != tt.max {
 				t.Errorf("max_concurrent %d, want %d", s.MaxConcurrent, tt.max)
+			}
+		})
+	}
+}
+
+func TestThrottleField(t *testing.T) {
+	t.Parallel()
+	md := func(fields string) []byte {
+		return []byte("---\nname: orders\ndescription: d\n" + fields + "---\nReview each large order from a gold customer and flag anything unusual.\n")
+	}
+	tests := []struct {
+		name   string
+		fields string
+		want   *Throttle
+		diags  []string
+	}{
+		{name: "throttle", fields: "throttle: {key: data.customer, limit: 10, period: 1s, burst: 2}\n",
+			want: &Throttle{Key: "data.customer", Limit: 10, Period: Duration(time.Second), Burst: 2}},
+		{name: "no key", fields: "throttle: {limit: 1, period: 1m}\n", want: &Throttle{Limit: 1, Period: Duration(time.Minute)}},
+		{name: "zero limit", fields: "throttle: {limit: 0, period: 1s}\n", diags: []string{"4:19: error: throttle.limit must be from 1 to 10000, not 0"}},
+		{name: "negative burst", fields: "throttle: {limit: 1, period: 1s, burst: -1}\n", diags: []string{"4:41: error: throttle.burst must be from 0 to 10000"}},
+		{name: "no period", fields: "throttle: {limit: 1}\n", diags: []string{"4:1: error: throttle needs period"}},
+		{name: "sub-second", fields: "throttle: {limit: 1, period: 500ms}\n", diags: []string{"4:30: error: throttle.period 500ms is out of range"}},
+		{name: "bad key", fields: "throttle: {key: data.x +, limit: 1, period: 1s}\n", diags: []string{"4:25: error: throttle.key is not a valid expression: Syntax error"}},
+		{name: "unknown", fields: "throttle: {limit: 1, period: 1s, rate: 2}\n", diags: []string{"4:34: error: unknown field throttle.rate"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s, ds := ParseSkillMD("skills/orders/SKILL.md", md(tt.fields))
+			var got []string
+			for _, d := range ds {
+				got = append(got, strings.TrimPrefix(d.String(), "skills/orders/SKILL.md:"))
+			}
+			if len(got) != len(tt.diags) {
+				t.Fatalf("diagnostics %q, want %d starting %q", got, len(tt.diags), tt.diags)
+			}
+			for i := range got {
+				if !strings.HasPrefix(got[i], tt.diags[i]) {
+					t.Errorf("diagnostic %d is %q, want it to start %q", i, got[i], tt.diags[i])
+				}
+			}
+			if ds.HasErrors() {
+				return
+			}
+			if diff := cmp.Diff(tt.want, s.Throttle); diff != "" {
+				t.Errorf("throttle (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -137,6 +137,9 @@
 //	concurrency      up to two entries of key: (CEL, optional) and limit: (1 to 1000):
 //	                 at most limit runs at once per key value, the rest waiting; an
 //	                 entry without key is max_concurrent (see Concurrency)
+//	throttle         key: (CEL, optional), limit: (1 to 10000), period: (whole seconds,
+//	                 1s to 24h), burst: (optional): runs beyond limit per period wait
+//	                 for their turn (see Throttle)
 //
 // skill.yaml adds inputs, steps, outputs and confirmations (see Workflows); in a
 // SKILL.md front matter they are an error pointing to skill.yaml.

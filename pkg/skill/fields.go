@@ -255,6 +255,7 @@ func metaFieldList(withWorkflow bool) []*field {
 	fs = append(fs, scheduleFields()...)
 	fs = append(fs, flowFields()...)
 	fs = append(fs, concurrencyFields()...)
+	fs = append(fs, throttleFields()...)
 	wf := []*field{
 		{name: "inputs", container: true, decode: decodeInputs},
 		{name: "steps", container: true, decode: decodeSteps},

@@ -99,8 +99,10 @@ type Skill struct {
 	MaxConcurrent   int      `json:"max_concurrent,omitempty"`
 	// Concurrency bounds the runs of each key value at once, fleet-wide.
 	Concurrency []Concurrency `json:"concurrency,omitempty"`
-	Entrypoints []Entrypoint  `json:"entrypoints,omitempty"`
-	Workflow    *Workflow     `json:"workflow,omitempty"`
+	// Throttle bounds how fast the skill's runs start, fleet-wide; runs beyond it wait.
+	Throttle    *Throttle    `json:"throttle,omitempty"`
+	Entrypoints []Entrypoint `json:"entrypoints,omitempty"`
+	Workflow    *Workflow    `json:"workflow,omitempty"`
 	// Repair is how a repairable failure of the skill is repaired: RepairApprove
 	// (default) proposes a patch and waits for a person, RepairAuto applies it,
 	// RepairOff never repairs.

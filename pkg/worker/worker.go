@@ -167,7 +167,8 @@ type Worker struct {
 	ctl       control            // cancelled executions, paused skills (control.go)
 	stopCtl   context.CancelFunc // ends their watch
 	ctlWatch  sync.WaitGroup
-	gates     gates // keyed concurrency (concurrency.go)
+	gates     gates    // keyed concurrency (concurrency.go)
+	throttles sync.Map // skill digest → *throttleProg (throttle.go)
 
 	repairsOnce sync.Once
 	repairs     jetstream.KeyValue
@@ -483,6 +484,11 @@ func (w *Worker) gate(ctx context.Context, j *job) (done bool, err error) {
 		return true, w.declined(ctx, j)
 	case j.takeovers > w.cfg.CrashAllowance:
 		return true, w.fail(ctx, j, "", failure.Fatalf("workers died running it %d times (the crash allowance is %d): it is not run again", j.takeovers, w.cfg.CrashAllowance))
+	}
+	if j.skill.Throttle != nil {
+		if done, err := w.throttle(ctx, j); done || err != nil {
+			return true, err
+		}
 	}
 	if len(j.skill.Concurrency) > 0 {
 		if p := w.gateProgsOf(j.skill); p.err != nil || len(p.entries) > 0 {
