@@ -317,6 +317,7 @@ func Run(ctx context.Context, cfg Config) error {
 		sb("skillbus 3-step", three, events.DefaultLevel),
 		sb("skillbus full", noopSkill, events.LevelFull),
 		sb("skillbus terminal", noopSkill, events.LevelTerminal),
+		sb("skillbus keyed", keyedSkill, events.DefaultLevel),
 	}
 	// A process's first run costs more CPU per execution than the ones after it
 	// (caches, the heap growing): an untimed skillbus run takes it, and learns the
@@ -375,6 +376,8 @@ func Run(ctx context.Context, cfg Config) error {
 		med("skillbus full", "bare JetStream", thr), med("skillbus", "bare JetStream", thr), med("skillbus terminal", "bare JetStream", thr))
 	fmt.Fprintf(w, "ratio 3-step workflow/one-step skill (tool → compute → tool, local HTTP tool; median of %d rounds): throughput %.2f   latency p50 %.2f\n",
 		cfg.Rounds, med("skillbus 3-step", "skillbus", thr), med("skillbus 3-step", "skillbus", func(a, b Result) float64 { return ratio(b.P50, a.P50) }))
+	fmt.Fprintf(w, "ratio keyed concurrency (at most 2 at once per key, 256 keys)/one-step skill (median of %d rounds): throughput %.2f   latency p50 %.2f\n",
+		cfg.Rounds, med("skillbus keyed", "skillbus", thr), med("skillbus keyed", "skillbus", p50))
 	if err := runTracing(ctx, cfg); err != nil {
 		return err
 	}

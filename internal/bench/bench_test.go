@@ -50,6 +50,8 @@ func TestBenchRuns(t *testing.T) {
 				`ratio skillbus/minimal JetStream pipeline, sync_interval=always .*: throughput \d+\.\d\d`,
 				`skillbus 3-step\s+\d+ exec/s`,
 				`ratio 3-step workflow/one-step skill .*: throughput \d+\.\d\d`,
+				`skillbus keyed\s+\d+ exec/s`,
+				`ratio keyed concurrency \(at most 2 at once per key, 256 keys\)/one-step skill .*: throughput \d+\.\d\d`,
 				`tracing off\s+\d+ exec/s`,
 				`tracing on\s+\d+ exec/s`,
 				// 5 spans an execution: fewer would be spans lost; a redelivery on a slow

@@ -31,6 +31,15 @@ var noopSkill = &skill.Skill{
 	},
 }
 
+// keyedSkill is the one-step skill under keyed concurrency: at most 2 runs at once
+// per key, the triggers spread over 256 keys, so some runs wait for a slot.
+var keyedSkill = func() *skill.Skill {
+	s := *noopSkill
+	s.Name, s.Digest = "keyed", "2222222222222222222222222222222222222222222222222222222222222222"
+	s.Concurrency = []skill.Concurrency{{Key: "int(data.n) % 256", Limit: 2}}
+	return &s
+}()
+
 // workflowSkill is the three-step skill: a local HTTP call, a compute step, an echo.
 func workflowSkill(url string) *skill.Skill {
 	return &skill.Skill{
