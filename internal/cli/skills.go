@@ -29,7 +29,8 @@ func skillsCommand(c *common, stdout io.Writer) *cobra.Command {
 skill files before they are published (validate, which needs no NATS server).
 
 list, show and search ask the skillbus-registry service; when no registry answers
-they read the catalog (KV bucket "skills") directly.`,
+they read the catalog (KV bucket "skills") directly. ramp sends a share of a
+skill's new runs to another kept version; rollback ends the ramp.`,
 		Example: `  skillbus skills list
   skillbus skills show hello --body
   skillbus skills search "order stock"

@@ -1,0 +1,71 @@
+package registry_test
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/pkg/catalog"
+	"github.com/skillbus/skillbus/pkg/registry"
+	"github.com/skillbus/skillbus/pkg/run"
+)
+
+// A version a ramp sends runs to is kept, with its files, past its retention,
+// for as long as the ramp lasts; once rolled back it is collected.
+func TestGCKeepsRampedVersion(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	reg := e.registry(registry.Config{Retention: registry.Retention{Keep: 1, For: time.Nanosecond, Max: 2}})
+	p := filepath.Join(e.dir, "alpha", "SKILL.md")
+	var digests []string
+	for i := range 3 {
+		write(t, p, skillMD("alpha", "version "+string(rune('a'+i))))
+		if _, err := reg.Sync(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+		digests = append(digests, e.entry("alpha").Digest)
+	}
+	runs, err := e.b.KV(e.ctx, e.b.BucketRuns())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, _ := json.Marshal(run.Ramp{Skill: "alpha", Digest: digests[0], Basis: 1000, By: "ada"})
+	if _, err := runs.Put(e.ctx, events.SkillRampKey("alpha"), rec); err != nil {
+		t.Fatal(err)
+	}
+	kept := func(digest string) bool {
+		_, err := e.kv.Get(e.ctx, catalog.VersionKey("alpha", digest))
+		return err == nil
+	}
+	files := func(digest string) int {
+		objs, _ := e.obs().List(e.ctx)
+		n := 0
+		for _, o := range objs {
+			if strings.HasPrefix(o.Name, catalog.ObjectName("alpha", digest, "")) {
+				n++
+			}
+		}
+		return n
+	}
+	if _, err := reg.GC(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !kept(digests[0]) || files(digests[0]) == 0 {
+		t.Fatal("the ramped version was collected")
+	}
+	if kept(digests[1]) {
+		t.Fatal("a version neither ramped nor retained was kept: the test proves nothing")
+	}
+	if err := runs.Delete(e.ctx, events.SkillRampKey("alpha")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.GC(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if kept(digests[0]) {
+		t.Fatal("the version was kept after its ramp was rolled back")
+	}
+}
