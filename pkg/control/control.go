@@ -13,6 +13,7 @@
 package control
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -254,8 +255,8 @@ func (c *Controller) release(ctx context.Context, job events.Job, meta map[strin
 // exists reports whether anything knows of an execution that has no outcome: a
 // record of it in KV runs (a cancel, claim, paused or held record), a parked
 // record in KV repairs, or its job in JOBS. The records are read first; JOBS is
-// only read (its headers, every job's) for an execution none of them knows: one
-// that is queued and never ran, or none.
+// only read for an execution none of them knows: one that is queued and never
+// ran, or none.
 func (c *Controller) exists(ctx context.Context, id string) (bool, error) {
 	for _, key := range []string{events.RunCancelKey(id), events.RunClaimKey(id), events.RunPausedKey(id), events.RunHeldKey(id)} {
 		_, err := c.runs.Get(ctx, key)
@@ -273,25 +274,68 @@ func (c *Controller) exists(ctx context.Context, id string) (bool, error) {
 			return true, nil
 		}
 	}
-	// Every job's message id begins with its execution's: <execution>.job, and
-	// <execution>.job.<why> when published again.
+	return c.queued(ctx, id)
+}
+
+// queued reports whether JOBS holds a job of the execution. Its subject cannot
+// be built from the execution id alone (it names the activation and the skill,
+// and the id is a hash of the trigger and the skill), so jobs are read and told
+// by their event id, <execution>.job (<execution>.job.<why> when published
+// again), newest first: a run still queued is among the latest jobs, which a
+// lookup reads before the older ones, in ranges that double as it goes back.
+func (c *Controller) queued(ctx context.Context, id string) (bool, error) {
+	info, err := c.jobs.Info(ctx)
+	if err != nil {
+		return false, fmt.Errorf("read the jobs: %w", err)
+	}
+	first, end := info.State.FirstSeq, info.State.LastSeq+1
+	if info.State.Msgs == 0 {
+		return false, nil
+	}
 	prefix := id + ".job"
+	for size := uint64(queuedRange); end > first; size *= 2 {
+		from := first
+		if end-first > size {
+			from = end - size
+		}
+		if found, err := c.queuedIn(ctx, prefix, from, end); err != nil || found {
+			return found, err
+		}
+		end = from
+	}
+	return false, nil
+}
+
+// queuedRange is how many jobs a lookup reads first, from the newest back.
+const queuedRange = 128
+
+// queuedIn reports whether a job whose event id is prefix, or prefix and more,
+// is in JOBS between sequences from and end (excluded).
+func (c *Controller) queuedIn(ctx context.Context, prefix string, from, end uint64) (bool, error) {
 	cons, err := c.jobs.CreateConsumer(ctx, jetstream.ConsumerConfig{AckPolicy: jetstream.AckNonePolicy,
-		HeadersOnly: true, MemoryStorage: true, InactiveThreshold: time.Minute})
+		FilterSubject: c.b.Subjects.AllExec(), DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: from,
+		MemoryStorage: true, InactiveThreshold: time.Minute})
 	if err != nil {
 		return false, fmt.Errorf("read the jobs: %w", err)
 	}
 	// Gone at once, not after its inactivity: it is no one's to wait for.
 	defer func() { _ = c.jobs.DeleteConsumer(context.WithoutCancel(ctx), cons.CachedInfo().Name) }()
-	for {
-		batch, err := cons.FetchNoWait(1024)
+	for next := from; next < end; {
+		batch, err := cons.FetchNoWait(int(min(end-next, 1024)))
 		if err != nil {
 			return false, fmt.Errorf("read the jobs: %w", err)
 		}
 		n := 0
 		for m := range batch.Messages() {
 			n++
-			if mid := m.Headers().Get(jetstream.MsgIDHeader); mid == prefix || strings.HasPrefix(mid, prefix+".") {
+			md, err := m.Metadata()
+			if err != nil {
+				return false, fmt.Errorf("read the jobs: %w", err)
+			}
+			if next = md.Sequence.Stream + 1; md.Sequence.Stream >= end {
+				return false, nil
+			}
+			if jobOf(m, prefix) {
 				return true, nil
 			}
 		}
@@ -302,6 +346,28 @@ func (c *Controller) exists(ctx context.Context, id string) (bool, error) {
 			return false, nil
 		}
 	}
+	return false, nil
+}
+
+// structuredHead begins every job skillbus publishes (bus.Event.JobMsg).
+var structuredHead = []byte(`{"specversion":"1.0","id":"`)
+
+// jobOf reports whether m is a job whose event id is prefix (<execution>.job) or
+// begins with prefix and a dot.
+func jobOf(m jetstream.Msg, prefix string) bool {
+	is := func(id string) bool { return id == prefix || strings.HasPrefix(id, prefix+".") }
+	if mid := m.Headers().Get(jetstream.MsgIDHeader); mid != "" { // the event id, where there is one
+		return is(mid)
+	}
+	if rest, ok := bytes.CutPrefix(m.Data(), structuredHead); ok {
+		// Without decoding: the id, then its closing quote or a dot and more.
+		if !bytes.HasPrefix(rest, []byte(prefix)) || len(rest) == len(prefix) {
+			return false
+		}
+		return rest[len(prefix)] == '"' || rest[len(prefix)] == '.'
+	}
+	e, err := bus.DecodeFast(m) // a job in another form
+	return err == nil && is(e.ID)
 }
 
 func (c *Controller) loadHeld(ctx context.Context, id string) (*run.Held, uint64, error) {

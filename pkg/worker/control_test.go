@@ -14,6 +14,7 @@ import (
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/internal/natstest"
+	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/control"
 	"github.com/skillbus/skillbus/pkg/run"
 	"github.com/skillbus/skillbus/pkg/skill"
@@ -430,5 +431,37 @@ func TestCancelOfASleepingRun(t *testing.T) {
 	f.drained()
 	if n := f.calls["greet"].Load(); n != 1 {
 		t.Fatalf("greet called %d times, want 1 (the step before the sleep)", n)
+	}
+}
+
+// A run the router queued (its job published create-only, as every plan job is)
+// and no worker took yet is found by a cancel: cancelled before any worker of its
+// pool runs, it ends execution.cancelled when one starts, and never runs.
+func TestCancelOfARoutedRunNoWorkerTookYet(t *testing.T) {
+	t.Parallel()
+	f := setup(t, oneStep("hello", "greet", 0))
+	f.startRouter()
+	m, err := bus.Event{ID: "q1", Source: "/t", Type: "io.example.greet", Data: map[string]any{"who": "ada"}}.
+		Msg(f.b.Subjects.TriggerSkill("hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bt := f.b.Batch()
+	bt.Publish(m)
+	if err := bt.Wait(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.triggersRouted()
+	id := events.ExecutionID("/t", "q1", "hello")
+	if res := f.cancel(id); res.State != control.StateActive || res.ExecutionID != id {
+		t.Fatalf("cancel of a routed, queued run: %+v", res)
+	}
+	f.start()
+	if ev := f.waitCancelled(id); ev["started"] != false {
+		t.Errorf("execution.cancelled of a queued run says started: %v", ev)
+	}
+	f.drained()
+	if n := f.calls["greet"].Load(); n != 0 {
+		t.Fatalf("greet called %d times: a cancelled queued run ran", n)
 	}
 }
