@@ -181,10 +181,12 @@ func (ix *waitIndex) waitingFor(typ string) []*openWait {
 // matchWaits ends the waits a trigger matches: it publishes their wait.ended
 // and returns once the stream has them, so a trigger is acked only after the
 // waits it ends are recorded. An error retries the trigger; the fixed message
-// ids make that harmless.
+// ids make that harmless. A debounced or batch run (t.burstOf) matches nothing:
+// it replays events that came before, with their type and data, and its own
+// event was matched when it came.
 func (r *Router) matchWaits(ctx context.Context, t *trigger) error {
 	ix := r.waits
-	if ix == nil || ix.open.Load() == 0 || t.e == nil {
+	if ix == nil || ix.open.Load() == 0 || t.e == nil || t.burstOf != "" {
 		return nil
 	}
 	open := ix.waitingFor(t.e.Type)

@@ -216,3 +216,36 @@ func TestWaitForEventTwoRoutersResumeOnce(t *testing.T) {
 		t.Fatalf("greet called %d times, want 2", n)
 	}
 }
+
+// A run on a skill's debounced subject, which only routers publish, replays an
+// event that came before: it ends no wait, even one its data matches. An event
+// of the type on the ordinary subject still does.
+func TestWaitForEventIgnoresDebouncedRuns(t *testing.T) {
+	t.Parallel()
+	f := setup(t, waiter("waiter", time.Hour, ""))
+	f.start()
+	f.startRouter()
+	id := f.jobInputs("b1", "waiter", `{"who":"ada","order":"o-3"}`)
+	f.parked(id)
+
+	m, err := bus.Event{ID: "replayed", Source: events.SourceDebounced + "waiter", Type: paidType,
+		Data: map[string]any{"order": "o-3", "amount": 3}}.Msg(f.b.Subjects.TriggerDebounced("waiter"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bt := f.b.Batch()
+	bt.Publish(m)
+	if err := bt.Wait(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.triggersRouted()
+	if n := len(f.events(id, events.TypeWaitEnded)); n != 0 {
+		t.Fatalf("%d wait.ended after a debounced run, want 0", n)
+	}
+	if p, _, err := run.LoadPaused(f.ctx, f.runs, id); err != nil || p == nil {
+		t.Fatalf("a debounced run ended the wait (paused %v, err %v)", p, err)
+	}
+
+	f.pay("pay-3", "o-3", 3)
+	f.waitEvent(id, events.TypeExecutionCompleted)
+}
