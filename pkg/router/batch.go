@@ -411,8 +411,7 @@ func (r *Router) publishBatch(ctx context.Context, s batchSubjects, name string,
 		return err
 	}
 	m := bus.Encode(r.cfg.Bus.Subjects.TriggerDebounced(name), "batch."+name+"."+ev.ID(), &ev)
-	_, err := r.cfg.Bus.Publish(ctx, m)
-	return err
+	return r.publishRun(ctx, m, name)
 }
 
 // BatchRunID is the id of the run of the batch opened at first in the log id:

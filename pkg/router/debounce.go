@@ -251,7 +251,7 @@ func (r *Router) fire(ctx context.Context, msg jetstream.Msg) error {
 	ev.SetID(act)
 	ev.SetSource(DebounceSource(name))
 	m := bus.Encode(r.cfg.Bus.Subjects.TriggerDebounced(name), "debounce."+name+"."+act, ev)
-	if _, err := r.cfg.Bus.Publish(ctx, m); err != nil {
+	if err := r.publishRun(ctx, m, name); err != nil {
 		return err
 	}
 	// A trigger folded while the timer fired is the latest of a burst with no
