@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -79,6 +80,10 @@ type gates struct {
 	work    sync.WaitGroup             // releases under way
 	stop    func()
 }
+
+// heldWrittenHook, when set (by tests), is called between writing a waiting run's
+// record and trying its slots again.
+var heldWrittenHook atomic.Pointer[func(executionID string, rev uint64)]
 
 type waiter struct {
 	rev uint64
@@ -268,11 +273,12 @@ func (w *Worker) freeSlots(j *job) {
 	j.slots = nil
 }
 
-// waitForSlot sets j aside to wait for a slot of gate names[blocked].
+// waitForSlot sets j aside to wait for a slot of gate names[blocked]. An error
+// hands the delivery back (done): it must not run without its slots.
 func (w *Worker) waitForSlot(ctx context.Context, j *job, names []string, limits []int, blocked int) (done bool, err error) {
 	data, err := json.Marshal(j.data)
 	if err != nil {
-		return false, err
+		return true, err
 	}
 	rec, err := json.Marshal(run.Held{
 		ExecutionID: j.data.ExecutionID, Skill: j.data.Skill.Name, Subject: j.msg.Subject(), Job: data,
@@ -280,28 +286,32 @@ func (w *Worker) waitForSlot(ctx context.Context, j *job, names []string, limits
 		At:   time.Now().UTC(), Gate: names[blocked], Limit: limits[blocked],
 	})
 	if err != nil {
-		return false, err
+		return true, err
 	}
 	// Acked below, the job has no other copy: its record must outlive KV runs' TTL.
 	key := events.RunHeldKey(j.data.ExecutionID)
 	rev, err := execctl.PutKept(ctx, w.cfg.Bus, key, rec)
 	if err != nil {
-		return false, fmt.Errorf("set aside a run waiting for a concurrency slot: %w", err)
+		return true, fmt.Errorf("set aside a run waiting for a concurrency slot: %w", err)
+	}
+	if h := heldWrittenHook.Load(); h != nil {
+		(*h)(j.data.ExecutionID, rev)
 	}
 	// A slot freed before the record was written released no one: try once more.
 	again, err := w.trySlots(ctx, j, names, limits)
 	if err != nil {
-		return false, err
+		return true, err
 	}
 	if again < 0 {
-		err := w.runs.Delete(ctx, key, jetstream.LastRevision(rev))
-		switch {
-		case err == nil:
-			return false, nil // runs now, as it came
-		case !isWrongLastSequence(err):
-			return false, err
+		// Whether or not this delete wins, a worker that saw the record and a freed
+		// slot may have published a copy already (releaseWaiting deletes the record
+		// only after publishing it). The copy claims the execution and would take
+		// this slot back as its own, so this delivery runs only if it claims the
+		// execution first: never on the fast path.
+		if err := w.runs.Delete(ctx, key, jetstream.LastRevision(rev)); err != nil && !isWrongLastSequence(err) {
+			w.freeSlots(j)
+			return true, err // handed back: its redelivery claims the execution
 		}
-		// Released meanwhile: a copy is queued; whichever claims the execution runs it.
 		if j.fast {
 			j.fast = false
 			if handled, err := w.claim(ctx, j); handled || err != nil {
@@ -314,7 +324,7 @@ func (w *Worker) waitForSlot(ctx context.Context, j *job, names []string, limits
 	if _, claimed := j.claimRev(); claimed {
 		// Handed back on purpose: whoever runs it later claims it at once.
 		if err := w.release(ctx, j, j.retries); err != nil {
-			return false, err
+			return true, err
 		}
 	}
 	w.cfg.Log.Debug("worker: run waits for a concurrency slot", "execution", j.data.ExecutionID, "gate", names[again])

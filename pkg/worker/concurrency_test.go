@@ -18,6 +18,7 @@ import (
 	"github.com/skillbus/skillbus/pkg/run"
 	"github.com/skillbus/skillbus/pkg/skill"
 	"github.com/skillbus/skillbus/pkg/tool"
+	"github.com/skillbus/skillbus/pkg/worker"
 )
 
 // keyedSkill runs the "keyed" tool once, with the run's key, under a limit per key.
@@ -252,5 +253,90 @@ func TestCancelARunWaitingForASlot(t *testing.T) {
 	}
 	if n := f.outcomes(waiting); n != 1 {
 		t.Fatalf("%d outcomes of the cancelled run, want 1", n)
+	}
+}
+
+// A run whose slot frees between writing its waiting record and trying the slots
+// again may be released (a copy published) while it takes the slot itself: only
+// one of the two runs. The test frees the slot at that moment by giving it to the
+// run's own execution (which takeSlot takes back as its own) and publishes the
+// copy a worker would, under the same message id.
+func TestRunReleasedWhileItTakesItsSlotRunsOnce(t *testing.T) {
+	t.Parallel()
+	f := setup(t, keyedSkill("race-slot", 1))
+	o := newOverlap("r")
+	f.tools = mustSet(t, f.tools, o.tool())
+	f.start()
+	f.startWorker("second")
+	slot := events.ConcSlotKey(slotGate("race-slot", "r"), 0)
+	if _, err := f.runs.Create(f.ctx, slot, []byte("blocker")); err != nil {
+		t.Fatal(err)
+	}
+	want := events.ExecutionID("/t", "r0", "race-slot")
+	var once sync.Once
+	unset := worker.SetHeldWrittenHook(func(id string, rev uint64) {
+		if id != want {
+			return
+		}
+		once.Do(func() {
+			e, err := f.runs.Get(f.ctx, events.RunHeldKey(id))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			var h run.Held
+			var j events.Job
+			if err := json.Unmarshal(e.Value(), &h); err != nil {
+				t.Error(err)
+				return
+			}
+			if err := json.Unmarshal(h.Job, &j); err != nil {
+				t.Error(err)
+				return
+			}
+			m, err := bus.Event{ID: id + ".job.slot." + strconv.FormatUint(rev, 10), Source: "/w", Type: events.TypeJob, Data: j}.
+				JobMsg(f.b.Subjects.Exec(j.Skill.Pool, j.Skill.Name, j.ActivationID, events.StageSlot))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			m.Header.Set(events.HeaderRecovered, "1")
+			bt := f.b.Batch()
+			bt.Publish(m)
+			if err := bt.Wait(f.ctx); err != nil {
+				t.Error(err)
+			}
+			if _, err := f.runs.Put(f.ctx, slot, []byte(id)); err != nil {
+				t.Error(err)
+			}
+		})
+	})
+	t.Cleanup(unset)
+	if id := f.keyedJob("race-slot", "r0", "r"); id != want {
+		t.Fatalf("execution %s, want %s", id, want)
+	}
+	if k := <-o.started; k != "r" {
+		t.Fatalf("started %q", k)
+	}
+	// The copy is handed back while the first run holds the execution: give it a
+	// few deliveries, across both workers, to start a second run.
+	cons, err := f.b.JS.Consumer(f.ctx, f.b.StreamJobs(), "worker-default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	natstest.Eventually(t, 20*time.Second, func() bool {
+		info, err := cons.Info(f.ctx)
+		return len(o.started) > 0 || err == nil && info.NumRedelivered > 0 && info.Delivered.Consumer >= 6
+	}, "the copy was not delivered again")
+	o.open("r")
+	f.waitEvent(want, events.TypeExecutionCompleted)
+	f.drained()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.most["r"] != 1 || o.calls[want] != 1 {
+		t.Fatalf("%d runs at once, %d calls, want 1 and 1", o.most["r"], o.calls[want])
+	}
+	if n := f.outcomes(want); n != 1 {
+		t.Fatalf("%d outcomes, want 1", n)
 	}
 }

@@ -1,0 +1,9 @@
+package worker
+
+// SetHeldWrittenHook calls f, until the returned func is called, each time a run
+// waiting for a concurrency slot has written its record and is about to try the
+// slots again.
+func SetHeldWrittenHook(f func(executionID string, rev uint64)) (unset func()) {
+	heldWrittenHook.Store(&f)
+	return func() { heldWrittenHook.Store(nil) }
+}
