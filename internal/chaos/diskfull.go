@@ -219,12 +219,13 @@ func readyz(ctx context.Context, url string) string {
 
 // count counts the phase's triggers: those in flight while the store was full,
 // published before it took writes again and without their outcome when it filled.
+// sent are the triggers' first publishes, by Trigger.N.
 func (d *DiskFull) count(ts []Trigger, sent []time.Time, o Outcomes) {
 	if d.Filled.IsZero() || d.Recovered.IsZero() {
 		return
 	}
-	for i, t := range ts {
-		if sent[i].IsZero() || sent[i].After(d.Recovered) {
+	for _, t := range ts {
+		if sent[t.N].IsZero() || sent[t.N].After(d.Recovered) {
 			continue
 		}
 		f := o.Final(t)

@@ -13,8 +13,10 @@ import (
 // fallbacks, and the report says what happened — or, loudly,
 // why the phase did not run.
 func TestDiskFullCountsThePhasesTriggers(t *testing.T) {
-	ts := []Trigger{{ID: "done before", Execution: "e0"}, {ID: "lost", Execution: "e1"}, {ID: "twice", Execution: "e2"}, {ID: "fallback", Execution: "e3"}, {ID: "after", Execution: "e4"}}
-	sent := []time.Time{at(-20_000), at(-5_000), at(1_000), at(-2_000), at(60_000)}
+	// sent is by trigger number; trigger 5 is another's.
+	ts := []Trigger{{N: 0, ID: "done before", Execution: "e0"}, {N: 1, ID: "lost", Execution: "e1"}, {N: 2, ID: "twice", Execution: "e2"},
+		{N: 3, ID: "fallback", Execution: "e3"}, {N: 6, ID: "after", Execution: "e4"}}
+	sent := []time.Time{at(-20_000), at(-5_000), at(1_000), at(-2_000), {}, at(-3_000), at(60_000)}
 	o := Outcomes{}
 	for _, r := range []*run.Record{
 		{ExecutionID: "e0", FinishedAt: at(-1)}, {ExecutionID: "e0", FinishedAt: at(30_000)}, // finished before the fill: not the phase's

@@ -12,6 +12,9 @@ type Trigger struct {
 	ID        string // CloudEvent id; the source is the run's
 	Skill     string // the skill it names, or "" for the fallback pair's event type
 	Execution string // the primary execution's id
+	// Key is, for a flow-control skill's trigger, the value of the skill's key
+	// in its data.
+	Key string
 }
 
 // Outcomes are the outcome events read from the EVENTS stream: every copy of each

@@ -43,6 +43,11 @@ type Report struct {
 	// Pending is, per consumer, jobs or triggers not yet acknowledged at the end.
 	Pending map[string]uint64
 	Faults  Faults
+	// Keyed, Debounce and Schedule are what the flow-control skills' runs did;
+	// their triggers are not among Triggers nor in the Tally.
+	Keyed    KeyedTally
+	Debounce DebounceTally
+	Schedule ScheduleTally
 	// Disk is what the disk-full phase did and found.
 	Disk    DiskFull
 	Outages [][2]time.Time
@@ -56,9 +61,12 @@ type Report struct {
 
 // OK reports whether the run kept every promise: nothing lost, one outcome per
 // execution, no side effect repeated except after its worker was killed mid-step,
-// no two copies at once, every max_concurrent bound held and every oversize result
-// failed clearly.
+// no two copies at once, every max_concurrent bound held, every oversize result
+// failed clearly, and the flow-control skills kept theirs (see their OK).
 func (r *Report) OK() bool {
+	if !r.Keyed.OK() || !r.Debounce.OK() || !r.Schedule.OK() {
+		return false
+	}
 	for s, n := range r.MaxConcurrent {
 		if n > r.Declared[s] {
 			return false
@@ -80,9 +88,20 @@ func (r *runner) verify(ctx context.Context) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("chaos: reading the outcomes: %w", err)
 	}
-	rep := &Report{Triggers: len(r.triggers), Tally: rd.out.Count(r.triggers), Declared: map[string]int{},
+	// The flow-control skills' outcomes are counted apart.
+	main, flow := Outcomes{}, map[string][]*run.Record{}
+	for id, recs := range rd.out {
+		if flowSkill(recs[0].Skill) {
+			flow[recs[0].Skill] = append(flow[recs[0].Skill], recs...)
+		} else {
+			main[id] = recs
+		}
+	}
+	rep := &Report{Triggers: len(r.main), Tally: main.Count(r.main), Declared: map[string]int{},
 		MaxConcurrent: map[string]int{}, Pending: map[string]uint64{}, Seed: r.cfg.Seed, byExec: map[string]Trigger{}}
-	for _, t := range r.triggers {
+	rep.Debounce = CountDebounce(r.debounced, flow[debouncedSkill])
+	rep.Schedule = CountSchedule(flow[scheduledSkill], scheduleEvery, time.Since(r.fleetUp))
+	for _, t := range r.main {
 		rep.byExec[t.Execution] = t
 		if t.Skill != "chaos-big" {
 			continue
@@ -96,7 +115,7 @@ func (r *runner) verify(ctx context.Context) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	var all []Effect
+	var all, keyed []Effect
 	for _, f := range files {
 		skill := strings.TrimSuffix(filepath.Base(f), ".log")
 		fh, err := os.Open(f)
@@ -109,6 +128,9 @@ func (r *runner) verify(ctx context.Context) (*Report, error) {
 			return nil, err
 		}
 		all = append(all, done...)
+		if skill == keyedSkill {
+			keyed = done
+		}
 		rep.Effects += len(done)
 		rep.Interrupted += begun - len(done)
 		if limit, ok := declared[skill]; ok && r.cfg.Limited {
@@ -121,7 +143,8 @@ func (r *runner) verify(ctx context.Context) (*Report, error) {
 	if rep.Disk.Skipped == "" && !r.diskDone {
 		rep.Disk.Skipped = "NOT RUN: the faults stopped before a third of the triggers were published"
 	}
-	rep.Disk.count(r.triggers, r.sent, rd.out)
+	rep.Disk.count(r.main, r.sent, main)
+	rep.Keyed = CountKeyed(rd.out, r.keyed, maps.Clone(r.cancels), keyed)
 	for _, p := range append([]*proc{r.registry, r.router, r.server}, r.workers...) {
 		p.mu.Lock()
 		rep.Faults.Exits += p.crashes
@@ -202,6 +225,7 @@ func (r *Report) Print(w io.Writer) {
 	f := r.Faults
 	line("faults", fmt.Sprintf("worker SIGKILL %d, router SIGKILL %d, registry SIGKILL %d, nats-server SIGKILL %d, nats-server SIGTERM %d",
 		f.WorkerKills, f.RouterKills, f.RegistryKills, f.ServerKills, f.ServerTerms), "")
+	r.printFlow(line)
 	r.Disk.print(line)
 	line("duplicate publishes", f.DuplicatePublishes, fmt.Sprintf("in %d bursts; same CloudEvent source and id, new Nats-Msg-Id", f.DuplicateBursts))
 	line("publish retries", f.PublishRetries, "")
@@ -221,6 +245,15 @@ func (r *Report) Print(w io.Writer) {
 	}
 	for _, id := range r.Conflicting {
 		fmt.Fprintf(w, "conflicting outcomes: execution %s\n", id)
+	}
+	for _, id := range r.Keyed.LostIDs {
+		fmt.Fprintf(w, "lost: %s trigger %s\n", keyedSkill, id)
+	}
+	for _, n := range r.Debounce.Twice {
+		fmt.Fprintf(w, "ran twice: %s trigger t-%d's data\n", debouncedSkill, n)
+	}
+	for _, key := range r.Debounce.LastLost {
+		fmt.Fprintf(w, "never ran: %s key %s's last trigger\n", debouncedSkill, key)
 	}
 	shown := 0
 	for _, x := range r.Repeats {

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +22,7 @@ import (
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/control"
 	"github.com/skillbus/skillbus/pkg/run"
 )
 
@@ -59,8 +62,20 @@ type runner struct {
 	b  *bus.Bus
 
 	source   string
-	triggers []Trigger
+	triggers []Trigger // every trigger published, by N
 	msgs     []*nats.Msg
+	// main are the triggers of the skills counted one execution each; keyed and
+	// debounced chaos-keyed's and chaos-debounced's (see flowmix.go). waited are
+	// those with an outcome each: main and keyed. The last finals triggers,
+	// chaos-debounced's last of each key, are published once all others are
+	// confirmed, so that they are stored last.
+	main, keyed, debounced, waited []Trigger
+	finals                         int
+	// cancelAt are the chaos-keyed triggers whose runs are cancelled, each this
+	// long after its trigger is confirmed; cancels what each cancel answered.
+	cancelAt map[int]time.Duration
+	cancels  map[string]string
+	fleetUp  time.Time
 
 	// The disk-full phase: the store's tmpfs (mounted), nats-server's /healthz and
 	// the router's /readyz.
@@ -140,6 +155,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	defer r.stopFleet()
 
+	r.fleetUp = time.Now()
 	r.plan()
 	log.Info("chaos: fleet up; publishing", "triggers", len(r.triggers), "rate", cfg.Rate, "workers", cfg.Workers, "seed", cfg.Seed)
 
@@ -147,6 +163,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	defer cancel()
 	var wg sync.WaitGroup
 	wg.Go(func() { r.publish(runCtx) })
+	wg.Go(func() { r.cancel(runCtx) })
 	stopFaults := make(chan struct{})
 	faultsDone := make(chan struct{})
 	go func() { defer close(faultsDone); r.inject(runCtx, stopFaults) }()
@@ -169,7 +186,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			log.Debug("chaos: reading outcomes", "err", err)
 			lastProgress = time.Now()
 		}
-		final = len(r.triggers) - rd.out.Count(r.triggers).Lost
+		final = len(r.waited) - rd.out.Count(r.waited).Lost
 		if final != lastFinal {
 			lastFinal, lastProgress = final, time.Now()
 		}
@@ -177,16 +194,16 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		pubDone, acked := r.pubDone, r.nacked
 		r.mu.Unlock()
 		if time.Now().After(nextLog) {
-			log.Info("chaos: progress", "published", acked, "final_outcomes", final, "of", len(r.triggers))
+			log.Info("chaos: progress", "published", acked, "final_outcomes", final, "of", len(r.waited))
 			nextLog = time.Now().Add(10 * time.Second)
 		}
-		if faultsOn && pubDone && (final >= len(r.triggers)*95/100 || time.Since(lastProgress) > 30*time.Second) {
+		if faultsOn && pubDone && (final >= len(r.waited)*95/100 || time.Since(lastProgress) > 30*time.Second) {
 			faultsOn = false
 			close(stopFaults)
 			<-faultsDone
-			log.Info("chaos: faults stopped; waiting for the rest", "final_outcomes", final, "of", len(r.triggers))
+			log.Info("chaos: faults stopped; waiting for the rest", "final_outcomes", final, "of", len(r.waited))
 		}
-		if !faultsOn && (final == len(r.triggers) || time.Since(lastProgress) > cfg.Stall || time.Since(began) > cfg.Timeout) {
+		if !faultsOn && (final == len(r.waited) || time.Since(lastProgress) > cfg.Stall || time.Since(began) > cfg.Timeout) {
 			break
 		}
 	}
@@ -267,7 +284,8 @@ func (r *runner) startFleet(ctx context.Context) error {
 		port, monitor, MaxPayload, filepath.Join(r.dir, "nats"), limit), 0o644); err != nil {
 		return err
 	}
-	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + filepath.Join(r.dir, "home")}
+	// CHAOS_SINK tells chaos-every, whose ticks carry no data, where to write.
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + filepath.Join(r.dir, "home"), "CHAOS_SINK=" + filepath.Join(r.dir, "sink") + "/"}
 	newProc := func(kind, name, bin string, args func(string) []string) *proc {
 		return &proc{kind: kind, name: name, bin: filepath.Join(r.dir, "bin", bin), args: args,
 			dir: filepath.Join(r.dir, "logs"), workdir: r.cfg.Repo, env: env, log: r.cfg.Log, onStart: r.started}
@@ -328,7 +346,7 @@ func (r *runner) ready(ctx context.Context) bool {
 	if err != nil {
 		return false
 	}
-	for _, s := range []string{"chaos-once", "chaos-steps", "chaos-primary", "chaos-secondary", "chaos-big", "chaos-limited"} {
+	for _, s := range []string{"chaos-once", "chaos-steps", "chaos-primary", "chaos-secondary", "chaos-big", "chaos-limited", keyedSkill, debouncedSkill, scheduledSkill} {
 		if _, err := kv.Get(ctx, s); err != nil {
 			return false
 		}
@@ -392,15 +410,30 @@ func (r *runner) stopFleet() {
 func (r *runner) plan() {
 	r.source = fmt.Sprintf("/skillbus/chaos/%x", r.cfg.Seed)
 	sink := filepath.Join(r.dir, "sink")
-	n := r.cfg.Triggers
+	r.finals = debounceKeys
+	n := r.cfg.Triggers + r.finals
 	r.triggers, r.msgs, r.acked, r.sent = make([]Trigger, n), make([]*nats.Msg, n), make([]bool, n), make([]time.Time, n)
+	r.cancelAt, r.cancels = map[int]time.Duration{}, map[string]string{}
 	for i := range n {
 		t := Trigger{N: i, ID: fmt.Sprintf("t-%d", i)}
 		switch x := r.rng.Float64(); {
+		case i >= r.cfg.Triggers: // the last trigger of each debounce key
+			t.Skill, t.Key = debouncedSkill, fmt.Sprintf("d%d", i-r.cfg.Triggers)
 		case r.cfg.BigEvery > 0 && i%r.cfg.BigEvery == r.cfg.BigEvery-1:
 			t.Skill = "chaos-big"
 		case r.cfg.Limited && i%20 == 7:
 			t.Skill = "chaos-limited"
+		case i%10 == 3: // a tenth, spread over the keys
+			t.Skill, t.Key = keyedSkill, fmt.Sprintf("k%d", (i/10)%keyedKeys)
+			// A quarter of them, from the second on, is cancelled 0–300 ms after
+			// its trigger is confirmed: most are queued or waiting for their key.
+			if k := i / 10; k%4 == 1 && len(r.cancelAt) < keyedCancels {
+				r.cancelAt[i] = time.Duration(r.rng.Int64N(int64(300 * time.Millisecond)))
+			}
+		case i%300 < 45 && i%3 == 2:
+			// Bursts: a dozen triggers over three keys in under half a second at
+			// 100 a second, then quiet for longer than the debounce period.
+			t.Skill, t.Key = debouncedSkill, fmt.Sprintf("d%d", (i/3)%debounceKeys)
 		case x < 0.4:
 			t.Skill = "chaos-once"
 		case x < 0.8:
@@ -413,6 +446,14 @@ func (r *runner) plan() {
 		} else {
 			t.Execution = events.ExecutionID(r.source, t.ID, t.Skill)
 		}
+		switch t.Skill {
+		case keyedSkill:
+			r.keyed, r.waited = append(r.keyed, t), append(r.waited, t)
+		case debouncedSkill:
+			r.debounced = append(r.debounced, t)
+		default:
+			r.main, r.waited = append(r.main, t), append(r.waited, t)
+		}
 		m := nats.NewMsg(subject)
 		m.Header.Set(events.HeaderCESpecVersion, "1.0")
 		m.Header.Set(events.HeaderCEID, t.ID)
@@ -420,7 +461,11 @@ func (r *runner) plan() {
 		m.Header.Set(events.HeaderCEType, typ)
 		m.Header.Set("Content-Type", "application/json")
 		m.Header.Set(bus.HeaderMsgID, r.source+"/"+t.ID)
-		m.Data = fmt.Appendf(nil, `{"sink":%q,"n":%d}`, sink, i)
+		if t.Key != "" {
+			m.Data = fmt.Appendf(nil, `{"sink":%q,"n":%d,"key":%q}`, sink, i, t.Key)
+		} else {
+			m.Data = fmt.Appendf(nil, `{"sink":%q,"n":%d}`, sink, i)
+		}
 		r.triggers[i], r.msgs[i] = t, m
 	}
 }
@@ -486,7 +531,7 @@ func (r *runner) publish(ctx context.Context) {
 		}
 	})
 	start := time.Now()
-	for i := range r.msgs {
+	for i := range r.msgs[:len(r.msgs)-r.finals] {
 		if d := time.Until(start.Add(time.Duration(i) * time.Second / time.Duration(r.cfg.Rate))); d > 0 {
 			time.Sleep(d) // the publishing rate
 		}
@@ -504,6 +549,29 @@ func (r *runner) publish(ctx context.Context) {
 	}
 	close(queue)
 	wg.Wait()
+	// Each debounce key's last trigger, once every other is stored: the last
+	// stored, whatever the retries above reordered.
+	for i := len(r.msgs) - r.finals; i < len(r.msgs) && ctx.Err() == nil; i++ {
+		r.mu.Lock()
+		r.sent[i] = time.Now()
+		r.mu.Unlock()
+		for ctx.Err() == nil {
+			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			_, err := r.b.Publish(pctx, r.msgs[i])
+			cancel()
+			if err == nil {
+				r.mu.Lock()
+				r.acked[i] = true
+				r.nacked++
+				r.mu.Unlock()
+				break
+			}
+			r.mu.Lock()
+			r.faults.PublishRetries++
+			r.mu.Unlock()
+			time.Sleep(250 * time.Millisecond) // a publisher's retry delay
+		}
+	}
 	r.mu.Lock()
 	r.pubDone = true
 	r.mu.Unlock()
@@ -614,7 +682,9 @@ func (r *runner) duplicate(ctx context.Context) error {
 	r.mu.Lock()
 	var done []int
 	for i, ok := range r.acked {
-		if ok {
+		// A debounced trigger published again is the latest of a new burst: it
+		// runs, as it should, and takes the place of that burst's own last one.
+		if ok && r.triggers[i].Skill != debouncedSkill {
 			done = append(done, i)
 		}
 	}
@@ -700,4 +770,64 @@ func (rd *reader) poll(ctx context.Context) error {
 		rd.out.Add(rec)
 	}
 	return nil
+}
+
+// cancel cancels the chaos-keyed runs of cancelAt, as `skillbus runs cancel` does,
+// each its delay after its trigger is confirmed: most are then queued, or waiting
+// for their key's slot. A run the cancel does not find yet (its trigger not routed:
+// the router is down or behind) is looked for again for up to a minute; a cancel
+// that fails (the server is down) is asked again. cancels records each answer's
+// state, "" for a cancel never recorded.
+func (r *runner) cancel(ctx context.Context) {
+	var c *control.Controller
+	for c == nil {
+		var err error
+		if c, err = control.New(ctx, r.b); err != nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(250 * time.Millisecond): // the server may be down
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	for _, i := range slices.Sorted(maps.Keys(r.cancelAt)) {
+		for {
+			r.mu.Lock()
+			acked := r.acked[i]
+			r.mu.Unlock()
+			if acked {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				wg.Wait()
+				return
+			case <-time.After(20 * time.Millisecond): // polling interval of a condition
+			}
+		}
+		wg.Go(func() {
+			time.Sleep(r.cancelAt[i]) // the delay after the confirmation
+			id := r.triggers[i].Execution
+			state := ""
+			for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline) && ctx.Err() == nil; {
+				cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				res, err := c.Cancel(cctx, id, control.Request{By: "chaos", Reason: "the chaos run cancels a sample of chaos-keyed's runs"})
+				cancel()
+				if err == nil {
+					state = res.State
+					break
+				}
+				if !errors.Is(err, control.ErrNoExecution) {
+					r.cfg.Log.Debug("chaos: cancel", "execution", id, "err", err)
+				}
+				time.Sleep(100 * time.Millisecond) // the run is not routed yet, or the server is down
+			}
+			r.mu.Lock()
+			r.cancels[id] = state
+			r.mu.Unlock()
+			r.cfg.Log.Info("chaos: cancel", "trigger", r.triggers[i].ID, "state", state)
+		})
+	}
+	wg.Wait()
 }

@@ -72,7 +72,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if !rep.OK() {
-		fmt.Fprintln(stdout, "FAIL: work was lost, duplicated or done twice (see above)")
+		fmt.Fprintln(stdout, "FAIL: work was lost, duplicated or done twice, or a flow-control bound broke (see above)")
 		return 1
 	}
 	fmt.Fprintln(stdout, "ok")
