@@ -243,10 +243,26 @@ func (w *Worker) renewSlot(ctx context.Context, s heldSlot, executionID string) 
 // runsSubject is the subject a runs key is written on.
 func (w *Worker) runsSubject(key string) string { return "$KV." + w.cfg.Bus.BucketRuns() + "." + key }
 
-// renewSlots renews the slots j holds, from its heartbeat.
+// renewSlots renews the slots j holds, from its heartbeat. A slot found at another
+// revision is re-read: still this execution's (an earlier renewal was written but
+// its answer lost), it is adopted; freed (it expired while a heartbeat was late) or
+// someone else's, j's run stops, since another run of the key may hold it now.
 func (w *Worker) renewSlots(ctx context.Context, j *job) {
 	for i, s := range j.slots {
 		rev, err := w.renewSlot(ctx, s, j.data.ExecutionID)
+		if isWrongLastSequence(err) {
+			e, gerr := w.runs.Get(ctx, s.key)
+			switch {
+			case gerr == nil && string(e.Value()) == j.data.ExecutionID:
+				j.slots[i].rev = e.Revision()
+				continue
+			case gerr == nil || errors.Is(gerr, jetstream.ErrKeyNotFound) || errors.Is(gerr, jetstream.ErrKeyDeleted):
+				w.cfg.Log.Warn("worker: lost a concurrency slot of a running execution; stopping it", "execution", j.data.ExecutionID, "slot", s.key)
+				j.lost()
+				return
+			}
+			err = gerr
+		}
 		if err != nil {
 			if ctx.Err() == nil {
 				w.cfg.Log.Warn("worker: could not renew a concurrency slot", "execution", j.data.ExecutionID, "slot", s.key, "err", err)

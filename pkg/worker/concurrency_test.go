@@ -340,3 +340,41 @@ func TestRunReleasedWhileItTakesItsSlotRunsOnce(t *testing.T) {
 		t.Fatalf("%d outcomes, want 1", n)
 	}
 }
+
+// A running run whose slot is taken by another (its heartbeat was late and the
+// slot expired) is stopped, so two runs of a key never overlap; it runs again
+// once it gets a slot, and ends once.
+func TestRunThatLosesItsSlotStops(t *testing.T) {
+	t.Parallel()
+	f := setup(t, keyedSkill("lose-slot", 1))
+	o := newOverlap("l")
+	f.tools = mustSet(t, f.tools, o.tool())
+	f.start()
+	id := f.keyedJob("lose-slot", "l0", "l")
+	if k := <-o.started; k != "l" {
+		t.Fatalf("started %q", k)
+	}
+	slot := events.ConcSlotKey(slotGate("lose-slot", "l"), 0)
+	if _, err := f.runs.Put(f.ctx, slot, []byte("another-execution")); err != nil {
+		t.Fatal(err)
+	}
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		return o.active["l"] == 0
+	}, "the run went on after another took its slot")
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		_, err := f.runs.Get(f.ctx, events.RunHeldKey(id))
+		return err == nil
+	}, "the stopped run did not wait for a slot again")
+	if err := f.runs.Delete(f.ctx, slot); err != nil {
+		t.Fatal(err)
+	}
+	o.open("l")
+	f.waitEvent(id, events.TypeExecutionCompleted)
+	f.drained()
+	f.noneWaiting()
+	if n := f.outcomes(id); n != 1 {
+		t.Fatalf("%d outcomes, want 1", n)
+	}
+}
