@@ -197,6 +197,12 @@ func (c *Controller) cancel(ctx context.Context, id string, r Request) (Cancella
 		// A confirmation answered meanwhile resumed it already; either way a
 		// worker now finds the cancel.
 		_ = c.runs.Delete(ctx, events.RunPausedKey(id), jetstream.LastRevision(rev))
+		if p.Kind == run.PausedWait {
+			// Its wait record, or every router keeps matching triggers for it.
+			// Its timeout stays scheduled: the router ignores it, the run no
+			// longer paused, and removes the record then if this failed.
+			_ = c.runs.Delete(ctx, events.RunWaitKey(id))
+		}
 		return res, nil
 	}
 	// Held by a paused skill.

@@ -110,6 +110,10 @@ func (r *Router) answer(ctx context.Context, msg jetstream.Msg) error {
 	// confirmation by an answer only.
 	sleep := e.Type() == events.TypeWaitEnded
 	if p == nil || p.Step != d.StepID || (p.Kind == run.PausedSleep || p.Kind == run.PausedWait) != sleep {
+		if p == nil && sleep {
+			// A cancel of a waiting run may have left its wait record.
+			r.dropWait(ctx, d.ExecutionID, d.StepID)
+		}
 		r.cfg.Log.Info("router: answer for an execution not paused at that step; ignored", "execution", d.ExecutionID, "step", d.StepID, "by", d.By, "type", e.Type())
 		return msg.Ack()
 	}

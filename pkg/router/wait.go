@@ -263,3 +263,23 @@ func (r *Router) endWait(ctx context.Context, executionID, step string, timedOut
 		r.cfg.Log.Warn("router: could not cancel the wait's timeout", "execution", executionID, "err", err)
 	}
 }
+
+// dropWait removes the wait record an execution no longer paused left at step,
+// so that no router keeps matching triggers for it. The record is read first:
+// a wait.ended for a run that ended normally finds none, and a record of
+// another step is a later wait of the run.
+func (r *Router) dropWait(ctx context.Context, executionID, step string) {
+	e, err := r.runs.Get(ctx, events.RunWaitKey(executionID))
+	if err != nil {
+		return
+	}
+	var w run.Wait
+	if json.Unmarshal(e.Value(), &w) == nil && w.Step != step {
+		return
+	}
+	if err := r.runs.Delete(ctx, e.Key(), jetstream.LastRevision(e.Revision())); err != nil {
+		r.cfg.Log.Warn("router: could not remove the wait record of a run no longer waiting", "execution", executionID, "err", err)
+		return
+	}
+	r.cfg.Log.Info("router: removed the wait record of a run no longer waiting", "execution", executionID, "step", step)
+}

@@ -2,15 +2,20 @@ package worker_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/internal/natstest"
 	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/control"
 	"github.com/skillbus/skillbus/pkg/router"
 	"github.com/skillbus/skillbus/pkg/run"
 	"github.com/skillbus/skillbus/pkg/skill"
@@ -248,4 +253,44 @@ func TestWaitForEventIgnoresDebouncedRuns(t *testing.T) {
 
 	f.pay("pay-3", "o-3", 3)
 	f.waitEvent(id, events.TypeExecutionCompleted)
+}
+
+// Cancelling a waiting run removes its wait record, so no router matches
+// triggers for it; a record left anyway (a cancel that could not remove it) is
+// removed by the router when a matching event's wait.ended finds the run no
+// longer paused.
+func TestWaitForEventCancelledRemovesTheWait(t *testing.T) {
+	t.Parallel()
+	f := setup(t, waiter("waiter", time.Hour, ""))
+	f.start()
+	f.startRouter()
+	id := f.jobInputs("c1", "waiter", `{"who":"ada","order":"o-4"}`)
+	f.parked(id)
+	rec, err := f.runs.Get(f.ctx, events.RunWaitKey(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := f.cancel(id); res.State != control.StatePaused {
+		t.Fatalf("cancel state %q, want %q", res.State, control.StatePaused)
+	}
+	f.waitEvent(id, events.TypeExecutionCancelled)
+	if _, err := f.runs.Get(f.ctx, events.RunWaitKey(id)); err == nil {
+		t.Fatal("the cancelled run's wait record is still there")
+	}
+	f.pay("pay-4", "o-4", 4)
+	f.triggersRouted()
+	if n := len(f.events(id, events.TypeWaitEnded)); n != 0 {
+		t.Fatalf("%d wait.ended for a cancelled run, want 0", n)
+	}
+
+	// A record left behind: the next matching event's wait.ended removes it.
+	if _, err := f.runs.Put(f.ctx, events.RunWaitKey(id), rec.Value()); err != nil {
+		t.Fatal(err)
+	}
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		f.pay(fmt.Sprintf("pay-4-%d", time.Now().UnixNano()), "o-4", 4)
+		f.triggersRouted()
+		_, err := f.runs.Get(f.ctx, events.RunWaitKey(id))
+		return errors.Is(err, jetstream.ErrKeyNotFound)
+	}, "the left wait record of a cancelled run not removed")
 }
