@@ -58,7 +58,8 @@ import (
 // would have no one to release it, so after writing it tries the slots once more;
 // if it gets one, it takes its record back and runs (through the claim path if the
 // record was already released: a copy of it may be queued). A worker that starts
-// releases the runs of every gate with free slots.
+// releases the runs of every gate with free slots. A release that fails is
+// retried with backoff until it is published or the record is gone.
 //
 // Fairness. Each value of a key has its own slots: a key with thousands of waiting
 // runs holds none of another key's. A flood of one key costs the others only the
@@ -84,6 +85,10 @@ type gates struct {
 // heldWrittenHook, when set (by tests), is called between writing a waiting run's
 // record and trying its slots again.
 var heldWrittenHook atomic.Pointer[func(executionID string, rev uint64)]
+
+// releaseFaultHook, when set (by tests), is asked before a waiting run's release
+// is published; an error fails that release.
+var releaseFaultHook atomic.Pointer[func(executionID string) error]
 
 type waiter struct {
 	rev uint64
@@ -488,11 +493,32 @@ func (w *Worker) releaseNext(ctx context.Context, gate string) {
 	}
 	next := ws[0]
 	g.forget(next.rec.ExecutionID)
-	g.work.Go(func() {
-		if err := w.releaseWaiting(ctx, next); err != nil && ctx.Err() == nil {
-			w.cfg.Log.Warn("worker: could not release a run waiting for a concurrency slot", "execution", next.rec.ExecutionID, "err", err)
+	g.work.Go(func() { w.releaseUntilDone(ctx, next) })
+}
+
+// releaseUntilDone releases wt, retrying a failed release (a publish timing out
+// during a leader change, a full store) with backoff, up to 5s apart, for as long
+// as its record is still the one released: the view has forgotten it, so no later
+// free would release it.
+func (w *Worker) releaseUntilDone(ctx context.Context, wt waiter) {
+	for attempt := uint64(1); ; attempt++ {
+		err := w.releaseWaiting(ctx, wt)
+		if err == nil || ctx.Err() != nil {
+			return
 		}
-	})
+		w.cfg.Log.Warn("worker: could not release a run waiting for a concurrency slot; retrying", "execution", wt.rec.ExecutionID, "err", err)
+		t := time.NewTimer(min(w.cfg.Backoff.Delay(attempt), 5*time.Second))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		e, err := w.runs.Get(ctx, events.RunHeldKey(wt.rec.ExecutionID))
+		if (err == nil && e.Revision() != wt.rev) || errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+			return // released by another worker, cancelled, or waiting anew
+		}
+	}
 }
 
 // releaseWaiting publishes a waiting run's job again, then removes its record if
@@ -511,6 +537,11 @@ func (w *Worker) releaseWaiting(ctx context.Context, wt waiter) error {
 		return err
 	}
 	m.Header.Set(events.HeaderRecovered, "1")
+	if h := releaseFaultHook.Load(); h != nil {
+		if err := (*h)(wt.rec.ExecutionID); err != nil {
+			return err
+		}
+	}
 	batch := b.Batch()
 	batch.Publish(m)
 	if err := batch.Wait(ctx); err != nil {

@@ -3,10 +3,12 @@ package worker_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"hash/fnv"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -377,4 +379,40 @@ func TestRunThatLosesItsSlotStops(t *testing.T) {
 	if n := f.outcomes(id); n != 1 {
 		t.Fatalf("%d outcomes, want 1", n)
 	}
+}
+
+// A waiting run whose release fails (a publish timing out during a leader
+// change) is released again: it does not wait for a free that never comes.
+func TestFailedReleaseIsRetried(t *testing.T) {
+	t.Parallel()
+	f := setup(t, keyedSkill("release-fault", 1))
+	o := newOverlap("f")
+	f.tools = mustSet(t, f.tools, o.tool())
+	f.start()
+	first := f.keyedJob("release-fault", "f0", "f")
+	if k := <-o.started; k != "f" {
+		t.Fatalf("started %q", k)
+	}
+	second := events.ExecutionID("/t", "f1", "release-fault")
+	var failed atomic.Int64
+	unset := worker.SetReleaseFault(func(id string) error {
+		if id == second && failed.Add(1) == 1 {
+			return errors.New("injected: no acknowledgement")
+		}
+		return nil
+	})
+	t.Cleanup(unset)
+	f.keyedJob("release-fault", "f1", "f")
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		_, err := f.runs.Get(f.ctx, events.RunHeldKey(second))
+		return err == nil
+	}, "the second run did not wait for the slot")
+	o.open("f")
+	f.waitEvent(first, events.TypeExecutionCompleted)
+	f.waitEvent(second, events.TypeExecutionCompleted)
+	if failed.Load() < 2 {
+		t.Fatalf("the release was tried %d times, want a retry after the failure", failed.Load())
+	}
+	f.drained()
+	f.noneWaiting()
 }

@@ -7,3 +7,10 @@ func SetHeldWrittenHook(f func(executionID string, rev uint64)) (unset func()) {
 	heldWrittenHook.Store(&f)
 	return func() { heldWrittenHook.Store(nil) }
 }
+
+// SetReleaseFault makes a waiting run's release fail when f returns an error,
+// until the returned func is called.
+func SetReleaseFault(f func(executionID string) error) (unset func()) {
+	releaseFaultHook.Store(&f)
+	return func() { releaseFaultHook.Store(nil) }
+}
