@@ -45,7 +45,8 @@ import (
 // what caused it, the timer came after the batch filled), it is the same run,
 // started once. A router that dies between any two writes leaves its trigger
 // unacked; delivered again, the trigger's append is a duplicate of the first
-// (Nats-Msg-Id, within the stream's duplicate window), and what followed it —
+// (Nats-Msg-Id, within the stream's duplicate window; after it, found in the log
+// by its Skillbus-Batch-Seq: findBatchItem), and what followed it —
 // the timer, the run — is done again from what the log holds.
 
 // batchID names a batched skill's log for one value of its key.
@@ -138,6 +139,17 @@ func (r *Router) appendBatch(ctx context.Context, t *trigger, name string, f fol
 	if err != nil {
 		return err
 	}
+	if t.md != nil && t.md.NumDelivered > 1 {
+		// Delivered again, maybe after the duplicate window: an append this
+		// trigger made before is not found by its Nats-Msg-Id any more.
+		prev, ok, err := r.findBatchItem(ctx, s, t)
+		if err != nil {
+			return err
+		}
+		if ok {
+			return r.afterAppend(ctx, s, name, f.bt, prev, r.triggerTime(t))
+		}
+	}
 	limit := r.batchBytes()
 	var it batchItem
 	for i := 0; ; i++ {
@@ -201,6 +213,46 @@ func (r *Router) appendBatch(ctx context.Context, t *trigger, name string, f fol
 		break
 	}
 	return r.afterAppend(ctx, s, name, f.bt, it, r.triggerTime(t))
+}
+
+// findBatchItem looks in the batch's log, from when the trigger was stored on,
+// for the item a delivery of the trigger added before.
+func (r *Router) findBatchItem(ctx context.Context, s batchSubjects, t *trigger) (batchItem, bool, error) {
+	last, err := r.events.GetLastMsgForSubject(ctx, s.items)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return batchItem{}, false, nil
+	case err != nil:
+		return batchItem{}, false, fmt.Errorf("reading the batch's log: %w", err)
+	case last.Time.Before(t.md.Timestamp):
+		return batchItem{}, false, nil
+	}
+	from := t.md.Timestamp
+	c, err := r.cfg.Bus.OrderedConsumer(ctx, r.cfg.Bus.StreamEvents(), jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{s.items}, DeliverPolicy: jetstream.DeliverByStartTimePolicy, OptStartTime: &from, HeadersOnly: true})
+	if err != nil {
+		return batchItem{}, false, fmt.Errorf("reading the batch's log: %w", err)
+	}
+	defer func() {
+		_ = r.cfg.Bus.DeleteConsumer(context.WithoutCancel(ctx), r.cfg.Bus.StreamEvents(), c.CachedInfo().Name)
+	}()
+	want := strconv.FormatUint(t.ref.Seq, 10)
+	for {
+		m, err := c.Next(jetstream.FetchMaxWait(5 * time.Second))
+		if err != nil {
+			return batchItem{}, false, fmt.Errorf("reading the batch's log: %w", err)
+		}
+		md, err := m.Metadata()
+		if err != nil {
+			return batchItem{}, false, fmt.Errorf("reading the batch's log: %w", err)
+		}
+		if m.Headers().Get(events.HeaderBatchSeq) == want {
+			return itemOf(md.Sequence.Stream, m.Headers()), true, nil
+		}
+		if md.Sequence.Stream >= last.Sequence {
+			return batchItem{}, false, nil
+		}
+	}
 }
 
 // afterAppend arms the timer of a batch the item opens and starts the run of a
