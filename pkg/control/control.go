@@ -133,12 +133,20 @@ var ErrNoExecution = errors.New("no such execution")
 // followed: the cancel applies to the run that is still going. An execution
 // nothing knows of is ErrNoExecution, and no cancel is recorded for it.
 func (c *Controller) Cancel(ctx context.Context, executionID string, r Request) (Cancellation, error) {
-	return c.cancelExecution(ctx, executionID, r, false)
+	return c.cancelExecution(ctx, executionID, r, cancelHow{})
 }
 
-// cancelExecution is Cancel; known says the execution was found already (its job
-// read from JOBS).
-func (c *Controller) cancelExecution(ctx context.Context, executionID string, r Request, known bool) (Cancellation, error) {
+// cancelHow is how cancelExecution looks for the execution.
+type cancelHow struct {
+	// known: the execution was found already (its job read from JOBS).
+	known bool
+	// noRepairs: KV repairs is not looked in for a parked record (the caller
+	// may not read it).
+	noRepairs bool
+}
+
+// cancelExecution is Cancel, looking for the execution as how says.
+func (c *Controller) cancelExecution(ctx context.Context, executionID string, r Request, how cancelHow) (Cancellation, error) {
 	if err := r.check(); err != nil {
 		return Cancellation{}, err
 	}
@@ -152,20 +160,20 @@ func (c *Controller) cancelExecution(ctx context.Context, executionID string, r 
 			return Cancellation{}, fmt.Errorf("cancel %s: %w", executionID, err)
 		}
 		if out != nil && out.Status == run.StatusFallback && out.Next != "" {
-			from, executionID, known = executionID, out.Next, true
+			from, executionID, how.known = executionID, out.Next, true
 			continue
 		}
 		if out != nil {
 			return Cancellation{ExecutionID: executionID, Skill: out.Skill, State: StateEnded, Outcome: out.Status, FellBackFrom: from}, nil
 		}
-		if !known {
+		if !how.known {
 			if ok, err := c.exists(ctx, executionID); err != nil {
 				return Cancellation{}, fmt.Errorf("cancel %s: %w", executionID, err)
 			} else if !ok {
 				return Cancellation{}, fmt.Errorf("%w: %s", ErrNoExecution, executionID)
 			}
 		}
-		res, err := c.cancel(ctx, executionID, r)
+		res, err := c.cancel(ctx, executionID, r, how.noRepairs)
 		res.FellBackFrom = from
 		return res, err
 	}
@@ -173,8 +181,10 @@ func (c *Controller) cancelExecution(ctx context.Context, executionID string, r 
 }
 
 // cancel records the request for an execution with no outcome, and releases its
-// job if no worker holds it.
-func (c *Controller) cancel(ctx context.Context, id string, r Request) (Cancellation, error) {
+// job if no worker holds it. With noRepairs a run parked for a repair is not
+// released: the repair service publishes its job when the repair ends, and the
+// worker that takes it finds the cancel.
+func (c *Controller) cancel(ctx context.Context, id string, r Request, noRepairs bool) (Cancellation, error) {
 	res := Cancellation{ExecutionID: id, State: StateActive}
 	rec, _ := json.Marshal(run.Cancel{ExecutionID: id, By: r.By, Reason: r.Reason, At: time.Now().UTC()})
 	if _, err := c.runs.Create(ctx, events.RunCancelKey(id), rec); errors.Is(err, jetstream.ErrKeyExists) {
@@ -221,6 +231,9 @@ func (c *Controller) cancel(ctx context.Context, id string, r Request) (Cancella
 		return res, nil
 	}
 	// Parked for a repair.
+	if noRepairs {
+		return res, nil
+	}
 	if repairs, err := c.b.KV(ctx, c.b.BucketRepairs()); err == nil {
 		p, _, err := service.FindParked(ctx, repairs, id)
 		if err != nil {
@@ -408,7 +421,7 @@ func (c *Controller) CancelSkill(ctx context.Context, skillName string, since ti
 	}
 	var out []Cancellation
 	for _, id := range ids {
-		res, err := c.cancelExecution(ctx, id, r, true)
+		res, err := c.cancelExecution(ctx, id, r, cancelHow{known: true})
 		if err != nil {
 			return out, err
 		}
