@@ -1,9 +1,20 @@
 package events
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strconv"
 	"strings"
 )
+
+// KeyHash is the <key hash> of a concurrency gate or a throttle key: the first
+// 128 bits of the value's SHA-256, in hex. Key values come from senders, so the
+// hash must resist chosen collisions: a value colliding with another tenant's
+// would take its slots or its rate.
+func KeyHash(value string) string {
+	sum := sha256.Sum256([]byte(value))
+	return hex.EncodeToString(sum[:16])
+}
 
 // Keys of the runs bucket for keyed concurrency (see the worker):
 //
@@ -19,7 +30,7 @@ const (
 )
 
 // ConcGate names the gate of one value of a skill's concurrency limit: entry is
-// the limit's place in the skill's concurrency list, keyHash a hash of the value.
+// the limit's place in the skill's concurrency list, keyHash the value's KeyHash.
 func ConcGate(skill string, entry int, keyHash string) string {
 	return concKey + skill + "." + strconv.Itoa(entry) + "." + keyHash
 }
@@ -49,7 +60,8 @@ const (
 	runThrottle = ".throttle"
 )
 
-// ThrottleKey is the runs key of a skill's throttle for one key value.
+// ThrottleKey is the runs key of a skill's throttle for one key value; keyHash is
+// the value's KeyHash.
 func ThrottleKey(skill, keyHash string) string { return throttleKey + skill + "." + keyHash }
 
 // RunThrottleKey is the runs key of the start time a throttled execution waits for.

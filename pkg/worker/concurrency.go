@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"slices"
 	"strconv"
 	"strings"
@@ -161,9 +160,7 @@ func (w *Worker) gatesOf(j *job, p *gateProgs) ([]string, []int, error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("concurrency.key %s: %w", e.key, err)
 		}
-		h := fnv.New64a()
-		_, _ = h.Write([]byte(v))
-		names = append(names, events.ConcGate(j.data.Skill.Name, e.index, strconv.FormatUint(h.Sum64(), 16)))
+		names = append(names, events.ConcGate(j.data.Skill.Name, e.index, events.KeyHash(v)))
 		limits = append(limits, e.limit)
 	}
 	return names, limits, nil

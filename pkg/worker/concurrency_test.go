@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"hash/fnv"
 	"strconv"
 	"strings"
 	"sync"
@@ -188,9 +187,7 @@ func TestKeyedConcurrencyIsFairBetweenKeys(t *testing.T) {
 
 // slotGate is the gate of a key value of a skill's first concurrency entry.
 func slotGate(skillName, key string) string {
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(key))
-	return events.ConcGate(skillName, 0, strconv.FormatUint(h.Sum64(), 16))
+	return events.ConcGate(skillName, 0, events.KeyHash(key))
 }
 
 // A slot whose holder died (its heartbeat stopped: here a slot written as a dead

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"strconv"
 	"time"
 
@@ -77,9 +76,7 @@ func (w *Worker) throttle(ctx context.Context, j *job) (done bool, err error) {
 			return true, w.fail(ctx, j, "", failure.Fatalf("throttle.key %s: %v", p.key, err))
 		}
 	}
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(value))
-	at, err := w.reserve(ctx, events.ThrottleKey(j.data.Skill.Name, strconv.FormatUint(h.Sum64(), 16)), th)
+	at, err := w.reserve(ctx, events.ThrottleKey(j.data.Skill.Name, events.KeyHash(value)), th)
 	if err != nil {
 		return true, fmt.Errorf("throttle: %w", err)
 	}
