@@ -14,11 +14,13 @@ var flowPrefixes = []string{"filter ", "rate_limit ", "debounce ", "batch ", "ba
 // flowVerdicts says which flow control applied to a run's decision: how its
 // trigger came (the run of a debounced burst or of a batch, which routers
 // publish) and, for each skill the plan starts, what its filter, rate limit,
-// debounce or batch said.
-func flowVerdicts(d *events.RouteDecided) []string {
+// debounce or batch said. Such a run is told by its trigger's subject, a
+// skill's TriggerDebounced, which only routers may publish on; its source any
+// publisher could set on an ordinary trigger.
+func flowVerdicts(subj events.Subjects, d *events.RouteDecided) []string {
 	var out []string
-	if t := d.Trigger; strings.HasPrefix(t.Source, events.SourceDebounced) {
-		name := strings.TrimPrefix(t.Source, events.SourceDebounced)
+	t := d.Trigger
+	if name, ok := subj.SkillFromDebounced(t.Subject); ok {
 		if strings.HasPrefix(t.ID, "batch-") {
 			out = append(out, "the run of a batch of "+name+"'s triggers (data: their events)")
 		} else {

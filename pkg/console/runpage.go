@@ -272,7 +272,7 @@ func (c *Console) loadDecision(ctx context.Context, v *runView, activation strin
 	}
 	data, _ := json.Marshal(d)
 	v.Decided = &d
-	v.Flow = flowVerdicts(&d)
+	v.Flow = flowVerdicts(c.cfg.Bus.Subjects, &d)
 	v.Events = append([]eventView{{Time: at, Kind: events.Kind(events.TypeRouteDecided),
 		Summary: "primary=" + d.Plan.Primary.Name + " candidates=" + strconv.Itoa(len(d.Candidates)), Data: prettyJSON(data)}}, v.Events...)
 	v.Trigger = &triggerView{TriggerRef: d.Trigger}
