@@ -142,7 +142,7 @@ type heldEntry struct {
 	rev uint64
 }
 
-// held lists the jobs held for a skill, oldest first.
+// held lists the jobs held for a skill because it is paused, oldest first.
 func (c *Controller) held(ctx context.Context, skillName string) ([]heldEntry, error) {
 	lister, err := c.runs.ListKeysFiltered(ctx, events.RunsHeldFilter)
 	if errors.Is(err, jetstream.ErrNoKeysFound) {
@@ -158,7 +158,9 @@ func (c *Controller) held(ctx context.Context, skillName string) ([]heldEntry, e
 			continue // released meanwhile
 		}
 		var h run.Held
-		if json.Unmarshal(e.Value(), &h) == nil && h.Skill == skillName {
+		// A run waiting for a concurrency slot (Gate set) is the workers' to
+		// release when a slot frees: resuming it would cost its place in line.
+		if json.Unmarshal(e.Value(), &h) == nil && h.Skill == skillName && h.Gate == "" {
 			out = append(out, heldEntry{h, e.Revision()})
 		}
 	}
@@ -201,7 +203,7 @@ func (c *Controller) Paused(ctx context.Context) (map[string]PausedSkill, error)
 			continue
 		}
 		var h run.Held
-		if json.Unmarshal(e.Value(), &h) == nil {
+		if json.Unmarshal(e.Value(), &h) == nil && h.Gate == "" {
 			if p, ok := out[h.Skill]; ok {
 				p.Held++
 				out[h.Skill] = p

@@ -16,6 +16,7 @@ import (
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/internal/natstest"
 	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/control"
 	"github.com/skillbus/skillbus/pkg/run"
 	"github.com/skillbus/skillbus/pkg/skill"
 	"github.com/skillbus/skillbus/pkg/tool"
@@ -410,6 +411,41 @@ func TestFailedReleaseIsRetried(t *testing.T) {
 	if failed.Load() < 2 {
 		t.Fatalf("the release was tried %d times, want a retry after the failure", failed.Load())
 	}
+	f.drained()
+	f.noneWaiting()
+}
+
+// Resuming a skill that was never paused leaves its runs waiting for a slot
+// where they are: they keep their place and are released when a slot frees.
+func TestResumeLeavesRunsWaitingForASlot(t *testing.T) {
+	t.Parallel()
+	f := setup(t, keyedSkill("resume-gate", 1))
+	o := newOverlap("g")
+	f.tools = mustSet(t, f.tools, o.tool())
+	f.start()
+	first := f.keyedJob("resume-gate", "g0", "g")
+	if k := <-o.started; k != "g" {
+		t.Fatalf("started %q", k)
+	}
+	second := f.keyedJob("resume-gate", "g1", "g")
+	var rev uint64
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		e, err := f.runs.Get(f.ctx, events.RunHeldKey(second))
+		if err == nil {
+			rev = e.Revision()
+		}
+		return err == nil
+	}, "the second run did not wait for the slot")
+	n, was, err := f.control().Resume(f.ctx, "resume-gate", control.Request{By: "ada", Reason: "not paused"})
+	if err != nil || was || n != 0 {
+		t.Fatalf("resume released %d (paused: %v, %v), want 0 of a skill never paused", n, was, err)
+	}
+	if e, err := f.runs.Get(f.ctx, events.RunHeldKey(second)); err != nil || e.Revision() != rev {
+		t.Fatalf("the waiting run's record was touched by the resume: %v", err)
+	}
+	o.open("g")
+	f.waitEvent(first, events.TypeExecutionCompleted)
+	f.waitEvent(second, events.TypeExecutionCompleted)
 	f.drained()
 	f.noneWaiting()
 }
