@@ -212,7 +212,7 @@ func TestSlotOfADeadHolderFreesItsWaitingRun(t *testing.T) {
 	}, "the run did not wait for the dead holder's slot")
 	f.waitEvent(id, events.TypeExecutionCompleted)
 	// The ack wait is 1s; the server expires per-key TTLs to the second. Without
-	// the expiry the run would never start (waitEvent would fail); this
+	// the expiry the run would never start (waitEvent would fail), and
 	// the bound leaves a loaded 2-core machine (go test -p 4) room for the
 	// expiry, the release, the delivery and the run.
 	if d := time.Since(took); d > 8*time.Second {
