@@ -188,15 +188,10 @@ func decodeRateLimit(b *builder, d *decoder, p pair) {
 				rl.Limit = n
 			}
 		case "period":
-			v, ok := d.duration(e.v, f)
-			switch {
-			case !ok:
-				good = false
-			case time.Duration(v) < MinRatePeriod || time.Duration(v) > MaxRatePeriod || time.Duration(v)%time.Second != 0:
-				d.errAt(e.v, f, "write whole seconds from 1s to 24h, such as 1m", "rate_limit.period %v is out of range", time.Duration(v))
-				good = false
-			default:
+			if v, ok := d.ratePeriod(e.v, f, "1m"); ok {
 				rl.Period = v
+			} else {
+				good = false
 			}
 		default:
 			d.errAt(e.k, f, hintFor(e.key, rateLimitKeys), "unknown field %s", f)
@@ -263,4 +258,18 @@ func (r RateLimit) String() string {
 		s += " by " + r.Key
 	}
 	return s
+}
+
+// ratePeriod reads the period of a rate (rate_limit, throttle): whole seconds from
+// MinRatePeriod to MaxRatePeriod; example is the hint's sample value.
+func (d *decoder) ratePeriod(v *yaml.Node, field, example string) (Duration, bool) {
+	p, ok := d.duration(v, field)
+	if !ok {
+		return 0, false
+	}
+	if t := time.Duration(p); t < MinRatePeriod || t > MaxRatePeriod || t%time.Second != 0 {
+		d.errAt(v, field, "write whole seconds from 1s to 24h, such as "+example, "%s %v is out of range", field, t)
+		return 0, false
+	}
+	return p, true
 }

@@ -82,15 +82,10 @@ func decodeThrottle(b *builder, d *decoder, p pair) {
 				th.Burst = n
 			}
 		case "period":
-			v, ok := d.duration(e.v, f)
-			switch {
-			case !ok:
-				good = false
-			case time.Duration(v) < MinRatePeriod || time.Duration(v) > MaxRatePeriod || time.Duration(v)%time.Second != 0:
-				d.errAt(e.v, f, "write whole seconds from 1s to 24h, such as 1s or 1m", "throttle.period %v is out of range", time.Duration(v))
-				good = false
-			default:
+			if v, ok := d.ratePeriod(e.v, f, "1s or 1m"); ok {
 				th.Period = v
+			} else {
+				good = false
 			}
 		default:
 			d.errAt(e.k, f, hintFor(e.key, throttleKeys), "unknown field %s", f)
