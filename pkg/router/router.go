@@ -125,6 +125,9 @@ type Router struct {
 	control *control.Controller
 	// faults, set by tests, fails the router at named points (Router.fault).
 	faults func(point string) error
+	// waitHook, set by tests, sees each change of a wait record the router's
+	// watcher delivers after the first load, before it is indexed.
+	waitHook func(jetstream.KeyValueEntry)
 }
 
 // New validates cfg and returns a Router; Start begins consuming.

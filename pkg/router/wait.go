@@ -28,6 +28,14 @@ import (
 // The trigger is routed as usual besides. The answers consumer then resumes the
 // parked job as it does at a sleep's end (confirm.go); the wait's timeout is a
 // scheduled wait.ended, and the first of the two handled resumes the run.
+//
+// A trigger routed between the worker writing a wait record and this router's
+// watcher delivering it finds no wait to match. So a router that sees a record
+// written while it runs replays the triggers stored on the type's subject since
+// the record was written, matching them against that wait alone (replayWait):
+// the router that routed such a trigger replays it once its watcher catches up,
+// and so does every other router. A repeat match is the same message id, which
+// the stream drops, or a wait.ended the answer path ignores.
 
 // waitIndex is the open waits, by event type and execution.
 type waitIndex struct {
@@ -39,7 +47,16 @@ type waitIndex struct {
 	typeOf map[string]string
 	kw     jetstream.KeyWatcher
 	done   chan struct{}
+	// triggers is the TRIGGERS stream the replays read; replays the replays in
+	// progress, at most cap(replaySlots) at once, ended by stopReplays.
+	triggers    jetstream.Stream
+	replays     sync.WaitGroup
+	replaySlots chan struct{}
+	stopReplays context.CancelFunc
 }
+
+// maxReplays bounds the replays of triggers a router runs at once.
+const maxReplays = 8
 
 // openWait is a wait record ready to match: its match compiled, its run's side
 // decoded once.
@@ -51,12 +68,19 @@ type openWait struct {
 }
 
 func (r *Router) startWaits(ctx context.Context) error {
-	ix := &waitIndex{byType: map[string]map[string]*openWait{}, typeOf: map[string]string{}, done: make(chan struct{})}
+	ix := &waitIndex{byType: map[string]map[string]*openWait{}, typeOf: map[string]string{}, done: make(chan struct{}),
+		replaySlots: make(chan struct{}, maxReplays)}
+	var err error
+	if ix.triggers, err = r.cfg.Bus.Stream(ctx, r.cfg.Bus.StreamTriggers()); err != nil {
+		return err
+	}
 	kw, err := r.runs.Watch(context.WithoutCancel(ctx), events.RunsWaitFilter)
 	if err != nil {
 		return err
 	}
 	ix.kw = kw
+	rctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	ix.stopReplays = stop
 	loaded := make(chan struct{})
 	go func() {
 		defer close(ix.done)
@@ -69,7 +93,15 @@ func (r *Router) startWaits(ctx context.Context) error {
 				}
 				continue
 			}
-			r.indexWait(ix, e)
+			// The waits open when the router starts are not replayed: a
+			// trigger stored before then is routed after them, or was
+			// routed by a router that replays when it sees the record.
+			if !first && r.waitHook != nil {
+				r.waitHook(e)
+			}
+			if ow := r.indexWait(ix, e); ow != nil && !first {
+				r.replay(rctx, ix, ow, e.Created())
+			}
 		}
 		if first {
 			close(loaded)
@@ -81,6 +113,7 @@ func (r *Router) startWaits(ctx context.Context) error {
 	case <-ctx.Done():
 		_ = kw.Stop()
 		<-ix.done
+		stop()
 		return ctx.Err()
 	}
 	r.waits = ix
@@ -91,14 +124,17 @@ func (r *Router) stopWaits() {
 	if ix := r.waits; ix != nil {
 		_ = ix.kw.Stop()
 		<-ix.done
+		ix.stopReplays()
+		ix.replays.Wait()
 	}
 }
 
-// indexWait applies one change of a wait record to the index.
-func (r *Router) indexWait(ix *waitIndex, e jetstream.KeyValueEntry) {
+// indexWait applies one change of a wait record to the index, and returns the
+// wait a record put opened.
+func (r *Router) indexWait(ix *waitIndex, e jetstream.KeyValueEntry) *openWait {
 	exec, ok := events.WaitingExecution(e.Key())
 	if !ok {
-		return
+		return nil
 	}
 	var ow *openWait
 	if e.Operation() == jetstream.KeyValuePut {
@@ -119,7 +155,7 @@ func (r *Router) indexWait(ix *waitIndex, e jetstream.KeyValueEntry) {
 		ix.open.Add(-1)
 	}
 	if ow == nil {
-		return
+		return nil
 	}
 	m := ix.byType[ow.rec.Type]
 	if m == nil {
@@ -129,6 +165,75 @@ func (r *Router) indexWait(ix *waitIndex, e jetstream.KeyValueEntry) {
 	m[exec] = ow
 	ix.typeOf[exec] = ow.rec.Type
 	ix.open.Add(1)
+	return ow
+}
+
+// holds says whether ow is still the execution's open wait.
+func (ix *waitIndex) holds(ow *openWait) bool {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.byType[ow.rec.Type][ow.rec.ExecutionID] == ow
+}
+
+// replay runs replayWait for a wait in the background, at most maxReplays at
+// once; a failure is logged, the other routers replaying the same record.
+func (r *Router) replay(ctx context.Context, ix *waitIndex, ow *openWait, since time.Time) {
+	ix.replays.Add(1)
+	go func() {
+		defer ix.replays.Done()
+		select {
+		case ix.replaySlots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		defer func() { <-ix.replaySlots }()
+		if err := r.replayWait(ctx, ix, ow, since); err != nil && ctx.Err() == nil {
+			r.cfg.Log.Warn("router: could not replay the triggers stored since a wait began; one routed meanwhile may not end it", "execution", ow.rec.ExecutionID, "step", ow.rec.Step, "err", err)
+		}
+	}()
+}
+
+// replayWait matches one wait against the triggers of its type stored since
+// since, its record's write time, up to the last one stored now: any later one
+// is routed after the wait was indexed, and matched then.
+func (r *Router) replayWait(ctx context.Context, ix *waitIndex, ow *openWait, since time.Time) error {
+	subject := r.cfg.Bus.Subjects.Trigger(ow.rec.Type)
+	last, err := ix.triggers.GetLastMsgForSubject(ctx, subject)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return nil
+	case err != nil:
+		return err
+	case last.Time.Before(since):
+		return nil
+	}
+	c, err := r.cfg.Bus.OrderedConsumer(ctx, r.cfg.Bus.StreamTriggers(), jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{subject}, DeliverPolicy: jetstream.DeliverByStartTimePolicy, OptStartTime: &since})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if info := c.CachedInfo(); info != nil {
+			_ = r.cfg.Bus.DeleteConsumer(context.WithoutCancel(ctx), r.cfg.Bus.StreamTriggers(), info.Name)
+		}
+	}()
+	one := []*openWait{ow}
+	for ix.holds(ow) {
+		m, err := c.Next(jetstream.FetchMaxWait(5 * time.Second))
+		if err != nil {
+			return err
+		}
+		var t trigger
+		if parse(ctx, m, r.parseConfig, &t) == nil {
+			if err := r.endWaits(ctx, &t, one); err != nil {
+				return err
+			}
+		}
+		if t.md == nil || t.md.Sequence.Stream >= last.Sequence {
+			return nil
+		}
+	}
+	return nil
 }
 
 func compileWait(raw []byte) (*openWait, error) {
@@ -193,6 +298,12 @@ func (r *Router) matchWaits(ctx context.Context, t *trigger) error {
 	if len(open) == 0 {
 		return nil
 	}
+	return r.endWaits(ctx, t, open)
+}
+
+// endWaits publishes the wait.ended of each of the open waits the trigger
+// matches, and returns once the stream has them.
+func (r *Router) endWaits(ctx context.Context, t *trigger, open []*openWait) error {
 	e := t.e
 	ev := &flow.WaitEvent{ID: e.ID, Type: e.Type, Source: e.Source, Subject: e.Subject, Time: e.Time, Data: t.data}
 	var data json.RawMessage
