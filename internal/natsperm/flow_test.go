@@ -298,6 +298,26 @@ outputs:
   posted: "{{ post.text }}"
 `
 
+// remindSkill runs until an order.paid event of its order cancels it; it
+// calls the bus tool shout with "remind" once it runs.
+const remindSkill = `name: remind
+description: Reminds a customer of an unpaid order until it is paid.
+version: 1.0.0
+cancel_on:
+  - type: com.example.order.paid
+    match: event.data.order == trigger.data.order
+    timeout: 1h
+steps:
+  - id: started
+    tool: shout
+    args:
+      text: remind
+  - id: wait
+    tool: exec
+    args:
+      command: ["sleep", "120"]
+`
+
 const lateSkill = `name: late
 description: Added while everything runs, to prove the catalog reloads.
 version: 1.0.0
@@ -356,6 +376,7 @@ func TestRolesRunTheWholeSystem(t *testing.T) {
 	writeSkill(t, f.skills, "loud", "skill.yaml", loudSkill)
 	writeSkill(t, f.skills, "doomed", "skill.yaml", doomedSkill)
 	writeSkill(t, f.skills, "renamed", "skill.yaml", renamedSkill)
+	writeSkill(t, f.skills, "remind", "skill.yaml", remindSkill)
 
 	// The registry creates the streams and buckets and publishes the catalog.
 	f.service(cli.Registry, "registry", "--skills", f.skills)
@@ -372,9 +393,16 @@ func TestRolesRunTheWholeSystem(t *testing.T) {
 	f.clean("registry", "create streams, buckets, object store; publish the catalog")
 
 	// A tool service on the bus, as its own user.
+	remindRuns := make(chan struct{}, 1)
 	toolNC := f.conn("tool")
 	shout := tool.Func("shout", func(_ context.Context, c tool.Call) (any, error) {
 		s, _ := c.Args["text"].(string)
+		if s == "remind" {
+			select {
+			case remindRuns <- struct{}{}:
+			default:
+			}
+		}
 		return map[string]any{"said": strings.ToUpper(s)}, nil
 	})
 	srv, err := bustool.Serve(toolNC, bustool.ServerConfig{Name: "shouter"}, bustool.Def{Tool: shout, Description: "shouts"})
@@ -544,6 +572,40 @@ func TestRolesRunTheWholeSystem(t *testing.T) {
 	}
 	f.clean("router", "resume a confirmed run: read and delete KV runs, purge the timeout")
 	f.clean("publisher", "trigger --wait through a confirmation")
+
+	// cancel_on: an event cancels a running run as the router. The router's
+	// cancel asks for nothing it may not do: a refused JetStream request would be
+	// answered only at the API timeout (5 s), stalling every such event that long.
+	reminded := make(chan string, 1)
+	go func() {
+		out, err := f.cli("publisher", "trigger", "--skill", "remind", "--id", "remind-7", "--data", `{"order":7}`, "--wait", "--timeout", "90s")
+		reminded <- fmt.Sprintf("%s\nexit %d", out, cli.ExitCode(err))
+	}()
+	select {
+	case out := <-reminded:
+		t.Fatalf("remind ended before it was cancelled:\n%s", out)
+	case <-remindRuns:
+	case <-ctx.Done():
+		t.Fatal("remind did not start")
+	}
+	start := time.Now()
+	out, err = f.cli("publisher", "trigger", "com.example.order.paid", "--data", `{"order":7}`, "--wait", "--timeout", "30s")
+	if cli.ExitCode(err) != 3 {
+		t.Fatalf("order.paid: exit %d, want 3 (no skill runs it):\n%s\nviolations: %v", cli.ExitCode(err), out, v.take())
+	}
+	// The router has routed order.paid, so any request of its cancel was made:
+	// clean fails on its violation.
+	t.Logf("order.paid routed, its run cancelled, in %v", time.Since(start))
+	f.clean("router", "cancel a running run by a skill's cancel_on")
+	select {
+	case out := <-reminded:
+		if !strings.Contains(out, "cancel") || !strings.Contains(out, "exit 1") {
+			t.Fatalf("remind after order.paid:\n%s", out)
+		}
+	case <-ctx.Done():
+		t.Fatal("the run cancelled by order.paid did not end")
+	}
+	f.clean("worker", "stop a run cancelled by an event")
 
 	// A repair: the worker asks the repair service to park the execution, the
 	// service proposes a patch, the operator approves it, the registry publishes it
