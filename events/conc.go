@@ -51,6 +51,11 @@ func ConcSlotGate(key string) (gate string, ok bool) {
 // waited for was freed.
 const StageSlot = "slot"
 
+// HeaderConcGate names, on a job published again for a freed slot, the gate
+// whose slot it was: a run that ends without taking it (cancelled meanwhile)
+// passes the turn on to the gate's next waiting run.
+const HeaderConcGate = "Skillbus-Conc-Gate"
+
 // Keys of the runs bucket for throttles (see the worker):
 //
 //	thr.<skill>.<key hash>     a throttle's next start time for a key value (GCRA)

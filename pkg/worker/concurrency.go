@@ -77,8 +77,12 @@ type gates struct {
 	waiting map[string][]waiter        // gate → waiting runs, oldest first
 	where   map[string]string          // execution → the gate it waits for
 	limits  map[string]int             // gate → its limit, from the waiting records
-	work    sync.WaitGroup             // releases under way
-	stop    func()
+	// seen: gate with waiting runs → when a write of one of its slots (a take, a
+	// renewal, a free) or a release was last seen; see checkGates.
+	seen map[string]time.Time
+	ctx  context.Context // the watch's: releases run under it
+	work sync.WaitGroup  // releases under way
+	stop func()
 }
 
 // heldWrittenHook, when set (by tests), is called between writing a waiting run's
@@ -173,6 +177,7 @@ func (w *Worker) takeSlots(ctx context.Context, j *job, p *gateProgs) (done bool
 	if err != nil {
 		return true, w.fail(ctx, j, "", failure.Fatalf("%v", err))
 	}
+	j.gated = true // whether it takes the slots or waits again, a turn it was given is used
 	blocked, err := w.trySlots(ctx, j, names, limits)
 	if err != nil || blocked < 0 {
 		return err != nil, err
@@ -355,6 +360,7 @@ func (w *Worker) waitForSlot(ctx context.Context, j *job, names []string, limits
 func (w *Worker) watchGates(ctx context.Context) error {
 	g := &w.gates
 	g.slots, g.waiting, g.where, g.limits = map[string]map[string]bool{}, map[string][]waiter{}, map[string]string{}, map[string]int{}
+	g.seen = map[string]time.Time{}
 	b := w.cfg.Bus
 	prefix := w.runsSubject("")
 	c, err := b.OrderedConsumer(ctx, "KV_"+b.BucketRuns(), jetstream.OrderedConsumerConfig{
@@ -395,7 +401,8 @@ func (w *Worker) watchGates(ctx context.Context) error {
 	}
 	g.stop = func() { cc.Stop(); <-cc.Closed(); cancel() }
 	g.mu.Lock()
-	g.ready = true
+	g.ready, g.ctx = true, wctx
+	g.work.Go(func() { w.checkGates(wctx) })
 	for gate, ws := range g.waiting {
 		for range min(len(ws), g.limits[gate]-len(g.slots[gate])) {
 			w.releaseNext(wctx, gate)
@@ -423,6 +430,9 @@ func kvDeleted(h nats.Header) bool {
 func (w *Worker) applyGate(ctx context.Context, e kvWrite) {
 	g := &w.gates
 	if gate, ok := events.ConcSlotGate(e.key); ok {
+		if _, waits := g.seen[gate]; waits {
+			g.seen[gate] = time.Now()
+		}
 		taken := g.slots[gate]
 		if e.del {
 			// Every free of a slot is one delete or one expiry marker, but not every
@@ -459,6 +469,9 @@ func (w *Worker) applyGate(ctx context.Context, e kvWrite) {
 	}
 	g.waiting[h.Gate] = append(g.waiting[h.Gate], waiter{rev: e.rev, rec: h})
 	g.where[id], g.limits[h.Gate] = h.Gate, h.Limit
+	if _, ok := g.seen[h.Gate]; !ok {
+		g.seen[h.Gate] = time.Now()
+	}
 }
 
 // forget drops an execution's waiting run from the view.
@@ -475,6 +488,7 @@ func (g *gates) forget(id string) {
 	if len(ws) == 0 {
 		delete(g.waiting, gate)
 		delete(g.limits, gate)
+		delete(g.seen, gate)
 		return
 	}
 	g.waiting[gate] = ws
@@ -490,6 +504,9 @@ func (w *Worker) releaseNext(ctx context.Context, gate string) {
 	}
 	next := ws[0]
 	g.forget(next.rec.ExecutionID)
+	if _, ok := g.seen[gate]; ok {
+		g.seen[gate] = time.Now()
+	}
 	g.work.Go(func() { w.releaseUntilDone(ctx, next) })
 }
 
@@ -534,6 +551,7 @@ func (w *Worker) releaseWaiting(ctx context.Context, wt waiter) error {
 		return err
 	}
 	m.Header.Set(events.HeaderRecovered, "1")
+	m.Header.Set(events.HeaderConcGate, wt.rec.Gate)
 	if h := releaseFaultHook.Load(); h != nil {
 		if err := (*h)(wt.rec.ExecutionID); err != nil {
 			return err

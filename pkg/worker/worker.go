@@ -402,8 +402,10 @@ type job struct {
 	// (control.go); the run's context carries it to the engine and exec tool.
 	stop   tool.Stop
 	runCtx tool.StopContext
-	// slots: the concurrency slots the run holds (concurrency.go).
+	// slots: the concurrency slots the run holds (concurrency.go); gated: it
+	// went through the slots (took them or waits again).
 	slots []heldSlot
+	gated bool
 }
 
 func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
@@ -538,6 +540,14 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 	// One delivery of an execution at a time in this process, reserved before it
 	// is claimed: a claim names the worker, not the delivery, so two deliveries here
 	// could otherwise both take it.
+	if !j.fast {
+		// Released for a slot: a delivery that ends without going through the
+		// slots (cancelled, ended by another copy, handed back while another
+		// delivery of it is here) passes its turn on (gatecheck.go).
+		if gate := msg.Headers().Get(events.HeaderConcGate); gate != "" {
+			defer func() { w.passTurn(ctx, j, gate, err) }()
+		}
+	}
 	if _, busy := w.inflight.LoadOrStore(j.data.ExecutionID, j); busy {
 		return j.msg.NakWithDelay(w.leaseFor(j) / 2)
 	}

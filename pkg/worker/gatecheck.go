@@ -1,0 +1,130 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillbus/skillbus/events"
+)
+
+// Nothing strands, whatever a worker misses.
+//
+// A free releases a waiting run because the watchers see it: a delete, or the
+// server's marker of a slot that expired. Two things can break that. The free may
+// never be seen: the marker not written (a full store, a server restart at that
+// moment) or gone before a watcher that was away came back. And a released run
+// may not take the slot it was given: cancelled, or ended meanwhile by another
+// copy of its job; the free is then used up with the slot still free. Both leave
+// waiting runs with a free slot and no one to release them.
+//
+// So a released run's job names its gate (events.HeaderConcGate), and a delivery
+// of it that ends without going through the slots passes the turn on: it checks
+// the gate's slots in KV and releases as many waiting runs as are free. And every
+// worker checks, every half ack wait, each gate with waiting runs in its view that
+// has been quiet for an ack wait: no take, renewal, free or release of it seen.
+// A gate whose slots are held by live runs is never quiet that long (their
+// heartbeats renew the slots every third of an ack wait), so the check costs
+// nothing while gates work and nothing at all when no run waits. Releases go
+// through releaseNext, the same oldest-first, one-message-id release as a seen
+// free, so workers that check at once publish the same run once.
+
+// checkGates checks the quiet gates every half ack wait until ctx ends.
+func (w *Worker) checkGates(ctx context.Context) {
+	t := time.NewTicker(w.cfg.AckWait / 2)
+	defer t.Stop()
+	g := &w.gates
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		var quiet []string
+		g.mu.Lock()
+		for gate, at := range g.seen {
+			if time.Since(at) >= w.cfg.AckWait {
+				quiet = append(quiet, gate)
+			}
+		}
+		g.mu.Unlock()
+		for _, gate := range quiet {
+			w.recheck(ctx, gate)
+		}
+	}
+}
+
+// passTurn is called when a delivery of a run released for a slot of gate ends:
+// if it settled (err nil) without going through the slots, the turn it was given
+// goes to the gate's next waiting run.
+func (w *Worker) passTurn(ctx context.Context, j *job, gate string, err error) {
+	if err != nil || j.gated || ctx.Err() != nil {
+		return
+	}
+	if _, ok := events.ConcSlotGate(events.ConcSlotKey(gate, 0)); !ok {
+		return // not a gate: not ours
+	}
+	w.recheck(ctx, gate)
+}
+
+// recheck releases as many of gate's waiting runs as KV shows slots free.
+func (w *Worker) recheck(ctx context.Context, gate string) {
+	g := &w.gates
+	g.mu.Lock()
+	n, limit, rctx := len(g.waiting[gate]), g.limits[gate], g.ctx
+	g.mu.Unlock()
+	if n == 0 || rctx == nil {
+		return
+	}
+	free, err := w.freeCount(ctx, gate, limit, n)
+	if err != nil {
+		if ctx.Err() == nil {
+			w.cfg.Log.Warn("worker: could not check the slots of a concurrency gate with waiting runs", "gate", gate, "err", err)
+		}
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if _, ok := g.seen[gate]; ok {
+		g.seen[gate] = time.Now()
+	}
+	if free > 0 {
+		w.cfg.Log.Info("worker: releasing runs waiting for concurrency slots that are free", "gate", gate, "free", free)
+	}
+	for range free {
+		w.releaseNext(rctx, gate)
+	}
+}
+
+// freeCount counts gate's free slots in KV, up to want.
+func (w *Worker) freeCount(ctx context.Context, gate string, limit, want int) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, w.cfg.AckWait)
+	defer cancel()
+	if limit > 16 {
+		// One listing rather than a read per slot.
+		l, err := w.runs.ListKeysFiltered(ctx, gate+".*")
+		if err != nil {
+			return 0, err
+		}
+		taken := 0
+		for k := range l.Keys() {
+			if _, ok := events.ConcSlotGate(k); ok {
+				taken++
+			}
+		}
+		return min(max(limit-taken, 0), want), nil
+	}
+	free := 0
+	for n := 0; n < limit && free < want; n++ {
+		_, err := w.runs.Get(ctx, events.ConcSlotKey(gate, n))
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted):
+			free++
+		case err != nil:
+			return 0, err
+		}
+	}
+	return free, nil
+}

@@ -1,0 +1,127 @@
+package worker_test
+
+import (
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/internal/natstest"
+	"github.com/skillbus/skillbus/pkg/control"
+	"github.com/skillbus/skillbus/pkg/worker"
+)
+
+// Every path by which a run waiting for a concurrency slot could be left waiting
+// with a slot free and no one to release it.
+
+// waitsFor waits until the execution's run is set aside for a slot.
+func (f *fixture) waitsFor(id string) {
+	f.t.Helper()
+	natstest.Eventually(f.t, 10*time.Second, func() bool {
+		_, err := f.runs.Get(f.ctx, events.RunHeldKey(id))
+		return err == nil
+	}, "the run did not wait for a slot")
+}
+
+// A slot freed with no delete that any worker sees — its key removed while the
+// server could not write the marker (a full store, a restart), or the marker gone
+// before a watcher that was away came back — still frees its waiting run: a gate
+// with waiting runs that has been quiet for an ack wait is checked against the
+// slots in KV. Here the slot's message is purged from the stream, which writes no
+// marker; without the check the run waits for ever.
+func TestSlotFreedUnseenReleasesItsWaitingRun(t *testing.T) {
+	t.Parallel()
+	f := setup(t, keyedSkill("unseen", 1))
+	o := newOverlap()
+	f.tools = mustSet(t, f.tools, o.tool())
+	f.start()
+	slot := events.ConcSlotKey(slotGate("unseen", "u"), 0)
+	if _, err := f.runs.Create(f.ctx, slot, []byte("gone-execution")); err != nil {
+		t.Fatal(err)
+	}
+	id := f.keyedJob("unseen", "u0", "u")
+	f.waitsFor(id)
+	st, err := f.b.JS.Stream(f.ctx, "KV_"+f.b.BucketRuns())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Purge(f.ctx, jetstream.WithPurgeSubject("$KV."+f.b.BucketRuns()+"."+slot)); err != nil {
+		t.Fatal(err)
+	}
+	freed := time.Now()
+	f.waitEvent(id, events.TypeExecutionCompleted)
+	// The ack wait is 1s: the gate is checked once it has been quiet that long,
+	// at most half an ack wait late. The bound leaves a loaded machine room for
+	// the release, the delivery and the run.
+	if d := time.Since(freed); d > 8*time.Second {
+		t.Fatalf("the waiting run started %v after its slot freed unseen, want within 1.5 ack waits", d)
+	}
+	f.drained()
+	f.noneWaiting()
+	if n := f.outcomes(id); n != 1 {
+		t.Fatalf("%d outcomes, want 1", n)
+	}
+}
+
+// A run released for a freed slot that is cancelled before it takes the slot
+// passes its turn on at once: the next waiting run of its key starts, not only
+// when the next slot of the key frees (with a limit of one, never). The ack wait
+// is long here, so that the periodic check of quiet gates cannot be what
+// releases it within the test's bound.
+func TestCancelledReleasedRunPassesItsTurn(t *testing.T) {
+	t.Parallel()
+	f := setup(t, keyedSkill("pass-turn", 1))
+	o := newOverlap("p")
+	f.tools = mustSet(t, f.tools, o.tool())
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	f.startWorkerOn(f.b, "slow-ack", log, func(c *worker.Config) { c.AckWait = 30 * time.Second })
+	first := f.keyedJob("pass-turn", "p0", "p")
+	if k := <-o.started; k != "p" {
+		t.Fatalf("started %q", k)
+	}
+	released := events.ExecutionID("/t", "p1", "pass-turn")
+	ctl := f.control()
+	var once sync.Once
+	unset := worker.SetReleaseFault(func(id string) error {
+		if id == released {
+			// Cancelled as it is released: its copy finds the cancel.
+			once.Do(func() {
+				if _, err := ctl.Cancel(f.ctx, id, control.Request{By: "ada", Reason: "wrong input"}); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		return nil
+	})
+	t.Cleanup(unset)
+	f.keyedJob("pass-turn", "p1", "p")
+	f.waitsFor(released)
+	next := f.keyedJob("pass-turn", "p2", "p")
+	f.waitsFor(next)
+	o.open("p")
+	f.waitEvent(first, events.TypeExecutionCompleted)
+	f.waitCancelled(released)
+	ended := time.Now()
+	f.waitEvent(next, events.TypeExecutionCompleted)
+	// The gates' periodic check comes an ack wait after the release at the
+	// earliest: only the turn passed on starts it sooner.
+	if d := time.Since(ended); d > 12*time.Second {
+		t.Fatalf("the next waiting run started %v after the released run was cancelled, want at once", d)
+	}
+	f.drained()
+	f.noneWaiting()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.calls[released] != 0 || o.most["p"] != 1 {
+		t.Fatalf("calls %v, most at once %v: the cancelled run ran, or runs overlapped", o.calls, o.most)
+	}
+	for _, id := range []string{first, released, next} {
+		if n := f.outcomes(id); n != 1 {
+			t.Fatalf("%s: %d outcomes, want 1", id, n)
+		}
+	}
+}
