@@ -15,9 +15,13 @@ import (
 //	<execution>.wait    what an execution parked at a wait_for_event waits for (a run.Wait)
 //	skill.<name>.hold   a paused skill: its new runs wait (a run.Hold)
 //	skill.<name>.ramp   a share of a skill's new runs sent to another version (a run.Ramp)
-//	cancelon.<skill>.<type>.<execution>
+//	cancelon.<skill>.<type>.<value>.<execution>
 //	                    a run an event of a type may cancel (a skill's cancel_on),
-//	                    kept until the rule's timeout; <type> hashes the type
+//	                    kept until the rule's timeout; <type> hashes the type,
+//	                    <value> what the rule's match compares
+//	cancelby.<skill>.<type>.<value>.<activation>
+//	                    an event of that type, kept as long, for runs indexed
+//	                    after it was routed
 const (
 	runClaim  = ".claim"
 	runPaused = ".paused"
@@ -98,18 +102,35 @@ func HeldSkill(key string) (skill string, ok bool) {
 	return name, ok && name != "" && !strings.Contains(name, ".")
 }
 
-const cancelOnKey = "cancelon."
+const (
+	cancelOnKey = "cancelon."
+	cancelByKey = "cancelby."
+)
 
 // RunCancelOnKey is the runs key of an execution of skill that an event of type
-// typ may cancel (its skill's cancel_on).
-func RunCancelOnKey(skill, typ, executionID string) string {
-	return cancelOnKey + skill + "." + typeToken(typ) + "." + executionID
+// typ may cancel (its skill's cancel_on); value is a key token that indexes the
+// run by what its rule's match compares (see package router).
+func RunCancelOnKey(skill, typ, value, executionID string) string {
+	return cancelOnKey + skill + "." + typeToken(typ) + "." + value + "." + executionID
 }
 
 // RunsCancelOnFilter matches the keys of every execution of skill that an event
-// of type typ may cancel.
-func RunsCancelOnFilter(skill, typ string) string {
-	return cancelOnKey + skill + "." + typeToken(typ) + ".*"
+// of type typ may cancel and that is indexed under value ("*": under any).
+func RunsCancelOnFilter(skill, typ, value string) string {
+	return cancelOnKey + skill + "." + typeToken(typ) + "." + value + ".*"
+}
+
+// RunCancelEventKey is the runs key of an event of type typ that a cancel_on
+// rule of skill names, kept for runs whose cancel_on keys are written after it
+// is routed; activationID is the event's.
+func RunCancelEventKey(skill, typ, value, activationID string) string {
+	return cancelByKey + skill + "." + typeToken(typ) + "." + value + "." + activationID
+}
+
+// RunsCancelEventFilter matches the keys of every event of type typ kept for
+// skill's cancel_on under value.
+func RunsCancelEventFilter(skill, typ, value string) string {
+	return cancelByKey + skill + "." + typeToken(typ) + "." + value + ".*"
 }
 
 // typeToken is a CloudEvent type as one key token: a hash, since a type's dots

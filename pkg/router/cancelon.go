@@ -26,6 +26,17 @@ import (
 // (package control: a cancel record the workers act on), then deletes their
 // keys. All that happens before the event is acked: a router that dies on the
 // way leaves it to be delivered again, and cancelling twice is cancelling once.
+//
+// Routers route triggers in parallel, and a trigger may be routed again after
+// a write failed, so the event can be routed before the run's key is written
+// (order.created, then order.paid a moment later, routed at once by two
+// routers). So the event is kept too, before it lists the runs: a key of its
+// own (events.RunCancelEventKey) with the same TTL. A router that writes a
+// run's key then reads the events kept for its skill and type, and cancels the
+// run by one that matches. Of the two routers, each writes before it reads, so
+// at least one of them finds the other's write. An event cancels only runs
+// whose triggers came before it in the TRIGGERS stream, whichever was routed
+// first.
 
 // cancelRule is one of a skill's cancel_on rules, compiled.
 type cancelRule struct {
@@ -41,6 +52,8 @@ type cancelOnRecord struct {
 	Trigger     cancelTrigger `json:"trigger"`
 }
 
+// cancelTrigger is an event as a cancel_on match reads it: a run's trigger, or
+// a cancelling event kept (the value of its events.RunCancelEventKey).
 type cancelTrigger struct {
 	ID      string          `json:"id"`
 	Type    string          `json:"type"`
@@ -48,6 +61,8 @@ type cancelTrigger struct {
 	Subject string          `json:"subject,omitempty"`
 	Time    string          `json:"time,omitempty"`
 	Data    json.RawMessage `json:"data,omitempty"`
+	// Seq is its sequence in the TRIGGERS stream; 0 when unknown.
+	Seq uint64 `json:"seq,omitempty"`
 }
 
 // cancelIndex is the catalog's cancel_on rules by the event type that cancels.
@@ -65,41 +80,95 @@ func cancelIndex(flows map[string]*compiledFlow) map[string][]*cancelRule {
 	return out
 }
 
-// indexCancels writes the cancel_on keys of the runs a routed trigger starts.
+// recordOf is a routed trigger as a cancel_on match reads it.
+func recordOf(t *trigger) cancelTrigger {
+	e := t.e
+	ct := cancelTrigger{ID: e.ID, Type: e.Type, Source: e.Source, Subject: e.Subject, Time: e.Time, Seq: t.ref.Seq}
+	if len(e.Data) > 0 && json.Valid(e.Data) {
+		ct.Data = json.RawMessage(e.Data)
+	} else if s, ok := t.data.(string); ok {
+		ct.Data, _ = json.Marshal(s)
+	}
+	return ct
+}
+
+// before reports whether trigger came before event in the TRIGGERS stream (true
+// when either's place is unknown): an event cancels only the runs of triggers
+// published before it.
+func (trigger cancelTrigger) before(event cancelTrigger) bool {
+	return trigger.Seq == 0 || event.Seq == 0 || trigger.Seq < event.Seq
+}
+
+// valueToken is the key token a rule indexes runs and events under.
+func (c *cancelRule) valueToken(*flow.Event) (string, bool) { return "_", true }
+
+// indexCancels writes the cancel_on keys of the runs a routed trigger starts,
+// then cancels those that an event kept before finds.
 func (r *Router) indexCancels(ctx context.Context, t *trigger, o *routed) error {
 	f := r.flows.Load()
 	if f == nil {
 		return nil
 	}
-	var rec []byte
+	var trig *cancelTrigger
 	for i := range o.jobs {
 		sr := o.jobs[i].job.Skill
 		c := (*f)[sr.Name]
 		if c == nil || len(c.cancels) == 0 {
 			continue
 		}
-		if rec == nil {
-			e := t.e
-			ct := cancelTrigger{ID: e.ID, Type: e.Type, Source: e.Source, Subject: e.Subject, Time: e.Time}
-			if len(e.Data) > 0 && json.Valid(e.Data) {
-				ct.Data = json.RawMessage(e.Data)
-			} else if s, ok := t.data.(string); ok {
-				ct.Data, _ = json.Marshal(s)
+		if trig == nil {
+			ct := recordOf(t)
+			trig = &ct
+		}
+		rec := cancelOnRecord{ExecutionID: sr.ExecutionID, Skill: sr.Name, Trigger: *trig}
+		val, err := json.Marshal(rec)
+		if err != nil {
+			return err
+		}
+		for i := range c.cancels {
+			rule := &c.cancels[i]
+			tok, ok := rule.valueToken(t.event())
+			if !ok {
+				continue // the match fails on this trigger: no event cancels it
 			}
-			var err error
-			if rec, err = json.Marshal(cancelOnRecord{ExecutionID: sr.ExecutionID, Skill: sr.Name, Trigger: ct}); err != nil {
+			if err := r.fault("cancelon.index"); err != nil {
 				return err
 			}
-		}
-		for _, rule := range c.cancels {
-			_, err := r.runs.Create(ctx, events.RunCancelOnKey(sr.Name, rule.typ, sr.ExecutionID), rec, jetstream.KeyTTL(rule.timeout))
+			key := events.RunCancelOnKey(sr.Name, rule.typ, tok, sr.ExecutionID)
+			_, err := r.runs.Create(ctx, key, val, jetstream.KeyTTL(rule.timeout))
 			if err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
 				return fmt.Errorf("indexing %s for cancel_on %s: %w", sr.ExecutionID, rule.typ, err)
 			}
+			if done, err := r.cancelByKept(ctx, rule, tok, key, &rec); err != nil {
+				return fmt.Errorf("cancel_on %s of %s: %w", rule.typ, rule.skill, err)
+			} else if done {
+				break
+			}
 		}
-		rec = nil
 	}
 	return nil
+}
+
+// cancelByKept cancels a run just indexed under key if an event kept for its
+// rule matches it; done says it did.
+func (r *Router) cancelByKept(ctx context.Context, rule *cancelRule, tok, key string, rec *cancelOnRecord) (done bool, _ error) {
+	kept, err := r.cancelEntries(ctx, events.RunsCancelEventFilter(rule.skill, rule.typ, tok))
+	if err != nil {
+		return false, err
+	}
+	for _, e := range kept {
+		var ev cancelTrigger
+		if err := json.Unmarshal(e.Value(), &ev); err != nil {
+			r.cfg.Log.Warn("router: an unreadable cancel_on event; dropped", "key", e.Key(), "err", err)
+			_ = r.runs.Delete(ctx, e.Key())
+			continue
+		}
+		if !rec.Trigger.before(ev) || !r.cancelMatches(rule, ev, rec) {
+			continue
+		}
+		return true, r.cancelRun(ctx, rule, rec, ev, key)
+	}
+	return false, nil
 }
 
 // cancelMatching cancels the runs a trigger cancels by their skills' cancel_on.
@@ -109,64 +178,101 @@ func (r *Router) cancelMatching(ctx context.Context, t *trigger) error {
 		return nil
 	}
 	rules := (*idx)[t.e.Type]
+	if len(rules) == 0 {
+		return nil
+	}
+	ev := recordOf(t)
 	for _, rule := range rules {
-		if err := r.cancelBy(ctx, t, rule); err != nil {
+		if err := r.cancelBy(ctx, t, ev, rule); err != nil {
 			return fmt.Errorf("cancel_on %s of %s: %w", rule.typ, rule.skill, err)
 		}
 	}
 	return nil
 }
 
-func (r *Router) cancelBy(ctx context.Context, t *trigger, rule *cancelRule) error {
-	lister, err := r.runs.ListKeysFiltered(ctx, events.RunsCancelOnFilter(rule.skill, rule.typ))
+func (r *Router) cancelBy(ctx context.Context, t *trigger, ev cancelTrigger, rule *cancelRule) error {
+	tok, ok := rule.valueToken(t.event())
+	if !ok {
+		return nil // the match fails on this event: it cancels nothing
+	}
+	// Kept first, for the runs whose keys are written after the listing below.
+	val, err := json.Marshal(ev)
 	if err != nil {
-		if errors.Is(err, jetstream.ErrNoKeysFound) {
-			return nil
-		}
 		return err
 	}
-	var keys []string
-	for k := range lister.Keys() {
-		keys = append(keys, k)
+	if _, err := r.runs.Create(ctx, events.RunCancelEventKey(rule.skill, rule.typ, tok, t.actID), val, jetstream.KeyTTL(rule.timeout)); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+		return fmt.Errorf("keeping the event: %w", err)
 	}
-	_ = lister.Stop() // stopped already when its keys are all read
-	for _, key := range keys {
-		e, err := r.runs.Get(ctx, key)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			continue // expired or cancelled meanwhile
-		}
-		if err != nil {
-			return err
-		}
+	runs, err := r.cancelEntries(ctx, events.RunsCancelOnFilter(rule.skill, rule.typ, tok))
+	if err != nil {
+		return err
+	}
+	for _, e := range runs {
 		var rec cancelOnRecord
 		if err := json.Unmarshal(e.Value(), &rec); err != nil || rec.ExecutionID == "" {
-			r.cfg.Log.Warn("router: an unreadable cancel_on record; dropped", "key", key, "err", err)
-			_ = r.runs.Delete(ctx, key)
+			r.cfg.Log.Warn("router: an unreadable cancel_on record; dropped", "key", e.Key(), "err", err)
+			_ = r.runs.Delete(ctx, e.Key())
 			continue
 		}
-		if rule.match != nil {
-			ok, err := rule.match.MatchPair(t.event(), rec.Trigger.event())
-			if err != nil {
-				r.cfg.Log.Debug("router: cancel_on match failed; not cancelled", "skill", rule.skill, "execution", rec.ExecutionID, "err", err)
-			}
-			if !ok {
-				continue
-			}
+		if !rec.Trigger.before(ev) || !r.cancelMatches(rule, ev, &rec) {
+			continue
 		}
-		reason := fmt.Sprintf("cancel_on %s: event %s from %s", rule.typ, t.e.ID, t.e.Source)
-		if rule.match != nil {
-			reason += " matched " + rule.match.String()
-		}
-		res, err := r.control.CancelKnown(ctx, rec.ExecutionID, control.Request{By: "cancel_on", Reason: reason, Source: r.cfg.Source})
-		if err != nil && !errors.Is(err, control.ErrNoExecution) {
-			return err
-		}
-		r.cfg.Log.Info("router: run cancelled by an event", "skill", rule.skill, "execution", rec.ExecutionID, "state", res.State, "by", t.actID)
-		if err := r.runs.Delete(ctx, key); err != nil {
+		if err := r.cancelRun(ctx, rule, &rec, ev, e.Key()); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// cancelEntries reads the keys of KV runs that filter matches, with their values.
+func (r *Router) cancelEntries(ctx context.Context, filter string) ([]jetstream.KeyValueEntry, error) {
+	w, err := r.runs.Watch(ctx, filter, jetstream.IgnoreDeletes())
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = w.Stop() }()
+	var out []jetstream.KeyValueEntry
+	for {
+		select {
+		case e, ok := <-w.Updates():
+			if !ok {
+				return nil, ctx.Err()
+			}
+			if e == nil { // every key read
+				return out, nil
+			}
+			out = append(out, e)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// cancelMatches evaluates a rule's match over an event and a run's trigger.
+func (r *Router) cancelMatches(rule *cancelRule, ev cancelTrigger, rec *cancelOnRecord) bool {
+	if rule.match == nil {
+		return true
+	}
+	ok, err := rule.match.MatchPair(ev.event(), rec.Trigger.event())
+	if err != nil {
+		r.cfg.Log.Debug("router: cancel_on match failed; not cancelled", "skill", rule.skill, "execution", rec.ExecutionID, "err", err)
+	}
+	return ok
+}
+
+// cancelRun cancels the run of rec by the event ev, and deletes its key.
+func (r *Router) cancelRun(ctx context.Context, rule *cancelRule, rec *cancelOnRecord, ev cancelTrigger, key string) error {
+	reason := fmt.Sprintf("cancel_on %s: event %s from %s", rule.typ, ev.ID, ev.Source)
+	if rule.match != nil {
+		reason += " matched " + rule.match.String()
+	}
+	res, err := r.control.CancelKnown(ctx, rec.ExecutionID, control.Request{By: "cancel_on", Reason: reason, Source: r.cfg.Source})
+	if err != nil && !errors.Is(err, control.ErrNoExecution) {
+		return err
+	}
+	r.cfg.Log.Info("router: run cancelled by an event", "skill", rule.skill, "execution", rec.ExecutionID, "state", res.State,
+		"by", events.ActivationID(ev.Source, ev.ID))
+	return r.runs.Delete(ctx, key)
 }
 
 func (ct cancelTrigger) event() *flow.Event {

@@ -72,7 +72,7 @@ func TestCancelOnTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := events.RunCancelOnKey("remind", "com.example.order.paid", events.ExecutionID("/test", "t1", "remind"))
+	key := events.RunCancelOnKey("remind", "com.example.order.paid", "_", events.ExecutionID("/test", "t1", "remind"))
 	if _, err := runs.Get(f.ctx, key); err != nil {
 		t.Fatalf("the run is not indexed for cancel_on: %v", err)
 	}
@@ -86,5 +86,24 @@ func TestCancelOnTimeout(t *testing.T) {
 	f.settled()
 	if c := f.cancelOf("t1"); c != nil {
 		t.Fatalf("cancelled after the timeout: %+v", c)
+	}
+}
+
+// An event cancels the runs of triggers published before it, not after: kept
+// for the runs indexed after it is routed, it does not cancel a run whose
+// trigger came later.
+func TestCancelOnEventBeforeTheTrigger(t *testing.T) {
+	t.Parallel()
+	f := setup(t, reminder(time.Hour))
+	f.orderEvent("b1", "com.example.order.paid", 1)
+	var u events.RouteUnmatched
+	f.event(events.ActivationID("/test", "b1"), events.TypeRouteUnmatched, &u)
+	f.settled()
+	f.orderEvent("b2", "com.example.order.created", 1)
+	var rd events.RouteDecided
+	f.event(events.ActivationID("/test", "b2"), events.TypeRouteDecided, &rd)
+	f.settled()
+	if c := f.cancelOf("b2"); c != nil {
+		t.Fatalf("cancelled by an event published before its trigger: %+v", c)
 	}
 }

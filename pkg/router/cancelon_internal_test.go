@@ -1,0 +1,99 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/internal/natstest"
+	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/run"
+	"github.com/skillbus/skillbus/pkg/skill"
+)
+
+func reminderSkill() *skill.Skill {
+	return &skill.Skill{Name: "remind", Description: "reminds a customer of an unpaid order", Kind: skill.KindWorkflow, Digest: "rem1nd0123456789",
+		Triggers: []string{"com.example.order.created"},
+		CancelOn: []skill.CancelOn{{Type: "com.example.order.paid", Match: "event.data.order == trigger.data.order", Timeout: skill.Duration(time.Hour)}}}
+}
+
+// An event routed while the run it cancels is being started — routed after the
+// run's trigger was published, before the run's cancel_on key was written,
+// because routers route triggers in parallel or because the trigger's routing
+// failed at a write and is retried — still cancels the run.
+func TestCancelOnEventRoutedBeforeTheRunsKey(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		retry bool // the trigger's routing fails there, and is retried
+	}{{"in parallel", false}, {"retried after a write failed", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := natstest.Start(t)
+			b := srv.Bus(t, bus.Config{})
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			t.Cleanup(cancel)
+			r, err := New(Config{Bus: b, Catalog: staticCatalog([]*skill.Skill{reminderSkill()}), Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+				MaxEventBytes: 64 << 10, RetryBase: 50 * time.Millisecond, RetryMax: 50 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The trigger's routing stops before the run's key is written, until
+			// the event is routed.
+			held, paidRouted := make(chan struct{}), make(chan struct{})
+			var once atomic.Int32
+			r.faults = func(p string) error {
+				if p != "cancelon.index" || !once.CompareAndSwap(0, 1) {
+					return nil
+				}
+				close(held)
+				select {
+				case <-paidRouted:
+				case <-ctx.Done():
+				}
+				if tc.retry {
+					return errors.New("injected: a write failed")
+				}
+				return nil
+			}
+			if err := r.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { r.Stop(context.Background()) })
+
+			publishTrigger(t, ctx, b, "c1", "com.example.order.created", `{"order": 1}`)
+			select {
+			case <-held:
+			case <-ctx.Done():
+				t.Fatal("order.created was not routed")
+			}
+			publishTrigger(t, ctx, b, "p1", "com.example.order.paid", `{"order": 1}`)
+			unmatched := b.Subjects.Event(events.ActivationID("/test", "p1"), events.TypeRouteUnmatched)
+			natstest.Eventually(t, 20*time.Second, func() bool { return count(t, ctx, b, b.StreamEvents(), unmatched) == 1 }, "order.paid was not routed")
+			close(paidRouted)
+
+			runs, err := b.KV(ctx, b.BucketRuns())
+			if err != nil {
+				t.Fatal(err)
+			}
+			exec := events.ExecutionID("/test", "c1", "remind")
+			var c *run.Cancel
+			natstest.Eventually(t, 20*time.Second, func() bool {
+				c, err = run.LoadCancel(ctx, runs, exec)
+				return err == nil && c != nil
+			}, "the run of order 1 was not cancelled (err %v)", err)
+			if c.By != "cancel_on" {
+				t.Fatalf("cancel: %+v", c)
+			}
+			natstest.Eventually(t, 20*time.Second, func() bool { return consumerIdle(t, ctx, b) }, "triggers still pending")
+			if _, err := runs.Get(ctx, events.RunCancelOnKey("remind", "com.example.order.paid", "_", exec)); err == nil {
+				t.Fatal("the cancelled run's cancel_on key is left")
+			}
+		})
+	}
+}
