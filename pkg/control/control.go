@@ -209,9 +209,11 @@ func (c *Controller) cancel(ctx context.Context, id string, r Request, noRepairs
 		_ = c.runs.Delete(ctx, events.RunPausedKey(id), jetstream.LastRevision(rev))
 		if p.Kind == run.PausedWait {
 			// Its wait record, or every router keeps matching triggers for it.
-			// Its timeout stays scheduled: the router ignores it, the run no
-			// longer paused, and removes the record then if this failed.
-			_ = c.runs.Delete(ctx, events.RunWaitKey(id))
+			// Purged, not deleted: a router that sees a wait record purged
+			// also purges the wait's scheduled timeout (package router), which
+			// needs a permission the CLI's credentials lack. Should this fail,
+			// a wait.ended that finds the run no longer paused removes it.
+			_ = c.runs.Purge(ctx, events.RunWaitKey(id))
 		}
 		return res, nil
 	}

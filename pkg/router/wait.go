@@ -99,8 +99,12 @@ func (r *Router) startWaits(ctx context.Context) error {
 			if !first && r.waitHook != nil {
 				r.waitHook(e)
 			}
-			if ow := r.indexWait(ix, e); ow != nil && !first {
-				r.replay(rctx, ix, ow, e.Created())
+			opened, closed := r.indexWait(ix, e)
+			if opened != nil && !first {
+				r.replay(rctx, ix, opened, e.Created())
+			}
+			if closed != nil && e.Operation() == jetstream.KeyValuePurge {
+				r.cancelledWait(rctx, closed)
 			}
 		}
 		if first {
@@ -130,11 +134,11 @@ func (r *Router) stopWaits() {
 }
 
 // indexWait applies one change of a wait record to the index, and returns the
-// wait a record put opened.
-func (r *Router) indexWait(ix *waitIndex, e jetstream.KeyValueEntry) *openWait {
+// wait a put opened and the one the change replaced or removed.
+func (r *Router) indexWait(ix *waitIndex, e jetstream.KeyValueEntry) (opened, closed *openWait) {
 	exec, ok := events.WaitingExecution(e.Key())
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	var ow *openWait
 	if e.Operation() == jetstream.KeyValuePut {
@@ -147,6 +151,7 @@ func (r *Router) indexWait(ix *waitIndex, e jetstream.KeyValueEntry) *openWait {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if typ, had := ix.typeOf[exec]; had {
+		closed = ix.byType[typ][exec]
 		delete(ix.byType[typ], exec)
 		if len(ix.byType[typ]) == 0 {
 			delete(ix.byType, typ)
@@ -155,7 +160,7 @@ func (r *Router) indexWait(ix *waitIndex, e jetstream.KeyValueEntry) *openWait {
 		ix.open.Add(-1)
 	}
 	if ow == nil {
-		return nil
+		return nil, closed
 	}
 	m := ix.byType[ow.rec.Type]
 	if m == nil {
@@ -165,7 +170,19 @@ func (r *Router) indexWait(ix *waitIndex, e jetstream.KeyValueEntry) *openWait {
 	m[exec] = ow
 	ix.typeOf[exec] = ow.rec.Type
 	ix.open.Add(1)
-	return ow
+	return ow, closed
+}
+
+// cancelledWait purges the scheduled timeout of a wait whose record was
+// purged: a cancel purges it (package control), with credentials that may not
+// purge EVENTS, where a router resuming the run deletes it. Every router that
+// had the wait does this.
+func (r *Router) cancelledWait(ctx context.Context, ow *openWait) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := r.events.Purge(ctx, jetstream.WithPurgeSubject(r.cfg.Bus.Subjects.WaitTimer(ow.rec.ExecutionID, ow.rec.Step))); err != nil && ctx.Err() == nil {
+		r.cfg.Log.Warn("router: could not remove a cancelled wait's timeout; it fires and is ignored", "execution", ow.rec.ExecutionID, "err", err)
+	}
 }
 
 // holds says whether ow is still the execution's open wait.
@@ -376,7 +393,7 @@ func (r *Router) endWait(ctx context.Context, executionID, step string, timedOut
 }
 
 // dropWait removes the wait record an execution no longer paused left at step,
-// so that no router keeps matching triggers for it. The record is read first:
+// so that no router keeps matching triggers for it, and its timeout. The record is read first:
 // a wait.ended for a run that ended normally finds none, and a record of
 // another step is a later wait of the run.
 func (r *Router) dropWait(ctx context.Context, executionID, step string) {
@@ -391,6 +408,10 @@ func (r *Router) dropWait(ctx context.Context, executionID, step string) {
 	if err := r.runs.Delete(ctx, e.Key(), jetstream.LastRevision(e.Revision())); err != nil {
 		r.cfg.Log.Warn("router: could not remove the wait record of a run no longer waiting", "execution", executionID, "err", err)
 		return
+	}
+	// And its timeout, which a cancel that could not remove the record left too.
+	if err := r.events.Purge(ctx, jetstream.WithPurgeSubject(r.cfg.Bus.Subjects.WaitTimer(executionID, step))); err != nil {
+		r.cfg.Log.Warn("router: could not remove the timeout of a run no longer waiting", "execution", executionID, "err", err)
 	}
 	r.cfg.Log.Info("router: removed the wait record of a run no longer waiting", "execution", executionID, "step", step)
 }

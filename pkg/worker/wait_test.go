@@ -78,15 +78,29 @@ func (f *fixture) triggersRouted() {
 	}
 	natstest.Eventually(f.t, 10*time.Second, func() bool {
 		l := s.ListConsumers(f.ctx)
-		n := 0
-		for info := range l.Info() {
+		n, busy := 0, false
+		for info := range l.Info() { // read to the end, or the lister's goroutine leaks
 			n++
-			if info.NumPending > 0 || info.NumAckPending > 0 {
-				return false
-			}
+			busy = busy || info.NumPending > 0 || info.NumAckPending > 0
 		}
-		return l.Err() == nil && n > 0
+		return l.Err() == nil && n > 0 && !busy
 	}, "triggers not yet routed")
+}
+
+// timers is how many scheduled messages (a wait's timeout, a sleep's wake-up)
+// EVENTS holds for an execution's step.
+func (f *fixture) timers(id, step string) uint64 {
+	f.t.Helper()
+	s, err := f.b.JS.Stream(f.ctx, f.b.StreamEvents())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	subject := f.b.Subjects.WaitTimer(id, step)
+	info, err := s.Info(f.ctx, jetstream.WithSubjectFilter(subject))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return info.State.Subjects[subject]
 }
 
 // startRouterNamed starts a router with its own durable consumers, so that it
@@ -256,7 +270,7 @@ func TestWaitForEventIgnoresDebouncedRuns(t *testing.T) {
 }
 
 // Cancelling a waiting run removes its wait record, so no router matches
-// triggers for it; a record left anyway (a cancel that could not remove it) is
+// triggers for it, and its scheduled timeout; a record left anyway (a cancel that could not remove it) is
 // removed by the router when a matching event's wait.ended finds the run no
 // longer paused.
 func TestWaitForEventCancelledRemovesTheWait(t *testing.T) {
@@ -270,6 +284,9 @@ func TestWaitForEventCancelledRemovesTheWait(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if n := f.timers(id, "pay"); n != 1 {
+		t.Fatalf("%d timeouts scheduled for the waiting run, want 1", n)
+	}
 	if res := f.cancel(id); res.State != control.StatePaused {
 		t.Fatalf("cancel state %q, want %q", res.State, control.StatePaused)
 	}
@@ -277,6 +294,8 @@ func TestWaitForEventCancelledRemovesTheWait(t *testing.T) {
 	if _, err := f.runs.Get(f.ctx, events.RunWaitKey(id)); err == nil {
 		t.Fatal("the cancelled run's wait record is still there")
 	}
+	natstest.Eventually(t, 10*time.Second, func() bool { return f.timers(id, "pay") == 0 },
+		"the cancelled run's timeout is still scheduled")
 	f.pay("pay-4", "o-4", 4)
 	f.triggersRouted()
 	if n := len(f.events(id, events.TypeWaitEnded)); n != 0 {
