@@ -22,7 +22,7 @@ func routeFitCommand(stdout io.Writer) *cobra.Command {
 		Long: `fit routes labelled requests (--cases, JSONL as for eval) with each setting of a
 small grid — the name's weight against the description's (3, 1, 5), adjacent word
 pairs' weight (0.5, or 0: off), BM25's b (0.75, 0.5), pseudo-relevance feedback
-(0: off, or 0.3) and the threshold (0.55 to 0.7) —
+(on long requests only, or on every request at 0.3) and the threshold (0.55 to 0.7) —
 and writes the setting with the best top-1 accuracy, then recall@5 (of equals, the
 one nearest the defaults), to --out as YAML. 'skillbus route eval --weights FILE' and
 'route --weights FILE' use it.

@@ -310,7 +310,8 @@ func (r *recallSet) phrases(words []string) {
 func (r *recallSet) lexical(text string) {
 	cfg := r.x.cfg
 	hits, evd := r.x.idx.SearchEvidence(text, Query{K: cfg.Recall, UnknownWeight: cfg.UnknownWeight, TypoDiscount: cfg.TypoDiscount,
-		SynonymWeight: cfg.SynonymWeight, FeedbackWeight: cfg.Feedback})
+		SynonymWeight: cfg.SynonymWeight, FeedbackWeight: cfg.Feedback,
+		LongFeedbackWeight: cfg.LongFeedback})
 	if len(hits) == 0 {
 		return
 	}

@@ -21,8 +21,8 @@ type Fitted struct {
 	// Bigram is how much adjacent word pairs count (Weights.Bigram); absent keeps
 	// DefaultWeights' 0.5, 0 turns pairs off.
 	Bigram *float32 `yaml:"bigram,omitempty"`
-	// Feedback is the weight of pseudo-relevance feedback (Config.Feedback); absent
-	// or 0 is none.
+	// Feedback is the weight of pseudo-relevance feedback on every request
+	// (Config.Feedback); absent or 0 is the default, feedback on long requests only.
 	Feedback float64 `yaml:"feedback,omitempty"`
 	// Top1 and Recall5 are the figures on the cases fitted on.
 	Top1    float64 `yaml:"top1"`
@@ -81,7 +81,8 @@ func (f Fitted) WriteYAML(w io.Writer) error {
 type FitGrid struct {
 	Name, Description, Bigram []float32
 	K1, B, Threshold          []float64
-	// Feedback are the pseudo-relevance feedback weights tried; empty means none.
+	// Feedback are the pseudo-relevance feedback weights tried on every request; 0
+	// is the default (long requests only); empty means only that.
 	Feedback []float64
 }
 
@@ -140,6 +141,10 @@ func (f Fitted) String() string {
 	if f.Bigram != nil {
 		bg = *f.Bigram
 	}
-	return fmt.Sprintf("name ×%g, description ×%g, word pairs ×%g, k1 %g, b %g, feedback %g, threshold %g: top-1 %.3f, recall@5 %.3f",
-		f.Name, f.Description, bg, f.K1, f.B, f.Feedback, f.Threshold, f.Top1, f.Recall5)
+	fb := "feedback on long requests"
+	if f.Feedback > 0 {
+		fb = fmt.Sprintf("feedback %g", f.Feedback)
+	}
+	return fmt.Sprintf("name ×%g, description ×%g, word pairs ×%g, k1 %g, b %g, %s, threshold %g: top-1 %.3f, recall@5 %.3f",
+		f.Name, f.Description, bg, f.K1, f.B, fb, f.Threshold, f.Top1, f.Recall5)
 }

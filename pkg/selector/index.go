@@ -436,10 +436,18 @@ type Query struct {
 	// with the FeedbackTerms (0: 10) most distinctive terms of its FeedbackDocs
 	// (0: 10) best documents, each weighing up to FeedbackWeight times its IDF, and
 	// searched again. The expansion orders hits; it does not make a request more
-	// surely for the catalog (Evidence). 0 means no feedback.
+	// surely for the catalog (Evidence). 0 means feedback on long requests only
+	// (LongFeedbackWeight).
 	FeedbackWeight float64
 	FeedbackDocs   int
 	FeedbackTerms  int
+	// LongFeedbackWeight is the feedback weight of a long request, one of at least
+	// LongRequest (0: 8) distinct words, stop words left out, when FeedbackWeight
+	// is 0: a request that describes a situation at length spreads its words over
+	// many skills, and the terms its best hits share tell them apart better. 0
+	// means 0.2; negative means none.
+	LongFeedbackWeight float64
+	LongRequest        int
 }
 
 // scratch is one search's working memory, pooled: a score and a touched bit per
@@ -519,8 +527,12 @@ func (x *Index) SearchEvidence(text string, q Query) ([]Hit, Evidence) {
 		ev.Coverage = max(ev.Coverage, cover/r.mass)
 		ev.Strength = max(ev.Strength, cover/r.maxIDF)
 	}
-	if q.FeedbackWeight > 0 && len(best) > 0 {
-		r.feedback(r.top(q.FeedbackDocs, nil))
+	fw := q.FeedbackWeight
+	if fw == 0 && len(r.qts) >= q.LongRequest {
+		fw = max(0, q.LongFeedbackWeight)
+	}
+	if fw > 0 && len(best) > 0 {
+		r.feedback(r.top(q.FeedbackDocs, nil), fw)
 		best = r.top(q.K, best[:0])
 	}
 	hits := r.hits(best)
@@ -548,6 +560,12 @@ func (q Query) withDefaults() Query {
 	}
 	if q.FeedbackTerms == 0 {
 		q.FeedbackTerms = 10
+	}
+	if q.LongFeedbackWeight == 0 {
+		q.LongFeedbackWeight = 0.2
+	}
+	if q.LongRequest == 0 {
+		q.LongRequest = 8
 	}
 	return q
 }
@@ -741,8 +759,8 @@ func (r *search) addPairs(words []string) {
 // feedback expands the request with the terms that best characterise the
 // documents it found (RM3-like: each term's share of a document's length, summed
 // over the documents weighted by their score relative to the best, times its
-// IDF) and adds their postings to the scores.
-func (r *search) feedback(best []top) {
+// IDF) and adds their postings to the scores, the best at weight times its IDF.
+func (r *search) feedback(best []top, weight float64) {
 	if len(best) == 0 || best[0].score <= 0 {
 		return
 	}
@@ -781,7 +799,7 @@ func (r *search) feedback(best []top) {
 	cs = cs[:min(len(cs), r.q.FeedbackTerms)]
 	for _, c := range cs {
 		l := r.x.postings[c.t]
-		r.add(l, r.q.FeedbackWeight*r.idf(len(l.ps))*c.w/cs[0].w)
+		r.add(l, weight*r.idf(len(l.ps))*c.w/cs[0].w)
 	}
 }
 

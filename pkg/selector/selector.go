@@ -80,11 +80,16 @@ type Config struct {
 	// UnknownWeight, TypoDiscount and SynonymWeight tune the keyword index (see
 	// Query).
 	UnknownWeight, TypoDiscount, SynonymWeight float64
-	// Feedback is the weight of pseudo-relevance feedback (Query.FeedbackWeight):
-	// keyword hits are ordered again after the request is expanded with the terms
-	// of its 10 best hits. 0 means none (the default): it helps catalogs of many
-	// near-alike skills and hurts catalogs of distinct ones.
+	// Feedback is the weight of pseudo-relevance feedback (Query.FeedbackWeight) on
+	// every request: keyword hits are ordered again after the request is expanded
+	// with the terms of its 10 best hits. 0 means on long requests only
+	// (LongFeedback): on every request it helps catalogs of many near-alike skills
+	// and hurts catalogs of distinct ones.
 	Feedback float64
+	// LongFeedback is the weight of feedback on requests of 8 distinct words or
+	// more when Feedback is 0 (Query.LongFeedbackWeight); 0 means 0.2, negative
+	// means none.
+	LongFeedback float64
 	// Relative is how much a keyword hit's BM25 relative to the best hit's lowers its
 	// intent below the best hit's: intent = sure × (1 − Relative + Relative × BM25 /
 	// best BM25), so hits keep the index's order. 0 means 0.5; negative means none.
