@@ -264,6 +264,9 @@ func (r *Router) afterAppend(ctx context.Context, s batchSubjects, name string, 
 		}
 	}
 	if it.n == 1 {
+		if err := r.fault("batch.opened"); err != nil {
+			return err
+		}
 		if err := r.armBatchTimer(ctx, s, name, bt, it.first, at); err != nil {
 			return err
 		}
@@ -390,6 +393,9 @@ func (r *Router) runBatch(ctx context.Context, s batchSubjects, name string, fir
 				continue // a trigger joined meanwhile: read the batch again
 			}
 			if err != nil {
+				return err
+			}
+			if err := r.fault("batch.ended"); err != nil {
 				return err
 			}
 		}

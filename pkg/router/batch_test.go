@@ -142,6 +142,39 @@ func TestBatchFullRunsAtOnce(t *testing.T) {
 	}
 }
 
+// A full batch runs at once; its timer, still armed, comes due after the run
+// and starts no second run.
+func TestBatchTimerAfterTheFullBatchRan(t *testing.T) {
+	t.Parallel()
+	f := setupBatch(t, batched(3, time.Second))
+	for _, id := range ids("f", 1, 3) {
+		f.order(id, "west")
+	}
+	natstest.Eventually(t, 20*time.Second, func() bool { return len(f.batchRuns()) == 1 }, "no run of the full batch")
+	f.batchQuiet() // the timer came due and its message was handled
+	evs, err := f.b.JS.Stream(f.ctx, f.b.StreamEvents())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := evs.GetLastMsgForSubject(f.ctx, f.b.Subjects.BatchFired("*")); err != nil {
+		t.Fatalf("the full batch's timer did not come due: %v", err)
+	}
+	if got, want := f.batchRuns(), [][]string{ids("f", 1, 3)}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("runs %v; want %v", got, want)
+	}
+	s, err := f.b.JS.Stream(f.ctx, f.b.StreamTriggers())
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(f.ctx, jetstream.WithSubjectFilter(f.b.Subjects.TriggerDebounced("ingest")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := info.State.Subjects[f.b.Subjects.TriggerDebounced("ingest")]; n != 1 {
+		t.Fatalf("%d runs published; want 1", n)
+	}
+}
+
 // runIDOf is the id of the one batch run in TRIGGERS.
 func runIDOf(t *testing.T, f *fixture) string {
 	t.Helper()
@@ -211,36 +244,6 @@ func TestBatchAcrossRouters(t *testing.T) {
 	slices.Sort(seen)
 	if len(runs) != 5 || partial != 1 || fmt.Sprint(seen) != fmt.Sprint(all) {
 		t.Fatalf("runs %v; want four of 10 and one of 5, with every event once", runs)
-	}
-}
-
-// A router stopped without draining, with a half-full batch: the batch still
-// runs once, with every event, through the router that takes over.
-func TestBatchSurvivesItsRouter(t *testing.T) {
-	t.Parallel()
-	f := setupBatch(t, batched(10, 2*time.Second))
-	for _, id := range ids("c", 1, 4) {
-		f.order(id, "crash")
-	}
-	var u events.RouteUnmatched
-	for _, id := range ids("c", 1, 4) {
-		f.event(events.ActivationID("/test", id), events.TypeRouteUnmatched, &u) // batched
-	}
-	dead, cancel := context.WithCancel(context.Background())
-	cancel()
-	f.r.Stop(dead)
-	next, err := router.New(f.cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := next.Start(f.ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { next.Stop(context.Background()) })
-	natstest.Eventually(t, 20*time.Second, func() bool { return len(f.batchRuns()) == 1 }, "no run after the router died")
-	f.batchQuiet()
-	if got, want := f.batchRuns(), [][]string{ids("c", 1, 4)}; fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("runs %v; want %v", got, want)
 	}
 }
 

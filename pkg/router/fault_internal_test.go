@@ -2,6 +2,8 @@ package router
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -124,6 +126,163 @@ func TestBatchRouterDiesBeforeTheRun(t *testing.T) {
 	if n := count(t, ctx, b, b.StreamTriggers(), b.Subjects.TriggerDebounced("ingest")); n != 1 {
 		t.Fatalf("%d runs published; want 1", n)
 	}
+}
+
+// batchRunIDs are the ids of the events of each batch run of skill ingest
+// published (its triggers on TriggerDebounced), in the order published.
+func batchRunIDs(t *testing.T, ctx context.Context, b *bus.Bus) [][]string {
+	t.Helper()
+	c, err := b.OrderedConsumer(ctx, b.StreamTriggers(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{b.Subjects.TriggerDebounced("ingest")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = b.DeleteConsumer(context.WithoutCancel(ctx), b.StreamTriggers(), c.CachedInfo().Name) }()
+	var out [][]string
+	for {
+		batch, err := c.FetchNoWait(100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			var run struct {
+				Events []struct {
+					ID string `json:"id"`
+				} `json:"events"`
+			}
+			if err := json.Unmarshal(m.Data(), &run); err != nil {
+				t.Fatalf("a batch run's data: %v: %s", err, m.Data())
+			}
+			var ids []string
+			for _, e := range run.Events {
+				ids = append(ids, e.ID)
+			}
+			out = append(out, ids)
+		}
+		if n == 0 {
+			return out
+		}
+	}
+}
+
+// batchOnce waits for the one run of skill ingest and for every trigger and
+// timer to be handled, then checks it is still the only run, with want.
+func batchOnce(t *testing.T, ctx context.Context, b *bus.Bus, want ...string) {
+	t.Helper()
+	natstest.Eventually(t, 20*time.Second, func() bool { return len(batchRunIDs(t, ctx, b)) > 0 }, "no run")
+	natstest.Eventually(t, 20*time.Second, func() bool {
+		return consumerIdle(t, ctx, b) && count(t, ctx, b, b.StreamEvents(), b.Subjects.BatchTimer("*")) == 0
+	}, "triggers or timers still pending")
+	if got := batchRunIDs(t, ctx, b); fmt.Sprint(got) != fmt.Sprint([][]string{want}) {
+		t.Fatalf("runs %v; want one, %v", got, want)
+	}
+}
+
+// A router that dies after adding the trigger that opens a batch, before
+// arming its timer: the trigger, delivered again, finds itself added and arms
+// the timer, and the batch runs once, with every event, at its timeout.
+func TestBatchRouterDiesBeforeArmingTheTimer(t *testing.T) {
+	t.Parallel()
+	bt := &skill.Skill{Name: "ingest", Description: "ingests orders", Kind: skill.KindWorkflow, Digest: "1ngest0123456789",
+		Triggers: []string{"com.example.order"}, Batch: &skill.Batch{MaxSize: 10, Timeout: skill.Duration(2 * time.Second)}}
+	b, ctx, failed := faultRouter(t, "batch.opened", 50*time.Millisecond, bt)
+	for i := 1; i <= 3; i++ {
+		publishTrigger(t, ctx, b, fmt.Sprintf("o%d", i), "com.example.order", fmt.Sprintf(`{"n": %d}`, i))
+	}
+	batchOnce(t, ctx, b, "o1", "o2", "o3")
+	if failed.Load() != 1 {
+		t.Fatal("the fault was not injected")
+	}
+}
+
+// A router that dies after ending a batch at its timeout, before publishing
+// its run: the timer's message, delivered again, finds the batch ended and
+// publishes the run, once, with every event.
+func TestBatchRouterDiesBetweenTheEndAndTheRun(t *testing.T) {
+	t.Parallel()
+	bt := &skill.Skill{Name: "ingest", Description: "ingests orders", Kind: skill.KindWorkflow, Digest: "1ngest0123456789",
+		Triggers: []string{"com.example.order"}, Batch: &skill.Batch{MaxSize: 10, Timeout: skill.Duration(time.Second)}}
+	b, ctx, failed := faultRouter(t, "batch.ended", 50*time.Millisecond, bt)
+	for i := 1; i <= 3; i++ {
+		publishTrigger(t, ctx, b, fmt.Sprintf("o%d", i), "com.example.order", fmt.Sprintf(`{"n": %d}`, i))
+	}
+	batchOnce(t, ctx, b, "o1", "o2", "o3")
+	if failed.Load() != 1 {
+		t.Fatal("the fault was not injected")
+	}
+	// The batch's log: three triggers, one end marker, nothing added twice.
+	if n := count(t, ctx, b, b.StreamEvents(), b.Subjects.BatchItems("*")); n != 4 {
+		t.Fatalf("%d messages in the batch's log; want 4", n)
+	}
+}
+
+// A router that dies for good with a half-full batch, between two writes —
+// after adding the trigger that opens it, before arming its timer — and is
+// stopped: the router that takes over gets the trigger when its ack wait ends,
+// and the batch runs once, with every event.
+func TestBatchSurvivesItsRouter(t *testing.T) {
+	t.Parallel()
+	bt := &skill.Skill{Name: "ingest", Description: "ingests orders", Kind: skill.KindWorkflow, Digest: "1ngest0123456789",
+		Triggers: []string{"com.example.order"}, Batch: &skill.Batch{MaxSize: 10, Timeout: skill.Duration(2 * time.Second)}}
+	srv := natstest.Start(t)
+	b := srv.Bus(t, bus.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	cfg := Config{Bus: b, Catalog: staticCatalog([]*skill.Skill{bt}), Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		MaxEventBytes: 64 << 10, AckWait: 2 * time.Second, RetryBase: 50 * time.Millisecond, RetryMax: 50 * time.Millisecond}
+	dying, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// It never writes again after that point: its handler stays there until
+	// the test ends.
+	died, release := make(chan struct{}), make(chan struct{})
+	var once atomic.Int32
+	dying.faults = func(p string) error {
+		if p == "batch.opened" && once.CompareAndSwap(0, 1) {
+			close(died)
+			<-release
+			return errors.New("injected: the router is dead")
+		}
+		return nil
+	}
+	if err := dying.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var stopped chan struct{} // closed when the stop below returns
+	t.Cleanup(func() {
+		close(release)
+		if stopped != nil {
+			<-stopped
+		} else {
+			dying.Stop(context.Background())
+		}
+	})
+	for _, id := range []string{"c1", "c2", "c3", "c4"} {
+		publishTrigger(t, ctx, b, id, "com.example.order", `{}`)
+	}
+	select {
+	case <-died:
+	case <-ctx.Done():
+		t.Fatal("the batch was not opened")
+	}
+	dead, stop := context.WithCancel(context.Background())
+	stop()
+	stopped = make(chan struct{})
+	go func() { // it takes no more triggers; it returns when released
+		defer close(stopped)
+		dying.Stop(dead)
+	}()
+	next, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := next.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { next.Stop(context.Background()) })
+	batchOnce(t, ctx, b, "c1", "c2", "c3", "c4")
 }
 
 func consumerIdle(t *testing.T, ctx context.Context, b *bus.Bus) bool {
