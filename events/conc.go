@@ -71,3 +71,13 @@ func ThrottleKey(skill, keyHash string) string { return throttleKey + skill + ".
 
 // RunThrottleKey is the runs key of the start time a throttled execution waits for.
 func RunThrottleKey(executionID string) string { return executionID + runThrottle }
+
+// StageThrottle is the stage of a throttled job published again when the start
+// time it was set aside for came.
+const StageThrottle = "throttle"
+
+// ThrottleTimer is the subject of the scheduled message that says a throttled run
+// set aside is due (an io.skillbus.throttle.due on the execution's events).
+func (s Subjects) ThrottleTimer(executionID string) string {
+	return s.Prefix + ".events." + executionID + ".throttle.timer"
+}

@@ -406,6 +406,15 @@ type WaitEnded struct {
 	Answer
 }
 
+// ThrottleDue is the data of io.skillbus.throttle.due: a throttled run that was set
+// aside to wait for its start time (At) is due. It is published by the message
+// scheduler at that time, to the second and never after At; a worker then
+// publishes the run's job again.
+type ThrottleDue struct {
+	ExecutionID string    `json:"execution_id"`
+	At          time.Time `json:"at"`
+}
+
 // DLQReplayed is the data of io.skillbus.dlq.replayed: a dead-letter entry was
 // published again as a new attempt (`skillbus dlq replay`). It is written to the DLQ
 // stream beside the entry, so the record lasts as long as the entry does, and to the

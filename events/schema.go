@@ -25,6 +25,7 @@ var Catalog = map[string]any{
 	TypeConfirmationRequested: ConfirmationRequested{},
 	TypeConfirmationRecorded:  ConfirmationRecorded{},
 	TypeWaitEnded:             WaitEnded{},
+	TypeThrottleDue:           ThrottleDue{},
 	TypeDLQReplayed:           DLQReplayed{},
 	TypeRepairRequested:       RepairRequested{},
 	TypeRepairAttempted:       RepairProgress{},

@@ -23,6 +23,7 @@ const (
 	TypeConfirmationRecorded  = Prefix + "confirmation.recorded"
 	TypeDLQReplayed           = Prefix + "dlq.replayed"
 	TypeWaitEnded             = Prefix + "wait.ended"
+	TypeThrottleDue           = Prefix + "throttle.due"
 
 	// Repair of skills broken by a repairable fault.
 	TypeRepairRequested     = Prefix + "repair.requested"

@@ -158,9 +158,10 @@ func (c *Controller) held(ctx context.Context, skillName string) ([]heldEntry, e
 			continue // released meanwhile
 		}
 		var h run.Held
-		// A run waiting for a concurrency slot (Gate set) is the workers' to
-		// release when a slot frees: resuming it would cost its place in line.
-		if json.Unmarshal(e.Value(), &h) == nil && h.Skill == skillName && h.Gate == "" {
+		// A run waiting for a concurrency slot (Gate set) or for its throttled
+		// start time (Until set) is the workers' to release: resuming it would
+		// cost its place in line, or start it early.
+		if json.Unmarshal(e.Value(), &h) == nil && h.Skill == skillName && h.Gate == "" && h.Until.IsZero() {
 			out = append(out, heldEntry{h, e.Revision()})
 		}
 	}
@@ -203,7 +204,7 @@ func (c *Controller) Paused(ctx context.Context) (map[string]PausedSkill, error)
 			continue
 		}
 		var h run.Held
-		if json.Unmarshal(e.Value(), &h) == nil && h.Gate == "" {
+		if json.Unmarshal(e.Value(), &h) == nil && h.Gate == "" && h.Until.IsZero() {
 			if p, ok := out[h.Skill]; ok {
 				p.Held++
 				out[h.Skill] = p

@@ -75,4 +75,7 @@ type Held struct {
 	// (events.ConcGate), Limit how many slots it has; "" for a paused skill's job.
 	Gate  string `json:"gate,omitempty"`
 	Limit int    `json:"limit,omitempty"`
+	// Until is the start time a throttled job waits for (a scheduled
+	// io.skillbus.throttle.due releases it then); zero for the others.
+	Until time.Time `json:"until,omitzero"`
 }

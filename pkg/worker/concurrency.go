@@ -538,31 +538,40 @@ func (w *Worker) releaseUntilDone(ctx context.Context, wt waiter) {
 // releaseWaiting publishes a waiting run's job again, then removes its record if
 // it is still the one released.
 func (w *Worker) releaseWaiting(ctx context.Context, wt waiter) error {
-	var job events.Job
-	if err := json.Unmarshal(wt.rec.Job, &job); err != nil {
-		return fmt.Errorf("held job %s: %w", wt.rec.ExecutionID, err)
-	}
-	b, meta := w.cfg.Bus, wt.rec.Meta
-	m, err := bus.Event{ID: wt.rec.ExecutionID + ".job.slot." + strconv.FormatUint(wt.rev, 10), Source: w.cfg.Source, Type: events.TypeJob,
-		Meta: bus.Meta{CorrelationID: meta[events.ExtCorrelationID], ExecutionID: job.ExecutionID,
-			TraceParent: meta[events.ExtTraceParent], TraceState: meta[events.ExtTraceState]},
-		Data: job}.JobMsg(b.Subjects.Exec(job.Skill.Pool, job.Skill.Name, job.ActivationID, events.StageSlot))
-	if err != nil {
-		return err
-	}
-	m.Header.Set(events.HeaderRecovered, "1")
-	m.Header.Set(events.HeaderConcGate, wt.rec.Gate)
 	if h := releaseFaultHook.Load(); h != nil {
 		if err := (*h)(wt.rec.ExecutionID); err != nil {
 			return err
 		}
+	}
+	return w.publishHeld(ctx, wt.rev, &wt.rec, events.StageSlot)
+}
+
+// publishHeld publishes a job set aside in rec (at revision rev) again, on stage,
+// under a message id of the record's revision, so that every worker that does it
+// publishes it once; then it removes the record if it is still that one.
+func (w *Worker) publishHeld(ctx context.Context, rev uint64, rec *run.Held, stage string) error {
+	var job events.Job
+	if err := json.Unmarshal(rec.Job, &job); err != nil {
+		return fmt.Errorf("held job %s: %w", rec.ExecutionID, err)
+	}
+	b, meta := w.cfg.Bus, rec.Meta
+	m, err := bus.Event{ID: rec.ExecutionID + ".job." + stage + "." + strconv.FormatUint(rev, 10), Source: w.cfg.Source, Type: events.TypeJob,
+		Meta: bus.Meta{CorrelationID: meta[events.ExtCorrelationID], ExecutionID: job.ExecutionID,
+			TraceParent: meta[events.ExtTraceParent], TraceState: meta[events.ExtTraceState]},
+		Data: job}.JobMsg(b.Subjects.Exec(job.Skill.Pool, job.Skill.Name, job.ActivationID, stage))
+	if err != nil {
+		return err
+	}
+	m.Header.Set(events.HeaderRecovered, "1")
+	if rec.Gate != "" {
+		m.Header.Set(events.HeaderConcGate, rec.Gate)
 	}
 	batch := b.Batch()
 	batch.Publish(m)
 	if err := batch.Wait(ctx); err != nil {
 		return err
 	}
-	if err := w.runs.Delete(ctx, events.RunHeldKey(wt.rec.ExecutionID), jetstream.LastRevision(wt.rev)); err != nil && !isWrongLastSequence(err) {
+	if err := w.runs.Delete(ctx, events.RunHeldKey(rec.ExecutionID), jetstream.LastRevision(rev)); err != nil && !isWrongLastSequence(err) {
 		return err
 	}
 	return nil

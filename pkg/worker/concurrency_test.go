@@ -404,10 +404,7 @@ func TestFailedReleaseIsRetried(t *testing.T) {
 	})
 	t.Cleanup(unset)
 	f.keyedJob("release-fault", "f1", "f")
-	natstest.Eventually(t, 10*time.Second, func() bool {
-		_, err := f.runs.Get(f.ctx, events.RunHeldKey(second))
-		return err == nil
-	}, "the second run did not wait for the slot")
+	f.waitsFor(second, 1)
 	o.open("f")
 	f.waitEvent(first, events.TypeExecutionCompleted)
 	f.waitEvent(second, events.TypeExecutionCompleted)

@@ -18,12 +18,21 @@ import (
 // Every path by which a run waiting for a concurrency slot could be left waiting
 // with a slot free and no one to release it.
 
-// waitsFor waits until the execution's run is set aside for a slot.
-func (f *fixture) waitsFor(id string) {
+// waitsFor waits until the execution's run is set aside and its delivery
+// settled, running runs still holding theirs: a run seen set aside may still be
+// trying the slots once more, and would take one freed then itself.
+func (f *fixture) waitsFor(id string, running int) {
 	f.t.Helper()
+	cons, err := f.b.JS.Consumer(f.ctx, f.b.StreamJobs(), "worker-default")
+	if err != nil {
+		f.t.Fatal(err)
+	}
 	natstest.Eventually(f.t, 10*time.Second, func() bool {
-		_, err := f.runs.Get(f.ctx, events.RunHeldKey(id))
-		return err == nil
+		if _, err := f.runs.Get(f.ctx, events.RunHeldKey(id)); err != nil {
+			return false
+		}
+		info, err := cons.Info(f.ctx)
+		return err == nil && info.NumPending == 0 && info.NumAckPending == running
 	}, "the run did not wait for a slot")
 }
 
@@ -44,7 +53,7 @@ func TestSlotFreedUnseenReleasesItsWaitingRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := f.keyedJob("unseen", "u0", "u")
-	f.waitsFor(id)
+	f.waitsFor(id, 0)
 	st, err := f.b.JS.Stream(f.ctx, "KV_"+f.b.BucketRuns())
 	if err != nil {
 		t.Fatal(err)
@@ -99,9 +108,9 @@ func TestCancelledReleasedRunPassesItsTurn(t *testing.T) {
 	})
 	t.Cleanup(unset)
 	f.keyedJob("pass-turn", "p1", "p")
-	f.waitsFor(released)
+	f.waitsFor(released, 1)
 	next := f.keyedJob("pass-turn", "p2", "p")
-	f.waitsFor(next)
+	f.waitsFor(next, 1)
 	o.open("p")
 	f.waitEvent(first, events.TypeExecutionCompleted)
 	f.waitCancelled(released)

@@ -24,10 +24,12 @@ import (
 // and runs beyond the rate wait rather than being skipped.
 //
 // A run whose start is in the future waits for it without holding a worker: its
-// start is recorded under <execution>.throttle and its job is handed back with a
-// delay to that time, and released from the execution's claim if it held one. The
-// delivery that comes back, on any worker, finds its start recorded and runs once it
-// has come, without reserving again. Skills without a throttle pay one nil check.
+// start is recorded under <execution>.throttle, it is released from the
+// execution's claim if it held one, and its job is handed back with a delay to
+// that time, or, when that is more than an ack wait away, set aside until then
+// (throttlewait.go). The delivery that comes back, on any worker, finds its start
+// recorded and runs once it has come, without reserving again. Skills without a
+// throttle pay one nil check.
 
 // throttleProgs caches a skill version's compiled throttle key.
 type throttleProg struct {
@@ -112,6 +114,9 @@ func (w *Worker) waitTurn(ctx context.Context, j *job, at time.Time) (done bool,
 	wait := time.Until(at)
 	if wait <= time.Millisecond {
 		return false, nil
+	}
+	if wait > w.cfg.AckWait {
+		return true, w.setAside(ctx, j, at)
 	}
 	if _, claimed := j.claimRev(); claimed {
 		if err := w.release(ctx, j, j.retries); err != nil {

@@ -301,6 +301,10 @@ func (w *Worker) Start(ctx context.Context) error {
 		w.Stop(ctx)
 		return err
 	}
+	if err := w.consumeDue(ctx); err != nil {
+		w.Stop(ctx)
+		return err
+	}
 	for _, pool := range w.cfg.Pools {
 		c, err := b.EnsureConsumer(ctx, b.StreamJobs(), w.ConsumerConfig(pool))
 		if err != nil {
