@@ -19,8 +19,10 @@ import (
 //	steps    results of the steps before the wait, by id: steps.create_order.id
 //
 // The run's side is kept in the wait's record when the run parks, so a router
-// evaluates the match without the run; only the results of the steps the
-// expression names are kept (all of them when it reads steps other than by name).
+// evaluates the match without the run. Only what the expression reads is kept
+// (Keep): the fields it selects of inputs and of the results of the steps it
+// names — all of a value it reads other than by field name, and every step's
+// result when it reads steps other than by name.
 
 // WaitMatch is a compiled wait_for_event match; safe for concurrent use.
 type WaitMatch struct {
@@ -30,6 +32,52 @@ type WaitMatch struct {
 	// when it reads steps otherwise (steps[x], size(steps)).
 	steps    []string
 	allSteps bool
+	// inputs and stepFields are the fields read of inputs and of each step's
+	// result; inputs is nil when the expression does not read inputs.
+	inputs     *fields
+	stepFields map[string]*fields
+}
+
+// fields is what an expression reads of a value: all of it, or some of its
+// fields, each read as a fields of its own.
+type fields struct {
+	all bool
+	sub map[string]*fields
+}
+
+// add marks the value at path as read.
+func (f *fields) add(path []string) {
+	for _, name := range path {
+		if f.all {
+			return
+		}
+		if f.sub == nil {
+			f.sub = map[string]*fields{}
+		}
+		next := f.sub[name]
+		if next == nil {
+			next = &fields{}
+			f.sub[name] = next
+		}
+		f = next
+	}
+	f.all, f.sub = true, nil
+}
+
+// keep is what v holds of the fields f reads: v as it is when f reads all of
+// it or v is no object.
+func (f *fields) keep(v any) any {
+	obj, ok := v.(map[string]any)
+	if f.all || !ok {
+		return v
+	}
+	out := make(map[string]any, len(f.sub))
+	for name, sub := range f.sub {
+		if x, ok := obj[name]; ok {
+			out[name] = sub.keep(x)
+		}
+	}
+	return out
 }
 
 var waitEnv = func() *cel.Env {
@@ -70,7 +118,7 @@ func CompileWaitMatch(src string) (*WaitMatch, error) {
 		return nil, &Error{Line: 1, Column: 1, Msg: err.Error()}
 	}
 	m := &WaitMatch{src: src, prg: prg}
-	m.steps, m.allSteps = stepsRead(a)
+	m.reads(a)
 	return m, nil
 }
 
@@ -80,31 +128,95 @@ func (m *WaitMatch) String() string { return m.src }
 // Steps are the step results the match reads; all is true when it may read any.
 func (m *WaitMatch) Steps() (names []string, all bool) { return m.steps, m.allSteps }
 
-// stepsRead lists the names the expression reads from steps by name.
-func stepsRead(a *cel.Ast) (names []string, all bool) {
-	for _, id := range ast.MatchDescendants(ast.NavigateAST(a.NativeRep()), ast.KindMatcher(ast.IdentKind)) {
-		if id.AsIdent() != "steps" {
+// Keep is what the match reads of a run's inputs and of its steps' results
+// (steps: those of the earlier steps it names): a wait keeps only that.
+func (m *WaitMatch) Keep(inputs any, steps map[string]any) (any, map[string]any) {
+	var in any
+	if m.inputs != nil && inputs != nil {
+		in = m.inputs.keep(inputs)
+	}
+	var out map[string]any
+	for name, v := range steps {
+		f := m.stepFields[name]
+		if f == nil && !m.allSteps {
 			continue
 		}
-		name, ok := "", false
-		if p, has := id.Parent(); has {
-			switch p.Kind() {
-			case ast.SelectKind:
-				name, ok = p.AsSelect().FieldName(), true
-			case ast.CallKind:
-				if c := p.AsCall(); c.FunctionName() == "_[_]" && len(c.Args()) == 2 && c.Args()[0].ID() == id.ID() {
-					if k := c.Args()[1]; k.Kind() == ast.LiteralKind {
-						name, ok = k.AsLiteral().Value().(string)
-					}
-				}
-			}
+		if out == nil {
+			out = make(map[string]any, len(steps))
 		}
-		if !ok {
-			return nil, true
+		if m.allSteps {
+			out[name] = v
+		} else {
+			out[name] = f.keep(v)
 		}
-		names = append(names, name)
 	}
-	return names, false
+	return in, out
+}
+
+// reads records what the expression reads of inputs and steps: the path of
+// field names (x.f, or x["f"] with a literal) it selects from each use, as far
+// as the path is fixed.
+func (m *WaitMatch) reads(a *cel.Ast) {
+	for _, id := range ast.MatchDescendants(ast.NavigateAST(a.NativeRep()), ast.KindMatcher(ast.IdentKind)) {
+		root := id.AsIdent()
+		if root != "inputs" && root != "steps" {
+			continue
+		}
+		path := fieldPath(id)
+		if root == "inputs" {
+			if m.inputs == nil {
+				m.inputs = &fields{}
+			}
+			m.inputs.add(path)
+			continue
+		}
+		if len(path) == 0 {
+			m.allSteps = true
+			continue
+		}
+		if m.stepFields == nil {
+			m.stepFields = map[string]*fields{}
+		}
+		f := m.stepFields[path[0]]
+		if f == nil {
+			f = &fields{}
+			m.stepFields[path[0]] = f
+			m.steps = append(m.steps, path[0])
+		}
+		f.add(path[1:])
+	}
+	if m.allSteps {
+		m.steps, m.stepFields = nil, nil
+	}
+}
+
+// fieldPath is the field names selected from e, outermost last, up to the
+// first use that is not a selection by a fixed name.
+func fieldPath(e ast.NavigableExpr) []string {
+	var path []string
+	for {
+		p, ok := e.Parent()
+		if !ok {
+			return path
+		}
+		switch p.Kind() {
+		case ast.SelectKind:
+			path = append(path, p.AsSelect().FieldName())
+		case ast.CallKind:
+			c := p.AsCall()
+			if c.FunctionName() != "_[_]" || len(c.Args()) != 2 || c.Args()[0].ID() != e.ID() || c.Args()[1].Kind() != ast.LiteralKind {
+				return path
+			}
+			name, ok := c.Args()[1].AsLiteral().Value().(string)
+			if !ok {
+				return path
+			}
+			path = append(path, name)
+		default:
+			return path
+		}
+		e = p
+	}
 }
 
 // WaitEvent is the event a match reads as event.

@@ -3,7 +3,10 @@ package flow
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestWaitMatch(t *testing.T) {
@@ -90,4 +93,57 @@ func FuzzCompileWaitMatch(f *testing.F) {
 		}
 		_, _ = m.Match(ev, map[string]any{"order": "o"}, map[string]any{"create": map[string]any{"id": "o"}})
 	})
+}
+
+// A wait keeps only what its match reads of the run: the fields it selects, all
+// of a value it reads otherwise, and every step's result when it reads steps
+// otherwise; keeping that much gives the same answer as keeping everything.
+func TestWaitMatchKeepsWhatItReads(t *testing.T) {
+	t.Parallel()
+	big := strings.Repeat("x", 1<<10)
+	inputs := map[string]any{"order": "o-1", "customer": map[string]any{"id": "c-1", "notes": big}, "items": []any{"a", "b"}, "blob": big}
+	steps := map[string]any{
+		"create": map[string]any{"id": "o-1", "body": big},
+		"greet":  "hi",
+		"other":  map[string]any{"x": big},
+	}
+	ev := &WaitEvent{Type: "t", Data: map[string]any{"order": "o-1", "customer": "c-1", "n": 2.0}}
+	for _, tt := range []struct {
+		src       string
+		in        any
+		steps     map[string]any
+		wantMatch bool
+	}{
+		{`event.data.order == "o-1"`, nil, nil, true},
+		{`event.data.order == inputs.order`, map[string]any{"order": "o-1"}, nil, true},
+		{`event.data.customer == inputs.customer.id && has(inputs.customer.vip)`,
+			map[string]any{"customer": map[string]any{"id": "c-1"}}, nil, false},
+		{`event.data.customer == inputs["customer"]["id"]`, map[string]any{"customer": map[string]any{"id": "c-1"}}, nil, true},
+		{`size(inputs.items) == event.data.n`, map[string]any{"items": []any{"a", "b"}}, nil, true},
+		{`size(inputs) == 4`, inputs, nil, true},
+		{`inputs.customer.id == "c-1" && inputs.customer == {"id": "c-1", "notes": inputs.blob}`,
+			map[string]any{"customer": inputs["customer"], "blob": big}, nil, true},
+		{`inputs.missing == 1`, map[string]any{}, nil, false},
+		{`steps.create.id == event.data.order && steps.greet == "hi"`, nil,
+			map[string]any{"create": map[string]any{"id": "o-1"}, "greet": "hi"}, true},
+		{`steps.create == {"id": "o-1", "body": steps.create.body}`, nil, map[string]any{"create": steps["create"]}, true},
+		{`size(steps) == 3`, nil, steps, true},
+	} {
+		m, err := CompileWaitMatch(tt.src)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.src, err)
+		}
+		in, st := m.Keep(inputs, steps)
+		if diff := cmp.Diff(tt.in, in); diff != "" {
+			t.Errorf("%s: inputs kept (-want +got):\n%s", tt.src, diff)
+		}
+		if diff := cmp.Diff(tt.steps, st); diff != "" {
+			t.Errorf("%s: steps kept (-want +got):\n%s", tt.src, diff)
+		}
+		full, errFull := m.Match(ev, inputs, steps)
+		kept, errKept := m.Match(ev, in, st)
+		if full != kept || (errFull == nil) != (errKept == nil) || kept != tt.wantMatch {
+			t.Errorf("%s: match on what is kept = %v, %v; on everything %v, %v; want %v", tt.src, kept, errKept, full, errFull, tt.wantMatch)
+		}
+	}
 }

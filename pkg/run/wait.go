@@ -17,8 +17,9 @@ type Wait struct {
 	// Match is the step's CEL match over event, inputs and steps; "" takes the
 	// first event of Type.
 	Match string `json:"match,omitempty"`
-	// Inputs and Steps are what Match reads as inputs and steps: the run's inputs
-	// and the results of the earlier steps it names.
+	// Inputs and Steps are what Match reads as inputs and steps: the fields it
+	// reads of the run's inputs and of the results of the earlier steps it
+	// names (flow.WaitMatch.Keep), at most workflow.MaxWaitBytes together.
 	Inputs json.RawMessage            `json:"inputs,omitempty"`
 	Steps  map[string]json.RawMessage `json:"steps,omitempty"`
 	// TimeoutAt is when the wait ends unmatched.

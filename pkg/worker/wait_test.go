@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +20,7 @@ import (
 	"github.com/skillbus/skillbus/pkg/router"
 	"github.com/skillbus/skillbus/pkg/run"
 	"github.com/skillbus/skillbus/pkg/skill"
+	"github.com/skillbus/skillbus/pkg/workflow"
 )
 
 const paidType = "com.example.order.paid"
@@ -312,4 +314,60 @@ func TestWaitForEventCancelledRemovesTheWait(t *testing.T) {
 		_, err := f.runs.Get(f.ctx, events.RunWaitKey(id))
 		return errors.Is(err, jetstream.ErrKeyNotFound)
 	}, "the left wait record of a cancelled run not removed")
+}
+
+// waiterMatching is waiter with its own match.
+func waiterMatching(name, match string) *skill.Skill {
+	s := waiter(name, time.Hour, "")
+	s.Workflow.Steps[1].WaitForEvent.Match = match
+	return s
+}
+
+// The wait record keeps only what the match reads of the run: the input it
+// selects, not the run's other inputs nor the results it does not name.
+func TestWaitForEventKeepsOnlyWhatTheMatchReads(t *testing.T) {
+	t.Parallel()
+	f := setup(t, waiterMatching("waiter", `event.data.order == inputs.order`))
+	f.start()
+	f.startRouter()
+	id := f.jobInputs("k1", "waiter", `{"who":"`+strings.Repeat("a", 8<<10)+`","order":"o-7"}`)
+	f.parked(id)
+	e, err := f.runs.Get(f.ctx, events.RunWaitKey(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec run.Wait
+	if err := json.Unmarshal(e.Value(), &rec); err != nil {
+		t.Fatal(err)
+	}
+	if string(rec.Inputs) != `{"order":"o-7"}` || rec.Steps != nil {
+		t.Fatalf("wait record keeps inputs %s and steps %v, want only {\"order\":\"o-7\"}", rec.Inputs, rec.Steps)
+	}
+	if len(e.Value()) > 1<<10 {
+		t.Fatalf("wait record is %d bytes, want under 1 KiB", len(e.Value()))
+	}
+	f.pay("pay-7", "o-7", 7)
+	f.waitEvent(id, events.TypeExecutionCompleted)
+}
+
+// A match that reads more of the run than a wait may keep fails its step at
+// once, saying why, rather than retrying a record the server refuses.
+func TestWaitForEventReadingTooMuchFailsTheStep(t *testing.T) {
+	t.Parallel()
+	f := setup(t, waiterMatching("waiter", `event.data.order == inputs.order`))
+	f.start()
+	f.startRouter()
+	id := f.jobInputs("big1", "waiter", `{"who":"ada","order":"`+strings.Repeat("o", workflow.MaxWaitBytes)+`"}`)
+	ev := f.waitEvent(id, events.TypeExecutionFailed)
+	msg, _ := ev["error"].(string)
+	if !strings.Contains(msg, "wait_for_event") || !strings.Contains(msg, fmt.Sprintf("at most %d", workflow.MaxWaitBytes)) {
+		t.Fatalf("error %q does not say the wait keeps too much", msg)
+	}
+	f.drained()
+	if p, _, err := run.LoadPaused(f.ctx, f.runs, id); err != nil || p != nil {
+		t.Fatalf("the run parked anyway (paused %v, err %v)", p, err)
+	}
+	if n := len(f.events(id, events.TypeExecutionRetrying)); n != 0 {
+		t.Fatalf("%d retries, want 0", n)
+	}
 }

@@ -81,7 +81,7 @@ func (x *execution) step(i int, env expr.Env, heal *AutoHeal, retryOf string) (s
 	}
 	if cs.kind == "wait" {
 		if _, ended := x.r.Confirmations[st.ID]; !ended {
-			return x.park(i, cs, env)
+			return x.park(i, cs, env, start)
 		}
 	}
 	sl := &x.log.Steps[i]

@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/skillbus/skillbus/pkg/expr"
@@ -16,8 +17,9 @@ import (
 type EventWait struct {
 	Type, Match string
 	Timeout     time.Duration
-	// Inputs and Steps are what the match reads as inputs and steps: the run's
-	// inputs and the results of the earlier steps it names, by name.
+	// Inputs and Steps are what the match reads as inputs and steps: the fields
+	// it reads of the run's inputs and of the results of the earlier steps it
+	// names, by name (flow.WaitMatch.Keep); nil without a match.
 	Inputs any
 	Steps  map[string]any
 }
@@ -39,11 +41,18 @@ func waitRefs(m *flow.WaitMatch, writers map[string][]int) []string {
 	return names
 }
 
+// MaxWaitBytes bounds what a wait keeps of its run for its match (the inputs
+// and step results the match reads, as JSON): every router holds it in memory
+// for as long as the run waits.
+const MaxWaitBytes = 64 << 10
+
 // park stops a wait_for_event step that has no answer yet: the run waits, and
-// the pause carries what a router needs to match events without it.
-func (x *execution) park(i int, cs *cstep, env expr.Env) stepState {
+// the pause carries what a router needs to match events without it — only
+// what the match reads of the run. A run whose match reads more than
+// MaxWaitBytes fails the step instead.
+func (x *execution) park(i int, cs *cstep, env expr.Env, start time.Time) stepState {
 	st := cs.step
-	w := &EventWait{Type: st.WaitForEvent.Type, Timeout: time.Duration(st.WaitForEvent.Timeout), Inputs: env["inputs"]}
+	w := &EventWait{Type: st.WaitForEvent.Type, Timeout: time.Duration(st.WaitForEvent.Timeout)}
 	if w.Timeout <= 0 {
 		w.Timeout = skill.DefaultWaitTimeout
 	}
@@ -53,18 +62,46 @@ func (x *execution) park(i int, cs *cstep, env expr.Env) stepState {
 		if all {
 			names = waitRefs(cs.match, x.c.writersOf(i))
 		}
+		var steps map[string]any
 		for _, n := range names {
 			if v, ok := env[n]; ok && x.c.writesBefore(n, i) {
-				if w.Steps == nil {
-					w.Steps = map[string]any{}
+				if steps == nil {
+					steps = map[string]any{}
 				}
-				w.Steps[n] = v
+				steps[n] = v
 			}
+		}
+		w.Inputs, w.Steps = cs.match.Keep(env["inputs"], steps)
+		if n, err := waitSize(w); err != nil || n > MaxWaitBytes {
+			if err == nil {
+				err = fmt.Errorf("what its match reads of the run (inputs and step results) is %d bytes as JSON; at most %d. Read fewer or smaller fields in match", n, MaxWaitBytes)
+			}
+			return x.fail(i, failure.Fatalf("wait_for_event: %v", err), start, false)
 		}
 	}
 	x.log.Steps[i].Status = StatusWaiting
 	x.log.Steps[i].Reason = waitingForEvent + w.Type + " (at most " + w.Timeout.String() + ")"
 	return stepState{status: StatusWaiting, pause: &PausedError{Step: st.ID, Message: x.log.Steps[i].Reason, Wait: w}}
+}
+
+// waitSize is the size of what a wait keeps of its run, as JSON.
+func waitSize(w *EventWait) (int, error) {
+	n := 0
+	if w.Inputs != nil {
+		b, err := json.Marshal(w.Inputs)
+		if err != nil {
+			return 0, fmt.Errorf("inputs: %w", err)
+		}
+		n += len(b)
+	}
+	for name, v := range w.Steps {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return 0, fmt.Errorf("result of %s: %w", name, err)
+		}
+		n += len(name) + len(b)
+	}
+	return n, nil
 }
 
 // waited is the result of a wait_for_event step once its wait has ended: the
