@@ -52,11 +52,14 @@ func (r *Registry) GC(ctx context.Context) (*GCReport, error) {
 	if err != nil && !errors.Is(err, jetstream.ErrNoObjectsFound) {
 		return nil, fmt.Errorf("registry: gc: list files: %w", err)
 	}
+	if r.gcHook != nil {
+		r.gcHook()
+	}
 
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rep := &GCReport{}
-	dead, err := r.purgeVersions(ctx, p.collect, rep)
+	dead, err := r.purgeVersions(ctx, &p, rep)
 	if err != nil {
 		return nil, err
 	}
@@ -157,12 +160,25 @@ func (ret Retention) keeps(i int, published, current bool, age time.Duration) bo
 }
 
 // purgeVersions purges the version keys of collect, unless a version was
-// published again meanwhile, and returns those purged.
-func (r *Registry) purgeVersions(ctx context.Context, collect []gcCandidate, rep *GCReport) (map[versionID]bool, error) {
+// published again or ramped meanwhile, and returns those purged; p.live gets
+// the ramped ones.
+func (r *Registry) purgeVersions(ctx context.Context, p *gcPlan, rep *GCReport) (map[versionID]bool, error) {
 	dead := map[versionID]bool{}
-	for _, c := range collect {
-		if p := r.pub[c.id.name]; p != nil && p.s.Digest == c.id.digest {
+	ramps, err := r.rampsNow(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("registry: gc: ramps: %w", err)
+	}
+	for _, c := range p.collect {
+		if pub := r.pub[c.id.name]; pub != nil && pub.s.Digest == c.id.digest {
 			continue // published again meanwhile
+		}
+		// Ramped since the listing: a ramp checks that its version exists
+		// before it is written, maybe before this collection listed ramps.
+		if ramped, err := ramps.ramped(ctx, c.id); err != nil {
+			return nil, fmt.Errorf("registry: gc: ramps: %w", err)
+		} else if ramped {
+			p.live[c.id] = true
+			continue
 		}
 		if err := r.kv.Purge(ctx, c.key); err != nil {
 			return nil, fmt.Errorf("registry: gc %s: %w", c.key, err)

@@ -57,3 +57,36 @@ func (r *Registry) keepRamped(ctx context.Context, p *gcPlan) error {
 	p.collect = kept
 	return nil
 }
+
+// rampReader reads skills' ramps one at a time, as a collection is about to
+// remove a version.
+type rampReader struct {
+	runs jetstream.KeyValue // nil: no fleet has run here
+}
+
+func (r *Registry) rampsNow(ctx context.Context) (rampReader, error) {
+	runs, err := r.cfg.Bus.KV(ctx, r.cfg.Bus.BucketRuns())
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return rampReader{}, nil
+	}
+	return rampReader{runs}, err
+}
+
+// ramped reports whether a ramp sends runs to version id now.
+func (rr rampReader) ramped(ctx context.Context, id versionID) (bool, error) {
+	if rr.runs == nil {
+		return false, nil
+	}
+	e, err := rr.runs.Get(ctx, events.SkillRampKey(id.name))
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	var rp run.Ramp
+	if err := json.Unmarshal(e.Value(), &rp); err != nil {
+		return false, fmt.Errorf("ramp of %s: %w", id.name, err)
+	}
+	return rp.Skill == id.name && rp.Digest == id.digest, nil
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/catalog"
+	"github.com/skillbus/skillbus/pkg/control"
 	"github.com/skillbus/skillbus/pkg/registry"
 	"github.com/skillbus/skillbus/pkg/run"
 )
@@ -68,4 +69,58 @@ func TestGCKeepsRampedVersion(t *testing.T) {
 	if kept(digests[0]) {
 		t.Fatal("the version was kept after its ramp was rolled back")
 	}
+}
+
+// A ramp written while a collection runs, after it listed the ramps and before
+// it removes the version the ramp names (control checked that the version
+// exists, as it did then), keeps that version: the collection reads the ramp
+// again just before it removes a version.
+func TestGCKeepsAVersionRampedDuringTheCollection(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	reg := e.registry(registry.Config{Retention: registry.Retention{Keep: 1, For: time.Nanosecond, Max: 3}})
+	p := filepath.Join(e.dir, "alpha", "SKILL.md")
+	var digests []string
+	for i := range 2 {
+		write(t, p, skillMD("alpha", "version "+string(rune('a'+i))))
+		if _, err := reg.Sync(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+		digests = append(digests, e.entry("alpha").Digest)
+	}
+	c, err := control.New(e.ctx, e.b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ramped := 0
+	registry.SetGCHook(reg, func() {
+		if _, err := c.Ramp(e.ctx, "alpha", digests[0], "10", control.Request{By: "ada"}); err != nil {
+			t.Errorf("ramp during the collection: %v", err)
+		}
+		ramped++
+	})
+	rep, err := reg.GC(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ramped != 1 {
+		t.Fatalf("the hook ran %d times, want 1", ramped)
+	}
+	if len(rep.Versions) != 0 {
+		t.Fatalf("collected %v, want nothing: the old version is ramped", rep.Versions)
+	}
+	if _, err := e.kv.Get(e.ctx, catalog.VersionKey("alpha", digests[0])); err != nil {
+		t.Fatalf("the version ramped during the collection was collected: %v", err)
+	}
+	objs, _ := e.obs().List(e.ctx)
+	files := 0
+	for _, o := range objs {
+		if strings.HasPrefix(o.Name, catalog.ObjectName("alpha", digests[0], "")) {
+			files++
+		}
+	}
+	if files == 0 {
+		t.Fatal("the files of the version ramped during the collection were deleted")
+	}
+	registry.SetGCHook(reg, nil)
 }

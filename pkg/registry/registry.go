@@ -194,6 +194,9 @@ type Registry struct {
 	fw      *fsnotify.Watcher
 	svc     micro.Service
 	wake    chan struct{} // a sync is wanted now (SIGHUP-like, tests)
+
+	// gcHook, set by tests, runs in GC between its listing and its deletes.
+	gcHook func()
 }
 
 // published is one skill in the catalog.
