@@ -66,6 +66,8 @@ type Program struct {
 	prg  cel.Program
 	// exts are the extension attributes the expression reads, by name.
 	exts []string
+	// index is a match's equality, when it has one (see MatchIndex).
+	index *MatchIndex
 }
 
 // String is the expression's source.

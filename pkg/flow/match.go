@@ -37,20 +37,28 @@ func CompileMatch(src string) (*Program, error) {
 	if len(src) > MaxExpressionBytes {
 		return nil, &Error{Line: 1, Column: 1, Msg: fmt.Sprintf("the expression is %d bytes; at most %d", len(src), MaxExpressionBytes)}
 	}
+	a, prg, err := compileMatch(src)
+	if err != nil {
+		return nil, err
+	}
+	return &Program{src: src, kind: Filter, prg: prg, index: matchIndex(a)}, nil
+}
+
+func compileMatch(src string) (*cel.Ast, cel.Program, error) {
 	compileMu.Lock()
 	defer compileMu.Unlock()
 	a, iss := matchEnv.Compile(src)
 	if iss != nil && iss.Err() != nil {
-		return nil, issueError(iss.Errors())
+		return nil, nil, issueError(iss.Errors())
 	}
 	if out := a.OutputType(); !out.IsAssignableType(cel.BoolType) {
-		return nil, &Error{Line: 1, Column: 1, Msg: fmt.Sprintf("a match must be true or false; this is %s", out)}
+		return nil, nil, &Error{Line: 1, Column: 1, Msg: fmt.Sprintf("a match must be true or false; this is %s", out)}
 	}
 	prg, err := program(matchEnv, a)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return &Program{src: src, kind: Filter, prg: prg}, nil
+	return a, prg, nil
 }
 
 type pairActivation struct{ event, trigger *Event }

@@ -99,8 +99,23 @@ func (trigger cancelTrigger) before(event cancelTrigger) bool {
 	return trigger.Seq == 0 || event.Seq == 0 || trigger.Seq < event.Seq
 }
 
-// valueToken is the key token a rule indexes runs and events under.
-func (c *cancelRule) valueToken(*flow.Event) (string, bool) { return "_", true }
+// runToken is the key token a rule files a run under: the token of the value
+// its match compares, or flow.UnindexedToken for a match that compares none.
+// ok is false when the match cannot be true of the trigger.
+func (c *cancelRule) runToken(trigger *flow.Event) (string, bool) {
+	if c.match == nil || c.match.Index() == nil {
+		return flow.UnindexedToken, true
+	}
+	return c.match.Index().TriggerToken(trigger)
+}
+
+// eventToken is runToken for the event that cancels.
+func (c *cancelRule) eventToken(event *flow.Event) (string, bool) {
+	if c.match == nil || c.match.Index() == nil {
+		return flow.UnindexedToken, true
+	}
+	return c.match.Index().EventToken(event)
+}
 
 // indexCancels writes the cancel_on keys of the runs a routed trigger starts,
 // then cancels those that an event kept before finds.
@@ -127,7 +142,7 @@ func (r *Router) indexCancels(ctx context.Context, t *trigger, o *routed) error 
 		}
 		for i := range c.cancels {
 			rule := &c.cancels[i]
-			tok, ok := rule.valueToken(t.event())
+			tok, ok := rule.runToken(t.event())
 			if !ok {
 				continue // the match fails on this trigger: no event cancels it
 			}
@@ -191,7 +206,7 @@ func (r *Router) cancelMatching(ctx context.Context, t *trigger) error {
 }
 
 func (r *Router) cancelBy(ctx context.Context, t *trigger, ev cancelTrigger, rule *cancelRule) error {
-	tok, ok := rule.valueToken(t.event())
+	tok, ok := rule.eventToken(t.event())
 	if !ok {
 		return nil // the match fails on this event: it cancels nothing
 	}

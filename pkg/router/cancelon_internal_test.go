@@ -12,6 +12,7 @@ import (
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/internal/natstest"
 	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/flow"
 	"github.com/skillbus/skillbus/pkg/run"
 	"github.com/skillbus/skillbus/pkg/skill"
 )
@@ -20,6 +21,21 @@ func reminderSkill() *skill.Skill {
 	return &skill.Skill{Name: "remind", Description: "reminds a customer of an unpaid order", Kind: skill.KindWorkflow, Digest: "rem1nd0123456789",
 		Triggers: []string{"com.example.order.created"},
 		CancelOn: []skill.CancelOn{{Type: "com.example.order.paid", Match: "event.data.order == trigger.data.order", Timeout: skill.Duration(time.Hour)}}}
+}
+
+// cancelOnToken is the token a skill's first cancel_on rule files a run of a
+// trigger with data under.
+func cancelOnToken(t *testing.T, s *skill.Skill, data map[string]any) string {
+	t.Helper()
+	p, err := flow.CompileMatch(s.CancelOn[0].Match)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, ok := (&cancelRule{match: p}).runToken(&flow.Event{Data: data})
+	if !ok {
+		t.Fatalf("no token for %v", data)
+	}
+	return tok
 }
 
 // An event routed while the run it cancels is being started — routed after the
@@ -91,7 +107,8 @@ func TestCancelOnEventRoutedBeforeTheRunsKey(t *testing.T) {
 				t.Fatalf("cancel: %+v", c)
 			}
 			natstest.Eventually(t, 20*time.Second, func() bool { return consumerIdle(t, ctx, b) }, "triggers still pending")
-			if _, err := runs.Get(ctx, events.RunCancelOnKey("remind", "com.example.order.paid", "_", exec)); err == nil {
+			tok := cancelOnToken(t, reminderSkill(), map[string]any{"order": 1.0})
+			if _, err := runs.Get(ctx, events.RunCancelOnKey("remind", "com.example.order.paid", tok, exec)); err == nil {
 				t.Fatal("the cancelled run's cancel_on key is left")
 			}
 		})

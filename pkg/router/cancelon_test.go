@@ -8,6 +8,7 @@ import (
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/internal/natstest"
+	"github.com/skillbus/skillbus/pkg/flow"
 	"github.com/skillbus/skillbus/pkg/run"
 	"github.com/skillbus/skillbus/pkg/skill"
 )
@@ -72,7 +73,12 @@ func TestCancelOnTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := events.RunCancelOnKey("remind", "com.example.order.paid", "_", events.ExecutionID("/test", "t1", "remind"))
+	p, err := flow.CompileMatch(reminder(0).CancelOn[0].Match)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, _ := p.Index().TriggerToken(&flow.Event{Data: map[string]any{"order": 1.0}})
+	key := events.RunCancelOnKey("remind", "com.example.order.paid", tok, events.ExecutionID("/test", "t1", "remind"))
 	if _, err := runs.Get(f.ctx, key); err != nil {
 		t.Fatalf("the run is not indexed for cancel_on: %v", err)
 	}
