@@ -27,6 +27,12 @@ type SkillRef struct {
 	// Ramp says which version a version ramp chose for this activation and why
 	// ("ramp 10% to 1a2b3c4d5e6f: slot 734 of 10000"); "" when the skill has no ramp.
 	Ramp string `json:"ramp,omitempty"`
+	// QueuePriority is the seconds the skill's queue_priority gave for this
+	// trigger, -600 to 600: its job is queued as if enqueued that much earlier
+	// (see Lane). An expression that failed gives 0, and the candidate's reason
+	// in the decision says why. (A SkillRef stays within 128 bytes: a map of
+	// larger values stores each apart, an allocation per plan.)
+	QueuePriority int `json:"queue_priority,omitempty"`
 }
 
 // Plan is the activation plan: the primary skill runs first; on fatal

@@ -137,6 +137,10 @@ func (v *SkillRef) appendJSON(b []byte) ([]byte, error) {
 		b = append(b, `,"ramp":`...)
 		b = jsonenc.AppendString(b, v.Ramp)
 	}
+	if v.QueuePriority != 0 {
+		b = append(b, `,"queue_priority":`...)
+		b = strconv.AppendInt(b, int64(v.QueuePriority), 10)
+	}
 	b = append(b, '}')
 	return b, nil
 }
@@ -722,6 +726,9 @@ func (v *SkillRef) jsonSize() int {
 		n += 10
 		n += len(v.Ramp) + len(v.Ramp)/8
 	}
+	if v.QueuePriority != 0 {
+		n += 30
+	}
 	return n
 }
 
@@ -1099,6 +1106,8 @@ func (v *SkillRef) decodeJSON(d *jsondec.Decoder, skip string) bool {
 			return jsondec.Once(&seen, 1<<6) && jsondec.Float(d, &v.Score)
 		case "ramp":
 			return jsondec.Once(&seen, 1<<7) && d.Str(&v.Ramp)
+		case "queue_priority":
+			return jsondec.Once(&seen, 1<<8) && jsondec.Int(d, &v.QueuePriority)
 		}
 		return false
 	})
@@ -1112,7 +1121,8 @@ func (v *SkillRef) jsonIsZero() bool {
 		v.ExecutionID == "" &&
 		v.Source == "" &&
 		v.Score == 0 &&
-		v.Ramp == ""
+		v.Ramp == "" &&
+		v.QueuePriority == 0
 }
 
 // decodeJSON decodes an object into v, zero, exactly as encoding/json would, or reports false (leaving v in any state). A member named skip, if not empty, is checked to be well-formed JSON and left out.

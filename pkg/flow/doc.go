@@ -1,5 +1,5 @@
-// Package flow evaluates a skill's flow-control expressions — its filter and its
-// rate limit's key — over a trigger's CloudEvent. They are CEL expressions
+// Package flow evaluates a skill's flow-control expressions — its filter, its
+// rate limit's key, its queue priority — over a trigger's CloudEvent. They are CEL expressions
 // (cel.dev/cel-go): side-effect free, always terminating, type-checked when the
 // skill is validated and compiled once per skill version.
 //

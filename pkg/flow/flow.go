@@ -45,6 +45,9 @@ const (
 	// Key is a string, a number or a bool, turned into a string: which counter of
 	// a rate limit the event counts against.
 	Key
+	// Priority is a number of seconds, MinPriority to MaxPriority: how much
+	// earlier than it was a run is queued (see PriorityOf).
+	Priority
 )
 
 // Error is an expression that does not compile, at a position in its source.
@@ -119,6 +122,10 @@ func Compile(src string, kind Kind) (*Program, error) {
 	case kind == Key && !(out.IsAssignableType(cel.StringType) || out.IsAssignableType(cel.IntType) ||
 		out.IsAssignableType(cel.UintType) || out.IsAssignableType(cel.DoubleType) || out.IsAssignableType(cel.BoolType)):
 		return nil, &Error{Line: 1, Column: 1, Msg: fmt.Sprintf("a key must be a string, a number or a bool; this is %s", out)}
+	case kind == Priority:
+		if err := checkPriority(a, out); err != nil {
+			return nil, err
+		}
 	}
 	exts, err := extensionsRead(a)
 	if err != nil {

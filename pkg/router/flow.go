@@ -28,6 +28,8 @@ type compiledFlow struct {
 	bkey  *flow.Program
 	// cancels are the skill's cancel_on rules, their matches compiled.
 	cancels []cancelRule
+	// prio is the skill's queue_priority, compiled (prio.go).
+	prio *flow.Program
 	// err is an expression that did not compile (a skill published by an older
 	// registry, or built by hand): every trigger then gets filter_error.
 	err error
@@ -66,6 +68,11 @@ func compileFlows(skills []*skill.Skill, prev map[string]*compiledFlow) map[stri
 				c.err = fmt.Errorf("batch.key does not compile: %w", c.err)
 			}
 		}
+		if c.err == nil && s.QueuePriority != "" {
+			if c.prio, c.err = flow.Compile(s.QueuePriority, flow.Priority); c.err != nil {
+				c.err = fmt.Errorf("queue_priority does not compile: %w", c.err)
+			}
+		}
 		for _, co := range s.CancelOn {
 			if c.err != nil {
 				break
@@ -85,7 +92,7 @@ func compileFlows(skills []*skill.Skill, prev map[string]*compiledFlow) map[stri
 
 // hasFlow is whether a skill has any flow control the router decides.
 func hasFlow(s *skill.Skill) bool {
-	return s.Filter != "" || s.RateLimit != nil || s.Debounce != nil || s.Batch != nil || len(s.CancelOn) > 0
+	return s.Filter != "" || s.RateLimit != nil || s.Debounce != nil || s.Batch != nil || len(s.CancelOn) > 0 || s.QueuePriority != ""
 }
 
 // flowVerdicts are what flow control said about one trigger, for the unmatched
@@ -108,10 +115,16 @@ func (t *trigger) event() *flow.Event {
 // rate limit's key fails, or whose debounce folded the trigger (t.folds). A
 // skill with a rate limit the trigger has not been counted against is taken and
 // noted in t.uncounted, for Router.count; one with a debounce, in t.unfolded
-// (see admitDebounce). Verdicts are kept on t.
+// (see admitDebounce). Verdicts are kept on t. A skill taken with a
+// queue_priority has it evaluated (prio.go).
 func admit(t *trigger, flows map[string]*compiledFlow) func(*skill.Skill) (bool, string) {
-	return func(s *skill.Skill) (bool, string) {
+	return func(s *skill.Skill) (ok bool, why string) {
 		c := flows[s.Name]
+		defer func() {
+			if ok && c != nil && c.prio != nil {
+				why = joinWhy(why, t.prioritize(s.Name, c.prio))
+			}
+		}()
 		if c == nil || c.digest != s.Digest {
 			if !hasFlow(s) {
 				return true, ""
@@ -130,7 +143,7 @@ func admit(t *trigger, flows map[string]*compiledFlow) func(*skill.Skill) (bool,
 			t.verdicts.failed = append(t.verdicts.failed, s.Name+": "+why)
 			return false, why
 		}
-		why := ""
+		why = ""
 		if c.batch != nil && t.burstOf == s.Name {
 			// A batch's run: each of its events passed the filter on its way in.
 			if c.rate == nil {

@@ -62,6 +62,8 @@ type trigger struct {
 	// came on that skill's TriggerDebounced subject, which only routers publish.
 	burstOf  string
 	verdicts flowVerdicts
+	// prio is what the queue_priority of the skills admit took gave (prio.go).
+	prio map[string]queuePriority
 }
 
 // outcome is what routing a trigger came to. settle turns it into writes and the
@@ -192,6 +194,9 @@ func plan(d *selector.Decision, t *trigger, subj events.Subjects, get func(strin
 		if t.ramps != nil {
 			sr = ramp(t.ramps, sr, t.actID)
 		}
+		if t.prio != nil {
+			sr = t.withPriority(sr)
+		}
 		refs[name] = sr
 		return sr
 	}
@@ -242,7 +247,7 @@ func plan(d *selector.Decision, t *trigger, subj events.Subjects, get func(strin
 		pj.meta = t.meta
 		pj.meta.ExecutionID = sr.ExecutionID
 		pj.meta.CausationID = o.decidedID
-		pj.subject, pj.id = subj.Exec(sr.Pool, sr.Name, t.actID, events.StagePlan), sr.ExecutionID+".job"
+		pj.subject, pj.id = subj.Exec(events.LanePool(sr.Pool, events.Lane(sr.QueuePriority)), sr.Name, t.actID, events.StagePlan), sr.ExecutionID+".job"
 	}
 	return o
 }

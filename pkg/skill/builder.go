@@ -119,6 +119,7 @@ func (b *builder) finish(r report) {
 	b.checkTools()
 	b.checkSchedule()
 	b.checkSupported()
+	b.checkQueuePriority()
 	b.applyDefaults()
 }
 

@@ -92,7 +92,8 @@
 //	max_retries      integer ≥ 0; default 3
 //	timeout          seconds (45, 1.5) or a Go duration ("2m"); default 30s;
 //	timeout_ms       milliseconds; outside 1s–5m warns; set one of the two
-//	priority         high | medium | low; default medium
+//	priority         high | medium | low; default medium: orders routing candidates
+//	                 (not queued runs: see queue_priority)
 //	cost_hint        low | medium | high; default medium; also cost
 //	repair           approve | auto | off; default approve: how a repairable failure is
 //	                 repaired (a proposed patch waits for approval, is applied, or none is made)
@@ -140,6 +141,9 @@
 //	throttle         key: (CEL, optional), limit: (1 to 10000), period: (whole seconds,
 //	                 1s to 24h), burst: (optional): runs beyond limit per period wait
 //	                 for their turn (see Throttle)
+//	queue_priority   -600 to 600 seconds, or a CEL expression over the trigger giving
+//	                 them: the skill's runs queue in their pool as if enqueued that
+//	                 much earlier; not with max_concurrent
 //
 // skill.yaml adds inputs, steps, outputs and confirmations (see Workflows); in a
 // SKILL.md front matter they are an error pointing to skill.yaml.

@@ -205,7 +205,7 @@ func metaFieldList(withWorkflow bool) []*field {
 				b.setTimeout(d, p, v)
 			}
 		}},
-		{name: "priority", decode: enumField("priority", priorities, func(s *Skill) *string { return &s.Priority })},
+		{name: "priority", decode: decodePriority},
 		{name: "cost_hint", decode: enumField("cost_hint", costHints, func(s *Skill) *string { return &s.CostHint })},
 		{name: "repair", decode: enumField("repair", repairModes, func(s *Skill) *string { return &s.Repair })},
 		{name: "parallel_safe", decode: func(b *builder, d *decoder, p pair) {
@@ -254,6 +254,7 @@ func metaFieldList(withWorkflow bool) []*field {
 	}
 	fs = append(fs, scheduleFields()...)
 	fs = append(fs, flowFields()...)
+	fs = append(fs, queuePriorityFields()...)
 	fs = append(fs, concurrencyFields()...)
 	fs = append(fs, throttleFields()...)
 	wf := []*field{

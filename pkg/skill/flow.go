@@ -212,6 +212,11 @@ func decodeRateLimit(b *builder, d *decoder, p pair) {
 // celAt compiles a CEL expression of field, reporting an error at its position in
 // the file; false when it does not compile.
 func (d *decoder) celAt(n *yaml.Node, field, src string, kind flow.Kind) bool {
+	return d.celAtHint(n, field, src, kind, "CEL over the event: type, source, subject, id, time, data, extensions; see docs/authoring.md, Flow control")
+}
+
+// celAtHint is celAt with the hint its error gives.
+func (d *decoder) celAtHint(n *yaml.Node, field, src string, kind flow.Kind, hint string) bool {
 	_, err := flow.Compile(src, kind)
 	if err == nil {
 		return true
@@ -222,7 +227,6 @@ func (d *decoder) celAt(n *yaml.Node, field, src string, kind flow.Kind) bool {
 		return false
 	}
 	line, col := d.exprPos(n, fe.Line, fe.Column)
-	hint := "CEL over the event: type, source, subject, id, time, data, extensions; see docs/authoring.md, Flow control"
 	d.add(SeverityError, line, col, field, hint, "%s is not a valid expression: %s", field, fe.Msg)
 	return false
 }

@@ -81,6 +81,7 @@ func FuzzParseWorkflow(f *testing.F) {
 	addFixtures(f, ".yaml", ".yml")
 	f.Add([]byte("name: a\ndescription: b\nsteps:\n- id: x\n  tool: t\n  args: {a: \"{{ x.y }}\"}\n"))
 	f.Add([]byte("steps: [{id: a, compute: 'result = ('}]\n"))
+	f.Add([]byte("name: a\ndescription: b\nqueue_priority: 'data.vip ? 300 : -60'\nsteps: [{id: x, tool: t}]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkParsed(t, func() (*Skill, Diagnostics) {
 			return LoadOptions{KnownTools: seedTools}.ParseWorkflow("fuzz/skill.yaml", data)

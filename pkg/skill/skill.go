@@ -81,6 +81,10 @@ type Skill struct {
 	Batch *Batch `json:"batch,omitempty"`
 	// CancelOn are events that cancel a run of the skill.
 	CancelOn []CancelOn `json:"cancel_on,omitempty"`
+	// QueuePriority is a CEL expression over the trigger giving -600 to 600
+	// seconds: the skill's runs are queued in their pool as if enqueued that
+	// much earlier. Not Priority, which orders routing candidates.
+	QueuePriority string `json:"queue_priority,omitempty"`
 
 	// Availability and safety.
 	Prerequisites []Prerequisite  `json:"prerequisites,omitempty"`

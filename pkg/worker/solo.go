@@ -43,7 +43,9 @@ func (w *Worker) watchSolo(ctx context.Context, cat Skills) {
 	var rev uint64
 	for {
 		rev = cat.Revision()
-		w.syncSolo(ctx, cat.All())
+		all := cat.All()
+		w.syncSolo(ctx, all)
+		w.syncLanes(ctx, all)
 		if err := cat.Changed(ctx, rev); err != nil {
 			return
 		}

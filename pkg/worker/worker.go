@@ -167,8 +167,9 @@ type Worker struct {
 	ctl       control            // cancelled executions, paused skills (control.go)
 	stopCtl   context.CancelFunc // ends their watch
 	ctlWatch  sync.WaitGroup
-	gates     gates    // keyed concurrency (concurrency.go)
-	throttles sync.Map // skill digest → *throttleProg (throttle.go)
+	gates     gates     // keyed concurrency (concurrency.go)
+	prio      prioPools // queue priority lanes (lanes.go)
+	throttles sync.Map  // skill digest → *throttleProg (throttle.go)
 
 	repairsOnce sync.Once
 	repairs     jetstream.KeyValue
@@ -305,11 +306,22 @@ func (w *Worker) Start(ctx context.Context) error {
 		w.Stop(ctx)
 		return err
 	}
-	for _, pool := range w.cfg.Pools {
+	lanes := w.lanesAtStart(ctx)
+	for i, pool := range w.cfg.Pools {
 		c, err := b.EnsureConsumer(ctx, b.StreamJobs(), w.ConsumerConfig(pool))
 		if err != nil {
 			w.Stop(ctx)
 			return fmt.Errorf("worker: consumer for pool %s: %w", pool, err)
+		}
+		if lanes[pool] {
+			w.prio.mu.Lock()
+			err := w.serveLanes(ctx, i, pool, c)
+			w.prio.mu.Unlock()
+			if err != nil {
+				w.Stop(ctx)
+				return fmt.Errorf("worker: pool %s: %w", pool, err)
+			}
+			continue
 		}
 		l, err := bus.Consume(c, w.cfg.Concurrency, w.handle, w.cfg.Log)
 		if err != nil {
@@ -337,6 +349,7 @@ func (w *Worker) Stop(ctx context.Context) {
 		w.cancel = nil
 	}
 	w.stopSolo(ctx)
+	w.stopLanes(ctx)
 	var wg sync.WaitGroup
 	for _, l := range w.loops {
 		wg.Go(func() { l.Stop(ctx) })

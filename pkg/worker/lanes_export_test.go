@@ -1,0 +1,21 @@
+package worker
+
+// LaneWaiting is how many jobs of a pool w holds waiting for a slot whose
+// queue priority is prio.
+func LaneWaiting(w *Worker, pool string, prio int) int {
+	w.prio.mu.Lock()
+	s := w.prio.pools[pool]
+	w.prio.mu.Unlock()
+	if s == nil {
+		return 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, wt := range s.waiting {
+		if queuePriorityOf(wt.msg) == prio {
+			n++
+		}
+	}
+	return n
+}
