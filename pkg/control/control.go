@@ -201,7 +201,7 @@ func (c *Controller) cancel(ctx context.Context, id string, r Request, noRepairs
 			return res, fmt.Errorf("cancel %s: the paused job: %w", id, err)
 		}
 		res.State, res.Skill = StatePaused, job.Skill.Name
-		if err := c.release(ctx, job, p.Meta, events.StageCancelled, id+".job.cancelled", r.Source); err != nil {
+		if err := c.release(ctx, job, p.Meta, events.StageCancelled, id+".job.cancelled", r.Source, ""); err != nil {
 			return res, err
 		}
 		// A confirmation answered meanwhile resumed it already; either way a
@@ -226,7 +226,7 @@ func (c *Controller) cancel(ctx context.Context, id string, r Request, noRepairs
 			return res, fmt.Errorf("cancel %s: the held job: %w", id, err)
 		}
 		res.State, res.Skill = StateHeld, job.Skill.Name
-		if err := c.release(ctx, job, h.Meta, events.StageCancelled, id+".job.cancelled", r.Source); err != nil {
+		if err := c.release(ctx, job, h.Meta, events.StageCancelled, id+".job.cancelled", r.Source, h.Gate); err != nil {
 			return res, err
 		}
 		_ = c.runs.Delete(ctx, events.RunHeldKey(id), jetstream.LastRevision(rev))
@@ -244,7 +244,7 @@ func (c *Controller) cancel(ctx context.Context, id string, r Request, noRepairs
 		if p != nil {
 			res.State, res.Skill = StateRepairing, p.Job.Skill.Name
 			job := p.Job
-			if err := c.release(ctx, job, p.Meta, events.StageCancelled, id+".job.cancelled", r.Source); err != nil {
+			if err := c.release(ctx, job, p.Meta, events.StageCancelled, id+".job.cancelled", r.Source, ""); err != nil {
 				return res, err
 			}
 			_ = repairs.Delete(ctx, service.ParkedKey(p.RepairID, id))
@@ -254,8 +254,10 @@ func (c *Controller) cancel(ctx context.Context, id string, r Request, noRepairs
 }
 
 // release publishes an execution's job again, on its own stage, for a worker to
-// take through the claim path (it may have run before).
-func (c *Controller) release(ctx context.Context, job events.Job, meta map[string]string, stage, msgID, source string) error {
+// take through the claim path (it may have run before). gate is the concurrency
+// gate a run waiting for a slot waited for: the worker that ends it passes its
+// turn on, in case a slot freed as it was cancelled was meant for it.
+func (c *Controller) release(ctx context.Context, job events.Job, meta map[string]string, stage, msgID, source, gate string) error {
 	subject := c.b.Subjects.Exec(job.Skill.Pool, job.Skill.Name, job.ActivationID, stage)
 	m, err := bus.Event{ID: msgID, Source: source, Type: events.TypeJob,
 		Meta: bus.Meta{CorrelationID: meta[events.ExtCorrelationID], ExecutionID: job.ExecutionID,
@@ -265,6 +267,9 @@ func (c *Controller) release(ctx context.Context, job events.Job, meta map[strin
 		return fmt.Errorf("release the job of %s: %w", job.ExecutionID, err)
 	}
 	m.Header.Set(events.HeaderRecovered, "1")
+	if gate != "" {
+		m.Header.Set(events.HeaderConcGate, gate)
+	}
 	b := c.b.Batch()
 	b.Publish(m)
 	if err := b.Wait(ctx); err != nil {

@@ -127,7 +127,7 @@ func (c *Controller) Resume(ctx context.Context, skillName string, r Request) (r
 			return released, wasPaused, fmt.Errorf("held job %s: %w", h.rec.ExecutionID, err)
 		}
 		id := h.rec.ExecutionID + ".job.resumed." + strconv.FormatUint(h.rev, 10)
-		if err := c.release(ctx, job, h.rec.Meta, events.StageResumed, id, r.Source); err != nil {
+		if err := c.release(ctx, job, h.rec.Meta, events.StageResumed, id, r.Source, ""); err != nil {
 			return released, wasPaused, err
 		}
 		// Gone already: a cancel released it, or another resume did.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -72,11 +73,14 @@ type gates struct {
 	progs sync.Map // skill digest → *gateProgs
 
 	mu      sync.Mutex
-	ready   bool                       // the initial records are read: frees release runs
-	slots   map[string]map[string]bool // gate → slot keys taken
-	waiting map[string][]waiter        // gate → waiting runs, oldest first
-	where   map[string]string          // execution → the gate it waits for
-	limits  map[string]int             // gate → its limit, from the waiting records
+	ready   bool                      // the initial records are read: frees release runs
+	slots   map[string]map[int]string // gate → slots taken → the execution holding each
+	waiting map[string][]waiter       // gate → waiting runs, oldest first
+	where   map[string]string         // execution → the gate it waits for
+	limits  map[string]int            // gate → its limit, from the waiting records
+	// applied is the last KV runs sequence applied; moved is closed when it moves.
+	applied uint64
+	moved   chan struct{}
 	// seen: gate with waiting runs → when a write of one of its slots (a take, a
 	// renewal, a free) or a release was last seen; see checkGates.
 	seen map[string]time.Time
@@ -93,9 +97,11 @@ var heldWrittenHook atomic.Pointer[func(executionID string, rev uint64)]
 // is published; an error fails that release.
 var releaseFaultHook atomic.Pointer[func(executionID string) error]
 
+// waiter is a waiting run as the view keeps it: what a release needs to find its
+// record, not the job (every worker keeps every waiting run).
 type waiter struct {
+	id  string
 	rev uint64
-	rec run.Held
 }
 
 // gateProgs are a skill version's keyed limits, compiled.
@@ -178,18 +184,27 @@ func (w *Worker) takeSlots(ctx context.Context, j *job, p *gateProgs) (done bool
 		return true, w.fail(ctx, j, "", failure.Fatalf("%v", err))
 	}
 	j.gated = true // whether it takes the slots or waits again, a turn it was given is used
-	blocked, err := w.trySlots(ctx, j, names, limits)
+	blocked, err := w.trySlots(ctx, j, names, limits, quickTries)
 	if err != nil || blocked < 0 {
 		return err != nil, err
 	}
 	return w.waitForSlot(ctx, j, names, limits, blocked)
 }
 
+// How many of a gate's slots that the view shows taken takeSlot tries as well
+// (the view may lag a free by a moment): a few on a run's first try, none once
+// the view is known to be current, all when it may not be.
+const (
+	quickTries   = 2
+	currentTries = 0
+	allTries     = -1
+)
+
 // trySlots takes a slot of every gate, in order; blocked is the first gate with
 // none free (its slots of the earlier gates given back), or -1.
-func (w *Worker) trySlots(ctx context.Context, j *job, names []string, limits []int) (blocked int, err error) {
+func (w *Worker) trySlots(ctx context.Context, j *job, names []string, limits []int, tries int) (blocked int, err error) {
 	for i, g := range names {
-		ok, err := w.takeSlot(ctx, j, g, limits[i])
+		ok, err := w.takeSlot(ctx, j, g, limits[i], tries)
 		if err != nil || !ok {
 			w.freeSlots(j)
 			if err != nil {
@@ -201,36 +216,61 @@ func (w *Worker) trySlots(ctx context.Context, j *job, names []string, limits []
 	return -1, nil
 }
 
-// takeSlot takes a free slot of gate, or one this execution holds already.
-func (w *Worker) takeSlot(ctx context.Context, j *job, gate string, limit int) (bool, error) {
-	id := []byte(j.data.ExecutionID)
-	for n := range limit {
-		key := events.ConcSlotKey(gate, n)
-		rev, err := w.runs.Create(ctx, key, id, jetstream.KeyTTL(w.cfg.AckWait))
-		if err == nil {
-			j.slots = append(j.slots, heldSlot{key, rev})
+// takeSlot takes a free slot of gate, or one this execution holds already. It
+// tries the slots the view shows free (or held by this execution) first, then
+// up to tries (allTries: every one) of those it shows taken, each from a random
+// place, so that runs arriving at once do not all race for slot 0 and a run
+// arriving at a crowded gate costs a write or two, not one per slot.
+func (w *Worker) takeSlot(ctx context.Context, j *job, gate string, limit, tries int) (bool, error) {
+	from := rand.N(limit)
+	for pass := range 2 {
+		tried := 0
+		for i := range limit {
+			n := (from + i) % limit
+			if w.gates.shownFree(gate, n, j.data.ExecutionID) == (pass == 1) {
+				continue
+			}
+			if pass == 1 {
+				if tries >= 0 && tried >= tries {
+					break
+				}
+				tried++
+			}
+			ok, err := w.takeSlotN(ctx, j, events.ConcSlotKey(gate, n))
+			if ok || err != nil {
+				return ok, err
+			}
+		}
+	}
+	return false, nil
+}
+
+// takeSlotN takes slot key if it is free or this execution's.
+func (w *Worker) takeSlotN(ctx context.Context, j *job, key string) (bool, error) {
+	rev, err := w.runs.Create(ctx, key, []byte(j.data.ExecutionID), jetstream.KeyTTL(w.cfg.AckWait))
+	if err == nil {
+		j.slots = append(j.slots, heldSlot{key, rev})
+		return true, nil
+	}
+	if !errors.Is(err, jetstream.ErrKeyExists) {
+		return false, err
+	}
+	e, err := w.runs.Get(ctx, key)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted):
+		return false, nil // freed meanwhile: someone else's to take
+	case err != nil:
+		return false, err
+	}
+	if string(e.Value()) == j.data.ExecutionID {
+		// An earlier delivery of this execution took it and died.
+		s := heldSlot{key, e.Revision()}
+		if s.rev, err = w.renewSlot(ctx, s, j.data.ExecutionID); err == nil {
+			j.slots = append(j.slots, s)
 			return true, nil
 		}
-		if !errors.Is(err, jetstream.ErrKeyExists) {
+		if !isWrongLastSequence(err) {
 			return false, err
-		}
-		e, err := w.runs.Get(ctx, key)
-		switch {
-		case errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted):
-			continue // freed meanwhile: someone else's to take
-		case err != nil:
-			return false, err
-		}
-		if string(e.Value()) == j.data.ExecutionID {
-			// An earlier delivery of this execution took it and died.
-			s := heldSlot{key, e.Revision()}
-			if s.rev, err = w.renewSlot(ctx, s, j.data.ExecutionID); err == nil {
-				j.slots = append(j.slots, s)
-				return true, nil
-			}
-			if !isWrongLastSequence(err) {
-				return false, err
-			}
 		}
 	}
 	return false, nil
@@ -320,8 +360,14 @@ func (w *Worker) waitForSlot(ctx context.Context, j *job, names []string, limits
 	if h := heldWrittenHook.Load(); h != nil {
 		(*h)(j.data.ExecutionID, rev)
 	}
-	// A slot freed before the record was written released no one: try once more.
-	again, err := w.trySlots(ctx, j, names, limits)
+	// A slot freed before the record was written released no one: try once more,
+	// the slots the view shows free once it has read the record (every free after
+	// it releases a waiting run), or every slot if it does not read it in time.
+	tries := allTries
+	if w.gates.caughtUp(ctx, rev, w.cfg.AckWait) {
+		tries = currentTries
+	}
+	again, err := w.trySlots(ctx, j, names, limits, tries)
 	if err != nil {
 		return true, err
 	}
@@ -359,7 +405,8 @@ func (w *Worker) waitForSlot(ctx context.Context, j *job, names []string, limits
 // first read. It reads KV runs through an ordered consumer of the keys' writes.
 func (w *Worker) watchGates(ctx context.Context) error {
 	g := &w.gates
-	g.slots, g.waiting, g.where, g.limits = map[string]map[string]bool{}, map[string][]waiter{}, map[string]string{}, map[string]int{}
+	g.slots, g.waiting, g.where, g.limits = map[string]map[int]string{}, map[string][]waiter{}, map[string]string{}, map[string]int{}
+	g.moved = make(chan struct{})
 	g.seen = map[string]time.Time{}
 	b := w.cfg.Bus
 	prefix := w.runsSubject("")
@@ -383,6 +430,9 @@ func (w *Worker) watchGates(ctx context.Context) error {
 		}
 		g.mu.Lock()
 		w.applyGate(wctx, kvWrite{key: strings.TrimPrefix(m.Subject(), prefix), rev: md.Sequence.Stream, del: kvDeleted(m.Headers()), value: m.Data()})
+		g.applied = md.Sequence.Stream
+		close(g.moved)
+		g.moved = make(chan struct{})
 		g.mu.Unlock()
 		if md.NumPending == 0 {
 			once.Do(func() { close(initial) })
@@ -430,6 +480,10 @@ func kvDeleted(h nats.Header) bool {
 func (w *Worker) applyGate(ctx context.Context, e kvWrite) {
 	g := &w.gates
 	if gate, ok := events.ConcSlotGate(e.key); ok {
+		n, err := strconv.Atoi(e.key[len(gate)+1:])
+		if err != nil {
+			return
+		}
 		if _, waits := g.seen[gate]; waits {
 			g.seen[gate] = time.Now()
 		}
@@ -439,7 +493,7 @@ func (w *Worker) applyGate(ctx context.Context, e kvWrite) {
 			// take is seen: KV runs keeps one write per key, and a take freed at once
 			// is gone before it is read. So a free releases a run whether or not its
 			// take was seen.
-			delete(taken, e.key)
+			delete(taken, n)
 			if len(taken) == 0 {
 				delete(g.slots, gate)
 			}
@@ -449,10 +503,12 @@ func (w *Worker) applyGate(ctx context.Context, e kvWrite) {
 			return
 		}
 		if taken == nil {
-			taken = map[string]bool{}
+			taken = map[int]string{}
 			g.slots[gate] = taken
 		}
-		taken[e.key] = true
+		if holder := taken[n]; holder != string(e.value) {
+			taken[n] = string(e.value)
+		}
 		return
 	}
 	id, ok := events.HeldExecution(e.key)
@@ -463,11 +519,15 @@ func (w *Worker) applyGate(ctx context.Context, e kvWrite) {
 	if e.del {
 		return
 	}
-	var h run.Held
-	if json.Unmarshal(e.value, &h) != nil || h.Gate == "" {
-		return // a paused skill's job, or unreadable: not ours to release
+	// Only what a release needs: the job stays in the record.
+	var h struct {
+		Gate  string `json:"gate"`
+		Limit int    `json:"limit"`
 	}
-	g.waiting[h.Gate] = append(g.waiting[h.Gate], waiter{rev: e.rev, rec: h})
+	if json.Unmarshal(e.value, &h) != nil || h.Gate == "" {
+		return // a paused skill's or a throttled job, or unreadable: not ours to release
+	}
+	g.waiting[h.Gate] = append(g.waiting[h.Gate], waiter{id: id, rev: e.rev})
 	g.where[id], g.limits[h.Gate] = h.Gate, h.Limit
 	if _, ok := g.seen[h.Gate]; !ok {
 		g.seen[h.Gate] = time.Now()
@@ -482,7 +542,7 @@ func (g *gates) forget(id string) {
 	}
 	delete(g.where, id)
 	ws := g.waiting[gate]
-	if i := slices.IndexFunc(ws, func(x waiter) bool { return x.rec.ExecutionID == id }); i >= 0 {
+	if i := slices.IndexFunc(ws, func(x waiter) bool { return x.id == id }); i >= 0 {
 		ws = slices.Delete(ws, i, i+1)
 	}
 	if len(ws) == 0 {
@@ -503,7 +563,7 @@ func (w *Worker) releaseNext(ctx context.Context, gate string) {
 		return
 	}
 	next := ws[0]
-	g.forget(next.rec.ExecutionID)
+	g.forget(next.id)
 	if _, ok := g.seen[gate]; ok {
 		g.seen[gate] = time.Now()
 	}
@@ -520,7 +580,7 @@ func (w *Worker) releaseUntilDone(ctx context.Context, wt waiter) {
 		if err == nil || ctx.Err() != nil {
 			return
 		}
-		w.cfg.Log.Warn("worker: could not release a run waiting for a concurrency slot; retrying", "execution", wt.rec.ExecutionID, "err", err)
+		w.cfg.Log.Warn("worker: could not release a run waiting for a concurrency slot; retrying", "execution", wt.id, "err", err)
 		t := time.NewTimer(min(w.cfg.Backoff.Delay(attempt), 5*time.Second))
 		select {
 		case <-ctx.Done():
@@ -528,7 +588,7 @@ func (w *Worker) releaseUntilDone(ctx context.Context, wt waiter) {
 			return
 		case <-t.C:
 		}
-		e, err := w.runs.Get(ctx, events.RunHeldKey(wt.rec.ExecutionID))
+		e, err := w.runs.Get(ctx, events.RunHeldKey(wt.id))
 		if (err == nil && e.Revision() != wt.rev) || errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
 			return // released by another worker, cancelled, or waiting anew
 		}
@@ -537,13 +597,32 @@ func (w *Worker) releaseUntilDone(ctx context.Context, wt waiter) {
 
 // releaseWaiting publishes a waiting run's job again, then removes its record if
 // it is still the one released.
+//
+// The record is read first. Gone, or written again, it is not released: another
+// worker released it for the same free (the common case with several workers),
+// it was cancelled (control then passes its turn on, as a released run that is
+// cancelled does), or it waits anew, in its new place in line.
 func (w *Worker) releaseWaiting(ctx context.Context, wt waiter) error {
 	if h := releaseFaultHook.Load(); h != nil {
-		if err := (*h)(wt.rec.ExecutionID); err != nil {
+		if err := (*h)(wt.id); err != nil {
 			return err
 		}
 	}
-	return w.publishHeld(ctx, wt.rev, &wt.rec, events.StageSlot)
+	e, err := w.runs.Get(ctx, events.RunHeldKey(wt.id))
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if e.Revision() != wt.rev {
+		return nil
+	}
+	var rec run.Held
+	if err := json.Unmarshal(e.Value(), &rec); err != nil {
+		return fmt.Errorf("held job %s: %w", wt.id, err)
+	}
+	return w.publishHeld(ctx, wt.rev, &rec, events.StageSlot)
 }
 
 // publishHeld publishes a job set aside in rec (at revision rev) again, on stage,
@@ -586,4 +665,34 @@ func (w *Worker) stopGates() {
 	g.stop()
 	g.work.Wait()
 	g.stop = nil
+}
+
+// shownFree reports whether the view shows slot n of gate free, or held by the
+// execution id.
+func (g *gates) shownFree(gate string, n int, id string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	holder, taken := g.slots[gate][n]
+	return !taken || holder == id
+}
+
+// caughtUp waits up to d for the view to have read KV runs up to rev.
+func (g *gates) caughtUp(ctx context.Context, rev uint64, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		g.mu.Lock()
+		done, moved := g.applied >= rev, g.moved
+		g.mu.Unlock()
+		if done {
+			return true
+		}
+		select {
+		case <-moved:
+		case <-t.C:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -270,7 +271,7 @@ func TestRunReleasedWhileItTakesItsSlotRunsOnce(t *testing.T) {
 	o := newOverlap("r")
 	f.tools = mustSet(t, f.tools, o.tool())
 	f.start()
-	f.startWorker("second")
+	second := f.startWorker("second")
 	slot := events.ConcSlotKey(slotGate("race-slot", "r"), 0)
 	if _, err := f.runs.Create(f.ctx, slot, []byte("blocker")); err != nil {
 		t.Fatal(err)
@@ -311,6 +312,16 @@ func TestRunReleasedWhileItTakesItsSlotRunsOnce(t *testing.T) {
 			}
 			if _, err := f.runs.Put(f.ctx, slot, []byte(id)); err != nil {
 				t.Error(err)
+			}
+			// As a free would be, the change is seen before the run tries again.
+			for _, w := range []*worker.Worker{f.w, second} {
+				for deadline := time.Now().Add(10 * time.Second); w.SlotHolder(slotGate("race-slot", "r"), 0) != id; {
+					if time.Now().After(deadline) {
+						t.Error("a worker's view did not see the slot given to the run")
+						return
+					}
+					runtime.Gosched()
+				}
 			}
 		})
 	})

@@ -14,3 +14,10 @@ func SetReleaseFault(f func(executionID string) error) (unset func()) {
 	releaseFaultHook.Store(&f)
 	return func() { releaseFaultHook.Store(nil) }
 }
+
+// SlotHolder is the execution the worker's view shows holding slot n of gate.
+func (w *Worker) SlotHolder(gate string, n int) string {
+	w.gates.mu.Lock()
+	defer w.gates.mu.Unlock()
+	return w.gates.slots[gate][n]
+}
