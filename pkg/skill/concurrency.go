@@ -1,10 +1,6 @@
 package skill
 
-import (
-	"strings"
-
-	"github.com/skillbus/skillbus/pkg/flow"
-)
+import "fmt"
 
 // Concurrency bounds how many runs of a skill run at once across the whole fleet:
 // at most Limit for each value of Key. Runs beyond it wait without holding a worker
@@ -28,8 +24,6 @@ const (
 	// of its limit's slots, and a slot is looked for one at a time.
 	MaxConcurrencyLimit = 1000
 )
-
-var concurrencyKeys = []string{"key", "limit"}
 
 // KeyedConcurrency returns the entries with a key: the limits a worker enforces
 // itself (an entry without a key is MaxConcurrent).
@@ -61,41 +55,11 @@ func decodeConcurrency(b *builder, d *decoder, p pair) {
 	var out []Concurrency
 	good, keyless := true, 0
 	for i, it := range items {
-		ps, ok := d.pairs(it, "concurrency", hint)
-		if !ok {
-			good = false
-			continue
-		}
-		c, seenLimit := Concurrency{}, false
-		for _, e := range ps {
-			f := "concurrency." + e.key
-			switch e.key {
-			case "key":
-				s, ok := d.str(e.v, f)
-				if ok && d.celAt(e.v, f, s, flow.Key) {
-					c.Key = strings.TrimSpace(s)
-				} else {
-					good = false
-				}
-			case "limit":
-				seenLimit = true
-				n, ok := d.integer(e.v, f)
-				switch {
-				case !ok:
-					good = false
-				case n < 1 || n > MaxConcurrencyLimit:
-					d.errAt(e.v, f, "omit the entry for no limit", "concurrency.limit must be from 1 to %d, not %d", MaxConcurrencyLimit, n)
-					good = false
-				default:
-					c.Limit = n
-				}
-			default:
-				d.errAt(e.k, f, hintFor(e.key, concurrencyKeys), "unknown field %s", f)
-				good = false
-			}
-		}
-		if !seenLimit && ok {
-			d.errAt(it, "concurrency", hint, "concurrency entry %d needs limit", i+1)
+		c := Concurrency{}
+		if _, ok := d.members(it, it, "concurrency", fmt.Sprintf("concurrency entry %d", i+1), hint,
+			keyMember(&c.Key),
+			countMember("limit", &c.Limit, 1, MaxConcurrencyLimit, "omit the entry for no limit").must(),
+		); !ok {
 			good = false
 		}
 		if c.Key == "" && c.Limit > 0 {

@@ -39,8 +39,6 @@ const (
 	MaxRatePeriod = 24 * time.Hour
 )
 
-var rateLimitKeys = []string{"key", "limit", "period"}
-
 // flowFields decode filter and rate_limit.
 func flowFields() []*field {
 	return []*field{
@@ -87,52 +85,16 @@ const (
 // most MaxDebounce.
 func DebounceTimeout(period time.Duration) time.Duration { return min(10*period, MaxDebounce) }
 
-var debounceKeys = []string{"key", "period", "timeout"}
-
 func decodeDebounce(b *builder, d *decoder, p pair) {
 	const hint = "write debounce: {period: 2s, timeout: 30s} and, to debounce per customer, key: data.customer"
-	ps, ok := d.pairs(p.v, "debounce", hint)
-	if !ok {
-		return
-	}
 	db := Debounce{}
-	good, seen := true, map[string]bool{}
-	var timeoutAt pair
-	for _, e := range ps {
-		f := "debounce." + e.key
-		seen[e.key] = true
-		switch e.key {
-		case "key":
-			s, ok := d.str(e.v, f)
-			if ok && d.celAt(e.v, f, s, flow.Key) {
-				db.Key = strings.TrimSpace(s)
-			} else {
-				good = false
-			}
-		case "period", "timeout":
-			v, ok := d.duration(e.v, f)
-			switch {
-			case !ok:
-				good = false
-			case time.Duration(v) < MinDebounce || time.Duration(v) > MaxDebounce || time.Duration(v)%time.Second != 0:
-				d.errAt(e.v, f, "write whole seconds from 1s to 24h, such as 2s or 1m", "%s %v is out of range", f, time.Duration(v))
-				good = false
-			case e.key == "period":
-				db.Period = v
-			default:
-				db.Timeout, timeoutAt = v, e
-			}
-		default:
-			d.errAt(e.k, f, hintFor(e.key, debounceKeys), "unknown field %s", f)
-			good = false
-		}
-	}
-	if !seen["period"] && ok {
-		d.errAt(p.k, "debounce", hint, "debounce needs period")
-		good = false
-	}
+	seen, good := d.members(p.k, p.v, "debounce", "debounce", hint,
+		keyMember(&db.Key),
+		secondsMember("period", &db.Period, MinDebounce, MaxDebounce, "2s or 1m").must(),
+		secondsMember("timeout", &db.Timeout, MinDebounce, MaxDebounce, "2s or 1m"),
+	)
 	if good && db.Timeout != 0 && db.Timeout < db.Period {
-		d.errAt(timeoutAt.v, "debounce.timeout", "the timeout bounds a burst of periods: make it at least the period", "debounce.timeout %v is shorter than debounce.period %v", time.Duration(db.Timeout), time.Duration(db.Period))
+		d.errAt(seen["timeout"].v, "debounce.timeout", "the timeout bounds a burst of periods: make it at least the period", "debounce.timeout %v is shorter than debounce.period %v", time.Duration(db.Timeout), time.Duration(db.Period))
 		good = false
 	}
 	if good && b.s.Batch != nil {
@@ -158,53 +120,12 @@ func (db Debounce) String() string {
 
 func decodeRateLimit(b *builder, d *decoder, p pair) {
 	const hint = "write rate_limit: {limit: 10, period: 1m} and, to count per customer, key: data.customer"
-	ps, ok := d.pairs(p.v, "rate_limit", hint)
-	if !ok {
-		return
-	}
 	rl := RateLimit{}
-	good := true
-	seen := map[string]bool{}
-	for _, e := range ps {
-		f := "rate_limit." + e.key
-		seen[e.key] = true
-		switch e.key {
-		case "key":
-			s, ok := d.str(e.v, f)
-			if ok && d.celAt(e.v, f, s, flow.Key) {
-				rl.Key = strings.TrimSpace(s)
-			} else {
-				good = false
-			}
-		case "limit":
-			n, ok := d.integer(e.v, f)
-			switch {
-			case !ok:
-				good = false
-			case n < 1:
-				d.errAt(e.v, f, "omit rate_limit for no limit", "rate_limit.limit must be at least 1, not %d", n)
-				good = false
-			default:
-				rl.Limit = n
-			}
-		case "period":
-			if v, ok := d.ratePeriod(e.v, f, "1m"); ok {
-				rl.Period = v
-			} else {
-				good = false
-			}
-		default:
-			d.errAt(e.k, f, hintFor(e.key, rateLimitKeys), "unknown field %s", f)
-			good = false
-		}
-	}
-	for _, k := range []string{"limit", "period"} {
-		if !seen[k] && ok {
-			d.errAt(p.k, "rate_limit", hint, "rate_limit needs %s", k)
-			good = false
-		}
-	}
-	if good {
+	if _, ok := d.members(p.k, p.v, "rate_limit", "rate_limit", hint,
+		keyMember(&rl.Key),
+		countMember("limit", &rl.Limit, 1, 0, "omit rate_limit for no limit").must(),
+		secondsMember("period", &rl.Period, MinRatePeriod, MaxRatePeriod, "1m").must(),
+	); ok {
 		b.s.RateLimit = &rl
 	}
 }
@@ -262,18 +183,4 @@ func (r RateLimit) String() string {
 		s += " by " + r.Key
 	}
 	return s
-}
-
-// ratePeriod reads the period of a rate (rate_limit, throttle): whole seconds from
-// MinRatePeriod to MaxRatePeriod; example is the hint's sample value.
-func (d *decoder) ratePeriod(v *yaml.Node, field, example string) (Duration, bool) {
-	p, ok := d.duration(v, field)
-	if !ok {
-		return 0, false
-	}
-	if t := time.Duration(p); t < MinRatePeriod || t > MaxRatePeriod || t%time.Second != 0 {
-		d.errAt(v, field, "write whole seconds from 1s to 24h, such as "+example, "%s %v is out of range", field, t)
-		return 0, false
-	}
-	return p, true
 }

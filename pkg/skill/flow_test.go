@@ -45,7 +45,7 @@ func TestFlowFields(t *testing.T) {
 		{name: "batch", fields: "batch: {key: data.customer, max_size: 50, timeout: 5s}\n",
 			want: want{bt: &Batch{Key: "data.customer", MaxSize: 50, Timeout: Duration(5 * time.Second)}}},
 		{name: "batch without timeout", fields: "batch: {max_size: 5}\n", diags: []string{"4:1: error: batch needs timeout"}},
-		{name: "batch too large", fields: "batch: {max_size: 5000, timeout: 5s}\n", diags: []string{"4:19: error: batch.max_size 5000 is out of range"}},
+		{name: "batch too large", fields: "batch: {max_size: 5000, timeout: 5s}\n", diags: []string{"4:19: error: batch.max_size must be from 1 to 1000, not 5000"}},
 		{name: "batch sub-second", fields: "batch: {max_size: 5, timeout: 500ms}\n", diags: []string{"4:31: error: batch.timeout 500ms is out of range"}},
 		{name: "batch bad key", fields: "batch: {key: data.x +, max_size: 5, timeout: 5s}\n", diags: []string{"4:22: error: batch.key is not a valid expression: Syntax error"}},
 		{name: "batch unknown field", fields: "batch: {max_size: 5, timeout: 5s, size: 3}\n", diags: []string{"4:35: error: unknown field batch.size"}},

@@ -82,6 +82,8 @@ func FuzzParseWorkflow(f *testing.F) {
 	f.Add([]byte("name: a\ndescription: b\nsteps:\n- id: x\n  tool: t\n  args: {a: \"{{ x.y }}\"}\n"))
 	f.Add([]byte("steps: [{id: a, compute: 'result = ('}]\n"))
 	f.Add([]byte("name: a\ndescription: b\nqueue_priority: 'data.vip ? 300 : -60'\nsteps: [{id: x, tool: t}]\n"))
+	f.Add([]byte("name: a\ndescription: b\nthrottle: {key: data.a, limit: 10, period: 1s, burst: 2}\nconcurrency: [{key: data.a, limit: 2}, {limit: 9}]\n" +
+		"rate_limit: {limit: 0, period: 90m}\nbatch: {max_size: 5, timeout: 5s, size: 1}\nsteps: [{id: x, tool: t}]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkParsed(t, func() (*Skill, Diagnostics) {
 			return LoadOptions{KnownTools: seedTools}.ParseWorkflow("fuzz/skill.yaml", data)

@@ -2,10 +2,7 @@ package skill
 
 import (
 	"fmt"
-	"strings"
 	"time"
-
-	"github.com/skillbus/skillbus/pkg/flow"
 )
 
 // Throttle bounds how fast a skill's runs start across the whole fleet: at most
@@ -40,65 +37,19 @@ func (t Throttle) String() string {
 	return s
 }
 
-var throttleKeys = []string{"key", "limit", "period", "burst"}
-
 func throttleFields() []*field {
 	return []*field{{name: "throttle", container: true, decode: decodeThrottle}}
 }
 
 func decodeThrottle(b *builder, d *decoder, p pair) {
 	const hint = "write throttle: {limit: 10, period: 1s} and, to throttle per customer, key: data.customer"
-	ps, ok := d.pairs(p.v, "throttle", hint)
-	if !ok {
-		return
-	}
 	th := Throttle{}
-	good, seen := true, map[string]bool{}
-	for _, e := range ps {
-		f := "throttle." + e.key
-		seen[e.key] = true
-		switch e.key {
-		case "key":
-			s, ok := d.str(e.v, f)
-			if ok && d.celAt(e.v, f, s, flow.Key) {
-				th.Key = strings.TrimSpace(s)
-			} else {
-				good = false
-			}
-		case "limit", "burst":
-			n, ok := d.integer(e.v, f)
-			switch {
-			case !ok:
-				good = false
-			case e.key == "limit" && (n < 1 || n > 10000):
-				d.errAt(e.v, f, "omit throttle for no limit", "throttle.limit must be from 1 to 10000, not %d", n)
-				good = false
-			case e.key == "burst" && (n < 0 || n > 10000):
-				d.errAt(e.v, f, "burst is how many runs beyond the rate may start at once", "throttle.burst must be from 0 to 10000, not %d", n)
-				good = false
-			case e.key == "limit":
-				th.Limit = n
-			default:
-				th.Burst = n
-			}
-		case "period":
-			if v, ok := d.ratePeriod(e.v, f, "1s or 1m"); ok {
-				th.Period = v
-			} else {
-				good = false
-			}
-		default:
-			d.errAt(e.k, f, hintFor(e.key, throttleKeys), "unknown field %s", f)
-			good = false
-		}
-	}
-	for _, k := range []string{"limit", "period"} {
-		if !seen[k] && ok {
-			d.errAt(p.k, "throttle", hint, "throttle needs %s", k)
-			good = false
-		}
-	}
-	if good {
+	if _, ok := d.members(p.k, p.v, "throttle", "throttle", hint,
+		keyMember(&th.Key),
+		countMember("limit", &th.Limit, 1, 10000, "omit throttle for no limit").must(),
+		secondsMember("period", &th.Period, MinRatePeriod, MaxRatePeriod, "1s or 1m").must(),
+		countMember("burst", &th.Burst, 0, 10000, "burst is how many runs beyond the rate may start at once"),
+	); ok {
 		b.s.Throttle = &th
 	}
 }
