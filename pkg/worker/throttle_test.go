@@ -19,8 +19,11 @@ import (
 
 // A throttled skill's runs start at the throttle's rate, fleet-wide (two workers),
 // measured within 10%: 10 per second, 31 runs queued at once, so 30 intervals of
-// 100ms. The runs beyond the rate wait without holding a worker: with one slot per
-// worker, another skill's run queued behind them completes long before they do.
+// 100ms. The rate is measured on the start times the runs reserved, fleet-wide,
+// and no run starts before its reserved time nor faster than the rate: a loaded
+// machine may start a run late, which says nothing of the throttle. The runs
+// beyond the rate wait without holding a worker: with one slot per worker,
+// another skill's run queued behind them completes long before they do.
 func TestThrottleStartsRunsAtItsRate(t *testing.T) {
 	t.Parallel()
 	sk := oneStep("paced", "stamp", 0)
@@ -29,13 +32,18 @@ func TestThrottleStartsRunsAtItsRate(t *testing.T) {
 	f := setup(t, sk, oneStep("other", "greet", 0))
 	var mu sync.Mutex
 	var starts []time.Time
-	f.tools = mustSet(t, f.tools, tool.Func("stamp", func(context.Context, tool.Call) (any, error) {
+	startOf := map[string]time.Time{}
+	f.tools = mustSet(t, f.tools, tool.Func("stamp", func(_ context.Context, c tool.Call) (any, error) {
 		mu.Lock()
 		starts = append(starts, time.Now())
+		startOf[c.ExecutionID] = time.Now()
 		mu.Unlock()
 		return "ok", nil
 	}))
-	oneSlot := func(c *worker.Config) { c.Concurrency = 1 }
+	// Every wait here (3 s at most) is shorter than the ack wait: the runs are
+	// handed back until their time (a longer wait is set aside: see
+	// TestLongThrottleWaitsHoldNoConsumerPlaces).
+	oneSlot := func(c *worker.Config) { c.Concurrency = 1; c.AckWait = 5 * time.Second }
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	f.startWorkerOn(f.b, "one", log, oneSlot)
 	f.startWorkerOn(f.b, "two", log, oneSlot)
@@ -61,12 +69,35 @@ func TestThrottleStartsRunsAtItsRate(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	slices.SortFunc(starts, func(a, b time.Time) int { return a.Compare(b) })
-	// The rate is the slope of the runs started against time (least squares), so
-	// one start a few hundred milliseconds late on a loaded machine moves it
-	// little, where first-to-last would blame the whole span on it.
-	rate := startRate(starts)
-	if rate < 9 || rate > 11 {
-		t.Fatalf("%d runs started over %v: %.2f a second, want 10 ±10%%", n, starts[n-1].Sub(starts[0]), rate)
+	// Every run but the first, which started at once, waited for a start time it
+	// reserved, and recorded it.
+	var reserved []time.Time
+	for _, id := range ids {
+		e, err := f.runs.Get(f.ctx, events.RunThrottleKey(id))
+		if err != nil {
+			continue
+		}
+		ns, err := strconv.ParseInt(string(e.Value()), 10, 64)
+		if err != nil {
+			t.Fatalf("%s: reserved start %q: %v", id, e.Value(), err)
+		}
+		at := time.Unix(0, ns)
+		if startOf[id].Before(at) {
+			t.Fatalf("%s started %v before its reserved start", id, at.Sub(startOf[id]))
+		}
+		reserved = append(reserved, at)
+	}
+	if len(reserved) != n-1 {
+		t.Fatalf("%d runs reserved a start to wait for, want %d", len(reserved), n-1)
+	}
+	slices.SortFunc(reserved, func(a, b time.Time) int { return a.Compare(b) })
+	// The rate is the slope of the runs' starts against time (least squares).
+	if rate := startRate(reserved); rate < 9 || rate > 11 {
+		t.Fatalf("%d runs reserved starts over %v: %.2f a second, want 10 ±10%%", len(reserved), reserved[len(reserved)-1].Sub(reserved[0]), rate)
+	}
+	// However late some started, none started faster than the rate.
+	if rate := startRate(starts); rate > 11 {
+		t.Fatalf("%d runs started over %v: %.2f a second, want at most 10 +10%%", n, starts[n-1].Sub(starts[0]), rate)
 	}
 	for _, id := range ids {
 		if k := f.outcomes(id); k != 1 {
