@@ -54,6 +54,11 @@ type Report struct {
 	Seed    uint64
 	Wall    time.Duration
 	Dir     string // where the logs are; "" when removed after a clean run
+	// Store is where the server's store was kept, after a run that failed.
+	Store string
+	// KeyedRecords are, for the first lost chaos-keyed runs, what KV runs held
+	// of each and of its key's slot at the end.
+	KeyedRecords []string
 	names   map[int]string
 	kills   Kills
 	byExec  map[string]Trigger
@@ -145,6 +150,11 @@ func (r *runner) verify(ctx context.Context) (*Report, error) {
 	}
 	rep.Disk.count(r.main, r.sent, main)
 	rep.Keyed = CountKeyed(rd.out, r.keyed, maps.Clone(r.cancels), keyed)
+	if rep.Keyed.Lost > 0 {
+		r.mu.Unlock()
+		rep.KeyedRecords = r.lostKeyedRecords(ctx, rd.out)
+		r.mu.Lock()
+	}
 	for _, p := range append([]*proc{r.registry, r.router, r.server}, r.workers...) {
 		p.mu.Lock()
 		rep.Faults.Exits += p.crashes
@@ -239,6 +249,12 @@ func (r *Report) Print(w io.Writer) {
 	line("wall time", r.Wall.Round(time.Second), "")
 	if r.Dir != "" {
 		line("logs", r.Dir, "")
+	}
+	if r.Store != "" {
+		line("store", r.Store, "kept: nats-server -js -sd "+r.Store+" serves its streams")
+	}
+	for _, l := range r.KeyedRecords {
+		fmt.Fprintln(w, l)
 	}
 	for _, id := range r.LostIDs {
 		fmt.Fprintf(w, "lost: trigger %s\n", id)

@@ -217,6 +217,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rep.Wall = time.Since(began)
 	rep.Dir = r.dir
 	r.stopFleet()
+	if !rep.OK() {
+		if rep.Store, err = r.keepStore(); err != nil {
+			log.Error("chaos: the store could not be kept", "err", err)
+		}
+	}
 	r.unmount()
 	if rep.OK() && !cfg.Keep && cfg.Dir == "" {
 		os.RemoveAll(r.dir)
