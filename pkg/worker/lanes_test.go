@@ -235,3 +235,43 @@ func TestLanesStartWhenASkillGainsQueuePriority(t *testing.T) {
 	f.jobPrio("default", "tickets", "plain", 0)
 	natstest.Eventually(t, 20*time.Second, func() bool { return len(st.seen()) == 3 }, "runs started: %v", st.seen())
 }
+
+// The whole way: the router evaluates a skill's queue_priority on each trigger
+// and the one worker of the pool, running one job at a time, starts the
+// enterprise customer's run before the 20 queued before it.
+func TestRoutedHighPriorityRunOvertakesQueuedRuns(t *testing.T) {
+	t.Parallel()
+	sk := ticket("tickets", "", `data.who == "high" ? 300 : 0`)
+	sk.Triggers = []string{"com.example.ticket"}
+	f := setup(t, sk)
+	f.startRouter()
+	st := newStarts("first")
+	w := f.startOne(st)
+	trigger := func(who string) {
+		t.Helper()
+		m, err := bus.Event{ID: who, Source: "/support", Type: "com.example.ticket", Data: map[string]any{"who": who}}.
+			Msg(f.b.Subjects.Trigger("com.example.ticket"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		bt := f.b.Batch()
+		bt.Publish(m)
+		if err := bt.Wait(f.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	trigger("first")
+	<-st.held
+	for _, id := range lows() {
+		trigger(id)
+		f.triggersRouted() // one at a time: a router routes triggers concurrently
+	}
+	trigger("high")
+	natstest.Eventually(t, 20*time.Second, func() bool { return worker.LaneWaiting(w, "default", 300) == 1 }, "the high run is not held")
+	close(st.release)
+	want := append([]string{"first", "high"}, lows()...)
+	natstest.Eventually(t, 30*time.Second, func() bool { return len(st.seen()) >= len(want) }, "runs started: %v", st.seen())
+	if got := st.seen(); !slices.Equal(got, want) {
+		t.Errorf("runs started in the order\n%v\nwant\n%v", got, want)
+	}
+}
