@@ -15,11 +15,13 @@ import (
 	"github.com/skillbus/skillbus/internal/natstest"
 )
 
-// errsLogged keeps the errors of the records whose message has msg.
+// errsLogged keeps the errors of the records whose message has msg, and when
+// each was logged.
 type errsLogged struct {
-	msg  string
-	mu   sync.Mutex
-	errs []string
+	msg   string
+	mu    sync.Mutex
+	errs  []string
+	times []time.Time
 }
 
 func (l *errsLogged) Enabled(context.Context, slog.Level) bool { return true }
@@ -29,6 +31,7 @@ func (l *errsLogged) Handle(_ context.Context, r slog.Record) error {
 			if a.Key == "err" {
 				l.mu.Lock()
 				l.errs = append(l.errs, a.Value.String())
+				l.times = append(l.times, r.Time)
 				l.mu.Unlock()
 			}
 			return true
@@ -42,6 +45,16 @@ func (l *errsLogged) all() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return append([]string(nil), l.errs...)
+}
+
+// span is the time between the first record kept and the last.
+func (l *errsLogged) span() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.times) < 2 {
+		return 0
+	}
+	return l.times[len(l.times)-1].Sub(l.times[0])
 }
 
 // A publish the server takes but never acknowledges — what a stream with a write
@@ -86,6 +99,21 @@ func TestAPublishWithNoAckIsAStorageFaultNotAHandBack(t *testing.T) {
 		}
 	}
 	hole := f.srv.Conn(t)
+	// Acks come again: before the worker stops, should the test fail first.
+	unblocked := false
+	unblock := func() {
+		if unblocked {
+			return
+		}
+		unblocked = true
+		hole.Close()
+		for _, cfg := range restore {
+			if _, err := f.b.JS.UpdateStream(context.Background(), cfg); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	t.Cleanup(unblock)
 	for _, subj := range silent {
 		if _, err := hole.Subscribe(subj, func(*nats.Msg) {}); err != nil {
 			t.Fatal(err)
@@ -102,16 +130,24 @@ func TestAPublishWithNoAckIsAStorageFaultNotAHandBack(t *testing.T) {
 			t.Fatalf("the kept execution's error is %q, want no acknowledgement in time", e)
 		}
 	}
-	// Longer than the job is held (AckWait 1s in these tests): a job handed back
-	// would be redelivered meanwhile and its step run again once acks come.
-	held := time.NewTimer(3 * time.Second)
-	<-held.C
-	hole.Close()
-	for _, cfg := range restore {
-		if _, err := f.b.JS.UpdateStream(f.ctx, cfg); err != nil {
-			t.Fatal(err)
-		}
+	// The worker keeps trying to store for longer than the job's AckWait (1s in
+	// these tests), the job never delivered again meanwhile: a job handed back,
+	// or left to lapse, would be redelivered, and its step run again once acks
+	// come.
+	natstest.Eventually(t, 30*time.Second, func() bool { return full.span() > 2*time.Second },
+		"the worker did not keep trying to store for two AckWaits")
+	cons, err := f.b.JS.Consumer(f.ctx, f.b.StreamJobs(), "worker-default")
+	if err != nil {
+		t.Fatal(err)
 	}
+	info, err := cons.Info(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.NumRedelivered != 0 || info.NumAckPending != 1 {
+		t.Fatalf("jobs redelivered %d, ack pending %d while the worker kept trying to store; want 0 and 1 (the job held)", info.NumRedelivered, info.NumAckPending)
+	}
+	unblock()
 	natstest.Eventually(t, 30*time.Second, func() bool { return len(f.events(id, events.TypeExecutionCompleted)) > 0 }, "no outcome once the server acknowledged again")
 	f.drained()
 	if n := f.calls["wait"].Load(); n != 1 {

@@ -685,6 +685,8 @@ func (w *Worker) settle(ctx context.Context, j *job, d Decision) error {
 					"execution", j.data.ExecutionID, "err", err)
 			}
 			pause = min(2*pause, 5*time.Second)
+			w.cfg.Log.Debug("worker: the server cannot store what a finished execution caused; trying again",
+				"execution", j.data.ExecutionID, "retry_in", pause, "err", err)
 		case b.Connected() && time.Now().After(deadline):
 			return err
 		default:
