@@ -120,6 +120,11 @@ func RunsCancelOnFilter(skill, typ, value string) string {
 	return cancelOnKey + skill + "." + typeToken(typ) + "." + value + ".*"
 }
 
+// RunsCancelOnOfFilter matches the cancel_on keys of one execution of skill.
+func RunsCancelOnOfFilter(skill, executionID string) string {
+	return cancelOnKey + skill + ".*.*." + executionID
+}
+
 // RunCancelEventKey is the runs key of an event of type typ that a cancel_on
 // rule of skill names, kept for runs whose cancel_on keys are written after it
 // is routed; activationID is the event's.

@@ -24,8 +24,10 @@ import (
 // a scan of the runs), evaluates the rule's match over the event and each run's
 // trigger, and cancels the runs it matches as `skillbus runs cancel` does
 // (package control: a cancel record the workers act on), then deletes their
-// keys. All that happens before the event is acked: a router that dies on the
-// way leaves it to be delivered again, and cancelling twice is cancelling once.
+// keys; the worker that records a run's outcome deletes them too (package
+// worker), so events do not read the runs that ended. All that happens before
+// the event is acked: a router that dies on the way leaves it to be delivered
+// again, and cancelling twice is cancelling once.
 //
 // Routers route triggers in parallel, and a trigger may be routed again after
 // a write failed, so the event can be routed before the run's key is written

@@ -225,6 +225,7 @@ func (w *Worker) cancelRun(ctx context.Context, j *job, d Cancelled) error {
 	if err != nil || lost {
 		return err
 	}
+	w.dropCancelOn(ctx, j)
 	w.cfg.Metrics.Execution(ctx, j.data.Skill.Name, version, run.StatusCancelled, dur)
 	rec := &run.Record{ExecutionID: j.data.ExecutionID, ActivationID: j.data.ActivationID, Skill: j.data.Skill.Name,
 		Version: version, Status: run.StatusCancelled, Error: d.Error()}

@@ -94,6 +94,7 @@ func (w *Worker) complete(ctx context.Context, j *job, outputs map[string]any) e
 	if err != nil || lost {
 		return err
 	}
+	w.dropCancelOn(ctx, j)
 	w.stats.Add(j.data.Skill.Name, j.data.Skill.Version, true)
 	w.cfg.Metrics.Execution(ctx, j.skill.Name, j.data.Skill.Version, run.StatusCompleted, time.Since(j.start))
 	if len(j.data.Together) > 1 { // the record only for an activation of several jobs
@@ -144,6 +145,9 @@ func (w *Worker) fail(ctx context.Context, j *job, stepID string, cause error) e
 	w.consequences(ctx, j, rec, false)
 	if err := j.batch.Wait(ctx); err != nil {
 		return err
+	}
+	if rec.Status != run.StatusFallback {
+		w.dropCancelOn(ctx, j)
 	}
 	w.stats.Add(rec.Skill, rec.Version, false)
 	w.cfg.Metrics.Execution(ctx, rec.Skill, rec.Version, rec.Status, time.Since(j.start))
