@@ -55,6 +55,10 @@ type Index struct {
 	totalLen float64
 	n        int
 	scratch  sync.Pool
+
+	countReads bool         // tests: add each search's postings read to reads
+	reads      atomic.Int64 // postings read by searches, when countReads
+	exhaustive bool         // tests: every search scores every document matched
 }
 
 type doc struct {
@@ -77,7 +81,8 @@ type posting struct {
 	len float32 // the document's length, kept here for locality
 }
 
-// plist is a term's postings and, computed on first use, their BM25 term
+// plist is a term's postings, in document order (so a search can skip through
+// them, prune.go), and, computed on first use, their BM25 term
 // weights for the index's current average document length: a search then adds
 // precomputed weights instead of working each one out. Put and Remove drop the
 // weights of the terms they change; a changed average length makes the others
@@ -88,10 +93,40 @@ type plist struct {
 }
 
 // impacts are the BM25 term weights (tf·(k1+1) / (tf + k1·(1−b+b·len/avg))) of a
-// term's postings, in order, for one k and kl.
+// term's postings, in order, for one k and kl, and the highest of them: the most
+// the term can add to a document's score, which a search prunes with. It is worked
+// out with the weights, so it is exact for the index as it stands.
 type impacts struct {
 	k, kl float64
 	part  []float64
+	max   float64
+	// at, for a term in one document in denseShare or more, is the place of its
+	// posting plus one by document ordinal, 0 where the term is not: a pruned
+	// search looks a common term up for a few documents without searching its
+	// postings.
+	at []int32
+}
+
+// denseShare is the share of the documents a term must be in for its weights to
+// be kept by document too (impacts.at).
+const denseShare = 8
+
+// weightOf returns the weight of document d in im's postings, at p if they are
+// not kept by document.
+func (im *impacts) weightOf(d int32, p int32) float64 {
+	if im.at != nil {
+		return im.part[im.at[d]-1]
+	}
+	return im.part[p]
+}
+
+// find returns the place of document d in im's postings, which are kept by
+// document; false when d is not in them.
+func (im *impacts) find(d int32) (int32, bool) {
+	if int(d) >= len(im.at) || im.at[d] == 0 {
+		return 0, false
+	}
+	return im.at[d] - 1, true
 }
 
 // part is one posting's BM25 term weight.
@@ -105,10 +140,20 @@ func (r *search) impacts(l *plist) *impacts {
 	im := &impacts{k: r.k, kl: r.kl, part: make([]float64, len(l.ps))}
 	for i, p := range l.ps {
 		im.part[i] = part(float64(p.tf), float64(p.len), r.k1, r.k, r.kl)
+		im.max = max(im.max, im.part[i])
+	}
+	if len(l.ps)*denseShare >= len(r.x.docs) {
+		// A later document is not in the list, or the list would have changed.
+		im.at = make([]int32, len(r.x.docs))
+		for i, p := range l.ps {
+			im.at[p.doc] = int32(i) + 1
+		}
 	}
 	l.imp.Store(im)
 	return im
 }
+
+func byDoc(p posting, d int32) int { return cmp.Compare(p.doc, d) }
 
 // ps returns the postings of term t, nil when no document holds it; the caller
 // holds x.mu.
@@ -266,7 +311,13 @@ func (x *Index) put(name string, f Fields, ref any) {
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.remove(name)
+	// A document replaced keeps its ordinal, and its postings of the terms it
+	// keeps, which are updated where they are, not moved out and back.
+	var keep map[string]float32
+	if _, ok := x.byName[name]; ok {
+		keep = tf
+	}
+	x.remove(name, keep)
 	var id int32
 	if k := len(x.free); k > 0 {
 		id, x.free = x.free[k-1], x.free[:k-1]
@@ -290,7 +341,15 @@ func (x *Index) put(name string, f Fields, ref any) {
 			l = &plist{}
 			x.postings[t] = l
 		}
-		l.ps = append(l.ps, posting{doc: id, tf: n, len: total})
+		// A new document's ordinal is the highest; a reused one goes in its place.
+		p := posting{doc: id, tf: n, len: total}
+		if i := len(l.ps); i == 0 || l.ps[i-1].doc < id {
+			l.ps = append(l.ps, p)
+		} else if i, kept := slices.BinarySearchFunc(l.ps, id, byDoc); kept {
+			l.ps[i] = p
+		} else {
+			l.ps = slices.Insert(l.ps, i, p)
+		}
 		l.imp.Store(nil)
 	}
 	x.totalLen += float64(total)
@@ -301,24 +360,25 @@ func (x *Index) put(name string, f Fields, ref any) {
 func (x *Index) Remove(name string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.remove(name)
+	x.remove(name, nil)
 }
 
-func (x *Index) remove(name string) {
+// remove drops the document of name, but not its postings of the terms in keep,
+// which the caller overwrites at once.
+func (x *Index) remove(name string, keep map[string]float32) {
 	id, ok := x.byName[name]
 	if !ok {
 		return
 	}
 	d := x.docs[id]
 	for t := range d.terms {
+		if _, ok := keep[t]; ok {
+			continue
+		}
 		l := x.postings[t]
 		ps := l.ps
-		for i, p := range ps {
-			if p.doc == id {
-				ps[i] = ps[len(ps)-1]
-				ps = ps[:len(ps)-1]
-				break
-			}
+		if i, ok := slices.BinarySearchFunc(ps, id, byDoc); ok {
+			ps = slices.Delete(ps, i, i+1)
 		}
 		if len(ps) == 0 {
 			delete(x.postings, t)
@@ -448,6 +508,8 @@ type Query struct {
 	// means 0.2; negative means none.
 	LongFeedbackWeight float64
 	LongRequest        int
+
+	exhaustive bool // tests: score every document matched, pruning none
 }
 
 // scratch is one search's working memory, pooled: a score and a touched bit per
@@ -460,6 +522,13 @@ type scratch struct {
 	best    []top
 	qts     []queryTerm
 	lists   []list
+	// topPruned's
+	ub, rest []float64
+	order    []int
+	cands    []int32
+	heap     []ranked
+	lead     []top
+	pos      [][]int32
 }
 
 // list is a term whose postings add to the scores of a search: the request's own
@@ -519,17 +588,25 @@ func (x *Index) SearchEvidence(text string, q Query) ([]Hit, Evidence) {
 	if x.w.Bigram > 0 {
 		r.addPairs(words[:inOrder])
 	}
-	r.scoreAll()
-	best := r.top(q.K, r.s.best[:0])
+	fw := q.FeedbackWeight
+	if fw == 0 && len(r.qts) >= q.LongRequest {
+		fw = max(0, q.LongFeedbackWeight)
+	}
+	// Feedback reads the scores of every document the request matched; without
+	// it only the best K count, and a search skips the documents that cannot be
+	// among them.
+	var best []top
+	if fw > 0 || q.exhaustive || x.exhaustive || !r.prunable() {
+		r.scoreAll()
+		best = r.top(q.K, r.s.best[:0])
+	} else {
+		best = r.topPruned(q.K, r.s.best[:0])
+	}
 	var ev Evidence
 	for _, b := range best {
 		cover := r.s.acc[b.id].cover
 		ev.Coverage = max(ev.Coverage, cover/r.mass)
 		ev.Strength = max(ev.Strength, cover/r.maxIDF)
-	}
-	fw := q.FeedbackWeight
-	if fw == 0 && len(r.qts) >= q.LongRequest {
-		fw = max(0, q.LongFeedbackWeight)
 	}
 	if fw > 0 && len(best) > 0 {
 		r.feedback(r.top(q.FeedbackDocs, nil), fw)
@@ -537,6 +614,9 @@ func (x *Index) SearchEvidence(text string, q Query) ([]Hit, Evidence) {
 	}
 	hits := r.hits(best)
 	r.s.best = best[:0]
+	if x.countReads {
+		x.reads.Add(int64(r.read))
+	}
 	r.release()
 	return hits, ev
 }
@@ -581,6 +661,7 @@ type search struct {
 	mass      float64 // the query's total IDF, unknown words included
 	qts       []queryTerm
 	lists     []list // in the order they add to scores
+	read      int    // postings read
 }
 
 // init starts a search of x; the caller holds x.mu for reading.
@@ -675,13 +756,16 @@ func (r *search) add(l *plist, w float64) {
 	s := r.s
 	acc, seen := s.acc, s.seen
 	part := r.impacts(l).part
+	r.read += len(l.ps)
 	for i, p := range l.ps {
 		d := p.doc
 		if bit := uint64(1) << (d & 63); seen[d>>6]&bit == 0 {
 			seen[d>>6] |= bit
 			s.touched = append(s.touched, d)
 		}
-		acc[d].score += w * part[i]
+		// The conversions round each product, as topPruned does: a fused
+		// multiply-add would change the scores' last bits.
+		acc[d].score += float64(w * part[i])
 	}
 }
 
@@ -698,6 +782,7 @@ func (r *search) addOwn(l *plist, w float64, qi int) {
 		bit = 1 << qi
 	}
 	part := r.impacts(l).part
+	r.read += len(l.ps)
 	for i, p := range l.ps {
 		d := p.doc
 		if b := uint64(1) << (d & 63); seen[d>>6]&b == 0 {
@@ -705,8 +790,8 @@ func (r *search) addOwn(l *plist, w float64, qi int) {
 			s.touched = append(s.touched, d)
 		}
 		a := &acc[d]
-		a.score += w * part[i]
-		a.cover += w * min(1, part[i])
+		a.score += float64(w * part[i])
+		a.cover += float64(w * min(1, part[i]))
 		a.matched |= bit
 	}
 }
@@ -811,7 +896,9 @@ type top struct {
 // top appends to best the k best-scored documents, best first.
 func (r *search) top(k int, best []top) []top {
 	acc := r.s.acc
-	// Ties keep the document found first; Select orders equal scores by name.
+	// Ties keep the document found first: in an earlier list, or earlier in the
+	// same list, in document order (topPruned keeps the same). Select orders equal
+	// scores by name.
 	for _, id := range r.s.touched {
 		sc := acc[id].score
 		if len(best) == k && sc <= best[len(best)-1].score {

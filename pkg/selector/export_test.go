@@ -1,0 +1,17 @@
+package selector
+
+// SearchExhaustive is SearchEvidence scoring every document the request
+// matches, pruning none.
+func (x *Index) SearchExhaustive(text string, q Query) ([]Hit, Evidence) {
+	q.exhaustive = true
+	return x.SearchEvidence(text, q)
+}
+
+// CountReads makes x's searches count the postings they read, in PostingsRead.
+func (x *Index) CountReads() { x.countReads = true }
+
+// PostingsRead is the postings x's searches read since CountReads.
+func (x *Index) PostingsRead() int64 { return x.reads.Load() }
+
+// Exhaustive makes every search of x's index score every document matched.
+func (x *Selector) Exhaustive() { x.idx.exhaustive = true }
