@@ -113,3 +113,24 @@ func TestCancelOnEventBeforeTheTrigger(t *testing.T) {
 		t.Fatalf("cancelled by an event published before its trigger: %+v", c)
 	}
 }
+
+// A rule whose match compares nothing for equality files every run under one
+// token: an event still finds and cancels the runs its match is true of.
+func TestCancelOnUnindexedMatch(t *testing.T) {
+	t.Parallel()
+	s := reminder(time.Hour)
+	s.CancelOn[0].Match = "event.data.order >= trigger.data.order"
+	f := setup(t, s)
+	f.orderEvent("u1", "com.example.order.created", 1)
+	f.orderEvent("u2", "com.example.order.created", 5)
+	var rd events.RouteDecided
+	f.event(events.ActivationID("/test", "u1"), events.TypeRouteDecided, &rd)
+	f.event(events.ActivationID("/test", "u2"), events.TypeRouteDecided, &rd)
+	f.settled()
+	f.orderEvent("u3", "com.example.order.paid", 3)
+	natstest.Eventually(t, 10*time.Second, func() bool { return f.cancelOf("u1") != nil }, "run of order 1 not cancelled")
+	f.settled()
+	if c := f.cancelOf("u2"); c != nil {
+		t.Fatalf("the run of order 5 was cancelled too: %+v", c)
+	}
+}
