@@ -235,7 +235,11 @@ func (s *lanes) acquire(ctx context.Context, msg jetstream.Msg, lane int) bool {
 	}
 	heap.Push(&s.waiting, wt)
 	s.dispatch()
+	granted := wt.granted
 	s.mu.Unlock()
+	if granted { // a slot was free: no wait, no timer
+		return true
+	}
 	t := time.NewTimer(s.ackWait / 3)
 	defer t.Stop()
 	for {
