@@ -318,6 +318,7 @@ func Run(ctx context.Context, cfg Config) error {
 		sb("skillbus full", noopSkill, events.LevelFull),
 		sb("skillbus terminal", noopSkill, events.LevelTerminal),
 		sb("skillbus keyed", keyedSkill, events.DefaultLevel),
+		sb("skillbus priority", prioSkill, events.DefaultLevel),
 	}
 	// A process's first run costs more CPU per execution than the ones after it
 	// (caches, the heap growing): an untimed skillbus run takes it, and learns the
@@ -378,6 +379,8 @@ func Run(ctx context.Context, cfg Config) error {
 		cfg.Rounds, med("skillbus 3-step", "skillbus", thr), med("skillbus 3-step", "skillbus", func(a, b Result) float64 { return ratio(b.P50, a.P50) }))
 	fmt.Fprintf(w, "ratio keyed concurrency (at most 2 at once per key, 256 keys)/one-step skill (median of %d rounds): throughput %.2f   latency p50 %.2f\n",
 		cfg.Rounds, med("skillbus keyed", "skillbus", thr), med("skillbus keyed", "skillbus", p50))
+	fmt.Fprintf(w, "ratio queue priority (a quarter of runs 300 s ahead, on a lane)/one-step skill (median of %d rounds): throughput %.2f   latency p50 %.2f\n",
+		cfg.Rounds, med("skillbus priority", "skillbus", thr), med("skillbus priority", "skillbus", p50))
 	if err := runTracing(ctx, cfg); err != nil {
 		return err
 	}

@@ -52,6 +52,8 @@ func TestBenchRuns(t *testing.T) {
 				`ratio 3-step workflow/one-step skill .*: throughput \d+\.\d\d`,
 				`skillbus keyed\s+\d+ exec/s`,
 				`ratio keyed concurrency \(at most 2 at once per key, 256 keys\)/one-step skill .*: throughput \d+\.\d\d`,
+				`skillbus priority\s+\d+ exec/s`,
+				`ratio queue priority \(a quarter of runs 300 s ahead, on a lane\)/one-step skill .*: throughput \d+\.\d\d`,
 				`tracing off\s+\d+ exec/s`,
 				`tracing on\s+\d+ exec/s`,
 				// 5 spans an execution: fewer would be spans lost; a redelivery on a slow

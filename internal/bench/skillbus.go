@@ -40,6 +40,16 @@ var keyedSkill = func() *skill.Skill {
 	return &s
 }()
 
+// prioSkill is the one-step skill with a queue priority: a quarter of its runs
+// queue 300 s ahead, on a lane of the pool, the rest at 0 on the pool's own
+// consumer, so the worker takes its jobs through the lanes' slots.
+var prioSkill = func() *skill.Skill {
+	s := *noopSkill
+	s.Name, s.Digest = "prio", "3333333333333333333333333333333333333333333333333333333333333333"
+	s.QueuePriority = "int(data.n) % 4 == 0 ? 300 : 0"
+	return &s
+}()
+
 // workflowSkill is the three-step skill: a local HTTP call, a compute step, an echo.
 func workflowSkill(url string) *skill.Skill {
 	return &skill.Skill{
