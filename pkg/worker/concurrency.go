@@ -362,9 +362,10 @@ func (w *Worker) waitForSlot(ctx context.Context, j *job, names []string, limits
 	}
 	// A slot freed before the record was written released no one: try once more,
 	// the slots the view shows free once it has read the record (every free after
-	// it releases a waiting run), or every slot if it does not read it in time.
+	// it releases a waiting run), or every slot if it does not read it in time
+	// (well within the ack wait: the delivery sends no heartbeat yet).
 	tries := allTries
-	if w.gates.caughtUp(ctx, rev, w.cfg.AckWait) {
+	if w.gates.caughtUp(ctx, rev, w.cfg.AckWait/4) {
 		tries = currentTries
 	}
 	again, err := w.trySlots(ctx, j, names, limits, tries)
