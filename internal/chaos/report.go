@@ -59,9 +59,9 @@ type Report struct {
 	// KeyedRecords are, for the first lost chaos-keyed runs, what KV runs held
 	// of each and of its key's slot at the end.
 	KeyedRecords []string
-	names   map[int]string
-	kills   Kills
-	byExec  map[string]Trigger
+	names        map[int]string
+	kills        Kills
+	byExec       map[string]Trigger
 }
 
 // OK reports whether the run kept every promise: nothing lost, one outcome per
