@@ -334,20 +334,20 @@ func (w *Worker) syncLanes(ctx context.Context, skills []*skill.Skill) {
 	}
 	w.prio.mu.Lock()
 	defer w.prio.mu.Unlock()
-	for i, pool := range w.cfg.Pools {
-		if !want[pool] || w.prio.pools[pool] != nil || i >= len(w.loops) {
+	for _, pool := range w.cfg.Pools {
+		if !want[pool] || w.prio.pools[pool] != nil || w.loops[pool] == nil {
 			continue
 		}
-		if err := w.serveLanes(ctx, i, pool, nil); err != nil && ctx.Err() == nil {
+		if err := w.serveLanes(ctx, pool, nil); err != nil && ctx.Err() == nil {
 			w.cfg.Log.Error("worker: cannot serve the queue priority lanes of a pool", "pool", pool, "err", err)
 		}
 	}
 }
 
 // serveLanes starts pool's lanes and its own loop sharing their slots, on its
-// consumer c (nil: ensured here), in place of w.loops[i] when there is one.
+// consumer c (nil: ensured here), in place of its plain loop when there is one.
 // Callers hold w.prio.mu.
-func (w *Worker) serveLanes(ctx context.Context, i int, pool string, c jetstream.Consumer) error {
+func (w *Worker) serveLanes(ctx context.Context, pool string, c jetstream.Consumer) error {
 	b := w.cfg.Bus
 	if c == nil {
 		var err error
@@ -368,14 +368,11 @@ func (w *Worker) serveLanes(ctx context.Context, i int, pool string, c jetstream
 		w.prio.pools = map[string]*lanes{}
 	}
 	w.prio.pools[pool] = s
-	if i < len(w.loops) {
-		old := w.loops[i]
-		w.loops[i] = l
+	if old := w.loops[pool]; old != nil {
 		// What the plain loop holds runs outside the lanes' slots, once.
 		w.prio.swapped.Go(func() { old.Stop(context.WithoutCancel(ctx)) })
-	} else {
-		w.loops = append(w.loops, l)
 	}
+	w.loops[pool] = l
 	return nil
 }
 

@@ -19,3 +19,11 @@ func LaneWaiting(w *Worker, pool string, prio int) int {
 	}
 	return n
 }
+
+// ServesLanes says whether w serves the lanes of pool, its own loop swapped
+// for the one that shares their slots.
+func ServesLanes(w *Worker, pool string) bool {
+	w.prio.mu.Lock()
+	defer w.prio.mu.Unlock()
+	return w.prio.pools[pool] != nil
+}

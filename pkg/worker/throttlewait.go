@@ -58,7 +58,7 @@ func (w *Worker) consumeDue(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
-	w.loops = append(w.loops, l)
+	w.dueLoop = l
 	return nil
 }
 

@@ -153,7 +153,8 @@ type Worker struct {
 	runs      jetstream.KeyValue
 	cache     *cache
 	events    jetstream.Stream
-	loops     []*bus.Loop
+	loops     map[string]*bus.Loop // each served pool's own loop, by pool
+	dueLoop   *bus.Loop            // the due throttled runs' (throttlewait.go)
 	beat      *heartbeat
 	stats     *stats.Recorder
 	counting  sync.WaitGroup     // the stats recorder's writes
@@ -307,7 +308,8 @@ func (w *Worker) Start(ctx context.Context) error {
 		return err
 	}
 	lanes := w.lanesAtStart(ctx)
-	for i, pool := range w.cfg.Pools {
+	w.loops = make(map[string]*bus.Loop, len(w.cfg.Pools))
+	for _, pool := range w.cfg.Pools {
 		c, err := b.EnsureConsumer(ctx, b.StreamJobs(), w.ConsumerConfig(pool))
 		if err != nil {
 			w.Stop(ctx)
@@ -315,7 +317,7 @@ func (w *Worker) Start(ctx context.Context) error {
 		}
 		if lanes[pool] {
 			w.prio.mu.Lock()
-			err := w.serveLanes(ctx, i, pool, c)
+			err := w.serveLanes(ctx, pool, c)
 			w.prio.mu.Unlock()
 			if err != nil {
 				w.Stop(ctx)
@@ -328,7 +330,7 @@ func (w *Worker) Start(ctx context.Context) error {
 			w.Stop(ctx)
 			return fmt.Errorf("worker: %w", err)
 		}
-		w.loops = append(w.loops, l)
+		w.loops[pool] = l
 	}
 	if cat, ok := w.cfg.Catalog.(Skills); ok {
 		wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -354,8 +356,11 @@ func (w *Worker) Stop(ctx context.Context) {
 	for _, l := range w.loops {
 		wg.Go(func() { l.Stop(ctx) })
 	}
+	if l := w.dueLoop; l != nil {
+		wg.Go(func() { l.Stop(ctx) })
+	}
 	wg.Wait()
-	w.loops = nil
+	w.loops, w.dueLoop = nil, nil
 	if w.beat != nil {
 		w.beat.stop()
 		w.beat = nil
