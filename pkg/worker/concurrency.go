@@ -81,8 +81,8 @@ type gates struct {
 	// applied is the last KV runs sequence applied; moved is closed when it moves.
 	applied uint64
 	moved   chan struct{}
-	// seen: gate with waiting runs → when a write of one of its slots (a take, a
-	// renewal, a free) or a release was last seen; see checkGates.
+	// seen: gate with waiting runs → when a free of one of its slots or a
+	// release (by any worker) was last seen; see checkGates.
 	seen map[string]time.Time
 	ctx  context.Context // the watch's: releases run under it
 	work sync.WaitGroup  // releases under way
@@ -188,7 +188,26 @@ func (w *Worker) takeSlots(ctx context.Context, j *job, p *gateProgs) (done bool
 	if err != nil || blocked < 0 {
 		return err != nil, err
 	}
+	if w.releasedFor(j) == names[blocked] {
+		// Released for a free of this gate but none found: the free may be one
+		// this worker's view never saw (gatecheck.go). Correct the view from KV
+		// and try the slots it shows free.
+		if _, err := w.reconcile(ctx, names[blocked], limits[blocked]); err != nil {
+			return true, fmt.Errorf("concurrency slot: %w", err)
+		}
+		if blocked, err = w.trySlots(ctx, j, names, limits, currentTries); err != nil || blocked < 0 {
+			return err != nil, err
+		}
+	}
 	return w.waitForSlot(ctx, j, names, limits, blocked)
+}
+
+// releasedFor is the gate a released run's delivery was released for, or "".
+func (w *Worker) releasedFor(j *job) string {
+	if j.msg == nil {
+		return ""
+	}
+	return j.msg.Headers().Get(events.HeaderConcGate)
 }
 
 // How many of a gate's slots that the view shows taken takeSlot tries as well
@@ -485,11 +504,13 @@ func (w *Worker) applyGate(ctx context.Context, e kvWrite) {
 		if err != nil {
 			return
 		}
-		if _, waits := g.seen[gate]; waits {
-			g.seen[gate] = time.Now()
-		}
 		taken := g.slots[gate]
 		if e.del {
+			// Only frees count: a gate whose live holders renew their slots is
+			// still checked (gatecheck.go).
+			if _, waits := g.seen[gate]; waits {
+				g.seen[gate] = time.Now()
+			}
 			// Every free of a slot is one delete or one expiry marker, but not every
 			// take is seen: KV runs keeps one write per key, and a take freed at once
 			// is gone before it is read. So a free releases a run whether or not its
@@ -516,8 +537,15 @@ func (w *Worker) applyGate(ctx context.Context, e kvWrite) {
 	if !ok {
 		return
 	}
+	gate, waited := g.where[id]
 	g.forget(id)
 	if e.del {
+		if _, waits := g.seen[gate]; waited && waits {
+			// Released (or cancelled) by some worker: as a release of this
+			// worker's own, the gate is not quiet, so this worker does not
+			// release another run for the same free before the first takes it.
+			g.seen[gate] = time.Now()
+		}
 		return
 	}
 	// Only what a release needs: the job stays in the record.

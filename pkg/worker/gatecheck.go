@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -23,13 +24,20 @@ import (
 // So a released run's job names its gate (events.HeaderConcGate), and a delivery
 // of it that ends without going through the slots passes the turn on: it checks
 // the gate's slots in KV and releases as many waiting runs as are free. And every
-// worker checks, every half ack wait, each gate with waiting runs in its view that
-// has been quiet for an ack wait: no take, renewal, free or release of it seen.
-// A gate whose slots are held by live runs is never quiet that long (their
-// heartbeats renew the slots every third of an ack wait), so the check costs
-// nothing while gates work and nothing at all when no run waits. Releases go
-// through releaseNext, the same oldest-first, one-message-id release as a seen
-// free, so workers that check at once publish the same run once.
+// worker checks, every half ack wait, each gate with waiting runs in its view of
+// which it has seen no free or release for an ack wait. Renewals and takes do not
+// count: a gate whose other slots are held by live runs would otherwise never be
+// checked, and its lost slot never found. So a gate whose runs are long and whose
+// waiting runs wait costs each worker one read of its slots per ack wait; a gate
+// with no waiting run costs nothing. A check also corrects the view: a slot it
+// shows taken that KV shows free is dropped, since a run tries few of the slots the
+// view shows taken and would rarely find it; and a released run that finds no
+// slot of its gate free corrects its worker's view the same way before it waits
+// again (that worker may not have checked yet). Releases go through releaseNext,
+// the same oldest-first, one-message-id release as a seen free, so workers that
+// check at once publish the same run once; and a worker that sees another's
+// release (its waiting record deleted) counts it as its own, so that it does not
+// release a second run for the same free before the first takes it.
 
 // checkGates checks the quiet gates every half ack wait until ctx ends.
 func (w *Worker) checkGates(ctx context.Context) {
@@ -78,7 +86,7 @@ func (w *Worker) recheck(ctx context.Context, gate string) {
 	if n == 0 || rctx == nil {
 		return
 	}
-	free, err := w.freeCount(ctx, gate, limit, n)
+	free, err := w.reconcile(ctx, gate, limit)
 	if err != nil {
 		if ctx.Err() == nil {
 			w.cfg.Log.Warn("worker: could not check the slots of a concurrency gate with waiting runs", "gate", gate, "err", err)
@@ -90,6 +98,7 @@ func (w *Worker) recheck(ctx context.Context, gate string) {
 	if _, ok := g.seen[gate]; ok {
 		g.seen[gate] = time.Now()
 	}
+	free = min(free, len(g.waiting[gate]))
 	if free > 0 {
 		w.cfg.Log.Info("worker: releasing runs waiting for concurrency slots that are free", "gate", gate, "free", free)
 	}
@@ -98,33 +107,55 @@ func (w *Worker) recheck(ctx context.Context, gate string) {
 	}
 }
 
-// freeCount counts gate's free slots in KV, up to want.
-func (w *Worker) freeCount(ctx context.Context, gate string, limit, want int) (int, error) {
+// reconcile reads gate's slots in KV, drops from the view each slot it shows
+// taken that KV shows free (a free no watcher saw: without this, no run would
+// try that slot first again, and a run tries few of those the view shows taken),
+// and returns the number of free slots.
+func (w *Worker) reconcile(ctx context.Context, gate string, limit int) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.AckWait)
 	defer cancel()
+	taken := make([]bool, limit)
 	if limit > 16 {
 		// One listing rather than a read per slot.
 		l, err := w.runs.ListKeysFiltered(ctx, gate+".*")
 		if err != nil {
 			return 0, err
 		}
-		taken := 0
 		for k := range l.Keys() {
-			if _, ok := events.ConcSlotGate(k); ok {
-				taken++
+			if gk, ok := events.ConcSlotGate(k); ok && gk == gate {
+				if n, err := strconv.Atoi(k[len(gate)+1:]); err == nil && n >= 0 && n < limit {
+					taken[n] = true
+				}
 			}
 		}
-		return min(max(limit-taken, 0), want), nil
+	} else {
+		for n := range limit {
+			_, err := w.runs.Get(ctx, events.ConcSlotKey(gate, n))
+			switch {
+			case errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted):
+			case err != nil:
+				return 0, err
+			default:
+				taken[n] = true
+			}
+		}
 	}
 	free := 0
-	for n := 0; n < limit && free < want; n++ {
-		_, err := w.runs.Get(ctx, events.ConcSlotKey(gate, n))
-		switch {
-		case errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted):
-			free++
-		case err != nil:
-			return 0, err
+	g := &w.gates
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	shown := g.slots[gate]
+	for n, t := range taken {
+		if t {
+			continue
 		}
+		free++
+		// A take written after the read is dropped too: the view is only where
+		// runs try first, and the take's next renewal puts it back.
+		delete(shown, n)
+	}
+	if shown != nil && len(shown) == 0 {
+		delete(g.slots, gate)
 	}
 	return free, nil
 }

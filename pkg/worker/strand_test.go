@@ -1,6 +1,7 @@
 package worker_test
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -129,6 +130,85 @@ func TestCancelledReleasedRunPassesItsTurn(t *testing.T) {
 		t.Fatalf("calls %v, most at once %v: the cancelled run ran, or runs overlapped", o.calls, o.most)
 	}
 	for _, id := range []string{first, released, next} {
+		if n := f.outcomes(id); n != 1 {
+			t.Fatalf("%s: %d outcomes, want 1", id, n)
+		}
+	}
+}
+
+// A slot freed unseen frees its waiting run however busy the gate's other slots
+// are: the live holders' renewals do not keep the gate from being checked, and
+// the check corrects every worker's view of the slot, so the released run finds it.
+// Here 19 of 20 slots are held by runs renewing them; the 20th is purged from the
+// stream, which writes no marker.
+func TestSlotFreedUnseenAmongLiveHolders(t *testing.T) {
+	t.Parallel()
+	const limit = 20
+	f := setup(t, keyedSkill("busy-unseen", limit))
+	o := newOverlap()
+	f.tools = mustSet(t, f.tools, o.tool())
+	f.start()
+	gate := slotGate("busy-unseen", "b")
+	for n := range limit {
+		if _, err := f.runs.Create(f.ctx, events.ConcSlotKey(gate, n), []byte(fmt.Sprintf("holder-%d", n))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := f.keyedJob("busy-unseen", "b0", "b")
+	f.waitsFor(first, 0)
+	second := f.keyedJob("busy-unseen", "b1", "b")
+	f.waitsFor(second, 0)
+	// The live holders renew their slots every third of the ack wait (1s).
+	renewing, stop := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(renewing)
+		tick := time.NewTicker(300 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			for n := range limit - 1 {
+				if _, err := f.runs.Put(f.ctx, events.ConcSlotKey(gate, n), []byte(fmt.Sprintf("holder-%d", n))); err != nil && f.ctx.Err() == nil {
+					t.Error(err)
+				}
+			}
+		}
+	}()
+	stopRenewing := sync.OnceFunc(func() { close(stop); <-renewing })
+	t.Cleanup(stopRenewing)
+	st, err := f.b.JS.Stream(f.ctx, "KV_"+f.b.BucketRuns())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Purge(f.ctx, jetstream.WithPurgeSubject("$KV."+f.b.BucketRuns()+"."+events.ConcSlotKey(gate, limit-1))); err != nil {
+		t.Fatal(err)
+	}
+	freed := time.Now()
+	var started string
+	select {
+	case k := <-o.started:
+		started = k
+	case <-time.After(20 * time.Second):
+		t.Fatal("no waiting run started after a slot freed unseen among live holders")
+	}
+	// One and a half ack waits, with room for a loaded machine, as above.
+	if d := time.Since(freed); started != "b" || d > 8*time.Second {
+		t.Fatalf("a waiting run (key %q) started %v after its slot freed unseen, want within 1.5 ack waits", started, d)
+	}
+	stopRenewing()
+	for n := range limit - 1 {
+		if err := f.runs.Delete(f.ctx, events.ConcSlotKey(gate, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.waitEvent(first, events.TypeExecutionCompleted)
+	f.waitEvent(second, events.TypeExecutionCompleted)
+	f.drained()
+	f.noneWaiting()
+	for _, id := range []string{first, second} {
 		if n := f.outcomes(id); n != 1 {
 			t.Fatalf("%s: %d outcomes, want 1", id, n)
 		}
