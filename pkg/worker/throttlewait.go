@@ -25,7 +25,10 @@ import (
 // than an ack wait away is set aside as a run waiting for a concurrency slot is:
 // its job is kept in a run.Held record with the start time (Until), a message
 // scheduled in EVENTS for that time (to the second, never after it) says it is due
-// (io.skillbus.throttle.due), and the job is acked. Every worker shares one
+// (io.skillbus.throttle.due), and the job is acked. The stream's limits drop a
+// scheduled message older than its MaxAge, so a start further than half of it
+// away is reached by a chain of due messages, each at most that far (dueAt).
+// Every worker shares one
 // durable consumer of those messages (worker-throttle); the one that gets it
 // publishes the job again (stage throttle, one message id per record), which then
 // waits out the rest of its start time, under a second, handed back. A cancel
@@ -81,17 +84,9 @@ func (w *Worker) setAside(ctx context.Context, j *job, at time.Time) error {
 	if err != nil {
 		return fmt.Errorf("set aside a throttled run: %w", err)
 	}
-	subj := w.cfg.Bus.Subjects
-	due, err := bus.Event{
-		ID: j.data.ExecutionID + ".throttle.due." + strconv.FormatUint(rev, 10), Source: w.cfg.Source, Type: events.TypeThrottleDue,
-		Meta: bus.Meta{CorrelationID: j.meta.CorrelationID, ExecutionID: j.data.ExecutionID},
-		Data: events.ThrottleDue{ExecutionID: j.data.ExecutionID, At: at.UTC()},
-	}.Msg(subj.ThrottleTimer(j.data.ExecutionID))
-	if err != nil {
+	if err := w.scheduleDue(j.batch, j.data.ExecutionID, j.meta.CorrelationID, strconv.FormatUint(rev, 10), at); err != nil {
 		return err
 	}
-	// Scheduled messages fire at whole seconds: never after the start time.
-	j.batch.Publish(due, jetstream.WithScheduleAt(at.Truncate(time.Second)), jetstream.WithScheduleTarget(subj.Event(j.data.ExecutionID, events.TypeThrottleDue)))
 	if err := j.batch.Wait(ctx); err != nil {
 		return fmt.Errorf("schedule a throttled run: %w", err)
 	}
@@ -103,6 +98,45 @@ func (w *Worker) setAside(ctx context.Context, j *job, at time.Time) error {
 	}
 	w.cfg.Log.Debug("worker: throttled run set aside until its start", "execution", j.data.ExecutionID, "at", at)
 	return j.msg.Ack()
+}
+
+// scheduleDue adds to batch the message that says the run set aside until at is
+// due; id tells it from the run's other due messages.
+func (w *Worker) scheduleDue(batch *bus.Batch, executionID, correlationID, id string, at time.Time) error {
+	subj := w.cfg.Bus.Subjects
+	due, err := bus.Event{
+		ID: executionID + ".throttle.due." + id, Source: w.cfg.Source, Type: events.TypeThrottleDue,
+		Meta: bus.Meta{CorrelationID: correlationID, ExecutionID: executionID},
+		Data: events.ThrottleDue{ExecutionID: executionID, At: at.UTC()},
+	}.Msg(subj.ThrottleTimer(executionID))
+	if err != nil {
+		return err
+	}
+	batch.Publish(due, jetstream.WithScheduleAt(dueAt(time.Now(), at, w.eventsMaxAge())), jetstream.WithScheduleTarget(subj.Event(executionID, events.TypeThrottleDue)))
+	return nil
+}
+
+// dueAt is when the due message of a run set aside until at fires: at, to the
+// whole second (scheduled messages fire at whole seconds: never after the start
+// time), or sooner when at is further than half the EVENTS stream's retention
+// maxAge (0: unbounded) away, since the stream's limits drop a scheduled message
+// that waits longer; due then schedules the next message.
+func dueAt(now, at time.Time, maxAge time.Duration) time.Time {
+	if limit := now.Add(maxAge / 2); maxAge > 0 && at.After(limit) {
+		at = limit
+	}
+	return at.Truncate(time.Second)
+}
+
+// eventsMaxAge is how long the EVENTS stream keeps a message, as configured
+// when the worker started.
+func (w *Worker) eventsMaxAge() time.Duration {
+	if w.events != nil {
+		if info := w.events.CachedInfo(); info != nil {
+			return info.Config.MaxAge
+		}
+	}
+	return w.cfg.Bus.Config().EventsMaxAge
 }
 
 func (w *Worker) handleDue(ctx context.Context, msg jetstream.Msg) {
@@ -141,9 +175,23 @@ func (w *Worker) due(ctx context.Context, msg jetstream.Msg) error {
 		return err
 	}
 	var h run.Held
-	if err := json.Unmarshal(ent.Value(), &h); err != nil || h.Until.IsZero() || time.Until(h.Until) > w.cfg.AckWait {
-		// Not a throttled run's record (a paused skill's, a concurrency gate's),
-		// or set aside again for a later start, whose own message will come.
+	if err := json.Unmarshal(ent.Value(), &h); err != nil || h.Until.IsZero() {
+		// Not a throttled run's record (a paused skill's, a concurrency gate's).
+		return msg.Ack()
+	}
+	if time.Until(h.Until) > w.cfg.AckWait {
+		if !h.Until.Equal(d.At) {
+			return msg.Ack() // set aside again for a later start, whose own message will come
+		}
+		// Fired early, within the events' retention (dueAt): the next one.
+		batch := w.cfg.Bus.Batch()
+		id := strconv.FormatUint(ent.Revision(), 10) + "." + strconv.FormatInt(time.Now().Unix(), 10)
+		if err := w.scheduleDue(batch, d.ExecutionID, h.Meta[events.ExtCorrelationID], id, h.Until); err != nil {
+			return err
+		}
+		if err := batch.Wait(ctx); err != nil {
+			return fmt.Errorf("schedule a throttled run again: %w", err)
+		}
 		return msg.Ack()
 	}
 	if err := w.publishHeld(ctx, ent.Revision(), &h, events.StageThrottle); err != nil {

@@ -131,3 +131,55 @@ func TestCancelAThrottledRunSetAside(t *testing.T) {
 		t.Fatalf("%d outcomes of the cancelled run, want 1", n)
 	}
 }
+
+// A run set aside for longer than the EVENTS stream keeps a message still
+// starts at its time: its due message is scheduled within the retention and
+// scheduled again until the start time is near.
+func TestThrottledRunSetAsideBeyondTheEventsRetentionStarts(t *testing.T) {
+	t.Parallel()
+	sk := oneStep("twice-a-minute", "stamp", 0)
+	sk.Digest = "d6" + sk.Digest[2:]
+	sk.Throttle = &skill.Throttle{Limit: 1, Period: skill.Duration(20 * time.Second)}
+	f := setup(t, sk)
+	s, err := f.b.JS.Stream(f.ctx, f.b.StreamEvents())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := s.CachedInfo().Config
+	cfg.MaxAge, cfg.Duplicates = 8*time.Second, 4*time.Second
+	if _, err := f.b.JS.UpdateStream(f.ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	starts := map[string]time.Time{}
+	f.tools = mustSet(t, f.tools, tool.Func("stamp", func(_ context.Context, c tool.Call) (any, error) {
+		mu.Lock()
+		starts[c.ExecutionID] = time.Now()
+		mu.Unlock()
+		return "ok", nil
+	}))
+	f.startWorkerOn(f.b, "one", slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	first := f.job("r0", "twice-a-minute")
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(starts) == 1
+	}, "the first run did not start")
+	second := f.job("r1", "twice-a-minute")
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		var h run.Held
+		e, err := f.runs.Get(f.ctx, events.RunHeldKey(second))
+		return err == nil && json.Unmarshal(e.Value(), &h) == nil && !h.Until.IsZero()
+	}, "the second run was not set aside until its start")
+	natstest.Eventually(t, 45*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(starts) == 2
+	}, "the run set aside did not start")
+	mu.Lock()
+	defer mu.Unlock()
+	if gap := starts[second].Sub(starts[first]); gap < 19*time.Second {
+		t.Fatalf("the second run started %v after the first, want about 20s", gap)
+	}
+	f.noneWaiting()
+}
