@@ -176,7 +176,7 @@ func (w *Worker) startLanes(ctx context.Context, pool string, base jetstream.Con
 		}
 	}
 	if len(s.expect) > 1 {
-		s.warm = time.AfterFunc(laneWarmup, func() {
+		s.warm = time.AfterFunc(w.warmup, func() {
 			s.mu.Lock()
 			clear(s.expect)
 			s.dispatch()

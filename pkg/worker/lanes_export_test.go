@@ -1,5 +1,7 @@
 package worker
 
+import "time"
+
 // LaneWaiting is how many jobs of a pool w holds waiting for a slot whose
 // queue priority is prio.
 func LaneWaiting(w *Worker, pool string, prio int) int {
@@ -27,3 +29,7 @@ func ServesLanes(w *Worker, pool string) bool {
 	defer w.prio.mu.Unlock()
 	return w.prio.pools[pool] != nil
 }
+
+// SetLaneWarmup sets how long w, not started yet, waits at its start for the
+// first delivery of each lane of a pool that holds jobs (laneWarmup).
+func SetLaneWarmup(w *Worker, d time.Duration) { w.warmup = d }

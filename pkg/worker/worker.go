@@ -168,9 +168,10 @@ type Worker struct {
 	ctl       control            // cancelled executions, paused skills (control.go)
 	stopCtl   context.CancelFunc // ends their watch
 	ctlWatch  sync.WaitGroup
-	gates     gates     // keyed concurrency (concurrency.go)
-	prio      prioPools // queue priority lanes (lanes.go)
-	throttles sync.Map  // skill digest → *throttleProg (throttle.go)
+	gates     gates         // keyed concurrency (concurrency.go)
+	prio      prioPools     // queue priority lanes (lanes.go)
+	warmup    time.Duration // laneWarmup; tests set a longer one
+	throttles sync.Map      // skill digest → *throttleProg (throttle.go)
 
 	repairsOnce sync.Once
 	repairs     jetstream.KeyValue
@@ -238,7 +239,7 @@ func New(cfg Config) (*Worker, error) {
 	if cfg.Concurrency < 0 || cfg.CrashAllowance < 0 || cfg.Backoff.Base < 0 || cfg.Backoff.Max < cfg.Backoff.Base || cfg.CancelGrace < 0 {
 		return nil, errors.New("worker: Concurrency, CrashAllowance, CancelGrace and Backoff must be positive, with Backoff.Max ≥ Backoff.Base")
 	}
-	return &Worker{cfg: cfg, instance: nuid.Next()}, nil
+	return &Worker{cfg: cfg, instance: nuid.Next(), warmup: laneWarmup}, nil
 }
 
 // ConsumerConfig is the durable consumer every worker of a pool shares.
