@@ -359,6 +359,12 @@ func (w *Worker) serveLanes(ctx context.Context, pool string, c jetstream.Consum
 	if err != nil {
 		return err
 	}
+	old := w.loops[pool]
+	if old != nil {
+		// The plain loop's runs count against the pool's Concurrency too: the
+		// lanes get their slots when it has stopped and its runs have ended.
+		s.free = 0
+	}
 	l, err := bus.Consume(c, laneHandlers(w.cfg.Concurrency), s.handler(0), w.cfg.Log)
 	if err != nil {
 		s.stop(ctx)
@@ -368,9 +374,14 @@ func (w *Worker) serveLanes(ctx context.Context, pool string, c jetstream.Consum
 		w.prio.pools = map[string]*lanes{}
 	}
 	w.prio.pools[pool] = s
-	if old := w.loops[pool]; old != nil {
-		// What the plain loop holds runs outside the lanes' slots, once.
-		w.prio.swapped.Go(func() { old.Stop(context.WithoutCancel(ctx)) })
+	if old != nil {
+		w.prio.swapped.Go(func() {
+			old.Stop(context.WithoutCancel(ctx))
+			s.mu.Lock()
+			s.free += w.cfg.Concurrency
+			s.dispatch()
+			s.mu.Unlock()
+		})
 	}
 	w.loops[pool] = l
 	return nil
