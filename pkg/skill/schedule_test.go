@@ -42,20 +42,8 @@ func TestScheduleFields(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			s, ds := ParseSkillMD("skills/nightly/SKILL.md", md(tt.fields))
-			var got []string
-			for _, d := range ds {
-				got = append(got, strings.TrimPrefix(d.String(), "skills/nightly/SKILL.md:"))
-			}
-			if len(got) != len(tt.diags) {
-				t.Fatalf("diagnostics %q, want %d starting %q", got, len(tt.diags), tt.diags)
-			}
-			for i := range got {
-				if !strings.HasPrefix(got[i], tt.diags[i]) {
-					t.Errorf("diagnostic %d is %q, want it to start %q", i, got[i], tt.diags[i])
-				}
-			}
-			if ds.HasErrors() {
+			s, ok := parseExpecting(t, "skills/nightly/SKILL.md", md(tt.fields), tt.diags)
+			if !ok {
 				return
 			}
 			if diff := cmp.Diff(tt.want, s.Schedule); diff != "" {
