@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"go.opentelemetry.io/otel"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/skillbus/skillbus/pkg/telemetry"
@@ -60,3 +61,35 @@ func (r *Recorder) Exporter() *tracetest.InMemoryExporter { return r.exp }
 type keep struct{ *tracetest.InMemoryExporter }
 
 func (keep) Shutdown(context.Context) error { return nil }
+
+// Flush flushes the global tracer provider's batcher, for tests that read the
+// exporter themselves.
+func Flush(t testing.TB) {
+	t.Helper()
+	if tp, ok := otel.GetTracerProvider().(*sdktrace.TracerProvider); ok {
+		if err := tp.ForceFlush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Attrs is a span's attributes as strings, by key.
+func Attrs(s tracetest.SpanStub) map[string]string {
+	m := map[string]string{}
+	for _, kv := range s.Attributes {
+		m[string(kv.Key)] = kv.Value.Emit()
+	}
+	return m
+}
+
+// Named is the first span of spans called name; the test fails without one.
+func Named(t testing.TB, spans tracetest.SpanStubs, name string) tracetest.SpanStub {
+	t.Helper()
+	for _, s := range spans {
+		if s.Name == name {
+			return s
+		}
+	}
+	t.Fatalf("no span %q among %d", name, len(spans))
+	return tracetest.SpanStub{}
+}

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/skillbus/skillbus/internal/telemetrytest"
 	"github.com/skillbus/skillbus/pkg/failure"
 	"github.com/skillbus/skillbus/pkg/telemetry"
 )
@@ -35,34 +36,6 @@ func record(t *testing.T) *tracetest.InMemoryExporter {
 type syncExporter struct{ *tracetest.InMemoryExporter }
 
 func (syncExporter) Shutdown(context.Context) error { return nil }
-
-func flush(t *testing.T) {
-	t.Helper()
-	if tp, ok := otel.GetTracerProvider().(*sdktrace.TracerProvider); ok {
-		if err := tp.ForceFlush(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-func attrsOf(s tracetest.SpanStub) map[string]string {
-	m := map[string]string{}
-	for _, kv := range s.Attributes {
-		m[string(kv.Key)] = kv.Value.Emit()
-	}
-	return m
-}
-
-func byName(t *testing.T, spans tracetest.SpanStubs, name string) tracetest.SpanStub {
-	t.Helper()
-	for _, s := range spans {
-		if s.Name == name {
-			return s
-		}
-	}
-	t.Fatalf("no span %q among %d", name, len(spans))
-	return tracetest.SpanStub{}
-}
 
 func TestMessagingSpans(t *testing.T) {
 	exp := record(t)
@@ -88,10 +61,10 @@ func TestMessagingSpans(t *testing.T) {
 	_, settle := telemetry.StartSettle(pctx, telemetry.Message{Destination: "skillbus.jobs.default"}, "ack")
 	telemetry.End(settle, nil)
 	telemetry.End(proc, fmt.Errorf("step fetch: %w", failure.Retry("timeout")))
-	flush(t)
+	telemetrytest.Flush(t)
 	spans := exp.GetSpans()
 
-	p := byName(t, spans, "publish skillbus.jobs.default")
+	p := telemetrytest.Named(t, spans, "publish skillbus.jobs.default")
 	if p.SpanKind != trace.SpanKindProducer {
 		t.Errorf("publish kind %v", p.SpanKind)
 	}
@@ -100,18 +73,18 @@ func TestMessagingSpans(t *testing.T) {
 		"messaging.destination.name": "skillbus.jobs.default", "messaging.message.id": "x1.job", "messaging.message.body.size": "42",
 		"skillbus.skill.name": "hello", "skillbus.skill.version": "1.2.0", "skillbus.execution.id": "x1", "skillbus.attempt": "2", "skillbus.pool": "default",
 	}
-	got := attrsOf(p)
+	got := telemetrytest.Attrs(p)
 	for k, v := range want {
 		if got[k] != v {
 			t.Errorf("publish %s = %q, want %q", k, got[k], v)
 		}
 	}
 
-	pr := byName(t, spans, "process skillbus.jobs.{pool}")
+	pr := telemetrytest.Named(t, spans, "process skillbus.jobs.{pool}")
 	if pr.Parent.SpanID() != p.SpanContext.SpanID() || pr.SpanContext.TraceID() != p.SpanContext.TraceID() {
 		t.Errorf("process is not a child of publish")
 	}
-	a := attrsOf(pr)
+	a := telemetrytest.Attrs(pr)
 	if a["messaging.operation.type"] != "process" || a["messaging.consumer.group.name"] != "worker-default" || a["messaging.destination.template"] != "skillbus.jobs.{pool}" {
 		t.Errorf("process attributes %v", a)
 	}
@@ -125,17 +98,17 @@ func TestMessagingSpans(t *testing.T) {
 		t.Errorf("process status %v, attributes %v", pr.Status, a)
 	}
 
-	st := byName(t, spans, "step fetch")
-	sa := attrsOf(st)
+	st := telemetrytest.Named(t, spans, "step fetch")
+	sa := telemetrytest.Attrs(st)
 	if st.Parent.SpanID() != pr.SpanContext.SpanID() || sa["skillbus.step.id"] != "fetch" || sa["skillbus.step.kind"] != "tool" {
 		t.Errorf("step span: parent %v attrs %v", st.Parent.SpanID(), sa)
 	}
 	if st.Status.Code != codes.Error || sa["skillbus.failure.class"] != "fatal" || len(st.Events) != 1 || st.Events[0].Name != "exception" {
 		t.Errorf("step error: status %v attrs %v events %v", st.Status, sa, st.Events)
 	}
-	se := byName(t, spans, "ack skillbus.jobs.default")
-	if attrsOf(se)["messaging.operation.type"] != "settle" || se.SpanKind != trace.SpanKindClient || se.Status.Code == codes.Error {
-		t.Errorf("settle span %v %v", attrsOf(se), se.Status)
+	se := telemetrytest.Named(t, spans, "ack skillbus.jobs.default")
+	if telemetrytest.Attrs(se)["messaging.operation.type"] != "settle" || se.SpanKind != trace.SpanKindClient || se.Status.Code == codes.Error {
+		t.Errorf("settle span %v %v", telemetrytest.Attrs(se), se.Status)
 	}
 }
 
@@ -143,13 +116,13 @@ func TestEndCancelledIsNotAnError(t *testing.T) {
 	exp := record(t)
 	_, s := telemetry.Start(context.Background(), "work")
 	telemetry.End(s, fmt.Errorf("stopping: %w", context.Canceled))
-	flush(t)
-	got := byName(t, exp.GetSpans(), "work")
+	telemetrytest.Flush(t)
+	got := telemetrytest.Named(t, exp.GetSpans(), "work")
 	if got.Status.Code == codes.Error {
 		t.Errorf("a cancelled span has status %v", got.Status)
 	}
-	if attrsOf(got)["error.type"] != "canceled" {
-		t.Errorf("attributes %v", attrsOf(got))
+	if telemetrytest.Attrs(got)["error.type"] != "canceled" {
+		t.Errorf("attributes %v", telemetrytest.Attrs(got))
 	}
 	if errors.Is(nil, context.Canceled) {
 		t.Fatal("unreachable")
@@ -208,7 +181,7 @@ func TestOwnProviderSamplerSeesAttributes(t *testing.T) {
 		for _, kv := range s.seen[name] {
 			saw[string(kv.Key)] = kv.Value.Emit()
 		}
-		got := attrsOf(byName(t, exp.GetSpans(), name))
+		got := telemetrytest.Attrs(telemetrytest.Named(t, exp.GetSpans(), name))
 		for k, v := range want {
 			if saw[k] != v || got[k] != v {
 				t.Errorf("%s: %s = %q at Start, %q recorded; want %q", name, k, saw[k], got[k], v)

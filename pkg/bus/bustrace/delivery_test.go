@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/skillbus/skillbus/internal/telemetrytest"
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/bus/bustrace"
 	"github.com/skillbus/skillbus/pkg/telemetry"
@@ -34,7 +35,7 @@ func TestDeliveryLinksTheAttemptBefore(t *testing.T) {
 	d = telemetry.Delivery{ExecutionID: "x1", Recovered: true, Attempt: 1}
 	_, recovered := bustrace.StartDelivery(context.Background(), bus.FromNATS(job()), "worker-default", d)
 	recovered.End()
-	flush(t)
+	telemetrytest.Flush(t)
 
 	spans := exp.GetSpans()
 	if len(spans) != 4 {
@@ -89,7 +90,7 @@ func TestDeliveryOfAStructuredJob(t *testing.T) {
 	d := telemetry.Delivery{ExecutionID: "x1", Attempt: 1, ID: "x1.job", TraceParent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
 	_, span := bustrace.StartDelivery(context.Background(), bus.FromNATS(m), "worker-default", d)
 	span.End()
-	flush(t)
+	telemetrytest.Flush(t)
 	spans := exp.GetSpans()
 	if len(spans) != 1 {
 		t.Fatalf("%d spans", len(spans))
@@ -111,7 +112,7 @@ func TestDeliveryTakesAPlainTraceparentHeader(t *testing.T) {
 	m.Header.Set("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
 	_, span := bustrace.StartDelivery(context.Background(), bus.FromNATS(m), "worker-default", telemetry.Delivery{ExecutionID: "x1", Attempt: 1, ID: "x1.job"})
 	span.End()
-	flush(t)
+	telemetrytest.Flush(t)
 	if s := exp.GetSpans(); len(s) != 1 || s[0].Parent.SpanID().String() != "00f067aa0ba902b7" {
 		t.Fatalf("spans %v, want one continuing the header's trace", s)
 	}

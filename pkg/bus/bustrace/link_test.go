@@ -7,6 +7,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/skillbus/skillbus/internal/telemetrytest"
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/bus/bustrace"
 	"github.com/skillbus/skillbus/pkg/telemetry"
@@ -33,20 +34,20 @@ func TestPublishLinked(t *testing.T) {
 	}
 	_, del := bustrace.StartDelivery(context.Background(), bus.FromNATS(m), "worker-default", telemetry.Delivery{ExecutionID: "x1", Recovered: true, Attempt: 1})
 	del.End()
-	flush(t)
+	telemetrytest.Flush(t)
 
 	spans := exp.GetSpans()
-	p := byName(t, spans, "publish skillbus.exec.{pool}.{skill}")
+	p := telemetrytest.Named(t, spans, "publish skillbus.exec.{pool}.{skill}")
 	if p.SpanKind != trace.SpanKindProducer || p.Parent.SpanID() != decision.SpanContext().SpanID() || p.SpanContext.TraceID() != decision.SpanContext().TraceID() {
 		t.Errorf("the release's span is not a PRODUCER child of the decision: kind %v parent %v", p.SpanKind, p.Parent)
 	}
-	if a := attrsOf(p); a["messaging.operation.type"] != "send" || a["messaging.destination.name"] != "skillbus.exec.default.hello" || a["messaging.message.id"] != "x1.job.repair.r1" || a["messaging.system"] != "nats" {
+	if a := telemetrytest.Attrs(p); a["messaging.operation.type"] != "send" || a["messaging.destination.name"] != "skillbus.exec.default.hello" || a["messaging.message.id"] != "x1.job.repair.r1" || a["messaging.system"] != "nats" {
 		t.Errorf("the release's attributes %v", a)
 	}
 	if len(p.Links) != 1 || p.Links[0].SpanContext.SpanID().String() != "2222222222222222" || p.Links[0].Attributes[0].Value.AsString() != "repair" {
 		t.Errorf("the release's links %v, want one to the earlier execution", p.Links)
 	}
-	d := byName(t, spans, "process skillbus.exec.default.hello")
+	d := telemetrytest.Named(t, spans, "process skillbus.exec.default.hello")
 	if d.Parent.SpanID() != p.SpanContext.SpanID() {
 		t.Errorf("the delivery's parent %v is not the release's span %v", d.Parent.SpanID(), p.SpanContext.SpanID())
 	}
@@ -62,8 +63,8 @@ func TestConsumeFollowsHeaderLink(t *testing.T) {
 	m.Header.Set("Skillbus-Link", "replay "+earlierTP)
 	_, s := bustrace.StartConsume(context.Background(), bus.FromNATS(m), "router", nil)
 	s.End()
-	flush(t)
-	c := byName(t, exp.GetSpans(), "process skillbus.trigger.skill.hello")
+	telemetrytest.Flush(t)
+	c := telemetrytest.Named(t, exp.GetSpans(), "process skillbus.trigger.skill.hello")
 	if len(c.Links) != 1 || c.Links[0].SpanContext.SpanID().String() != "2222222222222222" || c.Links[0].Attributes[0].Value.AsString() != "replay" {
 		t.Errorf("the router's links %v, want one to the rejected trigger's span", c.Links)
 	}
@@ -89,8 +90,8 @@ func TestPublishLinkedOff(t *testing.T) {
 	}
 	_, del := bustrace.StartDelivery(context.Background(), bus.FromNATS(m), "worker-default", telemetry.Delivery{ExecutionID: "x2", Attempt: 1})
 	del.End()
-	flush(t)
-	d := byName(t, exp.GetSpans(), "process skillbus.exec.default.hello")
+	telemetrytest.Flush(t)
+	d := telemetrytest.Named(t, exp.GetSpans(), "process skillbus.exec.default.hello")
 	if d.Parent.IsValid() || d.SpanContext.TraceID().String() == "11111111111111111111111111111111" {
 		t.Errorf("the replay's delivery continues the dead execution's trace: parent %v trace %v", d.Parent, d.SpanContext.TraceID())
 	}

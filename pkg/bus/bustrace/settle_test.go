@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/skillbus/skillbus/internal/natstest"
+	"github.com/skillbus/skillbus/internal/telemetrytest"
 	"github.com/skillbus/skillbus/pkg/bus/bustrace"
 	"github.com/skillbus/skillbus/pkg/telemetry"
 )
@@ -68,15 +69,15 @@ func TestSettlingSpans(t *testing.T) {
 		t.Fatal(err)
 	}
 	proc.End()
-	flush(t)
+	telemetrytest.Flush(t)
 
 	spans := exp.GetSpans()
 	for _, c := range []struct{ name, op, extraKey, extra, id string }{
 		{"nak jobs.default", "nak", "skillbus.settle.delay_ms", "1500", "job-b"},
 		{"term jobs.default", "term", "skillbus.settle.reason", "unreadable job", "job-c"},
 	} {
-		s := byName(t, spans, c.name)
-		a := attrsOf(s)
+		s := telemetrytest.Named(t, spans, c.name)
+		a := telemetrytest.Attrs(s)
 		if s.SpanKind != trace.SpanKindClient || s.Parent.SpanID() != proc.SpanContext().SpanID() || s.Status.Code == codes.Error {
 			t.Errorf("%s: kind %v, parent %v (want %v), status %v", c.name, s.SpanKind, s.Parent.SpanID(), proc.SpanContext().SpanID(), s.Status)
 		}

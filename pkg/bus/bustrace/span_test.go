@@ -9,8 +9,6 @@ import (
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/bus/bustrace"
 	"github.com/skillbus/skillbus/pkg/telemetry"
-	"go.opentelemetry.io/otel"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
@@ -18,34 +16,6 @@ import (
 func record(t *testing.T) *tracetest.InMemoryExporter {
 	t.Helper()
 	return telemetrytest.Record(t).Exporter()
-}
-
-func flush(t *testing.T) {
-	t.Helper()
-	if tp, ok := otel.GetTracerProvider().(*sdktrace.TracerProvider); ok {
-		if err := tp.ForceFlush(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-func attrsOf(s tracetest.SpanStub) map[string]string {
-	m := map[string]string{}
-	for _, kv := range s.Attributes {
-		m[string(kv.Key)] = kv.Value.Emit()
-	}
-	return m
-}
-
-func byName(t *testing.T, spans tracetest.SpanStubs, name string) tracetest.SpanStub {
-	t.Helper()
-	for _, s := range spans {
-		if s.Name == name {
-			return s
-		}
-	}
-	t.Fatalf("no span %q among %d", name, len(spans))
-	return tracetest.SpanStub{}
 }
 
 func TestPublishEventThenConsume(t *testing.T) {
@@ -60,14 +30,14 @@ func TestPublishEventThenConsume(t *testing.T) {
 	m := bus.Encode("skillbus.jobs.default", "x1.job", &e)
 	_, proc := bustrace.StartConsume(context.Background(), bus.FromNATS(m), "worker-default", nil, telemetry.Job{Pool: "default"}.Attributes()...)
 	proc.End()
-	flush(t)
+	telemetrytest.Flush(t)
 	spans := exp.GetSpans()
-	p := byName(t, spans, "publish skillbus.jobs.default")
-	c := byName(t, spans, "process skillbus.jobs.default")
+	p := telemetrytest.Named(t, spans, "publish skillbus.jobs.default")
+	c := telemetrytest.Named(t, spans, "process skillbus.jobs.default")
 	if c.Parent.SpanID() != p.SpanContext.SpanID() || !c.Parent.IsRemote() {
 		t.Errorf("the consumer's span is not a remote child of the publisher's")
 	}
-	a := attrsOf(c)
+	a := telemetrytest.Attrs(c)
 	if a["messaging.message.id"] != "ev-1" || a["messaging.consumer.group.name"] != "worker-default" || a["skillbus.pool"] != "default" || a["messaging.message.body.size"] != "9" {
 		t.Errorf("consume attributes %v", a)
 	}
