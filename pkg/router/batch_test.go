@@ -81,33 +81,8 @@ func (f *fixture) batchRuns() [][]string {
 	return out
 }
 
-// batchQuiet waits until no batch is pending: no timer left, the routers'
-// consumers of triggers and of due runs with nothing pending or unacked.
-func (f *fixture) batchQuiet() {
-	f.t.Helper()
-	evs, _ := f.b.JS.Stream(f.ctx, f.b.StreamEvents())
-	natstest.Eventually(f.t, 30*time.Second, func() bool {
-		info, err := evs.Info(f.ctx, jetstream.WithSubjectFilter("skillbus.events.*.batch.timer"))
-		if err != nil || len(info.State.Subjects) > 0 {
-			return false
-		}
-		for _, name := range []string{"router", "router-debounce"} {
-			stream := f.b.StreamTriggers()
-			if name != "router" {
-				stream = f.b.StreamEvents()
-			}
-			c, err := f.b.JS.Consumer(f.ctx, stream, name)
-			if err != nil {
-				return false
-			}
-			ci, err := c.Info(f.ctx)
-			if err != nil || ci.NumPending != 0 || ci.NumAckPending != 0 {
-				return false
-			}
-		}
-		return true
-	}, "batches still pending")
-}
+// batchQuiet waits until no batch is pending (see timersQuiet).
+func (f *fixture) batchQuiet() { f.timersQuiet("batch") }
 
 func ids(prefix string, from, to int) []string {
 	var out []string

@@ -58,11 +58,16 @@ func (f *fixture) runs() map[string][]float64 {
 
 // quiet waits until no debounced run is pending: no timer left, the routers'
 // consumers of triggers and of due runs with nothing pending or unacked.
-func (f *fixture) quiet(docs ...string) {
+func (f *fixture) quiet() { f.timersQuiet("debounce") }
+
+// timersQuiet waits until no run of the kind (debounce, batch) is pending: no
+// timer of that kind left, the routers' consumers of triggers and of due runs with
+// nothing pending or unacked.
+func (f *fixture) timersQuiet(kind string) {
 	f.t.Helper()
 	evs, _ := f.b.JS.Stream(f.ctx, f.b.StreamEvents())
 	natstest.Eventually(f.t, 30*time.Second, func() bool {
-		info, err := evs.Info(f.ctx, jetstream.WithSubjectFilter("skillbus.events.*.debounce.timer"))
+		info, err := evs.Info(f.ctx, jetstream.WithSubjectFilter("skillbus.events.*."+kind+".timer"))
 		if err != nil || len(info.State.Subjects) > 0 {
 			return false
 		}
@@ -81,7 +86,7 @@ func (f *fixture) quiet(docs ...string) {
 			}
 		}
 		return true
-	}, "debounced runs still pending")
+	}, "%s runs still pending", kind)
 }
 
 func (f *fixture) change(id, doc string, n int) {
