@@ -127,8 +127,8 @@ func (r *Router) indexCancels(ctx context.Context, t *trigger, o *routed) error 
 		return nil
 	}
 	var trig *cancelTrigger
-	for i := range o.jobs {
-		sr := o.jobs[i].job.Skill
+	for i := range o.jobs() {
+		sr := o.jobs()[i].job.Skill
 		c := (*f)[sr.Name]
 		if c == nil || len(c.cancels) == 0 {
 			continue

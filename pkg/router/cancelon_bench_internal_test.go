@@ -43,7 +43,7 @@ func BenchmarkCancelOnEvent(b *testing.B) {
 	for i := range open {
 		id := fmt.Sprintf("c%d", i)
 		t := cancelOnTrigger(b, r, id, "com.example.order.created", i, uint64(i+1))
-		o := &routed{jobs: []plannedJob{{job: events.Job{Skill: events.SkillRef{Name: "remind", ExecutionID: events.ExecutionID("/bench", id, "remind")}}}}}
+		o := &routed{one: [1]plannedJob{{job: events.Job{Skill: events.SkillRef{Name: "remind", ExecutionID: events.ExecutionID("/bench", id, "remind")}}}}}
 		if err := r.indexCancels(ctx, t, o); err != nil {
 			b.Fatal(err)
 		}

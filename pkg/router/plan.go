@@ -64,6 +64,10 @@ type trigger struct {
 	verdicts flowVerdicts
 	// prio is what the queue_priority of the skills admit took gave (prio.go).
 	prio map[string]queuePriority
+	// routed is the outcome plan returns for a trigger it routes, held here so
+	// that routing a trigger does not allocate one (a trigger stays on the
+	// stack of Router.route).
+	routed routed
 }
 
 // outcome is what routing a trigger came to. settle turns it into writes and the
@@ -83,8 +87,19 @@ type unmatched struct {
 type routed struct {
 	decided   events.RouteDecided
 	decidedID string // the plan's id, the jobs' cause
-	jobs      []plannedJob
-	one       [1]plannedJob // jobs' array for a plan of one job, most of them
+	// one is the job of a plan of one job, most of them; many those of a plan
+	// of more. A slice of one kept in the struct would point into it, which
+	// moves it to the heap.
+	one  [1]plannedJob
+	many []plannedJob
+}
+
+// jobs are the plan's jobs, the primary's first.
+func (o *routed) jobs() []plannedJob {
+	if o.many != nil {
+		return o.many
+	}
+	return o.one[:]
 }
 
 // plannedJob is a job to publish: its subject, message id and extensions, and
@@ -207,7 +222,8 @@ func plan(d *selector.Decision, t *trigger, subj events.Subjects, get func(strin
 	for _, n := range d.Always {
 		p.Always = append(p.Always, refOf(n))
 	}
-	o := &routed{
+	o := &t.routed
+	*o = routed{
 		decided:   events.RouteDecided{ActivationID: t.actID, Trigger: t.ref, Plan: p, Threshold: d.Threshold, Candidates: candidates(d)},
 		decidedID: t.actID + ".route.decided",
 	}
@@ -223,13 +239,13 @@ func plan(d *selector.Decision, t *trigger, subj events.Subjects, get func(strin
 			together[0] = append(together[0], f.ExecutionID)
 		}
 	}
-	o.jobs = o.one[:]
 	if len(running) > 1 {
-		o.jobs = make([]plannedJob, len(running))
+		o.many = make([]plannedJob, len(running))
 	}
+	jobs := o.jobs()
 	for i, name := range running {
 		sr := refOf(name)
-		pj := &o.jobs[i]
+		pj := &jobs[i]
 		pj.job = events.Job{
 			Depth:        t.depth,
 			ExecutionID:  sr.ExecutionID,

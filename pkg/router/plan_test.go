@@ -129,10 +129,10 @@ func TestPlanOneSkill(t *testing.T) {
 	}
 	act := events.ActivationID("/test", "1")
 	exec := events.ExecutionID("/test", "1", "hello")
-	if len(o.jobs) != 1 {
-		t.Fatalf("%d jobs", len(o.jobs))
+	if len(o.jobs()) != 1 {
+		t.Fatalf("%d jobs", len(o.jobs()))
 	}
-	j := o.jobs[0]
+	j := o.jobs()[0]
 	want := plannedJob{
 		subject: "skillbus.exec.default.hello." + act + "." + events.StagePlan,
 		id:      exec + ".job",
@@ -167,30 +167,30 @@ func TestPlanParallelAlwaysAndFallback(t *testing.T) {
 		t.Fatalf("plan = %#v", o)
 	}
 	var names []string
-	for _, j := range o.jobs {
+	for _, j := range o.jobs() {
 		names = append(names, j.job.Skill.Name)
 	}
 	if diff := cmp.Diff([]string{"a", "b", "audit"}, names); diff != "" {
 		t.Fatalf("jobs (-want +got):\n%s", diff)
 	}
 	var chain []string
-	for _, f := range o.jobs[0].job.Fallback {
+	for _, f := range o.jobs()[0].job.Fallback {
 		chain = append(chain, f.Name)
 	}
 	if diff := cmp.Diff([]string{"c", "generic"}, chain); diff != "" {
 		t.Fatalf("the primary's fallback chain (-want +got):\n%s", diff)
 	}
-	if o.jobs[0].job.Fallback[1].Source != "generic" {
-		t.Fatalf("generic ref %+v", o.jobs[0].job.Fallback[1])
+	if o.jobs()[0].job.Fallback[1].Source != "generic" {
+		t.Fatalf("generic ref %+v", o.jobs()[0].job.Fallback[1])
 	}
-	for _, j := range o.jobs[1:] {
+	for _, j := range o.jobs()[1:] {
 		if j.job.Fallback != nil || j.job.Route.Primary == nil || j.job.Route.Primary.Name != "a" {
 			t.Fatalf("%s: fallback %v route %+v; only the primary's job falls back, the others name it", j.job.Skill.Name, j.job.Fallback, j.job.Route)
 		}
 	}
 	// Every job knows its partners, and the primary's entry its whole chain.
-	tog := o.jobs[0].job.Together
-	if len(tog) != 3 || len(tog[0]) != 3 || tog[1][0] != o.jobs[1].job.ExecutionID || tog[2][0] != o.jobs[2].job.ExecutionID {
+	tog := o.jobs()[0].job.Together
+	if len(tog) != 3 || len(tog[0]) != 3 || tog[1][0] != o.jobs()[1].job.ExecutionID || tog[2][0] != o.jobs()[2].job.ExecutionID {
 		t.Fatalf("together = %v", tog)
 	}
 }

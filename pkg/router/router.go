@@ -458,29 +458,34 @@ func (r *Router) routedElsewhere(ctx context.Context, md *jetstream.MsgMetadata,
 // failures logged and ignored), then the selector.
 func (r *Router) decide(ctx context.Context, t *trigger) (*selector.Decision, error) {
 	r.sync()
-	req := t.req
-	if req.Text != "" && req.Skill == "" && len(r.cfg.Recallers) > 0 {
-		skills := r.sel.Skills()
-		var mu sync.Mutex
-		var wg sync.WaitGroup
-		for _, rc := range r.cfg.Recallers {
-			wg.Go(func() {
-				rctx, cancel := context.WithTimeout(ctx, r.cfg.RecallTimeout)
-				defer cancel()
-				got, err := rc.Recall(rctx, req.Text, skills)
-				if err != nil {
-					r.cfg.Log.Warn("router: recall source failed; routing without it", "source", rc.Name(), "err", err)
-					return
-				}
-				mu.Lock()
-				req.Recalled = append(req.Recalled, got...)
-				mu.Unlock()
-			})
-		}
-		wg.Wait()
+	if t.req.Text != "" && t.req.Skill == "" && len(r.cfg.Recallers) > 0 {
+		t.req.Recalled = r.recall(ctx, t.req.Text, t.req.Recalled)
 	}
-	t.req.Recalled = req.Recalled
 	return r.selectFor(ctx, t)
+}
+
+// recall asks the recall sources in parallel about text, each bounded by
+// RecallTimeout, and appends what they found to recalled.
+func (r *Router) recall(ctx context.Context, text string, recalled []selector.Recall) []selector.Recall {
+	skills := r.sel.Skills()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, rc := range r.cfg.Recallers {
+		wg.Go(func() {
+			rctx, cancel := context.WithTimeout(ctx, r.cfg.RecallTimeout)
+			defer cancel()
+			got, err := rc.Recall(rctx, text, skills)
+			if err != nil {
+				r.cfg.Log.Warn("router: recall source failed; routing without it", "source", rc.Name(), "err", err)
+				return
+			}
+			mu.Lock()
+			recalled = append(recalled, got...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return recalled
 }
 
 // selectFor runs the selector over a trigger's request (its recalled candidates

@@ -2,7 +2,7 @@ package router
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"strconv"
 
 	"github.com/nats-io/nats.go"
@@ -22,29 +22,27 @@ type routeNote struct{ outcome, method string }
 // it). It returns an error only when the trigger should be retried (a write
 // failed); it is the only place routing writes.
 func (r *Router) settle(ctx context.Context, t *trigger, o outcome) (routeNote, error) {
-	note := routeNote{outcome: o.outcome()}
 	if _, bad := o.(rejected); !bad {
 		if err := r.cancelMatching(ctx, t); err != nil {
-			return note, err
+			return routeNote{}, err
 		}
 		if len(t.folds) > 0 {
 			if err := r.foldAll(ctx, t); err != nil {
-				return note, err
+				return routeNote{}, err
 			}
 		}
 	}
-	var err error
+	// A type switch, not o.outcome() nor %T: either would move a routed outcome,
+	// and with it the trigger holding it, to the heap.
 	switch o := o.(type) {
 	case rejected:
-		err = r.reject(ctx, t, o.code, o.reason)
+		return routeNote{outcome: telemetry.OutcomeRejected}, r.reject(ctx, t, o.code, o.reason)
 	case unmatched:
-		err = r.unmatched(ctx, t, o)
+		return routeNote{outcome: telemetry.OutcomeUnmatched}, r.unmatched(ctx, t, o)
 	case *routed:
-		note, err = r.publishPlan(ctx, t, o)
-	default:
-		err = fmt.Errorf("router: unknown outcome %T", o)
+		return r.publishPlan(ctx, t, o)
 	}
-	return note, err
+	return routeNote{outcome: telemetry.OutcomeFailed}, errors.New("router: unknown outcome")
 }
 
 // publishPlan publishes a routed trigger's jobs (and its decision, where the
@@ -68,10 +66,10 @@ func (r *Router) publishPlan(ctx context.Context, t *trigger, o *routed) (routeN
 		return note, t.msg.Ack()
 	}
 	subj := r.cfg.Bus.Subjects
-	pubs := make([]trace.Span, 0, len(o.jobs)+1)
-	jobs := make([]*nats.Msg, 0, len(o.jobs))
-	for i := range o.jobs {
-		pj := &o.jobs[i]
+	pubs := make([]trace.Span, 0, len(o.jobs())+1)
+	jobs := make([]*nats.Msg, 0, len(o.jobs()))
+	for i := range o.jobs() {
+		pj := &o.jobs()[i]
 		sr := pj.job.Skill
 		// The job's PRODUCER span: the worker's delivery continues from it. It is
 		// started first, so the job carries it in its JSON.
@@ -121,7 +119,7 @@ func (r *Router) publishPlan(ctx context.Context, t *trigger, o *routed) (routeN
 	if err := r.indexCancels(ctx, t, o); err != nil {
 		return note, err
 	}
-	if b.Duplicates() && b.Duplicate(o.jobs[0].id) {
+	if b.Duplicates() && b.Duplicate(o.jobs()[0].id) {
 		if t.md != nil && t.md.NumDelivered == 1 {
 			r.cfg.Log.Info("router: trigger routed before; its first activation answers it",
 				"activation", t.actID, "source", t.ref.Source, "id", t.ref.ID, "seq", t.ref.Seq)
