@@ -28,6 +28,9 @@ type compiled struct {
 	// mentions the name counts too: the hint a block gets for a name it reads before
 	// assigning it is about the workflow's name of the same spelling.
 	readsTrigger, readsExecution bool
+	// ref is the runs' skill version (skillRef) when the engine's cache keys the
+	// workflow by its skill's digest; "" when each run makes its own.
+	ref string
 }
 
 // reads notes the free names an expression reads.

@@ -220,13 +220,20 @@ func (e *Engine) execute(ctx context.Context, r Run, l *Log) (map[string]any, er
 
 	x := &execution{
 		e: e, c: c, r: r, ctx: ctx, log: l, tools: tools, final: -1,
-		obs:         newSyncObserver(r.Observer),
 		checkpoints: e.checkpoints,
 		cache:       e.cache,
 		stop:        tool.StopFrom(ctx),
-		ref:         skillRef(s),
-		state:       make([]stepState, len(c.steps)),
+		ref:         c.ref,
 		base:        make(expr.Env, 3),
+	}
+	x.obs = x.sync.init(r.Observer)
+	if x.ref == "" {
+		x.ref = skillRef(s)
+	}
+	if len(c.steps) == len(x.one) {
+		x.state = x.one[:]
+	} else {
+		x.state = make([]stepState, len(c.steps))
 	}
 	x.base["inputs"] = inputs
 	if c.readsTrigger {
@@ -330,6 +337,9 @@ func (e *Engine) compile(s *skill.Skill) (*compiled, error) {
 	c, err := compile(s.Workflow)
 	if err != nil {
 		return nil, err
+	}
+	if len(s.Digest) >= 12 {
+		c.ref = skillRef(s) // the key's: its name and digest
 	}
 	e.mu.Lock()
 	if len(e.compiled) >= 4096 {

@@ -75,11 +75,13 @@ type syncObserver struct {
 	heal   AutoHealObserver
 }
 
-func newSyncObserver(o Observer) *syncObserver {
+// init sets s up to serialise o's calls; s is a field of the execution, which
+// saves the run an allocation.
+func (s *syncObserver) init(o Observer) *syncObserver {
 	if o == nil {
 		o = NopObserver{}
 	}
-	s := &syncObserver{o: o}
+	s.o = o
 	s.resume, _ = o.(ResumeObserver)
 	s.cache, _ = o.(CacheObserver)
 	s.heal, _ = o.(AutoHealObserver)

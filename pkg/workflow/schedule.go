@@ -25,7 +25,8 @@ type execution struct {
 	r           Run
 	ctx         context.Context
 	log         *Log
-	obs         *syncObserver
+	obs         *syncObserver // &sync
+	sync        syncObserver
 	checkpoints Checkpoints
 	cache       Cache
 	// stop, when the caller put one on the context (tool.WithStop), ends the run
@@ -39,6 +40,7 @@ type execution struct {
 	saved map[string]Checkpoint
 
 	state []stepState
+	one   [1]stepState // state of a workflow of one step, the usual case
 }
 
 type stepState struct {
