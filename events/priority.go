@@ -52,3 +52,9 @@ func LanePool(pool string, lane int) string {
 	}
 	return pool + "~p" + strconv.Itoa(lane)
 }
+
+// LanePool is the pool token a job of r is published on: the lane of its pool
+// that its queue priority falls in. Every job of a run is, also those published
+// again (a fallback, a resume, a release from a slot or a throttle, a repair, a
+// replay), so that the run keeps its place in the queue throughout.
+func (r SkillRef) LanePool() string { return LanePool(r.Pool, Lane(r.QueuePriority)) }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -50,7 +51,8 @@ func (e Event) Msg(subject string) (*nats.Msg, error) { return e.msg(subject) }
 
 // JobMsg encodes a job (events.TypeJob) for subject, as a structured-mode CloudEvent:
 // one JSON document holding the attributes and the data, with Content-Type
-// application/cloudevents+json and Nats-Msg-Id as its only headers. A job is a
+// application/cloudevents+json and Nats-Msg-Id as its only headers (and
+// Skillbus-Queue-Priority for a run with a queue priority). A job is a
 // command to one worker, not a record for watchers, and its worker reads the whole
 // of it anyway; each header, on the other hand, is encoded by the publisher's
 // client, scanned by the server and parsed into a map by every reader. It carries
@@ -73,10 +75,16 @@ func (e Event) JobMsgOf(subject string, job *events.Job) (*nats.Msg, error) {
 }
 
 func (e Event) jobMsg(subject string, job *events.Job) (*nats.Msg, error) {
-	return e.structured(subject, time.Time{}, job,
+	m, err := e.structured(subject, time.Time{}, job,
 		[2]string{events.ExtCausationID, e.Meta.CausationID},
 		[2]string{events.ExtTraceParent, e.Meta.TraceParent},
 		[2]string{events.ExtTraceState, e.Meta.TraceState})
+	if err == nil && job != nil && job.Skill.QueuePriority != 0 {
+		// Every job of a run with a queue priority says it, whoever publishes it
+		// (on job.Skill.LanePool()): the worker orders the jobs it holds by it.
+		m.Header.Set(events.HeaderQueuePriority, strconv.Itoa(job.Skill.QueuePriority))
+	}
+	return m, err
 }
 
 // structured encodes e for subject as a structured-mode CloudEvent: its attributes,

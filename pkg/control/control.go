@@ -258,7 +258,7 @@ func (c *Controller) cancel(ctx context.Context, id string, r Request, noRepairs
 // gate a run waiting for a slot waited for: the worker that ends it passes its
 // turn on, in case a slot freed as it was cancelled was meant for it.
 func (c *Controller) release(ctx context.Context, job events.Job, meta map[string]string, stage, msgID, source, gate string) error {
-	subject := c.b.Subjects.Exec(job.Skill.Pool, job.Skill.Name, job.ActivationID, stage)
+	subject := c.b.Subjects.Exec(job.Skill.LanePool(), job.Skill.Name, job.ActivationID, stage)
 	m, err := bus.Event{ID: msgID, Source: source, Type: events.TypeJob,
 		Meta: bus.Meta{CorrelationID: meta[events.ExtCorrelationID], ExecutionID: job.ExecutionID,
 			TraceParent: meta[events.ExtTraceParent], TraceState: meta[events.ExtTraceState]},

@@ -161,7 +161,7 @@ func (q *Queue) replayJob(ctx context.Context, e *Entry, n int, opt ReplayOption
 	job.Answers, job.Live, job.Repair = nil, false, nil
 	rec := events.DLQReplayed{
 		EntryID: e.ID, EntrySeq: e.Seq, Replay: n, Skill: ref.Name, ExecutionID: execID, ActivationID: job.ActivationID,
-		Version: ref.Version, Digest: ref.Digest, Pinned: opt.Pin, Subject: q.b.Subjects.Exec(ref.Pool, ref.Name, job.ActivationID, events.StageReplay(execID)),
+		Version: ref.Version, Digest: ref.Digest, Pinned: opt.Pin, Subject: q.b.Subjects.Exec(ref.LanePool(), ref.Name, job.ActivationID, events.StageReplay(execID)),
 		By: opt.By, At: time.Now().UTC(),
 	}
 	recID := execID + "." + events.Kind(events.TypeDLQReplayed)
@@ -245,14 +245,20 @@ func (q *Queue) target(ctx context.Context, dead events.SkillRef, pin bool) (eve
 	case err != nil:
 		return events.SkillRef{}, fmt.Errorf("dlq: read skill %q from the catalog: %w", dead.Name, err)
 	}
+	// The replay keeps the dead run's queue priority (and so its lane), while
+	// the version it runs has a queue_priority.
 	if pin {
-		return events.SkillRef{Name: dead.Name, Version: dead.Version, Digest: dead.Digest, Pool: dead.Pool}, nil
+		return events.SkillRef{Name: dead.Name, Version: dead.Version, Digest: dead.Digest, Pool: dead.Pool, QueuePriority: dead.QueuePriority}, nil
 	}
 	v := s.Version
 	if v == "" && len(s.Digest) > 12 {
 		v = s.Digest[:12]
 	}
-	return events.SkillRef{Name: s.Name, Version: v, Digest: s.Digest, Pool: s.PoolName()}, nil
+	ref := events.SkillRef{Name: s.Name, Version: v, Digest: s.Digest, Pool: s.PoolName()}
+	if s.QueuePriority != "" {
+		ref.QueuePriority = dead.QueuePriority
+	}
+	return ref, nil
 }
 
 func (q *Queue) replayTrigger(ctx context.Context, e *Entry, n int, opt ReplayOptions) (*Replayed, error) {

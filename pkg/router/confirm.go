@@ -134,7 +134,7 @@ func (r *Router) answer(ctx context.Context, msg jetstream.Msg) error {
 		span.AddLink(l)
 		span.SetAttributes(telemetry.AttrExecutionID.String(d.ExecutionID), telemetry.AttrStepID.String(d.StepID), telemetry.AttrSkillName.String(job.Skill.Name))
 	}
-	id, subject := d.ExecutionID+".job.answered."+d.StepID, r.cfg.Bus.Subjects.Exec(job.Skill.Pool, job.Skill.Name, job.ActivationID, events.StageAnswered(d.StepID))
+	id, subject := d.ExecutionID+".job.answered."+d.StepID, r.cfg.Bus.Subjects.Exec(job.Skill.LanePool(), job.Skill.Name, job.ActivationID, events.StageAnswered(d.StepID))
 	// The resumed job's PRODUCER span, a child of this answer's span (when tracing):
 	// the resumed execution continues from it.
 	_, pub := telemetry.StartPublishMeta(ctx, telemetry.Message{Destination: subject, Template: r.cfg.Bus.Subjects.JobTemplate(), ID: id},

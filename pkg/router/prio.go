@@ -45,12 +45,10 @@ func (t *trigger) withPriority(sr events.SkillRef) events.SkillRef {
 	return sr
 }
 
-// lane marks a job published on a priority lane with its priority, and logs a
-// queue_priority that failed (the decision's candidate reason records it too).
-func (r *Router) lane(m *nats.Msg, sr *events.SkillRef, t *trigger) {
-	if sr.QueuePriority != 0 {
-		m.Header.Set(events.HeaderQueuePriority, strconv.Itoa(sr.QueuePriority))
-	}
+// lane logs a queue_priority that failed (the decision's candidate reason
+// records it too). The job carries its priority in a header already
+// (bus.Event.JobMsg puts it there, as on every job of the run).
+func (r *Router) lane(_ *nats.Msg, sr *events.SkillRef, t *trigger) {
 	if t.prio != nil {
 		if qp := t.prio[sr.Name]; qp.err != "" {
 			r.cfg.Log.Warn("router: queue_priority failed; the run is queued at 0", "skill", sr.Name, "execution", sr.ExecutionID, "err", qp.err)

@@ -666,7 +666,7 @@ func (w *Worker) publishHeld(ctx context.Context, rev uint64, rec *run.Held, sta
 	m, err := bus.Event{ID: rec.ExecutionID + ".job." + stage + "." + strconv.FormatUint(rev, 10), Source: w.cfg.Source, Type: events.TypeJob,
 		Meta: bus.Meta{CorrelationID: meta[events.ExtCorrelationID], ExecutionID: job.ExecutionID,
 			TraceParent: meta[events.ExtTraceParent], TraceState: meta[events.ExtTraceState]},
-		Data: job}.JobMsg(b.Subjects.Exec(job.Skill.Pool, job.Skill.Name, job.ActivationID, stage))
+		Data: job}.JobMsg(b.Subjects.Exec(job.Skill.LanePool(), job.Skill.Name, job.ActivationID, stage))
 	if err != nil {
 		return err
 	}

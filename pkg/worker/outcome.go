@@ -231,7 +231,7 @@ func (w *Worker) consequences(ctx context.Context, j *job, rec *run.Record, reco
 		}
 		m := j.meta
 		m.ExecutionID, m.CausationID = next.ExecutionID, j.msgID()
-		nextSubject := subj.Exec(next.Pool, next.Name, j.data.ActivationID, events.StageFallback)
+		nextSubject := subj.Exec(next.LanePool(), next.Name, j.data.ActivationID, events.StageFallback)
 		// The next job's PRODUCER span, a child of this execution's: the fallback
 		// stays in the trace. It covers queueing the job; its caller waits for it.
 		_, span := telemetry.StartPublishMeta(ctx, telemetry.Message{Destination: nextSubject, Template: subj.JobTemplate(), ID: next.ExecutionID + ".job"},

@@ -211,7 +211,7 @@ func Release(ctx context.Context, b *bus.Bus, kv jetstream.KeyValue, source stri
 	// first one ended) is released twice, and the attempts its job carries tell the
 	// two apart. With the repair id alone the second was dropped as a duplicate and
 	// the execution stayed parked.
-	id, subject := fmt.Sprintf("%s.job.repair.%s.%d", p.ExecutionID, rec.ID, prev), b.Subjects.Exec(job.Skill.Pool, job.Skill.Name, job.ActivationID, events.StageRepair(rec.ID))
+	id, subject := fmt.Sprintf("%s.job.repair.%s.%d", p.ExecutionID, rec.ID, prev), b.Subjects.Exec(job.Skill.LanePool(), job.Skill.Name, job.ActivationID, events.StageRepair(rec.ID))
 	// In the releaser's trace, linked to the parked execution's: that ended long ago.
 	_, span, link := telemetry.StartPublishLinkedMeta(ctx, telemetry.Message{Destination: subject, Template: b.Subjects.JobTemplate(), ID: id},
 		&meta.TraceParent, &meta.TraceState, telemetry.LinkRepair, telemetry.AttrExecutionID.String(p.ExecutionID), telemetry.AttrSkillName.String(job.Skill.Name))
