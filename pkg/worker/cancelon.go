@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -19,6 +20,16 @@ import (
 // the keys of every execution of a fallback chain are deleted at the chain's
 // end. A failed delete is logged only: the key expires at its timeout, and a
 // router that reads it finds the run ended.
+//
+// Only skills with cancel_on have keys to look for: listing them is a consumer
+// on the bucket's stream, created and deleted. An execution that fell back is
+// known by its skill's name only, so its skill's current version says; a run
+// of an older version with cancel_on, whose current version has none, keeps
+// its keys until their timeout.
+
+// cancelOnListHook, when set (by tests), is called each time a worker lists an
+// execution's cancel_on keys.
+var cancelOnListHook atomic.Pointer[func(skill, executionID string)]
 
 // dropCancelOn deletes the cancel_on keys of the execution j ends and of the
 // executions that fell back to it.
@@ -31,6 +42,9 @@ func (w *Worker) dropCancelOn(ctx context.Context, j *job) {
 		w.dropCancelOnOf(ctx, j.data.Skill.Name, j.data.ExecutionID)
 	}
 	for _, a := range j.data.History {
+		if s, err := w.cfg.Catalog.LookupVersion(ctx, a.Skill, ""); err == nil && len(s.CancelOn) == 0 {
+			continue
+		}
 		w.dropCancelOnOf(ctx, a.Skill, a.ExecutionID)
 	}
 }
@@ -38,6 +52,9 @@ func (w *Worker) dropCancelOn(ctx context.Context, j *job) {
 func (w *Worker) dropCancelOnOf(ctx context.Context, skill, executionID string) {
 	if events.CheckToken("skill", skill) != nil || events.CheckToken("execution id", executionID) != nil {
 		return
+	}
+	if h := cancelOnListHook.Load(); h != nil {
+		(*h)(skill, executionID)
 	}
 	lister, err := w.runs.ListKeysFiltered(ctx, events.RunsCancelOnOfFilter(skill, executionID))
 	if errors.Is(err, jetstream.ErrNoKeysFound) {

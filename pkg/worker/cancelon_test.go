@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/skillbus/skillbus/internal/natstest"
 	"github.com/skillbus/skillbus/pkg/run"
 	"github.com/skillbus/skillbus/pkg/skill"
+	"github.com/skillbus/skillbus/pkg/worker"
 )
 
 // A run's cancel_on keys are deleted when its outcome is recorded — at the end
@@ -64,5 +66,36 @@ func TestEndedRunDropsItsCancelOnKeys(t *testing.T) {
 	f.drained()
 	if gone(other) {
 		t.Fatal("another run's cancel_on key was deleted")
+	}
+}
+
+// At the end of a fallback chain a worker lists the cancel_on keys only of the
+// executions whose skill has cancel_on: a skill without has none, and each list
+// is a consumer created on the bucket's stream.
+func TestChainEndListsCancelOnKeysOnlyOfSkillsWithCancelOn(t *testing.T) {
+	rule := []skill.CancelOn{{Type: "com.example.order.paid", Match: "event.data.order == trigger.data.order", Timeout: skill.Duration(time.Hour)}}
+	plain, ruled := oneStep("plain-first", "broken", 0), oneStep("ruled-first", "broken", 0)
+	ruled.CancelOn = rule
+	f := setup(t, plain, ruled, oneStep("after", "greet", 0))
+	var mu sync.Mutex
+	listed := map[string]int{}
+	defer worker.SetCancelOnListHook(func(_, exec string) {
+		mu.Lock()
+		listed[exec]++
+		mu.Unlock()
+	})()
+	f.start()
+	for _, first := range []string{"plain-first", "ruled-first"} {
+		f.job("c-"+first, first, "after")
+		f.waitEvent(events.ExecutionID("/t", "c-"+first, "after"), events.TypeExecutionCompleted)
+	}
+	f.drained()
+	mu.Lock()
+	defer mu.Unlock()
+	if n := listed[events.ExecutionID("/t", "c-plain-first", "plain-first")]; n != 0 {
+		t.Errorf("the cancel_on keys of an execution of a skill without cancel_on were listed %d times", n)
+	}
+	if n := listed[events.ExecutionID("/t", "c-ruled-first", "ruled-first")]; n != 1 {
+		t.Errorf("the cancel_on keys of an execution of a skill with cancel_on were listed %d times, want 1", n)
 	}
 }

@@ -21,3 +21,10 @@ func (w *Worker) SlotHolder(gate string, n int) string {
 	defer w.gates.mu.Unlock()
 	return w.gates.slots[gate][n]
 }
+
+// SetCancelOnListHook calls f, until the returned func is called, each time a
+// worker lists an ended execution's cancel_on keys.
+func SetCancelOnListHook(f func(skill, executionID string)) (unset func()) {
+	cancelOnListHook.Store(&f)
+	return func() { cancelOnListHook.Store(nil) }
+}
