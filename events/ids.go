@@ -19,6 +19,12 @@ func ActivationID(source, id string) string {
 	return hash(CanonicalSource(source), id)
 }
 
+// AppendActivationID appends ActivationID(source, id) to b, for a caller that
+// makes one string of the id and what follows it.
+func AppendActivationID(b []byte, source, id string) []byte {
+	return appendHash(b, CanonicalSource(source), id)
+}
+
 // ExecutionID names the execution of one skill for one trigger: the hash of the
 // trigger's source and id and the skill's name, so a re-published trigger names the
 // same execution and creates no second one.
@@ -60,6 +66,12 @@ func unhex(c byte) byte {
 }
 
 func hash(parts ...string) string {
+	var out [idLen]byte
+	return string(appendHash(out[:0], parts...))
+}
+
+// appendHash appends the id of parts to dst.
+func appendHash(dst []byte, parts ...string) []byte {
 	// The parts, each length-prefixed so ("ab","c") and ("a","bc") differ, in a
 	// buffer on the stack for the usual short ones: an id costs one allocation.
 	var buf [256]byte
@@ -69,7 +81,5 @@ func hash(parts ...string) string {
 		b = append(b, p...)
 	}
 	sum := sha256.Sum256(b)
-	var out [idLen]byte
-	hex.Encode(out[:], sum[:idLen/2])
-	return string(out[:])
+	return hex.AppendEncode(dst, sum[:idLen/2])
 }

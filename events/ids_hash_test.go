@@ -31,4 +31,9 @@ func TestIDsDoNotChange(t *testing.T) {
 			t.Errorf("hash(%q) = %s, want %s", parts, got, want)
 		}
 	}
+	for _, c := range [][2]string{{"/bench", "0"}, {"/orders%20eu", "x"}, {"", ""}} {
+		if got, want := string(AppendActivationID([]byte("p."), c[0], c[1])), "p."+ActivationID(c[0], c[1]); got != want {
+			t.Errorf("AppendActivationID(%q, %q) = %s, want %s", c[0], c[1], got, want)
+		}
+	}
 }

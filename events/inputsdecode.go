@@ -32,5 +32,10 @@ func DecodeValue(data []byte, v *any) error {
 			return nil
 		}
 	}
-	return jsonx.Unmarshal(data, v)
+	// Through a copy, so that v does not escape and the caller's variable stays
+	// on its stack when the fast path decodes.
+	x := *v
+	err := jsonx.Unmarshal(data, &x)
+	*v = x
+	return err
 }

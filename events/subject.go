@@ -63,6 +63,19 @@ func (s Subjects) Exec(pool, skill, activationID, stage string) string {
 	return s.Prefix + ".exec." + pool + "." + skill + "." + activationID + "." + stage
 }
 
+// AppendExec appends Exec(pool, skill, activationID, stage) to b, for a caller
+// that makes one string of the subject and what follows it.
+func (s Subjects) AppendExec(b []byte, pool, skill, activationID, stage string) []byte {
+	if activationID == "" {
+		activationID = "_"
+	}
+	b = append(append(b, s.Prefix...), ".exec."...)
+	b = append(append(b, pool...), '.')
+	b = append(append(b, skill...), '.')
+	b = append(append(b, activationID...), '.')
+	return append(b, stage...)
+}
+
 // ExecTemplate is the subject of a job with its activation and stage left out
 // (skillbus.exec.<pool>.<skill>.{activation}.{stage}): a name for spans and
 // metrics, which must not take a value per activation.

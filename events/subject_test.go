@@ -28,3 +28,14 @@ func TestSkillFromDebounced(t *testing.T) {
 		t.Errorf("TriggersDebounced = %q", w)
 	}
 }
+
+// AppendExec writes what Exec returns, after what the buffer held.
+func TestAppendExec(t *testing.T) {
+	t.Parallel()
+	s := Subjects{Prefix: "acme"}
+	for _, c := range [][4]string{{"default", "hello", "0123abcd", StagePlan}, {"gpu~p2", "x", "", StageFallback}} {
+		if got, want := string(s.AppendExec([]byte("id:"), c[0], c[1], c[2], c[3])), "id:"+s.Exec(c[0], c[1], c[2], c[3]); got != want {
+			t.Errorf("AppendExec%q = %s, want %s", c, got, want)
+		}
+	}
+}

@@ -35,6 +35,9 @@ type trigger struct {
 	// inputs are the skill's inputs, the trigger's data as a JSON object.
 	inputs json.RawMessage
 	actID  string
+	// decidedID is the id of the plan's decision, actID+".route.decided": the
+	// two are one string, made once.
+	decidedID string
 	// meta are the extensions of what the trigger causes: its correlation, its
 	// cause and the trace context of its CONSUMER span.
 	meta bus.Meta
@@ -170,7 +173,9 @@ func parse(ctx context.Context, msg jetstream.Msg, pc parseConfig, t *trigger) o
 	t.req.Text = textOf(obj, pc.textFields)
 	t.req.Data = obj
 
-	t.actID = events.ActivationID(e.Source, e.ID)
+	var ids [64]byte
+	decided := string(append(events.AppendActivationID(ids[:0], e.Source, e.ID), decidedSuffix...))
+	t.actID, t.decidedID = decided[:len(decided)-len(decidedSuffix)], decided
 	t.meta = e.Meta()
 	t.meta.CorrelationID = t.actID
 	t.meta.CausationID = e.ID
@@ -225,7 +230,7 @@ func plan(d *selector.Decision, t *trigger, subj events.Subjects, get func(strin
 	o := &t.routed
 	*o = routed{
 		decided:   events.RouteDecided{ActivationID: t.actID, Trigger: t.ref, Plan: p, Threshold: d.Threshold, Candidates: candidates(d)},
-		decidedID: t.actID + ".route.decided",
+		decidedID: t.decidedID,
 	}
 	running := d.Running()
 	var together [][]string
@@ -263,9 +268,22 @@ func plan(d *selector.Decision, t *trigger, subj events.Subjects, get func(strin
 		pj.meta = t.meta
 		pj.meta.ExecutionID = sr.ExecutionID
 		pj.meta.CausationID = o.decidedID
-		pj.subject, pj.id = subj.Exec(events.LanePool(sr.Pool, events.Lane(sr.QueuePriority)), sr.Name, t.actID, events.StagePlan), sr.ExecutionID+".job"
+		pj.subject, pj.id = jobNames(subj, events.LanePool(sr.Pool, events.Lane(sr.QueuePriority)), sr.Name, t.actID, sr.ExecutionID)
 	}
 	return o
+}
+
+// decidedSuffix ends the id of a plan's decision, after its activation id.
+const decidedSuffix = ".route.decided"
+
+// jobNames is the subject of a plan's job and its message id (the execution id
+// and ".job"), made as one string.
+func jobNames(subj events.Subjects, pool, skill, actID, execID string) (subject, id string) {
+	var buf [256]byte
+	b := subj.AppendExec(buf[:0], pool, skill, actID, events.StagePlan)
+	n := len(b)
+	all := string(append(append(b, execID...), ".job"...))
+	return all[:n], all[n:]
 }
 
 // noSkillReason says why no skill took a request.

@@ -593,8 +593,9 @@ func inputsOf(e *bus.Binary) (_ json.RawMessage, obj map[string]any, data any, _
 			return nil, nil, nil, fmt.Errorf("data is not valid JSON (datacontenttype %q): %v", e.ContentType, err)
 		}
 		b, _ := json.Marshal(map[string]string{"data": string(raw)})
-		_ = json.Unmarshal(b, &obj) // as the skill will read it (invalid UTF-8 replaced)
-		return b, obj, obj["data"], nil
+		var wrapped map[string]any      // not obj: &obj would move it to the heap on every call
+		_ = json.Unmarshal(b, &wrapped) // as the skill will read it (invalid UTF-8 replaced)
+		return b, wrapped, wrapped["data"], nil
 	}
 	if m, ok := v.(map[string]any); ok {
 		return json.RawMessage(raw), m, m, nil
