@@ -128,6 +128,8 @@ type Router struct {
 	// waitHook, set by tests, sees each change of a wait record the router's
 	// watcher delivers after the first load, before it is indexed.
 	waitHook func(jetstream.KeyValueEntry)
+	// waitLookback, set by tests, replaces waitReplayLookback.
+	waitLookback time.Duration
 }
 
 // New validates cfg and returns a Router; Start begins consuming.

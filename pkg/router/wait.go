@@ -1,6 +1,7 @@
 package router
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -31,11 +32,14 @@ import (
 //
 // A trigger routed between the worker writing a wait record and this router's
 // watcher delivering it finds no wait to match. So a router that sees a record
-// written while it runs replays the triggers stored on the type's subject since
-// the record was written, matching them against that wait alone (replayWait):
-// the router that routed such a trigger replays it once its watcher catches up,
-// and so does every other router. A repeat match is the same message id, which
-// the stream drops, or a wait.ended the answer path ignores.
+// replays the triggers stored on the type's subject since the record was
+// written, less waitReplayLookback, matching them against that wait alone
+// (replayWait): the router that routed such a trigger replays it once its
+// watcher catches up, and so does every other router. A router replays the
+// waits open when it starts too: the router that routed such a trigger may have
+// died before it saw the record, and no other router was running. A repeat
+// match is the same message id, which the stream drops, or a wait.ended the
+// answer path ignores.
 
 // waitIndex is the open waits, by event type and execution.
 type waitIndex struct {
@@ -57,6 +61,13 @@ type waitIndex struct {
 
 // maxReplays bounds the replays of triggers a router runs at once.
 const maxReplays = 8
+
+// waitReplayLookback is how long before a wait record's write time a replay
+// starts. The record's time and the triggers' are stored by the servers of two
+// streams (KV runs and TRIGGERS), whose clocks may differ; and a trigger
+// stored just before the record, routed after it was written but before the
+// router's watcher delivered it, matches no wait when routed.
+const waitReplayLookback = 2 * time.Second
 
 // openWait is a wait record ready to match: its match compiled, its run's side
 // decoded once.
@@ -82,6 +93,7 @@ func (r *Router) startWaits(ctx context.Context) error {
 	rctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	ix.stopReplays = stop
 	loaded := make(chan struct{})
+	lookback := cmp.Or(r.waitLookback, waitReplayLookback)
 	go func() {
 		defer close(ix.done)
 		first := true
@@ -93,15 +105,15 @@ func (r *Router) startWaits(ctx context.Context) error {
 				}
 				continue
 			}
-			// The waits open when the router starts are not replayed: a
-			// trigger stored before then is routed after them, or was
-			// routed by a router that replays when it sees the record.
 			if !first && r.waitHook != nil {
 				r.waitHook(e)
 			}
 			opened, closed := r.indexWait(ix, e)
-			if opened != nil && !first {
-				r.replay(rctx, ix, opened, e.Created())
+			if opened != nil {
+				// Also the waits open when the router starts: a trigger
+				// routed by a router that died before it saw the record
+				// is matched by no one else.
+				r.replay(rctx, ix, opened, e.Created().Add(-lookback))
 			}
 			if closed != nil && e.Operation() == jetstream.KeyValuePurge {
 				r.cancelledWait(rctx, closed)
@@ -211,8 +223,9 @@ func (r *Router) replay(ctx context.Context, ix *waitIndex, ow *openWait, since 
 }
 
 // replayWait matches one wait against the triggers of its type stored since
-// since, its record's write time, up to the last one stored now: any later one
-// is routed after the wait was indexed, and matched then.
+// since (its record's write time less waitReplayLookback), up to the last one
+// stored now: any later one is routed after the wait was indexed, and matched
+// then.
 func (r *Router) replayWait(ctx context.Context, ix *waitIndex, ow *openWait, since time.Time) error {
 	subject := r.cfg.Bus.Subjects.Trigger(ow.rec.Type)
 	last, err := ix.triggers.GetLastMsgForSubject(ctx, subject)

@@ -33,6 +33,14 @@ type waitFixture struct {
 
 func startWaitRouter(t *testing.T, hold bool) *waitFixture {
 	t.Helper()
+	f := newWaitFixture(t)
+	f.start(hold, nil)
+	return f
+}
+
+// newWaitFixture is a waitFixture whose router is not started.
+func newWaitFixture(t *testing.T) *waitFixture {
+	t.Helper()
 	srv := natstest.Start(t)
 	b := srv.Bus(t, bus.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -42,9 +50,27 @@ func startWaitRouter(t *testing.T, hold bool) *waitFixture {
 	if f.runs, err = b.KV(ctx, b.BucketRuns()); err != nil {
 		t.Fatal(err)
 	}
-	r, err := New(Config{Bus: b, Catalog: staticCatalog{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	return f
+}
+
+// newRouter is a router of the fixture's bus, not started.
+func (f *waitFixture) newRouter() *Router {
+	f.t.Helper()
+	r, err := New(Config{Bus: f.b, Catalog: staticCatalog{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
-		t.Fatal(err)
+		f.t.Fatal(err)
+	}
+	return r
+}
+
+// start starts the fixture's router, edited by edit (when not nil) first;
+// hold: its wait watcher waits for release before it indexes a change.
+func (f *waitFixture) start(hold bool, edit func(*Router)) {
+	t, ctx := f.t, f.ctx
+	t.Helper()
+	r := f.newRouter()
+	if edit != nil {
+		edit(r)
 	}
 	if hold {
 		r.waitHook = func(e jetstream.KeyValueEntry) {
@@ -65,7 +91,6 @@ func startWaitRouter(t *testing.T, hold bool) *waitFixture {
 		}
 		r.Stop(context.Background())
 	})
-	return f
 }
 
 // park writes what a worker writes when a run parks at step pay waiting for
@@ -152,5 +177,55 @@ func TestWaitMatchesATriggerRoutedBeforeTheRecordWasSeen(t *testing.T) {
 	}
 	if diff := cmp.Diff(map[string]any{"order": "o-1", "amount": 250.0}, data); diff != "" {
 		t.Fatalf("resumed with the data of another event (-want +got):\n%s", diff)
+	}
+}
+
+// A trigger stored a moment before the wait record was written, and routed
+// before the router saw the record, still ends the wait: the replay starts
+// before the record's time (waitReplayLookback, here stretched so that a
+// loaded machine's delays stay within it).
+func TestWaitReplayStartsBeforeTheRecord(t *testing.T) {
+	t.Parallel()
+	f := newWaitFixture(t)
+	f.start(false, func(r *Router) { r.waitLookback = time.Minute })
+	publishTrigger(t, f.ctx, f.b, "pay-1", waitedType, `{"order":"o-1","amount":250}`)
+	f.routed()
+	job := f.park("ex1", "o-1")
+	if a := f.resumed(job); !a.Approved || a.By != "event" {
+		t.Fatalf("answer %+v, want approved by event", a)
+	}
+}
+
+// A wait open when a router starts is replayed from its record's time: a
+// trigger that a router routed before it saw the record, and that router then
+// died, ends the wait when the next router starts.
+func TestWaitOpenAtStartIsReplayed(t *testing.T) {
+	t.Parallel()
+	f := newWaitFixture(t)
+	job := f.park("ex1", "o-1")
+	publishTrigger(t, f.ctx, f.b, "pay-1", waitedType, `{"order":"o-1","amount":250}`)
+	// The router that died: it took the trigger from the routers' consumer
+	// and acked it, knowing no wait.
+	c, err := f.b.EnsureConsumer(f.ctx, f.b.StreamTriggers(), f.newRouter().ConsumerConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := c.Fetch(1, jetstream.FetchMaxWait(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for m := range batch.Messages() {
+		if err := m.DoubleAck(f.ctx); err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	if n != 1 {
+		t.Fatalf("the dead router took %d triggers, want 1", n)
+	}
+	f.start(false, nil)
+	if a := f.resumed(job); !a.Approved || a.By != "event" {
+		t.Fatalf("answer %+v, want approved by event", a)
 	}
 }
