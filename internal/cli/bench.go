@@ -46,11 +46,15 @@ few hundredths of every ratio. Parts:
   engine      the workflow engine's per-step overhead (template, condition,
               checkpoint; in memory)
   registry    loading and validating 10,000 skills, and an edit on disk until the
-              catalogs of a router and 4 workers hold it`,
+              catalogs of a router and 4 workers hold it
+  route       routing a text request against 10,000 generated skills (keyword
+              recall, scoring, plan; in memory), and updating the index after one
+              skill changes`,
 		Example: `  skillbus bench
   skillbus bench --only throughput --executions 50000 --sync-interval 1s
   skillbus bench --only registry --registry-skills 20000
   skillbus bench --only tracing --rounds 5
+  skillbus bench --only route
   skillbus bench --storage memory`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -88,8 +92,11 @@ few hundredths of every ratio. Parts:
 			case "", "throughput", "registry", "engine":
 			case "tracing":
 				return bench.RunTracing(cmd.Context(), cfg)
+			case "route":
+				bench.PrintRoute(stdout, bench.RunRoute(10000, 5000, 100))
+				return nil
 			default:
-				return usage("--only %q: want throughput, engine, registry or tracing", only)
+				return usage("--only %q: want throughput, engine, registry, tracing or route", only)
 			}
 			if only == "" || only == "throughput" {
 				if err := bench.Run(cmd.Context(), cfg); err != nil {
@@ -119,7 +126,7 @@ few hundredths of every ratio. Parts:
 	f.IntVar(&cfg.Durable, "durable", 2000, "executions per round of the durable figure (sync_interval always: every write fsynced); 0 skips it")
 	f.StringVar(&storage, "storage", "file", "stream storage: file or memory")
 	f.StringVar(&server, "server", "embedded", "where each run's nats-server runs: embedded (in the bench's process) or process (its own, as deployed)")
-	f.StringVar(&only, "only", "", "run one part: throughput (skillbus vs bare JetStream, 3-step workflow), engine (per-step overhead) registry (10k skills load, edit-to-catalog latency) or tracing (throughput with tracing on/off)")
+	f.StringVar(&only, "only", "", "run one part: throughput (skillbus vs bare JetStream, 3-step workflow), engine (per-step overhead) registry (10k skills load, edit-to-catalog latency), tracing (throughput with tracing on/off) or route (routing a text request against 10k skills)")
 	f.IntVar(&regSkills, "registry-skills", 10000, "skills generated for the registry figures")
 	f.IntVar(&edits, "edits", 100, "edits timed from disk to 5 catalogs")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the bench's process to this file (the server's too only with --server embedded)")

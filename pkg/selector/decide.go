@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/skillbus/skillbus/pkg/skill"
 )
@@ -92,9 +93,14 @@ func (d *Decision) Running() []string {
 }
 
 type acc struct {
-	key      string // the skill's NormalizeName
-	e        *entry
-	sources  []string
+	key string // the skill's NormalizeName
+	e   *entry
+	// src are the sources that recalled it, in order, and more those past
+	// len(src): a candidate rarely has more than one, and the set's accumulators
+	// are pooled, so they are copied out for the Decision (appendSources).
+	src      [4]string
+	nsrc     int
+	more     []string
 	intent   float64
 	trigger  float64
 	matched  []string
@@ -106,11 +112,19 @@ type acc struct {
 
 func (a *acc) add(source string, intent, trigger float64, reason string) {
 	found := false
-	for _, s := range a.sources {
+	for _, s := range a.src[:a.nsrc] {
 		found = found || s == source
 	}
-	if !found {
-		a.sources = append(a.sources, source)
+	for _, s := range a.more {
+		found = found || s == source
+	}
+	switch {
+	case found:
+	case a.nsrc < len(a.src):
+		a.src[a.nsrc] = source
+		a.nsrc++
+	default:
+		a.more = append(a.more, source)
 	}
 	a.intent = math.Max(a.intent, intent)
 	a.trigger = math.Max(a.trigger, trigger)
@@ -144,7 +158,9 @@ func sourceRank(source string) int {
 func (x *Selector) Select(req Request, env Env) (*Decision, error) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	r := recallSet{x: x}
+	r := recallSets.Get().(*recallSet)
+	r.x = x
+	defer r.release()
 	if err := r.forced(req); err != nil {
 		return nil, err
 	}
@@ -155,7 +171,8 @@ func (x *Selector) Select(req Request, env Env) (*Decision, error) {
 	}
 	var words []string
 	if req.Text != "" {
-		words = phraseWords(req.Text)
+		r.read(req.Text)
+		words = r.phrase
 	}
 	if !forced {
 		r.types(typ)
@@ -171,20 +188,70 @@ func (x *Selector) Select(req Request, env Env) (*Decision, error) {
 	if req.Text != "" {
 		d.Parameters = map[string]any{"task": req.Text}
 	}
+	n := 0
 	for _, a := range r.list {
-		d.Candidates = append(d.Candidates, x.score(a, req, words, env))
+		n += a.nsrc + len(a.more)
+	}
+	// The candidates' sources share one array: the accumulators are pooled.
+	srcs := make([]string, 0, n)
+	for _, a := range r.list {
+		at := len(srcs)
+		srcs = append(append(srcs, a.src[:a.nsrc]...), a.more...)
+		d.Candidates = append(d.Candidates, x.score(a, &req, words, env, srcs[at:len(srcs):len(srcs)]))
 	}
 	sortCandidates(d.Candidates, req.Text == "")
 	x.plan(d, forced, r.find, env.Admit)
+	for i := range d.Candidates {
+		d.Candidates[i].acc = nil // pooled with r
+	}
 	return d, nil
 }
 
-// recallSet gathers the candidates of one request from each recall source.
+// recallSet gathers the candidates of one request from each recall source. Sets
+// are pooled (recallSets): nothing of a Decision points into one.
 type recallSet struct {
 	x     *Selector
 	list  []*acc          // in the order recalled
 	byKey map[string]*acc // once list is too long to search
-	block []acc           // where the next candidates are allocated
+	spare map[string]*acc // byKey of an earlier request, cleared
+	// blocks hold the candidates, shortList each, so a candidate stays where it
+	// is as more are added; the first used of them are in use.
+	blocks [][]acc
+	used   int
+	// the request's Words, their terms ("" for a stop word) and its
+	// phraseWords, read once for phrases and the keyword index
+	words, terms, phrase []string
+	hits                 []Hit // the keyword index's
+}
+
+var recallSets = sync.Pool{New: func() any { return new(recallSet) }}
+
+// keptBlocks bounds the blocks a pooled set keeps: a request recalling
+// hundreds of skills (subscribers of one type) does not make every set big.
+const keptBlocks = 4
+
+// release clears the set and returns it to the pool.
+func (r *recallSet) release() {
+	for i := range r.used {
+		clear(r.blocks[i])
+		r.blocks[i] = r.blocks[i][:0]
+	}
+	r.blocks = r.blocks[:min(len(r.blocks), keptBlocks)]
+	r.used = 0
+	clear(r.list)
+	r.list = r.list[:0]
+	if r.byKey != nil {
+		clear(r.byKey)
+		r.spare, r.byKey = r.byKey, nil
+	}
+	clear(r.words)
+	clear(r.terms)
+	clear(r.phrase)
+	r.words, r.terms, r.phrase = r.words[:0], r.terms[:0], r.phrase[:0]
+	clear(r.hits)
+	r.hits = r.hits[:0]
+	r.x = nil
+	recallSets.Put(r)
 }
 
 // shortList is how many candidates are found by a search of the list: a request
@@ -227,21 +294,44 @@ func (r *recallSet) getEntry(key string, e *entry) *acc {
 
 // add adds the candidate of a skill.
 func (r *recallSet) add(key string, e *entry) *acc {
-	if len(r.block) == cap(r.block) {
-		r.block = make([]acc, 0, shortList)
+	if r.used == 0 || len(r.blocks[r.used-1]) == shortList {
+		if r.used == len(r.blocks) {
+			r.blocks = append(r.blocks, make([]acc, 0, shortList))
+		}
+		r.used++
 	}
-	r.block = append(r.block, acc{key: key, e: e})
-	a := &r.block[len(r.block)-1]
+	b := &r.blocks[r.used-1]
+	*b = append(*b, acc{key: key, e: e})
+	a := &(*b)[len(*b)-1]
 	r.list = append(r.list, a)
 	if r.byKey != nil {
 		r.byKey[key] = a
 	} else if len(r.list) > shortList {
-		r.byKey = make(map[string]*acc, 2*len(r.list))
+		r.byKey, r.spare = r.spare, nil
+		if r.byKey == nil {
+			r.byKey = make(map[string]*acc, 2*len(r.list))
+		}
 		for _, b := range r.list {
 			r.byKey[b.key] = b
 		}
 	}
 	return a
+}
+
+// read reads the request's text into words, terms and phrase.
+func (r *recallSet) read(text string) {
+	r.words = appendWords(r.words[:0], text)
+	for _, w := range r.words {
+		t, ok := cachedTerm(w)
+		if !ok {
+			t = ""
+		}
+		r.terms = append(r.terms, t)
+		if !ok {
+			t = w
+		}
+		r.phrase = append(r.phrase, t)
+	}
 }
 
 // forced adds the skill invoked by name, else the skills the text names: explicit
@@ -309,9 +399,10 @@ func (r *recallSet) phrases(words []string) {
 // or its strength, mapped from IntentFloor to IntentFull).
 func (r *recallSet) lexical(text string) {
 	cfg := r.x.cfg
-	hits, evd := r.x.idx.SearchEvidence(text, Query{K: cfg.Recall, UnknownWeight: cfg.UnknownWeight, TypoDiscount: cfg.TypoDiscount,
+	hits, evd := r.x.idx.searchInto(r.hits[:0], text, r.words, r.terms, Query{K: cfg.Recall, UnknownWeight: cfg.UnknownWeight, TypoDiscount: cfg.TypoDiscount,
 		SynonymWeight: cfg.SynonymWeight, FeedbackWeight: cfg.Feedback,
 		LongFeedbackWeight: cfg.LongFeedback})
+	r.hits = hits
 	if len(hits) == 0 {
 		return
 	}
@@ -324,9 +415,14 @@ func (r *recallSet) lexical(text string) {
 		ev = math.Max(ev, math.Min(1, evd.Strength/cfg.Strength))
 	}
 	sure := clamp01((ev - cfg.IntentFloor) / (cfg.IntentFull - cfg.IntentFloor))
+	// The hits are of distinct skills: when no other source recalled one
+	// before, none needs looking for.
+	fresh := len(r.list) == 0
 	for _, h := range hits {
 		var a *acc
-		if e, ok := h.ref.(*entry); ok {
+		if e, ok := h.ref.(*entry); ok && fresh {
+			a = r.add(h.Name, e)
+		} else if ok {
 			a = r.getEntry(h.Name, e)
 		} else {
 			a = r.get(h.Name)
@@ -370,26 +466,37 @@ func (r *recallSet) always(typ string) {
 // Without (byPriority), every candidate is a subscriber of the type and the authors'
 // priority goes first; the score breaks ties. Then priority, cost and name.
 func sortCandidates(cs []Candidate, byPriority bool) {
-	sort.Slice(cs, func(i, j int) bool {
-		a, b := &cs[i], &cs[j]
-		pa, pb := rank(a.Skill.Priority), rank(b.Skill.Priority)
-		if byPriority && pa != pb {
-			return pa < pb
-		}
-		if a.Score != b.Score {
-			return a.Score > b.Score
-		}
-		if a.lex != b.lex {
-			return a.lex > b.lex
-		}
-		if pa != pb {
-			return pa < pb
-		}
-		if ca, cb := costRank(a.Skill.CostHint), costRank(b.Skill.CostHint); ca != cb {
-			return ca < cb
-		}
-		return a.Name < b.Name
-	})
+	sort.Sort(candidateOrder{cs, byPriority})
+}
+
+// candidateOrder sorts candidates in place: a Candidate is too big to copy
+// for every comparison.
+type candidateOrder struct {
+	cs         []Candidate
+	byPriority bool
+}
+
+func (o candidateOrder) Len() int      { return len(o.cs) }
+func (o candidateOrder) Swap(i, j int) { o.cs[i], o.cs[j] = o.cs[j], o.cs[i] }
+func (o candidateOrder) Less(i, j int) bool {
+	a, b := &o.cs[i], &o.cs[j]
+	pa, pb := a.acc.e.prio, b.acc.e.prio
+	if o.byPriority && pa != pb {
+		return pa < pb
+	}
+	if a.Score != b.Score {
+		return a.Score > b.Score
+	}
+	if a.lex != b.lex {
+		return a.lex > b.lex
+	}
+	if pa != pb {
+		return pa < pb
+	}
+	if ca, cb := a.acc.e.costRank, b.acc.e.costRank; ca != cb {
+		return ca < cb
+	}
+	return a.Name < b.Name
 }
 
 func wordsAt(words []string, i int, p []string) bool {
@@ -412,27 +519,21 @@ func matchesAny(patterns []string, typ string) bool {
 
 func clamp01(f float64) float64 { return math.Max(0, math.Min(1, f)) }
 
-func (x *Selector) score(a *acc, req Request, words []string, env Env) Candidate {
-	s := a.e.s
+func (x *Selector) score(a *acc, req *Request, words []string, env Env, sources []string) Candidate {
+	e := a.e
 	w := x.cfg.Weights
-	c := Components{Intent: a.intent, Trigger: a.trigger, Available: true}
+	c := Components{Intent: a.intent, Trigger: a.trigger, Available: true, Context: 1, Cost: e.cost}
 	var reasons []string
 	// Success rate: Laplace-smoothed, so no evidence is the prior 0.5.
 	ok, total := 0, 0
 	if env.Success != nil {
-		ok, total = env.Success(s.Name, versionOf(s))
+		ok, total = env.Success(e.name, e.version)
 	}
 	c.Success = (float64(ok) + 1) / (float64(total) + 2)
-	c.Context = readiness(s, req, env)
-	switch s.CostHint {
-	case "low":
-		c.Cost = 1
-	case "high":
-		c.Cost = 0
-	default:
-		c.Cost = 0.5
+	if e.needs {
+		c.Context = readiness(e.s, req, env)
 	}
-	for _, anti := range a.e.anti {
+	for _, anti := range e.anti {
 		if containsPhrase(words, anti.words) {
 			c.Conflict = -1
 			reasons = append(reasons, fmt.Sprintf("anti-trigger %q in the text: not chosen by score", anti.text))
@@ -440,19 +541,19 @@ func (x *Selector) score(a *acc, req Request, words []string, env Env) Candidate
 		}
 	}
 	total64 := w.Intent*c.Intent + w.Trigger*c.Trigger + w.Success*c.Success + w.Context*c.Context + w.Cost*c.Cost + w.Conflict*c.Conflict
-	if env.PoolLive != nil && !env.PoolLive(s.BasePool()) { // a solo pool is served by the workers of its base pool
+	if env.PoolLive != nil && !env.PoolLive(e.pool) { // a solo pool is served by the workers of its base pool
 		c.Available = false
 		total64 *= 0.5
-		reasons = append(reasons, fmt.Sprintf("no live worker serves pool %s (score halved)", s.BasePool()))
+		reasons = append(reasons, fmt.Sprintf("no live worker serves pool %s (score halved)", e.pool))
 	}
-	src := a.sources[0]
-	for _, so := range a.sources[1:] {
+	src := sources[0]
+	for _, so := range sources[1:] {
 		if sourceRank(so) < sourceRank(src) {
 			src = so
 		}
 	}
 	return Candidate{
-		Name: s.Name, Version: versionOf(s), Skill: s, Source: src, Sources: a.sources,
+		Name: e.name, Version: e.version, Skill: e.s, Source: src, Sources: sources,
 		Score: round3(clamp01(total64)), Components: roundC(c), Matched: a.matched, lex: a.lex, acc: a,
 		Reason: strings.Join(append(a.reasons, reasons...), "; "),
 	}
@@ -477,7 +578,7 @@ func versionOf(s *skill.Skill) string {
 
 // readiness is the share of a skill's needs the request meets: required workflow
 // inputs without a default present in the trigger's data, and required tools served.
-func readiness(s *skill.Skill, req Request, env Env) float64 {
+func readiness(s *skill.Skill, req *Request, env Env) float64 {
 	need, have := 0, 0
 	if s.Workflow != nil {
 		for _, in := range s.Workflow.Inputs {
@@ -517,9 +618,10 @@ func (x *Selector) plan(d *Decision, forced bool, cands func(key string) *acc, a
 		}
 		return !ok
 	}
-	chosen, always := x.classify(d, forced, refused)
+	var chosenBuf, alwaysBuf [16]int
+	chosen, always := x.classify(d, forced, refused, chosenBuf[:0], alwaysBuf[:0])
 	if len(chosen) > cfg.MaxActive {
-		full := fmt.Sprintf("passed, but the plan already has maxActive %d skills", cfg.MaxActive)
+		full := x.fullReason
 		for _, i := range chosen[cfg.MaxActive:] {
 			d.Candidates[i].Reason = join(d.Candidates[i].Reason, full)
 		}
@@ -573,8 +675,11 @@ func (x *Selector) plan(d *Decision, forced bool, cands func(key string) *acc, a
 // (chosen: forced, subscribed or over the threshold, and admitted) and the
 // always-skills, which are asked once there is a plan for them to join; every
 // other candidate's reason says why it stays out.
-func (x *Selector) classify(d *Decision, forced bool, refused func(*Candidate, *skill.Skill) bool) (chosen, always []int) {
+// chosen and always are appended to.
+func (x *Selector) classify(d *Decision, forced bool, refused func(*Candidate, *skill.Skill) bool, chosen, always []int) ([]int, []int) {
 	threshold := x.cfg.Threshold
+	var belowBuf [32]int
+	below := belowBuf[:0]
 	for i := range d.Candidates {
 		c := &d.Candidates[i]
 		a := c.acc
@@ -600,52 +705,86 @@ func (x *Selector) classify(d *Decision, forced bool, refused func(*Candidate, *
 		case c.Score >= threshold:
 			chosen = append(chosen, i)
 		default:
-			c.Reason = join(c.Reason, "score "+strconv.FormatFloat(c.Score, 'f', 3, 64)+" below threshold "+strconv.FormatFloat(threshold, 'f', 2, 64))
+			below = append(below, i)
 		}
 	}
+	belowThreshold(d.Candidates, below, threshold)
 	return chosen, always
+}
+
+// belowThreshold adds to the reason of each candidate of below that its score
+// is below the threshold. The reasons share one string: most candidates of a
+// request are below it.
+func belowThreshold(cs []Candidate, below []int, threshold float64) {
+	if len(below) == 0 {
+		return
+	}
+	var t [8]byte
+	thr := strconv.AppendFloat(t[:0], threshold, 'f', 2, 64)
+	var buf [1024]byte
+	b := buf[:0]
+	var e [32]int
+	ends := e[:0]
+	for _, i := range below {
+		if r := cs[i].Reason; r != "" {
+			b = append(append(b, r...), "; "...)
+		}
+		b = strconv.AppendFloat(append(b, "score "...), cs[i].Score, 'f', 3, 64)
+		b = append(append(b, " below threshold "...), thr...)
+		ends = append(ends, len(b))
+	}
+	all := string(b)
+	start := 0
+	for k, i := range below {
+		cs[i].Reason = all[start:ends[k]]
+		start = ends[k]
+	}
 }
 
 // assignRoles makes the chosen candidates a plan: the first is the primary,
 // parallel_safe neighbours run beside it in groups of at most MaxParallel, and
 // the rest form the fallback chain in order. It returns the lead group.
 func (x *Selector) assignRoles(d *Decision, chosen []int) (lead []string) {
-	var cur []string
-	flush := func() {
-		if len(cur) > 0 {
-			d.ParallelGroups = append(d.ParallelGroups, cur)
-			cur = nil
-		}
-	}
-	for _, i := range chosen {
+	// The groups are runs of one array of the chosen names, in order.
+	names := make([]string, len(chosen))
+	groups := slices.Grow(d.ParallelGroups, len(chosen))
+	open := -1 // where the parallel group being filled starts
+	for k, i := range chosen {
 		c := &d.Candidates[i]
-		if !c.Skill.ParallelSafe || len(cur) == x.cfg.MaxParallel {
-			flush()
+		names[k] = c.Name
+		if open >= 0 && (!c.acc.e.parallel || k-open == x.cfg.MaxParallel) {
+			groups, open = append(groups, names[open:k:k]), -1
 		}
-		if c.Skill.ParallelSafe {
-			cur = append(cur, c.Name)
-		} else {
-			d.ParallelGroups = append(d.ParallelGroups, []string{c.Name})
+		switch {
+		case !c.acc.e.parallel:
+			groups = append(groups, names[k:k+1:k+1])
+		case open < 0:
+			open = k
 		}
 	}
-	flush()
+	if open >= 0 {
+		groups = append(groups, names[open:])
+	}
+	d.ParallelGroups = groups
 	d.Primary = d.Candidates[chosen[0]].Name
 	lead = d.ParallelGroups[0]
+	d.Fallback = slices.Grow(d.Fallback, len(chosen))
+	var buf [32]byte
 	for k, i := range chosen {
 		c := &d.Candidates[i]
 		c.Selected = true
-		d.EstimatedCost += costWeight(c.Skill.CostHint)
+		d.EstimatedCost += int(c.acc.e.costWeight)
 		switch {
 		case k == 0:
 			c.Role = "primary"
-			c.Reason = join(c.Reason, "primary: best score "+strconv.FormatFloat(c.Score, 'f', 3, 64))
+			c.Reason = joinBytes(c.Reason, strconv.AppendFloat(append(buf[:0], "primary: best score "...), c.Score, 'f', 3, 64))
 		case contains(lead, c.Name):
 			c.Role = "parallel"
 			c.Reason = join(c.Reason, "runs beside the primary: both are parallel_safe")
 		default:
 			c.Role = "fallback"
 			d.Fallback = append(d.Fallback, c.Name)
-			c.Reason = join(c.Reason, "fallback #"+strconv.Itoa(len(d.Fallback)))
+			c.Reason = joinBytes(c.Reason, strconv.AppendInt(append(buf[:0], "fallback #"...), int64(len(d.Fallback)), 10))
 		}
 	}
 	return lead
@@ -678,6 +817,14 @@ func join(a, b string) string {
 		return b
 	}
 	return a + "; " + b
+}
+
+// joinBytes is join of a text built in b, in one allocation.
+func joinBytes(a string, b []byte) string {
+	if a == "" {
+		return string(b)
+	}
+	return a + "; " + string(b)
 }
 
 func costWeight(hint string) int {

@@ -529,6 +529,8 @@ type scratch struct {
 	heap     []ranked
 	lead     []top
 	pos      [][]int32
+	// the request's words, and their terms ("" for a stop word)
+	words, terms []string
 }
 
 // list is a term whose postings add to the scores of a search: the request's own
@@ -559,21 +561,35 @@ type Evidence struct{ Coverage, Strength float64 }
 // SearchEvidence returns the documents matching text, best BM25 first, with the
 // request's Evidence.
 func (x *Index) SearchEvidence(text string, q Query) ([]Hit, Evidence) {
+	return x.searchInto(nil, text, nil, nil, q)
+}
+
+// searchInto is SearchEvidence appending the hits to into. words and terms,
+// when the caller has them, are the Words of text and their terms ("" for a
+// stop word).
+func (x *Index) searchInto(into []Hit, text string, words, terms []string, q Query) ([]Hit, Evidence) {
 	q = q.withDefaults()
-	words := Words(text)
-	inOrder := len(words) // the words before the parts of joined ones
-	words = appendParts(words, text)
-	if len(words) == 0 {
-		return nil, Evidence{}
-	}
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	if x.n == 0 {
-		return nil, Evidence{}
+		return into, Evidence{}
 	}
 	var r search
 	r.init(x, q)
-	r.readTerms(words)
+	if words == nil {
+		words = appendWords(r.s.words[:0], text)
+		terms = nil
+	} else {
+		words = append(r.s.words[:0], words...)
+	}
+	inOrder := len(words) // the words before the parts of joined ones
+	words = appendParts(words, text)
+	r.s.words = words
+	if len(words) == 0 {
+		r.release()
+		return into, Evidence{}
+	}
+	r.readTerms(words, terms)
 	for i, qt := range r.qts {
 		if qt.label != "" && qt.l != nil {
 			r.lists = append(r.lists, list{l: qt.l, w: qt.disc * qt.idf, qi: i})
@@ -586,7 +602,7 @@ func (x *Index) SearchEvidence(text string, q Query) ([]Hit, Evidence) {
 		r.addSynonyms()
 	}
 	if x.w.Bigram > 0 {
-		r.addPairs(words[:inOrder])
+		r.addPairs(r.s.terms[:inOrder])
 	}
 	fw := q.FeedbackWeight
 	if fw == 0 && len(r.qts) >= q.LongRequest {
@@ -612,7 +628,7 @@ func (x *Index) SearchEvidence(text string, q Query) ([]Hit, Evidence) {
 		r.feedback(r.top(q.FeedbackDocs, nil), fw)
 		best = r.top(q.K, best[:0])
 	}
-	hits := r.hits(best)
+	hits := r.hits(into, best)
 	r.s.best = best[:0]
 	if x.countReads {
 		x.reads.Add(int64(r.read))
@@ -704,10 +720,17 @@ func (r *search) idf(df int) float64 {
 // readTerms turns the request's words into query terms: each word's own term,
 // else a near spelling's, else a synonym's that skills use; a word no skill uses
 // counts only in the query's mass.
-func (r *search) readTerms(words []string) {
-	for _, w := range words {
-		t, ok := cachedTerm(w)
-		if !ok || r.seen(t) {
+// known are the terms of the first words, if the caller has them.
+func (r *search) readTerms(words, known []string) {
+	terms := append(r.s.terms[:0], known...)
+	for _, w := range words[len(terms):] {
+		t, _ := cachedTerm(w)
+		terms = append(terms, t)
+	}
+	r.s.terms = terms
+	for i, w := range words {
+		t := terms[i]
+		if t == "" || r.seen(t) {
 			continue
 		}
 		qt, l := r.lookup(w, t)
@@ -822,13 +845,13 @@ func (r *search) addSynonyms() {
 	}
 }
 
-// addPairs adds the adjacent pairs of the request's words that skills use as pairs.
-func (r *search) addPairs(words []string) {
+// addPairs adds the adjacent pairs of the request's terms ("" for a stop word,
+// skipped) that skills use as pairs.
+func (r *search) addPairs(terms []string) {
 	s := r.s
 	prev := ""
-	for _, w := range words {
-		t, ok := cachedTerm(w)
-		if !ok {
+	for _, t := range terms {
+		if t == "" {
 			continue
 		}
 		if prev != "" {
@@ -918,8 +941,9 @@ func (r *search) top(k int, best []top) []top {
 }
 
 // hits describes the best documents: score, coverage, strength and matched terms.
-func (r *search) hits(best []top) []Hit {
-	hits := make([]Hit, len(best))
+func (r *search) hits(into []Hit, best []top) []Hit {
+	all := slices.Grow(into, len(best))[:len(into)+len(best)]
+	hits := all[len(into):]
 	// One array holds every hit's matched terms.
 	n := 0
 	for _, b := range best {
@@ -948,7 +972,7 @@ func (r *search) hits(best []top) []Hit {
 		}
 		hits[i] = h
 	}
-	return hits
+	return all
 }
 
 // release clears the accumulators the search touched and returns them to the pool.
@@ -963,6 +987,10 @@ func (r *search) release() {
 	s.qts = r.qts[:0]
 	clear(r.lists)
 	s.lists = r.lists[:0]
+	clear(s.words)
+	s.words = s.words[:0]
+	clear(s.terms)
+	s.terms = s.terms[:0]
 	r.x.scratch.Put(s)
 }
 

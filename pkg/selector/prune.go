@@ -103,7 +103,7 @@ func (r *search) topPruned(k int, best []top) []top {
 		// Stopping is worth its check before a list longer than the documents
 		// found so far.
 		li := r.lists[i]
-		if len(s.touched) >= k && 2*len(li.l.ps) > len(s.touched) && rest[j] < r.kth(s.touched, k)/slack {
+		if len(s.touched) >= k && 2*len(li.l.ps) > len(s.touched) && r.reach(s.touched, k, rest[j]) {
 			done = j
 			break
 		}
@@ -127,13 +127,14 @@ func (r *search) topPruned(k int, best []top) []top {
 	// each list read whole or looked up per candidate, whichever reads less.
 	theta := math.Inf(-1)
 	if len(s.touched) >= k {
-		theta = r.kth(s.touched, k) / slack
+		lead := r.leaders(s.touched, k)
+		theta = lead[k-1].score / slack
 		if done < n {
 			// The k best partial scores, completed, are k scores the k-th best
 			// reaches: a far higher bar than the partial ones, which lack the
 			// lists left, and what keeps the candidates few.
 			low := math.Inf(1)
-			for _, t := range r.leaders(s.touched, k) {
+			for _, t := range lead {
 				sc := t.score
 				for _, i := range order[done:] {
 					li := r.lists[i]
@@ -311,6 +312,21 @@ func (r *search) clear() {
 
 // kth returns the k-th best partial score of the documents ds, k ≤ len(ds).
 func (r *search) kth(ds []int32, k int) float64 { return r.leaders(ds, k)[k-1].score }
+
+// reach reports whether the k-th best partial score of the documents ds, over
+// slack, is above bound (bound < kth(ds, k)/slack): whether k of them are,
+// which it can tell without ranking them, often before it has read them all.
+func (r *search) reach(ds []int32, k int, bound float64) bool {
+	acc := r.s.acc
+	for _, d := range ds {
+		if acc[d].score/slack > bound {
+			if k--; k == 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // leaders returns the k best partial scores of the documents ds and their
 // documents, best first, in scratch the next call reuses.

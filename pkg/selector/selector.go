@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -144,6 +145,8 @@ func (c Config) withDefaults() Config {
 type Selector struct {
 	cfg Config
 	idx *Index
+	// fullReason is the reason of a candidate that passed when the plan is full.
+	fullReason string
 
 	mu       sync.RWMutex
 	skills   map[string]*entry // by NormalizeName
@@ -157,6 +160,34 @@ type entry struct {
 	s        *skill.Skill
 	strategy string
 	anti     []phrase // anti-triggers
+	// What scoring and the plan read of s, kept here: a request reads them for
+	// every candidate, and a Skill is spread over many cache lines.
+	name, version, pool string
+	cost                float64 // the cost component
+	prio, costRank      int8
+	costWeight          int8
+	parallel            bool
+	needs               bool // required workflow inputs or tools: readiness is not 1
+}
+
+func newEntry(s *skill.Skill) *entry {
+	e := &entry{s: s, strategy: StrategyOf(s), name: s.Name, version: versionOf(s), pool: s.BasePool(),
+		prio: int8(rank(s.Priority)), costRank: int8(costRank(s.CostHint)), costWeight: int8(costWeight(s.CostHint)),
+		parallel: s.ParallelSafe, needs: len(s.RequiredTools) > 0}
+	switch s.CostHint {
+	case "low":
+		e.cost = 1
+	case "high":
+		e.cost = 0
+	default:
+		e.cost = 0.5
+	}
+	if s.Workflow != nil {
+		for _, in := range s.Workflow.Inputs {
+			e.needs = e.needs || in.Required && in.Default == nil
+		}
+	}
+	return e
 }
 
 type phrase struct {
@@ -170,7 +201,8 @@ func New(cfg Config) *Selector {
 	cfg = cfg.withDefaults()
 	return &Selector{
 		cfg: cfg, idx: NewIndex(cfg.Index),
-		skills: map[string]*entry{}, byType: map[string][]string{}, patterns: map[string][]string{},
+		fullReason: "passed, but the plan already has maxActive " + strconv.Itoa(cfg.MaxActive) + " skills",
+		skills:     map[string]*entry{}, byType: map[string][]string{}, patterns: map[string][]string{},
 		phrases: map[string][]phrase{}, always: map[string]bool{},
 	}
 }
@@ -212,7 +244,7 @@ func (x *Selector) Put(s *skill.Skill) bool {
 	if old != nil && s.Digest != "" && old.s.Digest == s.Digest {
 		return false
 	}
-	e := &entry{s: s, strategy: StrategyOf(s)}
+	e := newEntry(s)
 	for _, a := range s.AntiTriggers {
 		if w := phraseWords(a); len(w) > 0 {
 			e.anti = append(e.anti, phrase{text: a, words: w})

@@ -1,11 +1,14 @@
 package selector_test
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/skillbus/skillbus/pkg/selector"
@@ -526,5 +529,74 @@ func TestAdmitIsAskedOnlyAboutSkillsThatWouldJoin(t *testing.T) {
 	d = decide(t, x, selector.Request{Text: "forecast for the city"}, env)
 	if d.Primary != "" || len(d.Candidates) == 0 || len(asked) != 0 {
 		t.Fatalf("primary %q, asked %v; candidates %+v", d.Primary, asked, d.Candidates)
+	}
+}
+
+// TestDecisionsOutliveLaterRequests checks that a Decision shares nothing with
+// the selector's pooled working memory: deciding other requests, concurrently,
+// leaves it as it was.
+func TestDecisionsOutliveLaterRequests(t *testing.T) {
+	t.Parallel()
+	skills := []*skill.Skill{pdf}
+	for i := range 40 { // more candidates than one block holds
+		skills = append(skills, sk(fmt.Sprintf("report-%d", i), "Write a report of the sales figures.", func(s *skill.Skill) {
+			s.Triggers = []string{"com.example.report"}
+			s.ParallelSafe = i%2 == 0
+		}))
+	}
+	x := newSel(t, selector.Config{}, skills...)
+	reqs := []selector.Request{
+		{Text: "summarize this pdf document"},
+		{Text: "write the sales report", Type: "com.example.report"},
+		{Text: "sales figures report for the pdf"},
+		{Type: "com.example.report"},
+	}
+	want := make([]string, len(reqs))
+	kept := make([]*selector.Decision, len(reqs))
+	for i, r := range reqs {
+		kept[i] = decide(t, x, r, selector.Env{})
+		for _, c := range kept[i].Candidates {
+			if c.Source == "" || !slices.Contains(c.Sources, c.Source) || slices.Contains(c.Sources, "") || c.Reason == "" {
+				t.Errorf("request %d: candidate %s: source %q, sources %q, reason %q", i, c.Name, c.Source, c.Sources, c.Reason)
+			}
+		}
+		b, err := json.Marshal(kept[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[i] = string(b)
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 200 {
+				if _, err := x.Select(reqs[(g+i)%len(reqs)], selector.Env{}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for i, d := range kept {
+		b, err := json.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(b) != want[i] {
+			t.Errorf("request %d: the decision changed after later requests:\nbefore %s\nafter  %s", i, want[i], b)
+		}
+		again, err := json.Marshal(decide(t, x, reqs[i], selector.Env{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(again) != want[i] {
+			t.Errorf("request %d: decided again, it differs:\nfirst %s\nagain %s", i, want[i], again)
+		}
+	}
+	if len(kept[1].Candidates) <= 16 {
+		t.Fatalf("want more than 16 candidates, got %d", len(kept[1].Candidates))
 	}
 }

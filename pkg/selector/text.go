@@ -130,8 +130,10 @@ var fillers = map[string]bool{
 
 // Words splits text into lowercase words: runs of letters and digits. Every other
 // character separates, so a skill name pdf-summarizer is two words.
-func Words(text string) []string {
-	var out []string
+func Words(text string) []string { return appendWords(nil, text) }
+
+// appendWords appends the Words of text to out.
+func appendWords(out []string, text string) []string {
 	start := -1
 	lower := true
 	for i, r := range text {
