@@ -253,8 +253,7 @@ func (w *Worker) ensureClaim(ctx context.Context, j *job) error {
 func (w *Worker) watchReconnects(ch <-chan nats.Status) {
 	for range ch {
 		w.epoch.Invalidate()
-		w.inflight.Range(func(_, v any) bool {
-			j := v.(*job)
+		for _, j := range w.inflight.all() {
 			go func() {
 				ctx, cancel := context.WithTimeout(context.Background(), w.cfg.AckWait)
 				defer cancel()
@@ -266,8 +265,7 @@ func (w *Worker) watchReconnects(ch <-chan nats.Status) {
 					w.cfg.Log.Warn("worker: could not claim a running execution after a reconnect", "execution", j.data.ExecutionID, "err", err)
 				}
 			}()
-			return true
-		})
+		}
 	}
 }
 

@@ -141,8 +141,8 @@ func (w *Worker) applyControl(e jetstream.KeyValueEntry) {
 		// before this point is found here, one that reserves it after finds the
 		// record (process checks after reserving).
 		if !del && !had {
-			if v, ok := w.inflight.Load(id); ok {
-				if v.(*job).stop.Request(&rec) {
+			if j := w.inflight.get(id); j != nil {
+				if j.stop.Request(&rec) {
 					w.cfg.Log.Info("worker: stopping a cancelled execution at its next step", "execution", id, "by", rec.By)
 				}
 			}

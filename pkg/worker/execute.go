@@ -55,8 +55,9 @@ func (w *Worker) execute(ctx context.Context, j *job, inputs map[string]any, ans
 	if err := tool.CheckPrerequisites(j.skill, tool.Host{Tools: tools, Exec: w.cfg.Exec}); err != nil {
 		return Fail{Err: err} // fatal: the plan falls back
 	}
-	obs := &observer{w: w, j: j}
-	rctx := withParent(ctx, j.data.ActivationID, j.data.Depth)
+	j.obs = observer{w: w, j: j}
+	obs := &j.obs
+	rctx := ctx // carries the parent for the skill tool (runContext)
 	var outputs map[string]any
 	var log *workflow.Log
 	var err error
@@ -81,7 +82,7 @@ func (w *Worker) execute(ctx context.Context, j *job, inputs map[string]any, ans
 			// A sleep's wake-up is a message in EVENTS; it must fire before EVENTS
 			// would expire it.
 			MaxSleep:    w.cfg.Bus.Config().EventsMaxAge - time.Minute,
-			Checkpoints: &checkpoints{w: w, j: j, fresh: j.fast},
+			Checkpoints: j.checkpoints(w),
 			Cache:       w.cache,
 			Tools:       tools,
 		})

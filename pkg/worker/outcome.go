@@ -82,12 +82,9 @@ func (w *Worker) complete(ctx context.Context, j *job, outputs map[string]any) e
 	m, err := w.outcomeMsg(j, meta, events.TypeExecutionCompleted, ev)
 	if err != nil {
 		telemetry.End(span, err)
-	}
-	var tl *bus.TooLargeError
-	if errors.As(err, &tl) {
-		return w.fail(ctx, j, "", failure.Fatalf("%v", err))
-	}
-	if err != nil {
+		if tl := (*bus.TooLargeError)(nil); errors.As(err, &tl) {
+			return w.fail(ctx, j, "", failure.Fatalf("%v", err))
+		}
 		return err
 	}
 	lost, err := w.publishOutcome(ctx, j, span, m)

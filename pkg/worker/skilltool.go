@@ -25,9 +25,19 @@ type parent struct {
 	depth      int
 }
 
-// withParent records the running job for the skill tool.
-func withParent(ctx context.Context, activation string, depth int) context.Context {
-	return context.WithValue(ctx, parentKey{}, parent{activation: activation, depth: depth})
+// runContext is a job's run context: its Stop (control.go) and its parent for the
+// skill tool, in the job, so that a run's context costs no allocation of its own.
+type runContext struct {
+	tool.StopContext
+	parent parent
+}
+
+// Value returns the parent for parentOf and asks the StopContext for anything else.
+func (c *runContext) Value(key any) any {
+	if _, ok := key.(parentKey); ok {
+		return c.parent
+	}
+	return c.StopContext.Value(key)
 }
 
 func parentOf(ctx context.Context) parent {

@@ -37,11 +37,17 @@ type checkpoints struct {
 	fresh bool
 }
 
+// checkpoints returns the job's checkpoints, kept in the job.
+func (j *job) checkpoints(w *Worker) *checkpoints {
+	j.cps = checkpoints{w: w, j: j, fresh: j.fast}
+	return &j.cps
+}
+
 func (c *checkpoints) Load(ctx context.Context, executionID string) (map[string]workflow.Checkpoint, error) {
-	out := map[string]workflow.Checkpoint{}
 	if c.fresh {
-		return out, nil
+		return nil, nil // nothing saved yet
 	}
+	out := map[string]workflow.Checkpoint{}
 	b := c.w.cfg.Bus
 	// An ephemeral consumer of its own, deleted when read: a backlog of redeliveries
 	// after a server restart must not pile up consumers on EVENTS (the server caps

@@ -33,6 +33,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -160,8 +161,8 @@ type Worker struct {
 	counting  sync.WaitGroup     // the stats recorder's writes
 	stopStat  context.CancelFunc // ends them
 	epoch     *bus.Epoch
-	inflight  sync.Map // execution id → *job running in this process
-	stopWatch func()   // stops the reconnect notifications watchReconnects reads
+	inflight  running // the jobs running in this process
+	stopWatch func()  // stops the reconnect notifications watchReconnects reads
 	solo      solo
 	cancel    context.CancelFunc // ends the solo-pool watch
 	watching  sync.WaitGroup
@@ -383,6 +384,54 @@ func (w *Worker) Stop(ctx context.Context) {
 	w.stopGates()
 }
 
+// running is the jobs running in this process by execution id: a map under a
+// mutex rather than a sync.Map, whose every store allocates.
+type running struct {
+	mu sync.Mutex
+	m  map[string]*job
+}
+
+// add reserves j's execution for j; false: another delivery of it has it.
+func (r *running) add(j *job) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, busy := r.m[j.data.ExecutionID]; busy {
+		return false
+	}
+	if r.m == nil {
+		r.m = make(map[string]*job)
+	}
+	r.m[j.data.ExecutionID] = j
+	return true
+}
+
+// remove ends j's reservation.
+func (r *running) remove(j *job) {
+	r.mu.Lock()
+	if r.m[j.data.ExecutionID] == j {
+		delete(r.m, j.data.ExecutionID)
+	}
+	r.mu.Unlock()
+}
+
+// get returns the job running the execution, or nil.
+func (r *running) get(executionID string) *job {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.m[executionID]
+}
+
+// all returns the jobs running now.
+func (r *running) all() []*job {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	js := make([]*job, 0, len(r.m))
+	for _, j := range r.m {
+		js = append(js, j)
+	}
+	return js
+}
+
 // job is one delivery of a job message being handled.
 type job struct {
 	msg     jetstream.Msg
@@ -398,6 +447,7 @@ type job struct {
 	// progress and takes no claim never needs it.
 	delivery     string
 	deliveryOnce sync.Once
+	id           string // see msgID
 	seq          uint64 // the job message's stream sequence
 	// delivered is the server's count of this message's deliveries, and progress
 	// how many events of an execution followed live this delivery has stamped with
@@ -424,7 +474,13 @@ type job struct {
 	// stop is requested when the execution is cancelled while it runs here
 	// (control.go); the run's context carries it to the engine and exec tool.
 	stop   tool.Stop
-	runCtx tool.StopContext
+	runCtx runContext
+	// What the run is handed, kept here so that a job's run allocates them with
+	// the job rather than one by one: its decoded inputs, its observer and its
+	// checkpoints.
+	inputs map[string]any
+	obs    observer
+	cps    checkpoints
 	// slots: the concurrency slots the run holds (concurrency.go); gated: it
 	// went through the slots (took them or waits again).
 	slots []heldSlot
@@ -478,6 +534,11 @@ func (w *Worker) readJob(msg jetstream.Msg, md *jetstream.MsgMetadata) (*job, *b
 			err = errors.New("job has no execution_id or skill")
 		}
 		return nil, nil, fmt.Errorf("job data: %w", err)
+	}
+	if x := j.data.ExecutionID; len(e.ID) == len(x)+len(".job") && strings.HasPrefix(e.ID, x) && strings.HasSuffix(e.ID, ".job") {
+		j.id = e.ID // the id the plan gives a job, read rather than made again
+	} else {
+		j.id = x + ".job"
 	}
 	return j, e, nil
 }
@@ -571,10 +632,10 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 			defer func() { w.passTurn(ctx, j, gate, err) }()
 		}
 	}
-	if _, busy := w.inflight.LoadOrStore(j.data.ExecutionID, j); busy {
+	if !w.inflight.add(j) {
 		return j.msg.NakWithDelay(w.leaseFor(j) / 2)
 	}
-	defer w.inflight.CompareAndDelete(j.data.ExecutionID, j)
+	defer w.inflight.remove(j)
 	if !j.fast {
 		if handled, err := w.claim(ctx, j); handled || err != nil {
 			return err
@@ -587,9 +648,8 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 		defer w.freeSlots(j) // after the heartbeat below stops
 	}
 
-	var inputs map[string]any
 	if len(j.data.Inputs) > 0 {
-		if err := events.DecodeInputs(j.data.Inputs, &inputs); err != nil {
+		if err := events.DecodeInputs(j.data.Inputs, &j.inputs); err != nil {
 			return w.fail(ctx, j, "", failure.Fatalf("inputs are not a JSON object: %v", err))
 		}
 	}
@@ -622,8 +682,11 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 	}
 	defer cancel()
 	j.stop.Grace = w.cfg.CancelGrace
-	j.runCtx = tool.StopContext{Context: rctx, Stop: &j.stop}
-	rctx = &j.runCtx // the run's context with the stop, allocated with the job
+	j.runCtx = runContext{
+		StopContext: tool.StopContext{Context: rctx, Stop: &j.stop},
+		parent:      parent{activation: j.data.ActivationID, depth: j.data.Depth},
+	}
+	rctx = &j.runCtx // the run's context with the stop and the parent, allocated with the job
 	if j.skill.Workflow == nil && j.skill.Kind == skill.KindInstruction {
 		// A model's turns have no step boundary to stop at: a cancel ends the run.
 		stopped := j.stop.Done()
@@ -642,7 +705,7 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 	// server outage still holds the job and the execution's claim.
 	w.keepAlive(ctx, j)
 	defer j.stopBeat()
-	d := j.cancelledOf(w.execute(rctx, j, inputs, answers, tools))
+	d := j.cancelledOf(w.execute(rctx, j, j.inputs, answers, tools))
 	if ctx.Err() != nil {
 		if _, ok := d.(Complete); !ok {
 			return ctx.Err()
@@ -836,7 +899,13 @@ func (w *Worker) poison(ctx context.Context, msg jetstream.Msg, cause error) err
 	return msg.TermWithReason("unreadable job")
 }
 
-func (j *job) msgID() string { return j.data.ExecutionID + ".job" }
+// msgID is the job message's id, which the events it causes name as their cause.
+func (j *job) msgID() string {
+	if j.id == "" {
+		return j.data.ExecutionID + ".job"
+	}
+	return j.id
+}
 
 // deliveryID names this delivery (see job.delivery).
 func (j *job) deliveryID() string {
