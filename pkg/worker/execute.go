@@ -73,6 +73,7 @@ func (w *Worker) execute(ctx context.Context, j *job, inputs map[string]any, ans
 			ExecutionID: j.data.ExecutionID,
 			Skill:       j.skill,
 			Inputs:      inputs,
+			OwnInputs:   true, // decoded for this run (process)
 			TriggerRef: workflow.TriggerRef{
 				ID: j.data.Trigger.ID, Source: j.data.Trigger.Source, Type: j.data.Trigger.Type, Subject: j.data.Trigger.Subject,
 			},

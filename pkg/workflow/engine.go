@@ -99,6 +99,10 @@ type Run struct {
 	ExecutionID string
 	Skill       *skill.Skill
 	Inputs      map[string]any
+	// OwnInputs says that Inputs are the run's own: the engine may write a
+	// default or a converted value (an integer input given as a JSON number) into
+	// them rather than copy them first. The caller does not use them again.
+	OwnInputs bool
 	// Trigger describes the triggering event to expressions as `trigger` (id,
 	// source, type, subject, ...). When it is nil, TriggerRef is what they see.
 	Trigger map[string]any
@@ -192,7 +196,7 @@ func (e *Engine) execute(ctx context.Context, r Run, l *Log) (map[string]any, er
 		st := c.steps[i].step
 		l.Steps[i] = StepLog{ID: st.ID, Kind: c.steps[i].kind, Tool: st.Tool, Status: StatusNotRun}
 	}
-	inputs, err := validateInputs(c.inputs, r.Inputs)
+	inputs, err := validateInputs(c.inputs, r.Inputs, r.OwnInputs)
 	if err != nil {
 		return nil, err
 	}

@@ -59,9 +59,10 @@ func undeclared(decl []cinput, given map[string]any) error {
 // again.
 //
 // The map returned is given itself unless a default or a conversion changes it
-// (then a copy): a run reads its inputs and never writes them.
-func validateInputs(decl []cinput, given map[string]any) (map[string]any, error) {
-	out, copied := given, false
+// (then a copy, unless own says given is the run's to change): a run reads its
+// inputs and never writes them.
+func validateInputs(decl []cinput, given map[string]any, own bool) (map[string]any, error) {
+	out, copied := given, own
 	if out == nil {
 		out = map[string]any{}
 	}

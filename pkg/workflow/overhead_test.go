@@ -93,3 +93,32 @@ func BenchmarkOneStep(b *testing.B) {
 		}
 	}
 }
+
+// A run converts an integer input given as a JSON number to int64 and fills in
+// defaults: in a copy of the caller's inputs, unless the run owns them.
+func TestOwnInputsAreConvertedInPlace(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, workflow.Config{})
+	s := &skill.Skill{Name: "own", Version: "1.0.0", Kind: skill.KindWorkflow, Digest: "0123456789abcdef", Workflow: &skill.Workflow{
+		Inputs:  []skill.Input{{Name: "n", Type: "integer", Required: true}, {Name: "greeting", Default: "hi"}},
+		Steps:   []skill.Step{{ID: "echo", Tool: "echo", Args: map[string]any{"n": "{{ inputs.n }}"}}},
+		Outputs: []skill.Output{{Name: "n", Value: "{{ inputs.n }}"}, {Name: "greeting", Value: "{{ inputs.greeting }}"}},
+	}}
+	for _, own := range []bool{false, true} {
+		inputs := map[string]any{"n": float64(7)}
+		out, err := e.Execute(context.Background(), workflow.Run{ExecutionID: "x", Skill: s, Inputs: inputs, OwnInputs: own})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out["n"] != int64(7) || out["greeting"] != "hi" {
+			t.Errorf("own %v: outputs %v, want n 7 (int64) and greeting hi", own, out)
+		}
+		want := map[string]any{"n": float64(7)}
+		if own {
+			want = map[string]any{"n": int64(7), "greeting": "hi"}
+		}
+		if fmt.Sprint(inputs) != fmt.Sprint(want) || inputs["n"] != want["n"] {
+			t.Errorf("own %v: the caller's inputs are %v (%T), want %v", own, inputs, inputs["n"], want)
+		}
+	}
+}
