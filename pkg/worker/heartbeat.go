@@ -63,3 +63,32 @@ func (h *heartbeat) stop() {
 	h.cancel()
 	h.wg.Wait()
 }
+
+// startJobBeats beats the running jobs that are due (keepAlive) until stopped:
+// one ticker for the worker, rather than a timer for every job. It looks every
+// AckWait/6 and beats a job due before it looks again, so none waits more than
+// AckWait/3 for its beat; each beat runs on a goroutine of its own, so that a slow
+// renewal delays no other job's.
+func startJobBeats(ctx context.Context, w *Worker) *heartbeat {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	h := &heartbeat{cancel: cancel}
+	every := max(w.cfg.AckWait/6, time.Millisecond)
+	h.wg.Go(func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				now := time.Now()
+				for _, j := range w.inflight.all() {
+					if j.beat.due(now, every) {
+						h.wg.Go(j.beat.fire)
+					}
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	})
+	return h
+}

@@ -157,6 +157,7 @@ type Worker struct {
 	loops     map[string]*bus.Loop // each served pool's own loop, by pool
 	dueLoop   *bus.Loop            // the due throttled runs' (throttlewait.go)
 	beat      *heartbeat
+	jobBeats  *heartbeat // beats the running jobs (keepAlive)
 	stats     *stats.Recorder
 	counting  sync.WaitGroup     // the stats recorder's writes
 	stopStat  context.CancelFunc // ends them
@@ -309,6 +310,7 @@ func (w *Worker) Start(ctx context.Context) error {
 		w.Stop(ctx)
 		return err
 	}
+	w.jobBeats = startJobBeats(ctx, w)
 	lanes := w.lanesAtStart(ctx)
 	w.loops = make(map[string]*bus.Loop, len(w.cfg.Pools))
 	for _, pool := range w.cfg.Pools {
@@ -366,6 +368,10 @@ func (w *Worker) Stop(ctx context.Context) {
 	if w.beat != nil {
 		w.beat.stop()
 		w.beat = nil
+	}
+	if w.jobBeats != nil {
+		w.jobBeats.stop()
+		w.jobBeats = nil
 	}
 	if w.stopStat != nil {
 		w.stopStat() // the last counts are written on the way out
@@ -826,30 +832,46 @@ func (w *Worker) settleOnce(ctx context.Context, j *job, d Decision) error {
 }
 
 // keepAlive tells JetStream the job is still being worked on, well within AckWait,
-// and renews the execution's claim if it holds one. It is a timer, not a goroutine:
-// most jobs finish long before it first fires. Its state lives in the job, so a
-// job's heartbeat costs a timer and its callback, nothing else. stopBeat waits for a beat
-// under way: no renewal runs after it returns.
+// and renews the execution's claim if it holds one: every AckWait/3 from now, the
+// worker's beats (heartbeat.go) beat it. It is no timer of the job's own: most jobs
+// finish long before their first beat, and a job's heartbeat costs only its state,
+// which lives in the job. stopBeat waits for a beat under way: no renewal runs after
+// it returns.
 func (w *Worker) keepAlive(ctx context.Context, j *job) {
-	j.beat.mu.Lock() // until the timer is set
+	j.beat.mu.Lock()
 	defer j.beat.mu.Unlock()
 	j.beat.w, j.beat.ctx, j.beat.j = w, ctx, j
-	j.beat.t = time.AfterFunc(w.cfg.AckWait/3, j.beat.fire)
+	j.beat.next, j.beat.on = time.Now().Add(w.cfg.AckWait/3), true
 }
 
-// jobBeat is a job's keepAlive timer and what it needs when it fires.
+// jobBeat is a job's keepAlive state.
 type jobBeat struct {
 	mu      sync.Mutex
+	on      bool // keepAlive has started it
 	stopped bool
-	t       *time.Timer
+	firing  bool      // a beat is under way or about to be
+	next    time.Time // when the job is to be beaten next, at the latest
 	w       *Worker
 	ctx     context.Context
 	j       *job
 }
 
+// due reports whether the job is to be beaten before the worker's beats look again
+// in within, and then marks a beat under way.
+func (b *jobBeat) due(now time.Time, within time.Duration) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.on || b.stopped || b.firing || b.next.After(now.Add(within)) {
+		return false
+	}
+	b.firing = true
+	return true
+}
+
 func (b *jobBeat) fire() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.firing = false
 	if b.stopped {
 		return
 	}
@@ -858,16 +880,13 @@ func (b *jobBeat) fire() {
 	if len(b.j.slots) > 0 {
 		b.w.renewSlots(b.ctx, b.j)
 	}
-	b.t.Reset(b.w.cfg.AckWait / 3)
+	b.next = time.Now().Add(b.w.cfg.AckWait / 3)
 }
 
 // stopBeat stops the job's heartbeat; a beat under way finishes first.
 func (j *job) stopBeat() {
 	j.beat.mu.Lock()
 	j.beat.stopped = true
-	if j.beat.t != nil {
-		j.beat.t.Stop()
-	}
 	j.beat.mu.Unlock()
 }
 
