@@ -50,6 +50,25 @@ func WithPermissions(ctx context.Context, p Permissions) context.Context {
 	return context.WithValue(ctx, permissionsKey{}, p)
 }
 
+// BoundPermissions are permissions made ready (BindPermissions) to be put on the
+// contexts of many runs: On then costs each run a context, and not a copy of the
+// permissions as well. The zero value grants nothing.
+type BoundPermissions struct{ p any }
+
+// BindPermissions readies p for On, which acts as WithPermissions(ctx, p).
+func BindPermissions(p Permissions) BoundPermissions {
+	p.Env = slices.Clone(p.Env)
+	return BoundPermissions{p: p}
+}
+
+// On returns a context that makes tool calls with it act under b's permissions.
+func (b BoundPermissions) On(ctx context.Context) context.Context {
+	if b.p == nil {
+		return context.WithValue(ctx, permissionsKey{}, Permissions{})
+	}
+	return context.WithValue(ctx, permissionsKey{}, b.p)
+}
+
 // PermissionsFrom returns the permissions a call with ctx acts under: those of
 // WithPermissions, else none.
 func PermissionsFrom(ctx context.Context) Permissions {

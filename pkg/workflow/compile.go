@@ -5,11 +5,13 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/skillbus/skillbus/pkg/expr"
 	"github.com/skillbus/skillbus/pkg/failure"
 	"github.com/skillbus/skillbus/pkg/flow"
 	"github.com/skillbus/skillbus/pkg/skill"
+	"github.com/skillbus/skillbus/pkg/tool"
 )
 
 // compiled is a workflow with every expression parsed once and its dependency graph
@@ -31,6 +33,26 @@ type compiled struct {
 	// ref is the runs' skill version (skillRef) when the engine's cache keys the
 	// workflow by its skill's digest; "" when each run makes its own.
 	ref string
+	// perms are the permissions of the skill last run with this workflow.
+	perms atomic.Pointer[skillPermissions]
+}
+
+// skillPermissions are a skill's permissions, bound once for its runs.
+type skillPermissions struct {
+	s *skill.Skill
+	b tool.BoundPermissions
+}
+
+// permissions returns the permissions of s, a skill of this workflow, bound for
+// its run's context: made once for the skill (a catalog hands out one *skill.Skill
+// per version), not at every run.
+func (c *compiled) permissions(s *skill.Skill) tool.BoundPermissions {
+	if p := c.perms.Load(); p != nil && p.s == s {
+		return p.b
+	}
+	p := &skillPermissions{s: s, b: tool.BindPermissions(tool.SkillPermissions(s))}
+	c.perms.Store(p)
+	return p.b
 }
 
 // reads notes the free names an expression reads.

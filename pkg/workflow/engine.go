@@ -170,8 +170,6 @@ func (e *Engine) execute(ctx context.Context, r Run, l *Log) (map[string]any, er
 	if s == nil {
 		return nil, failure.Fatalf("workflow: Run.Skill is nil")
 	}
-	// The http and exec tools act only as far as the skill's permissions allow.
-	ctx = tool.WithPermissions(ctx, tool.SkillPermissions(s))
 	if s.Workflow == nil {
 		switch s.Kind {
 		case skill.KindInstruction:
@@ -191,6 +189,8 @@ func (e *Engine) execute(ctx context.Context, r Run, l *Log) (map[string]any, er
 	if err != nil {
 		return nil, err
 	}
+	// The http and exec tools act only as far as the skill's permissions allow.
+	ctx = c.permissions(s).On(ctx)
 	l.Steps = make([]StepLog, len(c.steps))
 	for i := range c.steps {
 		st := c.steps[i].step

@@ -8,6 +8,7 @@ import (
 
 	"github.com/skillbus/skillbus/pkg/skill"
 	"github.com/skillbus/skillbus/pkg/telemetry"
+	"github.com/skillbus/skillbus/pkg/tool"
 	"github.com/skillbus/skillbus/pkg/workflow"
 )
 
@@ -119,6 +120,33 @@ func TestOwnInputsAreConvertedInPlace(t *testing.T) {
 		}
 		if fmt.Sprint(inputs) != fmt.Sprint(want) || inputs["n"] != want["n"] {
 			t.Errorf("own %v: the caller's inputs are %v (%T), want %v", own, inputs, inputs["n"], want)
+		}
+	}
+}
+
+// A run's tool calls act under its own skill's permissions, also when another
+// skill of the same name and digest, and so of the same compiled workflow, ran
+// before it with others.
+func TestRunsActUnderTheirSkillsPermissions(t *testing.T) {
+	t.Parallel()
+	perms := tool.Func("perms", func(ctx context.Context, _ tool.Call) (any, error) {
+		return tool.PermissionsFrom(ctx).Network, nil
+	})
+	e := newEngine(t, workflow.Config{}, perms)
+	wf := &skill.Workflow{
+		Steps:   []skill.Step{{ID: "p", Tool: "perms"}},
+		Outputs: []skill.Output{{Name: "network", Value: "{{ p }}"}},
+	}
+	open := &skill.Skill{Name: "same", Version: "1.0.0", Kind: skill.KindWorkflow, Digest: "0123456789abcdef", Workflow: wf}
+	open.Permissions.Network.Outbound = true
+	closed := &skill.Skill{Name: "same", Version: "1.0.0", Kind: skill.KindWorkflow, Digest: "0123456789abcdef", Workflow: wf}
+	for _, s := range []*skill.Skill{open, closed, open, closed} {
+		out, err := e.Execute(context.Background(), workflow.Run{ExecutionID: "x", Skill: s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := s == open; out["network"] != want {
+			t.Errorf("the call acted with network %v, want %v", out["network"], want)
 		}
 	}
 }
