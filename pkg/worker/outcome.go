@@ -72,7 +72,9 @@ func (w *Worker) complete(ctx context.Context, j *job, outputs map[string]any) e
 	if err := w.ensureClaim(ctx, j); err != nil {
 		return err
 	}
-	ev := completed{ExecutionCompleted: events.ExecutionCompleted{
+	// In the job, as the event's data a pointer to it costs no allocation.
+	ev := &j.completed
+	*ev = completed{ExecutionCompleted: events.ExecutionCompleted{
 		ExecutionID: j.data.ExecutionID, ActivationID: j.data.ActivationID, Skill: j.skill.Name,
 		Version: j.data.Skill.Version, Outputs: outputs, DurationMS: ms(time.Since(j.start)), Attempt: j.attempt,
 		Worker: w.cfg.Name,

@@ -487,6 +487,8 @@ type job struct {
 	inputs map[string]any
 	obs    observer
 	cps    checkpoints
+	// completed is the outcome complete publishes.
+	completed completed
 	// slots: the concurrency slots the run holds (concurrency.go); gated: it
 	// went through the slots (took them or waits again).
 	slots []heldSlot
