@@ -56,6 +56,7 @@ var trickyStrings = []string{
 var trickyFloats = []float64{
 	0, math.Copysign(0, -1), 1, -1, 0.1, 1.5, 1e20, 1e21, 1e-6, 1e-7, 9.999999e-7, 123456789.123456789,
 	5e-324, math.MaxFloat64, -math.MaxFloat64, 1.2e-9, -3e-10, 1e100, math.SmallestNonzeroFloat64, 100, 12345678901234567890,
+	-42, 1 << 24, 1<<24 + 1, 1<<24 + 2, 123456789, 1<<53 - 1, 1 << 53, 1<<53 + 2, -(1<<53 - 1), 4.5, 1e15, 1e16,
 }
 
 var badFloats = []float64{math.NaN(), math.Inf(1), math.Inf(-1)}
@@ -417,6 +418,15 @@ func typicalJob() Job {
 	}
 }
 
+// routedJob is the job of a plan of one skill as a router writes it: the
+// decision rides in its route.
+func routedJob() Job {
+	j := typicalJob()
+	j.Route = &JobRoute{Threshold: 0.35, Candidates: []Candidate{{Name: "summarize", Version: "1.2.0", Source: "rule", Sources: []string{"rule"}, Score: 0.8125,
+		Components: ScoreComponents{Intent: 0, Trigger: 1, Success: 1, Context: 0, Cost: 0, Conflict: 0, Available: true}, Selected: true, Role: "primary"}}}
+	return j
+}
+
 func typicalCompleted() ExecutionCompleted {
 	return ExecutionCompleted{
 		ExecutionID: "01JD2X7RZQ3M4N5P6Q7R8S9T0V.summarize", ActivationID: "01JD2X7RZQ3M4N5P6Q7R8S9T0V", Skill: "summarize",
@@ -428,11 +438,12 @@ func typicalCompleted() ExecutionCompleted {
 
 func TestAppendJSONTypical(t *testing.T) {
 	sameAsMarshal(t, "job", typicalJob())
+	sameAsMarshal(t, "routed job", routedJob())
 	sameAsMarshal(t, "completed", typicalCompleted())
 }
 
 func BenchmarkJSON(b *testing.B) {
-	for name, v := range map[string]jsonAppender{"Job": typicalJob(), "ExecutionCompleted": typicalCompleted()} {
+	for name, v := range map[string]jsonAppender{"Job": typicalJob(), "RoutedJob": routedJob(), "ExecutionCompleted": typicalCompleted()} {
 		b.Run(name+"/json.Marshal", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

@@ -126,6 +126,9 @@ func (r *Router) indexCancels(ctx context.Context, t *trigger, o *routed) error 
 	if f == nil {
 		return nil
 	}
+	if c := r.cancels.Load(); c == nil || len(*c) == 0 {
+		return nil // no skill has cancel_on: no lookup per job
+	}
 	var trig *cancelTrigger
 	for i := range o.jobs() {
 		sr := o.jobs()[i].job.Skill

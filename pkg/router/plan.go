@@ -176,11 +176,12 @@ func parse(ctx context.Context, msg jetstream.Msg, pc parseConfig, t *trigger) o
 	var ids [64]byte
 	decided := string(append(events.AppendActivationID(ids[:0], e.Source, e.ID), decidedSuffix...))
 	t.actID, t.decidedID = decided[:len(decided)-len(decidedSuffix)], decided
-	t.meta = e.Meta()
-	t.meta.CorrelationID = t.actID
-	t.meta.CausationID = e.ID
+	// e.Meta() less the extensions set here anyway: each is a lookup.
+	t.meta = bus.Meta{CorrelationID: t.actID, CausationID: e.ID, ExecutionID: e.Ext(events.ExtExecutionID)}
 	if tp, ts := telemetry.Inject(ctx); tp != "" {
 		t.meta.TraceParent, t.meta.TraceState = tp, ts
+	} else {
+		t.meta.TraceParent, t.meta.TraceState = e.Ext(events.ExtTraceParent), e.Ext(events.ExtTraceState)
 	}
 	t.live = e.Ext(events.ExtProgress) == events.ProgressLive
 	return nil
@@ -198,11 +199,19 @@ func plan(d *selector.Decision, t *trigger, subj events.Subjects, get func(strin
 		}
 		return unmatched{code: events.UnmatchedNoSkill, reason: noSkillReason(d, t.req), d: d}
 	}
-	// A plan's entries, each built once (an execution id is a hash).
-	refs := make(map[string]events.SkillRef, 1)
+	// A plan's entries, each built once (an execution id is a hash). A plan has
+	// a few: a slice searched in order costs less than a map, and on the stack.
+	type namedRef struct {
+		name string
+		sr   events.SkillRef
+	}
+	var refsArr [4]namedRef
+	refs := refsArr[:0]
 	refOf := func(name string) events.SkillRef {
-		if sr, ok := refs[name]; ok {
-			return sr
+		for i := range refs {
+			if refs[i].name == name {
+				return refs[i].sr
+			}
 		}
 		var sr events.SkillRef
 		if c := d.Candidate(name); c != nil {
@@ -217,7 +226,7 @@ func plan(d *selector.Decision, t *trigger, subj events.Subjects, get func(strin
 		if t.prio != nil {
 			sr = t.withPriority(sr)
 		}
-		refs[name] = sr
+		refs = append(refs, namedRef{name, sr})
 		return sr
 	}
 	p := events.Plan{Primary: refOf(d.Primary), ParallelGroups: d.ParallelGroups, EstimatedCost: d.EstimatedCost, Parameters: d.Parameters}

@@ -206,8 +206,10 @@ func (r *Router) sync() {
 	}
 	flows := compileFlows(all, prevm)
 	cancels := cancelIndex(flows)
-	r.flows.Store(&flows)
+	// Cancels before flows: indexCancels, which reads flows first, skips the
+	// lookups when the cancels are empty, and must see those of the flows it read.
 	r.cancels.Store(&cancels)
+	r.flows.Store(&flows)
 	r.sel.Sync(all)
 	r.synced.Store(rev)
 }
@@ -323,7 +325,9 @@ func (r *Router) handle(ctx context.Context, msg jetstream.Msg) {
 		}
 	}
 	telemetry.End(span, err)
-	r.cfg.Metrics.Route(ctx, note.outcome, note.method, time.Since(start))
+	if r.cfg.Metrics != nil {
+		r.cfg.Metrics.Route(ctx, note.outcome, note.method, time.Since(start))
+	}
 	if err != nil {
 		// Nothing was lost: the trigger stays in the stream and comes back, for as
 		// long as it takes.
