@@ -217,6 +217,15 @@ func (s Subjects) WaitTimer(executionID, step string) string {
 	return s.Prefix + ".events." + executionID + ".wait.timer." + stageToken(step)
 }
 
+// Timers match every scheduled message that resumes a parked execution: its
+// confirmations' timeouts and its waits' and sleeps' ends.
+func (s Subjects) Timers(executionID string) [2]string {
+	return [2]string{
+		s.Prefix + ".events." + executionID + ".confirmation.timeout.*",
+		s.Prefix + ".events." + executionID + ".wait.timer.*",
+	}
+}
+
 // Events matches every event of one execution or activation.
 func (s Subjects) Events(id string) string { return s.Prefix + ".events." + id + ".>" }
 

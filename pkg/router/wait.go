@@ -57,6 +57,10 @@ type waitIndex struct {
 	replays     sync.WaitGroup
 	replaySlots chan struct{}
 	stopReplays context.CancelFunc
+	// cancels watches new cancel requests, whose runs' timers go (cancelled.go).
+	cancels     jetstream.KeyWatcher
+	cancelsDone chan struct{}
+	stopCancels context.CancelFunc
 }
 
 // maxReplays bounds the replays of triggers a router runs at once.
@@ -132,6 +136,13 @@ func (r *Router) startWaits(ctx context.Context) error {
 		stop()
 		return ctx.Err()
 	}
+	if err := r.watchCancels(ctx, ix); err != nil {
+		_ = kw.Stop()
+		<-ix.done
+		stop()
+		ix.replays.Wait()
+		return err
+	}
 	r.waits = ix
 	return nil
 }
@@ -142,6 +153,9 @@ func (r *Router) stopWaits() {
 		<-ix.done
 		ix.stopReplays()
 		ix.replays.Wait()
+		ix.stopCancels()
+		_ = ix.cancels.Stop()
+		<-ix.cancelsDone
 	}
 }
 
