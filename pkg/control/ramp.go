@@ -8,6 +8,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -78,12 +79,41 @@ func (c *Controller) Ramp(ctx context.Context, skillName, digest, percent string
 	if err != nil {
 		return nil, err
 	}
+	if h := rampCheckedHook.Load(); h != nil {
+		(*h)()
+	}
 	rec := run.Ramp{Skill: cur.Name, Digest: v.Digest, Version: v.Version, Basis: basis, By: r.By, At: time.Now().UTC()}
 	raw, _ := json.Marshal(rec)
-	if _, err := PutKept(ctx, c.b, events.SkillRampKey(cur.Name), raw); err != nil {
+	key := events.SkillRampKey(cur.Name)
+	rev, err := PutKept(ctx, c.b, key, raw)
+	if err != nil {
 		return nil, fmt.Errorf("ramp %s: %w", skillName, err)
 	}
+	// A collection reads the ramps just before it removes a version; one that
+	// read them before this write may have removed the version since the check
+	// above. Read it again, now that the ramp is there for any later reader.
+	_, err = skills.Get(ctx, catalog.VersionKey(cur.Name, v.Digest))
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+		if derr := c.runs.Delete(ctx, key, jetstream.LastRevision(rev)); derr != nil && !isWrongLastSequence(derr) {
+			return nil, fmt.Errorf("ramp %s: version %s was collected as the ramp was written, and the ramp could not be removed (roll it back: skillbus skills rollback %s): %w", cur.Name, short(v.Digest), cur.Name, derr)
+		}
+		return nil, fmt.Errorf("%s version %s: %w: the registry collected it as the ramp was written; the ramp was removed", cur.Name, short(v.Digest), ErrRampVersion)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ramp %s: read the version again: %w", skillName, err)
+	}
 	return &rec, nil
+}
+
+// rampCheckedHook, when set (by tests), is called by Ramp between its check that
+// the version exists and its write of the ramp.
+var rampCheckedHook atomic.Pointer[func()]
+
+func short(digest string) string {
+	if len(digest) > 12 {
+		return digest[:12]
+	}
+	return digest
 }
 
 // Rollback ends a skill's ramp: every new run goes to the current version. It
@@ -160,4 +190,14 @@ func rampVersion(ctx context.Context, skills jetstream.KeyValue, cur *skill.Skil
 		return skillAt(ctx, skills, found[0])
 	}
 	return nil, fmt.Errorf("digest %s names %d versions of %s: write more of it", digest, len(found), cur.Name)
+}
+
+// isWrongLastSequence says a write conditioned on a key's revision found
+// another one: someone wrote the key meanwhile.
+func isWrongLastSequence(err error) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
+	}
+	return errors.Is(err, jetstream.ErrKeyExists)
 }

@@ -103,3 +103,46 @@ func TestRampAndRollback(t *testing.T) {
 		t.Fatalf("second Rollback = %+v, %v; want no ramp", rp, err)
 	}
 }
+
+// A collection that removes the version between Ramp's check that it exists
+// and its write of the ramp (it read the ramps before the write) leaves no
+// ramp behind: Ramp reads the version again after writing and removes its ramp,
+// failing with ErrRampVersion.
+func TestRampRacingACollectionRollsBack(t *testing.T) {
+	srv := natstest.Start(t)
+	b := srv.Bus(t, bus.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	kv, err := b.KV(ctx, b.BucketSkills())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, digest := range map[string]string{"hello": current, catalog.VersionKey("hello", current): current, catalog.VersionKey("hello", next): next} {
+		v, _ := json.Marshal(skill.Skill{Name: "hello", Description: "d", Digest: digest, Version: "1.0.0"})
+		if _, err := kv.Put(ctx, key, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctl, err := control.New(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	collected := 0
+	defer control.SetRampCheckedHook(func() {
+		// What a collection does to a version it removes.
+		if err := kv.Purge(ctx, catalog.VersionKey("hello", next)); err != nil {
+			t.Error(err)
+		}
+		collected++
+	})()
+	rp, err := ctl.Ramp(ctx, "hello", next, "10", control.Request{By: "ada"})
+	if collected != 1 {
+		t.Fatalf("the hook ran %d times, want 1", collected)
+	}
+	if !errors.Is(err, control.ErrRampVersion) || !strings.Contains(err.Error(), "collected") {
+		t.Fatalf("Ramp = %+v, %v; want ErrRampVersion saying the version was collected", rp, err)
+	}
+	if got, _, err := ctl.LoadRamp(ctx, "hello"); err != nil || got != nil {
+		t.Fatalf("a ramp to a collected version is left: %+v, %v", got, err)
+	}
+}

@@ -180,8 +180,31 @@ func (r *Registry) purgeVersions(ctx context.Context, p *gcPlan, rep *GCReport) 
 			p.live[c.id] = true
 			continue
 		}
+		e, err := r.kv.Get(ctx, c.key)
+		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+			continue // collected by another registry
+		}
+		if err != nil {
+			return nil, fmt.Errorf("registry: gc %s: %w", c.key, err)
+		}
+		if r.gcPurgeHook != nil {
+			r.gcPurgeHook(c.id.name, c.id.digest)
+		}
 		if err := r.kv.Purge(ctx, c.key); err != nil {
 			return nil, fmt.Errorf("registry: gc %s: %w", c.key, err)
+		}
+		// A ramp written between the read above and the purge found the
+		// version there (a ramp reads its version again after it is
+		// written): read the ramps once more, and put the version back if
+		// one names it now. One of the two sees the other's write.
+		if ramped, err := ramps.ramped(ctx, c.id); err != nil {
+			return nil, fmt.Errorf("registry: gc: ramps: %w", err)
+		} else if ramped {
+			if _, err := r.kv.Create(ctx, c.key, e.Value()); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+				return nil, fmt.Errorf("registry: gc: put back %s, ramped as it was collected: %w", c.key, err)
+			}
+			p.live[c.id] = true
+			continue
 		}
 		delete(r.versions, c.id)
 		dead[c.id] = true

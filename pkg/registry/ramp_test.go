@@ -124,3 +124,62 @@ func TestGCKeepsAVersionRampedDuringTheCollection(t *testing.T) {
 	}
 	registry.SetGCHook(reg, nil)
 }
+
+// A ramp written after a collection read the ramps one last time and before it
+// removes the version (the ramp found the version there, before and after its
+// write) keeps the version: the collection reads the ramps again after the
+// removal and puts the version back, files and all.
+func TestGCPutsBackAVersionRampedAsItIsRemoved(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	reg := e.registry(registry.Config{Retention: registry.Retention{Keep: 1, For: time.Nanosecond, Max: 3}})
+	p := filepath.Join(e.dir, "alpha", "SKILL.md")
+	var digests []string
+	for i := range 2 {
+		write(t, p, skillMD("alpha", "version "+string(rune('a'+i))))
+		if _, err := reg.Sync(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+		digests = append(digests, e.entry("alpha").Digest)
+	}
+	c, err := control.New(e.ctx, e.b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ramped := 0
+	registry.SetGCPurgeHook(reg, func(name, digest string) {
+		if name != "alpha" || digest != digests[0] {
+			return
+		}
+		if _, err := c.Ramp(e.ctx, "alpha", digests[0], "10", control.Request{By: "ada"}); err != nil {
+			t.Errorf("ramp as the version is removed: %v", err)
+		}
+		ramped++
+	})
+	rep, err := reg.GC(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ramped != 1 {
+		t.Fatalf("the hook ran %d times, want 1", ramped)
+	}
+	if len(rep.Versions) != 0 {
+		t.Fatalf("collected %v, want nothing: the old version is ramped", rep.Versions)
+	}
+	if _, err := e.kv.Get(e.ctx, catalog.VersionKey("alpha", digests[0])); err != nil {
+		t.Fatalf("the version ramped as it was removed is gone: %v", err)
+	}
+	objs, _ := e.obs().List(e.ctx)
+	files := 0
+	for _, o := range objs {
+		if strings.HasPrefix(o.Name, catalog.ObjectName("alpha", digests[0], "")) {
+			files++
+		}
+	}
+	if files == 0 {
+		t.Fatal("the files of the version ramped as it was removed were deleted")
+	}
+	if rp, _, err := c.LoadRamp(e.ctx, "alpha"); err != nil || rp == nil || rp.Digest != digests[0] {
+		t.Fatalf("ramp = %+v, %v; want the ramp to the old version", rp, err)
+	}
+}

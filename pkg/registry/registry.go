@@ -197,6 +197,8 @@ type Registry struct {
 
 	// gcHook, set by tests, runs in GC between its listing and its deletes.
 	gcHook func()
+	// gcPurgeHook, set by tests, runs in GC before it purges a version's key.
+	gcPurgeHook func(name, digest string)
 }
 
 // published is one skill in the catalog.
