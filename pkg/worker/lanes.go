@@ -56,6 +56,9 @@ type prioPools struct {
 	pools map[string]*lanes
 	// swapped are the plain loops replaced by lanes, finishing what they hold.
 	swapped sync.WaitGroup
+	// check is how often the lanes of pools served without them are looked at
+	// (watchLeftLanes); 0 is laneCheck.
+	check time.Duration
 }
 
 // lanes runs the jobs of one pool's lanes, best first, in a budget of slots.

@@ -33,3 +33,7 @@ func ServesLanes(w *Worker, pool string) bool {
 // SetLaneWarmup sets how long w, not started yet, waits at its start for the
 // first delivery of each lane of a pool that holds jobs (laneWarmup).
 func SetLaneWarmup(w *Worker, d time.Duration) { w.warmup = d }
+
+// SetLaneCheck sets how often w, not started yet, looks for jobs on the lanes
+// of pools it serves without them (laneCheck).
+func SetLaneCheck(w *Worker, d time.Duration) { w.prio.check = d }

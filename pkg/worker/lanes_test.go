@@ -248,6 +248,32 @@ func TestLanesStartWhenASkillGainsQueuePriority(t *testing.T) {
 	natstest.Eventually(t, 20*time.Second, func() bool { return len(st.seen()) == 3 }, "runs started: %v", st.seen())
 }
 
+// A job that lands on a lane of a pool none of whose skills has queue_priority
+// (a run planned while its skill had one, published again after it lost it)
+// runs: a worker serving the pool without lanes finds it and serves them.
+func TestJobOnTheLaneOfAPoolWithoutQueuePriorityRuns(t *testing.T) {
+	t.Parallel()
+	f := setup(t, oneStep("tickets", "order", 0))
+	st := newStarts("")
+	w := f.startOneWith(st, func(w *worker.Worker) { worker.SetLaneCheck(w, 100*time.Millisecond) })
+	if worker.ServesLanes(w, "default") {
+		t.Fatal("a pool without queue_priority skills has lanes at the start")
+	}
+	// The lane's consumer, as a worker made it while the skill had queue_priority.
+	if _, err := f.b.EnsureConsumer(f.ctx, f.b.StreamJobs(), w.ConsumerConfig(events.LanePool("default", events.Lane(300)))); err != nil {
+		t.Fatal(err)
+	}
+	f.jobPrio("default", "tickets", "returned", 300)
+	natstest.Eventually(t, 20*time.Second, func() bool { return slices.Contains(st.seen(), "returned") },
+		"the job on the lane did not run: runs started %v", st.seen())
+	if !worker.ServesLanes(w, "default") {
+		t.Error("the worker ran the lane's job without serving the pool's lanes")
+	}
+	f.jobPrio("default", "tickets", "plain", 0)
+	natstest.Eventually(t, 20*time.Second, func() bool { return slices.Contains(st.seen(), "plain") },
+		"a plain job after the lanes started did not run: runs started %v", st.seen())
+}
+
 // The whole way: the router evaluates a skill's queue_priority on each trigger
 // and the one worker of the pool, running one job at a time, starts the
 // enterprise customer's run before the 20 queued before it.

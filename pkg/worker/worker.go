@@ -341,6 +341,7 @@ func (w *Worker) Start(ctx context.Context) error {
 		w.cancel = cancel
 		w.syncSolo(ctx, cat.All())
 		w.watching.Go(func() { w.watchSolo(wctx, cat) })
+		w.watching.Go(func() { w.watchLeftLanes(wctx) })
 	}
 	w.beat = startHeartbeat(ctx, b, w.cfg)
 	return nil
