@@ -156,16 +156,27 @@ func (e *Engine) Execute(ctx context.Context, r Run) (map[string]any, error) {
 // ExecuteLog is Execute that also returns the run's execution log, whatever the
 // outcome; the log is never nil.
 func (e *Engine) ExecuteLog(ctx context.Context, r Run) (map[string]any, *Log, error) {
-	l := &Log{ExecutionID: r.ExecutionID, Attempt: r.Attempt, Started: time.Now()}
+	f := &frame{}
+	l := &f.log
+	*l = Log{ExecutionID: r.ExecutionID, Attempt: r.Attempt, Started: time.Now()}
 	if r.Skill != nil {
 		l.Skill, l.Version = r.Skill.Name, r.Skill.Version
 	}
-	out, err := e.execute(ctx, r, l)
+	out, err := e.execute(ctx, r, f)
 	l.end(err)
 	return out, l, err
 }
 
-func (e *Engine) execute(ctx context.Context, r Run, l *Log) (map[string]any, error) {
+// frame is what a run allocates for itself, in one allocation: its execution and
+// its log, with the log's step of a workflow of one step.
+type frame struct {
+	x    execution
+	log  Log
+	step [1]StepLog
+}
+
+func (e *Engine) execute(ctx context.Context, r Run, f *frame) (map[string]any, error) {
+	l := &f.log
 	s := r.Skill
 	if s == nil {
 		return nil, failure.Fatalf("workflow: Run.Skill is nil")
@@ -191,7 +202,11 @@ func (e *Engine) execute(ctx context.Context, r Run, l *Log) (map[string]any, er
 	}
 	// The http and exec tools act only as far as the skill's permissions allow.
 	ctx = c.permissions(s).On(ctx)
-	l.Steps = make([]StepLog, len(c.steps))
+	if len(c.steps) == len(f.step) {
+		l.Steps = f.step[:]
+	} else {
+		l.Steps = make([]StepLog, len(c.steps))
+	}
 	for i := range c.steps {
 		st := c.steps[i].step
 		l.Steps[i] = StepLog{ID: st.ID, Kind: c.steps[i].kind, Tool: st.Tool, Status: StatusNotRun}
@@ -222,14 +237,10 @@ func (e *Engine) execute(ctx context.Context, r Run, l *Log) (map[string]any, er
 		defer cancel()
 	}
 
-	x := &execution{
-		e: e, c: c, r: r, ctx: ctx, log: l, tools: tools, final: -1,
-		checkpoints: e.checkpoints,
-		cache:       e.cache,
-		stop:        tool.StopFrom(ctx),
-		ref:         c.ref,
-		base:        make(expr.Env, 3),
-	}
+	x := &f.x
+	x.e, x.c, x.r, x.ctx, x.log, x.tools, x.final = e, c, r, ctx, l, tools, -1
+	x.checkpoints, x.cache = e.checkpoints, e.cache
+	x.stop, x.ref, x.base = tool.StopFrom(ctx), c.ref, make(expr.Env, 3)
 	x.obs = x.sync.init(r.Observer)
 	if x.ref == "" {
 		x.ref = skillRef(s)
