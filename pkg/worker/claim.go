@@ -320,7 +320,7 @@ type claimState struct {
 	rev       uint64
 	held      bool
 	gone      bool
-	cancel    context.CancelFunc
+	run       *runDeadline // the run's context, once it runs: cancelled when the claim is lost
 }
 
 func (j *job) setClaim(rev uint64) {
@@ -338,10 +338,10 @@ func (j *job) claimRev() (uint64, bool) {
 func (j *job) lost() {
 	j.claim.mu.Lock()
 	j.claim.gone = true
-	cancel := j.claim.cancel
+	run := j.claim.run
 	j.claim.mu.Unlock()
-	if cancel != nil {
-		cancel()
+	if run != nil {
+		run.cancel()
 	}
 }
 

@@ -480,8 +480,9 @@ type job struct {
 	beat     jobBeat // see keepAlive
 	// stop is requested when the execution is cancelled while it runs here
 	// (control.go); the run's context carries it to the engine and exec tool.
-	stop   tool.Stop
-	runCtx runContext
+	stop     tool.Stop
+	runCtx   runContext
+	deadline runDeadline // under runCtx
 	// What the run is handed, kept here so that a job's run allocates them with
 	// the job rather than one by one: its decoded inputs, its observer and its
 	// checkpoints.
@@ -682,33 +683,31 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 	}
 	// The run's context: cancelled when the claim is lost (see renew), and ending
 	// at a workflow's time limit, which the engine then does not set again.
-	var rctx context.Context
-	var cancel context.CancelFunc
+	var limit time.Duration
 	if j.skill.Workflow != nil {
-		rctx, cancel = context.WithTimeout(ctx, j.skill.ExecTimeout())
-	} else {
-		rctx, cancel = context.WithCancel(ctx)
+		limit = j.skill.ExecTimeout()
 	}
-	defer cancel()
+	j.deadline.start(ctx, limit)
+	defer j.deadline.cancel()
 	j.stop.Grace = w.cfg.CancelGrace
 	j.runCtx = runContext{
-		StopContext: tool.StopContext{Context: rctx, Stop: &j.stop},
+		StopContext: tool.StopContext{Context: &j.deadline, Stop: &j.stop},
 		parent:      parent{activation: j.data.ActivationID, depth: j.data.Depth},
 	}
-	rctx = &j.runCtx // the run's context with the stop and the parent, allocated with the job
+	rctx := context.Context(&j.runCtx) // the run's context with the stop and the parent, allocated with the job
 	if j.skill.Workflow == nil && j.skill.Kind == skill.KindInstruction {
 		// A model's turns have no step boundary to stop at: a cancel ends the run.
 		stopped := j.stop.Done()
 		go func() {
 			select {
 			case <-stopped:
-				cancel()
+				j.deadline.cancel()
 			case <-rctx.Done():
 			}
 		}()
 	}
 	j.claim.mu.Lock()
-	j.claim.cancel = cancel
+	j.claim.run = &j.deadline
 	j.claim.mu.Unlock()
 	// The heartbeat goes on while the decision is settled: a settle that waits out a
 	// server outage still holds the job and the execution's claim.
