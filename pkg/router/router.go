@@ -130,6 +130,9 @@ type Router struct {
 	waitHook func(jetstream.KeyValueEntry)
 	// waitLookback, set by tests, replaces waitReplayLookback.
 	waitLookback time.Duration
+	// replayHook, set by tests, sees each replay of triggers for waits: how
+	// many waits it matches.
+	replayHook func(waits int)
 }
 
 // New validates cfg and returns a Router; Start begins consuming.

@@ -101,11 +101,19 @@ func (r *Router) startWaits(ctx context.Context) error {
 	go func() {
 		defer close(ix.done)
 		first := true
+		// The waits open when the router starts are replayed too (a trigger
+		// routed by a router that died before it saw the record is matched by
+		// no one else), in one pass per type once all are known.
+		atStart := map[string][]replaying{}
 		for e := range kw.Updates() {
 			if e == nil {
 				if first {
 					first = false
 					close(loaded)
+					for _, ws := range atStart {
+						r.replay(rctx, ix, ws)
+					}
+					atStart = nil
 				}
 				continue
 			}
@@ -114,10 +122,12 @@ func (r *Router) startWaits(ctx context.Context) error {
 			}
 			opened, closed := r.indexWait(ix, e)
 			if opened != nil {
-				// Also the waits open when the router starts: a trigger
-				// routed by a router that died before it saw the record
-				// is matched by no one else.
-				r.replay(rctx, ix, opened, e.Created().Add(-lookback))
+				w := replaying{ow: opened, since: e.Created().Add(-lookback)}
+				if first {
+					atStart[opened.rec.Type] = append(atStart[opened.rec.Type], w)
+				} else {
+					r.replay(rctx, ix, []replaying{w})
+				}
 			}
 			if closed != nil && e.Operation() == jetstream.KeyValuePurge {
 				r.cancelledWait(rctx, closed)
@@ -218,9 +228,17 @@ func (ix *waitIndex) holds(ow *openWait) bool {
 	return ix.byType[ow.rec.Type][ow.rec.ExecutionID] == ow
 }
 
-// replay runs replayWait for a wait in the background, at most maxReplays at
-// once; a failure is logged, the other routers replaying the same record.
-func (r *Router) replay(ctx context.Context, ix *waitIndex, ow *openWait, since time.Time) {
+// replaying is a wait to replay triggers for, from since (its record's write
+// time less waitReplayLookback).
+type replaying struct {
+	ow    *openWait
+	since time.Time
+}
+
+// replay runs replayWaits for waits of one type in the background, at most
+// maxReplays at once; a failure is logged, the other routers replaying the same
+// records.
+func (r *Router) replay(ctx context.Context, ix *waitIndex, ws []replaying) {
 	ix.replays.Add(1)
 	go func() {
 		defer ix.replays.Done()
@@ -230,18 +248,27 @@ func (r *Router) replay(ctx context.Context, ix *waitIndex, ow *openWait, since 
 			return
 		}
 		defer func() { <-ix.replaySlots }()
-		if err := r.replayWait(ctx, ix, ow, since); err != nil && ctx.Err() == nil {
-			r.cfg.Log.Warn("router: could not replay the triggers stored since a wait began; one routed meanwhile may not end it", "execution", ow.rec.ExecutionID, "step", ow.rec.Step, "err", err)
+		if err := r.replayWaits(ctx, ix, ws); err != nil && ctx.Err() == nil {
+			r.cfg.Log.Warn("router: could not replay the triggers stored since waits began; one routed meanwhile may not end them", "type", ws[0].ow.rec.Type, "waits", len(ws), "err", err)
 		}
 	}()
 }
 
-// replayWait matches one wait against the triggers of its type stored since
-// since (its record's write time less waitReplayLookback), up to the last one
-// stored now: any later one is routed after the wait was indexed, and matched
-// then.
-func (r *Router) replayWait(ctx context.Context, ix *waitIndex, ow *openWait, since time.Time) error {
-	subject := r.cfg.Bus.Subjects.Trigger(ow.rec.Type)
+// replayWaits matches waits of one type against the triggers of that type
+// stored since the earliest of their since, each wait against those stored
+// since its own, up to the last one stored now: any later one is routed after
+// the waits were indexed, and matched then.
+func (r *Router) replayWaits(ctx context.Context, ix *waitIndex, ws []replaying) error {
+	if r.replayHook != nil {
+		r.replayHook(len(ws))
+	}
+	since := ws[0].since
+	for _, w := range ws[1:] {
+		if w.since.Before(since) {
+			since = w.since
+		}
+	}
+	subject := r.cfg.Bus.Subjects.Trigger(ws[0].ow.rec.Type)
 	last, err := ix.triggers.GetLastMsgForSubject(ctx, subject)
 	switch {
 	case errors.Is(err, jetstream.ErrMsgNotFound):
@@ -261,23 +288,40 @@ func (r *Router) replayWait(ctx context.Context, ix *waitIndex, ow *openWait, si
 			_ = r.cfg.Bus.DeleteConsumer(context.WithoutCancel(ctx), r.cfg.Bus.StreamTriggers(), info.Name)
 		}
 	}()
-	one := []*openWait{ow}
-	for ix.holds(ow) {
+	open := make([]*openWait, 0, len(ws))
+	for {
 		m, err := c.Next(jetstream.FetchMaxWait(5 * time.Second))
 		if err != nil {
 			return err
 		}
 		var t trigger
-		if parse(ctx, m, r.parseConfig, &t) == nil {
-			if err := r.endWaits(ctx, &t, one); err != nil {
-				return err
+		if parse(ctx, m, r.parseConfig, &t) == nil && t.md != nil {
+			open = open[:0]
+			for _, w := range ws {
+				if !t.md.Timestamp.Before(w.since) && ix.holds(w.ow) {
+					open = append(open, w.ow)
+				}
+			}
+			if len(open) > 0 {
+				if err := r.endWaits(ctx, &t, open); err != nil {
+					return err
+				}
 			}
 		}
-		if t.md == nil || t.md.Sequence.Stream >= last.Sequence {
+		if t.md == nil || t.md.Sequence.Stream >= last.Sequence || !ix.holdsAny(ws) {
 			return nil
 		}
 	}
-	return nil
+}
+
+// holdsAny says whether any of ws is still open.
+func (ix *waitIndex) holdsAny(ws []replaying) bool {
+	for _, w := range ws {
+		if ix.holds(w.ow) {
+			return true
+		}
+	}
+	return false
 }
 
 func compileWait(raw []byte) (*openWait, error) {

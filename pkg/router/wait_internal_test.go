@@ -196,36 +196,53 @@ func TestWaitReplayStartsBeforeTheRecord(t *testing.T) {
 	}
 }
 
-// A wait open when a router starts is replayed from its record's time: a
-// trigger that a router routed before it saw the record, and that router then
-// died, ends the wait when the next router starts.
+// Waits open when a router starts are replayed from their records' time, the
+// waits of one type in one pass: triggers that a router routed before it saw
+// the records, and that router then died, end the waits when the next router
+// starts.
 func TestWaitOpenAtStartIsReplayed(t *testing.T) {
 	t.Parallel()
 	f := newWaitFixture(t)
-	job := f.park("ex1", "o-1")
+	jobs := []events.Job{f.park("ex1", "o-1"), f.park("ex2", "o-2")}
 	publishTrigger(t, f.ctx, f.b, "pay-1", waitedType, `{"order":"o-1","amount":250}`)
-	// The router that died: it took the trigger from the routers' consumer
-	// and acked it, knowing no wait.
+	publishTrigger(t, f.ctx, f.b, "pay-2", waitedType, `{"order":"o-2","amount":90}`)
+	// The router that died: it took the triggers from the routers' consumer
+	// and acked them, knowing no wait.
 	c, err := f.b.EnsureConsumer(f.ctx, f.b.StreamTriggers(), f.newRouter().ConsumerConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	batch, err := c.Fetch(1, jetstream.FetchMaxWait(10*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
 	n := 0
-	for m := range batch.Messages() {
-		if err := m.DoubleAck(f.ctx); err != nil {
+	for n < 2 {
+		batch, err := c.Fetch(2-n, jetstream.FetchMaxWait(10*time.Second))
+		if err != nil {
 			t.Fatal(err)
 		}
-		n++
+		k := 0
+		for m := range batch.Messages() {
+			if err := m.DoubleAck(f.ctx); err != nil {
+				t.Fatal(err)
+			}
+			k++
+		}
+		if k == 0 {
+			t.Fatalf("the dead router took %d triggers, want 2", n)
+		}
+		n += k
 	}
-	if n != 1 {
-		t.Fatalf("the dead router took %d triggers, want 1", n)
+	replays := make(chan int, 8)
+	f.start(false, func(r *Router) { r.replayHook = func(n int) { replays <- n } })
+	for _, job := range jobs {
+		if a := f.resumed(job); !a.Approved || a.By != "event" {
+			t.Fatalf("%s: answer %+v, want approved by event", job.ExecutionID, a)
+		}
 	}
-	f.start(false, nil)
-	if a := f.resumed(job); !a.Approved || a.By != "event" {
-		t.Fatalf("answer %+v, want approved by event", a)
+	if got := <-replays; got != 2 {
+		t.Errorf("the first replay matched %d waits, want both of the type's in one pass", got)
+	}
+	select {
+	case got := <-replays:
+		t.Errorf("a second replay (of %d waits) for one type", got)
+	default:
 	}
 }
