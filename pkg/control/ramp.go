@@ -94,7 +94,11 @@ func (c *Controller) Ramp(ctx context.Context, skillName, digest, percent string
 	// above. Read it again, now that the ramp is there for any later reader.
 	_, err = skills.Get(ctx, catalog.VersionKey(cur.Name, v.Digest))
 	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
-		if derr := c.runs.Delete(ctx, key, jetstream.LastRevision(rev)); derr != nil && !isWrongLastSequence(derr) {
+		derr := c.runs.Delete(ctx, key, jetstream.LastRevision(rev))
+		switch {
+		case isWrongLastSequence(derr):
+			return nil, fmt.Errorf("%s version %s: %w: the registry collected it as the ramp was written, and another command has changed the ramp since", cur.Name, short(v.Digest), ErrRampVersion)
+		case derr != nil:
 			return nil, fmt.Errorf("ramp %s: version %s was collected as the ramp was written, and the ramp could not be removed (roll it back: skillbus skills rollback %s): %w", cur.Name, short(v.Digest), cur.Name, derr)
 		}
 		return nil, fmt.Errorf("%s version %s: %w: the registry collected it as the ramp was written; the ramp was removed", cur.Name, short(v.Digest), ErrRampVersion)

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/flow"
 )
@@ -48,7 +46,7 @@ func (t *trigger) withPriority(sr events.SkillRef) events.SkillRef {
 // lane logs a queue_priority that failed (the decision's candidate reason
 // records it too). The job carries its priority in a header already
 // (bus.Event.JobMsg puts it there, as on every job of the run).
-func (r *Router) lane(_ *nats.Msg, sr *events.SkillRef, t *trigger) {
+func (r *Router) lane(sr *events.SkillRef, t *trigger) {
 	if t.prio != nil {
 		if qp := t.prio[sr.Name]; qp.err != "" {
 			r.cfg.Log.Warn("router: queue_priority failed; the run is queued at 0", "skill", sr.Name, "execution", sr.ExecutionID, "err", qp.err)

@@ -85,7 +85,7 @@ func (r *Router) publishPlan(ctx context.Context, t *trigger, o *routed) (routeN
 			telemetry.EndAll(pubs, err)
 			return note, err
 		}
-		r.lane(jobMsg, &pj.job.Skill, t)
+		r.lane(&pj.job.Skill, t)
 		if err := r.cfg.Bus.Fits(jobMsg); err != nil {
 			telemetry.EndAll(pubs, err)
 			return routeNote{outcome: telemetry.OutcomeRejected}, r.reject(ctx, t, events.UnmatchedTooLarge, err.Error())

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -18,17 +19,13 @@ func TestRunDeadline(t *testing.T) {
 		want error
 	}
 	endings := []ending{
-		{"limit", func(c *runDeadline, _ context.CancelFunc) {
-			for time.Now().Before(c.deadline) {
-				time.Sleep(time.Millisecond)
-			}
-		}, context.DeadlineExceeded},
+		{"limit", func(c *runDeadline, _ context.CancelFunc) { time.Sleep(time.Until(c.deadline)) }, context.DeadlineExceeded},
 		{"cancel", func(c *runDeadline, _ context.CancelFunc) { c.cancel() }, context.Canceled},
 		{"parent", func(_ *runDeadline, cancelParent context.CancelFunc) { cancelParent() }, context.Canceled},
 	}
 	for _, e := range endings {
 		for _, doneFirst := range []bool{false, true} {
-			t.Run(e.name, func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s/done-asked-first=%v", e.name, doneFirst), func(t *testing.T) {
 				t.Parallel()
 				parent, cancelParent := context.WithCancel(context.WithValue(context.Background(), parentKey{}, "p"))
 				defer cancelParent()
