@@ -79,19 +79,7 @@ func TestGCKeepsAVersionRampedDuringTheCollection(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	reg := e.registry(registry.Config{Retention: registry.Retention{Keep: 1, For: time.Nanosecond, Max: 3}})
-	p := filepath.Join(e.dir, "alpha", "SKILL.md")
-	var digests []string
-	for i := range 2 {
-		write(t, p, skillMD("alpha", "version "+string(rune('a'+i))))
-		if _, err := reg.Sync(e.ctx); err != nil {
-			t.Fatal(err)
-		}
-		digests = append(digests, e.entry("alpha").Digest)
-	}
-	c, err := control.New(e.ctx, e.b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	digests, c := e.twoVersions(t, reg)
 	ramped := 0
 	registry.SetGCHook(reg, func() {
 		if _, err := c.Ramp(e.ctx, "alpha", digests[0], "10", control.Request{By: "ada"}); err != nil {
@@ -109,19 +97,7 @@ func TestGCKeepsAVersionRampedDuringTheCollection(t *testing.T) {
 	if len(rep.Versions) != 0 {
 		t.Fatalf("collected %v, want nothing: the old version is ramped", rep.Versions)
 	}
-	if _, err := e.kv.Get(e.ctx, catalog.VersionKey("alpha", digests[0])); err != nil {
-		t.Fatalf("the version ramped during the collection was collected: %v", err)
-	}
-	objs, _ := e.obs().List(e.ctx)
-	files := 0
-	for _, o := range objs {
-		if strings.HasPrefix(o.Name, catalog.ObjectName("alpha", digests[0], "")) {
-			files++
-		}
-	}
-	if files == 0 {
-		t.Fatal("the files of the version ramped during the collection were deleted")
-	}
+	e.versionKept(t, digests[0], "during the collection")
 	registry.SetGCHook(reg, nil)
 }
 
@@ -133,19 +109,7 @@ func TestGCPutsBackAVersionRampedAsItIsRemoved(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	reg := e.registry(registry.Config{Retention: registry.Retention{Keep: 1, For: time.Nanosecond, Max: 3}})
-	p := filepath.Join(e.dir, "alpha", "SKILL.md")
-	var digests []string
-	for i := range 2 {
-		write(t, p, skillMD("alpha", "version "+string(rune('a'+i))))
-		if _, err := reg.Sync(e.ctx); err != nil {
-			t.Fatal(err)
-		}
-		digests = append(digests, e.entry("alpha").Digest)
-	}
-	c, err := control.New(e.ctx, e.b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	digests, c := e.twoVersions(t, reg)
 	ramped := 0
 	registry.SetGCPurgeHook(reg, func(name, digest string) {
 		if name != "alpha" || digest != digests[0] {
@@ -166,20 +130,44 @@ func TestGCPutsBackAVersionRampedAsItIsRemoved(t *testing.T) {
 	if len(rep.Versions) != 0 {
 		t.Fatalf("collected %v, want nothing: the old version is ramped", rep.Versions)
 	}
-	if _, err := e.kv.Get(e.ctx, catalog.VersionKey("alpha", digests[0])); err != nil {
-		t.Fatalf("the version ramped as it was removed is gone: %v", err)
-	}
-	objs, _ := e.obs().List(e.ctx)
-	files := 0
-	for _, o := range objs {
-		if strings.HasPrefix(o.Name, catalog.ObjectName("alpha", digests[0], "")) {
-			files++
-		}
-	}
-	if files == 0 {
-		t.Fatal("the files of the version ramped as it was removed were deleted")
-	}
+	e.versionKept(t, digests[0], "as it was removed")
 	if rp, _, err := c.LoadRamp(e.ctx, "alpha"); err != nil || rp == nil || rp.Digest != digests[0] {
 		t.Fatalf("ramp = %+v, %v; want the ramp to the old version", rp, err)
 	}
+}
+
+// twoVersions publishes two versions of skill alpha through reg and returns
+// their digests, oldest first, and a control client.
+func (e *env) twoVersions(t *testing.T, reg *registry.Registry) ([]string, *control.Controller) {
+	t.Helper()
+	p := filepath.Join(e.dir, "alpha", "SKILL.md")
+	var digests []string
+	for i := range 2 {
+		write(t, p, skillMD("alpha", "version "+string(rune('a'+i))))
+		if _, err := reg.Sync(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+		digests = append(digests, e.entry("alpha").Digest)
+	}
+	c, err := control.New(e.ctx, e.b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return digests, c
+}
+
+// versionKept fails the test unless alpha's version digest still has its key
+// and its files; when says which ramp kept it.
+func (e *env) versionKept(t *testing.T, digest, when string) {
+	t.Helper()
+	if _, err := e.kv.Get(e.ctx, catalog.VersionKey("alpha", digest)); err != nil {
+		t.Fatalf("the version ramped %s was collected: %v", when, err)
+	}
+	objs, _ := e.obs().List(e.ctx)
+	for _, o := range objs {
+		if strings.HasPrefix(o.Name, catalog.ObjectName("alpha", digest, "")) {
+			return
+		}
+	}
+	t.Fatalf("the files of the version ramped %s were deleted", when)
 }
