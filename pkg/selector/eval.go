@@ -106,6 +106,8 @@ type Result struct {
 	Origin  string    `json:"origin,omitempty"`
 	// Baseline is plain BM25's best skill over names and descriptions.
 	Baseline *string `json:"baseline,omitempty"`
+	// BaselineStem is BM25+stemming's best skill.
+	BaselineStem *string `json:"baseline_stem,omitempty"`
 }
 
 // Summary are an evaluation's figures.
@@ -222,6 +224,9 @@ func evaluate(x *Selector, cases []Case, env Env, baselines bool) ([]Result, Sum
 		bl, sl := base.Search(c.Query, 5), stem.Search(c.Query, 5)
 		if len(bl) > 0 {
 			r.Baseline = &bl[0]
+		}
+		if len(sl) > 0 {
+			r.BaselineStem = &sl[0]
 		}
 		if c.negative {
 			// A negative example only says which skill must not take it.

@@ -363,6 +363,12 @@ func TestEvaluateAnyOf(t *testing.T) {
 	if !res[0].OK || res[1].OK || s.Top1 != 0.5 || s.BaselineTop1 != 0.5 || s.BaselineStemTop1 != 0.5 {
 		t.Fatalf("results %+v, summary %+v", res, s)
 	}
+	// Each result names the baselines' best skill, which they count by.
+	for _, b := range []*string{res[0].Baseline, res[0].BaselineStem} {
+		if b == nil || !slices.Contains(cases[0].Any, *b) {
+			t.Errorf("case 0's baselines took %v, %v; they count it right", res[0].Baseline, res[0].BaselineStem)
+		}
+	}
 }
 
 // The keyword index's own BM25 order ranks skills the request fits equally well by
