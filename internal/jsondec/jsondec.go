@@ -44,6 +44,15 @@ type Decoder struct {
 // slices of that copy, and so keep it alive.
 func New(data []byte) Decoder { return Decoder{s: string(data), max: MaxDepth} }
 
+// Over returns a decoder that reads data in place, without New's copy. The keys
+// and strings it decodes are slices of data: they are good only while data is
+// unchanged, so the caller must keep none of them (copy what it keeps) and not
+// change data while it decodes. pkg/bus reads each publish's acknowledgement so,
+// keeping only a bool.
+func Over(data []byte) Decoder {
+	return Decoder{s: unsafe.String(unsafe.SliceData(data), len(data)), max: MaxDepth}
+}
+
 // SkipValue returns the index after the JSON value that starts at data[i]
 // (after any white space), checking that it is well-formed (RFC 8259, in valid
 // UTF-8) and nests at most maxDepth deep. It reads data in place, without a

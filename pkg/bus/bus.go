@@ -125,10 +125,15 @@ type Bus struct {
 	JS       jetstream.JetStream
 	Subjects events.Subjects
 	cfg      Config
+	pipe     *pipeline // Batch's publishing
 	// ageSet is, by stream name, whether its retention was given rather than
 	// defaulted: see Config.TriggerMaxAge.
 	ageSet map[string]bool
 }
+
+// maxPending bounds the pipelined publishes awaiting their acknowledgement: a
+// publisher past it waits for room.
+const maxPending = 16384
 
 // New wraps an existing connection. It does not create anything; call Ensure.
 func New(nc *nats.Conn, cfg Config) (*Bus, error) {
@@ -139,11 +144,11 @@ func New(nc *nats.Conn, cfg Config) (*Bus, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, fmt.Errorf("bus: %w", err)
 	}
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(16384), jetstream.WithPublishAsyncTimeout(cfg.PublishAckTimeout))
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(maxPending), jetstream.WithPublishAsyncTimeout(cfg.PublishAckTimeout))
 	if err != nil {
 		return nil, fmt.Errorf("bus: %w", err)
 	}
-	b := &Bus{NC: nc, JS: js, Subjects: events.Subjects{Prefix: cfg.Prefix}, cfg: cfg}
+	b := &Bus{NC: nc, JS: js, Subjects: events.Subjects{Prefix: cfg.Prefix}, cfg: cfg, pipe: newPipeline(nc, cfg.PublishAckTimeout, maxPending)}
 	b.ageSet = map[string]bool{b.StreamTriggers(): given[0], b.StreamJobs(): given[1], b.StreamDead(): given[2], b.StreamEvents(): given[3]}
 	return b, nil
 }

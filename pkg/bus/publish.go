@@ -267,19 +267,33 @@ func MetaOf(e *event.Event) Meta {
 // crash never loses what an acked input caused, without a round trip per message. A Batch is safe for concurrent use.
 type Batch struct {
 	js      jetstream.JetStream
+	p       *pipeline
 	mu      sync.Mutex
 	pending []sent // published, not yet waited for
 	err     error
 	dups    map[string]bool // message ids JetStream acknowledged as duplicates
 	unacked []queued        // see Resend
 	dropped []queued        // not sent since the last Wait: the batch had failed
+	// Under the pipeline's lock: the publish Wait waits for, and the channel
+	// that wakes it when that one ends.
+	waitFor *inflight
+	wake    chan struct{}
 }
 
-// sent is a publish awaiting its acknowledgement.
+// sent is a publish awaiting its acknowledgement: in the bus's pipeline (own),
+// or, for one with publish options other than create-only, PublishMsgAsync's (f).
 type sent struct {
+	own    *inflight
 	f      jetstream.PubAckFuture
 	opts   []jetstream.PublishOpt
 	create bool // a create-only publish (see Create)
+}
+
+func (s sent) msg() *nats.Msg {
+	if s.own != nil {
+		return s.own.m
+	}
+	return s.f.Msg()
 }
 
 // queued is a message and the options it was published with.
@@ -290,7 +304,7 @@ type queued struct {
 }
 
 // Batch starts a batch of publishes.
-func (b *Bus) Batch() *Batch { return &Batch{js: b.JS} }
+func (b *Bus) Batch() *Batch { return &Batch{js: b.JS, p: b.pipe} }
 
 // Publish queues m. Errors are reported by Wait.
 func (bt *Batch) Publish(m *nats.Msg, opts ...jetstream.PublishOpt) {
@@ -313,6 +327,10 @@ func (bt *Batch) Create(m *nats.Msg) {
 
 var createOnly = []jetstream.PublishOpt{jetstream.WithExpectLastSequencePerSubject(0)}
 
+// expectNone is the header value createOnly sets, as jetstream's option writes
+// it; capped, so that an Add to the header copies it rather than append to it.
+var expectNone = []string{"0"}[:1:1]
+
 func (bt *Batch) publish(q queued) {
 	bt.mu.Lock()
 	defer bt.mu.Unlock()
@@ -320,13 +338,26 @@ func (bt *Batch) publish(q queued) {
 		bt.dropped = append(bt.dropped, q)
 		return
 	}
-	f, err := bt.js.PublishMsgAsync(q.m, q.opts...)
+	s := sent{opts: q.opts, create: q.create}
+	var err error
+	switch {
+	case q.create:
+		if q.m.Header == nil {
+			q.m.Header = nats.Header{}
+		}
+		q.m.Header[jetstream.ExpectedLastSubjSeqHeader] = expectNone
+		s.own, err = bt.p.send(bt, q.m)
+	case len(q.opts) == 0:
+		s.own, err = bt.p.send(bt, q.m)
+	default:
+		s.f, err = bt.js.PublishMsgAsync(q.m, q.opts...)
+	}
 	if err != nil {
 		bt.err = fmt.Errorf("publish %s: %w", q.m.Subject, err)
 		bt.dropped = append(bt.dropped, q)
 		return
 	}
-	bt.pending = append(bt.pending, sent{f, q.opts, q.create})
+	bt.pending = append(bt.pending, s)
 }
 
 // PublishEvent encodes e on subject and queues it.
@@ -385,24 +416,71 @@ func (bt *Batch) Wait(ctx context.Context) error {
 		return err
 	}
 	for i, p := range pending {
-		select {
-		case a := <-p.f.Ok():
-			if a.Duplicate {
-				bt.duplicate(p.f.Msg())
-			}
-		case err := <-p.f.Err():
-			if p.create && subjectTaken(err) {
-				bt.duplicate(p.f.Msg())
-				continue
-			}
+		var dup bool
+		var stop error // ctx's
+		if p.own != nil {
+			dup, err, stop = bt.await(ctx, p.own)
+		} else {
+			dup, err, stop = awaitFuture(ctx, p.f)
+		}
+		switch {
+		case stop != nil:
 			bt.keep(pending[i:])
-			return fmt.Errorf("publish %s: %w", p.f.Msg().Subject, err)
-		case <-ctx.Done():
+			return stop
+		case err == nil:
+			if dup {
+				bt.duplicate(p.msg())
+			}
+		case p.create && subjectTaken(err):
+			bt.duplicate(p.msg())
+		default:
 			bt.keep(pending[i:])
-			return ctx.Err()
+			return fmt.Errorf("publish %s: %w", p.msg().Subject, err)
 		}
 	}
 	return nil
+}
+
+// await waits for the outcome of f, a publish of bt's in the pipeline: whether it
+// was a duplicate, or its error; stop is ctx's error when ctx ended first.
+func (bt *Batch) await(ctx context.Context, f *inflight) (dup bool, err, stop error) {
+	p := bt.p
+	for {
+		p.mu.Lock()
+		if f.done {
+			bt.waitFor = nil
+			p.mu.Unlock()
+			return f.dup, f.err, nil
+		}
+		if bt.wake == nil {
+			bt.wake = make(chan struct{}, 1)
+		}
+		bt.waitFor = f
+		wake := bt.wake
+		p.mu.Unlock()
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			p.mu.Lock()
+			if bt.waitFor == f {
+				bt.waitFor = nil
+			}
+			p.mu.Unlock()
+			return false, nil, ctx.Err()
+		}
+	}
+}
+
+// awaitFuture waits for the outcome of a publish of PublishMsgAsync's.
+func awaitFuture(ctx context.Context, f jetstream.PubAckFuture) (dup bool, err, stop error) {
+	select {
+	case a := <-f.Ok():
+		return a.Duplicate, nil, nil
+	case err := <-f.Err():
+		return false, err, nil
+	case <-ctx.Done():
+		return false, nil, ctx.Err()
+	}
 }
 
 func (bt *Batch) duplicate(m *nats.Msg) {
@@ -455,7 +533,7 @@ func (bt *Batch) keep(pending []sent) {
 	bt.mu.Lock()
 	defer bt.mu.Unlock()
 	for _, p := range pending {
-		bt.unacked = append(bt.unacked, queued{p.f.Msg(), p.opts, p.create})
+		bt.unacked = append(bt.unacked, queued{p.msg(), p.opts, p.create})
 	}
 	bt.unacked = append(bt.unacked, bt.dropped...)
 	bt.dropped = nil

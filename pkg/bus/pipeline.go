@@ -1,0 +1,392 @@
+package bus
+
+import (
+	"encoding/json"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillbus/skillbus/internal/jsondec"
+)
+
+// pipeline is how a Batch publishes: each message goes out with a reply subject
+// of the bus's own, and JetStream's acknowledgement comes back to one
+// subscription, which hands it to the batch waiting for it.
+//
+// It does what jetstream.JetStream's PublishMsgAsync does, the same way — a
+// bound on publishes awaiting their acknowledgement, PublishAckTimeout,
+// publishing again when no stream answered yet, failing every publish in flight
+// when the connection is lost — at a fraction of the cost: PublishMsgAsync makes
+// a future, a reply token, a timer and, once waited on, two channels for each
+// message, and decodes every acknowledgement with encoding/json's reflection;
+// here a publish costs one small record and its reply subject, and the
+// acknowledgement is read in place. Publishes with options other than
+// create-only still go through PublishMsgAsync (Batch.publish).
+type pipeline struct {
+	nc      *nats.Conn
+	timeout time.Duration // Config.PublishAckTimeout
+	max     int           // publishes awaiting their acknowledgement, at most
+
+	start    sync.Once
+	startErr error
+	prefix   string // of the reply subjects: "<inbox>."
+
+	mu     sync.Mutex
+	next   uint64               // the last reply token given
+	flight map[uint64]*inflight // by reply token
+	// order holds the tokens in the order sent from head on, for the timeout:
+	// all publishes wait as long, so the first in flight is the first due.
+	order   []expiry
+	head    int
+	timer   *time.Timer   // fires at the first of order's deadlines
+	armed   bool          // timer is set
+	stalled chan struct{} // closed when flight drops below max
+	epoch   time.Time     // of the deadlines
+}
+
+// expiry is when the acknowledgement of the publish with reply token tok is due.
+type expiry struct {
+	tok      uint64
+	deadline time.Duration // since epoch
+}
+
+// inflight is a publish sent through the pipeline. Its outcome (done, dup, err) is
+// set once, under the pipeline's lock.
+type inflight struct {
+	bt      *Batch
+	m       *nats.Msg
+	reply   string
+	retries int
+	done    bool
+	dup     bool
+	err     error
+}
+
+const (
+	pubRetries   = jetstream.DefaultPubRetryAttempts
+	pubRetryWait = jetstream.DefaultPubRetryWait
+	stallWait    = 200 * time.Millisecond // as PublishMsgAsync waits for room
+)
+
+func newPipeline(nc *nats.Conn, timeout time.Duration, max int) *pipeline {
+	return &pipeline{nc: nc, timeout: timeout, max: max}
+}
+
+// init subscribes to the acknowledgements, on the first publish: a bus that never
+// pipelines one holds no subscription.
+func (p *pipeline) init() error {
+	p.start.Do(func() {
+		p.prefix = p.nc.NewInbox() + "."
+		p.flight = make(map[uint64]*inflight)
+		p.epoch = time.Now()
+		p.timer = time.AfterFunc(time.Hour, p.expire)
+		p.timer.Stop()
+		// As PublishMsgAsync does: a publish in flight when the connection is lost
+		// fails at once rather than waiting out its timeout, since its
+		// acknowledgement may have been lost with the connection.
+		status := p.nc.StatusChanged(nats.RECONNECTING, nats.CLOSED)
+		go p.watch(status)
+		if _, p.startErr = p.nc.Subscribe(p.prefix+"*", p.acked); p.startErr != nil {
+			p.nc.RemoveStatusListener(status)
+		}
+	})
+	return p.startErr
+}
+
+// send publishes m for bt, with a reply subject that brings its acknowledgement
+// back to acked, and returns the publish in flight.
+func (p *pipeline) send(bt *Batch, m *nats.Msg) (*inflight, error) {
+	if m.Reply != "" {
+		return nil, jetstream.ErrAsyncPublishReplySubjectSet
+	}
+	if err := p.init(); err != nil {
+		return nil, err
+	}
+	f := &inflight{bt: bt, m: m}
+	p.mu.Lock()
+	for len(p.flight) >= p.max {
+		if err := p.stall(); err != nil {
+			p.mu.Unlock()
+			return nil, err
+		}
+	}
+	p.next++
+	tok := p.next
+	var buf [96]byte
+	f.reply = string(strconv.AppendUint(append(buf[:0], p.prefix...), tok, 36))
+	p.flight[tok] = f
+	p.order = append(p.order, expiry{tok, time.Since(p.epoch) + p.timeout})
+	if !p.armed {
+		p.armed = true
+		p.timer.Reset(p.timeout)
+	}
+	p.mu.Unlock()
+	if err := p.publish(f); err != nil {
+		p.mu.Lock()
+		delete(p.flight, tok)
+		p.unstall()
+		p.mu.Unlock()
+		return nil, err
+	}
+	return f, nil
+}
+
+// publish sends f's message with f's reply subject, leaving the message as it is.
+func (p *pipeline) publish(f *inflight) error {
+	pm := nats.Msg{Subject: f.m.Subject, Reply: f.reply, Header: f.m.Header, Data: f.m.Data}
+	return p.nc.PublishMsg(&pm)
+}
+
+// stall waits, with p.mu held, until fewer than max publishes are in flight, for at
+// most stallWait, as PublishMsgAsync does.
+func (p *pipeline) stall() error {
+	if p.stalled == nil {
+		p.stalled = make(chan struct{})
+	}
+	ch := p.stalled
+	p.mu.Unlock()
+	t := time.NewTimer(stallWait)
+	defer t.Stop()
+	var err error
+	select {
+	case <-ch:
+	case <-t.C:
+		err = jetstream.ErrTooManyStalledMsgs
+	}
+	p.mu.Lock()
+	return err
+}
+
+// unstall lets stalled publishers on once there is room; p.mu held.
+func (p *pipeline) unstall() {
+	if p.stalled != nil && len(p.flight) < p.max {
+		close(p.stalled)
+		p.stalled = nil
+	}
+}
+
+// acked reads the acknowledgement (or the refusal) of a publish.
+func (p *pipeline) acked(m *nats.Msg) {
+	if len(m.Subject) <= len(p.prefix) {
+		return
+	}
+	tok, err := strconv.ParseUint(m.Subject[len(p.prefix):], 36, 64)
+	if err != nil {
+		return
+	}
+	if len(m.Data) == 0 && m.Header.Get("Status") == "503" {
+		p.noResponders(tok)
+		return
+	}
+	dup, err := readPubAck(m.Data)
+	p.mu.Lock()
+	f := p.flight[tok]
+	if f == nil {
+		p.mu.Unlock()
+		return // timed out meanwhile, or its connection was lost
+	}
+	delete(p.flight, tok)
+	p.dropEnded()
+	p.unstall()
+	wake := p.resolve(f, dup, err)
+	p.mu.Unlock()
+	signal(wake)
+}
+
+// noResponders publishes tok's message again after a while, up to pubRetries
+// times, when no stream took it (one may be electing its leader), as
+// PublishMsgAsync does; then fails it with jetstream.ErrNoStreamResponse.
+func (p *pipeline) noResponders(tok uint64) {
+	p.mu.Lock()
+	f := p.flight[tok]
+	if f == nil {
+		p.mu.Unlock()
+		return
+	}
+	if f.retries < pubRetries {
+		f.retries++
+		p.mu.Unlock()
+		time.AfterFunc(pubRetryWait, func() { p.resend(tok) })
+		return
+	}
+	delete(p.flight, tok)
+	p.unstall()
+	wake := p.resolve(f, false, jetstream.ErrNoStreamResponse)
+	p.mu.Unlock()
+	signal(wake)
+}
+
+// resend publishes tok's message again, unless it ended meanwhile.
+func (p *pipeline) resend(tok uint64) {
+	p.mu.Lock()
+	f := p.flight[tok]
+	p.mu.Unlock()
+	if f == nil {
+		return
+	}
+	if err := p.publish(f); err != nil {
+		p.fail(tok, err)
+	}
+}
+
+// fail ends the publish of tok with err, unless it ended already.
+func (p *pipeline) fail(tok uint64, err error) {
+	p.mu.Lock()
+	f := p.flight[tok]
+	if f == nil {
+		p.mu.Unlock()
+		return
+	}
+	delete(p.flight, tok)
+	p.unstall()
+	wake := p.resolve(f, false, err)
+	p.mu.Unlock()
+	signal(wake)
+}
+
+// resolve sets f's outcome and returns the channel of the Wait to wake, if one
+// waits for f; p.mu held.
+func (p *pipeline) resolve(f *inflight, dup bool, err error) chan struct{} {
+	f.done, f.dup, f.err = true, dup, err
+	if bt := f.bt; bt.waitFor == f {
+		bt.waitFor = nil
+		return bt.wake
+	}
+	return nil
+}
+
+func signal(ch chan struct{}) {
+	if ch != nil {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// dropEnded forgets, from the front of order, the publishes no longer in flight,
+// so that order holds about as many as flight does; p.mu held.
+func (p *pipeline) dropEnded() {
+	for p.head < len(p.order) && p.flight[p.order[p.head].tok] == nil {
+		p.head++
+	}
+	p.compact()
+}
+
+// compact reuses order's array once what is left of it is at its end; p.mu held.
+func (p *pipeline) compact() {
+	switch {
+	case p.head == len(p.order):
+		p.order, p.head = p.order[:0], 0
+	case p.head > 256 && p.head > len(p.order)/2:
+		p.order, p.head = p.order[:copy(p.order, p.order[p.head:])], 0
+	}
+}
+
+// expire fails the publishes whose acknowledgement is overdue with
+// jetstream.ErrAsyncPublishTimeout, as PublishMsgAsync's timeout does: a publish
+// that reached a stream leader which then died is never answered.
+func (p *pipeline) expire() {
+	var wake []chan struct{}
+	p.mu.Lock()
+	now := time.Since(p.epoch)
+	for ; p.head < len(p.order); p.head++ {
+		e := p.order[p.head]
+		f := p.flight[e.tok]
+		if f == nil {
+			continue
+		}
+		if e.deadline > now {
+			break
+		}
+		delete(p.flight, e.tok)
+		if ch := p.resolve(f, false, jetstream.ErrAsyncPublishTimeout); ch != nil {
+			wake = append(wake, ch)
+		}
+	}
+	p.compact()
+	p.unstall()
+	p.armed = p.head < len(p.order)
+	if p.armed {
+		p.timer.Reset(p.order[p.head].deadline - now)
+	}
+	p.mu.Unlock()
+	for _, ch := range wake {
+		signal(ch)
+	}
+}
+
+// watch fails every publish in flight with nats.ErrDisconnected when the
+// connection is lost, until it is closed.
+func (p *pipeline) watch(status chan nats.Status) {
+	for s := range status {
+		var wake []chan struct{}
+		p.mu.Lock()
+		for tok, f := range p.flight {
+			delete(p.flight, tok)
+			if ch := p.resolve(f, false, nats.ErrDisconnected); ch != nil {
+				wake = append(wake, ch)
+			}
+		}
+		p.order, p.head = p.order[:0], 0
+		p.armed = false
+		p.timer.Stop()
+		p.unstall()
+		p.mu.Unlock()
+		for _, ch := range wake {
+			signal(ch)
+		}
+		if s == nats.CLOSED {
+			return
+		}
+	}
+}
+
+// readPubAck reads a publish's acknowledgement: whether JetStream took the message
+// as a duplicate, or why it refused it. The usual answer,
+// {"stream":"S","seq":N} with "duplicate":true for a duplicate, is read in place;
+// anything else (an error, a shape it does not know) is decoded as
+// PublishMsgAsync decodes it.
+func readPubAck(data []byte) (dup bool, err error) {
+	d := jsondec.Over(data)
+	stream, ok := false, true
+	if d.Object(func(key string) bool {
+		switch key {
+		case "stream":
+			s, ok := d.String()
+			stream = s != ""
+			return ok
+		case "seq":
+			var seq uint64
+			return jsondec.Uint(&d, &seq)
+		case "duplicate":
+			return d.Bool(&dup)
+		case "domain", "val":
+			return d.Skip()
+		}
+		ok = false // "error", or a member it leaves to encoding/json
+		return false
+	}) && ok && d.End() {
+		if !stream {
+			return false, jetstream.ErrInvalidJSAck
+		}
+		return dup, nil
+	}
+	var pa struct { // as PublishMsgAsync's
+		Type  string              `json:"type"`
+		Error *jetstream.APIError `json:"error,omitempty"`
+		*jetstream.PubAck
+	}
+	switch {
+	case json.Unmarshal(data, &pa) != nil:
+		return false, jetstream.ErrInvalidJSAck
+	case pa.Error != nil:
+		return false, pa.Error
+	case pa.PubAck == nil || pa.Stream == "":
+		return false, jetstream.ErrInvalidJSAck
+	}
+	return pa.Duplicate, nil
+}

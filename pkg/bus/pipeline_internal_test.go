@@ -1,0 +1,89 @@
+package bus
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// readPubAckAsJetStream is how PublishMsgAsync reads an acknowledgement.
+func readPubAckAsJetStream(data []byte) (bool, error) {
+	var pa struct {
+		Type  string              `json:"type"`
+		Error *jetstream.APIError `json:"error,omitempty"`
+		*jetstream.PubAck
+	}
+	if err := json.Unmarshal(data, &pa); err != nil {
+		return false, jetstream.ErrInvalidJSAck
+	}
+	if pa.Error != nil {
+		return false, pa.Error
+	}
+	if pa.PubAck == nil || pa.Stream == "" {
+		return false, jetstream.ErrInvalidJSAck
+	}
+	return pa.Duplicate, nil
+}
+
+var pubAcks = []string{
+	`{"stream":"SKILLBUS_JOBS","seq":12}`,
+	`{"stream":"SKILLBUS_JOBS","seq":12,"duplicate":true}`,
+	`{"stream":"S","domain":"hub","seq":1}`,
+	`{"stream":"S","seq":1,"val":"5"}`,
+	`{"error":{"code":400,"err_code":10071,"description":"wrong last sequence: 4"},"stream":"S","seq":0}`,
+	`{"error":{"code":503,"err_code":10077,"description":"duplicate message id is in process"}}`,
+	`{"stream":"","seq":1}`,
+	`{"seq":1}`,
+	`{"Stream":"S","seq":1}`,
+	`{"stream":"S","seq":-1}`,
+	`{"stream":"S","seq":1,"duplicate":null}`,
+	`{"stream":"S","seq":1} x`,
+	`{"type":"io.nats.jetstream.api.v1.pub_ack","stream":"S","seq":1}`,
+	`{"stream":"S\u0041","seq":1,"duplicate":true,"duplicate":false}`,
+	`{"type":5,"stream":"S","seq":1}`,
+	`[]`,
+	``,
+	`null`,
+}
+
+// readPubAck reads every acknowledgement as PublishMsgAsync does: the same
+// duplicate flag, and an error exactly when it errs (the same one).
+func TestReadPubAckAsJetStream(t *testing.T) {
+	for _, s := range pubAcks {
+		checkPubAck(t, []byte(s))
+	}
+}
+
+func FuzzReadPubAck(f *testing.F) {
+	for _, s := range pubAcks {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) { checkPubAck(t, data) })
+}
+
+func checkPubAck(t *testing.T, data []byte) {
+	t.Helper()
+	dup, err := readPubAck(data)
+	wantDup, wantErr := readPubAckAsJetStream(data)
+	var apiErr, wantAPIErr *jetstream.APIError
+	switch {
+	case errors.As(wantErr, &wantAPIErr):
+		if !errors.As(err, &apiErr) || *apiErr != *wantAPIErr {
+			t.Errorf("%s: err = %v, want %v", data, err, wantErr)
+		}
+	case err != wantErr: // sentinels, or both nil
+		t.Errorf("%s: err = %v, want %v", data, err, wantErr)
+	case dup != wantDup:
+		t.Errorf("%s: duplicate = %v, want %v", data, dup, wantDup)
+	}
+}
+
+// Reading the usual acknowledgement allocates nothing.
+func TestReadPubAckAllocs(t *testing.T) {
+	ack := []byte(`{"stream":"SKILLBUS_JOBS","seq":123456,"duplicate":true}`)
+	if n := testing.AllocsPerRun(100, func() { _, _ = readPubAck(ack) }); n != 0 {
+		t.Errorf("readPubAck allocates %v times", n)
+	}
+}
