@@ -102,3 +102,64 @@ func TestBatchWaitEndsWithItsContext(t *testing.T) {
 		t.Fatalf("Resend offers %v, want only the unacknowledged [lost.x]", again)
 	}
 }
+
+// A message given to a batch is the batch's: once JetStream has it, Wait takes
+// its buffer back for the pool and leaves the message without data; one whose
+// publish failed keeps its data for Resend. A create-only message given twice is
+// still reported a duplicate by its event id, read before its buffer goes back.
+func TestBatchGive(t *testing.T) {
+	t.Parallel()
+	srv := natstest.Start(t)
+	b := srv.Bus(t, bus.Config{PublishAckTimeout: 300 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	subj := b.Subjects.Exec("default", "x", "a1", "plan")
+	for round := range 2 {
+		m, err := bus.Event{ID: "e1.job", Source: "/t", Type: "io.skillbus.job", Data: round}.PooledMsg(subj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, err := bus.Event{ID: "e1.done", Source: "/t", Type: "io.skillbus.test", Data: round}.PooledMsg(b.Subjects.Event("e1", "io.skillbus.test"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		bt := b.Batch()
+		bt.GiveCreate(m)
+		bt.Give(ev)
+		if err := bt.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if m.Data != nil || ev.Data != nil {
+			t.Fatalf("round %d: a given message acknowledged keeps its data", round)
+		}
+		if got := bt.Duplicate("e1.job"); got != (round == 1) {
+			t.Fatalf("round %d: Duplicate(e1.job) = %v", round, got)
+		}
+		if got := bt.Duplicate("e1.done"); got != (round == 1) {
+			t.Fatalf("round %d: Duplicate(e1.done) = %v", round, got)
+		}
+	}
+
+	swallow := srv.Conn(t) // takes the publish and never answers
+	if _, err := swallow.SubscribeSync("lost.>"); err != nil {
+		t.Fatal(err)
+	}
+	if err := swallow.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	lost, err := bus.Event{ID: "l1", Source: "/t", Type: "io.skillbus.test", Data: 1}.PooledMsg("lost.x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := string(lost.Data)
+	bt := b.Batch()
+	bt.Give(lost)
+	if err := bt.Wait(ctx); !errors.Is(err, jetstream.ErrAsyncPublishTimeout) {
+		t.Fatalf("Wait = %v, want ErrAsyncPublishTimeout", err)
+	}
+	var again []string
+	bt.Resend(b.Batch(), func(m *nats.Msg) bool { again = append(again, string(m.Data)); return true })
+	if len(again) != 1 || again[0] != data {
+		t.Fatalf("Resend offers %q, want the unacknowledged message's data %q", again, data)
+	}
+}

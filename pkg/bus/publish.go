@@ -47,7 +47,7 @@ type Event struct {
 }
 
 // Msg encodes the event for subject.
-func (e Event) Msg(subject string) (*nats.Msg, error) { return e.msg(subject) }
+func (e Event) Msg(subject string) (*nats.Msg, error) { return e.msg(subject, false) }
 
 // JobMsg encodes a job (events.TypeJob) for subject, as a structured-mode CloudEvent:
 // one JSON document holding the attributes and the data, with Content-Type
@@ -64,18 +64,30 @@ func (e Event) JobMsg(subject string) (*nats.Msg, error) {
 	if j, ok := e.Data.(events.Job); ok {
 		return e.JobMsgOf(subject, &j)
 	}
-	return e.jobMsg(subject, nil)
+	return e.jobMsg(subject, nil, false)
 }
 
 // JobMsgOf is JobMsg with job as the data (e.Data is not read). A publisher on the
 // hot path hands the job by pointer so that it is not copied to the heap, as making
 // it an Event's Data (an interface) would.
 func (e Event) JobMsgOf(subject string, job *events.Job) (*nats.Msg, error) {
-	return e.jobMsg(subject, job)
+	return e.jobMsg(subject, job, false)
 }
 
-func (e Event) jobMsg(subject string, job *events.Job) (*nats.Msg, error) {
-	m, err := e.structured(subject, time.Time{}, job,
+// PooledJobMsgOf is JobMsgOf encoding into a buffer of the bus's pool, for a
+// caller that gives the message to a Batch (GiveCreate), which puts the buffer
+// back once JetStream has the job (see bufpool.go).
+func (e Event) PooledJobMsgOf(subject string, job *events.Job) (*nats.Msg, error) {
+	return e.jobMsg(subject, job, true)
+}
+
+// PooledMsg is Msg encoding into a buffer of the bus's pool, for a caller that
+// gives the message to a Batch (Give), which puts the buffer back once JetStream
+// has the event (see bufpool.go).
+func (e Event) PooledMsg(subject string) (*nats.Msg, error) { return e.msg(subject, true) }
+
+func (e Event) jobMsg(subject string, job *events.Job, pooled bool) (*nats.Msg, error) {
+	m, err := e.structured(subject, time.Time{}, job, pooled,
 		[2]string{events.ExtCausationID, e.Meta.CausationID},
 		[2]string{events.ExtTraceParent, e.Meta.TraceParent},
 		[2]string{events.ExtTraceState, e.Meta.TraceState})
@@ -89,9 +101,9 @@ func (e Event) jobMsg(subject string, job *events.Job) (*nats.Msg, error) {
 
 // structured encodes e for subject as a structured-mode CloudEvent: its attributes,
 // the time at (none when zero), the extensions exts that are set, then its data —
-// job when not nil, else e.Data — in one buffer made once. Its headers are
-// Content-Type and Nats-Msg-Id (the event's id).
-func (e Event) structured(subject string, at time.Time, job *events.Job, exts ...[2]string) (*nats.Msg, error) {
+// job when not nil, else e.Data — in one buffer made once, or taken from the
+// pool when pooled. Its headers are Content-Type and Nats-Msg-Id (the event's id).
+func (e Event) structured(subject string, at time.Time, job *events.Job, pooled bool, exts ...[2]string) (*nats.Msg, error) {
 	size := 192 + len(e.ID) + len(e.Source) + len(e.Type)
 	for _, kv := range exts {
 		size += len(kv[1])
@@ -101,7 +113,13 @@ func (e Event) structured(subject string, at time.Time, job *events.Job, exts ..
 	} else {
 		size += dataSize(e.Data)
 	}
-	b := appendStructuredHead(make([]byte, 0, size), e, at, exts...)
+	var b []byte
+	if pooled {
+		b = getBuf(size)
+	} else {
+		b = make([]byte, 0, size)
+	}
+	b = appendStructuredHead(b, e, at, exts...)
 	var err error
 	if job != nil {
 		b, err = job.AppendJSON(b)
@@ -164,8 +182,8 @@ func appendData(b []byte, data any) ([]byte, error) {
 // attribute was encoded into the message by this client, scanned by the server and
 // parsed into a map by every reader's client; as JSON they cost the writer a few
 // appends and a reader nothing it does not read.
-func (e Event) msg(subject string) (*nats.Msg, error) {
-	return e.structured(subject, time.Now().UTC(), nil,
+func (e Event) msg(subject string, pooled bool) (*nats.Msg, error) {
+	return e.structured(subject, time.Now().UTC(), nil, pooled,
 		[2]string{events.ExtCorrelationID, e.Meta.CorrelationID},
 		[2]string{events.ExtExecutionID, e.Meta.ExecutionID},
 		[2]string{events.ExtCausationID, e.Meta.CausationID},
@@ -287,6 +305,19 @@ type sent struct {
 	f      jetstream.PubAckFuture
 	opts   []jetstream.PublishOpt
 	create bool // a create-only publish (see Create)
+	given  bool // the batch owns the message's Data (see Give)
+}
+
+// done is called once JetStream has s's message: a given message's buffer goes
+// back to the pool.
+func (s sent) done() {
+	if !s.given {
+		return
+	}
+	m := s.msg()
+	b := m.Data
+	m.Data = nil
+	putBuf(b)
 }
 
 func (s sent) msg() *nats.Msg {
@@ -301,6 +332,7 @@ type queued struct {
 	m      *nats.Msg
 	opts   []jetstream.PublishOpt
 	create bool
+	given  bool
 }
 
 // Batch starts a batch of publishes.
@@ -325,6 +357,21 @@ func (bt *Batch) Create(m *nats.Msg) {
 	bt.publish(queued{m: m, opts: createOnly, create: true})
 }
 
+// Give queues m as Publish does, and takes m's Data, which the caller must not
+// read or change from then on: once JetStream has acknowledged m, Wait puts the
+// buffer back in the bus's pool for the next message encoded by PooledMsg or
+// PooledJobMsgOf, and sets m.Data to nil (see bufpool.go). Give is for a message
+// made by those two; any other's Data is taken all the same.
+func (bt *Batch) Give(m *nats.Msg) {
+	bt.publish(queued{m: m, given: true})
+}
+
+// GiveCreate queues m as Create does, and takes m's Data as Give does.
+func (bt *Batch) GiveCreate(m *nats.Msg) {
+	delete(m.Header, HeaderMsgID)
+	bt.publish(queued{m: m, opts: createOnly, create: true, given: true})
+}
+
 var createOnly = []jetstream.PublishOpt{jetstream.WithExpectLastSequencePerSubject(0)}
 
 // expectNone is the header value createOnly sets, as jetstream's option writes
@@ -338,7 +385,7 @@ func (bt *Batch) publish(q queued) {
 		bt.dropped = append(bt.dropped, q)
 		return
 	}
-	s := sent{opts: q.opts, create: q.create}
+	s := sent{opts: q.opts, create: q.create, given: q.given}
 	var err error
 	switch {
 	case q.create:
@@ -431,8 +478,10 @@ func (bt *Batch) Wait(ctx context.Context) error {
 			if dup {
 				bt.duplicate(p.msg())
 			}
+			p.done()
 		case p.create && subjectTaken(err):
 			bt.duplicate(p.msg())
+			p.done()
 		default:
 			bt.keep(pending[i:])
 			return fmt.Errorf("publish %s: %w", p.msg().Subject, err)
@@ -533,7 +582,7 @@ func (bt *Batch) keep(pending []sent) {
 	bt.mu.Lock()
 	defer bt.mu.Unlock()
 	for _, p := range pending {
-		bt.unacked = append(bt.unacked, queued{p.msg(), p.opts, p.create})
+		bt.unacked = append(bt.unacked, queued{p.msg(), p.opts, p.create, p.given})
 	}
 	bt.unacked = append(bt.unacked, bt.dropped...)
 	bt.dropped = nil

@@ -80,7 +80,10 @@ func (r *Router) publishPlan(ctx context.Context, t *trigger, o *routed) (routeN
 		_, span := telemetry.StartPublishMeta(ctx, telemetry.Message{Destination: pj.subject, Template: r.jobTemplate, ID: pj.id},
 			&pj.meta.TraceParent, &pj.meta.TraceState, attrs...)
 		pubs = append(pubs, span)
-		jobMsg, err := bus.Event{ID: pj.id, Source: r.cfg.Source, Type: events.TypeJob, Meta: pj.meta}.JobMsgOf(pj.subject, &pj.job)
+		// Encoded into a buffer of the bus's pool, which the batch puts back once
+		// JetStream has the job (GiveCreate below); one refused as too large is
+		// never given, and its buffer is left to the garbage collector.
+		jobMsg, err := bus.Event{ID: pj.id, Source: r.cfg.Source, Type: events.TypeJob, Meta: pj.meta}.PooledJobMsgOf(pj.subject, &pj.job)
 		if err != nil {
 			telemetry.EndAll(pubs, err)
 			return note, err
@@ -101,15 +104,15 @@ func (r *Router) publishPlan(ctx context.Context, t *trigger, o *routed) (routeN
 		_, dspan := telemetry.StartPublishMeta(ctx, telemetry.Message{Destination: dsubj, Template: subj.ActivationEventTemplate(events.TypeRouteDecided), ID: decided.ID},
 			&decided.Meta.TraceParent, &decided.Meta.TraceState, telemetry.AttrActivationID.String(t.actID))
 		pubs = append(pubs, dspan)
-		dm, err := decided.Msg(dsubj)
+		dm, err := decided.PooledMsg(dsubj)
 		if err != nil {
 			telemetry.EndAll(pubs, err)
 			return note, err
 		}
-		b.Create(dm)
+		b.GiveCreate(dm)
 	}
 	for _, m := range jobs {
-		b.Create(m)
+		b.GiveCreate(m)
 	}
 	err := b.Wait(ctx)
 	telemetry.EndAll(pubs, err)

@@ -191,13 +191,15 @@ func (w *Worker) publishOutcome(ctx context.Context, j *job, span trace.Span, m 
 	if span.IsRecording() {
 		span.SetAttributes(semconv.MessagingMessageBodySize(len(m.Data)))
 	}
-	j.batch.Publish(m)
+	// Given: the batch puts its buffer back once JetStream has it, and m's data
+	// is not read again here (its id is the outcome's).
+	j.batch.Give(m)
 	err = j.batch.Wait(ctx)
 	telemetry.End(span, err)
 	if err != nil {
 		return false, err
 	}
-	if !j.batch.Duplicate(bus.MsgID(m)) {
+	if !j.batch.Duplicates() || !j.batch.Duplicate(run.OutcomeID(j.data.ExecutionID)) {
 		return false, nil
 	}
 	prev, err := run.Load(ctx, w.events, w.cfg.Bus.Subjects, j.data.ExecutionID)
@@ -335,7 +337,8 @@ func (w *Worker) outcomeData(j *job, rec *run.Record) any {
 }
 
 // outcomeMsg encodes an outcome event with the extensions m (see outcomeSpan) and
-// checks that the server will take it.
+// checks that the server will take it. The message is for publishOutcome, which
+// gives it to the job's batch: its buffer is the bus's pool's.
 func (w *Worker) outcomeMsg(j *job, m bus.Meta, typ string, data any) (*nats.Msg, error) {
 	if j.data.Live {
 		if j.outcomeSeq == "" {
@@ -344,7 +347,7 @@ func (w *Worker) outcomeMsg(j *job, m bus.Meta, typ string, data any) (*nats.Msg
 		m.Seq = j.outcomeSeq
 	}
 	msg, err := bus.Event{ID: run.OutcomeID(j.data.ExecutionID), Source: w.cfg.Source, Type: typ, Meta: m, Data: data}.
-		Msg(w.cfg.Bus.Subjects.Event(j.data.ExecutionID, typ))
+		PooledMsg(w.cfg.Bus.Subjects.Event(j.data.ExecutionID, typ))
 	if err != nil {
 		return nil, err
 	}
