@@ -50,13 +50,13 @@ type baseline struct {
 	srv     *benchServer
 }
 
-func runBaseline(ctx context.Context, cfg Config, shape Shape, msgBytes int) (Result, error) {
+func runBaseline(ctx context.Context, cfg Config, shape Shape, msgBytes int, p runPlan) (Result, error) {
 	b, err := startBaseline(ctx, cfg, shape, msgBytes)
 	if err != nil {
 		return Result{}, err
 	}
 	defer b.stop()
-	return measure(ctx, cfg, shape.String(), b, b.results)
+	return measure(ctx, cfg, shape.String(), b, b.results, p)
 }
 
 // startBaseline starts the pipeline of shape with messages of msgBytes.

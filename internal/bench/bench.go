@@ -48,9 +48,20 @@ type Config struct {
 	Samples int
 	// Concurrency of each router and worker; default 64.
 	Concurrency int
-	// Rounds of (skillbus, baseline) measured alternately; the report gives each
-	// round and the median ratio. Default 3.
+	// Rounds of every configuration measured in turn, every other round in reverse
+	// order; the report gives each round and the median ratios. Default 3.
 	Rounds int
+	// Pairs is how many paired rounds the headline ratio (the one-step skill over
+	// the minimal pipeline) is the median of: the two measured back to back, which
+	// goes first alternating; default 20 for RunRatio, and 10 for Run, whose other
+	// figures take minutes already.
+	Pairs int
+	// PairExecutions is how many executions are timed in each run of a paired
+	// round, after an untimed warm-up and before an untimed tail; default 5000.
+	PairExecutions int
+	// PairWarmup is how many untimed executions open each run of a paired round;
+	// default 2000.
+	PairWarmup int
 	// SyncInterval of the embedded server; 0 keeps the default (2m).
 	SyncInterval time.Duration
 	// SyncAlways makes the server fsync every write (the durable mode).
@@ -90,6 +101,12 @@ func (c *Config) defaults() {
 	if c.Rounds == 0 {
 		c.Rounds = 3
 	}
+	if c.PairExecutions == 0 {
+		c.PairExecutions = 5000
+	}
+	if c.PairWarmup == 0 {
+		c.PairWarmup = pairWarmup
+	}
 	if c.Out == nil {
 		c.Out = os.Stdout
 	}
@@ -114,6 +131,8 @@ type Result struct {
 	// ServerCPU is the part of CPU spent by the server, when it runs in a process of
 	// its own (Config.ServerProcess); zero otherwise.
 	ServerCPU time.Duration
+	// latency is the unloaded samples P50 and P99 are read from.
+	latency []time.Duration
 }
 
 // system is one side of the comparison.
@@ -141,31 +160,82 @@ func persisted(ctx context.Context, js jetstream.JetStream) (uint64, error) {
 	return n, l.Err()
 }
 
-// measure drives a system: a throughput phase with a bounded window, then a latency
-// phase one trigger at a time. done is called by the system with each finished trigger.
-func measure(ctx context.Context, cfg Config, name string, sys system, results <-chan int) (Result, error) {
+// runPlan is what one run of a system is made of, in the order its triggers go out:
+// warmup untimed executions, timed ones, a tail of untimed ones, then samples one
+// at a time for the latency.
+type runPlan struct {
+	// warmup executions run before the timed ones, and tail after them, with the
+	// window kept full throughout, so the timed ones measure the steady state:
+	// neither the window filling from empty nor draining at the end, nor a new
+	// server's first blocks and a small heap's frequent collections. With no
+	// warm-up, timing starts at the first trigger; with no tail, it ends with the
+	// last result.
+	warmup, timed, tail int
+	// samples are taken one trigger at a time after the throughput phase.
+	samples int
+}
+
+// planOf is a run of cfg.Executions timed from the first trigger to the last result.
+func planOf(cfg Config) runPlan { return runPlan{timed: cfg.Executions, samples: cfg.Samples} }
+
+func (p runPlan) loaded() int { return p.warmup + p.timed + p.tail }
+
+// at says what the n-th result of the throughput phase (from 1, in the order they
+// arrive) does: start the clock (with no warm-up, the first trigger does), stop it,
+// or end the phase.
+func (p runPlan) at(n int) (start, stop, done bool) {
+	return p.warmup > 0 && n == p.warmup, n == p.warmup+p.timed, n == p.loaded()
+}
+
+func (p runPlan) total() int { return p.loaded() + p.samples }
+
+// mark is where a run's clock and CPU time stood at a point of its throughput phase.
+type mark struct {
+	at       time.Time
+	cpu, srv time.Duration
+}
+
+func markNow(sys system) mark {
+	cpu, srv := sys.server().sample()
+	return mark{time.Now(), cpu, srv}
+}
+
+// measure drives a system through p: a throughput phase with a bounded window, then a
+// latency phase one trigger at a time. The system sends each finished trigger's
+// number on results.
+func measure(ctx context.Context, cfg Config, name string, sys system, results <-chan int, p runPlan) (Result, error) {
 	r := Result{Name: name}
 	// sent is written before each trigger is published and read when its result
 	// arrives; the publish and the result's delivery order the two.
-	sent := make([]time.Time, cfg.Executions+cfg.Samples)
+	sent := make([]time.Time, p.total())
 	var lat []time.Duration
 	var mu sync.Mutex
 	var finished atomic.Int64
 	window := make(chan struct{}, cfg.Window)
-	throughputDone := make(chan struct{})
+	// The clock starts when the warm-up's last result arrives and stops with the
+	// timed executions' last: counted in the order results arrive, not by number.
+	started, stopped := make(chan mark, 1), make(chan mark, 1)
+	loadDone := make(chan struct{})
 	sampleDone := make(chan struct{})
 	go func() {
 		for i := range results {
 			mu.Lock()
 			lat = append(lat, time.Since(sent[i]))
 			mu.Unlock()
-			if i < cfg.Executions {
-				<-window
-				if finished.Add(1) == int64(cfg.Executions) {
-					close(throughputDone)
-				}
-			} else {
+			if i >= p.loaded() {
 				sampleDone <- struct{}{}
+				continue
+			}
+			<-window
+			start, stop, done := p.at(int(finished.Add(1)))
+			if start {
+				started <- markNow(sys)
+			}
+			if stop {
+				stopped <- markNow(sys)
+			}
+			if done {
+				close(loadDone)
 			}
 		}
 	}()
@@ -173,9 +243,10 @@ func measure(ctx context.Context, cfg Config, name string, sys system, results <
 	if err != nil {
 		return r, err
 	}
-	cpu0, scpu0 := sys.server().sample()
-	start := time.Now()
-	for i := range cfg.Executions {
+	if p.warmup == 0 {
+		started <- markNow(sys)
+	}
+	for i := range p.loaded() {
 		select {
 		case window <- struct{}{}:
 		case <-ctx.Done():
@@ -189,30 +260,29 @@ func measure(ctx context.Context, cfg Config, name string, sys system, results <
 		}
 	}
 	select {
-	case <-throughputDone:
+	case <-loadDone:
 	case <-ctx.Done():
-		return r, fmt.Errorf("%s: %d of %d executions finished: %w", name, finished.Load(), cfg.Executions, ctx.Err())
+		return r, fmt.Errorf("%s: %d of %d executions finished: %w", name, finished.Load(), p.loaded(), ctx.Err())
 	}
-	elapsed := time.Since(start)
-	r.PerSecond = float64(cfg.Executions) / elapsed.Seconds()
-	cpu1, scpu1 := sys.server().sample()
+	start, stop := <-started, <-stopped
+	r.PerSecond = float64(p.timed) / stop.at.Sub(start.at).Seconds()
 	if err := sys.server().Err(); err != nil {
 		return r, err
 	}
-	r.CPU = (cpu1 - cpu0) / time.Duration(cfg.Executions)
-	r.ServerCPU = (scpu1 - scpu0) / time.Duration(cfg.Executions)
+	r.CPU = (stop.cpu - start.cpu) / time.Duration(p.timed)
+	r.ServerCPU = (stop.srv - start.srv) / time.Duration(p.timed)
 	after, err := persisted(ctx, sys.jetstream())
 	if err != nil {
 		return r, err
 	}
-	r.Persisted = float64(after-before) / float64(cfg.Executions)
+	r.Persisted = float64(after-before) / float64(p.loaded())
 	mu.Lock()
 	loaded := slices.Clone(lat)
 	lat = lat[:0]
 	mu.Unlock()
 	r.LoadedP50 = percentile(loaded, 0.5)
 
-	for i := cfg.Executions; i < cfg.Executions+cfg.Samples; i++ {
+	for i := p.loaded(); i < p.total(); i++ {
 		mu.Lock()
 		sent[i] = time.Now()
 		mu.Unlock()
@@ -222,12 +292,13 @@ func measure(ctx context.Context, cfg Config, name string, sys system, results <
 		select {
 		case <-sampleDone:
 		case <-ctx.Done():
-			return r, fmt.Errorf("%s: latency sample %d: %w", name, i-cfg.Executions, ctx.Err())
+			return r, fmt.Errorf("%s: latency sample %d: %w", name, i-p.loaded(), ctx.Err())
 		}
 	}
 	mu.Lock()
-	r.P50, r.P99 = percentile(lat, 0.5), percentile(lat, 0.99)
+	r.latency = slices.Clone(lat)
 	mu.Unlock()
+	r.P50, r.P99 = percentile(r.latency, 0.5), percentile(r.latency, 0.99)
 	r.AvgMsgBytes = sys.msgBytes(ctx)
 	return r, nil
 }
@@ -287,6 +358,9 @@ func closing(cleanup func(), conns *[]*nats.Conn) func() {
 // from landing on one side only; the median ratio is the figure to quote.
 func Run(ctx context.Context, cfg Config) error {
 	cfg.defaults()
+	if cfg.Pairs == 0 {
+		cfg.Pairs = 10
+	}
 	fmt.Fprintf(cfg.Out, "skillbus bench: %d rounds of %d executions (window %d) and %d latency samples, concurrency %d, GOMAXPROCS %d\n",
 		cfg.Rounds, cfg.Executions, cfg.Window, cfg.Samples, cfg.Concurrency, runtime.GOMAXPROCS(0))
 	// The three-step skill's HTTP step calls this server, in this process.
@@ -304,11 +378,11 @@ func Run(ctx context.Context, cfg Config) error {
 	var msgBytes int
 	sb := func(name string, sk *skill.Skill, level events.Level) figure {
 		return figure{name, func() (Result, error) {
-			return untraced(ctx, cfg, func() (Result, error) { return runSkillbus(ctx, cfg, name, sk, level) })
+			return untraced(ctx, cfg, func() (Result, error) { return runSkillbus(ctx, cfg, name, sk, level, planOf(cfg)) })
 		}}
 	}
 	base := func(shape Shape) figure {
-		return figure{shape.String(), func() (Result, error) { return runBaseline(ctx, cfg, shape, msgBytes) }}
+		return figure{shape.String(), func() (Result, error) { return runBaseline(ctx, cfg, shape, msgBytes, planOf(cfg)) }}
 	}
 	figures := []figure{
 		sb("skillbus", noopSkill, events.DefaultLevel),
@@ -326,11 +400,18 @@ func Run(ctx context.Context, cfg Config) error {
 	// figures in reverse order, so that none always follows the same one.
 	warm := cfg
 	warm.Executions, warm.Samples = max(cfg.Executions/4, 1), 1
-	wr, err := untraced(ctx, warm, func() (Result, error) { return runSkillbus(ctx, warm, "warm-up", noopSkill, events.DefaultLevel) })
+	wr, err := untraced(ctx, warm, func() (Result, error) {
+		return runSkillbus(ctx, warm, "warm-up", noopSkill, events.DefaultLevel, planOf(warm))
+	})
 	if err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}
 	msgBytes = wr.AvgMsgBytes
+	fmt.Fprintf(cfg.Out, "paired rounds of the headline ratio (%d executions timed per run):\n", cfg.PairExecutions)
+	pairs, _, err := runPairs(ctx, cfg, msgBytes)
+	if err != nil {
+		return err
+	}
 	rounds := make([]map[string]Result, 0, cfg.Rounds)
 	for round := 1; round <= cfg.Rounds; round++ {
 		got := map[string]Result{}
@@ -360,17 +441,13 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	thr := func(a, b Result) float64 { return a.PerSecond / b.PerSecond }
 	p50 := func(a, b Result) float64 { return ratio(b.P50, a.P50) }
-	p99 := func(a, b Result) float64 { return ratio(b.P99, a.P99) }
 	last := rounds[len(rounds)-1]
 	settings(cfg, msgBytes, false)
 	w := cfg.Out
 	fmt.Fprintf(w, "persisted publishes per execution (counted by the server): minimal %.1f, skillbus one-step %.1f, three-step %.1f; events level full %.1f, terminal %.1f\n",
 		last["bare JetStream"].Persisted, last["skillbus"].Persisted, last["skillbus 3-step"].Persisted, last["skillbus full"].Persisted, last["skillbus terminal"].Persisted)
-	fmt.Fprintf(w, "ratio skillbus/minimal JetStream pipeline (median of %d rounds): throughput %.2f   latency p50 %.2f  p99 %.2f   (1.00 = no overhead)\n",
-		cfg.Rounds, med("skillbus", "bare JetStream", thr), med("skillbus", "bare JetStream", p50), med("skillbus", "bare JetStream", p99))
 	cpu := func(a, b Result) float64 { return ratio(b.CPU, a.CPU) }
-	fmt.Fprintf(w, "same, by CPU per execution (the minimal pipeline's over skillbus's, whole process; hardly moved by other load): one-step %.2f   3-step/one-step %.2f\n",
-		med("skillbus", "bare JetStream", cpu), med("skillbus 3-step", "skillbus", cpu))
+	headline(w, cfg, summarize(pairs), fmt.Sprintf("   3-step/one-step %.2f", med("skillbus 3-step", "skillbus", cpu)))
 	fmt.Fprintf(w, "ratio skillbus/bare JetStream doing skillbus's writes (create-only job kept, create-only outcome; client overhead): throughput %.2f   latency p50 %.2f\n",
 		med("skillbus", SameWrites.String(), thr), med("skillbus", SameWrites.String(), p50))
 	fmt.Fprintf(w, "ratio by events level, one-step skill / minimal pipeline: full %.2f   steps (default) %.2f   terminal %.2f\n",
@@ -400,12 +477,14 @@ func runDurable(ctx context.Context, cfg Config) error {
 	var thr []float64
 	var sbMsg int
 	for round := 1; round <= cfg.Rounds; round++ {
-		sb, err := untraced(ctx, d, func() (Result, error) { return runSkillbus(ctx, d, "skillbus durable", noopSkill, events.DefaultLevel) })
+		sb, err := untraced(ctx, d, func() (Result, error) {
+			return runSkillbus(ctx, d, "skillbus durable", noopSkill, events.DefaultLevel, planOf(d))
+		})
 		if err != nil {
 			return fmt.Errorf("skillbus durable: %w", err)
 		}
 		sbMsg = sb.AvgMsgBytes
-		base, err := runBaseline(ctx, d, Minimal, sb.AvgMsgBytes)
+		base, err := runBaseline(ctx, d, Minimal, sb.AvgMsgBytes, planOf(d))
 		if err != nil {
 			return fmt.Errorf("baseline durable: %w", err)
 		}
@@ -449,11 +528,7 @@ func settings(cfg Config, msgBytes int, durable bool) {
 		where, storage, sync, msgBytes, events.DefaultLevel)
 }
 
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
+func median(xs []float64) float64 { return quantile(slices.Sorted(slices.Values(xs)), 0.5) }
 
 func ratio(a, b time.Duration) float64 {
 	if b == 0 {

@@ -34,16 +34,18 @@ func TestBenchRuns(t *testing.T) {
 			var out bytes.Buffer
 			ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute) // -race on a loaded 2-core machine
 			defer cancel()
-			err := bench.Run(ctx, bench.Config{Executions: 300, Window: 50, Samples: 10, Concurrency: 8, Rounds: 1, Durable: 100, Out: &out, ServerProcess: tc.process})
+			err := bench.Run(ctx, bench.Config{Executions: 300, Window: 50, Samples: 10, Concurrency: 8, Rounds: 1, Pairs: 2, PairExecutions: 200, PairWarmup: 100, Durable: 100, Out: &out, ServerProcess: tc.process})
 			if err != nil {
 				t.Fatalf("%v\n%s", err, out.String())
 			}
 			res := []string{
 				`bare JetStream\s+\d+ exec/s\s+latency p50`,
 				`skillbus\s+\d+ exec/s .* [1-9]\d* cpu-µs/exec`,
-				`same, by CPU per execution .*: one-step \d+\.\d\d   3-step/one-step \d+\.\d\d`,
+				`pair  1 \(skillbus first\s*\)\s+skillbus\s+\d+ exec/s\s+[1-9]\d* cpu-µs/exec.*bare JetStream\s+\d+ exec/s.*ratio \d+\.\d\d, by CPU \d+\.\d\d`,
+				`pair  2 \(bare JetStream first\)`,
+				`same, by CPU per execution .*: one-step \d+\.\d\d \(quartiles \d+\.\d\d–\d+\.\d\d, range \d+\.\d\d–\d+\.\d\d\)   3-step/one-step \d+\.\d\d`,
 				`settings: server=` + regexp.QuoteMeta(tc.where) + ` storage=file replicas=1 sync_interval=default \(2m\) msg_size≈\d+B`,
-				`ratio skillbus/minimal JetStream pipeline \(median of 1 rounds\): throughput \d+\.\d\d`,
+				`ratio skillbus/minimal JetStream pipeline \(median of 2 paired rounds of 200\): throughput \d+\.\d\d \(quartiles \d+\.\d\d–\d+\.\d\d, range \d+\.\d\d–\d+\.\d\d\)   latency p50 \d+\.\d\d  p99 \d+\.\d\d`,
 				`persisted publishes per execution \(counted by the server\): minimal 3\.0, skillbus one-step 3\.0, three-step \d\.\d`,
 				`ratio skillbus/bare JetStream doing skillbus's writes .*: throughput \d+\.\d\d`,
 				`ratio by events level, one-step skill / minimal pipeline: full \d+\.\d\d   steps \(default\) \d+\.\d\d   terminal \d+\.\d\d`,

@@ -79,15 +79,15 @@ type skillbusSystem struct {
 	skill   string
 }
 
-// runSkillbus measures skillbus running sk end to end: an embedded server, a router
-// and a worker in this process, triggers published with plain nats.go.
-func runSkillbus(ctx context.Context, cfg Config, name string, sk *skill.Skill, level events.Level) (Result, error) {
-	s, err := startSkillbus(ctx, cfg, sk, level, cfg.Executions+cfg.Samples)
+// runSkillbus measures skillbus running sk end to end through p: an embedded server,
+// a router and a worker in this process, triggers published with plain nats.go.
+func runSkillbus(ctx context.Context, cfg Config, name string, sk *skill.Skill, level events.Level, p runPlan) (Result, error) {
+	s, err := startSkillbus(ctx, cfg, sk, level, p.total())
 	if err != nil {
 		return Result{}, err
 	}
 	defer s.stop()
-	return measure(ctx, cfg, name, s, s.results)
+	return measure(ctx, cfg, name, s, s.results, p)
 }
 
 // startSkillbus starts a fleet running sk that reports the first total triggers'

@@ -103,7 +103,7 @@ func tracedRun(ctx context.Context, cfg Config, name string, exp *discard) (Resu
 	if tel.Tracing != (exp != nil) {
 		return Result{}, 0, fmt.Errorf("%s: telemetry set up with tracing %v", name, tel.Tracing)
 	}
-	r, err := runSkillbus(ctx, cfg, name, noopSkill, events.DefaultLevel)
+	r, err := runSkillbus(ctx, cfg, name, noopSkill, events.DefaultLevel, planOf(cfg))
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if serr := tel.Shutdown(sctx); err == nil {
