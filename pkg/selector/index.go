@@ -65,9 +65,12 @@ type doc struct {
 	name  string
 	ref   any      // what the index's owner keeps of it (Hit.ref)
 	words []string // distinct surface words, for typo tolerance
-	terms map[string]float32
-	len   float32
-	live  bool
+	// nameLists are the postings of its name's terms, in order (nameSplit):
+	// the index's own while the document holds the terms (nil for one it does not)
+	nameLists []*plist
+	terms     map[string]float32
+	len       float32
+	live      bool
 }
 
 type word struct {
@@ -182,7 +185,9 @@ func NewIndex(w Weights) *Index {
 	return &Index{w: w, byName: map[string]int32{}, postings: map[string]*plist{}, words: map[string]*word{}, deletes: map[string][]string{}}
 }
 
-func (x *Index) analyse(f Fields) (map[string]float32, float32, map[string]string) {
+// analyse returns a document's term frequencies, its length, its surface words'
+// terms and the terms of its name in order (for nameOrder).
+func (x *Index) analyse(f Fields) (map[string]float32, float32, map[string]string, []string) {
 	tf := map[string]float32{}
 	surface := map[string]string{}
 	var total float32
@@ -209,13 +214,20 @@ func (x *Index) analyse(f Fields) (map[string]float32, float32, map[string]strin
 			}
 		}
 	}
-	add(f.Name+" "+compoundParts(f), x.w.Name)
+	parts, inOrder := nameSplit(f)
+	add(f.Name+" "+strings.Join(parts, " "), x.w.Name)
 	add(f.Description, x.w.Description)
 	add(f.Tags, x.w.Tags)
 	add(f.Triggers, x.w.Triggers)
 	add(f.Capabilities, x.w.Capabilities)
 	add(f.Examples, x.w.Examples)
-	return tf, total, surface
+	var name []string
+	for _, w := range inOrder {
+		if t, ok := Term(w); ok {
+			name = append(name, t)
+		}
+	}
+	return tf, total, surface, name
 }
 
 // nameSuffixes are words tool names are often glued to (weathertool, searchapi).
@@ -234,12 +246,13 @@ var nameVerbs = map[string]bool{"get": true, "set": true, "find": true, "search"
 	"analyse": true, "summarize": true, "track": true, "order": true, "pay": true, "transfer": true, "move": true,
 	"copy": true, "count": true, "sort": true, "filter": true, "parse": true, "validate": true, "verify": true}
 
-// compoundParts splits the words of a skill's name that glue words together
+// nameSplit splits the words of a skill's name that glue words together
 // (stockprices, weathertool, findmovies) into words of the skill's own other text,
 // common tool suffixes and verbs names start with: a name lower-cased from
 // WeatherTool or FindMovies is then found by "weather" or "movies". It returns the
-// parts, space-separated.
-func compoundParts(f Fields) string {
+// parts, and the name's words in order with each glued one replaced by its parts
+// (events-3-findevents: events 3 find events).
+func nameSplit(f Fields) (parts, inOrder []string) {
 	own := map[string]bool{}
 	for _, t := range []string{f.Description, f.Tags, f.Triggers, f.Capabilities, f.Examples} {
 		for _, w := range Words(t) {
@@ -247,24 +260,34 @@ func compoundParts(f Fields) string {
 		}
 	}
 	known := func(p string) bool { return len(p) >= 3 && (own[p] || nameSuffixes[p] || nameVerbs[p]) }
-	var out []string
 	for _, w := range Words(f.Name) {
-		if len(w) < 6 || own[w] || !isASCIILetters(w) {
-			continue
-		}
-		if parts := segment(w, known); len(parts) > 1 {
-			out = append(out, parts...)
-			continue
-		}
-		for i := 3; i <= len(w)-2; i++ {
-			a, b := w[:i], w[i:]
-			if own[a] && own[b] && len(b) >= 3 || nameSuffixes[b] {
-				out = append(out, a, b)
-				break
-			}
+		n := len(parts)
+		parts = appendSplit(parts, w, own, known)
+		if len(parts) > n {
+			inOrder = append(inOrder, parts[n:]...)
+		} else {
+			inOrder = append(inOrder, w)
 		}
 	}
-	return strings.Join(out, " ")
+	return parts, inOrder
+}
+
+// appendSplit appends to parts the words a glued name word w splits into, if it
+// does.
+func appendSplit(parts []string, w string, own map[string]bool, known func(string) bool) []string {
+	if len(w) < 6 || own[w] || !isASCIILetters(w) {
+		return parts
+	}
+	if ps := segment(w, known); len(ps) > 1 {
+		return append(parts, ps...)
+	}
+	for i := 3; i <= len(w)-2; i++ {
+		a, b := w[:i], w[i:]
+		if own[a] && own[b] && len(b) >= 3 || nameSuffixes[b] {
+			return append(parts, a, b)
+		}
+	}
+	return parts
 }
 
 // segment splits w wholly into known words, in as few as it can (at most four);
@@ -304,7 +327,7 @@ func (x *Index) Put(name string, f Fields) { x.put(name, f, nil) }
 
 // put is Put keeping ref beside the document, which its hits carry.
 func (x *Index) put(name string, f Fields, ref any) {
-	tf, total, surface := x.analyse(f)
+	tf, total, surface, nameTerms := x.analyse(f)
 	ws := make([]string, 0, len(surface))
 	for w := range surface {
 		ws = append(ws, w)
@@ -352,6 +375,13 @@ func (x *Index) put(name string, f Fields, ref any) {
 		}
 		l.imp.Store(nil)
 	}
+	nl := make([]*plist, len(nameTerms))
+	for i, t := range nameTerms {
+		if _, ok := tf[t]; ok {
+			nl[i] = x.postings[t]
+		}
+	}
+	x.docs[id].nameLists = nl
 	x.totalLen += float64(total)
 	x.n++
 }
@@ -464,7 +494,9 @@ func (x *Index) typoOf(w string) string {
 // Hit is one document a query recalled.
 type Hit struct {
 	Name string
-	// BM25 is the document's BM25 score for the query.
+	// BM25 is the document's BM25 score for the query, with, among the best
+	// hits, the bonus of the words of its name that the request says in the
+	// name's order (nameOrderWeight).
 	BM25 float64
 	// Coverage is the share of the query's weight (its terms' IDF) the document
 	// matches, each matched term counting at most once: 1 when every query term is in
@@ -531,6 +563,17 @@ type scratch struct {
 	pos      [][]int32
 	// the request's words, and their terms ("" for a stop word)
 	words, terms []string
+	// at is the place in qts of each of the request's words, -1 for a stop
+	// word; syns are the synonyms addSynonyms added, by the place of their word's
+	// term in qts
+	at   []int32
+	syns []synOf
+	seq  []int32 // nameOrder's: the places in qts of the words found
+}
+
+type synOf struct {
+	qt int32
+	l  *plist
 }
 
 // list is a term whose postings add to the scores of a search: the request's own
@@ -628,6 +671,7 @@ func (x *Index) searchInto(into []Hit, text string, words, terms []string, q Que
 		r.feedback(r.top(q.FeedbackDocs, nil), fw)
 		best = r.top(q.K, best[:0])
 	}
+	r.nameOrder(best, inOrder)
 	hits := r.hits(into, best)
 	r.s.best = best[:0]
 	if x.countReads {
@@ -702,13 +746,16 @@ func (r *search) init(x *Index, q Query) {
 	}
 }
 
-func (r *search) seen(t string) bool {
-	for _, qt := range r.qts {
+func (r *search) seen(t string) bool { return r.place(t) >= 0 }
+
+// place returns the place in qts of term t, -1 when the query does not hold it.
+func (r *search) place(t string) int {
+	for i, qt := range r.qts {
 		if qt.term == t {
-			return true
+			return i
 		}
 	}
-	return false
+	return -1
 }
 
 // idf is the IDF of a term in df documents.
@@ -728,11 +775,18 @@ func (r *search) readTerms(words, known []string) {
 		terms = append(terms, t)
 	}
 	r.s.terms = terms
+	at := r.s.at[:0]
 	for i, w := range words {
 		t := terms[i]
-		if t == "" || r.seen(t) {
+		if t == "" {
+			at = append(at, -1)
 			continue
 		}
+		if k := r.place(t); k >= 0 {
+			at = append(at, int32(k))
+			continue
+		}
+		at = append(at, int32(len(r.qts)))
 		qt, l := r.lookup(w, t)
 		if l == nil {
 			r.mass += r.q.UnknownWeight * r.maxIDF
@@ -744,6 +798,7 @@ func (r *search) readTerms(words, known []string) {
 		r.qts = append(r.qts, qt)
 		r.mass += qt.idf
 	}
+	r.s.at = at
 }
 
 // lookup finds the postings of a request word w (its term t), by its own term,
@@ -833,13 +888,14 @@ func (r *search) scoreAll() {
 
 // addSynonyms adds the synonyms of the request's own words that skills use.
 func (r *search) addSynonyms() {
-	for _, qt := range r.qts {
+	for k, qt := range r.qts {
 		if qt.label == "" || qt.disc != 1 {
 			continue
 		}
 		for _, u := range synonyms[qt.term] {
 			if l := r.x.postings[u]; l != nil && !r.seen(u) {
 				r.lists = append(r.lists, list{l: l, w: r.q.SynonymWeight * r.idf(len(l.ps)), qi: -1})
+				r.s.syns = append(r.s.syns, synOf{int32(k), l})
 			}
 		}
 	}
@@ -914,6 +970,69 @@ func (r *search) feedback(best []top, weight float64) {
 type top struct {
 	id    int32
 	score float64
+}
+
+// nameOrderWeight is how much of their IDF two adjacent words of a skill's name
+// add to its score, among a search's best hits, when the request holds them in the
+// name's order, anywhere in it: "translate this French text to English" is for
+// opus-mt-fr-en rather than opus-mt-en-fr, "list the files" for list-files.
+const nameOrderWeight = 0.1
+
+// nameOrder adds to the scores of the best documents the name-order bonus
+// (nameOrderWeight) and orders them again. n is how many of the request's words
+// are its own, before the parts of joined ones.
+func (r *search) nameOrder(best []top, n int) {
+	if len(best) < 2 {
+		return
+	}
+	// The places in qts of the request's words found, in order; each stands for
+	// its term's postings and its synonyms'.
+	seq := r.s.seq[:0]
+	for _, k := range r.s.at[:n] {
+		if k >= 0 && r.qts[k].l != nil {
+			seq = append(seq, k)
+		}
+	}
+	r.s.seq = seq
+	holds := func(k int32, l *plist) bool {
+		if r.qts[k].l == l {
+			return true
+		}
+		for _, so := range r.s.syns {
+			if so.qt == k && so.l == l {
+				return true
+			}
+		}
+		return false
+	}
+	moved := false
+	for i := range best {
+		name := r.x.docs[best[i].id].nameLists
+		bonus := 0.0
+		for a := 0; a+1 < len(name); a++ {
+			u, v := name[a], name[a+1]
+			if u == nil || v == nil || u == v {
+				continue
+			}
+			first := slices.IndexFunc(seq, func(k int32) bool { return holds(k, u) })
+			if first < 0 {
+				continue
+			}
+			for j := len(seq) - 1; j > first; j-- {
+				if holds(seq[j], v) {
+					bonus += r.idf(len(u.ps)) + r.idf(len(v.ps))
+					break
+				}
+			}
+		}
+		if bonus > 0 {
+			best[i].score += nameOrderWeight * bonus
+			moved = true
+		}
+	}
+	if moved {
+		slices.SortStableFunc(best, func(a, b top) int { return cmp.Compare(b.score, a.score) })
+	}
 }
 
 // top appends to best the k best-scored documents, best first.
@@ -991,6 +1110,10 @@ func (r *search) release() {
 	s.words = s.words[:0]
 	clear(s.terms)
 	s.terms = s.terms[:0]
+	s.seq = s.seq[:0]
+	s.at = s.at[:0]
+	clear(s.syns)
+	s.syns = s.syns[:0]
 	r.x.scratch.Put(s)
 }
 

@@ -51,3 +51,28 @@ func TestIndexScoresFollowChanges(t *testing.T) {
 		}
 	}
 }
+
+// Of skills whose names hold the same words, the one whose name has two adjacent
+// words in the order the request says them ranks first, its words found as
+// themselves or as synonyms (French and fr): without the name's order, the two
+// translators here score the same.
+func TestNameOrder(t *testing.T) {
+	t.Parallel()
+	x := selector.NewIndex(selector.Weights{})
+	const d = "Translation model between French and English text."
+	x.Put("opus-mt-en-fr", selector.Fields{Name: "opus-mt-en-fr", Description: d})
+	x.Put("opus-mt-fr-en", selector.Fields{Name: "opus-mt-fr-en", Description: d})
+	x.Put("list-files", selector.Fields{Name: "list-files", Description: "Files of a directory, as a list."})
+	x.Put("files-list", selector.Fields{Name: "files-list", Description: "Files of a directory, as a list."})
+	for _, c := range []struct{ text, want string }{
+		{"translate this French email into English", "opus-mt-fr-en"},
+		{"an English text to translate to French", "opus-mt-en-fr"},
+		{"list the files of my directory", "list-files"},
+		{"the files of my directory, as a list", "files-list"},
+	} {
+		hits, _ := x.SearchEvidence(c.text, selector.Query{})
+		if len(hits) < 2 || hits[0].Name != c.want || hits[0].BM25 <= hits[1].BM25 {
+			t.Errorf("%q: hits %+v, want %s first, ahead", c.text, hits, c.want)
+		}
+	}
+}

@@ -101,6 +101,21 @@ var synonymGroups = []string{
 	"admin administrator",
 	"env environment",
 	"dir directory folder",
+	// Languages and their ISO 639-1 codes, which names of translation and speech
+	// models use (opus-mt-fr-en). Codes that are English words (it, hi) are left out.
+	"english en",
+	"french fr",
+	"spanish es",
+	"german de",
+	"chinese zh",
+	"japanese ja",
+	"russian ru",
+	"arabic ar",
+	"korean ko",
+	"dutch nl",
+	"portuguese pt",
+	"swedish sv",
+	"finnish fi",
 }
 
 // synonyms maps an index term to the terms of the other words of its groups.
