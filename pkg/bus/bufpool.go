@@ -1,21 +1,25 @@
 package bus
 
-import "sync"
+import (
+	"sync"
 
-// The buffers of the messages a handler gives a Batch (Batch.Give) are used
-// again: a job or an outcome is a few kilobytes encoded once, published once,
-// and dropped as soon as JetStream has it, which made them the largest share of
-// the bytes a handler allocates.
+	"github.com/nats-io/nats.go"
+)
+
+// The buffers and header maps of the messages a handler gives a Batch
+// (Batch.Give) are used again: a job or an outcome is a few kilobytes encoded
+// once, published once, and dropped as soon as JetStream has it, which made them
+// the largest share of the bytes a handler allocates.
 //
-// Who owns a buffer: Event.PooledMsg and PooledJobMsgOf take one from here and
-// hand it to the caller with the message, as its Data; the caller owns it until
-// it gives the message to a Batch (Give, GiveCreate), which owns it from then on.
-// The Batch puts it back here in Wait, once JetStream has acknowledged the message
-// (it is then no longer needed to publish it again) and after Wait has read what
-// it reads of it, and sets the message's Data to nil, so that a caller that kept
-// the message finds no data rather than another message's. A message that is
-// never given, or whose publish fails (the batch keeps it for Resend), leaves its
-// buffer to the garbage collector.
+// Who owns a buffer: Event.PooledMsg and PooledJobMsgOf take one from here, and a
+// header map, and hand them to the caller as the message's Data and Header; the
+// caller owns them until it gives the message to a Batch (Give, GiveCreate),
+// which owns them from then on. The Batch puts them back here in Wait, once
+// JetStream has acknowledged the message (it is then no longer needed to publish
+// it again) and after Wait has read what it reads of it, and sets the message's
+// Data and Header to nil, so that a caller that kept the message finds nothing
+// rather than another message's. A message that is never given, or whose publish
+// fails (the batch keeps it for Resend), leaves them to the garbage collector.
 //
 // A class holds buffers of one capacity, so that each is stored as a pointer to
 // an array, which costs no allocation to put back, unlike a slice.
@@ -79,4 +83,25 @@ func putBuf(b []byte) {
 	case 32 << 10:
 		buf32k.Put((*[32 << 10]byte)(b[:cap(b)]))
 	}
+}
+
+// headers holds emptied header maps (nats.Header) of given messages.
+var headers sync.Pool
+
+// getHeader returns an empty header map with room for a few headers.
+func getHeader() nats.Header {
+	if h, _ := headers.Get().(nats.Header); h != nil {
+		return h
+	}
+	return make(nats.Header, 3)
+}
+
+// putHeader empties h, which its owner no longer uses, and keeps it for
+// getHeader; a map that grew past a few headers is dropped.
+func putHeader(h nats.Header) {
+	if h == nil || len(h) > 4 {
+		return
+	}
+	clear(h)
+	headers.Put(h)
 }

@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"context"
 	"encoding/json"
 	"strconv"
 	"sync"
@@ -56,13 +57,14 @@ type expiry struct {
 // inflight is a publish sent through the pipeline. Its outcome (done, dup, err) is
 // set once, under the pipeline's lock.
 type inflight struct {
-	bt      *Batch
 	m       *nats.Msg
 	reply   string
 	retries int
 	done    bool
 	dup     bool
 	err     error
+	// wake is the channel of the Wait waiting for this publish, if one does.
+	wake chan struct{}
 }
 
 const (
@@ -96,16 +98,16 @@ func (p *pipeline) init() error {
 	return p.startErr
 }
 
-// send publishes m for bt, with a reply subject that brings its acknowledgement
-// back to acked, and returns the publish in flight.
-func (p *pipeline) send(bt *Batch, m *nats.Msg) (*inflight, error) {
+// send publishes m with a reply subject that brings its acknowledgement back to
+// acked, and returns the publish in flight.
+func (p *pipeline) send(m *nats.Msg) (*inflight, error) {
 	if m.Reply != "" {
 		return nil, jetstream.ErrAsyncPublishReplySubjectSet
 	}
 	if err := p.init(); err != nil {
 		return nil, err
 	}
-	f := &inflight{bt: bt, m: m}
+	f := &inflight{m: m}
 	p.mu.Lock()
 	for len(p.flight) >= p.max {
 		if err := p.stall(); err != nil {
@@ -219,15 +221,18 @@ func (p *pipeline) noResponders(tok uint64) {
 	signal(wake)
 }
 
-// resend publishes tok's message again, unless it ended meanwhile.
+// resend publishes tok's message again, unless it ended meanwhile. It publishes
+// with p.mu held, so that the publish cannot end (and a given message's buffer go
+// back to the pool) while its message is being sent: a rare path.
 func (p *pipeline) resend(tok uint64) {
 	p.mu.Lock()
 	f := p.flight[tok]
-	p.mu.Unlock()
-	if f == nil {
-		return
+	var err error
+	if f != nil {
+		err = p.publish(f)
 	}
-	if err := p.publish(f); err != nil {
+	p.mu.Unlock()
+	if err != nil {
 		p.fail(tok, err)
 	}
 }
@@ -251,11 +256,61 @@ func (p *pipeline) fail(tok uint64, err error) {
 // waits for f; p.mu held.
 func (p *pipeline) resolve(f *inflight, dup bool, err error) chan struct{} {
 	f.done, f.dup, f.err = true, dup, err
-	if bt := f.bt; bt.waitFor == f {
-		bt.waitFor = nil
-		return bt.wake
+	wake := f.wake
+	f.wake = nil
+	return wake
+}
+
+// await waits for the outcome of f: whether it was a duplicate, or its error;
+// stop is ctx's error when ctx ended first. *wake is the calling Wait's channel,
+// taken from a pool the first time it has to wait: one per Wait rather than one
+// per publish, and one per Wait rather than per batch, so that two Waits of a
+// batch wait each for its own publishes. A token left in it from a publish it no
+// longer waits for only makes it look again.
+func (p *pipeline) await(ctx context.Context, f *inflight, wake *chan struct{}) (dup bool, err, stop error) {
+	for {
+		p.mu.Lock()
+		if f.done {
+			p.mu.Unlock()
+			return f.dup, f.err, nil
+		}
+		if *wake == nil {
+			*wake = getWake()
+		}
+		f.wake = *wake
+		p.mu.Unlock()
+		select {
+		case <-*wake:
+		case <-ctx.Done():
+			p.mu.Lock()
+			f.wake = nil
+			p.mu.Unlock()
+			return false, nil, ctx.Err()
+		}
 	}
-	return nil
+}
+
+// wakes holds the channels of Waits that have returned.
+var wakes sync.Pool
+
+func getWake() chan struct{} {
+	if ch, _ := wakes.Get().(chan struct{}); ch != nil {
+		return ch
+	}
+	return make(chan struct{}, 1)
+}
+
+// putWake keeps ch, emptied, for another Wait. A signal that was on its way when
+// its Wait returned may still land in it: the next Wait to use it looks again.
+func putWake(ch chan struct{}) {
+	if ch == nil {
+		return
+	}
+	select {
+	case <-ch:
+	default:
+	}
+	wakes.Put(ch)
 }
 
 func signal(ch chan struct{}) {

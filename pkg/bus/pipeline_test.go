@@ -3,6 +3,7 @@ package bus_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -129,8 +130,8 @@ func TestBatchGive(t *testing.T) {
 		if err := bt.Wait(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if m.Data != nil || ev.Data != nil {
-			t.Fatalf("round %d: a given message acknowledged keeps its data", round)
+		if m.Data != nil || ev.Data != nil || m.Header != nil || ev.Header != nil {
+			t.Fatalf("round %d: a given message acknowledged keeps its data or headers", round)
 		}
 		if got := bt.Duplicate("e1.job"); got != (round == 1) {
 			t.Fatalf("round %d: Duplicate(e1.job) = %v", round, got)
@@ -161,5 +162,31 @@ func TestBatchGive(t *testing.T) {
 	bt.Resend(b.Batch(), func(m *nats.Msg) bool { again = append(again, string(m.Data)); return true })
 	if len(again) != 1 || again[0] != data {
 		t.Fatalf("Resend offers %q, want the unacknowledged message's data %q", again, data)
+	}
+}
+
+// Two Waits of one batch at once each wait for their own publishes, and both
+// return.
+func TestBatchConcurrentWaits(t *testing.T) {
+	t.Parallel()
+	srv := natstest.Start(t)
+	b := srv.Bus(t, bus.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for round := range 20 {
+		bt := b.Batch()
+		done := make(chan error, 2)
+		for w := range 2 {
+			for i := range 20 {
+				id := fmt.Sprintf("r%d.w%d.%d", round, w, i)
+				bt.PublishEvent(b.Subjects.Event(id, "io.skillbus.test"), bus.Event{ID: id, Source: "/t", Type: "io.skillbus.test", Data: i})
+			}
+			go func() { done <- bt.Wait(ctx) }()
+		}
+		for range 2 {
+			if err := <-done; err != nil {
+				t.Fatalf("round %d: Wait = %v", round, err)
+			}
+		}
 	}
 }

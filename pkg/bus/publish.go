@@ -129,14 +129,22 @@ func (e Event) structured(subject string, at time.Time, job *events.Job, pooled 
 	if err != nil {
 		return nil, fmt.Errorf("event %s: data: %w", e.Type, err)
 	}
-	// Two values in one backing array, each capped so that a later Header.Add
-	// copies instead of overwriting the other; room for one more header
-	// (Skillbus-Recovered on a republished job, Skillbus-Link on a replayed one).
-	vals := []string{structuredJSON, e.ID}
-	h := make(nats.Header, 3)
-	h[HeaderContentType], h[HeaderMsgID] = vals[0:1:1], vals[1:2:2]
+	// Room for one more header (Skillbus-Recovered on a republished job,
+	// Skillbus-Link on a replayed one).
+	var h nats.Header
+	if pooled {
+		h = getHeader()
+	} else {
+		h = make(nats.Header, 3)
+	}
+	h[HeaderContentType], h[HeaderMsgID] = structuredType, []string{e.ID}
 	return &nats.Msg{Subject: subject, Header: h, Data: append(b, '}')}, nil
 }
+
+// structuredType is the Content-Type header's value, shared by every message
+// structured writes: capped, so that a Header.Add copies it rather than append to
+// it, and never written to (Set replaces it).
+var structuredType = []string{structuredJSON}[:1:1]
 
 // DataAppender is event data of another package that encodes itself as
 // json.Marshal would (the worker's outcome, which carries its log): appendData
@@ -292,10 +300,6 @@ type Batch struct {
 	dups    map[string]bool // message ids JetStream acknowledged as duplicates
 	unacked []queued        // see Resend
 	dropped []queued        // not sent since the last Wait: the batch had failed
-	// Under the pipeline's lock: the publish Wait waits for, and the channel
-	// that wakes it when that one ends.
-	waitFor *inflight
-	wake    chan struct{}
 }
 
 // sent is a publish awaiting its acknowledgement: in the bus's pipeline (own),
@@ -308,16 +312,17 @@ type sent struct {
 	given  bool // the batch owns the message's Data (see Give)
 }
 
-// done is called once JetStream has s's message: a given message's buffer goes
-// back to the pool.
+// done is called once JetStream has s's message: a given message's buffer and
+// headers go back to the pool.
 func (s sent) done() {
 	if !s.given {
 		return
 	}
 	m := s.msg()
-	b := m.Data
-	m.Data = nil
+	b, h := m.Data, m.Header
+	m.Data, m.Header = nil, nil
 	putBuf(b)
+	putHeader(h)
 }
 
 func (s sent) msg() *nats.Msg {
@@ -357,16 +362,17 @@ func (bt *Batch) Create(m *nats.Msg) {
 	bt.publish(queued{m: m, opts: createOnly, create: true})
 }
 
-// Give queues m as Publish does, and takes m's Data, which the caller must not
-// read or change from then on: once JetStream has acknowledged m, Wait puts the
-// buffer back in the bus's pool for the next message encoded by PooledMsg or
-// PooledJobMsgOf, and sets m.Data to nil (see bufpool.go). Give is for a message
-// made by those two; any other's Data is taken all the same.
+// Give queues m as Publish does, and takes m's Data and Header, which the caller
+// must not read or change from then on: once JetStream has acknowledged m, Wait
+// puts them back in the bus's pool for the next message encoded by PooledMsg or
+// PooledJobMsgOf, and sets m.Data and m.Header to nil (see bufpool.go). Give is
+// for a message made by those two; any other's Data and Header are taken all
+// the same.
 func (bt *Batch) Give(m *nats.Msg) {
 	bt.publish(queued{m: m, given: true})
 }
 
-// GiveCreate queues m as Create does, and takes m's Data as Give does.
+// GiveCreate queues m as Create does, and takes m's Data and Header as Give does.
 func (bt *Batch) GiveCreate(m *nats.Msg) {
 	delete(m.Header, HeaderMsgID)
 	bt.publish(queued{m: m, opts: createOnly, create: true, given: true})
@@ -393,9 +399,9 @@ func (bt *Batch) publish(q queued) {
 			q.m.Header = nats.Header{}
 		}
 		q.m.Header[jetstream.ExpectedLastSubjSeqHeader] = expectNone
-		s.own, err = bt.p.send(bt, q.m)
+		s.own, err = bt.p.send(q.m)
 	case len(q.opts) == 0:
-		s.own, err = bt.p.send(bt, q.m)
+		s.own, err = bt.p.send(q.m)
 	default:
 		s.f, err = bt.js.PublishMsgAsync(q.m, q.opts...)
 	}
@@ -462,11 +468,13 @@ func (bt *Batch) Wait(ctx context.Context) error {
 		bt.keep(pending)
 		return err
 	}
+	var wake chan struct{} // this Wait's, for the pipeline to wake it (see await)
+	defer func() { putWake(wake) }()
 	for i, p := range pending {
 		var dup bool
 		var stop error // ctx's
 		if p.own != nil {
-			dup, err, stop = bt.await(ctx, p.own)
+			dup, err, stop = bt.p.await(ctx, p.own, &wake)
 		} else {
 			dup, err, stop = awaitFuture(ctx, p.f)
 		}
@@ -488,36 +496,6 @@ func (bt *Batch) Wait(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// await waits for the outcome of f, a publish of bt's in the pipeline: whether it
-// was a duplicate, or its error; stop is ctx's error when ctx ended first.
-func (bt *Batch) await(ctx context.Context, f *inflight) (dup bool, err, stop error) {
-	p := bt.p
-	for {
-		p.mu.Lock()
-		if f.done {
-			bt.waitFor = nil
-			p.mu.Unlock()
-			return f.dup, f.err, nil
-		}
-		if bt.wake == nil {
-			bt.wake = make(chan struct{}, 1)
-		}
-		bt.waitFor = f
-		wake := bt.wake
-		p.mu.Unlock()
-		select {
-		case <-wake:
-		case <-ctx.Done():
-			p.mu.Lock()
-			if bt.waitFor == f {
-				bt.waitFor = nil
-			}
-			p.mu.Unlock()
-			return false, nil, ctx.Err()
-		}
-	}
 }
 
 // awaitFuture waits for the outcome of a publish of PublishMsgAsync's.
