@@ -994,6 +994,9 @@ func (r *search) nameOrder(best []top, n int) {
 		}
 	}
 	r.s.seq = seq
+	if len(seq) < 2 {
+		return
+	}
 	holds := func(k int32, l *plist) bool {
 		if r.qts[k].l == l {
 			return true
@@ -1007,6 +1010,11 @@ func (r *search) nameOrder(best []top, n int) {
 	}
 	moved := false
 	for i := range best {
+		// Without synonyms, a pair the request holds is two of its own terms the
+		// document holds, which its matched terms say without loading it.
+		if len(r.s.syns) == 0 && len(r.qts) <= 64 && bits.OnesCount64(r.s.acc[best[i].id].matched) < 2 {
+			continue
+		}
 		name := r.x.docs[best[i].id].nameLists
 		bonus := 0.0
 		for a := 0; a+1 < len(name); a++ {
@@ -1020,7 +1028,7 @@ func (r *search) nameOrder(best []top, n int) {
 			}
 			for j := len(seq) - 1; j > first; j-- {
 				if holds(seq[j], v) {
-					bonus += r.idf(len(u.ps)) + r.idf(len(v.ps))
+					bonus += r.idfOf(seq[first], u) + r.idfOf(seq[j], v)
 					break
 				}
 			}
@@ -1033,6 +1041,15 @@ func (r *search) nameOrder(best []top, n int) {
 	if moved {
 		slices.SortStableFunc(best, func(a, b top) int { return cmp.Compare(b.score, a.score) })
 	}
+}
+
+// idfOf is the IDF of the term of postings l, which the request's k-th term
+// stands for: its own, worked out already, or a synonym's.
+func (r *search) idfOf(k int32, l *plist) float64 {
+	if r.qts[k].l == l {
+		return r.qts[k].idf
+	}
+	return r.idf(len(l.ps))
 }
 
 // top appends to best the k best-scored documents, best first.
