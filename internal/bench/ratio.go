@@ -22,11 +22,11 @@ import (
 // throughputs.
 
 // pairWarmup is how many executions open each run of a paired round untimed, by
-// default (Config.PairWarmup). The
-// first few thousand of a run on a fresh server cost more than those after them:
-// the window fills from empty, the streams' first blocks are created, and the heap,
-// small after the collection before the run, is collected several times as often
-// (7 to 11 cycles over the first 5,000 executions, 1 to 4 over each 5,000 after).
+// default (Config.PairWarmup). The first few thousand of a run on a fresh server
+// cost more than those after them: the window fills from empty, the streams' first
+// blocks are created, and the heap, small after the collection before the run, is
+// collected several times as often (4 to 11 cycles over the first 5,000
+// executions, 1 to 6 over each 5,000 after).
 const pairWarmup = 2000
 
 // pairSamples is the most latency samples a run of a paired round takes; the
@@ -66,8 +66,9 @@ func runPairs(ctx context.Context, cfg Config, msgBytes int) ([]pairRound, int, 
 	run := func(sb bool, name string) (Result, error) {
 		// A collection first, so every run starts from the same small heap: else a
 		// run starts with the heap goal the run before it left (twice that run's
-		// heap, stream state included) and allocates a hundred MB or so before its
-		// first collection, which favours whichever side goes second.
+		// heap, stream state included) and collects 3 to 7 times in its first
+		// 10,000 executions instead of 8 to 15, which favours whichever side goes
+		// second.
 		runtime.GC()
 		if sb {
 			return untraced(ctx, cfg, func() (Result, error) {
