@@ -136,7 +136,15 @@ type pairSummary struct {
 	throughput, cpu spread
 	p50, p99        float64
 	persisted       [2]float64 // the minimal pipeline's and skillbus's, per execution
+	// cores is the least and the most cores a run used while timed: its
+	// throughput times its CPU per execution. Below GOMAXPROCS, other work had the
+	// rest, and where a round's two runs got different shares its throughput
+	// ratio moves with them, while its ratio by CPU hardly does.
+	cores [2]float64
 }
+
+// cores is how many cores r used while timed.
+func cores(r Result) float64 { return r.PerSecond * r.CPU.Seconds() }
 
 func summarize(rounds []pairRound) pairSummary {
 	var thr, cpu []float64
@@ -151,6 +159,12 @@ func summarize(rounds []pairRound) pairSummary {
 		s.persisted[1] += r.skillbus.Persisted / float64(len(rounds))
 	}
 	s.throughput, s.cpu = spreadOf(thr), spreadOf(cpu)
+	s.cores = [2]float64{math.Inf(1), 0}
+	for _, r := range rounds {
+		for _, c := range []float64{cores(r.skillbus), cores(r.minimal)} {
+			s.cores[0], s.cores[1] = min(s.cores[0], c), max(s.cores[1], c)
+		}
+	}
 	s.p50 = ratio(percentile(minLat, 0.5), percentile(sbLat, 0.5))
 	s.p99 = ratio(percentile(minLat, 0.99), percentile(sbLat, 0.99))
 	return s
@@ -163,6 +177,8 @@ func headline(w io.Writer, cfg Config, s pairSummary, more string) {
 		cfg.Pairs, cfg.PairExecutions, s.throughput, s.p50, s.p99)
 	fmt.Fprintf(w, "same, by CPU per execution (the minimal pipeline's over skillbus's, whole process; hardly moved by other load): one-step %s%s\n",
 		s.cpu, more)
+	fmt.Fprintf(w, "cores the timed runs used (throughput × CPU per execution): %.1f–%.1f of %d; where a round's two runs got different shares of a busy machine, its throughput ratio moves with them, its ratio by CPU hardly\n",
+		s.cores[0], s.cores[1], runtime.GOMAXPROCS(0))
 }
 
 // spread is where a sample's values lie, and how far its median can be trusted.

@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -47,6 +48,10 @@ func TestSummarizePairs(t *testing.T) {
 	}
 	if s.p50 != 0.5 || s.persisted != [2]float64{3, 3} {
 		t.Errorf("latency p50 ratio %.2f, persisted %v: want 0.50 and [3 3]", s.p50, s.persisted)
+	}
+	// Cores used: exec/s × CPU per execution, from 100 × 100 µs to 900 × 250 µs.
+	if got := fmt.Sprintf("%.2f–%.3f", s.cores[0], s.cores[1]); got != "0.01–0.225" {
+		t.Errorf("cores used %s, want 0.01–0.225", got)
 	}
 }
 
@@ -116,7 +121,8 @@ func TestRunRatio(t *testing.T) {
 		`\nsettings: server=embedded in the bench's process storage=file .* msg_size≈[1-9]\d+B`,
 		`\npersisted publishes per execution \(counted by the server\): minimal 3\.0, skillbus one-step 3\.0\n`,
 		`\nratio skillbus/minimal JetStream pipeline \(median of 2 paired rounds of 200\): throughput \d+\.\d\d \(quartiles \d+\.\d\d–\d+\.\d\d, range \d+\.\d\d–\d+\.\d\d\)   latency p50 \d+\.\d\d  p99 \d+\.\d\d`,
-		`\nsame, by CPU per execution .*: one-step \d+\.\d\d \(quartiles \d+\.\d\d–\d+\.\d\d, range \d+\.\d\d–\d+\.\d\d\)\n$`,
+		`\nsame, by CPU per execution .*: one-step \d+\.\d\d \(quartiles \d+\.\d\d–\d+\.\d\d, range \d+\.\d\d–\d+\.\d\d\)\n`,
+		`\ncores the timed runs used \(throughput × CPU per execution\): \d+\.\d–\d+\.\d of \d+; .*\n$`,
 	} {
 		if !regexp.MustCompile(re).MatchString(out.String()) {
 			t.Errorf("output lacks %s:\n%s", re, out.String())
