@@ -107,7 +107,8 @@ func (p *pipeline) send(m *nats.Msg) (*inflight, error) {
 	if err := p.init(); err != nil {
 		return nil, err
 	}
-	f := &inflight{m: m}
+	f := getInflight()
+	f.m = m
 	p.mu.Lock()
 	for len(p.flight) >= p.max {
 		if err := p.stall(); err != nil {
@@ -288,6 +289,24 @@ func (p *pipeline) await(ctx context.Context, f *inflight, wake *chan struct{}) 
 			return false, nil, ctx.Err()
 		}
 	}
+}
+
+// inflights holds the records of publishes that ended and that their Wait has
+// read: once a publish is out of the pipeline's map (it ended) the pipeline no
+// longer touches its record, and a Wait puts it back after it has read it
+// (Batch.Wait, sent.done).
+var inflights sync.Pool
+
+func getInflight() *inflight {
+	if f, _ := inflights.Get().(*inflight); f != nil {
+		return f
+	}
+	return new(inflight)
+}
+
+func putInflight(f *inflight) {
+	*f = inflight{}
+	inflights.Put(f)
 }
 
 // wakes holds the channels of Waits that have returned.

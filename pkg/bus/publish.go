@@ -312,13 +312,17 @@ type sent struct {
 	given  bool // the batch owns the message's Data (see Give)
 }
 
-// done is called once JetStream has s's message: a given message's buffer and
-// headers go back to the pool.
+// done is called once JetStream has s's message and Wait has read what it reads
+// of it: a given message's buffer and headers go back to the pool, and so does
+// the record of a publish through the pipeline.
 func (s sent) done() {
+	m := s.msg()
+	if s.own != nil {
+		putInflight(s.own)
+	}
 	if !s.given {
 		return
 	}
-	m := s.msg()
 	b, h := m.Data, m.Header
 	m.Data, m.Header = nil, nil
 	putBuf(b)

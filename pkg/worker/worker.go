@@ -597,10 +597,12 @@ func (w *Worker) gate(ctx context.Context, j *job) (done bool, err error) {
 // process handles one delivery. It returns an error only when the delivery must be handed
 // back without an outcome (a publish failed, or shutdown).
 func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
-	md, err := msg.Metadata()
+	// By value, kept on the stack: msg.Metadata() allocates what it returns.
+	mdv, err := bus.Metadata(msg)
 	if err != nil {
 		return err
 	}
+	md := &mdv
 	j, e, err := w.readJob(msg, md)
 	if err != nil {
 		return w.poison(ctx, msg, err)
