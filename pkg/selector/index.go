@@ -221,9 +221,11 @@ func (x *Index) analyse(f Fields) (map[string]float32, float32, map[string]strin
 	add(f.Triggers, x.w.Triggers)
 	add(f.Capabilities, x.w.Capabilities)
 	add(f.Examples, x.w.Examples)
-	var name []string
+	// The name's words were read first, so surface holds their terms (stop
+	// words it leaves out).
+	name := make([]string, 0, len(inOrder))
 	for _, w := range inOrder {
-		if t, ok := Term(w); ok {
+		if t, ok := surface[w]; ok {
 			name = append(name, t)
 		}
 	}
