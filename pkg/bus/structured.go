@@ -173,6 +173,14 @@ func (s *structuredScan) event(d []byte) (*Binary, bool) {
 	}
 	text := string(d[:s.last])
 	b := &Binary{Data: d[s.dataAt:s.dataEnd:s.dataEnd], structured: true}
+	exts := 0 // how many extensions, for the room setAttr makes for them
+	for _, a := range attrs {
+		switch string(d[a.k0:a.k1]) {
+		case "specversion", "id", "source", "type", "subject", "time", "datacontenttype":
+		default:
+			exts++
+		}
+	}
 	spec := false
 	for _, a := range attrs {
 		key, v := text[a.k0:a.k1], text[a.v0:a.v1]
@@ -183,7 +191,7 @@ func (s *structuredScan) event(d []byte) (*Binary, bool) {
 			}
 			continue
 		}
-		if !b.setAttr(key, v, s.n) {
+		if !b.setAttr(key, v, exts) {
 			return nil, false
 		}
 	}
@@ -194,7 +202,7 @@ func (s *structuredScan) event(d []byte) (*Binary, bool) {
 }
 
 // setAttr sets attribute key, other than specversion, to v, unless Decode would
-// read it otherwise; n is how many attributes the event has.
+// read it otherwise; n is how many extension attributes the event has.
 func (b *Binary) setAttr(key, v string, n int) bool {
 	switch key {
 	case "id":
