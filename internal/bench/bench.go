@@ -407,7 +407,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("warm-up: %w", err)
 	}
 	msgBytes = wr.AvgMsgBytes
-	fmt.Fprintf(cfg.Out, "paired rounds of the headline ratio (%d executions timed per run):\n", cfg.PairExecutions)
+	fmt.Fprintf(cfg.Out, "%d paired rounds of the headline ratio (%d executions timed per run, after %d untimed):\n", cfg.Pairs, cfg.PairExecutions, cfg.PairWarmup)
 	pairs, _, err := runPairs(ctx, cfg, msgBytes)
 	if err != nil {
 		return err

@@ -42,6 +42,7 @@ func TestBenchRuns(t *testing.T) {
 				`bare JetStream\s+\d+ exec/s\s+latency p50`,
 				`skillbus\s+\d+ exec/s .* [1-9]\d* cpu-µs/exec`,
 				`pair  1 \(skillbus first\s*\)\s+skillbus\s+\d+ exec/s\s+[1-9]\d* cpu-µs/exec.*bare JetStream\s+\d+ exec/s.*ratio \d+\.\d\d, by CPU \d+\.\d\d`,
+				`2 paired rounds of the headline ratio \(200 executions timed per run, after 100 untimed\):\n  pair  1 `,
 				`pair  2 \(bare JetStream first\)`,
 				`same, by CPU per execution .*: one-step \d+\.\d\d \(quartiles \d+\.\d\d–\d+\.\d\d, range \d+\.\d\d–\d+\.\d\d\)   3-step/one-step \d+\.\d\d`,
 				`settings: server=` + regexp.QuoteMeta(tc.where) + ` storage=file replicas=1 sync_interval=default \(2m\) msg_size≈\d+B`,
