@@ -46,7 +46,7 @@ func TestBenchRuns(t *testing.T) {
 				`pair  2 \(bare JetStream first\)`,
 				`same, by CPU per execution .*: one-step \d+\.\d\d \(quartiles \d+\.\d\d–\d+\.\d\d, range \d+\.\d\d–\d+\.\d\d\)   3-step/one-step \d+\.\d\d`,
 				`settings: server=` + regexp.QuoteMeta(tc.where) + ` storage=file replicas=1 sync_interval=default \(2m\) msg_size≈\d+B`,
-				`ratio skillbus/minimal JetStream pipeline \(median of 2 paired rounds of 200\): throughput \d+\.\d\d \(quartiles \d+\.\d\d–\d+\.\d\d, range \d+\.\d\d–\d+\.\d\d\)   latency p50 \d+\.\d\d  p99 \d+\.\d\d`,
+				`ratio skillbus/minimal JetStream pipeline \(median of 2 paired rounds, 200 executions timed per run\): throughput \d+\.\d\d \(quartiles \d+\.\d\d–\d+\.\d\d, range \d+\.\d\d–\d+\.\d\d\)   latency \(\d+ samples a side, all rounds pooled\) p50 \d+\.\d\d  p99 \d+\.\d\d`,
 				`persisted publishes per execution \(counted by the server\): minimal 3\.0, skillbus one-step 3\.0, three-step \d\.\d`,
 				`ratio skillbus/bare JetStream doing skillbus's writes .*: throughput \d+\.\d\d`,
 				`ratio by events level, one-step skill / minimal pipeline: full \d+\.\d\d   steps \(default\) \d+\.\d\d   terminal \d+\.\d\d`,

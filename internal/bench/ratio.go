@@ -134,7 +134,8 @@ func serverPart(r Result) string {
 // latency ratios read from all their samples together.
 type pairSummary struct {
 	throughput, cpu spread
-	p50, p99        float64
+	p50, p99        float64    // of every round's latency samples, pooled
+	samples         int        // latency samples a side
 	persisted       [2]float64 // the minimal pipeline's and skillbus's, per execution
 	// cores is the least and the most cores a run used while timed: its
 	// throughput times its CPU per execution. Below GOMAXPROCS, other work had the
@@ -165,6 +166,7 @@ func summarize(rounds []pairRound) pairSummary {
 			s.cores[0], s.cores[1] = min(s.cores[0], c), max(s.cores[1], c)
 		}
 	}
+	s.samples = min(len(sbLat), len(minLat))
 	s.p50 = ratio(percentile(minLat, 0.5), percentile(sbLat, 0.5))
 	s.p99 = ratio(percentile(minLat, 0.99), percentile(sbLat, 0.99))
 	return s
@@ -173,8 +175,8 @@ func summarize(rounds []pairRound) pairSummary {
 // headline prints the headline ratio from paired rounds, then the same by CPU per
 // execution followed by more, if any.
 func headline(w io.Writer, cfg Config, s pairSummary, more string) {
-	fmt.Fprintf(w, "ratio skillbus/minimal JetStream pipeline (median of %d paired rounds of %d): throughput %s   latency p50 %.2f  p99 %.2f   (1.00 = no overhead)\n",
-		cfg.Pairs, cfg.PairExecutions, s.throughput, s.p50, s.p99)
+	fmt.Fprintf(w, "ratio skillbus/minimal JetStream pipeline (median of %d paired rounds, %d executions timed per run): throughput %s   latency (%d samples a side, all rounds pooled) p50 %.2f  p99 %.2f   (1.00 = no overhead)\n",
+		cfg.Pairs, cfg.PairExecutions, s.throughput, s.samples, s.p50, s.p99)
 	fmt.Fprintf(w, "same, by CPU per execution (the minimal pipeline's over skillbus's, whole process; hardly moved by other load): one-step %s%s\n",
 		s.cpu, more)
 	fmt.Fprintf(w, "cores the timed runs used (throughput × CPU per execution): %.1f–%.1f of %d; where a round's two runs got different shares of a busy machine, its throughput ratio moves with them, its ratio by CPU hardly\n",

@@ -120,7 +120,7 @@ func TestRunRatio(t *testing.T) {
 		`\n  pair  2 \(bare JetStream first\)`,
 		`\nsettings: server=embedded in the bench's process storage=file .* msg_size≈[1-9]\d+B`,
 		`\npersisted publishes per execution \(counted by the server\): minimal 3\.0, skillbus one-step 3\.0\n`,
-		`\nratio skillbus/minimal JetStream pipeline \(median of 2 paired rounds of 200\): throughput \d+\.\d\d \(quartiles \d+\.\d\d–\d+\.\d\d, range \d+\.\d\d–\d+\.\d\d\)   latency p50 \d+\.\d\d  p99 \d+\.\d\d`,
+		`\nratio skillbus/minimal JetStream pipeline \(median of 2 paired rounds, 200 executions timed per run\): throughput \d+\.\d\d \(quartiles \d+\.\d\d–\d+\.\d\d, range \d+\.\d\d–\d+\.\d\d\)   latency \(10 samples a side, all rounds pooled\) p50 \d+\.\d\d  p99 \d+\.\d\d`,
 		`\nsame, by CPU per execution .*: one-step \d+\.\d\d \(quartiles \d+\.\d\d–\d+\.\d\d, range \d+\.\d\d–\d+\.\d\d\)\n`,
 		`\ncores the timed runs used \(throughput × CPU per execution\): \d+\.\d–\d+\.\d of \d+; .*\n$`,
 	} {
