@@ -568,9 +568,21 @@ type scratch struct {
 	// at is the place in qts of each of the request's words, -1 for a stop
 	// word; syns are the synonyms addSynonyms added, by the place of their word's
 	// term in qts
-	at   []int32
-	syns []synOf
-	seq  []int32 // nameOrder's: the places in qts of the words found
+	at    []int32
+	syns  []synOf
+	seq   []int32    // nameOrder's: the places in qts of the words found
+	held  []held     // nameOrder's: the postings the words found stand for
+	ends  []int32    // nameOrder's: a name's terms' places in held, -1 for none
+	names [][]*plist // nameOrder's: the best documents' nameLists
+}
+
+// held is a postings list the request's words found stand for (their own or a
+// synonym's): the first and the last place in nameOrder's seq of a word standing
+// for it, and its IDF as the word at each place counts it (idfOf).
+type held struct {
+	l                 *plist
+	first, last       int32
+	idfFirst, idfLast float64
 }
 
 type synOf struct {
@@ -999,40 +1011,76 @@ func (r *search) nameOrder(best []top, n int) {
 	if len(seq) < 2 {
 		return
 	}
-	holds := func(k int32, l *plist) bool {
-		if r.qts[k].l == l {
-			return true
-		}
-		for _, so := range r.s.syns {
-			if so.qt == k && so.l == l {
-				return true
+	// A pair of name terms (u, v) gains when a word standing for u comes before
+	// one standing for v, from the first word for u and the last one for v: so
+	// each postings list the words stand for is looked up once per name term.
+	hs := r.s.held[:0]
+	stand := func(i int, l *plist) {
+		k := seq[i]
+		for h := range hs {
+			if hs[h].l == l {
+				hs[h].last, hs[h].idfLast = int32(i), r.idfOf(k, l)
+				return
 			}
 		}
-		return false
+		idf := r.idfOf(k, l)
+		hs = append(hs, held{l: l, first: int32(i), last: int32(i), idfFirst: idf, idfLast: idf})
 	}
-	moved := false
+	for i, k := range seq {
+		stand(i, r.qts[k].l)
+		for _, so := range r.s.syns {
+			if so.qt == k {
+				stand(i, so.l)
+			}
+		}
+	}
+	r.s.held = hs
+	// A document whose terms the request holds fewer than two of cannot gain: its
+	// matched terms say so without loading it, when no synonym counts.
+	own := len(r.s.syns) == 0 && len(r.qts) <= 64
+	// The names are read first, each apart: the documents lie far apart in
+	// memory, and loads that do not wait on each other overlap.
+	names := r.s.names[:0]
 	for i := range best {
-		// Without synonyms, a pair the request holds is two of its own terms the
-		// document holds, which its matched terms say without loading it.
-		if len(r.s.syns) == 0 && len(r.qts) <= 64 && bits.OnesCount64(r.s.acc[best[i].id].matched) < 2 {
+		var name []*plist
+		if !own || bits.OnesCount64(r.s.acc[best[i].id].matched) >= 2 {
+			name = r.x.docs[best[i].id].nameLists
+		}
+		names = append(names, name)
+	}
+	r.s.names = names
+	moved := false
+	for i, name := range names {
+		if len(name) < 2 {
 			continue
 		}
-		name := r.x.docs[best[i].id].nameLists
-		bonus := 0.0
-		for a := 0; a+1 < len(name); a++ {
-			u, v := name[a], name[a+1]
-			if u == nil || v == nil || u == v {
-				continue
-			}
-			first := slices.IndexFunc(seq, func(k int32) bool { return holds(k, u) })
-			if first < 0 {
-				continue
-			}
-			for j := len(seq) - 1; j > first; j-- {
-				if holds(seq[j], v) {
-					bonus += r.idfOf(seq[first], u) + r.idfOf(seq[j], v)
-					break
+		ends := r.s.ends[:0]
+		found := 0
+		for _, u := range name {
+			e := int32(-1)
+			if u != nil {
+				for h := range hs {
+					if hs[h].l == u {
+						e = int32(h)
+						found++
+						break
+					}
 				}
+			}
+			ends = append(ends, e)
+		}
+		r.s.ends = ends
+		if found < 2 {
+			continue
+		}
+		bonus := 0.0
+		for a := 0; a+1 < len(ends); a++ {
+			e, f := ends[a], ends[a+1]
+			if e < 0 || f < 0 || e == f {
+				continue
+			}
+			if hs[f].last > hs[e].first {
+				bonus += hs[e].idfFirst + hs[f].idfLast
 			}
 		}
 		if bonus > 0 {
@@ -1130,6 +1178,10 @@ func (r *search) release() {
 	clear(s.terms)
 	s.terms = s.terms[:0]
 	s.seq = s.seq[:0]
+	clear(s.held)
+	s.held = s.held[:0]
+	clear(s.names)
+	s.names = s.names[:0]
 	s.at = s.at[:0]
 	clear(s.syns)
 	s.syns = s.syns[:0]
