@@ -19,7 +19,9 @@ import (
 // it again) and after Wait has read what it reads of it, and sets the message's
 // Data and Header to nil, so that a caller that kept the message finds nothing
 // rather than another message's. A message that is never given, or whose publish
-// fails (the batch keeps it for Resend), leaves them to the garbage collector.
+// ever fails (the batch keeps it for Resend), leaves them to the garbage
+// collector, even once resent and acknowledged: a publish of it that no Wait
+// waits for any more may still be in flight, and send it again.
 //
 // A class holds buffers of one capacity, so that each is stored as a pointer to
 // an array, which costs no allocation to put back, unlike a slice.

@@ -131,8 +131,11 @@ type Bus struct {
 	ageSet map[string]bool
 }
 
-// maxPending bounds the pipelined publishes awaiting their acknowledgement: a
-// publisher past it waits for room.
+// maxPending bounds, twice over, the publishes awaiting their acknowledgement:
+// those of the bus's pipeline (Batch's, see pipeline.go), and apart from them
+// those of JetStream's PublishMsgAsync (a Batch's publishes with other options).
+// So a bus holds at most twice maxPending unacknowledged; a publisher past either
+// bound waits for room.
 const maxPending = 16384
 
 // New wraps an existing connection. It does not create anything; call Ensure.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -31,15 +32,17 @@ type pipeline struct {
 	timeout time.Duration // Config.PublishAckTimeout
 	max     int           // publishes awaiting their acknowledgement, at most
 
-	start    sync.Once
-	startErr error
-	prefix   string // of the reply subjects: "<inbox>."
+	started atomic.Bool // subscribed to the acknowledgements
+	startMu sync.Mutex  // held while subscribing
+	prefix  string      // of the reply subjects: "<inbox>."
 
 	mu     sync.Mutex
 	next   uint64               // the last reply token given
 	flight map[uint64]*inflight // by reply token
 	// order holds the tokens in the order sent from head on, for the timeout:
-	// all publishes wait as long, so the first in flight is the first due.
+	// all publishes wait as long, so the first in flight is the first due. A
+	// publish sent again is there again, with its new deadline; only the one its
+	// record holds counts.
 	order   []expiry
 	head    int
 	timer   *time.Timer   // fires at the first of order's deadlines
@@ -56,13 +59,25 @@ type expiry struct {
 
 // inflight is a publish sent through the pipeline. Its outcome (done, dup, err) is
 // set once, under the pipeline's lock.
+//
+// It holds what it publishes (subject, header, data) as they were when it was
+// sent, so that publishing it again never reads the caller's message, which may
+// have been given to another batch since and emptied there (Batch.Resend): a
+// message whose publish failed is never pooled (Batch.keep), so these stay as
+// they were for as long as the record is in flight.
 type inflight struct {
-	m       *nats.Msg
+	subject string
+	header  nats.Header
+	data    []byte
 	reply   string
 	retries int
-	done    bool
-	dup     bool
-	err     error
+	// deadline is when its acknowledgement is due (since the pipeline's epoch),
+	// or 0 while it waits to be sent again: as PublishMsgAsync does, each time it
+	// is sent it has PublishAckTimeout again.
+	deadline time.Duration
+	done     bool
+	dup      bool
+	err      error
 	// wake is the channel of the Wait waiting for this publish, if one does.
 	wake chan struct{}
 }
@@ -78,24 +93,36 @@ func newPipeline(nc *nats.Conn, timeout time.Duration, max int) *pipeline {
 }
 
 // init subscribes to the acknowledgements, on the first publish: a bus that never
-// pipelines one holds no subscription.
+// pipelines one holds no subscription. A publish that could not subscribe (the
+// connection was draining, say) fails, and the next one tries again, as
+// PublishMsgAsync does.
 func (p *pipeline) init() error {
-	p.start.Do(func() {
-		p.prefix = p.nc.NewInbox() + "."
+	if p.started.Load() {
+		return nil
+	}
+	p.startMu.Lock()
+	defer p.startMu.Unlock()
+	if p.started.Load() {
+		return nil
+	}
+	if p.flight == nil {
 		p.flight = make(map[uint64]*inflight)
 		p.epoch = time.Now()
 		p.timer = time.AfterFunc(time.Hour, p.expire)
 		p.timer.Stop()
-		// As PublishMsgAsync does: a publish in flight when the connection is lost
-		// fails at once rather than waiting out its timeout, since its
-		// acknowledgement may have been lost with the connection.
-		status := p.nc.StatusChanged(nats.RECONNECTING, nats.CLOSED)
-		go p.watch(status)
-		if _, p.startErr = p.nc.Subscribe(p.prefix+"*", p.acked); p.startErr != nil {
-			p.nc.RemoveStatusListener(status)
-		}
-	})
-	return p.startErr
+	}
+	p.prefix = p.nc.NewInbox() + "."
+	// As PublishMsgAsync does: a publish in flight when the connection is lost
+	// fails at once rather than waiting out its timeout, since its
+	// acknowledgement may have been lost with the connection.
+	status := p.nc.StatusChanged(nats.RECONNECTING, nats.CLOSED)
+	go p.watch(status)
+	if _, err := p.nc.Subscribe(p.prefix+"*", p.acked); err != nil {
+		p.nc.RemoveStatusListener(status) // ends watch
+		return err
+	}
+	p.started.Store(true)
+	return nil
 }
 
 // send publishes m with a reply subject that brings its acknowledgement back to
@@ -108,9 +135,9 @@ func (p *pipeline) send(m *nats.Msg) (*inflight, error) {
 		return nil, err
 	}
 	f := getInflight()
-	f.m = m
+	f.subject, f.header, f.data = m.Subject, m.Header, m.Data
 	p.mu.Lock()
-	for len(p.flight) >= p.max {
+	if len(p.flight) >= p.max {
 		if err := p.stall(); err != nil {
 			p.mu.Unlock()
 			return nil, err
@@ -121,13 +148,9 @@ func (p *pipeline) send(m *nats.Msg) (*inflight, error) {
 	var buf [96]byte
 	f.reply = string(strconv.AppendUint(append(buf[:0], p.prefix...), tok, 36))
 	p.flight[tok] = f
-	p.order = append(p.order, expiry{tok, time.Since(p.epoch) + p.timeout})
-	if !p.armed {
-		p.armed = true
-		p.timer.Reset(p.timeout)
-	}
+	p.due(tok, f)
 	p.mu.Unlock()
-	if err := p.publish(f); err != nil {
+	if err := p.publish(m.Subject, f.reply, m.Header, m.Data); err != nil {
 		p.mu.Lock()
 		delete(p.flight, tok)
 		p.unstall()
@@ -137,30 +160,45 @@ func (p *pipeline) send(m *nats.Msg) (*inflight, error) {
 	return f, nil
 }
 
-// publish sends f's message with f's reply subject, leaving the message as it is.
-func (p *pipeline) publish(f *inflight) error {
-	pm := nats.Msg{Subject: f.m.Subject, Reply: f.reply, Header: f.m.Header, Data: f.m.Data}
+// due sets when the acknowledgement of f, just sent with token tok, is due; p.mu
+// held. Every publish waits as long, so order stays sorted.
+func (p *pipeline) due(tok uint64, f *inflight) {
+	f.deadline = time.Since(p.epoch) + p.timeout
+	p.order = append(p.order, expiry{tok, f.deadline})
+	if !p.armed {
+		p.armed = true
+		p.timer.Reset(p.timeout)
+	}
+}
+
+// publish sends a message with the reply subject of its publish, leaving the
+// message as it is.
+func (p *pipeline) publish(subject, reply string, h nats.Header, data []byte) error {
+	pm := nats.Msg{Subject: subject, Reply: reply, Header: h, Data: data}
 	return p.nc.PublishMsg(&pm)
 }
 
 // stall waits, with p.mu held, until fewer than max publishes are in flight, for at
-// most stallWait, as PublishMsgAsync does.
+// most stallWait in all, as PublishMsgAsync does: a publisher that another takes
+// the freed room from waits on, but not for longer.
 func (p *pipeline) stall() error {
-	if p.stalled == nil {
-		p.stalled = make(chan struct{})
-	}
-	ch := p.stalled
-	p.mu.Unlock()
 	t := time.NewTimer(stallWait)
 	defer t.Stop()
-	var err error
-	select {
-	case <-ch:
-	case <-t.C:
-		err = jetstream.ErrTooManyStalledMsgs
+	for len(p.flight) >= p.max {
+		if p.stalled == nil {
+			p.stalled = make(chan struct{})
+		}
+		ch := p.stalled
+		p.mu.Unlock()
+		select {
+		case <-ch:
+		case <-t.C:
+			p.mu.Lock()
+			return jetstream.ErrTooManyStalledMsgs
+		}
+		p.mu.Lock()
 	}
-	p.mu.Lock()
-	return err
+	return nil
 }
 
 // unstall lets stalled publishers on once there is room; p.mu held.
@@ -211,6 +249,7 @@ func (p *pipeline) noResponders(tok uint64) {
 	}
 	if f.retries < pubRetries {
 		f.retries++
+		f.deadline = 0 // not due until sent again (see resend)
 		p.mu.Unlock()
 		time.AfterFunc(pubRetryWait, func() { p.resend(tok) })
 		return
@@ -222,19 +261,22 @@ func (p *pipeline) noResponders(tok uint64) {
 	signal(wake)
 }
 
-// resend publishes tok's message again, unless it ended meanwhile. It publishes
-// with p.mu held, so that the publish cannot end (and a given message's buffer go
-// back to the pool) while its message is being sent: a rare path.
+// resend publishes tok's message again, unless it ended meanwhile, with
+// PublishAckTimeout again for its acknowledgement. It publishes without p.mu
+// held, which a publish to a full socket could hold for long, from what the
+// record held when sent: the record may end, and go back to its pool, meanwhile.
 func (p *pipeline) resend(tok uint64) {
 	p.mu.Lock()
 	f := p.flight[tok]
-	var err error
-	if f != nil {
-		err = p.publish(f)
+	if f == nil {
+		p.mu.Unlock()
+		return
 	}
+	subject, reply, h, data := f.subject, f.reply, f.header, f.data
+	p.due(tok, f)
 	p.mu.Unlock()
-	if err != nil {
-		p.fail(tok, err)
+	if err := p.publish(subject, reply, h, data); err != nil {
+		p.fail(tok, err) // unless it ended meanwhile
 	}
 }
 
@@ -341,13 +383,21 @@ func signal(ch chan struct{}) {
 	}
 }
 
-// dropEnded forgets, from the front of order, the publishes no longer in flight,
-// so that order holds about as many as flight does; p.mu held.
+// dropEnded forgets, from the front of order, the publishes no longer in flight
+// and the deadlines a publish sent again no longer has, so that order holds about
+// as many as flight does; p.mu held.
 func (p *pipeline) dropEnded() {
-	for p.head < len(p.order) && p.flight[p.order[p.head].tok] == nil {
+	for p.head < len(p.order) && p.stale(p.order[p.head]) {
 		p.head++
 	}
 	p.compact()
+}
+
+// stale reports whether e is no longer a deadline of a publish in flight; p.mu
+// held.
+func (p *pipeline) stale(e expiry) bool {
+	f := p.flight[e.tok]
+	return f == nil || f.deadline != e.deadline
 }
 
 // compact reuses order's array once what is left of it is at its end; p.mu held.
@@ -369,13 +419,13 @@ func (p *pipeline) expire() {
 	now := time.Since(p.epoch)
 	for ; p.head < len(p.order); p.head++ {
 		e := p.order[p.head]
-		f := p.flight[e.tok]
-		if f == nil {
+		if p.stale(e) {
 			continue
 		}
 		if e.deadline > now {
 			break
 		}
+		f := p.flight[e.tok]
 		delete(p.flight, e.tok)
 		if ch := p.resolve(f, false, jetstream.ErrAsyncPublishTimeout); ch != nil {
 			wake = append(wake, ch)

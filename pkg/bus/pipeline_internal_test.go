@@ -1,10 +1,14 @@
 package bus
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"testing"
+	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -85,5 +89,57 @@ func TestReadPubAckAllocs(t *testing.T) {
 	ack := []byte(`{"stream":"SKILLBUS_JOBS","seq":123456,"duplicate":true}`)
 	if n := testing.AllocsPerRun(100, func() { _, _ = readPubAck(ack) }); n != 0 {
 		t.Errorf("readPubAck allocates %v times", n)
+	}
+}
+
+// A publish that could not subscribe to the acknowledgements (its connection
+// refused it: closed, or draining) fails, and the next publish subscribes again,
+// as PublishMsgAsync's does, rather than failing the same way for good.
+func TestPipelineStartsAgainAfterAFailure(t *testing.T) {
+	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Start()
+	t.Cleanup(srv.Shutdown)
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("server not ready")
+	}
+	refusing, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	refusing.Close()
+	p := newPipeline(refusing, time.Minute, 16)
+	if _, err := p.send(&nats.Msg{Subject: "x", Data: []byte("x")}); !errors.Is(err, nats.ErrConnectionClosed) {
+		t.Fatalf("send on a closed connection = %v, want ErrConnectionClosed", err)
+	}
+
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	sub, err := nc.SubscribeSync("x") // answers for a stream
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.nc = nc // the connection accepts subscriptions again
+	f, err := p.send(&nats.Msg{Subject: "x", Data: []byte("x")})
+	if err != nil {
+		t.Fatalf("send after the connection accepts subscriptions again = %v", err)
+	}
+	m, err := sub.NextMsg(10 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Publish(m.Reply, []byte(`{"stream":"S","seq":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var wake chan struct{}
+	if _, err, stop := p.await(ctx, f, &wake); err != nil || stop != nil {
+		t.Fatalf("the publish's acknowledgement was not read: %v, %v", err, stop)
 	}
 }

@@ -190,3 +190,152 @@ func TestBatchConcurrentWaits(t *testing.T) {
 		}
 	}
 }
+
+// A given message whose Wait failed while a publish of it was still waiting to be
+// sent again (no stream had answered it) can be resent on another batch and
+// acknowledged there before that publish goes out again: the publish going out
+// again still sends the message as it was given, so that a create-only subject
+// ends up with the one message the first acknowledgement stored, not a second,
+// emptied one without its headers.
+func TestBatchGivenMessageResentWhileRetrying(t *testing.T) {
+	t.Parallel()
+	srv := natstest.Start(t)
+	b := srv.Bus(t, bus.Config{PublishAckTimeout: time.Minute})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// The test answers batch A's publishes itself, each when it chooses.
+	swallow := srv.Conn(t)
+	sub, err := swallow.SubscribeSync("rev.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := swallow.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	next := func(what string) *nats.Msg {
+		t.Helper()
+		m, err := sub.NextMsg(10 * time.Second)
+		if err != nil {
+			t.Fatalf("%s did not go out: %v", what, err)
+		}
+		return m
+	}
+	job, err := bus.Event{ID: "j1", Source: "/t", Type: "io.skillbus.job", Data: 1}.PooledMsg("rev.j1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := string(job.Data)
+
+	a := b.Batch()
+	a.Publish(&nats.Msg{Subject: "rev.first", Data: []byte("x")})
+	a.GiveCreate(job)
+	first, sentJob := next("rev.first"), next("rev.j1")
+	// The first publish is refused: A's Wait fails there, before the job's.
+	if err := swallow.Publish(first.Reply, []byte(`{"error":{"code":503,"err_code":10077,"description":"duplicate message id is in process"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Wait(ctx); err == nil {
+		t.Fatal("Wait of A succeeded, want the first publish's refusal")
+	}
+
+	// Now a stream takes the job, resent on batch B.
+	if _, err := b.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "REV", Subjects: []string{"rev.j1"}}); err != nil {
+		t.Fatal(err)
+	}
+	bb := b.Batch()
+	a.Resend(bb, func(m *nats.Msg) bool { return m.Subject == "rev.first" })
+	if err := bb.Wait(ctx); err != nil {
+		t.Fatalf("Wait of B = %v", err)
+	}
+	next("B's publish of rev.j1")
+
+	// Then A's publish of the job hears that no stream took it (as it would
+	// have, had the stream been electing its leader), and goes out again.
+	answers, err := swallow.SubscribeSync(sentJob.Reply)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noResponders := &nats.Msg{Subject: sentJob.Reply, Header: nats.Header{"Status": []string{"503"}}}
+	if err := swallow.PublishMsg(noResponders); err != nil {
+		t.Fatal(err)
+	}
+	again := next("A's publish of rev.j1, again")
+	if again.Reply != sentJob.Reply {
+		t.Fatalf("got a publish with reply %q, want A's %q sent again", again.Reply, sentJob.Reply)
+	}
+	if string(again.Data) != data || again.Header.Get(jetstream.ExpectedLastSubjSeqHeader) != "0" {
+		t.Errorf("A's publish went out again as %q with headers %v, want %q create-only", again.Data, again.Header, data)
+	}
+	for { // the stream's answer to it, after the test's own 503
+		m, err := answers.NextMsg(10 * time.Second)
+		if errors.Is(err, nats.ErrNoResponders) {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("no answer from the stream to A's publish sent again: %v", err)
+		}
+		if len(m.Data) > 0 {
+			break
+		}
+	}
+	s, err := b.JS.Stream(ctx, "REV")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != 1 {
+		t.Fatalf("the create-only subject holds %d messages, want 1", info.State.Msgs)
+	}
+}
+
+// A publish that no stream answered has PublishAckTimeout again each time it is
+// sent again, as PublishMsgAsync's has: with a timeout shorter than its retries
+// take, one a stream takes on its last retry (a leader elected meanwhile) still
+// succeeds, and one that is never answered then still times out.
+func TestBatchRetryHasItsTimeoutAgain(t *testing.T) {
+	t.Parallel()
+	srv := natstest.Start(t)
+	const timeout = 400 * time.Millisecond // < the 2 retries' 500 ms
+	b := srv.Bus(t, bus.Config{PublishAckTimeout: timeout})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	swallow := srv.Conn(t) // the test answers for the stream
+	sub, err := swallow.SubscribeSync("elect.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := swallow.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for _, answered := range []bool{true, false} {
+		bt := b.Batch()
+		bt.Publish(&nats.Msg{Subject: "elect.x", Data: []byte("x")})
+		done := make(chan error, 1)
+		go func() { done <- bt.Wait(ctx) }()
+		for send := range 1 + jetstream.DefaultPubRetryAttempts {
+			m, err := sub.NextMsg(10 * time.Second)
+			if err != nil {
+				t.Fatalf("send %d did not go out: %v", send, err)
+			}
+			switch {
+			case send < jetstream.DefaultPubRetryAttempts:
+				err = swallow.PublishMsg(&nats.Msg{Subject: m.Reply, Header: nats.Header{"Status": []string{"503"}}})
+			case answered:
+				err = swallow.Publish(m.Reply, []byte(`{"stream":"S","seq":1}`))
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		err := <-done
+		switch {
+		case answered && err != nil:
+			t.Fatalf("Wait = %v, want the last retry's acknowledgement", err)
+		case !answered && !errors.Is(err, jetstream.ErrAsyncPublishTimeout):
+			t.Fatalf("Wait = %v, want ErrAsyncPublishTimeout", err)
+		}
+	}
+}

@@ -305,6 +305,7 @@ type Batch struct {
 // sent is a publish awaiting its acknowledgement: in the bus's pipeline (own),
 // or, for one with publish options other than create-only, PublishMsgAsync's (f).
 type sent struct {
+	m      *nats.Msg // for own; f has its own
 	own    *inflight
 	f      jetstream.PubAckFuture
 	opts   []jetstream.PublishOpt
@@ -331,7 +332,7 @@ func (s sent) done() {
 
 func (s sent) msg() *nats.Msg {
 	if s.own != nil {
-		return s.own.m
+		return s.m
 	}
 	return s.f.Msg()
 }
@@ -369,9 +370,10 @@ func (bt *Batch) Create(m *nats.Msg) {
 // Give queues m as Publish does, and takes m's Data and Header, which the caller
 // must not read or change from then on: once JetStream has acknowledged m, Wait
 // puts them back in the bus's pool for the next message encoded by PooledMsg or
-// PooledJobMsgOf, and sets m.Data and m.Header to nil (see bufpool.go). Give is
-// for a message made by those two; any other's Data and Header are taken all
-// the same.
+// PooledJobMsgOf, and sets m.Data and m.Header to nil (see bufpool.go). Once a
+// Wait has failed before seeing m acknowledged, m is no longer pooled: Resend
+// may send it again, and m keeps its Data and Header. Give is for a message made
+// by those two; any other's Data and Header are taken all the same.
 func (bt *Batch) Give(m *nats.Msg) {
 	bt.publish(queued{m: m, given: true})
 }
@@ -395,14 +397,18 @@ func (bt *Batch) publish(q queued) {
 		bt.dropped = append(bt.dropped, q)
 		return
 	}
-	s := sent{opts: q.opts, create: q.create, given: q.given}
+	s := sent{m: q.m, opts: q.opts, create: q.create, given: q.given}
 	var err error
 	switch {
 	case q.create:
 		if q.m.Header == nil {
 			q.m.Header = nats.Header{}
 		}
-		q.m.Header[jetstream.ExpectedLastSubjSeqHeader] = expectNone
+		// Resent, a message has it already, and the header may still be read by a
+		// publish of it in flight: it is not written again.
+		if v := q.m.Header[jetstream.ExpectedLastSubjSeqHeader]; len(v) != 1 || v[0] != expectNone[0] {
+			q.m.Header[jetstream.ExpectedLastSubjSeqHeader] = expectNone
+		}
 		s.own, err = bt.p.send(q.m)
 	case len(q.opts) == 0:
 		s.own, err = bt.p.send(q.m)
@@ -559,12 +565,15 @@ func InProcess(err error) bool {
 const jsErrDuplicateInProcess = 10158
 
 // keep notes publishes whose acknowledgement Wait did not see, then what was
-// dropped after them: the order they were queued in.
+// dropped after them: the order they were queued in. A given message among them
+// is no longer the pool's: a publish of it that no one waits for may still be in
+// flight, and send it again after a later batch has had it acknowledged, so its
+// buffer and headers are left to the garbage collector.
 func (bt *Batch) keep(pending []sent) {
 	bt.mu.Lock()
 	defer bt.mu.Unlock()
 	for _, p := range pending {
-		bt.unacked = append(bt.unacked, queued{p.msg(), p.opts, p.create, p.given})
+		bt.unacked = append(bt.unacked, queued{p.msg(), p.opts, p.create, false})
 	}
 	bt.unacked = append(bt.unacked, bt.dropped...)
 	bt.dropped = nil
