@@ -1,6 +1,7 @@
 package selector_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/skillbus/skillbus/pkg/selector"
@@ -49,6 +50,31 @@ func TestIndexScoresFollowChanges(t *testing.T) {
 		if !ok || h.BM25 != w.BM25 || h.Coverage != w.Coverage || h.Strength != w.Strength {
 			t.Errorf("hit %+v, want %+v (a fresh index's)", h, w)
 		}
+	}
+}
+
+// A language named in a request finds its two-letter code in a skill's name
+// (Finnish finds fi), but two letters in a request are not taken for a language:
+// the ES of an Elasticsearch index is not Spanish, nor a .pt checkpoint Portuguese.
+func TestLanguageCodesAreOneWay(t *testing.T) {
+	t.Parallel()
+	x := selector.NewIndex(selector.Weights{})
+	for _, lang := range []string{"spanish", "dutch", "arabic", "portuguese", "finnish"} {
+		x.Put(lang+"-tutor", selector.Fields{Name: lang + "-tutor", Description: "Lessons in " + lang + " for beginners."})
+	}
+	x.Put("reader-fi", selector.Fields{Name: "reader-fi", Description: "Reads books aloud."})
+	for _, text := range []string{"query the ES index", "NL to SQL", "AR overlay", "load a .pt checkpoint", "fi reports"} {
+		hits, _ := x.SearchEvidence(text, selector.Query{})
+		for _, h := range hits {
+			if strings.HasSuffix(h.Name, "-tutor") {
+				t.Errorf("%q: hits %+v, want no language's tutor", text, hits)
+				break
+			}
+		}
+	}
+	hits, _ := x.SearchEvidence("read me a book aloud in Finnish", selector.Query{})
+	if len(hits) < 2 || hits[0].Name != "reader-fi" || hits[1].Name != "finnish-tutor" {
+		t.Errorf("Finnish: hits %+v, want reader-fi (its code) then finnish-tutor", hits)
 	}
 }
 

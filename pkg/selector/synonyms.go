@@ -101,8 +101,13 @@ var synonymGroups = []string{
 	"admin administrator",
 	"env environment",
 	"dir directory folder",
-	// Languages and their ISO 639-1 codes, which names of translation and speech
-	// models use (opus-mt-fr-en). Codes that are English words (it, hi) are left out.
+}
+
+// languageCodes are languages and their ISO 639-1 codes, which names of
+// translation and speech models use (opus-mt-fr-en). Only the language finds its
+// code: a request's two letters are more often something else ("the ES index",
+// "NL to SQL", "a .pt checkpoint"). Codes that are English words (it, hi) are left out.
+var languageCodes = []string{
 	"english en",
 	"french fr",
 	"spanish es",
@@ -118,7 +123,8 @@ var synonymGroups = []string{
 	"finnish fi",
 }
 
-// synonyms maps an index term to the terms of the other words of its groups.
+// synonyms maps an index term to the terms of the other words of its groups, and
+// a language's to its code's.
 var synonyms = func() map[string][]string {
 	m := map[string][]string{}
 	for _, g := range synonymGroups {
@@ -134,6 +140,14 @@ var synonyms = func() map[string][]string {
 					m[t] = append(m[t], u)
 				}
 			}
+		}
+	}
+	for _, g := range languageCodes {
+		lang, code, _ := strings.Cut(g, " ")
+		t, ok := Term(lang)
+		u, ok2 := Term(code)
+		if ok && ok2 && !containsString(m[t], u) {
+			m[t] = append(m[t], u)
 		}
 	}
 	return m
