@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"runtime"
 	"testing"
 	"time"
 
@@ -92,10 +93,10 @@ func TestReadPubAckAllocs(t *testing.T) {
 	}
 }
 
-// A publish that could not subscribe to the acknowledgements (its connection
-// refused it: closed, or draining) fails, and the next publish subscribes again,
-// as PublishMsgAsync's does, rather than failing the same way for good.
-func TestPipelineStartsAgainAfterAFailure(t *testing.T) {
+// startServer starts a NATS server without JetStream: natstest's helpers use
+// this package.
+func startServer(t *testing.T) *server.Server {
+	t.Helper()
 	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true})
 	if err != nil {
 		t.Fatal(err)
@@ -105,6 +106,14 @@ func TestPipelineStartsAgainAfterAFailure(t *testing.T) {
 	if !srv.ReadyForConnections(10 * time.Second) {
 		t.Fatal("server not ready")
 	}
+	return srv
+}
+
+// A publish that could not subscribe to the acknowledgements (its connection
+// refused it: closed, or draining) fails, and the next publish subscribes again,
+// as PublishMsgAsync's does, rather than failing the same way for good.
+func TestPipelineStartsAgainAfterAFailure(t *testing.T) {
+	srv := startServer(t)
 	refusing, err := nats.Connect(srv.ClientURL())
 	if err != nil {
 		t.Fatal(err)
@@ -141,5 +150,62 @@ func TestPipelineStartsAgainAfterAFailure(t *testing.T) {
 	var wake chan struct{}
 	if _, err, stop := p.await(ctx, f, &wake); err != nil || stop != nil {
 		t.Fatalf("the publish's acknowledgement was not read: %v, %v", err, stop)
+	}
+}
+
+// A publisher waiting for room waits stallWait in all, as PublishMsgAsync's
+// does, then fails with ErrTooManyStalledMsgs, however often room is made and
+// taken by others before it gets it.
+func TestPipelineStallIsBoundedInAll(t *testing.T) {
+	srv := startServer(t)
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if _, err := nc.SubscribeSync("x"); err != nil { // takes the publishes, never answers
+		t.Fatal(err)
+	}
+	p := newPipeline(nc, time.Minute, 1)
+	if _, err := p.send(&nats.Msg{Subject: "x", Data: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	// Others keep making room and taking it again before the publisher does.
+	stop := make(chan struct{})
+	taking := make(chan struct{})
+	go func() {
+		defer close(taking)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			p.mu.Lock()
+			if p.stalled != nil {
+				close(p.stalled)
+				p.stalled = nil
+			}
+			p.mu.Unlock()
+			runtime.Gosched()
+		}
+	}()
+	defer func() { close(stop); <-taking }()
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		_, err := p.send(&nats.Msg{Subject: "x", Data: []byte("x")})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
+			t.Fatalf("send = %v, want ErrTooManyStalledMsgs", err)
+		}
+		if d := time.Since(start); d < stallWait {
+			t.Fatalf("send failed after %v, before stallWait", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("send still waiting for room after 10s")
 	}
 }
