@@ -84,7 +84,7 @@ EVAL_BIN := $(CURDIR)/.test-output/skillbus-eval
 eval:
 	@mkdir -p $(dir $(EVAL_BIN)) && $(GO) build -o $(EVAL_BIN) ./cmd/skillbus
 	@echo "== testdata/routing heldout"; $(EVAL_BIN) route eval --skills testdata/routing/skills --cases testdata/routing/heldout.jsonl --no-examples | sed -n '3,9p'
-	@echo "== testdata/routing/seedstyle"; $(EVAL_BIN) route eval --skills testdata/routing/seedstyle/skills --cases testdata/routing/seedstyle/cases.jsonl | sed -n '3,9p'
+	@echo "== testdata/routing/phrasestyle"; $(EVAL_BIN) route eval --skills testdata/routing/phrasestyle/skills --cases testdata/routing/phrasestyle/cases.jsonl | sed -n '3,9p'
 	@for set in testdata/routing/public/*/; do for half in tune heldout; do \
 	  echo "== $$set $$half"; $(EVAL_BIN) route eval --skills $${set}skills --cases $${set}$$half.jsonl --no-examples | sed -n '3,9p'; \
 	  echo "   off-topic: requests of another domain's set"; $(EVAL_BIN) route eval --skills $${set}skills --cases $${set}offtopic-$$half.jsonl --no-examples | grep 'off-topic rejected'; \

@@ -131,12 +131,12 @@ func TestValidateWarnsWhenExamplesRouteElsewhere(t *testing.T) {
 // Skills whose triggers are phrases load and route by them, offline.
 func TestRoutePhraseTriggers(t *testing.T) {
 	t.Parallel()
-	const dir = "../../testdata/routing/seedstyle/skills"
+	const dir = "../../testdata/routing/phrasestyle/skills"
 	out, code := run(t, "route", "--skills", dir, "--json", "please look at my pull request")
 	if code != 0 || !strings.Contains(out, `"primary": "code_review"`) {
 		t.Fatalf("exit %d: %s", code, out)
 	}
-	out, code = run(t, "route", "eval", "--skills", dir, "--cases", "../../testdata/routing/seedstyle/cases.jsonl", "--min-accuracy", "0.96")
+	out, code = run(t, "route", "eval", "--skills", dir, "--cases", "../../testdata/routing/phrasestyle/cases.jsonl", "--min-accuracy", "0.96")
 	if code != 0 || !strings.Contains(out, "off-topic rejected  1.000") {
 		t.Fatalf("eval: exit %d: %s", code, out)
 	}
@@ -175,9 +175,9 @@ func TestRouteSkipsInvalidSkills(t *testing.T) {
 // route fit writes the setting that routes a tuning file best; eval and route use it.
 func TestRouteFit(t *testing.T) {
 	t.Parallel()
-	const dir = "../../testdata/routing/seedstyle/skills"
+	const dir = "../../testdata/routing/phrasestyle/skills"
 	out := filepath.Join(t.TempDir(), "weights.yaml")
-	got, code := run(t, "route", "fit", "--skills", dir, "--cases", "../../testdata/routing/seedstyle/cases.jsonl", "--out", out)
+	got, code := run(t, "route", "fit", "--skills", dir, "--cases", "../../testdata/routing/phrasestyle/cases.jsonl", "--out", out)
 	if code != 0 || !strings.Contains(got, "fitted on 25 cases: ") || !strings.Contains(got, "top-1 1.000") {
 		t.Fatalf("fit: exit %d: %s", code, got)
 	}
@@ -185,7 +185,7 @@ func TestRouteFit(t *testing.T) {
 	if err != nil || !strings.Contains(string(b), "threshold: ") {
 		t.Fatalf("weights file %q: %v", b, err)
 	}
-	if got, code := run(t, "route", "eval", "--skills", dir, "--cases", "../../testdata/routing/seedstyle/cases.jsonl", "--weights", out, "--min-accuracy", "1"); code != 0 {
+	if got, code := run(t, "route", "eval", "--skills", dir, "--cases", "../../testdata/routing/phrasestyle/cases.jsonl", "--weights", out, "--min-accuracy", "1"); code != 0 {
 		t.Fatalf("eval --weights: exit %d: %s", code, got)
 	}
 	bad := filepath.Join(t.TempDir(), "bad.yaml")

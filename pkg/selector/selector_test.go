@@ -303,7 +303,7 @@ func TestPatternTriggersFromFiles(t *testing.T) {
 // them; an anti-trigger phrase in the request keeps its skill from being chosen.
 func TestPhraseTriggersRoute(t *testing.T) {
 	t.Parallel()
-	cat, ds := skill.Discover("../../testdata/routing/seedstyle/skills")
+	cat, ds := skill.Discover("../../testdata/routing/phrasestyle/skills")
 	if ds.HasErrors() || len(cat.Skills) != 12 {
 		t.Fatalf("skills: %d, %v", len(cat.Skills), ds)
 	}
@@ -330,7 +330,7 @@ func TestPhraseTriggersRoute(t *testing.T) {
 		t.Fatalf("anti-trigger alone: primary %q", d.Primary)
 	}
 
-	f, err := os.Open("../../testdata/routing/seedstyle/cases.jsonl")
+	f, err := os.Open("../../testdata/routing/phrasestyle/cases.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -414,7 +414,7 @@ func TestNamePartsAreFound(t *testing.T) {
 // Trigger phrases and anti-triggers find other forms of their words.
 func TestPhrasesMatchWordForms(t *testing.T) {
 	t.Parallel()
-	cat, ds := skill.Discover("../../testdata/routing/seedstyle/skills")
+	cat, ds := skill.Discover("../../testdata/routing/phrasestyle/skills")
 	if ds.HasErrors() {
 		t.Fatal(ds)
 	}
