@@ -320,6 +320,7 @@ type claimState struct {
 	rev       uint64
 	held      bool
 	gone      bool
+	finished  bool         // the run has returned its decision: what is left is to settle it
 	run       *runDeadline // the run's context, once it runs: cancelled when the claim is lost
 }
 
@@ -343,6 +344,28 @@ func (j *job) lost() {
 	if run != nil {
 		run.cancel()
 	}
+}
+
+// loseSlot stops j's run, as lost does, for a concurrency slot another run may
+// hold now, and reports true; unless the run has already returned its decision:
+// then there is nothing left to stop, only what it caused to publish, and
+// stopping it would run its steps again (its job handed back), so it reports false.
+func (j *job) loseSlot() bool {
+	j.claim.mu.Lock()
+	if j.claim.finished {
+		j.claim.mu.Unlock()
+		return false
+	}
+	j.claim.mu.Unlock()
+	j.lost()
+	return true
+}
+
+// finish records that j's run has returned its decision (see loseSlot).
+func (j *job) finish() {
+	j.claim.mu.Lock()
+	j.claim.finished = true
+	j.claim.mu.Unlock()
 }
 
 func (j *job) isLost() bool {

@@ -93,6 +93,14 @@ type gates struct {
 // record and trying its slots again.
 var heldWrittenHook atomic.Pointer[func(executionID string, rev uint64)]
 
+// slotLostHook, when set (by tests), is called when a run's heartbeat finds a
+// concurrency slot it held taken or freed.
+var slotLostHook atomic.Pointer[func(executionID string)]
+
+// finishedHook, when set (by tests), is called when a run has returned its
+// decision, before it is settled.
+var finishedHook atomic.Pointer[func(executionID string)]
+
 // releaseFaultHook, when set (by tests), is asked before a waiting run's release
 // is published; an error fails that release.
 var releaseFaultHook atomic.Pointer[func(executionID string) error]
@@ -323,8 +331,17 @@ func (w *Worker) renewSlots(ctx context.Context, j *job) {
 				j.slots[i].rev = e.Revision()
 				continue
 			case gerr == nil || errors.Is(gerr, jetstream.ErrKeyNotFound) || errors.Is(gerr, jetstream.ErrKeyDeleted):
-				w.cfg.Log.Warn("worker: lost a concurrency slot of a running execution; stopping it", "execution", j.data.ExecutionID, "slot", s.key)
-				j.lost()
+				if j.loseSlot() {
+					w.cfg.Log.Warn("worker: lost a concurrency slot of a running execution; stopping it", "execution", j.data.ExecutionID, "slot", s.key)
+				} else {
+					// Its lease ran out while the server could not take the renewal (a
+					// full disk, an outage) after the run ended: the run is not run again.
+					w.cfg.Log.Warn("worker: a finished execution lost its concurrency slot while its outcome waited to be published; publishing it all the same", "execution", j.data.ExecutionID, "slot", s.key)
+					j.slots = slices.Delete(j.slots, i, i+1)
+				}
+				if h := slotLostHook.Load(); h != nil {
+					(*h)(j.data.ExecutionID)
+				}
 				return
 			}
 			err = gerr

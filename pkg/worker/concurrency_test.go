@@ -398,6 +398,60 @@ func TestRunThatLosesItsSlotStops(t *testing.T) {
 	}
 }
 
+// A run whose slot is lost after it has finished (its lease ran out while the
+// server could not take the renewal: a full disk, an outage, with the outcome
+// still waiting to be published) is not stopped and run again: there is nothing
+// left to stop, and its steps would run twice. Its outcome is published.
+func TestFinishedRunThatLosesItsSlotIsNotRunAgain(t *testing.T) {
+	t.Parallel()
+	f := setup(t, keyedSkill("lose-late", 1))
+	o := newOverlap()
+	f.tools = mustSet(t, f.tools, o.tool())
+	id := events.ExecutionID("/t", "f0", "lose-late")
+	slot := events.ConcSlotKey(slotGate("lose-late", "f"), 0)
+	lost := make(chan struct{})
+	var once sync.Once
+	defer worker.SetSlotLostHook(func(exec string) {
+		if exec == id {
+			once.Do(func() { close(lost) })
+		}
+	})()
+	defer worker.SetFinishedHook(func(exec string) {
+		if exec != id {
+			return
+		}
+		// Another run takes the slot between the run's end and its settling, and
+		// the heartbeat finds it before the outcome is published.
+		if _, err := f.runs.Put(f.ctx, slot, []byte("another-execution")); err != nil {
+			t.Error(err)
+			return
+		}
+		select {
+		case <-lost:
+		case <-time.After(10 * time.Second):
+			t.Error("the heartbeat did not find the slot taken")
+		}
+	})()
+	f.start()
+	if got := f.keyedJob("lose-late", "f0", "f"); got != id {
+		t.Fatalf("execution %s, want %s", got, id)
+	}
+	f.waitEvent(id, events.TypeExecutionCompleted)
+	if err := f.runs.Delete(f.ctx, slot); err != nil {
+		t.Fatal(err)
+	}
+	f.drained()
+	o.mu.Lock()
+	calls := o.calls[id]
+	o.mu.Unlock()
+	if calls != 1 {
+		t.Fatalf("the step ran %d times, want 1", calls)
+	}
+	if n := f.outcomes(id); n != 1 {
+		t.Fatalf("%d outcomes, want 1", n)
+	}
+}
+
 // A waiting run whose release fails (a publish timing out during a leader
 // change) is released again: it does not wait for a free that never comes.
 func TestFailedReleaseIsRetried(t *testing.T) {

@@ -28,3 +28,17 @@ func SetCancelOnListHook(f func(skill, executionID string)) (unset func()) {
 	cancelOnListHook.Store(&f)
 	return func() { cancelOnListHook.Store(nil) }
 }
+
+// SetSlotLostHook calls f, until the returned func is called, each time a run's
+// heartbeat finds a concurrency slot it held taken or freed.
+func SetSlotLostHook(f func(executionID string)) (unset func()) {
+	slotLostHook.Store(&f)
+	return func() { slotLostHook.Store(nil) }
+}
+
+// SetFinishedHook calls f, until the returned func is called, each time a run has
+// returned its decision, before it is settled.
+func SetFinishedHook(f func(executionID string)) (unset func()) {
+	finishedHook.Store(&f)
+	return func() { finishedHook.Store(nil) }
+}

@@ -716,6 +716,10 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 	w.keepAlive(ctx, j)
 	defer j.stopBeat()
 	d := j.cancelledOf(w.execute(rctx, j, j.inputs, answers, tools))
+	j.finish()
+	if h := finishedHook.Load(); h != nil {
+		(*h)(j.data.ExecutionID)
+	}
 	if ctx.Err() != nil {
 		if _, ok := d.(Complete); !ok {
 			return ctx.Err()
