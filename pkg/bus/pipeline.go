@@ -223,18 +223,7 @@ func (p *pipeline) acked(m *nats.Msg) {
 		return
 	}
 	dup, err := readPubAck(m.Data)
-	p.mu.Lock()
-	f := p.flight[tok]
-	if f == nil {
-		p.mu.Unlock()
-		return // timed out meanwhile, or its connection was lost
-	}
-	delete(p.flight, tok)
-	p.dropEnded()
-	p.unstall()
-	wake := p.resolve(f, dup, err)
-	p.mu.Unlock()
-	signal(wake)
+	p.end(tok, dup, err) // unless it timed out meanwhile, or its connection was lost
 }
 
 // noResponders publishes tok's message again after a while, up to pubRetries
@@ -254,9 +243,7 @@ func (p *pipeline) noResponders(tok uint64) {
 		time.AfterFunc(pubRetryWait, func() { p.resend(tok) })
 		return
 	}
-	delete(p.flight, tok)
-	p.unstall()
-	wake := p.resolve(f, false, jetstream.ErrNoStreamResponse)
+	wake := p.endLocked(tok, f, false, jetstream.ErrNoStreamResponse)
 	p.mu.Unlock()
 	signal(wake)
 }
@@ -281,18 +268,29 @@ func (p *pipeline) resend(tok uint64) {
 }
 
 // fail ends the publish of tok with err, unless it ended already.
-func (p *pipeline) fail(tok uint64, err error) {
+func (p *pipeline) fail(tok uint64, err error) { p.end(tok, false, err) }
+
+// end ends the publish of tok (a duplicate, or err) and wakes the Wait waiting
+// for it, unless it ended already.
+func (p *pipeline) end(tok uint64, dup bool, err error) {
 	p.mu.Lock()
 	f := p.flight[tok]
 	if f == nil {
 		p.mu.Unlock()
 		return
 	}
-	delete(p.flight, tok)
-	p.unstall()
-	wake := p.resolve(f, false, err)
+	wake := p.endLocked(tok, f, dup, err)
 	p.mu.Unlock()
 	signal(wake)
+}
+
+// endLocked ends f, the publish of tok, and returns the channel of the Wait to
+// wake, if any; p.mu held.
+func (p *pipeline) endLocked(tok uint64, f *inflight, dup bool, err error) chan struct{} {
+	delete(p.flight, tok)
+	p.dropEnded()
+	p.unstall()
+	return p.resolve(f, dup, err)
 }
 
 // resolve sets f's outcome and returns the channel of the Wait to wake, if one
