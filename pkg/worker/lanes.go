@@ -365,8 +365,11 @@ func (w *Worker) serveLanes(ctx context.Context, pool string, c jetstream.Consum
 	old := w.loops[pool]
 	if old != nil {
 		// The plain loop's runs count against the pool's Concurrency too: the
-		// lanes get their slots when it has stopped and its runs have ended.
+		// lanes get their slots when it has stopped and its runs have ended. The
+		// lanes' loops run already: their dispatch reads free under s.mu.
+		s.mu.Lock()
 		s.free = 0
+		s.mu.Unlock()
 	}
 	l, err := bus.Consume(c, laneHandlers(w.cfg.Concurrency), s.handler(0), w.cfg.Log)
 	if err != nil {
