@@ -53,6 +53,18 @@ func (b *Bus) AddService(cfg micro.Config) (micro.Service, error) {
 	return micro.AddService(b.NC, cfg)
 }
 
+// Flush waits until the server has processed everything sent on the connection
+// so far (subscriptions included), or until ctx ends; without a deadline in ctx
+// it waits 5 seconds.
+func (b *Bus) Flush(ctx context.Context) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+	}
+	return b.NC.FlushWithContext(ctx)
+}
+
 // Conn returns the bus's NATS connection, for the components built on plain NATS
 // that take one by design and are also used without a Bus: bus tools
 // (package bustool), the registry's client (registry.NewClient) and the

@@ -48,6 +48,12 @@ func (r *Registry) Start(ctx context.Context) error {
 		fw.Close()
 		return err
 	}
+	// The service's subscriptions reach the server with the next flush: wait for
+	// it, so that a client asking as soon as Start returns is answered, not told
+	// that no registry serves.
+	if err := r.cfg.Bus.Flush(runCtx); err != nil {
+		r.cfg.Log.Warn("registry: the service's subscriptions are not confirmed yet; it answers once they reach the server", "err", err)
+	}
 	r.started, r.cancel, r.done, r.fw, r.svc = true, cancel, make(chan struct{}), fw, svc
 	go w.loop(runCtx)
 	return nil
