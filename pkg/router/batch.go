@@ -139,7 +139,7 @@ func (r *Router) appendBatch(ctx context.Context, t *trigger, name string, f fol
 	if err != nil {
 		return err
 	}
-	if t.md != nil && t.md.NumDelivered > 1 {
+	if t.md() != nil && t.md().NumDelivered > 1 {
 		// Delivered again, maybe after the duplicate window: an append this
 		// trigger made before is not found by its Nats-Msg-Id any more.
 		prev, ok, err := r.findBatchItem(ctx, s, t)
@@ -224,10 +224,10 @@ func (r *Router) findBatchItem(ctx context.Context, s batchSubjects, t *trigger)
 		return batchItem{}, false, nil
 	case err != nil:
 		return batchItem{}, false, fmt.Errorf("reading the batch's log: %w", err)
-	case last.Time.Before(t.md.Timestamp):
+	case last.Time.Before(t.md().Timestamp):
 		return batchItem{}, false, nil
 	}
-	from := t.md.Timestamp
+	from := t.md().Timestamp
 	c, err := r.cfg.Bus.OrderedConsumer(ctx, r.cfg.Bus.StreamEvents(), jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{s.items}, DeliverPolicy: jetstream.DeliverByStartTimePolicy, OptStartTime: &from, HeadersOnly: true})
 	if err != nil {
@@ -290,8 +290,8 @@ func (r *Router) fault(point string) error {
 }
 
 func (r *Router) triggerTime(t *trigger) time.Time {
-	if t.md != nil {
-		return t.md.Timestamp // the same on every delivery
+	if t.md() != nil {
+		return t.md().Timestamp // the same on every delivery
 	}
 	return time.Now()
 }

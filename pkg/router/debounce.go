@@ -123,8 +123,8 @@ func (r *Router) fold(ctx context.Context, t *trigger, name string, f folding) e
 	id := debounceID(name, f.key)
 	s := r.debounceSubjects(id)
 	at := time.Now()
-	if t.md != nil {
-		at = t.md.Timestamp // the same on every delivery
+	if t.md() != nil {
+		at = t.md().Timestamp // the same on every delivery
 	}
 	if err := r.armTimer(ctx, s, name, f.db, at, false); err != nil {
 		return err

@@ -26,12 +26,14 @@ import (
 
 // trigger is a trigger decoded and checked: everything deciding and planning read.
 type trigger struct {
-	msg  jetstream.Msg
-	md   *jetstream.MsgMetadata // nil for a message that did not come from a stream
-	ref  events.TriggerRef
-	e    *bus.Binary
-	size int
-	req  selector.Request
+	msg jetstream.Msg
+	// delivery is the message's JetStream metadata, when fromStream (see md).
+	delivery   jetstream.MsgMetadata
+	fromStream bool
+	ref        events.TriggerRef
+	e          *bus.Binary
+	size       int
+	req        selector.Request
 	// inputs are the skill's inputs, the trigger's data as a JSON object.
 	inputs json.RawMessage
 	actID  string
@@ -71,6 +73,30 @@ type trigger struct {
 	// that routing a trigger does not allocate one (a trigger stays on the
 	// stack of Router.route).
 	routed routed
+}
+
+// readMetadata reads msg's JetStream metadata into t, as a value: msg.Metadata()
+// allocates what it returns, for every trigger. A message whose reply subject
+// bus.Metadata cannot read (a test's stub) is asked itself.
+func (t *trigger) readMetadata(msg jetstream.Msg) {
+	md, err := bus.Metadata(msg)
+	if err != nil {
+		p, err := msg.Metadata()
+		if err != nil || p == nil {
+			return
+		}
+		md = *p
+	}
+	t.delivery, t.fromStream = md, true
+}
+
+// md is the trigger's JetStream metadata; nil for a message that did not come
+// from a stream.
+func (t *trigger) md() *jetstream.MsgMetadata {
+	if !t.fromStream {
+		return nil
+	}
+	return &t.delivery
 }
 
 // outcome is what routing a trigger came to. settle turns it into writes and the
@@ -131,9 +157,9 @@ type parseConfig struct {
 // t is the caller's, so that routing a trigger does not allocate one.
 func parse(ctx context.Context, msg jetstream.Msg, pc parseConfig, t *trigger) outcome {
 	*t = trigger{msg: msg, ref: events.TriggerRef{Subject: msg.Subject()}}
-	t.md, _ = msg.Metadata()
-	if t.md != nil {
-		t.ref.Seq = t.md.Sequence.Stream
+	t.readMetadata(msg)
+	if md := t.md(); md != nil {
+		t.ref.Seq = md.Sequence.Stream
 	}
 	t.size = bus.EventSize(msg)
 	e, err := bus.DecodeFast(msg)

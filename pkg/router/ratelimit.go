@@ -186,8 +186,8 @@ func (r *Router) count(ctx context.Context, t *trigger, d *selector.Decision) (b
 		return false, nil
 	}
 	at, act := time.Now(), ""
-	if t.md != nil {
-		at, act = t.md.Timestamp, t.actID
+	if t.md() != nil {
+		at, act = t.md().Timestamp, t.actID
 	}
 	counted := false
 	for _, name := range d.Running() {

@@ -60,7 +60,7 @@ func (r *Router) settle(ctx context.Context, t *trigger, o outcome) (routeNote, 
 func (r *Router) publishPlan(ctx context.Context, t *trigger, o *routed) (routeNote, error) {
 	note := routeNote{outcome: telemetry.OutcomeRouted}
 	primary := o.decided.Plan.Primary
-	if prev, ok := r.routedElsewhere(ctx, t.md, t.actID, primary.Name); ok {
+	if prev, ok := r.routedElsewhere(ctx, t.md(), t.actID, primary.Name); ok {
 		r.cfg.Log.Info("router: trigger routed before to another skill (the catalog changed since); its first activation answers it",
 			"activation", t.actID, "source", t.ref.Source, "id", t.ref.ID, "first", prev, "now", primary.Name)
 		return note, t.msg.Ack()
@@ -123,7 +123,7 @@ func (r *Router) publishPlan(ctx context.Context, t *trigger, o *routed) (routeN
 		return note, err
 	}
 	if b.Duplicates() && b.Duplicate(o.jobs()[0].id) {
-		if t.md != nil && t.md.NumDelivered == 1 {
+		if t.md() != nil && t.md().NumDelivered == 1 {
 			r.cfg.Log.Info("router: trigger routed before; its first activation answers it",
 				"activation", t.actID, "source", t.ref.Source, "id", t.ref.ID, "seq", t.ref.Seq)
 		}

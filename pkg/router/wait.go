@@ -295,10 +295,10 @@ func (r *Router) replayWaits(ctx context.Context, ix *waitIndex, ws []replaying)
 			return err
 		}
 		var t trigger
-		if parse(ctx, m, r.parseConfig, &t) == nil && t.md != nil {
+		if parse(ctx, m, r.parseConfig, &t) == nil && t.md() != nil {
 			open = open[:0]
 			for _, w := range ws {
-				if !t.md.Timestamp.Before(w.since) && ix.holds(w.ow) {
+				if !t.md().Timestamp.Before(w.since) && ix.holds(w.ow) {
 					open = append(open, w.ow)
 				}
 			}
@@ -308,7 +308,7 @@ func (r *Router) replayWaits(ctx context.Context, ix *waitIndex, ws []replaying)
 				}
 			}
 		}
-		if t.md == nil || t.md.Sequence.Stream >= last.Sequence || !ix.holdsAny(ws) {
+		if t.md() == nil || t.md().Sequence.Stream >= last.Sequence || !ix.holdsAny(ws) {
 			return nil
 		}
 	}
