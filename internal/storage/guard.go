@@ -128,9 +128,8 @@ func (g *Guard) Stop() {
 func (g *Guard) Check(context.Context) error { return g.state.Load().err }
 
 func (g *Guard) run(ctx context.Context) {
+	var w watch
 	wait := g.cfg.Every
-	failed := 0   // restarts in a row that did not end the fault
-	var was error // the fault the last look found
 	for {
 		t := time.NewTimer(wait)
 		select {
@@ -139,48 +138,69 @@ func (g *Guard) run(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		err := Fault(g.cfg.Server())
-		g.set(err)
-		prev := was
-		was = err
-		switch {
-		case err == nil:
-			failed = 0
-			if prev != nil {
-				g.cfg.Log.Info("storage: JetStream stores messages again")
-			}
-			wait = g.cfg.Every
-			continue
-		case prev == nil:
-			g.cfg.Log.Error("storage: JetStream cannot store messages; publishes are refused until space is free (it is started again by itself then)", "err", err)
-		}
-		if !g.restartable() {
-			// At its own limit: it takes writes again once space is freed within it.
-			wait = g.cfg.Every
-			continue
-		}
-		if failed >= g.cfg.MaxAttempts {
-			wait = g.cfg.MaxBackoff
-			continue
-		}
-		if err := g.room(); err != nil {
-			g.cfg.Log.Warn("storage: no room in the JetStream store yet", "dir", g.dir, "need", size(g.cfg.Headroom), "err", err)
-			wait = min(2*wait, g.cfg.MaxBackoff)
-			continue
-		}
-		if err := g.restart(); err != nil {
-			failed++
-			if failed >= g.cfg.MaxAttempts {
-				g.cfg.Log.Error("storage: restarting the NATS server does not clear its fault; no more restarts until it is healthy again", "attempts", failed, "err", err)
-			} else {
-				g.cfg.Log.Error("storage: starting JetStream again failed; will retry", "err", err)
-			}
-			wait = min(2*wait, g.cfg.MaxBackoff)
-			continue
-		}
-		failed, was = 0, nil
-		wait = g.cfg.Every
+		wait = g.look(&w, wait)
 	}
+}
+
+// watch is what the guard's looks remember from one to the next.
+type watch struct {
+	failed    int   // restarts in a row that did not end the fault
+	was       error // the fault the last look reported
+	suspected error // a fault that is not a write fault, seen by the last look only
+}
+
+// look looks at the server once, acts on what it finds, and returns how long to
+// wait before the next look (wait is how long it waited for this one).
+//
+// A fault a restart would not clear (a stream that could not be recovered, an
+// account unresolved, no leader, the server's own storage limit) is reported only
+// once two looks in a row see one: a stream being created or deleted is, for an
+// instant, a directory in the store that the server does not list, which its
+// health check reports as a stream that could not be recovered. Reported at once,
+// the server would read as unready, and an error be logged, for every stream
+// created while the guard looked.
+func (g *Guard) look(w *watch, wait time.Duration) time.Duration {
+	err := Fault(g.cfg.Server())
+	if err != nil && w.was == nil && w.suspected == nil && !g.restartable() {
+		w.suspected = err
+		return g.cfg.Every
+	}
+	w.suspected = nil
+	g.set(err)
+	prev := w.was
+	w.was = err
+	switch {
+	case err == nil:
+		w.failed = 0
+		if prev != nil {
+			g.cfg.Log.Info("storage: JetStream stores messages again")
+		}
+		return g.cfg.Every
+	case prev == nil:
+		g.cfg.Log.Error("storage: JetStream cannot store messages; publishes are refused until space is free (it is started again by itself then)", "err", err)
+	}
+	if !g.restartable() {
+		// At its own limit: it takes writes again once space is freed within it.
+		return g.cfg.Every
+	}
+	if w.failed >= g.cfg.MaxAttempts {
+		return g.cfg.MaxBackoff
+	}
+	if err := g.room(); err != nil {
+		g.cfg.Log.Warn("storage: no room in the JetStream store yet", "dir", g.dir, "need", size(g.cfg.Headroom), "err", err)
+		return min(2*wait, g.cfg.MaxBackoff)
+	}
+	if err := g.restart(); err != nil {
+		w.failed++
+		if w.failed >= g.cfg.MaxAttempts {
+			g.cfg.Log.Error("storage: restarting the NATS server does not clear its fault; no more restarts until it is healthy again", "attempts", w.failed, "err", err)
+		} else {
+			g.cfg.Log.Error("storage: starting JetStream again failed; will retry", "err", err)
+		}
+		return min(2*wait, g.cfg.MaxBackoff)
+	}
+	w.failed, w.was = 0, nil
+	return g.cfg.Every
 }
 
 // restartable reports whether the fault is one only a restart of JetStream ends: a

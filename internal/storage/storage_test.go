@@ -259,6 +259,57 @@ func TestFaultAtTheStorageLimit(t *testing.T) {
 	natstest.Eventually(t, 10*time.Second, func() bool { return storage.Fault(srv.Server) == nil }, "Fault after freeing space: %v", stringer(func() string { return fmt.Sprint(storage.Fault(srv.Server)) }))
 }
 
+// A stream being created or deleted is, for an instant, a directory in the store
+// that the server does not list; its health check reports it as a stream that
+// could not be recovered. One look seeing that reports nothing; two looks in a
+// row do (as they would a stream that really could not be loaded).
+func TestGuardWaitsForASecondLookAtAFaultRestartsDoNotClear(t *testing.T) {
+	t.Parallel()
+	srv := natstest.Start(t)
+	var logs natstest.Buffer
+	g, err := storage.NewGuard(storage.GuardConfig{Server: func() *server.Server { return srv.Server },
+		Restart: func() error { t.Error("the guard restarted the server for a stream it cannot see"); return nil },
+		Log:     slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ghost := filepath.Join(srv.Server.JetStreamConfig().StoreDir, "$G", "streams", "GHOST")
+	if err := os.MkdirAll(ghost, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := storage.Fault(srv.Server); err == nil || !strings.Contains(err.Error(), "could not be recovered") {
+		t.Fatalf("Fault with a stream directory the server does not list: %v, want could not be recovered", err)
+	}
+	var w storage.Watch
+	g.Look(&w)
+	if err := g.Check(context.Background()); err != nil {
+		t.Fatalf("one look at a stream directory the server does not list made the server unready: %v", err)
+	}
+	// Gone by the next look, as a stream created or deleted is: nothing was reported.
+	if err := os.Remove(ghost); err != nil {
+		t.Fatal(err)
+	}
+	g.Look(&w)
+	if err := g.Check(context.Background()); err != nil || logs.String() != "" {
+		t.Fatalf("after the directory went: Check %v, logs:\n%s", err, &logs)
+	}
+	// Still there at the second look: reported.
+	if err := os.MkdirAll(ghost, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	g.Look(&w)
+	if err := g.Check(context.Background()); err != nil {
+		t.Fatalf("first look: %v", err)
+	}
+	g.Look(&w)
+	if err := g.Check(context.Background()); !errors.Is(err, storage.ErrFault) || !strings.Contains(err.Error(), "could not be recovered") {
+		t.Fatalf("two looks at a stream that could not be recovered: Check %v, want the fault", err)
+	}
+	if !strings.Contains(logs.String(), "JetStream cannot store messages") {
+		t.Errorf("the fault seen twice was not logged:\n%s", &logs)
+	}
+}
+
 // A connected process sees JetStream disabled on its server, and, given the
 // server's monitoring /healthz, what only that shows.
 func TestRemoteChecks(t *testing.T) {
