@@ -35,6 +35,29 @@ func DecodeJobWithoutRoute(data []byte, j *Job) error {
 	if decodeJobFast(data, j, true) {
 		return nil
 	}
+	return decodeJobWithoutRouteSlow(data, j)
+}
+
+// DecodeJobInPlace is DecodeJobWithoutRoute without its copy of data: the strings
+// of the job decoded are slices of data, so data must never change from then on
+// (its json.RawMessage fields are copies, as ever). A worker's job message is
+// such data: nats.go gives every message it receives a buffer of its own, nothing
+// writes to it, and the job keeps it for as long as it runs. The copy it saves
+// is of the whole job, the route included, for every job a worker runs.
+func DecodeJobInPlace(data []byte, j *Job) error {
+	if !j.jsonIsZero() {
+		return decodeJobWithoutRouteSlow(data, j)
+	}
+	d := jsondec.Over(data)
+	if j.decodeJSON(&d, "route") && d.End() {
+		return nil
+	}
+	*j = Job{}
+	return decodeJobWithoutRouteSlow(data, j)
+}
+
+// decodeJobWithoutRouteSlow is DecodeJobWithoutRoute by jsonx.Unmarshal.
+func decodeJobWithoutRouteSlow(data []byte, j *Job) error {
 	err := jsonx.Unmarshal(data, &jobWithoutRoute{Job: j})
 	// The error names the job's type as DecodeJob's does, not the wrapper's.
 	var te *jsonv1.UnmarshalTypeError

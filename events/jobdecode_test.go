@@ -1,11 +1,13 @@
 package events
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"reflect"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/skillbus/skillbus/internal/jsondec"
 	"github.com/skillbus/skillbus/internal/jsonx"
@@ -99,6 +101,12 @@ func checkDecodeJobWithoutRoute(t *testing.T, data []byte) (fast bool) {
 			t.Fatalf("%q:\nDecodeJob without its route %#v\nDecodeJobWithoutRoute       %#v", data, full, got)
 		}
 	}
+	// In place, it decodes the same.
+	own := bytes.Clone(data)
+	var inPlace Job
+	if ierr := DecodeJobInPlace(own, &inPlace); (ierr == nil) != (gerr == nil) || ierr != nil && ierr.Error() != gerr.Error() || !reflect.DeepEqual(got, inPlace) {
+		t.Fatalf("%q:\nDecodeJobWithoutRoute %#v (%v)\nDecodeJobInPlace      %#v (%v)", data, got, gerr, inPlace, ierr)
+	}
 	fast = decodeJobFast(data, &quick, true)
 	switch {
 	case !fast && !reflect.DeepEqual(quick, Job{}):
@@ -111,6 +119,35 @@ func checkDecodeJobWithoutRoute(t *testing.T, data []byte) (fast bool) {
 		t.Fatalf("%q: DecodeJob takes the fast path, DecodeJobWithoutRoute does not", data)
 	}
 	return fast
+}
+
+// TestDecodeJobInPlaceCopiesNothing: the strings DecodeJobInPlace decodes are
+// the data's own bytes, and its inputs a copy of theirs.
+func TestDecodeJobInPlaceCopiesNothing(t *testing.T) {
+	data := mustMarshal(t, jobToDecode())
+	var j Job
+	if err := DecodeJobInPlace(data, &j); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{j.ExecutionID, j.ActivationID, j.Skill.Name, j.Trigger.Source} {
+		if s == "" || !sliceOf(s, data) {
+			t.Fatalf("%q is not a slice of the job's data", s)
+		}
+	}
+	if len(j.Inputs) == 0 || sliceOf(string(j.Inputs), data) {
+		t.Fatalf("inputs %s are not a copy", j.Inputs)
+	}
+	inPlace := testing.AllocsPerRun(100, func() { j = Job{}; _ = DecodeJobInPlace(data, &j) })
+	copied := testing.AllocsPerRun(100, func() { j = Job{}; _ = DecodeJobWithoutRoute(data, &j) })
+	if inPlace != copied-1 {
+		t.Fatalf("DecodeJobInPlace allocates %v times, DecodeJobWithoutRoute %v", inPlace, copied)
+	}
+}
+
+// sliceOf reports whether s lies in b's bytes.
+func sliceOf(s string, b []byte) bool {
+	p, start := uintptr(unsafe.Pointer(unsafe.StringData(s))), uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	return p >= start && p+uintptr(len(s)) <= start+uintptr(len(b))
 }
 
 // FuzzDecodeJob: DecodeJob, and its fast path whenever it takes it, decodes

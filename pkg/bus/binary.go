@@ -103,6 +103,11 @@ func DecodeFast(m Msg) (*Binary, error) {
 // or no JSON at all. One verdict differs: a document nested as deep as
 // encoding/json's limit (10,000 levels) is refused whole by Decode, but its data,
 // one level less deep, is read.
+//
+// The attributes of a structured-mode event it reads are slices of m's data,
+// not a copy of them: m's data must not change while they are in use. A
+// delivered message's is its own (nats.go gives each message it receives a
+// buffer of its own) and nothing writes to it.
 func DecodeUnchecked(m Msg) (b *Binary, ok bool) {
 	h, data := m.Headers(), m.Data()
 	if b, ok := decodeBinaryFast(h, data); ok {

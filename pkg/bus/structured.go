@@ -3,6 +3,7 @@ package bus
 import (
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/nats-io/nats.go"
 
@@ -62,8 +63,8 @@ func appendExts(b []byte, exts ...[2]string) []byte {
 // decides.
 //
 // With unchecked, a data member that comes last is taken as what lies between its
-// start and the document's closing brace, its grammar unchecked (see
-// DecodeUnchecked).
+// start and the document's closing brace, its grammar unchecked, and the attributes
+// are read in place, slices of m.Data (see DecodeUnchecked).
 func decodeStructuredFast(m *nats.Msg, unchecked bool) (_ *Binary, ok bool) {
 	d := m.Data
 	if !structuredHeaders(m.Header) || len(d) < 2 || d[0] != '{' || d[len(d)-1] != '}' {
@@ -73,7 +74,7 @@ func decodeStructuredFast(m *nats.Msg, unchecked bool) (_ *Binary, ok bool) {
 	if !s.scan(d, unchecked) {
 		return nil, false
 	}
-	return s.event(d)
+	return s.event(d, unchecked)
 }
 
 // structuredHeaders: Content-Type is exactly application/cloudevents+json, in
@@ -162,7 +163,9 @@ func (s *structuredScan) member(d []byte, k0, k1, i int, unchecked bool) (int, b
 }
 
 // event makes the event of the members scan found, if Decode would read the same.
-func (s *structuredScan) event(d []byte) (*Binary, bool) {
+// Its attributes are one copy of the part of d they are in, or, inPlace, d's own
+// bytes.
+func (s *structuredScan) event(d []byte, inPlace bool) (*Binary, bool) {
 	attrs := s.attrs[:s.n]
 	for a := range attrs { // each key once
 		for b := a + 1; b < len(attrs); b++ {
@@ -171,7 +174,12 @@ func (s *structuredScan) event(d []byte) (*Binary, bool) {
 			}
 		}
 	}
-	text := string(d[:s.last])
+	var text string
+	if inPlace {
+		text = unsafe.String(unsafe.SliceData(d), s.last)
+	} else {
+		text = string(d[:s.last])
+	}
 	b := &Binary{Data: d[s.dataAt:s.dataEnd:s.dataEnd], structured: true}
 	exts := 0 // how many extensions, for the room setAttr makes for them
 	for _, a := range attrs {

@@ -518,6 +518,9 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 }
 
 // readJob decodes a delivered job. An error makes it a poison message.
+//
+// The job's envelope and data are read in place: their strings are slices of the
+// message's data, which the job keeps, and which nothing may write to.
 func (w *Worker) readJob(msg jetstream.Msg, md *jetstream.MsgMetadata) (*job, *bus.Binary, error) {
 	// The job's data is decoded strictly below, so its envelope's reader need not
 	// check it first; when the decoding fails, DecodeFast's verdict stands.
@@ -531,13 +534,13 @@ func (w *Worker) readJob(msg jetstream.Msg, md *jetstream.MsgMetadata) (*job, *b
 	// The attempt is 1 on the fast path; the claim path reads it from the claim
 	// (the delivery count is no record of retries: see claim.go).
 	j := &job{msg: msg, attempt: 1, batch: w.cfg.Bus.Batch(), start: time.Now(), seq: md.Sequence.Stream, delivered: md.NumDelivered}
-	err := events.DecodeJobWithoutRoute(e.Data, &j.data)
+	err := events.DecodeJobInPlace(e.Data, &j.data)
 	if err != nil && unchecked {
 		if e, err = bus.DecodeFast(msg); err != nil {
 			return nil, nil, err
 		}
 		j.data = events.Job{}
-		err = events.DecodeJobWithoutRoute(e.Data, &j.data)
+		err = events.DecodeJobInPlace(e.Data, &j.data)
 	}
 	if err != nil || j.data.ExecutionID == "" || j.data.Skill.Name == "" {
 		if err == nil {
