@@ -137,8 +137,17 @@ func (e Event) structured(subject string, at time.Time, job *events.Job, pooled 
 	} else {
 		h = make(nats.Header, 3)
 	}
-	h[HeaderContentType], h[HeaderMsgID] = structuredType, []string{e.ID}
-	return &nats.Msg{Subject: subject, Header: h, Data: append(b, '}')}, nil
+	m := &structuredMsg{id: [1]string{e.ID}}
+	h[HeaderContentType], h[HeaderMsgID] = structuredType, m.id[:]
+	m.Msg = nats.Msg{Subject: subject, Header: h, Data: append(b, '}')}
+	return &m.Msg, nil
+}
+
+// structuredMsg is a message structured makes and the value of its Nats-Msg-Id
+// header: one allocation for the two.
+type structuredMsg struct {
+	nats.Msg
+	id [1]string
 }
 
 // structuredType is the Content-Type header's value, shared by every message
@@ -300,6 +309,11 @@ type Batch struct {
 	dups    map[string]bool // message ids JetStream acknowledged as duplicates
 	unacked []queued        // see Resend
 	dropped []queued        // not sent since the last Wait: the batch had failed
+	// first holds the first publish pending: most batches have one (a job, an
+	// outcome), which then costs no array of its own. Only the first pending
+	// list uses it: a Wait may still read it while publishes go on.
+	first     [1]sent
+	firstUsed bool
 }
 
 // sent is a publish awaiting its acknowledgement: in the bus's pipeline (own),
@@ -419,6 +433,9 @@ func (bt *Batch) publish(q queued) {
 		bt.err = fmt.Errorf("publish %s: %w", q.m.Subject, err)
 		bt.dropped = append(bt.dropped, q)
 		return
+	}
+	if bt.pending == nil && !bt.firstUsed {
+		bt.pending, bt.firstUsed = bt.first[:0], true
 	}
 	bt.pending = append(bt.pending, s)
 }

@@ -234,7 +234,11 @@ func (b *Binary) setAttr(key, v string, n int) bool {
 			return false // dataschema, data_base64, a name the SDK refuses, ...
 		}
 		if b.kv == nil {
-			b.kv = make([][2]string, 0, n)
+			if n <= len(b.kvs) {
+				b.kv = b.kvs[:0]
+			} else {
+				b.kv = make([][2]string, 0, n)
+			}
 		}
 		b.kv = append(b.kv, [2]string{key, v})
 	}
