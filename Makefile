@@ -79,7 +79,8 @@ bench:
 
 ## eval: routing quality, router beside Okapi BM25 and BM25+stemming, on every labelled set:
 ## the project's own (testdata/routing, its held-out half), the phrase-trigger catalog, and
-## each public data set of testdata/routing/public in its tuning and held-out halves
+## each public data set of testdata/routing/public in its tuning and held-out halves, with the
+## share of its offtopic-*.jsonl requests (another domain's, or CLINC150's out-of-scope ones) rejected
 EVAL_BIN := $(CURDIR)/.test-output/skillbus-eval
 eval:
 	@mkdir -p $(dir $(EVAL_BIN)) && $(GO) build -o $(EVAL_BIN) ./cmd/skillbus
@@ -87,7 +88,7 @@ eval:
 	@echo "== testdata/routing/phrasestyle"; $(EVAL_BIN) route eval --skills testdata/routing/phrasestyle/skills --cases testdata/routing/phrasestyle/cases.jsonl | sed -n '3,9p'
 	@for set in testdata/routing/public/*/; do for half in tune heldout; do \
 	  echo "== $$set $$half"; $(EVAL_BIN) route eval --skills $${set}skills --cases $${set}$$half.jsonl --no-examples | sed -n '3,9p'; \
-	  echo "   off-topic: requests of another domain's set"; $(EVAL_BIN) route eval --skills $${set}skills --cases $${set}offtopic-$$half.jsonl --no-examples | grep 'off-topic rejected'; \
+	  echo "   off-topic: $${set}offtopic-$$half.jsonl"; $(EVAL_BIN) route eval --skills $${set}skills --cases $${set}offtopic-$$half.jsonl --no-examples | grep 'off-topic rejected'; \
 	done; done
 
 ## chaos: 10,000 side-effecting triggers through a real fleet while every kind of process is killed
