@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -133,6 +134,8 @@ type Router struct {
 	// replayHook, set by tests, sees each replay of triggers for waits: how
 	// many waits it matches.
 	replayHook func(waits int)
+	// memo remembers the decisions of triggers without text (memo.go).
+	memo decisions
 }
 
 // New validates cfg and returns a Router; Start begins consuming.
@@ -505,16 +508,56 @@ func (r *Router) recall(ctx context.Context, text string, recalled []selector.Re
 // it is over its limit. Skills in a fallback chain, or cut from the plan, are
 // neither folded nor counted. Skills without flow control pay nothing for it.
 func (r *Router) selectFor(ctx context.Context, t *trigger) (*selector.Decision, error) {
-	env := r.live.env()
 	var flows map[string]*compiledFlow
 	if f := r.flows.Load(); f != nil {
 		flows = *f
 	}
+	return r.selectWith(ctx, t, r.live.env(), flows)
+}
+
+// selectWith is selectFor asking env about the running system.
+func (r *Router) selectWith(ctx context.Context, t *trigger, env selector.Env, flows map[string]*compiledFlow) (*selector.Decision, error) {
 	env.Admit = admit(t, flows)
+	// A trigger's question asked before, with the same answers from the
+	// running system: the decision remembered (memo.go). A trigger, not a
+	// request of Decide's, whose caller may keep the decision.
+	var keyBuf [256]byte
+	var key []byte
+	rev := r.synced.Load()
+	if t.msg != nil {
+		if k, ok := memoKey(keyBuf[:0], &t.req); ok {
+			if d := r.memo.get(rev, k, env, flows); d != nil {
+				return d, nil
+			}
+			key = k
+		}
+	}
 	for {
-		d, err := r.sel.Select(t.req, env)
+		// Asked for the first time, the selector is asked through a recording
+		// of what it asks, for the memo.
+		var ns notes
+		rec := recording{env: env, notes: &ns}
+		asking := env
+		if key != nil {
+			if env.Success != nil {
+				asking.Success = rec.success
+			}
+			if env.PoolLive != nil {
+				asking.PoolLive = rec.poolLive
+			}
+			asking.Admit = rec.admit
+		}
+		d, err := r.sel.Select(t.req, asking)
 		if err != nil {
 			return d, err
+		}
+		if key != nil {
+			if ns.pure(env, flows) {
+				// Nothing it asked depends on the trigger: no fold, no count.
+				r.memo.put(rev, key, d, slices.Clone(ns.asked[:ns.n]))
+				return d, nil
+			}
+			key = nil // decided again below: not to be remembered
 		}
 		if t.foldRunning(d) {
 			t.uncounted, t.verdicts = nil, flowVerdicts{}
