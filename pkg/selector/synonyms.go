@@ -36,6 +36,7 @@ var synonymGroups = []string{
 	"money cash",
 	"summarize summarise summary tldr",
 	"translate translation",
+	"convert conversion converter",
 	"delete remove erase",
 	"update modify edit",
 	"start launch begin",
