@@ -258,6 +258,53 @@ func TestHeldOutRouting(t *testing.T) {
 	}
 }
 
+// CLINC150's test split against the phrase-trigger catalog (a public set, never
+// tuned on): the router routes its in-domain requests as docs/routing.md reports
+// (0.583 top-1), clearly above BM25+stemming, and rejects its out-of-scope ones
+// (1211 of 1290).
+func TestCLINC150HeldOut(t *testing.T) {
+	t.Parallel()
+	const dir = "../../testdata/routing/public/clinc150/"
+	cat, ds := skill.Discover(dir + "skills")
+	if ds.HasErrors() || len(cat.Skills) != 12 {
+		t.Fatalf("skills: %d, %v", len(cat.Skills), ds)
+	}
+	x := newSel(t, selector.Config{}, cat.Skills...)
+	var all []selector.Case
+	for _, name := range []string{"heldout.jsonl", "offtopic-heldout.jsonl"} {
+		f, err := os.Open(dir + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cases, err := selector.ReadCases(f, name)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, cases...)
+	}
+	in, off := all[:0:0], all[:0:0]
+	for _, c := range all {
+		if c.Expect == "" {
+			off = append(off, c)
+		} else {
+			in = append(in, c)
+		}
+	}
+	if len(in) != 120 || len(off) != 1290 {
+		t.Fatalf("%d in-domain and %d off-topic cases, want 120 and 1290", len(in), len(off))
+	}
+	_, s := selector.Evaluate(x, in, selector.Env{})
+	_, o := selector.Evaluate(x, off, selector.Env{})
+	t.Logf("in-domain %+v; off-topic rejected %.3f", s, o.OffTopicRejected)
+	if s.Top1 < 0.56 || o.OffTopicRejected < 0.93 {
+		t.Errorf("in-domain top-1 %.3f (want ≥ 0.56), off-topic rejected %.3f (want ≥ 0.93)", s.Top1, o.OffTopicRejected)
+	}
+	if s.Top1 < s.BaselineStemTop1+0.1 {
+		t.Errorf("router %.3f does not beat BM25+stemming %.3f clearly", s.Top1, s.BaselineStemTop1)
+	}
+}
+
 func TestReadCasesErrors(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]string{
