@@ -32,9 +32,6 @@ type Binary struct {
 	// message by decodeStructuredFast.
 	kv         [][2]string
 	structured bool
-	// kvs hold kv when the event has few extensions, as a job has: no array
-	// of their own to allocate.
-	kvs [2][2]string
 }
 
 // Ext returns the string value of extension attribute name (lowercase), or "".

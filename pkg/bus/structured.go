@@ -180,7 +180,8 @@ func (s *structuredScan) event(d []byte, inPlace bool) (*Binary, bool) {
 	} else {
 		text = string(d[:s.last])
 	}
-	b := &Binary{Data: d[s.dataAt:s.dataEnd:s.dataEnd], structured: true}
+	sb := &structuredBinary{Binary: Binary{Data: d[s.dataAt:s.dataEnd:s.dataEnd], structured: true}}
+	b := &sb.Binary
 	exts := 0 // how many extensions, for the room setAttr makes for them
 	for _, a := range attrs {
 		switch string(d[a.k0:a.k1]) {
@@ -188,6 +189,9 @@ func (s *structuredScan) event(d []byte, inPlace bool) (*Binary, bool) {
 		default:
 			exts++
 		}
+	}
+	if exts <= len(sb.kvs) {
+		b.kv = sb.kvs[:0]
 	}
 	spec := false
 	for _, a := range attrs {
@@ -207,6 +211,13 @@ func (s *structuredScan) event(d []byte, inPlace bool) (*Binary, bool) {
 		return nil, false
 	}
 	return b, true
+}
+
+// structuredBinary is a structured-mode event's Binary and the room for its
+// extensions, as many as a job has: one allocation for both.
+type structuredBinary struct {
+	Binary
+	kvs [2][2]string
 }
 
 // setAttr sets attribute key, other than specversion, to v, unless Decode would
@@ -234,11 +245,7 @@ func (b *Binary) setAttr(key, v string, n int) bool {
 			return false // dataschema, data_base64, a name the SDK refuses, ...
 		}
 		if b.kv == nil {
-			if n <= len(b.kvs) {
-				b.kv = b.kvs[:0]
-			} else {
-				b.kv = make([][2]string, 0, n)
-			}
+			b.kv = make([][2]string, 0, n)
 		}
 		b.kv = append(b.kv, [2]string{key, v})
 	}
