@@ -257,6 +257,13 @@ func plan(d *selector.Decision, t *trigger, subj events.Subjects, get func(strin
 	}
 	p := events.Plan{Primary: refOf(d.Primary), ParallelGroups: d.ParallelGroups, EstimatedCost: d.EstimatedCost, Parameters: d.Parameters}
 	for _, n := range d.Fallback {
+		if d.Candidate(n) == nil {
+			// The generic skill, which the catalog may have dropped since the
+			// selector named it: then the chain ends without it.
+			if _, ok := get(n); !ok {
+				continue
+			}
+		}
 		p.FallbackChain = append(p.FallbackChain, refOf(n))
 	}
 	for _, n := range d.Always {

@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -192,6 +193,28 @@ func TestPlanParallelAlwaysAndFallback(t *testing.T) {
 	tog := o.jobs()[0].job.Together
 	if len(tog) != 3 || len(tog[0]) != 3 || tog[1][0] != o.jobs()[1].job.ExecutionID || tog[2][0] != o.jobs()[2].job.ExecutionID {
 		t.Fatalf("together = %v", tog)
+	}
+}
+
+// The generic skill the selector put at the end of a chain, removed from the
+// catalog before the plan is made (a sync between the two): the chain ends
+// without it, and the router carries on.
+func TestPlanWithoutAGenericSkillRemovedSinceTheDecision(t *testing.T) {
+	t.Parallel()
+	a := &skill.Skill{Name: "a", Description: "a", Digest: "a0123456789ab", Triggers: []string{"com.example.build"}}
+	generic := &skill.Skill{Name: "generic", Description: "anything", Digest: "generic012345678"}
+	tr := mustParse(t, stub("skillbus.trigger.com.example.build", ceHeaders("9", "com.example.build"), `{}`))
+	d, sel := decideFor(t, selector.Config{Generic: "generic"}, tr, a, generic)
+	if !slices.Contains(d.Fallback, "generic") {
+		t.Fatalf("the decision's chain %v lacks the generic skill", d.Fallback)
+	}
+	sel.Sync([]*skill.Skill{a})
+	o, ok := plan(d, tr, testSubjects, sel.Get).(*routed)
+	if !ok {
+		t.Fatalf("plan = %#v", o)
+	}
+	if f := o.jobs()[0].job.Fallback; len(f) != 0 {
+		t.Fatalf("fallback chain %+v, want none: its skill is gone", f)
 	}
 }
 
