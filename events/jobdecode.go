@@ -43,7 +43,9 @@ func DecodeJobWithoutRoute(data []byte, j *Job) error {
 // (its json.RawMessage fields are copies, as ever). A worker's job message is
 // such data: nats.go gives every message it receives a buffer of its own, nothing
 // writes to it, and the job keeps it for as long as it runs. The copy it saves
-// is of the whole job, the route included, for every job a worker runs.
+// is of the whole job, the route included, for every job a worker runs. A
+// string of the job kept longer than the job (a cache's key) keeps the whole
+// message alive: clone it there.
 func DecodeJobInPlace(data []byte, j *Job) error {
 	if !j.jsonIsZero() {
 		return decodeJobWithoutRouteSlow(data, j)

@@ -220,7 +220,9 @@ func (c *Catalog) LookupVersion(ctx context.Context, name, digest string) (*skil
 	case err != nil:
 		return nil, err
 	}
-	c.versions.put(id, s)
+	// Kept in the cache: its strings may be slices of a message's data (a job
+	// read in place), which they would keep alive.
+	c.versions.put(versionID{strings.Clone(exact), strings.Clone(digest)}, s)
 	return s, nil
 }
 

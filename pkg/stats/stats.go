@@ -123,6 +123,9 @@ func (r *Recorder) Add(skill, version string, ok bool) {
 	}
 	t := s[id{skill, version}]
 	if t == nil {
+		// Kept for a while: the strings may be slices of a message's data (a job
+		// read in place), which they would keep alive.
+		skill, version = strings.Clone(skill), strings.Clone(version)
 		t = &Tally{Skill: skill, Version: version}
 		s[id{skill, version}] = t
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -84,6 +85,9 @@ func (m *Metrics) set(k setKey) metric.MeasurementOption {
 	if ok {
 		return o
 	}
+	// The key is kept for as long as the process runs: its strings may be slices
+	// of a message's data (a job read in place), which they would keep alive.
+	k.a, k.b, k.c = strings.Clone(k.a), strings.Clone(k.b), strings.Clone(k.c)
 	var attrs []attribute.KeyValue
 	switch k.kind {
 	case setExecution:
