@@ -16,8 +16,12 @@ import (
 // question together with every question the selector asked of the running
 // system (Env) to reach it; a later trigger that asks the same gets the same
 // decision, without the selector, when every one of those questions still has
-// the same answer. A decision that asked about a skill with flow control is not
-// remembered: admitting such a skill depends on the trigger itself.
+// the same answer. A skill whose only flow control is a filter is asked again:
+// the filter is a function of the trigger alone, and a decision whose filters
+// answer as they did is the same decision. A decision that asked about a skill
+// with any other flow control (a rate limit, a debounce, a batch, a queue
+// priority, cancel_on) is not remembered: admitting it counts or folds the
+// trigger.
 //
 // A remembered decision is shared by the triggers it decides: nothing that reads
 // a decision writes to it.
@@ -35,9 +39,14 @@ const (
 
 type decisions struct {
 	mu  sync.RWMutex
-	rev uint64 // the catalog revision of every decision in m
-	m   map[string]*memoEntry
+	gen uint64 // the router's catalog generation of every decision in m (Router.gen)
+	m   map[string]memoWays
 }
+
+// memoWays are the decisions remembered for one question, the latest first:
+// several, for a question whose filters answer triggers one way or another, or
+// whose success counts moved back and forth.
+type memoWays [4]*memoEntry
 
 // memoEntry is a remembered decision and what the selector asked to reach it.
 type memoEntry struct {
@@ -89,58 +98,92 @@ func appendPart(b []byte, s string) []byte {
 	return append(append(b, byte(n>>24), byte(n>>16), byte(n>>8), byte(n)), s...)
 }
 
-// get returns the decision remembered for key at catalog revision rev if env
-// answers every question it asked as it did then; nil otherwise.
-func (m *decisions) get(rev uint64, key []byte, env selector.Env, flows map[string]*compiledFlow) *selector.Decision {
+// get returns a decision remembered for key at catalog generation gen whose
+// every question env answers as it did then; nil when there is none. It asks
+// env's Admit again about a skill with a filter alone, which notes the filter's
+// verdict in verdicts as the selector's asking did: verdicts holds the notes of
+// the decision returned, and none when it returns nil.
+func (m *decisions) get(gen uint64, key []byte, env selector.Env, flows map[string]*compiledFlow, verdicts *flowVerdicts) *selector.Decision {
+	var ways memoWays
 	m.mu.RLock()
-	var e *memoEntry
-	if m.rev == rev {
-		e = m.m[string(key)]
+	if m.gen == gen {
+		ways = m.m[string(key)]
 	}
 	m.mu.RUnlock()
-	if e == nil {
-		return nil
+	for _, e := range ways {
+		if e == nil {
+			break
+		}
+		if e.answered(env, flows) {
+			return e.d
+		}
+		*verdicts = flowVerdicts{}
 	}
+	return nil
+}
+
+// answered reports whether env answers every question e asked as it did.
+func (e *memoEntry) answered(env selector.Env, flows map[string]*compiledFlow) bool {
 	for _, a := range e.asked {
 		switch a.kind {
 		case askSuccess:
 			if env.Success == nil {
-				return nil
+				return false
 			}
 			if ok, total := env.Success(a.name, a.version); ok != a.ok || total != a.total {
-				return nil
+				return false
 			}
 		case askLive:
 			if env.PoolLive == nil || env.PoolLive(a.name) != a.live {
-				return nil
+				return false
 			}
 		case askAdmit:
-			if !plainAdmit(a.skill, flows) {
-				return nil
+			if plainAdmit(a.skill, flows) {
+				continue
+			}
+			if !filterOnly(a.skill) || env.Admit == nil {
+				return false
+			}
+			if ok, why := env.Admit(a.skill); boolInt(ok) != a.ok || why != a.why {
+				return false
 			}
 		}
 	}
-	return e.d
+	return true
 }
 
-// put remembers d, the decision for key at catalog revision rev, reached by
-// asking asked.
-func (m *decisions) put(rev uint64, key []byte, d *selector.Decision, asked []asked) {
+// put remembers d, the decision for key at catalog generation gen, reached by
+// asking asked. A decision of an older generation than those remembered (its
+// trigger was decided while the catalog changed) is not kept.
+func (m *decisions) put(gen uint64, key []byte, d *selector.Decision, asked []asked) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.rev != rev || len(m.m) >= memoMax {
-		m.rev, m.m = rev, nil
+	switch {
+	case gen < m.gen:
+		return
+	case gen > m.gen || len(m.m) >= memoMax:
+		m.gen, m.m = gen, nil
 	}
 	if m.m == nil {
-		m.m = make(map[string]*memoEntry)
+		m.m = make(map[string]memoWays)
 	}
-	m.m[string(key)] = &memoEntry{d: d, asked: asked}
+	ways := m.m[string(key)]
+	copy(ways[1:], ways[:len(ways)-1])
+	ways[0] = &memoEntry{d: d, asked: asked}
+	m.m[string(key)] = ways
 }
 
 // plainAdmit reports whether admit takes s for any trigger, saying nothing and
 // changing nothing: s has no flow control.
 func plainAdmit(s *skill.Skill, flows map[string]*compiledFlow) bool {
 	return flows[s.Name] == nil && !hasFlow(s)
+}
+
+// filterOnly reports whether s's only flow control is a filter: admit's answer
+// about s is the filter's verdict on the trigger, and it changes nothing but
+// the trigger's own notes of verdicts.
+func filterOnly(s *skill.Skill) bool {
+	return s.Filter != "" && s.RateLimit == nil && s.Debounce == nil && s.Batch == nil && len(s.CancelOn) == 0 && s.QueuePriority == ""
 }
 
 // recording asks env, and notes each question and its answer in notes. Both
@@ -197,15 +240,25 @@ func boolInt(b bool) int {
 	return 0
 }
 
-// pure reports whether the decision asked nothing whose answer depends on the
-// trigger: admit only about skills without flow control, which it took
-// saying nothing; nothing of ToolServed, which the router does not ask.
+// pure reports whether the decision can be taken again by a trigger that asks
+// the same: admit was asked only about skills without flow control, which it
+// took saying nothing, or with a filter alone, which get asks again; nothing of
+// ToolServed, which the router does not ask.
 func (ns *notes) pure(env selector.Env, flows map[string]*compiledFlow) bool {
 	if ns.over || env.ToolServed != nil {
 		return false
 	}
 	for _, a := range ns.asked[:ns.n] {
-		if a.kind == askAdmit && (a.ok != 1 || a.why != "" || !plainAdmit(a.skill, flows)) {
+		if a.kind != askAdmit {
+			continue
+		}
+		if plainAdmit(a.skill, flows) {
+			if a.ok != 1 || a.why != "" {
+				return false
+			}
+			continue
+		}
+		if !filterOnly(a.skill) {
 			return false
 		}
 	}

@@ -86,6 +86,13 @@ func TestRememberedDecisionsAreTheSelectors(t *testing.T) {
 			memoSkill("queued", func(s *skill.Skill) { s.Triggers, s.QueuePriority = []string{typ}, "int(data.n) % 2 == 0 ? 60 : 0" }),
 			memoSkill("audit", func(s *skill.Skill) { s.Always, s.Filter = true, `has(data.n)` }),
 		}},
+		{"filters", selector.Config{Generic: "fallback"}, []*skill.Skill{
+			memoSkill("plain", triggers(typ)),
+			memoSkill("filtered", func(s *skill.Skill) { s.Triggers, s.Filter = []string{typ}, `has(data.n) && int(data.n) > 2` }),
+			memoSkill("named", func(s *skill.Skill) { s.Triggers, s.Filter = []string{typ}, `has(data.name)` }),
+			memoSkill("fallback", func(s *skill.Skill) { s.Filter = `!has(data.name)` }),
+			memoSkill("audit", func(s *skill.Skill) { s.Always, s.Filter = true, `has(data.n)` }),
+		}},
 		{"bad filter", selector.Config{}, []*skill.Skill{
 			memoSkill("broken", func(s *skill.Skill) { s.Triggers, s.Filter = []string{typ}, `data.n >` }),
 			memoSkill("fine", triggers(typ)),
@@ -122,7 +129,7 @@ func TestRememberedDecisionsAreTheSelectors(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			r := &Router{sel: selector.New(c.cfg)}
 			r.sel.Sync(c.skills)
-			r.synced.Store(1)
+			r.gen.Store(1)
 			flows := compileFlows(c.skills, nil)
 			n := 0
 			for round, e := range rounds {
@@ -164,7 +171,7 @@ func TestRememberedDecisionIsAskedOnce(t *testing.T) {
 	skills := []*skill.Skill{memoSkill("orders", triggers(typ), "n")}
 	r := &Router{sel: selector.New(selector.Config{})}
 	r.sel.Sync(skills)
-	r.synced.Store(1)
+	r.gen.Store(1)
 	flows := compileFlows(skills, nil)
 	decide := func(e memoEnv, id, data string) *selector.Decision {
 		tr := mustParse(t, stub(testSubjects.Trigger(typ), ceHeaders(id, typ), data))
@@ -191,9 +198,56 @@ func TestRememberedDecisionIsAskedOnce(t *testing.T) {
 			t.Errorf("%s: the remembered decision was taken for another question", c.name)
 		}
 	}
-	r.synced.Store(2)
+	r.gen.Store(2)
 	if d := decide(memoEnv{}, "4", `{"n":1}`); d == first {
-		t.Error("a decision of another catalog revision was taken")
+		t.Error("a decision of another catalog was taken")
+	}
+}
+
+// TestRememberedDecisionAsksFiltersAgain: a decision that asked about a skill
+// whose only flow control is a filter is taken again while the filter answers
+// the trigger as it did, with the same verdicts noted; a filter that answers
+// otherwise asks the selector again. One that asked about a skill with any other
+// flow control is never taken again.
+func TestRememberedDecisionAsksFiltersAgain(t *testing.T) {
+	const typ = "com.example.order"
+	skills := []*skill.Skill{
+		memoSkill("big", func(s *skill.Skill) { s.Triggers, s.Filter = []string{typ}, `int(data.n) > 2` }),
+		memoSkill("small", triggers(typ)),
+		memoSkill("limited", func(s *skill.Skill) {
+			s.Triggers = []string{"com.example.limited"}
+			s.RateLimit = &skill.RateLimit{Limit: 1 << 20, Period: skill.Duration(time.Minute)}
+		}),
+	}
+	r := &Router{sel: selector.New(selector.Config{})}
+	r.sel.Sync(skills)
+	r.gen.Store(1)
+	flows := compileFlows(skills, nil)
+	decide := func(id, typ, data string) (*selector.Decision, flowVerdicts) {
+		tr := mustParse(t, stub(testSubjects.Trigger(typ), ceHeaders(id, typ), data))
+		d, err := r.selectWith(context.Background(), tr, memoEnv{}.env(), flows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d, tr.verdicts
+	}
+	big, _ := decide("1", typ, `{"n":5}`)
+	if d, _ := decide("2", typ, `{"n":7}`); d != big {
+		t.Fatal("a filter that answered the same did not take the remembered decision")
+	}
+	small, v := decide("3", typ, `{"n":1}`)
+	if small == big || len(v.filtered) != 1 {
+		t.Fatalf("a filter that answered otherwise took the remembered decision (verdicts %+v)", v)
+	}
+	if d, v2 := decide("4", typ, `{"n":0}`); d != small || !cmp.Equal(v, v2, cmp.AllowUnexported(flowVerdicts{})) {
+		t.Fatalf("the remembered decision of a filter false was not taken with its verdicts: %+v, want %+v", v2, v)
+	}
+	if d, _ := decide("5", typ, `{"n":9}`); d != big {
+		t.Fatal("the decision remembered for the filter true was forgotten")
+	}
+	limited, _ := decide("6", "com.example.limited", `{"n":1}`)
+	if d, _ := decide("7", "com.example.limited", `{"n":1}`); d == limited {
+		t.Fatal("a decision that counted a rate limit was taken again")
 	}
 }
 

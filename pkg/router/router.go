@@ -103,6 +103,9 @@ type Router struct {
 	sel    *selector.Selector
 	syncMu sync.Mutex
 	synced atomic.Uint64
+	// gen counts the catalogs the selector was given (a catalog's revision may
+	// repeat: a bucket made again counts from 1); the memo's decisions are of one.
+	gen atomic.Uint64
 	// flows are the catalog's skills' flow control, compiled (see compileFlows).
 	flows   atomic.Pointer[map[string]*compiledFlow]
 	live    *live
@@ -217,6 +220,7 @@ func (r *Router) sync() {
 	r.cancels.Store(&cancels)
 	r.flows.Store(&flows)
 	r.sel.Sync(all)
+	r.gen.Add(1)
 	r.synced.Store(rev)
 }
 
@@ -523,10 +527,10 @@ func (r *Router) selectWith(ctx context.Context, t *trigger, env selector.Env, f
 	// request of Decide's, whose caller may keep the decision.
 	var keyBuf [256]byte
 	var key []byte
-	rev := r.synced.Load()
+	gen := r.gen.Load()
 	if t.msg != nil {
 		if k, ok := memoKey(keyBuf[:0], &t.req); ok {
-			if d := r.memo.get(rev, k, env, flows); d != nil {
+			if d := r.memo.get(gen, k, env, flows, &t.verdicts); d != nil {
 				return d, nil
 			}
 			key = k
@@ -553,11 +557,12 @@ func (r *Router) selectWith(ctx context.Context, t *trigger, env selector.Env, f
 		}
 		if key != nil {
 			if ns.pure(env, flows) {
-				// Nothing it asked depends on the trigger: no fold, no count.
-				r.memo.put(rev, key, d, slices.Clone(ns.asked[:ns.n]))
+				// Nothing it asked depends on the trigger but filters, which the
+				// memo asks again: no fold, no count.
+				r.memo.put(gen, key, d, slices.Clone(ns.asked[:ns.n]))
 				return d, nil
 			}
-			key = nil // decided again below: not to be remembered
+			key = nil // not to be remembered: it may fold or count the trigger
 		}
 		if t.foldRunning(d) {
 			t.uncounted, t.verdicts = nil, flowVerdicts{}
