@@ -127,10 +127,7 @@ func TestRememberedDecisionsAreTheSelectors(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range catalogs {
 		t.Run(c.name, func(t *testing.T) {
-			r := &Router{sel: selector.New(c.cfg)}
-			r.sel.Sync(c.skills)
-			r.gen.Store(1)
-			flows := compileFlows(c.skills, nil)
+			r, flows := memoRouter(c.cfg, c.skills)
 			n := 0
 			for round, e := range rounds {
 				for _, q := range requests {
@@ -169,10 +166,7 @@ func TestRememberedDecisionsAreTheSelectors(t *testing.T) {
 func TestRememberedDecisionIsAskedOnce(t *testing.T) {
 	const typ = "com.example.order"
 	skills := []*skill.Skill{memoSkill("orders", triggers(typ), "n")}
-	r := &Router{sel: selector.New(selector.Config{})}
-	r.sel.Sync(skills)
-	r.gen.Store(1)
-	flows := compileFlows(skills, nil)
+	r, flows := memoRouter(selector.Config{}, skills)
 	decide := func(e memoEnv, id, data string) *selector.Decision {
 		tr := mustParse(t, stub(testSubjects.Trigger(typ), ceHeaders(id, typ), data))
 		d, err := r.selectWith(context.Background(), tr, e.env(), flows)
@@ -219,10 +213,7 @@ func TestRememberedDecisionAsksFiltersAgain(t *testing.T) {
 			s.RateLimit = &skill.RateLimit{Limit: 1 << 20, Period: skill.Duration(time.Minute)}
 		}),
 	}
-	r := &Router{sel: selector.New(selector.Config{})}
-	r.sel.Sync(skills)
-	r.gen.Store(1)
-	flows := compileFlows(skills, nil)
+	r, flows := memoRouter(selector.Config{}, skills)
 	decide := func(id, typ, data string) (*selector.Decision, flowVerdicts) {
 		tr := mustParse(t, stub(testSubjects.Trigger(typ), ceHeaders(id, typ), data))
 		d, err := r.selectWith(context.Background(), tr, memoEnv{}.env(), flows)
@@ -249,6 +240,15 @@ func TestRememberedDecisionAsksFiltersAgain(t *testing.T) {
 	if d, _ := decide("7", "com.example.limited", `{"n":1}`); d == limited {
 		t.Fatal("a decision that counted a rate limit was taken again")
 	}
+}
+
+// memoRouter is a router with a selector over skills, at catalog generation 1,
+// and their compiled flow control.
+func memoRouter(cfg selector.Config, skills []*skill.Skill) (*Router, map[string]*compiledFlow) {
+	r := &Router{sel: selector.New(cfg)}
+	r.sel.Sync(skills)
+	r.gen.Store(1)
+	return r, compileFlows(skills, nil)
 }
 
 func decisionJSON(t *testing.T, d *selector.Decision) string {
@@ -290,10 +290,7 @@ func routeOf(t *testing.T, d *selector.Decision, tr *trigger, r *Router) string 
 func BenchmarkSelectRemembered(b *testing.B) {
 	const typ = "com.example.order"
 	skills := []*skill.Skill{memoSkill("orders", triggers(typ), "n")}
-	r := &Router{sel: selector.New(selector.Config{})}
-	r.sel.Sync(skills)
-	r.synced.Store(1)
-	flows := compileFlows(skills, nil)
+	r, flows := memoRouter(selector.Config{}, skills)
 	m := stub(testSubjects.Trigger(typ), ceHeaders("1", typ), `{"n":3}`)
 	var tr trigger
 	if o := parse(context.Background(), m, testParse, &tr); o != nil {
