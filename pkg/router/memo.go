@@ -1,8 +1,10 @@
 package router
 
 import (
+	"hash/maphash"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/skillbus/skillbus/pkg/selector"
 	"github.com/skillbus/skillbus/pkg/skill"
@@ -41,6 +43,28 @@ type decisions struct {
 	mu  sync.RWMutex
 	gen uint64 // the router's catalog generation of every decision in m (Router.gen)
 	m   map[string]memoWays
+
+	// seen holds a hash of questions asked once, each in the slot its hash
+	// names: a question is remembered the second time it is asked, so that
+	// triggers whose questions do not repeat (data whose keys vary) pay nothing
+	// for the memo but a hash.
+	seen [memoSeen]atomic.Uint64
+}
+
+const memoSeen = 256
+
+var memoSeed = maphash.MakeSeed()
+
+// again reports whether key was asked before, by the last question whose hash
+// took its slot; it records key as asked.
+func (m *decisions) again(key []byte) bool {
+	h := maphash.Bytes(memoSeed, key) | 1 // never the empty slot's 0
+	slot := &m.seen[h%memoSeen]
+	if slot.Load() == h {
+		return true
+	}
+	slot.Store(h)
+	return false
 }
 
 // memoWays are the decisions remembered for one question, the latest first:
@@ -99,27 +123,32 @@ func appendPart(b []byte, s string) []byte {
 }
 
 // get returns a decision remembered for key at catalog generation gen whose
-// every question env answers as it did then; nil when there is none. It asks
-// env's Admit again about a skill with a filter alone, which notes the filter's
-// verdict in verdicts as the selector's asking did: verdicts holds the notes of
-// the decision returned, and none when it returns nil.
-func (m *decisions) get(gen uint64, key []byte, env selector.Env, flows map[string]*compiledFlow, verdicts *flowVerdicts) *selector.Decision {
+// every question env answers as it did then; nil when there is none, and then
+// whether the decision the selector makes is to be remembered: the question
+// was asked before. It asks env's Admit again about a skill with a filter
+// alone, which notes the filter's verdict in verdicts as the selector's asking
+// did: verdicts holds the notes of the decision returned, and none when it
+// returns nil.
+func (m *decisions) get(gen uint64, key []byte, env selector.Env, flows map[string]*compiledFlow, verdicts *flowVerdicts) (d *selector.Decision, remember bool) {
 	var ways memoWays
 	m.mu.RLock()
 	if m.gen == gen {
 		ways = m.m[string(key)]
 	}
 	m.mu.RUnlock()
+	if ways[0] == nil {
+		return nil, m.again(key)
+	}
 	for _, e := range ways {
 		if e == nil {
 			break
 		}
 		if e.answered(env, flows) {
-			return e.d
+			return e.d, false
 		}
 		*verdicts = flowVerdicts{}
 	}
-	return nil
+	return nil, true
 }
 
 // answered reports whether env answers every question e asked as it did.

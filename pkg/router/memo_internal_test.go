@@ -160,9 +160,10 @@ func TestRememberedDecisionsAreTheSelectors(t *testing.T) {
 	}
 }
 
-// TestRememberedDecisionIsAskedOnce: a text-less trigger asked again with the
-// same answers from the running system gets the decision remembered; another
-// success count, a dead pool or other data keys ask the selector again.
+// TestRememberedDecisionIsAskedOnce: a text-less trigger's question is
+// remembered the second time it is asked; asked again with the same answers
+// from the running system it gets the decision remembered; another success
+// count, a dead pool or other data keys ask the selector again.
 func TestRememberedDecisionIsAskedOnce(t *testing.T) {
 	const typ = "com.example.order"
 	skills := []*skill.Skill{memoSkill("orders", triggers(typ), "n")}
@@ -175,7 +176,14 @@ func TestRememberedDecisionIsAskedOnce(t *testing.T) {
 		}
 		return d
 	}
+	once := decide(memoEnv{}, "0", `{"n":0}`)
+	if len(r.memo.m) != 0 {
+		t.Fatal("a question asked once was remembered")
+	}
 	first := decide(memoEnv{}, "1", `{"n":1}`)
+	if first == once || len(r.memo.m) != 1 {
+		t.Fatal("a question asked twice was not remembered")
+	}
 	if d := decide(memoEnv{}, "2", `{"n":2}`); d != first {
 		t.Fatal("the same question with the same answers was decided again")
 	}
@@ -222,6 +230,7 @@ func TestRememberedDecisionAsksFiltersAgain(t *testing.T) {
 		}
 		return d, tr.verdicts
 	}
+	decide("0", typ, `{"n":5}`) // asked once: not remembered yet
 	big, _ := decide("1", typ, `{"n":5}`)
 	if d, _ := decide("2", typ, `{"n":7}`); d != big {
 		t.Fatal("a filter that answered the same did not take the remembered decision")
@@ -236,8 +245,9 @@ func TestRememberedDecisionAsksFiltersAgain(t *testing.T) {
 	if d, _ := decide("5", typ, `{"n":9}`); d != big {
 		t.Fatal("the decision remembered for the filter true was forgotten")
 	}
-	limited, _ := decide("6", "com.example.limited", `{"n":1}`)
-	if d, _ := decide("7", "com.example.limited", `{"n":1}`); d == limited {
+	decide("6", "com.example.limited", `{"n":1}`)
+	limited, _ := decide("7", "com.example.limited", `{"n":1}`)
+	if d, _ := decide("8", "com.example.limited", `{"n":1}`); d == limited {
 		t.Fatal("a decision that counted a rate limit was taken again")
 	}
 }
@@ -303,6 +313,40 @@ func BenchmarkSelectRemembered(b *testing.B) {
 			for b.Loop() {
 				t := tr
 				if !remember {
+					t.msg = nil
+				}
+				if _, err := r.selectWith(context.Background(), &t, env, flows); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkSelectUnrepeated is selectFor's work on text-less triggers whose
+// questions do not repeat (data with keys of its own each time): the memo's
+// cost when it never helps, against the selector alone.
+func BenchmarkSelectUnrepeated(b *testing.B) {
+	const typ = "com.example.order"
+	skills := []*skill.Skill{memoSkill("orders", triggers(typ), "n")}
+	r, flows := memoRouter(selector.Config{}, skills)
+	env := memoEnv{success: map[string][2]int{"orders": {3, 4}}}.env()
+	const n = 1 << 12
+	trs := make([]trigger, n)
+	for i := range trs {
+		m := stub(testSubjects.Trigger(typ), ceHeaders("1", typ), fmt.Sprintf(`{"k%d":3}`, i))
+		if o := parse(context.Background(), m, testParse, &trs[i]); o != nil {
+			b.Fatal(o)
+		}
+	}
+	for _, memo := range []bool{true, false} {
+		b.Run(map[bool]string{true: "memo", false: "selector"}[memo], func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				t := trs[i%n]
+				i++
+				if !memo {
 					t.msg = nil
 				}
 				if _, err := r.selectWith(context.Background(), &t, env, flows); err != nil {

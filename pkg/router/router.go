@@ -530,10 +530,13 @@ func (r *Router) selectWith(ctx context.Context, t *trigger, env selector.Env, f
 	gen := r.gen.Load()
 	if t.msg != nil {
 		if k, ok := memoKey(keyBuf[:0], &t.req); ok {
-			if d := r.memo.get(gen, k, env, flows, &t.verdicts); d != nil {
+			d, remember := r.memo.get(gen, k, env, flows, &t.verdicts)
+			if d != nil {
 				return d, nil
 			}
-			key = k
+			if remember {
+				key = k
+			}
 		}
 	}
 	for {
