@@ -387,7 +387,9 @@ func (bt *Batch) Create(m *nats.Msg) {
 // PooledJobMsgOf, and sets m.Data and m.Header to nil (see bufpool.go). Once a
 // Wait has failed before seeing m acknowledged, m is no longer pooled: Resend
 // may send it again, and m keeps its Data and Header. Give is for a message made
-// by those two; any other's Data and Header are taken all the same.
+// by those two; any other's Data and Header are taken all the same. Never give
+// a message delivered by a subscription: whoever read it in place (a job's
+// strings, events.DecodeJobInPlace) would see its bytes overwritten.
 func (bt *Batch) Give(m *nats.Msg) {
 	bt.publish(queued{m: m, given: true})
 }
