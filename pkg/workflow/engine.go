@@ -167,13 +167,19 @@ func (e *Engine) ExecuteLog(ctx context.Context, r Run) (map[string]any, *Log, e
 	return out, l, err
 }
 
-// frame is what a run allocates for itself, in one allocation: its execution and
-// its log, with the log's step of a workflow of one step.
+// frame is what a run allocates for itself, in one allocation: its log, with the
+// log's step of a workflow of one step. The log outlives the run (the caller keeps
+// it); the run's execution does not and comes from executions.
 type frame struct {
-	x    execution
 	log  Log
 	step [1]StepLog
 }
+
+// executions holds the executions of finished runs for later runs to reuse. An
+// execution is returned only once its run is over: every step goroutine has
+// delivered its outcome (run waits for them all) and no closure, error, log or
+// outputs map points into it.
+var executions = sync.Pool{New: func() any { return new(execution) }}
 
 func (e *Engine) execute(ctx context.Context, r Run, f *frame) (map[string]any, error) {
 	l := &f.log
@@ -237,10 +243,13 @@ func (e *Engine) execute(ctx context.Context, r Run, f *frame) (map[string]any, 
 		defer cancel()
 	}
 
-	x := &f.x
+	x := executions.Get().(*execution)
 	x.e, x.c, x.r, x.ctx, x.log, x.tools, x.final = e, c, r, ctx, l, tools, -1
 	x.checkpoints, x.cache = e.checkpoints, e.cache
-	x.stop, x.ref, x.base = tool.StopFrom(ctx), c.ref, make(expr.Env, 3)
+	x.stop, x.ref = tool.StopFrom(ctx), c.ref
+	if x.base == nil {
+		x.base = make(expr.Env, 3)
+	}
 	x.obs = x.sync.init(r.Observer)
 	if x.ref == "" {
 		x.ref = skillRef(s)
@@ -268,11 +277,16 @@ func (e *Engine) execute(ctx context.Context, r Run, f *frame) (map[string]any, 
 	if r.Cache != nil {
 		x.cache = r.Cache
 	}
-	if err := x.load(); err != nil {
-		return nil, err
-	}
-	x.run()
-	return x.result()
+	out, err := x.finish()
+	// Not deferred: after a panic the execution may be in use still; it is left
+	// to the garbage collector.
+	// The run's names map is kept: nothing holds it but the execution (steps
+	// and outputs read it or copy from it).
+	base := x.base
+	clear(base)
+	*x = execution{base: base}
+	executions.Put(x)
+	return out, err
 }
 
 // endsWithin reports whether ctx has a deadline no later than d from now.

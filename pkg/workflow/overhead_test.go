@@ -150,3 +150,56 @@ func TestRunsActUnderTheirSkillsPermissions(t *testing.T) {
 		}
 	}
 }
+
+// A run reuses the memory of finished runs: what a run returned (its outputs and
+// its log) stays as it was while other runs, one after another and side by side,
+// go on.
+func TestRunsShareNothingTheyReturn(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, workflow.Config{})
+	s := &skill.Skill{Name: "reuse", Version: "1.0.0", Kind: skill.KindWorkflow, Digest: "0123456789abcdef", Workflow: &skill.Workflow{
+		Inputs:  []skill.Input{{Name: "n", Type: "integer", Required: true}},
+		Steps:   []skill.Step{{ID: "echo", Tool: "echo", Args: map[string]any{"n": "{{ inputs.n }}"}}},
+		Outputs: []skill.Output{{Name: "n", Value: "{{ inputs.n }}"}},
+	}}
+	type kept struct {
+		out map[string]any
+		log *workflow.Log
+	}
+	run := func(n int) kept {
+		out, log, err := e.ExecuteLog(context.Background(), workflow.Run{ExecutionID: fmt.Sprint("x", n), Skill: s, Inputs: map[string]any{"n": int64(n)}})
+		if err != nil {
+			t.Error(err)
+		}
+		return kept{out, log}
+	}
+	check := func(n int, k kept) {
+		if k.out["n"] != int64(n) || len(k.out) != 1 {
+			t.Errorf("run %d: outputs became %v", n, k.out)
+		}
+		if k.log.ExecutionID != fmt.Sprint("x", n) || len(k.log.Steps) != 1 || k.log.Steps[0].ID != "echo" || k.log.Steps[0].Status != workflow.StatusCompleted {
+			t.Errorf("run %d: log became %+v", n, k.log)
+		}
+	}
+	first := run(0)
+	done := make(chan kept)
+	for g := 1; g <= 4; g++ {
+		go func() {
+			var last kept
+			for i := range 50 {
+				last = run(g*1000 + i)
+			}
+			done <- last
+		}()
+	}
+	for g := 1; g <= 4; g++ {
+		check(0, first)
+		k := <-done
+		n, ok := k.out["n"].(int64)
+		if !ok {
+			t.Fatalf("outputs %v", k.out)
+		}
+		check(int(n), k)
+	}
+	check(0, first)
+}

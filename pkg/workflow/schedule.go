@@ -63,6 +63,15 @@ type outcome struct {
 	st stepState
 }
 
+// finish runs the workflow from its checkpoints, if any, and returns its result.
+func (x *execution) finish() (map[string]any, error) {
+	if err := x.load(); err != nil {
+		return nil, err
+	}
+	x.run()
+	return x.result()
+}
+
 // load reads the run's checkpoints, if it has a store and an id.
 func (x *execution) load() error {
 	if x.checkpoints == nil || x.r.ExecutionID == "" {
