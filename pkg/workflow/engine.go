@@ -254,10 +254,13 @@ func (e *Engine) execute(ctx context.Context, r Run, f *frame) (map[string]any, 
 	if x.ref == "" {
 		x.ref = skillRef(s)
 	}
-	if len(c.steps) == len(x.one) {
+	switch n := len(c.steps); {
+	case n == len(x.one):
 		x.state = x.one[:]
-	} else {
-		x.state = make([]stepState, len(c.steps))
+	case n <= cap(x.spare):
+		x.state = x.spare[:n]
+	default:
+		x.state = make([]stepState, n)
 	}
 	x.base["inputs"] = inputs
 	if c.readsTrigger {
@@ -278,16 +281,35 @@ func (e *Engine) execute(ctx context.Context, r Run, f *frame) (map[string]any, 
 		x.cache = r.Cache
 	}
 	out, err := x.finish()
-	// Not deferred: after a panic the execution may be in use still; it is left
-	// to the garbage collector.
-	// The run's names map is kept: nothing holds it but the execution (steps
-	// and outputs read it or copy from it).
-	base := x.base
-	clear(base)
-	*x = execution{base: base}
-	executions.Put(x)
+	x.release()
 	return out, err
 }
+
+// release returns x, its run over, to executions. It is not deferred: after a
+// panic the execution may be in use still and is left to the garbage collector.
+// The run's names map, step states and outcome channel are kept for the next
+// run: nothing holds them but the execution (expressions only read the names;
+// outputs hold step values, not the states; the channel is drained, as run
+// returns only once every step goroutine's outcome is received).
+func (x *execution) release() {
+	base, done := x.base, x.done
+	clear(base)
+	if cap(done) > maxSpareSteps {
+		done = nil
+	}
+	// Spare states are all zero in the pool; a run dirties only its own.
+	spare := x.spare
+	if n := cap(x.state); n > len(x.one) && n <= maxSpareSteps {
+		clear(x.state)
+		spare = x.state[:n]
+	}
+	*x = execution{base: base, spare: spare, done: done}
+	executions.Put(x)
+}
+
+// maxSpareSteps bounds the step states a pooled execution keeps, so that one
+// run of a long workflow does not pin its states for good.
+const maxSpareSteps = 64
 
 // endsWithin reports whether ctx has a deadline no later than d from now.
 func endsWithin(ctx context.Context, d time.Duration) bool {

@@ -162,12 +162,25 @@ func TestRunsShareNothingTheyReturn(t *testing.T) {
 		Steps:   []skill.Step{{ID: "echo", Tool: "echo", Args: map[string]any{"n": "{{ inputs.n }}"}}},
 		Outputs: []skill.Output{{Name: "n", Value: "{{ inputs.n }}"}},
 	}}
+	// Odd runs take the path of parallel steps: a state slice and a channel.
+	par := &skill.Skill{Name: "reuse-par", Version: "1.0.0", Kind: skill.KindWorkflow, Digest: "fedcba9876543210", Workflow: &skill.Workflow{
+		Inputs: []skill.Input{{Name: "n", Type: "integer", Required: true}},
+		Steps: []skill.Step{
+			{ID: "a", Tool: "echo", Args: map[string]any{"n": "{{ inputs.n }}"}, ParallelGroup: "g"},
+			{ID: "echo", Tool: "echo", Args: map[string]any{"n": "{{ inputs.n }}"}, ParallelGroup: "g"},
+		},
+		Outputs: []skill.Output{{Name: "n", Value: "{{ echo.n }}"}},
+	}}
 	type kept struct {
 		out map[string]any
 		log *workflow.Log
 	}
 	run := func(n int) kept {
-		out, log, err := e.ExecuteLog(context.Background(), workflow.Run{ExecutionID: fmt.Sprint("x", n), Skill: s, Inputs: map[string]any{"n": int64(n)}})
+		sk := s
+		if n%2 == 1 {
+			sk = par
+		}
+		out, log, err := e.ExecuteLog(context.Background(), workflow.Run{ExecutionID: fmt.Sprint("x", n), Skill: sk, Inputs: map[string]any{"n": int64(n)}})
 		if err != nil {
 			t.Error(err)
 		}
@@ -177,11 +190,12 @@ func TestRunsShareNothingTheyReturn(t *testing.T) {
 		if k.out["n"] != int64(n) || len(k.out) != 1 {
 			t.Errorf("run %d: outputs became %v", n, k.out)
 		}
-		if k.log.ExecutionID != fmt.Sprint("x", n) || len(k.log.Steps) != 1 || k.log.Steps[0].ID != "echo" || k.log.Steps[0].Status != workflow.StatusCompleted {
+		last := len(k.log.Steps) - 1
+		if k.log.ExecutionID != fmt.Sprint("x", n) || last != n%2 || k.log.Steps[last].ID != "echo" || k.log.Steps[last].Status != workflow.StatusCompleted {
 			t.Errorf("run %d: log became %+v", n, k.log)
 		}
 	}
-	first := run(0)
+	first, second := run(0), run(1)
 	done := make(chan kept)
 	for g := 1; g <= 4; g++ {
 		go func() {
@@ -194,6 +208,7 @@ func TestRunsShareNothingTheyReturn(t *testing.T) {
 	}
 	for g := 1; g <= 4; g++ {
 		check(0, first)
+		check(1, second)
 		k := <-done
 		n, ok := k.out["n"].(int64)
 		if !ok {
@@ -202,4 +217,5 @@ func TestRunsShareNothingTheyReturn(t *testing.T) {
 		check(int(n), k)
 	}
 	check(0, first)
+	check(1, second)
 }

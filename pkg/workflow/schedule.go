@@ -41,6 +41,10 @@ type execution struct {
 
 	state []stepState
 	one   [1]stepState // state of a workflow of one step, the usual case
+	spare []stepState  // states kept from an earlier run of this execution, cleared
+	// done carries the outcomes of steps run on goroutines of their own; kept,
+	// empty, from an earlier run, or made when a step first runs so.
+	done chan outcome
 }
 
 type stepState struct {
@@ -152,7 +156,10 @@ func (x *execution) run() {
 			continue
 		}
 		if done == nil && len(startable) > 0 {
-			done = make(chan outcome, n)
+			if cap(x.done) < n {
+				x.done = make(chan outcome, n)
+			}
+			done = x.done
 		}
 		for _, i := range startable {
 			x.start(i, done)
