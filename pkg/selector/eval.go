@@ -97,13 +97,16 @@ func ExampleCases(skills []*skill.Skill) []Case {
 
 // Result is one routed case.
 type Result struct {
-	Query   string    `json:"query"`
-	Expect  *string   `json:"expect"`
-	Primary *string   `json:"primary"`
-	Ranked  []string  `json:"ranked"`
-	Scores  []float64 `json:"scores,omitempty"`
-	OK      bool      `json:"ok"`
-	Origin  string    `json:"origin,omitempty"`
+	Query  string  `json:"query"`
+	Expect *string `json:"expect"`
+	// ExpectAny lists every skill that is right, for a case that expects any of
+	// several; Expect is the first of them.
+	ExpectAny []string  `json:"expect_any,omitempty"`
+	Primary   *string   `json:"primary"`
+	Ranked    []string  `json:"ranked"`
+	Scores    []float64 `json:"scores,omitempty"`
+	OK        bool      `json:"ok"`
+	Origin    string    `json:"origin,omitempty"`
 	// Baseline is plain BM25's best skill over names and descriptions.
 	Baseline *string `json:"baseline,omitempty"`
 	// BaselineStem is BM25+stemming's best skill.
@@ -198,6 +201,9 @@ func evaluate(x *Selector, cases []Case, env Env, baselines bool) ([]Result, Sum
 		r := Result{Query: c.Query, Origin: c.Origin, Ranked: []string{}}
 		if c.Expect != "" {
 			r.Expect = &c.Expect
+		}
+		if len(c.Any) > 1 {
+			r.ExpectAny = c.Any
 		}
 		if err == nil {
 			if d.Primary != "" {

@@ -410,7 +410,11 @@ func TestEvaluateAnyOf(t *testing.T) {
 	if !res[0].OK || res[1].OK || s.Top1 != 0.5 || s.BaselineTop1 != 0.5 || s.BaselineStemTop1 != 0.5 {
 		t.Fatalf("results %+v, summary %+v", res, s)
 	}
-	// Each result names the baselines' best skill, which they count by.
+	// Each result names every skill that is right, and the baselines' best skill,
+	// which they count by.
+	if !slices.Equal(res[0].ExpectAny, cases[0].Any) || res[1].ExpectAny != nil {
+		t.Errorf("results expect any of %v and %v, want %v and none", res[0].ExpectAny, res[1].ExpectAny, cases[0].Any)
+	}
 	for _, b := range []*string{res[0].Baseline, res[0].BaselineStem} {
 		if b == nil || !slices.Contains(cases[0].Any, *b) {
 			t.Errorf("case 0's baselines took %v, %v; they count it right", res[0].Baseline, res[0].BaselineStem)
