@@ -15,3 +15,6 @@ func (x *Index) PostingsRead() int64 { return x.reads.Load() }
 
 // Exhaustive makes every search of x's index score every document matched.
 func (x *Selector) Exhaustive() { x.idx.exhaustive = true }
+
+// ValueWords is valueWords.
+func ValueWords(text string) uint64 { return valueWords(text) }

@@ -519,7 +519,8 @@ type Query struct {
 	// K bounds the hits returned, best BM25 first; 0 means 10.
 	K int
 	// UnknownWeight is how much a query word no document holds (even one edit away)
-	// weighs in Coverage, as a share of the highest IDF; 0 means 0.35.
+	// weighs in Coverage, as a share of the highest IDF; 0 means 0.35. A value
+	// (valueWords: a name or a number no document holds) weighs nothing.
 	UnknownWeight float64
 	// TypoDiscount multiplies a term matched one edit away; 0 means 0.8.
 	TypoDiscount float64
@@ -646,7 +647,7 @@ func (x *Index) searchInto(into []Hit, text string, words, terms []string, q Que
 		r.release()
 		return into, Evidence{}
 	}
-	r.readTerms(words, terms)
+	r.readTerms(text, words, inOrder, terms)
 	for i, qt := range r.qts {
 		if qt.label != "" && qt.l != nil {
 			r.lists = append(r.lists, list{l: qt.l, w: qt.disc * qt.idf, qi: i})
@@ -781,8 +782,11 @@ func (r *search) idf(df int) float64 {
 // readTerms turns the request's words into query terms: each word's own term,
 // else a near spelling's, else a synonym's that skills use; a word no skill uses
 // counts only in the query's mass.
-// known are the terms of the first words, if the caller has them.
-func (r *search) readTerms(words, known []string) {
+// A word no skill uses that is a value of the request, not what it asks for (a
+// name or a number: "the weather in Oakland on the 5th"), counts in nothing.
+// known are the terms of the first words, if the caller has them; words are the
+// Words of text (its first n) and the parts of its joined words.
+func (r *search) readTerms(text string, words []string, n int, known []string) {
 	terms := append(r.s.terms[:0], known...)
 	for _, w := range words[len(terms):] {
 		t, _ := cachedTerm(w)
@@ -790,6 +794,7 @@ func (r *search) readTerms(words, known []string) {
 	}
 	r.s.terms = terms
 	at := r.s.at[:0]
+	values, read := uint64(0), false
 	for i, w := range words {
 		t := terms[i]
 		if t == "" {
@@ -803,6 +808,13 @@ func (r *search) readTerms(words, known []string) {
 		at = append(at, int32(len(r.qts)))
 		qt, l := r.lookup(w, t)
 		if l == nil {
+			if !read {
+				values, read = valueWords(text), true
+			}
+			if isValue(words[:n], values, i, w) {
+				r.qts = append(r.qts, queryTerm{term: t})
+				continue
+			}
 			r.mass += r.q.UnknownWeight * r.maxIDF
 			r.qts = append(r.qts, queryTerm{term: t})
 			continue
@@ -837,6 +849,20 @@ func (r *search) lookup(w, t string) (queryTerm, *plist) {
 		}
 	}
 	return qt, l
+}
+
+// isValue says whether the i-th of a request's words, w, is a value: one of its
+// own words that values marks (valueWords), or a part of one (5th: 5 and th).
+func isValue(own []string, values uint64, i int, w string) bool {
+	if i < len(own) {
+		return i < 64 && values&(1<<i) != 0
+	}
+	for j, o := range own[:min(len(own), 64)] {
+		if values&(1<<j) != 0 && strings.Contains(o, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // add adds w times a term's BM25 term weights to the scores of the documents

@@ -102,3 +102,52 @@ func TestNameOrder(t *testing.T) {
 		}
 	}
 }
+
+// A name or a number no skill uses is a value of the request, not what it asks
+// for: it does not make the request less surely for the catalog, as a word of
+// another subject does. A capitalised word that starts a sentence is no value.
+func TestValuesDoNotWeakenARequest(t *testing.T) {
+	t.Parallel()
+	x := selector.NewIndex(selector.Weights{})
+	x.Put("weather", selector.Fields{Name: "weather", Description: "Get the weather forecast for a city on a date."})
+	x.Put("taxi", selector.Fields{Name: "taxi", Description: "Book a taxi ride to an address."})
+	cov := func(text string) float64 {
+		hits, ev := x.SearchEvidence(text, selector.Query{})
+		if len(hits) == 0 || hits[0].Name != "weather" {
+			t.Fatalf("%q: hits %+v, want weather first", text, hits)
+		}
+		return ev.Coverage
+	}
+	plain := cov("the weather forecast")
+	for _, text := range []string{
+		"the weather forecast in Oakland on the 5th",
+		"the weather forecast for 2026. In Sausalito!",
+		"Weather forecast, Montara, 14",
+	} {
+		if got := cov(text); got != plain {
+			t.Errorf("%q: coverage %.3f, want %.3f, as without its values", text, got, plain)
+		}
+	}
+	for _, text := range []string{
+		"the weather forecast for my hedgehogs",
+		"the weather forecast. Hedgehogs?",
+		"Hedgehogs and the weather forecast",
+	} {
+		if got := cov(text); got >= plain {
+			t.Errorf("%q: coverage %.3f, want less than %.3f: its unknown word is what it asks about", text, got, plain)
+		}
+	}
+}
+
+func FuzzValueWords(f *testing.F) {
+	for _, s := range []string{"the weather in Oakland on the 5th", "Hé. Ça va? 12ème", "a.B!c?D 9", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		selector.ValueWords(s) // must not panic; the bits are checked below
+		n := len(selector.Words(s))
+		if m := selector.ValueWords(s); n < 64 && m>>n != 0 {
+			t.Fatalf("%q: %d words, value mask %b", s, n, m)
+		}
+	})
+}

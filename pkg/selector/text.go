@@ -172,6 +172,40 @@ func appendWords(out []string, text string) []string {
 	return out
 }
 
+// valueWords marks the Words of text (bit i: the i-th, of the first 64) that read
+// as values rather than what a request asks for: a word starting with a digit
+// (2016, 5th), or a capitalised one that does not start a sentence (Oakland,
+// Dumbo, BERT). The text's first word and the first word after a full stop, a
+// question or an exclamation mark are capitalised as sentences are.
+func valueWords(text string) uint64 {
+	var mask uint64
+	i, start := 0, true // i: the word's index; start: a sentence starts here
+	in, value := false, false
+	for _, r := range text {
+		word := r < utf8.RuneSelf && ('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9') ||
+			r >= utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r))
+		switch {
+		case word && !in:
+			in = true
+			value = '0' <= r && r <= '9' || !start && unicode.IsUpper(r)
+			start = false
+		case !word && in:
+			if value && i < 64 {
+				mask |= 1 << i
+			}
+			in = false
+			i++
+		}
+		if !word && (r == '.' || r == '?' || r == '!') {
+			start = true
+		}
+	}
+	if in && value && i < 64 {
+		mask |= 1 << i
+	}
+	return mask
+}
+
 func appendWord(out []string, w string, lower bool) []string {
 	if !lower {
 		w = fold(strings.ToLower(w))
