@@ -1,11 +1,9 @@
 package selector_test
 
 import (
-	"os"
 	"testing"
 
 	"github.com/skillbus/skillbus/pkg/selector"
-	"github.com/skillbus/skillbus/pkg/skill"
 )
 
 // TestSGDHeldOut routes the held-out half of the Schema-Guided Dialogue set
@@ -15,23 +13,12 @@ import (
 func TestSGDHeldOut(t *testing.T) {
 	t.Parallel()
 	const dir = "../../testdata/routing/public/sgd/"
-	cat, ds := skill.Discover(dir + "skills")
-	if ds.HasErrors() || len(cat.Skills) != 88 {
-		t.Fatalf("skills: %d, %v", len(cat.Skills), ds)
+	skills := publicSkills(t, dir, 88)
+	names := map[string]bool{}
+	for _, sk := range skills {
+		names[sk.Name] = true
 	}
-	read := func(name string) []selector.Case {
-		f, err := os.Open(dir + name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		cases, err := selector.ReadCases(f, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cases
-	}
-	in, off := read("heldout.jsonl"), read("offtopic-heldout.jsonl")
+	in, off := readCasesFile(t, dir+"heldout.jsonl"), readCasesFile(t, dir+"offtopic-heldout.jsonl")
 	lists := 0
 	for _, c := range in {
 		if c.Expect == "" {
@@ -41,7 +28,7 @@ func TestSGDHeldOut(t *testing.T) {
 			lists++
 		}
 		for _, n := range append([]string{c.Expect}, c.Any...) {
-			if cat.Get(n) == nil {
+			if !names[n] {
 				t.Fatalf("%s: expects %s, which is not in the catalog", c.Origin, n)
 			}
 		}
@@ -54,7 +41,7 @@ func TestSGDHeldOut(t *testing.T) {
 	if len(in) != 711 || lists != 450 || len(off) != 100 {
 		t.Fatalf("%d cases (%d expecting a list) and %d off-topic, want 711 (450) and 100", len(in), lists, len(off))
 	}
-	x := newSel(t, selector.Config{}, cat.Skills...)
+	x := newSel(t, selector.Config{}, skills...)
 	_, s := selector.Evaluate(x, in, selector.Env{})
 	_, o := selector.Evaluate(x, off, selector.Env{})
 	t.Logf("top-1 %.3f, recall@5 %.3f (BM25 %.3f / %.3f, BM25+stemming %.3f / %.3f); off-topic rejected %.3f",
