@@ -17,7 +17,7 @@ func TestLargeCatalogs(t *testing.T) {
 		skills := selectortest.Catalog(n, 1)
 		x := selector.New(selector.Config{})
 		x.Sync(skills)
-		cases := selectortest.Requests(skills, 2000, 2)
+		cases := selectortest.Requests(skills, 1000, 2)
 		start := time.Now()
 		_, s := selector.Evaluate(x, cases, selector.Env{})
 		took := time.Since(start)
