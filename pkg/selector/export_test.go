@@ -17,4 +17,4 @@ func (x *Index) PostingsRead() int64 { return x.reads.Load() }
 func (x *Selector) Exhaustive() { x.idx.exhaustive = true }
 
 // ValueWords is valueWords.
-func ValueWords(text string) uint64 { return valueWords(text) }
+func ValueWords(text string) (uint64, int) { return valueWords(text) }

@@ -809,9 +809,10 @@ func (r *search) readTerms(text string, words []string, n int, known []string) {
 		qt, l := r.lookup(w, t)
 		if l == nil {
 			if !read {
-				values, read = valueWords(text), true
+				values, _ = valueWords(text)
+				read = true
 			}
-			if isValue(words[:n], values, i, w) {
+			if i < n && i < 64 && values&(1<<i) != 0 || i >= n && partOfValue(text, values, w) {
 				r.qts = append(r.qts, queryTerm{term: t})
 				continue
 			}
@@ -849,20 +850,6 @@ func (r *search) lookup(w, t string) (queryTerm, *plist) {
 		}
 	}
 	return qt, l
-}
-
-// isValue says whether the i-th of a request's words, w, is a value: one of its
-// own words that values marks (valueWords), or a part of one (5th: 5 and th).
-func isValue(own []string, values uint64, i int, w string) bool {
-	if i < len(own) {
-		return i < 64 && values&(1<<i) != 0
-	}
-	for j, o := range own[:min(len(own), 64)] {
-		if values&(1<<j) != 0 && strings.Contains(o, w) {
-			return true
-		}
-	}
-	return false
 }
 
 // add adds w times a term's BM25 term weights to the scores of the documents

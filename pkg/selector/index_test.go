@@ -123,6 +123,8 @@ func TestValuesDoNotWeakenARequest(t *testing.T) {
 		"the weather forecast in Oakland on the 5th",
 		"the weather forecast for 2026. In Sausalito!",
 		"Weather forecast, Montara, 14",
+		"the weather forecast for the 5th in Tampa", // 5th's parts are values; Tampa's letters are no part
+		"THE WEATHER FORECAST FOR 2026",             // numbers are values in any case
 	} {
 		if got := cov(text); got != plain {
 			t.Errorf("%q: coverage %.3f, want %.3f, as without its values", text, got, plain)
@@ -131,7 +133,13 @@ func TestValuesDoNotWeakenARequest(t *testing.T) {
 	for _, text := range []string{
 		"the weather forecast for my hedgehogs",
 		"the weather forecast. Hedgehogs?",
+		"the weather forecast! Hedgehogs",
+		"the weather forecast? Hedgehogs",
+		"the weather forecast\nHedgehogs",
 		"Hedgehogs and the weather forecast",
+		// In Title Case or ALL CAPS every word is capitalised: capitals tell no values.
+		"The Weather Forecast For My Hedgehogs",
+		"THE WEATHER FORECAST FOR MY HEDGEHOGS",
 	} {
 		if got := cov(text); got >= plain {
 			t.Errorf("%q: coverage %.3f, want less than %.3f: its unknown word is what it asks about", text, got, plain)
@@ -140,13 +148,22 @@ func TestValuesDoNotWeakenARequest(t *testing.T) {
 }
 
 func FuzzValueWords(f *testing.F) {
-	for _, s := range []string{"the weather in Oakland on the 5th", "Hé. Ça va? 12ème", "a.B!c?D 9", ""} {
+	for _, s := range []string{
+		"the weather in Oakland on the 5th", "Hé. Ça va? 12ème", "a.B!c?D 9", "",
+		"don't stop", "cafe\u0301 Cafe\u0301", "the \u0665th of May", "rain \U0001F327 Rain",
+		"THE WEATHER IN OAKLAND", "The Weather In Oakland", "weather\nOakland", "\xff\xfeOak",
+		strings.Repeat("the weather in Oakland ", 20),
+	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		selector.ValueWords(s) // must not panic; the bits are checked below
-		n := len(selector.Words(s))
-		if m := selector.ValueWords(s); n < 64 && m>>n != 0 {
+		m, n := selector.ValueWords(s)
+		// valueWords reads the words Words splits, one for one, or a request's
+		// values would be marked on other words.
+		if w := len(selector.Words(s)); n != w {
+			t.Fatalf("%q: valueWords counts %d words, Words %d", s, n, w)
+		}
+		if n < 64 && m>>n != 0 {
 			t.Fatalf("%q: %d words, value mask %b", s, n, m)
 		}
 	})

@@ -425,6 +425,9 @@ func TestEvaluateAnyOf(t *testing.T) {
 	if !slices.Equal(res[0].ExpectAny, cases[0].Any) || res[1].ExpectAny != nil {
 		t.Errorf("results expect any of %v and %v, want %v and none", res[0].ExpectAny, res[1].ExpectAny, cases[0].Any)
 	}
+	if b, err := json.Marshal(res[0]); err != nil || !strings.Contains(string(b), `"expect_any":["meeting-notes","pdf-summarizer"]`) {
+		t.Errorf("--json line %s (%v) does not list expect_any", b, err)
+	}
 	for _, b := range []*string{res[0].Baseline, res[0].BaselineStem} {
 		if b == nil || !slices.Contains(cases[0].Any, *b) {
 			t.Errorf("case 0's baselines took %v, %v; they count it right", res[0].Baseline, res[0].BaselineStem)

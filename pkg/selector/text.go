@@ -2,6 +2,7 @@ package selector
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"sync"
 	"unicode"
@@ -172,38 +173,87 @@ func appendWords(out []string, text string) []string {
 	return out
 }
 
-// valueWords marks the Words of text (bit i: the i-th, of the first 64) that read
-// as values rather than what a request asks for: a word starting with a digit
-// (2016, 5th), or a capitalised one that does not start a sentence (Oakland,
-// Dumbo, BERT). The text's first word and the first word after a full stop, a
-// question or an exclamation mark are capitalised as sentences are.
-func valueWords(text string) uint64 {
-	var mask uint64
-	i, start := 0, true // i: the word's index; start: a sentence starts here
-	in, value := false, false
-	for _, r := range text {
-		word := r < utf8.RuneSelf && ('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9') ||
-			r >= utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r))
-		switch {
-		case word && !in:
-			in = true
-			value = '0' <= r && r <= '9' || !start && unicode.IsUpper(r)
-			start = false
-		case !word && in:
-			if value && i < 64 {
-				mask |= 1 << i
+// isWordRune says whether r belongs to a word: Words splits text into runs of them.
+func isWordRune(r rune) bool {
+	if r < utf8.RuneSelf {
+		return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9'
+	}
+	return unicode.IsLetter(r) || unicode.IsDigit(r)
+}
+
+// scanWords calls fn with each of the Words of text as written (not lower-cased),
+// and whether a sentence starts with it: the text's first word, and the first after
+// a full stop, a question mark, an exclamation mark or a line break.
+func scanWords(text string, fn func(w string, starts bool)) {
+	start, sentence := -1, true
+	for i, r := range text {
+		if isWordRune(r) {
+			if start < 0 {
+				start = i
 			}
-			in = false
-			i++
+			continue
 		}
-		if !word && (r == '.' || r == '?' || r == '!') {
-			start = true
+		if start >= 0 {
+			fn(text[start:i], sentence)
+			start, sentence = -1, false
+		}
+		if r == '.' || r == '?' || r == '!' || r == '\n' {
+			sentence = true
 		}
 	}
-	if in && value && i < 64 {
-		mask |= 1 << i
+	if start >= 0 {
+		fn(text[start:], sentence)
 	}
-	return mask
+}
+
+// valueWords marks the Words of text (bit i: the i-th, of the first 64) that read
+// as values rather than what a request asks for, and counts the words: a word
+// starting with a digit (2016, 5th), or a capitalised one that starts no sentence
+// (Oakland, Dumbo, BERT). Capitals tell values only in text written in mixed case,
+// where words starting in lower case are at least as many as those capitalised
+// mid-sentence: in Title Case or ALL CAPS every word is capitalised, values or not.
+func valueWords(text string) (mask uint64, n int) {
+	var digits, caps uint64
+	lower, capital := 0, 0
+	scanWords(text, func(w string, starts bool) {
+		r, _ := utf8.DecodeRuneInString(w)
+		switch {
+		case unicode.IsDigit(r):
+			if n < 64 {
+				digits |= 1 << n
+			}
+		case unicode.IsUpper(r) && !starts:
+			capital++
+			if n < 64 {
+				caps |= 1 << n
+			}
+		case unicode.IsLower(r):
+			lower++
+		}
+		n++
+	})
+	if lower > 0 && lower >= capital {
+		return digits | caps, n
+	}
+	return digits, n
+}
+
+// partOfValue says whether w, a part of a joined word of text (5th: 5 and th;
+// iPhone15: i, phone and 15), is a part of one of its values (values: valueWords)
+// and of none of its other words.
+func partOfValue(text string, values uint64, w string) bool {
+	j, inValue, inOther := 0, false, false
+	scanWords(text, func(o string, _ bool) {
+		if slices.Contains(Words(splitJoined(o)), w) {
+			if j < 64 && values&(1<<j) != 0 {
+				inValue = true
+			} else {
+				inOther = true
+			}
+		}
+		j++
+	})
+	return inValue && !inOther
 }
 
 func appendWord(out []string, w string, lower bool) []string {
