@@ -13,6 +13,7 @@ import (
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/internal/natstest"
+	"github.com/skillbus/skillbus/pkg/bus"
 )
 
 // errsLogged keeps the errors of the records whose message has msg, and when
@@ -69,7 +70,10 @@ func (l *errsLogged) span() time.Duration {
 func TestAPublishWithNoAckIsAStorageFaultNotAHandBack(t *testing.T) {
 	f := setup(t, oneStep("slow", "wait", 3))
 	full := &errsLogged{msg: "cannot store"}
-	f.startWorkerOn(f.b, "test", slog.New(full), nil)
+	// The worker's publishes wait 1.5s for their acknowledgements rather than the
+	// default 10s: the worker keeps trying for two AckWaits after three of them,
+	// not two of 10s. Still longer than the job's AckWait (1s).
+	f.startWorkerOn(f.srv.Bus(t, bus.Config{PublishAckTimeout: 1500 * time.Millisecond}), "test", slog.New(full), nil)
 	id := f.job("noack", "slow")
 	<-f.blocked
 
