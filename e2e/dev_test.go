@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -49,6 +50,7 @@ func skillbus(t *testing.T, args ...string) (string, int) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "skillbus"), args...)
 	cmd.Dir = repoRoot()
+	cmd.Env = append(os.Environ(), natstest.RaceEnv())
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()

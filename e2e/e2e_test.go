@@ -113,7 +113,7 @@ func startEnv(t *testing.T, env []string, name string, args ...string) *proc {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(binDir, name), args...)
 	cmd.Dir = repoRoot()
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), natstest.RaceEnv()}, env...)
 	out := &natstest.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {

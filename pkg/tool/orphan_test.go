@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/skillbus/skillbus/internal/natstest"
 )
 
 func init() { roles["orphan-harness"] = orphanHarnessRole }
@@ -50,6 +52,7 @@ func TestExecOrphanNeverRuns(t *testing.T) {
 			"TOOLTEST_SKILL=" + skillFile,
 			"TOOLTEST_INPUTS=" + string(in),
 			"PATH=/usr/bin:/bin",
+			natstest.RaceEnv(),
 		}
 		if cred != nil {
 			cmd.Env = append(cmd.Env, fmt.Sprintf("TOOLTEST_CRED=%d:%d", cred.Uid, cred.Gid))
@@ -105,6 +108,7 @@ func orphanHarness(out map[string]string) error {
 		"TOOLTEST_SKILL=" + os.Getenv("TOOLTEST_SKILL"),
 		"TOOLTEST_INPUTS=" + os.Getenv("TOOLTEST_INPUTS"),
 		"PATH=" + os.Getenv("PATH"),
+		natstest.RaceEnv(),
 	}
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Ptrace: true}

@@ -260,6 +260,7 @@ func startWorker(t *testing.T, bin string, cred *syscall.Credential, skillFile s
 		"TOOLTEST_SKILL=" + abs,
 		"TOOLTEST_INPUTS=" + string(in),
 		"PATH=/usr/bin:/bin",
+		natstest.RaceEnv(),
 	}, env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	var out bytes.Buffer
