@@ -38,10 +38,17 @@ image:
 ## anyway, rather than by a go vet that compiles every package once more without the race
 ## detector. The bench's smoke test, a throughput run, is behind the build tag bench: test-all runs it.
 ## -p 4 runs four packages at a time rather than one per core: the slowest ones mostly wait (on
-## processes, AckWaits, servers starting) and use a tenth to two thirds of a core while they run
+## processes, AckWaits, servers starting) and use a tenth to two thirds of a core while they run.
+## go test starts packages' tests in the order they are named, so the slowest are named first
+## (SLOW_TESTS, longest first), rather than last of ./... (pkg/worker), with the quick ones
+## filling the other places beside them. A program built with -race sleeps a second as it exits
+## (for goroutines still running to report a race): GORACE's atexit_sleep_ms=0 spares every test
+## binary that second; the tests that start race-built programs give them the same (natstest.RaceEnv)
+SLOW_TESTS := ./pkg/worker/ ./e2e/ ./internal/cli/ ./pkg/router/ ./pkg/repair/service/ \
+	./pkg/selector/selectortest/ ./pkg/console/ ./pkg/tool/
 test: gofmt
 	$(GO) mod download
-	$(GO) test -race -short -vet=all -p 4 -timeout 15m ./...
+	GORACE="atexit_sleep_ms=0 $$GORACE" $(GO) test -race -short -vet=all -p 4 -timeout 15m $(SLOW_TESTS) ./...
 
 ## test-all: what CI runs besides the browser tests: test, then the bench's smoke test
 ## (build tag bench), the 3-node cluster test and the check of every Kubernetes overlay
