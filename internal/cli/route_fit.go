@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -27,9 +28,11 @@ and writes the setting with the best top-1 accuracy, then recall@5 (of equals, t
 one nearest the defaults), to --out as YAML. 'skillbus route eval --weights FILE' and
 'route --weights FILE' use it.
 
-Fit on a tuning half of your requests and measure on a held-out half: the figures
-fit prints are on the requests it was fitted on, and overstate it.`,
-		Example: `  skillbus route fit --skills ./skills --cases tune.jsonl --out weights.yaml
+Give it requests no skill should take too ("expect": null, counted right when
+rejected): without them nothing holds the threshold up, and fit warns. Fit on a
+tuning half of your requests and measure on a held-out half: the figures fit
+prints are on the requests it was fitted on, and overstate it.`,
+		Example: `  skillbus route fit --skills ./skills --cases tune.jsonl --cases offtopic.jsonl --out weights.yaml
   skillbus route eval --skills ./skills --cases heldout.jsonl --no-examples --weights weights.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -46,6 +49,9 @@ fit prints are on the requests it was fitted on, and overstate it.`,
 			}
 			if len(all) == 0 {
 				return usage("no cases in %v", cases)
+			}
+			if !slices.ContainsFunc(all, func(c selector.Case) bool { return c.Expect == "" }) {
+				fmt.Fprintln(cmd.ErrOrStderr(), `warning: no case expects no skill ("expect": null), so nothing holds the threshold up: on requests that all expect a skill a lower one is never worse; add requests the catalog should not take`)
 			}
 			fitted := selector.Fit(ss, all, selector.Config{}, selector.DefaultFitGrid)
 			f, err := os.Create(out)
