@@ -345,10 +345,30 @@ func TestTwoHundredTriggers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	jobs, err := f.b.JS.Stream(f.ctx, f.b.StreamJobs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// held is how many jobs the workers hold (delivered, not acknowledged). On a
+	// loaded machine the router can publish the run's jobs slower than the
+	// workers finish them, and a worker killed while it waits for more holds none.
+	held := func() int {
+		n := 0
+		for info := range jobs.ListConsumers(f.ctx).Info() {
+			if strings.HasPrefix(info.Name, "worker-") {
+				n += info.NumAckPending
+			}
+		}
+		return n
+	}
 	victim := -1
 	natstest.Eventually(t, 60*time.Second, func() bool {
 		done := f.results("kill").completed
 		if len(done) < 10 { // of 200 × 0.5 s on 16 slots: the run has seconds to go
+			return false
+		}
+		// Both workers busy: of 16 slots (8 each), at least 10 held, so each holds 2 or more.
+		if held() < 10 {
 			return false
 		}
 		for id := range done {
