@@ -39,19 +39,17 @@ image:
 ## detector. The bench's smoke test, a throughput run, is behind the build tag bench: test-all runs it.
 ## -p 4 runs four packages at a time rather than one per core: the slowest ones mostly wait (on
 ## processes, AckWaits, servers starting) and use a tenth to two thirds of a core while they run.
-## go test starts packages' tests in the order they are named, so the slowest are named first
-## (SLOW_TESTS, longest first), rather than last of ./... (pkg/worker), with the quick ones
-## filling the other places beside them. A program built with -race sleeps a second as it exits
-## (for goroutines still running to report a race): GORACE's atexit_sleep_ms=0 spares every test
+## The packages run in ./...'s order: naming the slowest first (pkg/worker, e2e, internal/cli and
+## pkg/router together at the start) shortened the run a little but loaded two cores so that
+## timing-sensitive tests failed (a throttle's rate; a worker killed while it held no jobs). A program
+## built with -race sleeps a second as it exits (for goroutines still running to report a race): GORACE's atexit_sleep_ms=0 spares every test
 ## binary that second; the tests that start race-built programs give them the same (natstest.RaceEnv).
 ## The test binaries are linked without the symbol table and DWARF (-ldflags='-s -w'), which no test
 ## reads: linking pkg/router's took 4.8 s of CPU rather than 7.3 s, and every package's is linked
-## again on a clean clone. Stack traces and race reports come from the runtime's own tables
-SLOW_TESTS := ./pkg/worker/ ./e2e/ ./internal/cli/ ./pkg/router/ ./pkg/repair/service/ \
-	./pkg/selector/selectortest/ ./pkg/console/ ./pkg/tool/
+## again on a clean clone. Stack traces and race reports come from the runtime's own tables.
 test: gofmt
 	$(GO) mod download
-	GORACE="atexit_sleep_ms=0 $$GORACE" $(GO) test -race -short -vet=all -ldflags='-s -w' -p 4 -timeout 15m $(SLOW_TESTS) ./...
+	GORACE="atexit_sleep_ms=0 $$GORACE" $(GO) test -race -short -vet=all -ldflags='-s -w' -p 4 -timeout 15m ./...
 
 ## test-all: what CI runs besides the browser tests: test, then the bench's smoke test
 ## (build tag bench), the 3-node cluster test and the check of every Kubernetes overlay
