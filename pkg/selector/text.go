@@ -155,7 +155,7 @@ func appendWords(out []string, text string) []string {
 				lower = false
 				continue
 			}
-		} else if unicode.IsLetter(r) || unicode.IsDigit(r) {
+		} else if isWordRune(r) {
 			if start < 0 {
 				start = i
 			}
