@@ -39,6 +39,10 @@ image:
 ## detector. The bench's smoke test, a throughput run, is behind the build tag bench: test-all runs it.
 ## -p 4 runs four packages at a time rather than one per core: the slowest ones mostly wait (on
 ## processes, AckWaits, servers starting) and use a tenth to two thirds of a core while they run.
+## Within a package, go test runs as many parallel tests at once as there are cores; the packages
+## whose tests mostly wait (pkg/worker, pkg/router, internal/cli: 8; e2e: 4) raise that in TestMain
+## (natstest.WaitingTests), unless -parallel is given: a test waiting out a 20-second throttle period
+## otherwise holds one of two places all along (pkg/worker alone: 87 s, now 25 s).
 ## The packages run in ./...'s order: naming the slowest first (pkg/worker, e2e, internal/cli and
 ## pkg/router together at the start) shortened the run a little but loaded two cores so that
 ## timing-sensitive tests failed (a throttle's rate; a worker killed while it held no jobs). A program

@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -33,15 +32,10 @@ import (
 var binDir string
 
 func TestMain(m *testing.M) {
-	flag.Parse()
 	// The tests run in parallel, and each spends its time waiting on its processes
 	// (a step's sleep, an AckWait, a process starting) far more than computing: four
-	// at a time, unless -parallel says otherwise, rather than GOMAXPROCS (2 on 2 cores).
-	given := false
-	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-	if !given {
-		_ = flag.Set("test.parallel", "4")
-	}
+	// at a time rather than one per core.
+	natstest.WaitingTests(4)
 	dir, err := os.MkdirTemp("", "skillbus-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

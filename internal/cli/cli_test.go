@@ -8,7 +8,15 @@ import (
 	"testing"
 
 	"github.com/skillbus/skillbus/internal/cli"
+	"github.com/skillbus/skillbus/internal/natstest"
 )
+
+// The tests mostly wait (a dev server starting, a store filling and freeing,
+// AckWaits): eight run at once rather than one per core.
+func TestMain(m *testing.M) {
+	natstest.WaitingTests(8)
+	m.Run()
+}
 
 type mainFunc func(ctx context.Context, args []string, getenv cli.Env, stdout, stderr io.Writer) error
 

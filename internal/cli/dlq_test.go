@@ -206,6 +206,7 @@ func (s *dlqSystem) jobsLastSeq() uint64 {
 // same replay asked again publishes nothing; --again --pin runs the version that died.
 // A trigger for a skill that did not exist yet is replayed once the skill does.
 func TestDLQ(t *testing.T) {
+	t.Parallel()
 	srv := natstest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

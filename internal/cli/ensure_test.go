@@ -19,6 +19,7 @@ import (
 // registry has made them: the streams first, then the buckets, then the skill
 // files' object store, as a registry starting meanwhile would.
 func TestEnsureFalseWaitsForBucketsAndObjectStore(t *testing.T) {
+	t.Parallel()
 	srv := natstest.Start(t)
 	b, err := bus.New(srv.Conn(t), bus.Config{}) // and nothing created
 	if err != nil {

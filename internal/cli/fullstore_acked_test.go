@@ -24,6 +24,7 @@ import (
 // (the server gets ENOSPC); elsewhere dev runs with --max-store and a stream of the
 // test's own takes the room (the server refuses for want of storage).
 func TestDevRunsTriggersAckedJustBeforeTheStoreFilled(t *testing.T) {
+	t.Parallel()
 	d := startFullStoreDev(t, nil)
 	ctx, cl := d.ctx, d.cl
 	ready := func() bool {

@@ -25,6 +25,7 @@ import (
 // is given a storage limit (--max-store) and filled by a stream of the test's own,
 // which is deleted to free it.
 func TestDevOnAFullStoreLosesNothing(t *testing.T) {
+	t.Parallel()
 	gwRE := regexp.MustCompile(`HTTP gateway on http://(\S+) `)
 	d := startFullStoreDev(t, []string{"--gateway", "127.0.0.1:0", "--publish-timeout", "1s"}, gwRE)
 	ctx, cl, probes := d.ctx, d.cl, d.probes

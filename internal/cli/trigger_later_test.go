@@ -19,6 +19,7 @@ import (
 // trigger --in stores the trigger while no router runs; a router started later
 // publishes it when it is due, once, and the skill runs with its data.
 func TestTriggerLater(t *testing.T) {
+	t.Parallel()
 	srv := natstest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

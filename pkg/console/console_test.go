@@ -37,6 +37,7 @@ func get(t *testing.T, c *http.Client, u string) (int, string) {
 }
 
 func TestARunAppearsLiveAndItsPageExplainsIt(t *testing.T) {
+	t.Parallel()
 	f := startFleet(t, func(c *Config) { c.TraceURL = "http://jaeger.example/trace/{trace_id}" })
 	// Open the live stream before the trigger: the run must arrive on it.
 	resp, err := http.Get(f.srv.URL + "/live?skill=shout")
@@ -120,6 +121,7 @@ func TestARunAppearsLiveAndItsPageExplainsIt(t *testing.T) {
 }
 
 func TestSkillsPageShowsTheCatalogProblemsAndRoutes(t *testing.T) {
+	t.Parallel()
 	f := startFleet(t, nil)
 	exec := f.trigger("com.example.shout", "shout", "hi")
 	f.state(exec, StateCompleted)
@@ -149,6 +151,7 @@ func TestSkillsPageShowsTheCatalogProblemsAndRoutes(t *testing.T) {
 var csrfRe = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
 func TestActionsNeedTheTokenASessionAndTheCSRFToken(t *testing.T) {
+	t.Parallel()
 	f := startFleet(t, func(c *Config) { c.Token = "s3cret-0123456789" })
 	exec := f.trigger("com.example.ship", "gated", "v1.2")
 	f.state(exec, StatePaused)
@@ -213,6 +216,7 @@ func TestActionsNeedTheTokenASessionAndTheCSRFToken(t *testing.T) {
 }
 
 func TestAReadOnlyConsoleRefusesActions(t *testing.T) {
+	t.Parallel()
 	f := startFleet(t, nil)
 	resp, err := http.PostForm(f.srv.URL+"/runs/x/confirm", url.Values{"decision": {"approve"}})
 	if err != nil {
@@ -234,6 +238,7 @@ func TestAReadOnlyConsoleRefusesActions(t *testing.T) {
 }
 
 func TestBadFiltersAndIDsAreClearErrors(t *testing.T) {
+	t.Parallel()
 	f := startFleet(t, nil)
 	code, body := get(t, http.DefaultClient, f.srv.URL+"/?since=yesterday")
 	if code != http.StatusBadRequest || !strings.Contains(body, "since: &#34;yesterday&#34; is neither a duration") {
@@ -269,6 +274,7 @@ func signIn(t *testing.T, f *fleet, name string) (*http.Client, string) {
 }
 
 func TestADeadLetterIsReplayedFromThePageWithWhoAsked(t *testing.T) {
+	t.Parallel()
 	f := startFleet(t, func(c *Config) { c.Token = "s3cret-0123456789" })
 	exec := f.trigger("com.example.fail", "fails", "x")
 	f.state(exec, StateFailed)
@@ -307,6 +313,7 @@ func TestADeadLetterIsReplayedFromThePageWithWhoAsked(t *testing.T) {
 }
 
 func TestARepairIsApprovedFromThePageAndPublishesTheNewVersion(t *testing.T) {
+	t.Parallel()
 	f := startFleet(t, func(c *Config) { c.Token = "s3cret-0123456789" })
 	exec := f.trigger("com.example.issue", "issue-title", "x")
 	f.state(exec, StateRepairing)
@@ -357,6 +364,7 @@ func TestARepairIsApprovedFromThePageAndPublishesTheNewVersion(t *testing.T) {
 // requests for runs that do not exist leave the EVENTS stream with the consumers
 // it had (they stayed five minutes each).
 func TestRunPagesReleaseTheirConsumers(t *testing.T) {
+	t.Parallel()
 	f := startFleet(t, nil)
 	evs, err := f.b.JS.Stream(f.ctx, f.b.StreamEvents())
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 // The run page's Cancel button and the skills page's Pause and Resume buttons act
 // through package control, as the CLI does, recording who acted.
 func TestRunsAreCancelledAndSkillsPausedFromThePages(t *testing.T) {
+	t.Parallel()
 	f := startFleet(t, func(c *Config) { c.Token = "s3cret-0123456789" })
 	exec := f.trigger("com.example.ship", "gated", "v1.2")
 	f.state(exec, StatePaused)
@@ -74,6 +75,7 @@ func TestRunsAreCancelledAndSkillsPausedFromThePages(t *testing.T) {
 // Cancelling an id that nothing on the bus knows of is a 404 that says so, not a
 // failure of the bus (502), and records no cancel.
 func TestCancellingAnUnknownRunIsNotFound(t *testing.T) {
+	t.Parallel()
 	f := startFleet(t, func(c *Config) { c.Token = "s3cret-0123456789" })
 	c, csrf := signIn(t, f, "ada")
 	resp, err := c.PostForm(f.srv.URL+"/runs/nosuchrun/cancel", url.Values{"csrf": {csrf}, "reason": {"typo"}})

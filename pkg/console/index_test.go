@@ -18,6 +18,7 @@ func decided(act, exec, skill string) []byte {
 func data(v any) []byte { b, _ := json.Marshal(v); return b }
 
 func TestIndexFollowsARunThroughItsStates(t *testing.T) {
+	t.Parallel()
 	x := NewIndex(IndexConfig{})
 	t0 := time.Unix(1000, 0)
 	steps := []struct {
@@ -72,6 +73,7 @@ func fill(x *Index, n int, t0 time.Time) {
 }
 
 func TestIndexPagesNewestFirstThroughAHundredThousandRuns(t *testing.T) {
+	t.Parallel()
 	x := NewIndex(IndexConfig{})
 	t0 := time.Unix(0, 0)
 	fill(x, 100_000, t0)
@@ -105,6 +107,7 @@ func TestIndexPagesNewestFirstThroughAHundredThousandRuns(t *testing.T) {
 }
 
 func TestIndexForgetsTheOldestPastItsBound(t *testing.T) {
+	t.Parallel()
 	x := NewIndex(IndexConfig{MaxRuns: 1000})
 	fill(x, 5000, time.Unix(0, 0))
 	if x.Len() != 1000 {

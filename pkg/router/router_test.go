@@ -26,7 +26,12 @@ import (
 	"github.com/skillbus/skillbus/pkg/skill"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// The tests mostly wait (AckWaits, debounce and batch windows, servers
+// restarting): eight run at once rather than one per core.
+func TestMain(m *testing.M) {
+	natstest.WaitingTests(8)
+	goleak.VerifyTestMain(m)
+}
 
 type fixture struct {
 	t   *testing.T

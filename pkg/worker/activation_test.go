@@ -45,6 +45,7 @@ func (f *fixture) together(id string, slots ...[]string) (actID string, execs []
 // job's result in plan order — the result of a job that fell back being its
 // fallback's.
 func TestActivationOfSeveralJobsEndsOnce(t *testing.T) {
+	t.Parallel()
 	f := setup(t, oneStep("ok", "greet", 0), oneStep("bad", "broken", 0), oneStep("worse", "broken", 0), oneStep("rescue", "greet", 0))
 	f.startWorker("a")
 	f.startWorker("b")
@@ -80,6 +81,7 @@ func TestActivationOfSeveralJobsEndsOnce(t *testing.T) {
 // TestActivationWaitsForEveryJob: while one of the jobs still runs, the others'
 // outcomes end nothing; its own outcome ends the activation.
 func TestActivationWaitsForEveryJob(t *testing.T) {
+	t.Parallel()
 	f := setup(t, oneStep("ok", "greet", 0), oneStep("slow", "wait", 0))
 	f.start()
 	act, execs := f.together("p2", []string{"ok"}, []string{"slow"})
@@ -119,6 +121,7 @@ func TestActivationWaitsForEveryJob(t *testing.T) {
 // TestOutcomesAreCountedForTheRouters: every outcome a worker publishes is counted,
 // per skill version, in the stats bucket the routers' success rates read.
 func TestOutcomesAreCountedForTheRouters(t *testing.T) {
+	t.Parallel()
 	f := setup(t, oneStep("ok", "greet", 0), oneStep("bad", "broken", 0), oneStep("rescue", "greet", 0))
 	f.start()
 	f.job("s1", "ok")

@@ -73,6 +73,7 @@ func TestEndedRunDropsItsCancelOnKeys(t *testing.T) {
 // executions whose skill has cancel_on: a skill without has none, and each list
 // is a consumer created on the bucket's stream.
 func TestChainEndListsCancelOnKeysOnlyOfSkillsWithCancelOn(t *testing.T) {
+	t.Parallel()
 	rule := []skill.CancelOn{{Type: "com.example.order.paid", Match: "event.data.order == trigger.data.order", Timeout: skill.Duration(time.Hour)}}
 	plain, ruled := oneStep("plain-first", "broken", 0), oneStep("ruled-first", "broken", 0)
 	ruled.CancelOn = rule

@@ -258,6 +258,7 @@ func mustSet(t *testing.T, base *tool.Set, extra ...tool.Tool) *tool.Set {
 // server forgets its last moments), so the job comes back with NumDelivered == 1.
 // The skill still runs exactly 1 + max_retries times, attempts 1 to 4.
 func TestRetryCountSurvivesAServerRestart(t *testing.T) {
+	t.Parallel()
 	f := setup(t, oneStep("flaky", "flaky", 3))
 	nc, err := nats.Connect(f.srv.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(20*time.Millisecond))
 	if err != nil {

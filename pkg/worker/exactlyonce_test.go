@@ -104,6 +104,7 @@ func TestNewJobRunsUnclaimed(t *testing.T) {
 // soon as it is connected again, and the run still ends with one outcome and one
 // call.
 func TestServerRestartClaimsRunningExecutions(t *testing.T) {
+	t.Parallel()
 	f := setup(t, oneStep("slow", "wait", 3))
 	f.start()
 	id := f.job("restart", "slow")
@@ -255,6 +256,7 @@ func TestUnmetPrerequisitesFailBeforeRunning(t *testing.T) {
 // as long as the server is away (as a publish written to a dying server's socket is
 // lost), and the outage lasts well over AckWait, the time the job is held.
 func TestFinishedWhileServerAwayIsNotRunAgain(t *testing.T) {
+	t.Parallel()
 	f := setup(t, oneStep("slow", "wait", 3))
 	nc, err := nats.Connect(f.srv.URL(), nats.ReconnectBufSize(-1), nats.MaxReconnects(-1), nats.ReconnectWait(20*time.Millisecond))
 	if err != nil {

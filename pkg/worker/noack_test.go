@@ -68,6 +68,7 @@ func (l *errsLogged) span() time.Duration {
 // give up their subjects and a subscriber that never answers takes them, so every
 // publish of the worker there is delivered and unacknowledged.
 func TestAPublishWithNoAckIsAStorageFaultNotAHandBack(t *testing.T) {
+	t.Parallel()
 	f := setup(t, oneStep("slow", "wait", 3))
 	full := &errsLogged{msg: "cannot store"}
 	// The worker's publishes wait 1.5s for their acknowledgements rather than the

@@ -55,6 +55,7 @@ func scriptSkill(name, script string) *skill.Skill {
 // directory and in every process's environment. It may find neither: each run
 // has a user of its own, whose directory is private to it.
 func TestScriptSkillsAreIsolatedFromEachOther(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("only a root worker runs each script as a user of its own")
 	}

@@ -20,6 +20,7 @@ import (
 // child completes, the call (the step's retry, with the same child) returns the
 // child's outputs.
 func TestSkillToolWaitsForAChildParkedOnARepair(t *testing.T) {
+	t.Parallel()
 	srv := natstest.Start(t)
 	b := srv.Bus(t, bus.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -15,6 +15,7 @@ import (
 // store acknowledges no new message) is kept and published once the server stores
 // again, however long that takes: never handed back to run its steps a second time.
 func TestFinishedWhileTheStoreIsFullIsNotRunAgain(t *testing.T) {
+	t.Parallel()
 	f := setup(t, oneStep("slow", "wait", 3))
 	full := &logged{msg: "cannot store"}
 	f.startWorkerOn(f.b, "test", slog.New(full), nil)

@@ -28,7 +28,12 @@ import (
 	"github.com/skillbus/skillbus/pkg/workflow"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// The tests mostly wait (AckWaits, throttle periods, servers restarting): eight
+// run at once rather than one per core.
+func TestMain(m *testing.M) {
+	natstest.WaitingTests(8)
+	goleak.VerifyTestMain(m)
+}
 
 type fixture struct {
 	srv   *natstest.Server
@@ -277,6 +282,7 @@ func (f *fixture) dead(subject string) []*jetstream.RawStreamMsg {
 // than a router may write it — runs: the worker's reader of the envelope takes the
 // data unchecked, and when the job does not decode, reads the envelope again in full.
 func TestJobWithMembersAfterItsData(t *testing.T) {
+	t.Parallel()
 	f := setup(t, oneStep("hello", "echo", 0))
 	f.start()
 	j := events.Job{ExecutionID: events.ExecutionID("/t", "late", "hello"), ActivationID: events.ActivationID("/t", "late"),
@@ -527,6 +533,7 @@ func TestCrashLoopEnds(t *testing.T) {
 // its job — the worker tells JetStream it is still working on it — so the job is
 // delivered once and its execution completes once.
 func TestLongStepKeepsItsJob(t *testing.T) {
+	t.Parallel()
 	f := setup(t, oneStep("slow", "wait", 0))
 	f.start() // AckWait 1s
 	id := f.job("long", "slow")

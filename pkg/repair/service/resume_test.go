@@ -128,6 +128,7 @@ func resumed(t *testing.T, d events.ExecutionCompleted) map[string]bool {
 // checkpoint (its side effect is not repeated) and run the repaired step on the new
 // version; their outcome names the repair and the version.
 func TestRepairedRunResumesFromCheckpoints(t *testing.T) {
+	t.Parallel()
 	const n = 6
 	f, done, _ := repairedRuns(t, "three", n, nil)
 	if got := f.fetches.Load(); got != n {
@@ -142,6 +143,7 @@ func TestRepairedRunResumesFromCheckpoints(t *testing.T) {
 
 // A repair that changes the first step as well: every step runs again.
 func TestRepairChangingTheFirstStepRunsItAgain(t *testing.T) {
+	t.Parallel()
 	const n = 4
 	fix := rewriter{"    tool: count\n", "    tool: count\n    args:\n      fresh: true\n", "shape.titel", "shape.title"}
 	f, done, _ := repairedRuns(t, "three", n, []repair.Repairer{fix})
@@ -160,6 +162,7 @@ func TestRepairChangingTheFirstStepRunsItAgain(t *testing.T) {
 // first two. Each step with a side effect runs once per execution, although the first
 // step's checkpoint was written by the first version and reused by the second.
 func TestTwoRepairsInARowReuseCheckpoints(t *testing.T) {
+	t.Parallel()
 	const n = 4
 	text := `name: chain
 description: two misspelt keys, found one after the other

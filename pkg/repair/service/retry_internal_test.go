@@ -12,6 +12,7 @@ import (
 // full store used to drop one after 20 tries, about 20 seconds): the consumer has
 // no delivery limit and the wait between tries grows to 30 seconds.
 func TestRepairJobsAreRetriedWithoutALimit(t *testing.T) {
+	t.Parallel()
 	b := natstest.Start(t).Bus(t, bus.Config{})
 	if got := (&Service{cfg: Config{Bus: b}}).ConsumerConfig().MaxDeliver; got != -1 {
 		t.Fatalf("repair consumer MaxDeliver = %d, want -1 (no limit)", got)

@@ -276,6 +276,7 @@ func (f *fixture) outcomes(ids []string) (map[string]*run.Record, map[string]uin
 // one-line diff; approved, the registry publishes the new version (written back to
 // the file, naming the repair) and every execution completes exactly once on it.
 func TestOneFaultOneRepair(t *testing.T) {
+	t.Parallel()
 	f := setup(t, map[string]string{"issue-title": fmt.Sprintf(brokenSkill, "issue-title", "")})
 	before, _ := f.cat.Get("issue-title")
 	ids := f.run("issue-title", 25)
@@ -382,6 +383,7 @@ func TestOneFaultOneRepair(t *testing.T) {
 // Rejected: the parked executions fail as they would have without repair, each
 // with one outcome and a dead letter.
 func TestRejectedRepairDeadLetters(t *testing.T) {
+	t.Parallel()
 	f := setup(t, map[string]string{"issue-title": fmt.Sprintf(brokenSkill, "issue-title", "")})
 	ids := f.run("issue-title", 5)
 	var rec service.Summary
@@ -434,6 +436,7 @@ func TestRejectedRepairDeadLetters(t *testing.T) {
 
 // repair: auto applies the patch without a person.
 func TestAutoRepair(t *testing.T) {
+	t.Parallel()
 	f := setup(t, map[string]string{"auto-title": fmt.Sprintf(brokenSkill, "auto-title", "\nrepair: auto")})
 	ids := f.run("auto-title", 3)
 	f.eventually("every execution completed", func() (bool, string) {
@@ -451,6 +454,7 @@ func TestAutoRepair(t *testing.T) {
 // A fatal fault, and a repairable one with no structured fault, never reach the
 // repair stream.
 func TestNotRepairable(t *testing.T) {
+	t.Parallel()
 	fatal := "name: fatal\ndescription: d\nsteps:\n  - id: only\n    tool: broken\n"
 	vague := "name: vague\ndescription: d\nsteps:\n  - id: only\n    tool: vague\n"
 	f := setup(t, map[string]string{"fatal": fatal, "vague": vague})
@@ -478,6 +482,7 @@ func TestNotRepairable(t *testing.T) {
 // With repair: auto, a patch that writes a name new to the skill that the
 // trigger's data holds — a name the sender chose — waits for a person.
 func TestAutoRepairOfANameFromTheTriggerWaitsForApproval(t *testing.T) {
+	t.Parallel()
 	const steered = `name: steered
 description: posts what it was sent
 repair: auto
@@ -536,6 +541,7 @@ outputs:
 // the same repair a second time (repairs that undo each other, A→B→A) is released
 // again, not dropped as a duplicate of the first release.
 func TestReleaseIDIsUniquePerRelease(t *testing.T) {
+	t.Parallel()
 	f := setup(t, map[string]string{"issue-title": fmt.Sprintf(brokenSkill, "issue-title", "")})
 	rec := &service.Record{ID: "flipflop", Skill: "issue-title", Status: service.StatusApplied, NewDigest: "d-b", NewVersion: "b"}
 	job := events.Job{ExecutionID: "ex1", ActivationID: "act1", Skill: events.SkillRef{Name: "issue-title", Digest: "d-a", Pool: "nosuchpool", ExecutionID: "ex1"}}
@@ -568,6 +574,7 @@ func TestReleaseIDIsUniquePerRelease(t *testing.T) {
 // once. Here the approval of a proposed repair cannot write the repair's record (the
 // bucket refuses every message for a while, as a full store would).
 func TestRepairJobWhoseWritesFailIsRetriedUntilItSucceeds(t *testing.T) {
+	t.Parallel()
 	f := setup(t, map[string]string{"issue-title": fmt.Sprintf(brokenSkill, "issue-title", "")})
 	ids := f.run("issue-title", 3)
 	var rec service.Summary
@@ -639,6 +646,7 @@ func TestRepairJobWhoseWritesFailIsRetriedUntilItSucceeds(t *testing.T) {
 // nothing. A sound one is recorded with what the catalog says (repair: auto or not),
 // never what the request says.
 func TestParkRequestsAreCheckedBeforeAnythingIsWritten(t *testing.T) {
+	t.Parallel()
 	f := setup(t, map[string]string{"issue-title": fmt.Sprintf(brokenSkill, "issue-title", "")})
 	sk, _ := f.cat.Get("issue-title")
 	fault := failure.Fault{Kind: failure.FaultReference, Name: "titel", Have: []string{"body", "title"}, Value: "steps.fetch.result", Step: "post"}
