@@ -503,10 +503,12 @@ type Hit struct {
 	// Coverage is the share of the query's weight (its terms' IDF) the document
 	// matches, each matched term counting at most once: 1 when every query term is in
 	// the document, 0 when none is. Unknown query words count with UnknownWeight.
+	// An adjacent pair of the query's words that the document also says side by
+	// side adds pairEvidence of the pair's IDF to what it matches (at most 1 in all).
 	Coverage float64
-	// Strength is the matched query weight (IDF) as a share of the highest IDF: 1 is
-	// one perfectly rare term, 2 two of them. Unlike Coverage it does not drop when
-	// the request holds words no skill knows.
+	// Strength is the matched query weight (IDF), pairs as in Coverage, as a share
+	// of the highest IDF: 1 is one perfectly rare term, 2 two of them. Unlike
+	// Coverage it does not drop when the request holds words no skill knows.
 	Strength float64
 	// Matched lists the document's terms the query matched, typo corrections as
 	// "word~term".
@@ -597,13 +599,17 @@ type list struct {
 	l  *plist
 	w  float64
 	qi int // -1: a synonym or a pair, which does not count in coverage
+	// pair: an adjacent pair of the request's words, which counts in the
+	// documents' evidence (acc2.pair)
+	pair bool
 }
 
 // acc2 is what a search found of one document: its score, how much of the
-// request's own weight it covers, and which of the request's terms it holds.
+// request's own weight it covers, how much its pairs add to that as evidence
+// (pairEvidence), and which of the request's terms it holds.
 type acc2 struct {
-	score, cover float64
-	matched      uint64 // bit i: the i-th query term (i < 64)
+	score, cover, pair float64
+	matched            uint64 // bit i: the i-th query term (i < 64)
 }
 
 type queryTerm struct {
@@ -678,9 +684,9 @@ func (x *Index) searchInto(into []Hit, text string, words, terms []string, q Que
 	}
 	var ev Evidence
 	for _, b := range best {
-		cover := r.s.acc[b.id].cover
-		ev.Coverage = max(ev.Coverage, cover/r.mass)
-		ev.Strength = max(ev.Strength, cover/r.maxIDF)
+		c, st := r.evidence(&r.s.acc[b.id])
+		ev.Coverage = max(ev.Coverage, c)
+		ev.Strength = max(ev.Strength, st)
 	}
 	if fw > 0 && len(best) > 0 {
 		r.feedback(r.top(q.FeedbackDocs, nil), fw)
@@ -905,11 +911,38 @@ func (r *search) addOwn(l *plist, w float64, qi int) {
 // its term.
 func (r *search) scoreAll() {
 	for _, li := range r.lists {
-		if li.qi >= 0 {
+		switch {
+		case li.qi >= 0:
 			r.addOwn(li.l, li.w, li.qi)
-		} else {
+		case li.pair:
+			r.addPair(li.l, li.w)
+		default:
 			r.add(li.l, li.w)
 		}
+	}
+}
+
+// pairEvidence is how much of its IDF an adjacent pair of the request's words
+// that a skill says side by side adds to the skill's evidence (Coverage,
+// Strength): a request saying "find a restaurant" or "buy tickets for an event"
+// as a skill says it is about that skill more surely than one holding the words
+// apart. Pairs add to the score too (Weights.Bigram).
+const pairEvidence = 0.5
+
+// evidence is a document's Coverage and Strength.
+func (r *search) evidence(a *acc2) (coverage, strength float64) {
+	c := a.cover + a.pair
+	return min(1, c/r.mass), c / r.maxIDF
+}
+
+// addPair is add for an adjacent pair of the request's words, which also counts
+// in the documents' evidence.
+func (r *search) addPair(l *plist, w float64) {
+	r.add(l, w)
+	acc := r.s.acc
+	part := r.impacts(l).part
+	for i, p := range l.ps {
+		acc[p.doc].pair += float64(pairEvidence * w * min(1, part[i]))
 	}
 }
 
@@ -940,7 +973,7 @@ func (r *search) addPairs(terms []string) {
 		if prev != "" {
 			s.pair = append(append(append(s.pair[:0], prev...), ' '), t...)
 			if l := r.x.postings[string(s.pair)]; l != nil {
-				r.lists = append(r.lists, list{l: l, w: r.idf(len(l.ps)), qi: -1})
+				r.lists = append(r.lists, list{l: l, w: r.idf(len(l.ps)), qi: -1, pair: true})
 			}
 		}
 		prev = t
@@ -1152,7 +1185,8 @@ func (r *search) hits(into []Hit, best []top) []Hit {
 	for i, b := range best {
 		d := &r.x.docs[b.id]
 		a := &r.s.acc[b.id]
-		h := Hit{Name: d.name, BM25: b.score, Coverage: a.cover / r.mass, Strength: a.cover / r.maxIDF, ref: d.ref}
+		c, st := r.evidence(a)
+		h := Hit{Name: d.name, BM25: b.score, Coverage: c, Strength: st, ref: d.ref}
 		start := len(matched)
 		for j, qt := range r.qts {
 			if qt.label == "" {

@@ -168,3 +168,38 @@ func FuzzValueWords(f *testing.F) {
 		}
 	})
 }
+
+// Two adjacent words of a request that a skill says side by side ("find
+// restaurants") are more evidence that the request is for the catalog than the
+// same words in another order; a pair no skill says adds none.
+func TestPairsAreEvidence(t *testing.T) {
+	t.Parallel()
+	x := selector.NewIndex(selector.Weights{})
+	x.Put("restaurants", selector.Fields{Name: "restaurants", Description: "Find restaurants in a city by cuisine and price."})
+	x.Put("hotels", selector.Fields{Name: "hotels", Description: "Search hotels in a city and reserve a room."})
+	x.Put("movies", selector.Fields{Name: "movies", Description: "Find movies showing in a theatre near you."})
+	x.Put("flights", selector.Fields{Name: "flights", Description: "Search flights between two cities on a date."})
+	for _, search := range []func(string, selector.Query) ([]selector.Hit, selector.Evidence){x.SearchEvidence, x.SearchExhaustive} {
+		ev := func(text string) selector.Evidence {
+			hits, ev := search(text, selector.Query{})
+			if len(hits) == 0 || hits[0].Name != "restaurants" {
+				t.Fatalf("%q: hits %+v, want restaurants first", text, hits)
+			}
+			if hits[0].Coverage != ev.Coverage || hits[0].Strength != ev.Strength {
+				t.Errorf("%q: best hit %+v, evidence %+v", text, hits[0], ev)
+			}
+			return ev
+		}
+		// The hedgehogs, a word no skill uses, keep coverage below 1.
+		pair, apart := ev("find restaurants for my hedgehogs"), ev("restaurants find for my hedgehogs")
+		if !(pair.Coverage > apart.Coverage && pair.Strength > apart.Strength) {
+			t.Errorf("evidence %+v for a pair the skill says, %+v for its words in another order: want more", pair, apart)
+		}
+		if ev("restaurants cuisine") != ev("cuisine restaurants") {
+			t.Error("a pair no skill says moved the evidence")
+		}
+		if c := ev("find restaurants by cuisine").Coverage; c > 1 {
+			t.Errorf("coverage %v, want at most 1", c)
+		}
+	}
+}

@@ -360,7 +360,11 @@ func (r *search) fill(e ranked) {
 	s := r.s
 	a := acc2{score: e.score}
 	for i, li := range r.lists {
-		if li.qi < 0 || e.has&(1<<i) == 0 {
+		if li.qi < 0 && !li.pair || e.has&(1<<i) == 0 {
+			continue
+		}
+		if li.pair {
+			a.pair += float64(pairEvidence * li.w * min(1, r.impacts(li.l).weightOf(e.doc, s.pos[i][e.doc])))
 			continue
 		}
 		a.cover += float64(li.w * min(1, r.impacts(li.l).weightOf(e.doc, s.pos[i][e.doc])))
