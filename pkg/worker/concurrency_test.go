@@ -137,8 +137,14 @@ func TestKeyedConcurrencyIsFairBetweenKeys(t *testing.T) {
 	f.ctx = ctx
 	o := newOverlap("a")
 	f.tools = mustSet(t, f.tools, o.tool())
-	f.start()
-	f.startWorker("second")
+	// A slot is a lease renewed every third of the ack wait: 3 s rather than the
+	// fixture's 1 s, so that a heartbeat late on a loaded machine does not let the
+	// lease of a's first run, which waits for the test, run out (its run would
+	// then stop, and the next run of a take the slot: see renewSlots).
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	longer := func(c *worker.Config) { c.AckWait = 3 * time.Second }
+	f.startWorkerOn(f.b, "test", log, longer)
+	f.startWorkerOn(f.b, "second", log, longer)
 	const flood = 200
 	for i := range flood {
 		f.keyedJob("per-customer", "a"+strconv.Itoa(i), "a")

@@ -18,9 +18,9 @@ import (
 )
 
 // A throttled skill's runs start at the throttle's rate, fleet-wide (two workers),
-// measured within 10%: 5 per second, 31 runs queued at once, so 30 intervals of
-// 200ms. The rate is measured on the start times the runs reserved, fleet-wide,
-// and no run starts before its reserved time nor faster than the rate: a loaded
+// 5 per second, 31 runs queued at once. The rate is read from the start times
+// the runs reserved, fleet-wide: never more than 5 within a second, and 200ms
+// apart (±10%) as they queued; no run starts before its reserved time. A loaded
 // machine may start a run late, which says nothing of the throttle. The runs
 // beyond the rate wait without holding a worker: with one slot per worker,
 // another skill's run queued behind them completes before the last of them
@@ -72,9 +72,9 @@ func TestThrottleStartsRunsAtItsRate(t *testing.T) {
 	f.drained()
 	mu.Lock()
 	defer mu.Unlock()
-	slices.SortFunc(starts, func(a, b time.Time) int { return a.Compare(b) })
-	// Every run but the first, which started at once, waited for a start time it
-	// reserved, and recorded it.
+	// A run reserves its start when it is first taken; one whose start has come
+	// by then (the first, and any that a loaded machine takes late) runs at once and
+	// records none. The others recorded theirs, and none started before it.
 	var reserved []time.Time
 	for _, id := range ids {
 		e, err := f.runs.Get(f.ctx, events.RunThrottleKey(id))
@@ -91,33 +91,32 @@ func TestThrottleStartsRunsAtItsRate(t *testing.T) {
 		}
 		reserved = append(reserved, at)
 	}
-	if len(reserved) != n-1 {
-		t.Fatalf("%d runs reserved a start to wait for, want %d", len(reserved), n-1)
+	if len(reserved) < n/2 {
+		t.Fatalf("%d of %d runs waited for a start they reserved: the throttle let them through", len(reserved), n)
 	}
 	slices.SortFunc(reserved, func(a, b time.Time) int { return a.Compare(b) })
-	// The rate is the slope of the runs' starts against time (least squares).
-	if rate := startRate(reserved); rate < 4.5 || rate > 5.5 {
-		t.Fatalf("%d runs reserved starts over %v: %.2f a second, want 5 ±10%%", len(reserved), reserved[len(reserved)-1].Sub(reserved[0]), rate)
+	// No more than the limit's starts are reserved within a period, fleet-wide:
+	// each is at least an interval (200ms) after the one before.
+	const limit = 5
+	for i := 0; i+limit < len(reserved); i++ {
+		if d := reserved[i+limit].Sub(reserved[i]); d < time.Second-time.Millisecond {
+			t.Fatalf("%d starts reserved within %v, want at most %d a second", limit+1, d, limit)
+		}
 	}
-	// However late some started, none started faster than the rate.
-	if rate := startRate(starts); rate > 5.5 {
-		t.Fatalf("%d runs started over %v: %.2f a second, want at most 5 +10%%", n, starts[n-1].Sub(starts[0]), rate)
+	// And the throttle holds runs back no more than its rate asks: reserved one
+	// after another while the runs queued, starts are an interval apart (a run
+	// taken late leaves a longer gap, which says nothing of the throttle).
+	gaps := make([]time.Duration, 0, len(reserved)-1)
+	for i := 1; i < len(reserved); i++ {
+		gaps = append(gaps, reserved[i].Sub(reserved[i-1]))
+	}
+	slices.Sort(gaps)
+	if med := gaps[len(gaps)/2]; med < 180*time.Millisecond || med > 220*time.Millisecond {
+		t.Fatalf("reserved starts are %v apart (median of %d), want 200ms ±10%%", med, len(gaps))
 	}
 	for _, id := range ids {
 		if k := f.outcomes(id); k != 1 {
 			t.Fatalf("%s has %d outcomes", id, k)
 		}
 	}
-}
-
-// startRate is the least-squares slope of the i-th start against its time, in
-// starts a second.
-func startRate(starts []time.Time) float64 {
-	var sx, sy, sxx, sxy float64
-	for i, at := range starts {
-		x, y := at.Sub(starts[0]).Seconds(), float64(i)
-		sx, sy, sxx, sxy = sx+x, sy+y, sxx+x*x, sxy+x*y
-	}
-	n := float64(len(starts))
-	return (n*sxy - sx*sy) / (n*sxx - sx*sx)
 }
