@@ -616,6 +616,7 @@ type queryTerm struct {
 	label, term string
 	disc, idf   float64
 	l           *plist // the postings of term; nil when no document holds it
+	syn         bool   // term is a synonym of the word, which no document holds
 }
 
 // Evidence is how surely a request is for the catalog: the best Coverage and
@@ -657,6 +658,13 @@ func (x *Index) searchInto(into []Hit, text string, words, terms []string, q Que
 	for i, qt := range r.qts {
 		if qt.label != "" && qt.l != nil {
 			r.lists = append(r.lists, list{l: qt.l, w: qt.disc * qt.idf, qi: i})
+			// A word no skill uses that found a synonym stands for it: the
+			// synonym orders the hits at its full IDF, but counts in the
+			// evidence at SynonymWeight, as a synonym does. When the request
+			// says the synonym itself too, the word stays a synonym.
+			if qt.syn && !slices.Contains(r.s.terms, qt.term) {
+				r.lists = append(r.lists, list{l: qt.l, w: (1 - qt.disc) * qt.idf, qi: -1})
+			}
 		}
 	}
 	// The synonyms of words skills use, and adjacent pairs of the request's words
@@ -851,7 +859,7 @@ func (r *search) lookup(w, t string) (queryTerm, *plist) {
 		// A word no skill uses counts as its synonym, if a skill uses that.
 		for _, u := range synonyms[t] {
 			if l = x.postings[u]; l != nil && !r.seen(u) {
-				return queryTerm{label: w + "=" + u, term: u, disc: r.q.SynonymWeight}, l
+				return queryTerm{label: w + "=" + u, term: u, disc: r.q.SynonymWeight, syn: true}, l
 			}
 		}
 	}

@@ -203,3 +203,29 @@ func TestPairsAreEvidence(t *testing.T) {
 		}
 	}
 }
+
+// A request word no skill uses that finds a synonym stands for it in the order
+// of the hits ("a psychiatrist" for a skill finding therapists), though its
+// evidence stays a synonym's.
+func TestSynonymOfAnUnknownWordOrdersInFull(t *testing.T) {
+	t.Parallel()
+	x := selector.NewIndex(selector.Weights{})
+	for n, d := range map[string]string{
+		"find-therapist":  "Find a therapist in a city who accepts new patients, by the therapist's specialization.",
+		"insurance-quote": "Get a quote for the insurance of a car, a home or a boat.",
+		"book-flight":     "Book a flight between two cities.",
+		"play-song":       "Play a song by an artist.",
+		"weather":         "Get the weather forecast for a city.",
+	} {
+		x.Put(n, selector.Fields{Name: n, Description: d})
+	}
+	hits, _ := x.SearchEvidence("a psychiatrist who takes my insurance", selector.Query{})
+	if len(hits) < 2 || hits[0].Name != "find-therapist" {
+		t.Fatalf("hits = %+v, want find-therapist first", hits)
+	}
+	// How surely the request is for the catalog is still a synonym's: the word
+	// no skill uses is not the skill's own.
+	if hits[0].Coverage >= hits[1].Coverage {
+		t.Errorf("coverage of %s %.3f, of %s %.3f: the synonym should count less than a word the request says", hits[0].Name, hits[0].Coverage, hits[1].Name, hits[1].Coverage)
+	}
+}
