@@ -820,13 +820,20 @@ func (r *search) readTerms(text string, words []string, n int, known []string) {
 			continue
 		}
 		at = append(at, int32(len(r.qts)))
-		qt, l := r.lookup(w, t)
-		if l == nil {
+		// A word no skill uses that reads as a value (a name, a number) is not
+		// taken for a near spelling: "Jules" is not rule, nor "David" avoid. It
+		// may still find a synonym ("Book a Cab").
+		value := false
+		if r.x.postings[t] == nil {
 			if !read {
 				values, _ = valueWords(text)
 				read = true
 			}
-			if i < n && i < 64 && values&(1<<i) != 0 || i >= n && partOfValue(text, values, w) {
+			value = i < n && i < 64 && values&(1<<i) != 0 || i >= n && partOfValue(text, values, w)
+		}
+		qt, l := r.lookup(w, t, value)
+		if l == nil {
+			if value {
 				r.qts = append(r.qts, queryTerm{term: t})
 				continue
 			}
@@ -843,13 +850,14 @@ func (r *search) readTerms(text string, words []string, n int, known []string) {
 }
 
 // lookup finds the postings of a request word w (its term t), by its own term,
-// a near spelling or a synonym. The postings returned weigh the term (its IDF);
-// a synonym already in the query leaves w's own term, weighed by that synonym.
-func (r *search) lookup(w, t string) (queryTerm, *plist) {
+// a near spelling (unless w is a value of the request) or a synonym. The postings
+// returned weigh the term (its IDF); a synonym already in the query leaves w's own
+// term, weighed by that synonym.
+func (r *search) lookup(w, t string, value bool) (queryTerm, *plist) {
 	x := r.x
 	qt := queryTerm{label: t, term: t, disc: 1}
 	l := x.postings[t]
-	if l == nil {
+	if l == nil && !value {
 		if u := x.typoOf(w); u != "" && !r.seen(u) {
 			qt = queryTerm{label: w + "~" + u, term: u, disc: r.q.TypoDiscount}
 			l = x.postings[u]

@@ -229,3 +229,35 @@ func TestSynonymOfAnUnknownWordOrdersInFull(t *testing.T) {
 		t.Errorf("coverage of %s %.3f, of %s %.3f: the synonym should count less than a word the request says", hits[0].Name, hits[0].Coverage, hits[1].Name, hits[1].Coverage)
 	}
 }
+
+// A value of a request (a name capitalised mid-sentence, a number) that no skill
+// uses is not taken for a near spelling of a word a skill uses: David is not
+// avoid. Written in lower case it is no value, and may be.
+func TestValuesAreNotNearSpellings(t *testing.T) {
+	t.Parallel()
+	x := selector.NewIndex(selector.Weights{})
+	for n, d := range map[string]string{
+		"ask-user":  "Ask the user a question, to avoid guessing.",
+		"play-song": "Play a song by an artist.",
+		"weather":   "Get the weather forecast for a city.",
+	} {
+		x.Put(n, selector.Fields{Name: n, Description: d})
+	}
+	near := func(q string) bool {
+		hits, _ := x.SearchEvidence(q, selector.Query{})
+		for _, h := range hits {
+			for _, m := range h.Matched {
+				if m == "david~avoid" {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	if near("I'd like a song by David Guetta") {
+		t.Errorf("David, a name, was read as avoid")
+	}
+	if !near("i'd like a song by david guetta") {
+		t.Errorf("david in a request in lower case was not read as avoid")
+	}
+}
