@@ -261,3 +261,21 @@ func TestValuesAreNotNearSpellings(t *testing.T) {
 		t.Errorf("david in a request in lower case was not read as avoid")
 	}
 }
+
+// "I'm looking for" asks for something without saying what: it does not find a
+// skill that looks things up.
+func TestLookingForSaysNothing(t *testing.T) {
+	t.Parallel()
+	x := selector.NewIndex(selector.Weights{})
+	for n, d := range map[string]string{
+		"users-lookupbyemail": "Look up a user by their email address.",
+		"find-events":         "Find cultural events such as concerts and plays.",
+		"weather":             "Get the weather forecast for a city.",
+	} {
+		x.Put(n, selector.Fields{Name: n, Description: d})
+	}
+	hits, _ := x.SearchEvidence("I'm looking for a theater event in London", selector.Query{})
+	if len(hits) != 1 || hits[0].Name != "find-events" {
+		t.Fatalf("hits = %+v, want find-events only", hits)
+	}
+}

@@ -119,9 +119,9 @@ func isAlnum(c byte) bool {
 func isNameByte(c byte) bool { return isAlnum(c) || c == '-' || c == '_' }
 
 // fillers are words of requests that say nothing about what is wanted, on top of
-// the stemmer's English stop words ("how many", "let me know" and "tell me" ask
-// for something without saying what: measured on the public tuning sets, see
-// docs/routing.md).
+// the stemmer's English stop words ("how many", "let me know", "tell me" and
+// "I'm looking for" ask for something without saying what: measured on the
+// public tuning sets, see docs/routing.md).
 var fillers = map[string]bool{
 	"please": true, "pls": true, "plz": true, "kindly": true, "could": true, "would": true,
 	"can": true, "want": true, "wanna": true, "need": true, "hey": true, "hi": true,
@@ -129,7 +129,7 @@ var fillers = map[string]bool{
 	"something": true, "someone": true, "anything": true, "also": true, "via": true,
 	"skill": true, "quickly": true, "us": true, "like": true, "get": true, "give": true,
 	"make": true, "go": true, "ok": true, "okay": true, "now": true, "today": true,
-	"many": true, "know": true, "tell": true,
+	"many": true, "know": true, "tell": true, "looking": true,
 }
 
 // Words splits text into lowercase words: runs of letters and digits. Every other
