@@ -662,7 +662,7 @@ func (x *Index) searchInto(into []Hit, text string, words, terms []string, q Que
 			// synonym orders the hits at its full IDF, but counts in the
 			// evidence at SynonymWeight, as a synonym does. When the request
 			// says the synonym itself too, the word stays a synonym.
-			if qt.syn && !slices.Contains(r.s.terms, qt.term) {
+			if qt.syn && qt.disc < 1 && !slices.Contains(r.s.terms, qt.term) {
 				r.lists = append(r.lists, list{l: qt.l, w: (1 - qt.disc) * qt.idf, qi: -1})
 			}
 		}
@@ -977,6 +977,17 @@ func (r *search) addSynonyms() {
 	}
 }
 
+// hasPair reports whether the pair whose postings are l is already among the
+// search's lists: a pair the request says twice counts once, as a word does.
+func (r *search) hasPair(l *plist) bool {
+	for _, li := range r.lists {
+		if li.pair && li.l == l {
+			return true
+		}
+	}
+	return false
+}
+
 // addPairs adds the adjacent pairs of the request's terms ("" for a stop word,
 // skipped) that skills use as pairs.
 func (r *search) addPairs(terms []string) {
@@ -988,7 +999,7 @@ func (r *search) addPairs(terms []string) {
 		}
 		if prev != "" {
 			s.pair = append(append(append(s.pair[:0], prev...), ' '), t...)
-			if l := r.x.postings[string(s.pair)]; l != nil {
+			if l := r.x.postings[string(s.pair)]; l != nil && !r.hasPair(l) {
 				r.lists = append(r.lists, list{l: l, w: r.idf(len(l.ps)), qi: -1, pair: true})
 			}
 		}

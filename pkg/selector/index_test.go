@@ -195,6 +195,10 @@ func TestPairsAreEvidence(t *testing.T) {
 		if !(pair.Coverage > apart.Coverage && pair.Strength > apart.Strength) {
 			t.Errorf("evidence %+v for a pair the skill says, %+v for its words in another order: want more", pair, apart)
 		}
+		// A pair said twice counts once, as a word does.
+		if once, twice := ev("find restaurants for my hedgehogs"), ev("find restaurants, find restaurants for my hedgehogs"); once != twice {
+			t.Errorf("evidence %+v for a pair said once, %+v for it said twice: want the same", once, twice)
+		}
 		if ev("restaurants cuisine") != ev("cuisine restaurants") {
 			t.Error("a pair no skill says moved the evidence")
 		}
