@@ -21,7 +21,7 @@ type Server struct {
 	Server *server.Server
 }
 
-// Start starts a JetStream server on a random loopback port.
+// Start starts a JetStream server on a free loopback port (FreePort).
 func Start(t testing.TB) *Server {
 	t.Helper()
 	return StartWith(t, nil)
@@ -43,6 +43,14 @@ func StartWith(t testing.TB, edit func(*server.Options)) *Server {
 	}}
 	if edit != nil {
 		edit(&s.opts)
+	}
+	if s.opts.Port == -1 {
+		// A port of the kernel's ephemeral range would be free for anyone while
+		// a test stops its server to start it again (Stop, Restart): another
+		// test's server or an outgoing connection could take it, and the test's
+		// clients would reconnect to that. FreePort's are outside that range,
+		// and no other test's.
+		s.opts.Port = FreePort(t)
 	}
 	s.start()
 	t.Cleanup(s.Shutdown)

@@ -535,7 +535,10 @@ func TestCrashLoopEnds(t *testing.T) {
 func TestLongStepKeepsItsJob(t *testing.T) {
 	t.Parallel()
 	f := setup(t, oneStep("slow", "wait", 0))
-	f.start() // AckWait 1s
+	// AckWait 2 s, a heartbeat every 2/3 s: a beat late by more than 1.3 s on a
+	// loaded machine would let JetStream hand the job out again, which is what
+	// this test looks for, not what it tests.
+	f.startWorkerOn(f.b, "test", slog.New(slog.NewTextHandler(io.Discard, nil)), func(c *worker.Config) { c.AckWait = 2 * time.Second })
 	id := f.job("long", "slow")
 	select {
 	case <-f.blocked:
@@ -544,7 +547,7 @@ func TestLongStepKeepsItsJob(t *testing.T) {
 	}
 	// The step holds the job for 3 AckWaits; without the heartbeat JetStream hands
 	// it out again after the first.
-	hold := time.After(3 * time.Second)
+	hold := time.After(6 * time.Second)
 	cons, err := f.b.JS.Consumer(f.ctx, f.b.StreamJobs(), "worker-default")
 	if err != nil {
 		t.Fatal(err)
