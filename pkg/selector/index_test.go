@@ -213,16 +213,13 @@ func TestPairsAreEvidence(t *testing.T) {
 // evidence stays a synonym's.
 func TestSynonymOfAnUnknownWordOrdersInFull(t *testing.T) {
 	t.Parallel()
-	x := selector.NewIndex(selector.Weights{})
-	for n, d := range map[string]string{
+	x := indexOf(map[string]string{
 		"find-therapist":  "Find a therapist in a city who accepts new patients, by the therapist's specialization.",
 		"insurance-quote": "Get a quote for the insurance of a car, a home or a boat.",
 		"book-flight":     "Book a flight between two cities.",
 		"play-song":       "Play a song by an artist.",
 		"weather":         "Get the weather forecast for a city.",
-	} {
-		x.Put(n, selector.Fields{Name: n, Description: d})
-	}
+	})
 	hits, _ := x.SearchEvidence("a psychiatrist who takes my insurance", selector.Query{})
 	if len(hits) < 2 || hits[0].Name != "find-therapist" {
 		t.Fatalf("hits = %+v, want find-therapist first", hits)
@@ -239,14 +236,11 @@ func TestSynonymOfAnUnknownWordOrdersInFull(t *testing.T) {
 // avoid. Written in lower case it is no value, and may be.
 func TestValuesAreNotNearSpellings(t *testing.T) {
 	t.Parallel()
-	x := selector.NewIndex(selector.Weights{})
-	for n, d := range map[string]string{
+	x := indexOf(map[string]string{
 		"ask-user":  "Ask the user a question, to avoid guessing.",
 		"play-song": "Play a song by an artist.",
 		"weather":   "Get the weather forecast for a city.",
-	} {
-		x.Put(n, selector.Fields{Name: n, Description: d})
-	}
+	})
 	near := func(q string) bool {
 		hits, _ := x.SearchEvidence(q, selector.Query{})
 		for _, h := range hits {
@@ -270,16 +264,22 @@ func TestValuesAreNotNearSpellings(t *testing.T) {
 // skill that looks things up.
 func TestLookingForSaysNothing(t *testing.T) {
 	t.Parallel()
-	x := selector.NewIndex(selector.Weights{})
-	for n, d := range map[string]string{
+	x := indexOf(map[string]string{
 		"users-lookupbyemail": "Look up a user by their email address.",
 		"find-events":         "Find cultural events such as concerts and plays.",
 		"weather":             "Get the weather forecast for a city.",
-	} {
-		x.Put(n, selector.Fields{Name: n, Description: d})
-	}
+	})
 	hits, _ := x.SearchEvidence("I'm looking for a theater event in London", selector.Query{})
 	if len(hits) != 1 || hits[0].Name != "find-events" {
 		t.Fatalf("hits = %+v, want find-events only", hits)
 	}
+}
+
+// indexOf is an index of skills described by name only: name to description.
+func indexOf(skills map[string]string) *selector.Index {
+	x := selector.NewIndex(selector.Weights{})
+	for n, d := range skills {
+		x.Put(n, selector.Fields{Name: n, Description: d})
+	}
+	return x
 }
