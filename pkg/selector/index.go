@@ -875,8 +875,9 @@ func (r *search) lookup(w, t string, value bool) (queryTerm, *plist) {
 }
 
 // add adds w times a term's BM25 term weights to the scores of the documents
-// holding it.
-func (r *search) add(l *plist, w float64) {
+// holding it, and evidence times that (each at most w) to their pair evidence:
+// pairEvidence for an adjacent pair of the request's words, 0 otherwise.
+func (r *search) add(l *plist, w, evidence float64) {
 	if l == nil {
 		return
 	}
@@ -893,6 +894,9 @@ func (r *search) add(l *plist, w float64) {
 		// The conversions round each product, as topPruned does: a fused
 		// multiply-add would change the scores' last bits.
 		acc[d].score += float64(w * part[i])
+		if evidence > 0 {
+			acc[d].pair += float64(evidence * w * min(1, part[i]))
+		}
 	}
 }
 
@@ -931,9 +935,9 @@ func (r *search) scoreAll() {
 		case li.qi >= 0:
 			r.addOwn(li.l, li.w, li.qi)
 		case li.pair:
-			r.addPair(li.l, li.w)
+			r.add(li.l, li.w, pairEvidence)
 		default:
-			r.add(li.l, li.w)
+			r.add(li.l, li.w, 0)
 		}
 	}
 }
@@ -949,17 +953,6 @@ const pairEvidence = 0.5
 func (r *search) evidence(a *acc2) (coverage, strength float64) {
 	c := a.cover + a.pair
 	return min(1, c/r.mass), c / r.maxIDF
-}
-
-// addPair is add for an adjacent pair of the request's words, which also counts
-// in the documents' evidence.
-func (r *search) addPair(l *plist, w float64) {
-	r.add(l, w)
-	acc := r.s.acc
-	part := r.impacts(l).part
-	for i, p := range l.ps {
-		acc[p.doc].pair += float64(pairEvidence * w * min(1, part[i]))
-	}
 }
 
 // addSynonyms adds the synonyms of the request's own words that skills use.
@@ -1050,7 +1043,7 @@ func (r *search) feedback(best []top, weight float64) {
 	cs = cs[:min(len(cs), r.q.FeedbackTerms)]
 	for _, c := range cs {
 		l := r.x.postings[c.t]
-		r.add(l, weight*r.idf(len(l.ps))*c.w/cs[0].w)
+		r.add(l, weight*r.idf(len(l.ps))*c.w/cs[0].w, 0)
 	}
 }
 
