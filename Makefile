@@ -91,7 +91,8 @@ bench:
 
 ## eval: routing quality, router beside Okapi BM25 and BM25+stemming, on every labelled set:
 ## the project's own (testdata/routing, its held-out half), the phrase-trigger catalog, and
-## each public data set of testdata/routing/public in its tuning and held-out halves, with the
+## each public data set of testdata/routing/public in its tuning and held-out halves (and
+## heldout-train.jsonl, a training split nothing was tuned on, where a set has one), with the
 ## share of its offtopic-*.jsonl requests (another domain's, or CLINC150's out-of-scope ones) rejected
 EVAL_BIN := $(CURDIR)/.test-output/skillbus-eval
 eval:
@@ -101,7 +102,10 @@ eval:
 	@for set in testdata/routing/public/*/; do for half in tune heldout; do \
 	  echo "== $$set $$half"; $(EVAL_BIN) route eval --skills $${set}skills --cases $${set}$$half.jsonl --no-examples | sed -n '3,9p'; \
 	  echo "   off-topic: $${set}offtopic-$$half.jsonl"; $(EVAL_BIN) route eval --skills $${set}skills --cases $${set}offtopic-$$half.jsonl --no-examples | grep 'off-topic rejected'; \
-	done; done
+	done; \
+	if [ -f $${set}heldout-train.jsonl ]; then \
+	  echo "== $$set heldout-train"; $(EVAL_BIN) route eval --skills $${set}skills --cases $${set}heldout-train.jsonl --no-examples | sed -n '3,9p'; \
+	fi; done
 
 ## chaos: 10,000 side-effecting triggers through a real fleet while every kind of process is killed
 ## and, once, nats-server's store (a tmpfs it mounts; as root) fills up and is freed (-disk-full=false

@@ -45,7 +45,15 @@ def write_set(name, skills, cases, readme):
         f.write(readme % {"skills": len(skills), "tune": len(tune), "held": len(held)})
 
 
-def gorilla(repo, hub, evalfile, title):
+def instruction(code):
+    """The request of an APIBench entry: its evaluation files write it after
+    '###Instruction:', its training files as the 'Instruction' of a dict's text."""
+    m = re.search(r"###Instruction:(.*?)(?:\n###|$)", code, re.S) or \
+        re.search(r"'Instruction':\s*(.*?),\s*'Output'", code, re.S)
+    return " ".join(m.group(1).split()) if m else ""
+
+
+def gorilla(repo, hub, evalfile, title, trainfile=None):
     apis, skills, taken, by = [], [], set(), {}
     for line in open(os.path.join(repo, "data/api", hub)):
         if line.strip():
@@ -56,22 +64,33 @@ def gorilla(repo, hub, evalfile, title):
             n = skill_name(a["api_name"], taken)
             by[key] = n
             skills.append((n, a.get("description") or ""))
-    cases = []
-    for line in open(os.path.join(repo, "data/apibench", evalfile)):
-        if not line.strip():
-            continue
-        e = json.loads(line)
-        m = re.search(r"###Instruction:(.*?)(?:\n###|$)", e["code"], re.S)
-        a = e["api_data"]
-        n = by.get((a["api_name"], a["api_call"]))
-        if m and n:
-            cases.append((" ".join(m.group(1).split()), n))
-    seen, uniq = set(), []
-    for q, n in cases:
-        if q not in seen:
-            seen.add(q)
-            uniq.append((q, n))
-    return skills, uniq
+    def read(f):
+        cases, seen = [], set()
+        for line in open(os.path.join(repo, "data/apibench", f)):
+            if not line.strip():
+                continue
+            e = json.loads(line)
+            q, a = instruction(e["code"]), e["api_data"]
+            n = by.get((a["api_name"], a["api_call"]))
+            if q and n and q not in seen:
+                seen.add(q)
+                cases.append((q, n))
+        return cases
+
+    cases = read(evalfile)
+    more = []
+    if trainfile and os.path.exists(os.path.join(repo, "data/apibench", trainfile)):
+        have = {q for q, _ in cases}
+        more = [c for c in read(trainfile) if c[0] not in have]
+    return skills, cases, more
+
+
+def write_more(name, more):
+    """Requests of the data set's training split: held out as well, since nothing here
+    is tuned on them, and eight times as many as the evaluation split's held-out half."""
+    with open(os.path.join(HERE, name, "heldout-train.jsonl"), "w") as f:
+        for q, n in more:
+            f.write(json.dumps({"query": q, "expect": n}, ensure_ascii=False) + "\n")
 
 
 GORILLA_README = """# Gorilla APIBench: %(title)s
@@ -136,6 +155,14 @@ def offtopic(name, sources, n=100):
                 f.write(json.dumps({"query": q, "expect": None}, ensure_ascii=False) + "\n")
 
 
+MORE_README = """
+heldout-train.jsonl holds the %(n)d requests of data/apibench/%(train)s (the data set's
+training split: instructions written the same way, for the same APIs) that the
+evaluation split does not hold. Nothing in this project was chosen on them: they are
+held out too, and their number makes them the set's steadiest measure.
+"""
+
+
 BFCL_README = """# Berkeley Function Calling Leaderboard: live requests
 
 From github.com/ShishirPatil/gorilla
@@ -160,11 +187,15 @@ their tuning and held-out halves respectively): no skill here should take them.
 def main():
     g = sys.argv[1]
     gorillas = []
-    for hub, ev, title, name in (("torchhub_api.jsonl", "torchhub_eval.json", "TorchHub", "gorilla-torchhub"),
-                                 ("tensorflowhub_api.jsonl", "tensorflow_eval.json", "TensorFlow Hub", "gorilla-tfhub"),
-                                 ("huggingface_api.jsonl", "huggingface_eval.json", "Hugging Face", "gorilla-huggingface")):
-        skills, cases = gorilla(g, hub, ev, title)
+    for hub, ev, tr, title, name in (("torchhub_api.jsonl", "torchhub_eval.json", "torchhub_train.json", "TorchHub", "gorilla-torchhub"),
+                                     ("tensorflowhub_api.jsonl", "tensorflow_eval.json", None, "TensorFlow Hub", "gorilla-tfhub"),
+                                     ("huggingface_api.jsonl", "huggingface_eval.json", None, "Hugging Face", "gorilla-huggingface")):
+        skills, cases, more = gorilla(g, hub, ev, title, tr)
         write_set(name, skills, cases, GORILLA_README % {"title": title, "hub": hub, "eval": ev})
+        if more:
+            write_more(name, more)
+            with open(os.path.join(HERE, name, "README.md"), "a") as f:
+                f.write(MORE_README % {"train": tr, "n": len(more)})
         gorillas.append(name)
     skills, cases = bfcl_live(g)
     write_set("bfcl-live", skills, cases, BFCL_README)
