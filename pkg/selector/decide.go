@@ -188,6 +188,11 @@ func (x *Selector) Select(req Request, env Env) (*Decision, error) {
 	if req.Text != "" {
 		r.read(req.Text)
 		words = r.phrase
+		// Phrases (triggers, examples, anti-triggers) are looked for outside the
+		// spans the request quotes: those are what it works on.
+		if u := unquoted(req.Text); u != req.Text {
+			words = phraseWords(u)
+		}
 	}
 	if !forced {
 		r.types(typ)

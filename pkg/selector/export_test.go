@@ -18,3 +18,6 @@ func (x *Selector) Exhaustive() { x.idx.exhaustive = true }
 
 // ValueWords is valueWords.
 func ValueWords(text string) (uint64, int) { return valueWords(text) }
+
+// Unquoted is unquoted.
+func Unquoted(text string) string { return unquoted(text) }

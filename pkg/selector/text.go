@@ -409,9 +409,10 @@ func joinBreak(p, r rune, rest string) bool {
 
 // phraseWords are the words trigger phrases and anti-triggers are matched on:
 // Words, each stemmed like the index's terms (stop words kept), so a phrase finds
-// other forms of its words ("review" in "reviews", "deploy" in "deploying").
+// other forms of its words ("review" in "reviews", "deploy" in "deploying"), of
+// the text outside its quotes (see unquoted), as requests are read.
 func phraseWords(text string) []string {
-	ws := Words(text)
+	ws := Words(unquoted(text))
 	for i, w := range ws {
 		if t, ok := cachedTerm(w); ok {
 			ws[i] = t
