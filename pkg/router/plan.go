@@ -331,11 +331,7 @@ func jobNames(subj events.Subjects, pool, skill, actID, execID string) (subject,
 // noSkillReason says why no skill took a request.
 func noSkillReason(d *selector.Decision, req selector.Request) string {
 	if len(d.Candidates) > 0 {
-		c := &d.Candidates[0]
-		if g := c.Gate(); g != c.Score {
-			return fmt.Sprintf("no skill scored above the threshold %.2f; best: %s %.3f (%.3f as a skill of medium cost)", d.Threshold, c.Name, c.Score, g)
-		}
-		return fmt.Sprintf("no skill scored above the threshold %.2f; best: %s %.3f", d.Threshold, c.Name, c.Score)
+		return fmt.Sprintf("no skill scored above the threshold %.2f; best: %s %.3f", d.Threshold, d.Candidates[0].Name, d.Candidates[0].Score)
 	}
 	reason := "no skill matches"
 	if req.Text != "" {

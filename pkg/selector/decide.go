@@ -46,22 +46,7 @@ type Candidate struct {
 	Matched []string `json:"matched,omitempty"`
 	// lex is the keyword index's score, which orders candidates of equal score.
 	lex float64
-	// gate is the score the threshold is compared with (see Gate).
-	gate float64
-	acc  *acc // what recall made of it
-}
-
-// Gate is the score the threshold is compared with: Score, less what a low cost
-// hint adds to it over a skill without one. The threshold says whether a request
-// is for a skill at all, and it was set on skills without hints (medium cost): a
-// low hint puts a skill ahead of costlier ones that the request is as surely for,
-// but does not let weaker evidence through; a high one asks for more, as the
-// score does. Gate is Score in a decision read back from JSON.
-func (c *Candidate) Gate() float64 {
-	if c.gate == 0 {
-		return c.Score
-	}
-	return c.gate
+	acc *acc // what recall made of it
 }
 
 // Decision is an activation plan and how it was reached.
@@ -572,14 +557,9 @@ func (x *Selector) score(a *acc, req *Request, words []string, env Env, sources 
 			src = so
 		}
 	}
-	score := round3(clamp01(total64))
-	gate := score
-	if d := c.Cost - 0.5; d > 0 {
-		gate = round3(clamp01(total64 - w.Cost*d))
-	}
 	return Candidate{
 		Name: e.name, Version: e.version, Skill: e.s, Source: src, Sources: sources,
-		Score: score, Components: roundC(c), Matched: a.matched, lex: a.lex, gate: gate, acc: a,
+		Score: round3(clamp01(total64)), Components: roundC(c), Matched: a.matched, lex: a.lex, acc: a,
 		Reason: strings.Join(append(a.reasons, reasons...), "; "),
 	}
 }
@@ -712,7 +692,7 @@ func (x *Selector) classify(d *Decision, forced bool, refused func(*Candidate, *
 		// Always-skills are asked below, once there is a plan for them to join.
 		joins := c.Source == SourceForced ||
 			strategy != StrategyExplicit && !(strategy == StrategyAlways && !forced) &&
-				(a.subscrib || c.Components.Conflict >= 0 && c.Gate() >= threshold)
+				(a.subscrib || c.Components.Conflict >= 0 && c.Score >= threshold)
 		switch {
 		case joins && refused(c, a.e.s):
 			a.refused = true
@@ -727,7 +707,7 @@ func (x *Selector) classify(d *Decision, forced bool, refused func(*Candidate, *
 			c.Reason = join(c.Reason, "subscribed to the event type")
 		case c.Components.Conflict < 0:
 			// An anti-trigger in the text says the request is for another skill.
-		case c.Gate() >= threshold:
+		case c.Score >= threshold:
 			chosen = append(chosen, i)
 		default:
 			below = append(below, i)
@@ -755,10 +735,6 @@ func belowThreshold(cs []Candidate, below []int, threshold float64) {
 			b = append(append(b, r...), "; "...)
 		}
 		b = strconv.AppendFloat(append(b, "score "...), cs[i].Score, 'f', 3, 64)
-		if g := cs[i].Gate(); g != cs[i].Score {
-			b = strconv.AppendFloat(append(b, " ("...), g, 'f', 3, 64)
-			b = append(b, " as a skill of medium cost)"...)
-		}
 		b = append(append(b, " below threshold "...), thr...)
 		ends = append(ends, len(b))
 	}
