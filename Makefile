@@ -90,7 +90,8 @@ bench:
 	$(GO) run ./cmd/skillbus bench $(BENCH_FLAGS)
 
 ## eval: routing quality, router beside Okapi BM25 and BM25+stemming, on every labelled set:
-## the project's own (testdata/routing, its held-out half), the phrase-trigger catalog, and
+## the project's own (testdata/routing, its held-out half), the phrase-trigger catalog and the four
+## written blind to the router (testdata/routing/blind), and
 ## each public data set of testdata/routing/public in its tuning and held-out halves (and
 ## heldout-train.jsonl, a training split nothing was tuned on, where a set has one), with the
 ## share of its offtopic-*.jsonl requests (another domain's, or CLINC150's out-of-scope ones) rejected
@@ -99,6 +100,9 @@ eval:
 	@mkdir -p $(dir $(EVAL_BIN)) && $(GO) build -o $(EVAL_BIN) ./cmd/skillbus
 	@echo "== testdata/routing heldout"; $(EVAL_BIN) route eval --skills testdata/routing/skills --cases testdata/routing/heldout.jsonl --no-examples | sed -n '3,9p'
 	@echo "== testdata/routing/phrasestyle"; $(EVAL_BIN) route eval --skills testdata/routing/phrasestyle/skills --cases testdata/routing/phrasestyle/cases.jsonl | sed -n '3,9p'
+	@for set in testdata/routing/blind/*/; do \
+	  echo "== $$set"; $(EVAL_BIN) route eval --skills $${set}skills --cases $${set}cases.jsonl --no-examples | sed -n '3,9p'; \
+	done
 	@for set in testdata/routing/public/*/; do for half in tune heldout; do \
 	  echo "== $$set $$half"; $(EVAL_BIN) route eval --skills $${set}skills --cases $${set}$$half.jsonl --no-examples | sed -n '3,9p'; \
 	  echo "   off-topic: $${set}offtopic-$$half.jsonl"; $(EVAL_BIN) route eval --skills $${set}skills --cases $${set}offtopic-$$half.jsonl --no-examples | grep 'off-topic rejected'; \
