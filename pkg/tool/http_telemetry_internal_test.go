@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -277,8 +279,20 @@ func TestHTTPClientTracing(t *testing.T) {
 
 // TestHTTPClientGlobalProviders: the tool's own client (no HTTPConfig.Client) uses
 // the global providers telemetry.Setup installs, installed before or after the
-// tool is made. Not parallel: it changes the global providers.
+// tool is made. OpenTelemetry's global providers hand instruments made before the
+// first one is installed to that one only, once per process, so the test runs in a
+// process of its own (the test binary again), which also leaves this one's
+// globals alone.
 func TestHTTPClientGlobalProviders(t *testing.T) {
+	if os.Getenv("TOOLTEST_GLOBAL_PROVIDERS") != "1" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestHTTPClientGlobalProviders$", "-test.count=1", "-test.v")
+		cmd.Env = append(os.Environ(), "TOOLTEST_GLOBAL_PROVIDERS=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "--- PASS: TestHTTPClientGlobalProviders") {
+			t.Fatalf("in a process of its own: %v\n%s", err, out)
+		}
+		return
+	}
 	srv := newTelemetryServer(t)
 	h := NewHTTP(HTTPConfig{})
 
