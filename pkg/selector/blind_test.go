@@ -8,7 +8,7 @@ import (
 	"github.com/skillbus/skillbus/pkg/skill"
 )
 
-// TestBlindPhraseCatalogs routes the four phrase-trigger catalogs written blind to
+// TestBlindPhraseCatalogs routes the six phrase-trigger catalogs written blind to
 // the router (testdata/routing/blind) and fails if any loads with an error or
 // routes more than two of its 74 requests fewer right than docs/routing.md reports,
 // or rejects fewer of its off-topic requests.
@@ -23,6 +23,8 @@ func TestBlindPhraseCatalogs(t *testing.T) {
 		{"b", 0.703, 0.333, 0.500},
 		{"c", 0.743, 0.833, 0.514},
 		{"d", 0.649, 0.333, 0.446},
+		{"e", 0.770, 0.500, 0.500},
+		{"f", 0.757, 0.833, 0.473},
 	} {
 		dir := "../../testdata/routing/blind/" + c.set + "/"
 		cat, ds := skill.Discover(dir + "skills")
