@@ -384,18 +384,46 @@ func (r *recallSet) types(typ string) {
 	}
 }
 
-// phrases adds the skills whose trigger phrases occur in the text's words.
+// phraseHit is where a phrase occurs in a request's words: words[from:to].
+type phraseHit struct {
+	p        *phrase
+	from, to int
+}
+
+// phrases adds the skills whose trigger phrases occur in the text's words. A
+// phrase found inside a longer phrase of another skill is that skill's, not its
+// own ("sql" of a query writer inside "sql injection" of a security audit): the
+// longer says more of what the request is about. It still counts as words.
 func (r *recallSet) phrases(words []string) {
+	var buf [8]phraseHit
+	hits := buf[:0]
 	for i, w := range words {
-		for _, p := range r.x.phrases[w] {
-			if len(words)-i >= len(p.words) && wordsAt(words, i, p.words) {
-				if a := r.get(p.skill); a != nil {
-					a.add(SourceRule, 1, 0.9, fmt.Sprintf("phrase %q", p.text))
-					a.matched = append(a.matched, p.text)
-				}
+		ps := r.x.phrases[w]
+		for k := range ps {
+			if p := &ps[k]; len(words)-i >= len(p.words) && wordsAt(words, i, p.words) {
+				hits = append(hits, phraseHit{p, i, i + len(p.words)})
 			}
 		}
 	}
+	for _, h := range hits {
+		if inLonger(h, hits) {
+			continue
+		}
+		if a := r.get(h.p.skill); a != nil {
+			a.add(SourceRule, 1, 0.9, fmt.Sprintf("phrase %q", h.p.text))
+			a.matched = append(a.matched, h.p.text)
+		}
+	}
+}
+
+// inLonger reports whether h lies inside a longer phrase of another skill.
+func inLonger(h phraseHit, hits []phraseHit) bool {
+	for _, o := range hits {
+		if o.p.skill != h.p.skill && o.from <= h.from && h.to <= o.to && o.to-o.from > h.to-h.from {
+			return true
+		}
+	}
+	return false
 }
 
 // lexical adds the keyword index's hits. Their BM25 scores order them: a hit's

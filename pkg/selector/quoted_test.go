@@ -89,3 +89,25 @@ func TestQuotedTextFiresNoPhrase(t *testing.T) {
 		t.Error("anti-trigger outside quotes: translator chosen")
 	}
 }
+
+// TestLongerPhraseWins: a phrase inside a longer phrase of another skill is that
+// skill's: "sql injection" is a security audit's, not the "sql" of a query writer;
+// the query writer is still found by the word.
+func TestLongerPhraseWins(t *testing.T) {
+	t.Parallel()
+	x := newSel(t, selector.Config{},
+		sk("sql-query", "Writes SQL queries for a database.", func(s *skill.Skill) {
+			s.Triggers = []string{"sql", "query"}
+			s.CostHint = "low"
+		}),
+		sk("security-audit", "Audits code for vulnerabilities.", func(s *skill.Skill) { s.Triggers = []string{"sql injection", "xss"} }),
+	)
+	d := decide(t, x, selector.Request{Text: "check this login handler for SQL injection or other holes"}, selector.Env{})
+	c := d.Candidate("sql-query")
+	if d.Primary != "security-audit" || c == nil || c.Source == selector.SourceRule {
+		t.Fatalf("primary %q, sql-query %+v: want security-audit, sql-query found by words only", d.Primary, c)
+	}
+	if d := decide(t, x, selector.Request{Text: "write an sql query for last month's orders"}, selector.Env{}); d.Primary != "sql-query" || d.Candidate("sql-query").Source != selector.SourceRule {
+		t.Errorf("the short phrase alone: primary %q", d.Primary)
+	}
+}
