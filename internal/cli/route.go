@@ -115,6 +115,21 @@ func loadSelector(dirs []string, cfg selector.Config, warn io.Writer) (*selector
 	if len(cat.Skills) == 0 {
 		return nil, nil, usage("no valid skills found in %s", strings.Join(dirs, ", "))
 	}
+	// Warnings say how a file was read ("description holds ': '... read as the
+	// text"): the first few in full, then how many more.
+	const shown = 3
+	n := 0
+	for _, d := range ds {
+		if d.Severity != skill.SeverityWarning {
+			continue
+		}
+		if n++; n <= shown {
+			fmt.Fprintln(warn, d.String())
+		}
+	}
+	if n > shown {
+		fmt.Fprintf(warn, "warning: %d more warnings ('skillbus skills validate' shows all)\n", n-shown)
+	}
 	sel := selector.New(cfg)
 	sel.Sync(cat.Skills)
 	return sel, cat.Skills, nil

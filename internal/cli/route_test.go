@@ -160,6 +160,11 @@ func TestRouteSkipsInvalidSkills(t *testing.T) {
 		!strings.Contains(out, "warning: skipping an invalid skill: "+filepath.Join(dir, "broken", "SKILL.md")+":5:2: error: invalid YAML") {
 		t.Fatalf("exit %d: %s", code, out)
 	}
+	// The skill read in spite of its unquoted colon is routed, and route says how
+	// it was read, with the line and the fix.
+	if want := filepath.Join(dir, "code-review", "SKILL.md") + `:3:14: warning: description holds ': '`; !strings.Contains(out, want) || !strings.Contains(out, `quote it: description: "Review code: bugs, style and naming"`) {
+		t.Fatalf("no warning %q: %s", want, out)
+	}
 	out, code = run(t, "skills", "validate", filepath.Join(dir, "code-review"))
 	if code != 0 || !strings.Contains(out, "SKILL.md:3:14: warning: description holds ': '") || !strings.Contains(out, `quote it: description: "Review code: bugs, style and naming"`) {
 		t.Fatalf("validate: exit %d: %s", code, out)

@@ -85,7 +85,7 @@ def write(skills, cases):
     os.makedirs(os.path.join(HERE, "skills"))
     for n, desc in skills:
         with open(os.path.join(HERE, "skills", n + ".md"), "w") as f:
-            f.write("---\nname: %s\ndescription: %s\n---\n%s\n" % (n, json.dumps(desc, ensure_ascii=False), "An entry of a public data set; see ../README.md."))
+            f.write("---\nname: %s\ndescription: %s\n---\n%s\n" % (n, json.dumps(desc, ensure_ascii=False), "An entry of a public intent-retrieval data set; see ../README.md."))
     halves = {"tune.jsonl": [], "heldout.jsonl": []}
     for q, exp in sorted(cases, key=lambda c: h(c[0])):
         halves["tune.jsonl" if int(h(q)[:2], 16) % 2 == 0 else "heldout.jsonl"].append({"query": q, "expect": exp})
