@@ -375,7 +375,10 @@ func splitJoined(text string) string {
 	var b *strings.Builder
 	var prev rune
 	for i, r := range text {
-		if i > 0 && joinBreak(prev, r, text[i+utf8.RuneLen(r):]) {
+		// The width read, not utf8.RuneLen(r): an invalid byte is read as
+		// utf8.RuneError, which takes three bytes to write but one here.
+		_, w := utf8.DecodeRuneInString(text[i:])
+		if i > 0 && joinBreak(prev, r, text[i+w:]) {
 			if b == nil {
 				b = &strings.Builder{}
 				b.Grow(len(text) + 8)
@@ -409,10 +412,9 @@ func joinBreak(p, r rune, rest string) bool {
 
 // phraseWords are the words trigger phrases and anti-triggers are matched on:
 // Words, each stemmed like the index's terms (stop words kept), so a phrase finds
-// other forms of its words ("review" in "reviews", "deploy" in "deploying"), of
-// the text outside its quotes (see unquoted), as requests are read.
+// other forms of its words ("review" in "reviews", "deploy" in "deploying").
 func phraseWords(text string) []string {
-	ws := Words(unquoted(text))
+	ws := Words(text)
 	for i, w := range ws {
 		if t, ok := cachedTerm(w); ok {
 			ws[i] = t
