@@ -102,8 +102,8 @@ func loadSelector(dirs []string, cfg selector.Config, warn io.Writer) (*selector
 		}
 	}
 	cat, ds := skill.Discover(dirs...)
+	bad := map[string]bool{}
 	if ds.HasErrors() {
-		bad := map[string]bool{}
 		for _, d := range ds {
 			if d.Severity == skill.SeverityError {
 				bad[d.File] = true
@@ -115,12 +115,12 @@ func loadSelector(dirs []string, cfg selector.Config, warn io.Writer) (*selector
 	if len(cat.Skills) == 0 {
 		return nil, nil, usage("no valid skills found in %s", strings.Join(dirs, ", "))
 	}
-	// Warnings say how a file was read ("description holds ': '... read as the
-	// text"): the first few in full, then how many more.
+	// Warnings say how a skill that is routed was read ("description holds ': '...
+	// read as the text"): the first few in full, then how many more.
 	const shown = 3
 	n := 0
 	for _, d := range ds {
-		if d.Severity != skill.SeverityWarning {
+		if d.Severity != skill.SeverityWarning || bad[d.File] {
 			continue
 		}
 		if n++; n <= shown {

@@ -155,6 +155,8 @@ func TestRouteSkipsInvalidSkills(t *testing.T) {
 	write("code-review", "---\nname: code-review\ndescription: Review code: bugs, style and naming"+body)
 	write("weather", "---\nname: weather\ndescription: Weather forecast for a city."+body)
 	write("broken", "---\nname: broken\ndescription: Broken skill.\ntags:\n\t- tab"+body)
+	// Skipped for its error: its warning (the same colon) is not printed.
+	write("broken2", "---\nname: broken2\ndescription: Broken too: colon\nmax_retries: many"+body)
 	out, code := run(t, "route", "--skills", dir, "review my code for bugs")
 	if code != 0 || !strings.Contains(out, "primary:   code-review") ||
 		!strings.Contains(out, "warning: skipping an invalid skill: "+filepath.Join(dir, "broken", "SKILL.md")+":5:2: error: invalid YAML") {
@@ -165,6 +167,9 @@ func TestRouteSkipsInvalidSkills(t *testing.T) {
 	if want := filepath.Join(dir, "code-review", "SKILL.md") + `:3:14: warning: description holds ': '`; !strings.Contains(out, want) || !strings.Contains(out, `quote it: description: "Review code: bugs, style and naming"`) {
 		t.Fatalf("no warning %q: %s", want, out)
 	}
+	if !strings.Contains(out, "skipping an invalid skill: "+filepath.Join(dir, "broken2", "SKILL.md")) || strings.Contains(out, "Broken too: colon\"") {
+		t.Fatalf("broken2: skipped, and its warning not printed: %s", out)
+	}
 	out, code = run(t, "skills", "validate", filepath.Join(dir, "code-review"))
 	if code != 0 || !strings.Contains(out, "SKILL.md:3:14: warning: description holds ': '") || !strings.Contains(out, `quote it: description: "Review code: bugs, style and naming"`) {
 		t.Fatalf("validate: exit %d: %s", code, out)
@@ -172,7 +177,7 @@ func TestRouteSkipsInvalidSkills(t *testing.T) {
 	cases := filepath.Join(dir, "cases.jsonl")
 	os.WriteFile(cases, []byte(`{"query":"weather forecast for lisbon","expect":"weather"}`+"\n"), 0o644)
 	out, code = run(t, "route", "eval", "--skills", dir, "--cases", cases, "--no-examples", "--min-accuracy", "1")
-	if code != 0 || !strings.Contains(out, "1 invalid skill file(s) skipped") {
+	if code != 0 || !strings.Contains(out, "2 invalid skill file(s) skipped") {
 		t.Fatalf("eval: exit %d: %s", code, out)
 	}
 }

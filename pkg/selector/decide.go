@@ -156,6 +156,9 @@ func sourceRank(source string) int {
 // catalog does not hold (Request.Skill) is an *UnknownSkillError; a request nothing
 // passes returns a Decision with no Primary (and its candidates) and no error.
 func (x *Selector) Select(req Request, env Env) (*Decision, error) {
+	// Phrases (triggers, examples, anti-triggers) are looked for outside the spans
+	// the request quotes: those are what it works on.
+	unq := unquoted(req.Text)
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	r := recallSets.Get().(*recallSet)
@@ -173,10 +176,8 @@ func (x *Selector) Select(req Request, env Env) (*Decision, error) {
 	if req.Text != "" {
 		r.read(req.Text)
 		words = r.phrase
-		// Phrases (triggers, examples, anti-triggers) are looked for outside the
-		// spans the request quotes: those are what it works on.
-		if u := unquoted(req.Text); u != req.Text {
-			words = phraseWords(u)
+		if unq != req.Text {
+			words = phraseWords(unq)
 		}
 	}
 	if !forced {
@@ -390,6 +391,10 @@ type phraseHit struct {
 	from, to int
 }
 
+// maxPhraseHits bounds the phrase hits a request is read for: a request saying
+// a phrase hundreds of times says no more than saying it once.
+const maxPhraseHits = 256
+
 // phrases adds the skills whose trigger phrases occur in the text's words. A
 // phrase found inside a longer phrase of another skill is that skill's, not its
 // own ("sql" of a query writer inside "sql injection" of a security audit): the
@@ -400,26 +405,39 @@ func (r *recallSet) phrases(words []string) {
 	for i, w := range words {
 		ps := r.x.phrases[w]
 		for k := range ps {
-			if p := &ps[k]; len(words)-i >= len(p.words) && wordsAt(words, i, p.words) {
+			if p := &ps[k]; len(hits) < maxPhraseHits && len(words)-i >= len(p.words) && wordsAt(words, i, p.words) {
 				hits = append(hits, phraseHit{p, i, i + len(p.words)})
 			}
 		}
 	}
-	for _, h := range hits {
-		if inLonger(h, hits) {
+	for k, h := range hits {
+		if inLonger(hits, k, r.x.maxPhrase) {
 			continue
 		}
-		if a := r.get(h.p.skill); a != nil {
-			a.add(SourceRule, 1, 0.9, fmt.Sprintf("phrase %q", h.p.text))
-			a.matched = append(a.matched, h.p.text)
+		a := r.get(h.p.skill)
+		if a == nil || slices.Contains(a.matched, h.p.text) {
+			continue
 		}
+		a.add(SourceRule, 1, 0.9, fmt.Sprintf("phrase %q", h.p.text))
+		a.matched = append(a.matched, h.p.text)
 	}
 }
 
-// inLonger reports whether h lies inside a longer phrase of another skill.
-func inLonger(h phraseHit, hits []phraseHit) bool {
-	for _, o := range hits {
-		if o.p.skill != h.p.skill && o.from <= h.from && h.to <= o.to && o.to-o.from > h.to-h.from {
+// inLonger reports whether hits[k] lies inside a longer phrase of another skill.
+// hits are in the order of where they start, and no phrase is longer than
+// longest words, so only hits starting that far before it need looking at.
+func inLonger(hits []phraseHit, k, longest int) bool {
+	h := hits[k]
+	inside := func(o phraseHit) bool {
+		return o.p.skill != h.p.skill && o.from <= h.from && h.to <= o.to && o.to-o.from > h.to-h.from
+	}
+	for j := k - 1; j >= 0 && hits[j].from >= h.to-longest; j-- {
+		if inside(hits[j]) {
+			return true
+		}
+	}
+	for j := k + 1; j < len(hits) && hits[j].from == h.from; j++ {
+		if inside(hits[j]) {
 			return true
 		}
 	}

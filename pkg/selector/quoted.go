@@ -6,53 +6,60 @@ import (
 	"unicode/utf8"
 )
 
-// closers maps each opening quote to the quotes that close it.
-var closers = map[rune]string{'"': `"”`, '“': `”"`, '\'': `'’`, '‘': `’'`, '«': `»`, '„': `“”"`}
+// opener reports whether r opens a quote: its kind (an index), and the quotes
+// that close it; kind -1 if it opens none.
+func opener(r rune) (kind int, closers string) {
+	switch r {
+	case '"':
+		return 0, `"”`
+	case '“':
+		return 1, `”"`
+	case '\'':
+		return 2, `'’`
+	case '‘':
+		return 3, `’'`
+	case '«':
+		return 4, `»`
+	case '„':
+		return 5, `“”"`
+	}
+	return -1, ""
+}
 
 // unquoted is text without the spans it quotes ("translate 'where is the train
 // station' into German" → "translate into German"): what a request quotes is
 // what it works on (a title, a label, a sentence to translate), not what it asks
-// for. A quote opens at the start or after a space or an opening bracket, before
-// a letter or digit, and closes before the end, a space or punctuation; an
-// apostrophe inside a word ("kid's", "students' notes") opens none. Text that is
-// all quotes is kept as it is.
+// for. A quote opens where no letter or digit comes before it and something other
+// than a space after it ("kid's" and "students' notes" open none), and closes
+// where no letter or digit comes after it and no space before it; guillemets may
+// hold spaces inside (« bonjour »). Text that is all quotes is kept as it is.
+//
+// It reads text once: a kind of quote that finds no closer after one opening
+// finds none after a later one, so it is not looked for again.
 func unquoted(text string) string {
 	if !strings.ContainsAny(text, `"'“‘«„`) {
 		return text
 	}
 	var b strings.Builder
+	var unclosed uint8 // kinds of quote that close nowhere further on
 	last, i := 0, 0
 	prev := ' '
 	for i < len(text) {
 		r, n := utf8.DecodeRuneInString(text[i:])
-		cl, isq := closers[r]
-		if !isq || !(unicode.IsSpace(prev) || strings.ContainsRune("([{", prev)) {
-			prev = r
-			i += n
+		kind, cl := opener(r)
+		if kind < 0 || unclosed&(1<<kind) != 0 || isWordRune(prev) || i+n == len(text) {
+			prev, i = r, i+n
 			continue
 		}
-		next, _ := utf8.DecodeRuneInString(text[i+n:])
-		if !unicode.IsLetter(next) && !unicode.IsDigit(next) {
-			prev = r
-			i += n
+		guillemet := r == '«'
+		if next, _ := utf8.DecodeRuneInString(text[i+n:]); unicode.IsSpace(next) && !guillemet {
+			prev, i = r, i+n
 			continue
 		}
-		end := -1
-		for j := i + n; j < len(text); {
-			c, m := utf8.DecodeRuneInString(text[j:])
-			if strings.ContainsRune(cl, c) {
-				after, _ := utf8.DecodeRuneInString(text[j+m:])
-				before, _ := utf8.DecodeLastRuneInString(text[:j])
-				if (j+m == len(text) || unicode.IsSpace(after) || unicode.IsPunct(after)) && !unicode.IsSpace(before) {
-					end = j + m
-					break
-				}
-			}
-			j += m
-		}
+		end := closeAt(text, i+n, cl, guillemet)
 		if end < 0 {
-			prev = r
-			i += n
+			unclosed |= 1 << kind
+			prev, i = r, i+n
 			continue
 		}
 		b.WriteString(text[last:i])
@@ -64,8 +71,24 @@ func unquoted(text string) string {
 	}
 	b.WriteString(text[last:])
 	out := b.String()
-	if strings.TrimFunc(out, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) == "" {
+	if strings.IndexFunc(out, isWordRune) < 0 {
 		return text
 	}
 	return out
+}
+
+// closeAt is where the quote opened before from ends (past its closer), or -1.
+func closeAt(text string, from int, closers string, spaced bool) int {
+	for j := from; j < len(text); {
+		c, m := utf8.DecodeRuneInString(text[j:])
+		if strings.ContainsRune(closers, c) {
+			after, _ := utf8.DecodeRuneInString(text[j+m:])
+			before, _ := utf8.DecodeLastRuneInString(text[:j])
+			if (j+m == len(text) || !isWordRune(after)) && (spaced || !unicode.IsSpace(before)) {
+				return j + m
+			}
+		}
+		j += m
+	}
+	return -1
 }

@@ -153,7 +153,9 @@ type Selector struct {
 	byType   map[string][]string
 	patterns map[string][]string // trigger patterns (with * or >) -> skills
 	phrases  map[string][]phrase // first word -> phrases
-	always   map[string]bool
+	// maxPhrase is the most words a phrase has had (it never shrinks: a bound).
+	maxPhrase int
+	always    map[string]bool
 }
 
 type entry struct {
@@ -266,6 +268,7 @@ func (x *Selector) Put(s *skill.Skill) bool {
 	for _, p := range phrasesOf(s) {
 		if w := phraseWords(p); len(w) > 0 {
 			x.phrases[w[0]] = append(x.phrases[w[0]], phrase{skill: key, text: p, words: w})
+			x.maxPhrase = max(x.maxPhrase, len(w))
 		}
 	}
 	if e.strategy == StrategyAlways {

@@ -285,7 +285,7 @@ func TestHTTPClientTracing(t *testing.T) {
 // globals alone.
 func TestHTTPClientGlobalProviders(t *testing.T) {
 	if os.Getenv("TOOLTEST_GLOBAL_PROVIDERS") != "1" {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestHTTPClientGlobalProviders$", "-test.count=1", "-test.v")
+		cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestHTTPClientGlobalProviders$", "-test.count=1", "-test.v", "-test.timeout=2m")
 		cmd.Env = append(os.Environ(), "TOOLTEST_GLOBAL_PROVIDERS=1")
 		out, err := cmd.CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "--- PASS: TestHTTPClientGlobalProviders") {
