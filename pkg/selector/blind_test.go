@@ -8,7 +8,7 @@ import (
 	"github.com/skillbus/skillbus/pkg/skill"
 )
 
-// TestBlindPhraseCatalogs routes the six phrase-trigger catalogs written blind to
+// TestBlindPhraseCatalogs routes the eight phrase-trigger catalogs written blind to
 // the router (testdata/routing/blind) and fails if any loads with an error or
 // routes more than two of its 74 requests fewer right than docs/routing.md reports,
 // or rejects fewer of its off-topic requests.
@@ -25,6 +25,8 @@ func TestBlindPhraseCatalogs(t *testing.T) {
 		{"d", 0.649, 0.333, 0.446},
 		{"e", 0.784, 0.667, 0.500},
 		{"f", 0.757, 0.833, 0.473},
+		{"g", 0.676, 0.500, 0.514},
+		{"h", 0.676, 0.667, 0.595},
 	} {
 		dir := "../../testdata/routing/blind/" + c.set + "/"
 		cat, ds := skill.Discover(dir + "skills")
