@@ -228,9 +228,6 @@ type recallSet struct {
 	// phraseWords, read once for phrases and the keyword index
 	words, terms, phrase []string
 	hits                 []Hit // the keyword index's
-	// topics are the phrase hits read as what the request is about (topicWords),
-	// of skills no other phrase of the request recalled
-	topics []phraseHit
 }
 
 var recallSets = sync.Pool{New: func() any { return new(recallSet) }}
@@ -259,8 +256,6 @@ func (r *recallSet) release() {
 	r.words, r.terms, r.phrase = r.words[:0], r.terms[:0], r.phrase[:0]
 	clear(r.hits)
 	r.hits = r.hits[:0]
-	clear(r.topics)
-	r.topics = r.topics[:0]
 	r.x = nil
 	recallSets.Put(r)
 }
@@ -400,26 +395,14 @@ type phraseHit struct {
 // a phrase hundreds of times says no more than saying it once.
 const maxPhraseHits = 256
 
-// topicWords open the part of a request that says what it is about or when,
-// not what it asks for: a phrase after one of them is a topic, not a trigger.
-var topicWords = [...]string{"about", "while"}
-
 // phrases adds the skills whose trigger phrases occur in the text's words. A
 // phrase found inside a longer phrase of another skill is that skill's, not its
 // own ("sql" of a query writer inside "sql injection" of a security audit): the
-// longer says more of what the request is about. It still counts as words. A
-// phrase after a topic word ("write a short poem about autumn rain", "play some
-// music while I debug this") says what the request is about, not what it asks
-// for: its skill is recalled by the keyword index alone, which then judges it by
-// how much of the request it covers (lexical), not as certain.
+// longer says more of what the request is about. It still counts as words.
 func (r *recallSet) phrases(words []string) {
 	var buf [8]phraseHit
 	hits := buf[:0]
-	topic := len(words) // where the first topic word is
 	for i, w := range words {
-		if topic == len(words) && slices.Contains(topicWords[:], w) {
-			topic = i
-		}
 		ps := r.x.phrases[w]
 		for k := range ps {
 			if p := &ps[k]; len(hits) < maxPhraseHits && len(words)-i >= len(p.words) && wordsAt(words, i, p.words) {
@@ -431,10 +414,6 @@ func (r *recallSet) phrases(words []string) {
 		if inLonger(hits, k, r.x.maxPhrase) {
 			continue
 		}
-		if h.from > topic {
-			r.topics = append(r.topics, h)
-			continue
-		}
 		a := r.get(h.p.skill)
 		if a == nil || slices.Contains(a.matched, h.p.text) {
 			continue
@@ -442,22 +421,6 @@ func (r *recallSet) phrases(words []string) {
 		a.add(SourceRule, 1, 0.9, fmt.Sprintf("phrase %q", h.p.text))
 		a.matched = append(a.matched, h.p.text)
 	}
-	// A skill that a phrase before the topic recalled is recalled by it.
-	r.topics = slices.DeleteFunc(r.topics, func(h phraseHit) bool {
-		a := r.find(h.p.skill)
-		return a != nil && len(a.matched) > 0
-	})
-}
-
-// topicOf returns the phrase of skill name that the request says as its topic,
-// nil when none.
-func (r *recallSet) topicOf(name string) *phrase {
-	for _, h := range r.topics {
-		if h.p.skill == name {
-			return h.p
-		}
-	}
-	return nil
 }
 
 // inLonger reports whether hits[k] lies inside a longer phrase of another skill.
@@ -503,10 +466,6 @@ func (r *recallSet) lexical(text string) {
 		ev = math.Max(ev, math.Min(1, evd.Strength/cfg.Strength))
 	}
 	sure := clamp01((ev - cfg.IntentFloor) / (cfg.IntentFull - cfg.IntentFloor))
-	// A skill whose phrase is the request's topic is judged by how much of the
-	// request it covers: the topic is often its one rare word, which would make
-	// the index as sure as a trigger ("a poem about autumn rain" for the weather).
-	covered := clamp01((evd.Coverage - cfg.IntentFloor) / (cfg.IntentFull - cfg.IntentFloor))
 	// The hits are of distinct skills: when no other source recalled one
 	// before, none needs looking for.
 	fresh := len(r.list) == 0
@@ -523,11 +482,7 @@ func (r *recallSet) lexical(text string) {
 			continue
 		}
 		rel := h.BM25 / top.BM25
-		s, reason := sure, ""
-		if p := r.topicOf(h.Name); p != nil {
-			s, reason = covered, fmt.Sprintf("phrase %q is the request's topic, not a trigger", p.text)
-		}
-		a.add(SourceLexical, s*(1-cfg.Relative+cfg.Relative*rel), 0.6, reason)
+		a.add(SourceLexical, sure*(1-cfg.Relative+cfg.Relative*rel), 0.6, "")
 		a.lex = h.BM25
 		if a.matched == nil {
 			a.matched = h.Matched // capped: an append copies
