@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/skillbus/skillbus/pkg/skill"
 )
@@ -156,9 +157,10 @@ func sourceRank(source string) int {
 // catalog does not hold (Request.Skill) is an *UnknownSkillError; a request nothing
 // passes returns a Decision with no Primary (and its candidates) and no error.
 func (x *Selector) Select(req Request, env Env) (*Decision, error) {
+	text := routeText(req.Text)
 	// Phrases (triggers, examples, anti-triggers) are looked for outside the spans
 	// the request quotes: those are what it works on.
-	unq := unquoted(req.Text)
+	unq := unquoted(text)
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	r := recallSets.Get().(*recallSet)
@@ -173,18 +175,18 @@ func (x *Selector) Select(req Request, env Env) (*Decision, error) {
 		typ = ""
 	}
 	var words []string
-	if req.Text != "" {
-		r.read(req.Text)
+	if text != "" {
+		r.read(text)
 		words = r.phrase
-		if unq != req.Text {
+		if unq != text {
 			words = phraseWords(unq)
 		}
 	}
 	if !forced {
 		r.types(typ)
-		if req.Text != "" {
+		if text != "" {
 			r.phrases(words)
-			r.lexical(req.Text)
+			r.lexical(text)
 			r.recalled(req.Recalled)
 		}
 		r.always(typ)
@@ -385,15 +387,45 @@ func (r *recallSet) types(typ string) {
 	}
 }
 
+// MaxRouteText is how much of a request's text is read to route it: its first
+// 8 KiB, cut at a space (the longest of the ten thousand requests in the public
+// and project sets is under 5 KiB). What a request asks for is said at its
+// start; reading a megabyte of pasted log for it would cost seconds, under the
+// lock that catalog updates wait on. The plan's task parameter keeps the whole
+// text.
+const MaxRouteText = 8 << 10
+
+// routeText is the part of text a request is routed on (see MaxRouteText).
+func routeText(text string) string {
+	if len(text) <= MaxRouteText {
+		return text
+	}
+	cut := text[:MaxRouteText]
+	if i := strings.LastIndexAny(cut, " \t\n\r"); i > MaxRouteText/2 {
+		return cut[:i]
+	}
+	// No space in the second half: cut at a rune boundary.
+	for i := len(cut); i > len(cut)-utf8.UTFMax && i > 0; i-- {
+		if utf8.RuneStart(cut[i-1]) {
+			if utf8.FullRuneInString(cut[i-1:]) {
+				return cut
+			}
+			return cut[:i-1]
+		}
+	}
+	return cut
+}
+
 // phraseHit is where a phrase occurs in a request's words: words[from:to].
 type phraseHit struct {
 	p        *phrase
 	from, to int
 }
 
-// maxPhraseHits bounds the phrase hits a request is read for: a request saying
-// a phrase hundreds of times says no more than saying it once.
-const maxPhraseHits = 256
+// maxPhraseHits bounds how often one phrase is read in a request: saying it a
+// hundred times says no more than saying it once, and a long request that
+// repeats one (a pasted log full of "error") keeps the phrases it says later.
+const maxPhraseHits = 4
 
 // phrases adds the skills whose trigger phrases occur in the text's words. A
 // phrase found inside a longer phrase of another skill is that skill's, not its
@@ -402,10 +434,32 @@ const maxPhraseHits = 256
 func (r *recallSet) phrases(words []string) {
 	var buf [8]phraseHit
 	hits := buf[:0]
+	var seen map[*phrase]int // hits of each phrase, once there are more than buf holds
 	for i, w := range words {
 		ps := r.x.phrases[w]
 		for k := range ps {
-			if p := &ps[k]; len(hits) < maxPhraseHits && len(words)-i >= len(p.words) && wordsAt(words, i, p.words) {
+			p := &ps[k]
+			if len(words)-i < len(p.words) || !wordsAt(words, i, p.words) {
+				continue
+			}
+			if len(hits) >= len(buf) && seen == nil {
+				seen = make(map[*phrase]int, 2*len(hits))
+				for _, h := range hits {
+					seen[h.p]++
+				}
+			}
+			n := 0
+			if seen != nil {
+				n = seen[p]
+				seen[p]++
+			} else {
+				for _, h := range hits {
+					if h.p == p {
+						n++
+					}
+				}
+			}
+			if n < maxPhraseHits {
 				hits = append(hits, phraseHit{p, i, i + len(p.words)})
 			}
 		}

@@ -21,3 +21,6 @@ func ValueWords(text string) (uint64, int) { return valueWords(text) }
 
 // Unquoted is unquoted.
 func Unquoted(text string) string { return unquoted(text) }
+
+// RouteText is routeText.
+func RouteText(text string) string { return routeText(text) }
