@@ -47,6 +47,12 @@ def cases(root, known):
                     said = []
                 elif last is not None and t["api_name"] not in last[1]:
                     last[1].append(t["api_name"])
+    # A text of three words or fewer ("Yes please.", "Morning Routine") is an answer
+    # to the assistant, not a request; one that names an API ("... in AddAgenda
+    # API?") gives the answer away. Neither is a case.
+    glued = [a for a in known if re.search(r"[a-z][A-Z]", a)]
+    out = [(q, exp) for q, exp in out
+           if len(q.split()) > 3 and not any(re.search(r"\b%s\b" % a, q, re.I) for a in glued)]
     seen, uniq = {}, []
     for q, exp in out:
         if q in seen:
@@ -76,11 +82,15 @@ The dialogues (level-1-given-desc and level-2-toolsearcher) are conversations be
 user and an assistant that calls the APIs. A case is what the user said since the
 assistant's last call for them (their turns joined), expecting the calls the assistant
 makes next: any of them counts as right. Texts that several dialogues share are one
-case expecting all their calls. The requests were written for the data set, by its
-authors and annotators, not for this project.
+case expecting all their calls. A text of three words or fewer ("Yes please.") answers
+the assistant rather than asking, and a text naming an API ("... in AddAgenda API?")
+gives the answer away: neither is a case. The requests were written for the data set,
+by its authors and annotators, not for this project.
 
 %(skills)d skills; %(tune)d tuning cases (tune.jsonl), %(held)d held-out cases
-(heldout.jsonl), split by a hash of the request text. Made by convert.py.
+(heldout.jsonl), split by a hash of the API a case expects (its first, when it
+expects several), so that the templated requests of one API's dialogues ("delete my
+account? My username is user2 ...") are all on one side. Made by convert.py.
 
 offtopic-tune.jsonl and offtopic-heldout.jsonl hold 100 requests each from the
 Gorilla APIBench sets (requests for machine-learning models, from their tuning and
@@ -103,10 +113,13 @@ def main(root):
             f.write("---\nname: %s\ndescription: %s\n---\n%s\n" % (
                 n, json.dumps(known[api], ensure_ascii=False),
                 "An entry of a public tool-retrieval data set; see ../README.md."))
+    # Split by the API a case expects first, not by its text: the dialogues of one
+    # API repeat templates ("delete my account? My username is user2 ..."), which a
+    # split by text would put on both sides.
     tune, held = [], []
     for q, exp in sorted(cs, key=lambda c: h(c[0])):
         e = [names[x] for x in exp]
-        (tune if int(h(q)[:2], 16) % 2 == 0 else held).append({"query": q, "expect": e[0] if len(e) == 1 else e})
+        (tune if int(h(exp[0])[:2], 16) % 2 == 0 else held).append({"query": q, "expect": e[0] if len(e) == 1 else e})
     for fn, c in (("tune.jsonl", tune), ("heldout.jsonl", held)):
         with open(os.path.join(out, fn), "w") as f:
             for x in c:
