@@ -24,3 +24,12 @@ func Unquoted(text string) string { return unquoted(text) }
 
 // RouteText is routeText.
 func RouteText(text string) string { return routeText(text) }
+
+// ValueParts is valueParts.
+func ValueParts(text string, values uint64) map[string]bool { return valueParts(text, values) }
+
+// ScanWords is scanWords.
+func ScanWords(text string, fn func(w string, start bool)) { scanWords(text, fn) }
+
+// SplitJoined is splitJoined.
+func SplitJoined(text string) string { return splitJoined(text) }

@@ -809,6 +809,7 @@ func (r *search) readTerms(text string, words []string, n int, known []string) {
 	r.s.terms = terms
 	at := r.s.at[:0]
 	values, read := uint64(0), false
+	var vparts map[string]bool // valueParts, once a part of a joined word needs it
 	for i, w := range words {
 		t := terms[i]
 		if t == "" {
@@ -829,7 +830,10 @@ func (r *search) readTerms(text string, words []string, n int, known []string) {
 				values, _ = valueWords(text)
 				read = true
 			}
-			value = i < n && i < 64 && values&(1<<i) != 0 || i >= n && partOfValue(text, values, w)
+			if i >= n && vparts == nil {
+				vparts = valueParts(text, values)
+			}
+			value = i < n && i < 64 && values&(1<<i) != 0 || i >= n && vparts[w]
 		}
 		qt, l := r.lookup(w, t, value)
 		if l == nil {

@@ -2,7 +2,7 @@ package selector
 
 import (
 	"encoding/json"
-	"slices"
+	"maps"
 	"strings"
 	"sync"
 	"unicode"
@@ -238,22 +238,23 @@ func valueWords(text string) (mask uint64, n int) {
 	return digits, n
 }
 
-// partOfValue says whether w, a part of a joined word of text (5th: 5 and th;
-// iPhone15: i, phone and 15), is a part of one of its values (values: valueWords)
-// and of none of its other words.
-func partOfValue(text string, values uint64, w string) bool {
-	j, inValue, inOther := 0, false, false
+// valueParts are the parts of text's joined words (5th: 5 and th; iPhone15: i,
+// phone and 15) that are parts of its values (values: valueWords) and of none of
+// its other words. It reads text once.
+func valueParts(text string, values uint64) map[string]bool {
+	in := map[string]bool{} // part -> only in values so far
+	j := 0
 	scanWords(text, func(o string, _ bool) {
-		if slices.Contains(Words(splitJoined(o)), w) {
-			if j < 64 && values&(1<<j) != 0 {
-				inValue = true
-			} else {
-				inOther = true
+		value := j < 64 && values&(1<<j) != 0
+		for _, w := range Words(splitJoined(o)) {
+			if only, ok := in[w]; !ok || only {
+				in[w] = value
 			}
 		}
 		j++
 	})
-	return inValue && !inOther
+	maps.DeleteFunc(in, func(_ string, only bool) bool { return !only })
+	return in
 }
 
 func appendWord(out []string, w string, lower bool) []string {
