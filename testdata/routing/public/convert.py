@@ -31,18 +31,30 @@ def write_set(name, skills, cases, readme):
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(os.path.join(out, "skills"))
     for n, desc in skills:
-        desc = " ".join(desc.split()) or n.replace("-", " ")
-        with open(os.path.join(out, "skills", n + ".md"), "w") as f:
-            f.write("---\nname: %s\ndescription: %s\n---\n%s\n" % (n, json.dumps(desc[:1000], ensure_ascii=False), "An entry of a public tool-retrieval data set; see ../README.md."))
+        write_skill(out, n, desc)
+    tune, held = write_halves(out, cases)
+    with open(os.path.join(out, "README.md"), "w") as f:
+        f.write(readme % {"skills": len(skills), "tune": len(tune), "held": len(held)})
+
+
+def write_skill(out, n, desc):
+    """Writes out/skills/n.md: a skill of a name and a description, nothing else."""
+    desc = " ".join(desc.split()) or n.replace("-", " ")
+    with open(os.path.join(out, "skills", n + ".md"), "w") as f:
+        f.write("---\nname: %s\ndescription: %s\n---\n%s\n" % (n, json.dumps(desc[:1000], ensure_ascii=False), "An entry of a public tool-retrieval data set; see ../README.md."))
+
+
+def write_halves(out, cases, key=lambda q, exp: q):
+    """Splits cases, (query, expect) pairs, by a hash of key(query, expect) into
+    out/tune.jsonl and out/heldout.jsonl, and returns the two halves."""
     tune, held = [], []
     for q, exp in sorted(cases, key=lambda c: h(c[0])):
-        (tune if int(h(q)[:2], 16) % 2 == 0 else held).append({"query": q, "expect": exp})
+        (tune if int(h(key(q, exp))[:2], 16) % 2 == 0 else held).append({"query": q, "expect": exp})
     for fn, cs in (("tune.jsonl", tune), ("heldout.jsonl", held)):
         with open(os.path.join(out, fn), "w") as f:
             for c in cs:
                 f.write(json.dumps(c, ensure_ascii=False) + "\n")
-    with open(os.path.join(out, "README.md"), "w") as f:
-        f.write(readme % {"skills": len(skills), "tune": len(tune), "held": len(held)})
+    return tune, held
 
 
 def instruction(code):

@@ -11,7 +11,7 @@ import glob, json, os, re, shutil, sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
-from convert import h, offtopic, skill_name  # noqa: E402
+from convert import offtopic, skill_name, write_halves, write_skill  # noqa: E402
 
 # Calls no user asks for: a login the assistant makes on its own, and the search for
 # a tool that level-2 dialogues make before the call they are about.
@@ -107,23 +107,15 @@ def main(root):
     os.makedirs(os.path.join(out, "skills"))
     taken, names = set(), {}
     for api in used:
-        n = skill_name(api, taken)
-        names[api] = n
-        with open(os.path.join(out, "skills", n + ".md"), "w") as f:
-            f.write("---\nname: %s\ndescription: %s\n---\n%s\n" % (
-                n, json.dumps(known[api], ensure_ascii=False),
-                "An entry of a public tool-retrieval data set; see ../README.md."))
+        names[api] = skill_name(api, taken)
+        write_skill(out, names[api], known[api])
     # Split by the API a case expects first, not by its text: the dialogues of one
     # API repeat templates ("delete my account? My username is user2 ..."), which a
     # split by text would put on both sides.
-    tune, held = [], []
-    for q, exp in sorted(cs, key=lambda c: h(c[0])):
-        e = [names[x] for x in exp]
-        (tune if int(h(exp[0])[:2], 16) % 2 == 0 else held).append({"query": q, "expect": e[0] if len(e) == 1 else e})
-    for fn, c in (("tune.jsonl", tune), ("heldout.jsonl", held)):
-        with open(os.path.join(out, fn), "w") as f:
-            for x in c:
-                f.write(json.dumps(x, ensure_ascii=False) + "\n")
+    first = {q: exp[0] for q, exp in cs}
+    named = [(q, [names[x] for x in exp]) for q, exp in cs]
+    tune, held = write_halves(out, [(q, e[0] if len(e) == 1 else e) for q, e in named],
+                              key=lambda q, _: first[q])
     with open(os.path.join(out, "README.md"), "w") as f:
         f.write(README % {"skills": len(used), "tune": len(tune), "held": len(held)})
     offtopic("apibank", ["gorilla-torchhub", "gorilla-tfhub", "gorilla-huggingface"])
