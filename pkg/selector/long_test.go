@@ -73,3 +73,21 @@ func TestRepeatedPhraseKeepsLaterOnes(t *testing.T) {
 		t.Errorf("code-review %+v: want it recalled by its phrase", c)
 	}
 }
+
+// BenchmarkSelectLongRequest routes a request of as many distinct words as
+// routing reads (MaxRouteText), the worst case for looking up a word among the
+// request's terms read before it.
+func BenchmarkSelectLongRequest(b *testing.B) {
+	var skills []*skill.Skill
+	for i := range 300 {
+		skills = append(skills, sk(fmt.Sprintf("tool-%d", i), fmt.Sprintf("Runs job%d on the FooBar%d queue for reports.", i, i)))
+	}
+	x := newSel(b, selector.Config{}, skills...)
+	text := "please run the reports " + distinct(2000)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := x.Select(selector.Request{Text: text}, selector.Env{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

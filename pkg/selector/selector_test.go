@@ -16,7 +16,7 @@ import (
 	"github.com/skillbus/skillbus/pkg/skill"
 )
 
-func newSel(t *testing.T, cfg selector.Config, skills ...*skill.Skill) *selector.Selector {
+func newSel(t testing.TB, cfg selector.Config, skills ...*skill.Skill) *selector.Selector {
 	t.Helper()
 	x := selector.New(cfg)
 	x.Sync(skills)
