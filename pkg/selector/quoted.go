@@ -30,7 +30,8 @@ func opener(r rune) (kind int, closers string) {
 // station' into German" → "translate into German"): what a request quotes is
 // what it works on (a title, a label, a sentence to translate), not what it asks
 // for. A quote opens where no letter or digit comes before it and something other
-// than a space after it ("kid's" and "students' notes" open none), and closes
+// than a space after it ("kid's" and "students' notes" open none; nor does an
+// apostrophe before an elided word: "'cause", "'em"), and closes
 // where no letter or digit comes after it and no space before it; guillemets may
 // hold spaces inside (« bonjour »). Text that is all quotes is kept as it is.
 //
@@ -48,6 +49,10 @@ func unquoted(text string) string {
 		r, n := utf8.DecodeRuneInString(text[i:])
 		kind, cl := opener(r)
 		if kind < 0 || unclosed&(1<<kind) != 0 || isWordRune(prev) || i+n == len(text) {
+			prev, i = r, i+n
+			continue
+		}
+		if (kind == 2 || kind == 3) && elision(text[i+n:]) {
 			prev, i = r, i+n
 			continue
 		}
@@ -75,6 +80,23 @@ func unquoted(text string) string {
 		return text
 	}
 	return out
+}
+
+// elisions are words English writes with an apostrophe in front ('cause, 'em):
+// an apostrophe before one opens no quote.
+var elisions = []string{"cause", "cos", "coz", "em", "til", "tis", "twas", "bout", "round", "n", "ol", "nuff", "sup", "kay"}
+
+// elision reports whether text, after an apostrophe, starts with an elided word.
+func elision(text string) bool {
+	for _, e := range elisions {
+		if len(text) >= len(e) && strings.EqualFold(text[:len(e)], e) {
+			after, _ := utf8.DecodeRuneInString(text[len(e):])
+			if len(text) == len(e) || !isWordRune(after) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // closeAt is where the quote opened before from ends (past its closer), or -1.

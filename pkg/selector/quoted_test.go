@@ -22,6 +22,10 @@ func TestUnquoted(t *testing.T) {
 		// Apostrophes in words open no quote.
 		{"my kid's school and the students' notes", "my kid's school and the students' notes"},
 		{"it's the 90's", "it's the 90's"},
+		// Nor do apostrophes of elided words, though a possessive follows.
+		{"late 'cause the students' bus broke down", "late 'cause the students' bus broke down"},
+		{"rock 'n' roll, tell 'em 'bout it", "rock 'n' roll, tell 'em 'bout it"},
+		{"wait 'til Friday, then play 'Hey Jude'", "wait 'til Friday, then play  "},
 		// A quote that does not close, or closes inside a word, quotes nothing.
 		{"say 'hello", "say 'hello"},
 		{"the 'rock'n'roll hall", "the 'rock'n'roll hall"},
