@@ -90,7 +90,7 @@ bench:
 	$(GO) run ./cmd/skillbus bench $(BENCH_FLAGS)
 
 ## eval: routing quality, router beside Okapi BM25 and BM25+stemming, on every labelled set:
-## the project's own (testdata/routing, its held-out half), the phrase-trigger catalog and the four
+## the project's own (testdata/routing, its held-out half), the phrase-trigger catalog and the eight
 ## written blind to the router (testdata/routing/blind), and
 ## each public data set of testdata/routing/public in its tuning and held-out halves (and
 ## heldout-train.jsonl, a training split nothing was tuned on, where a set has one), with the
