@@ -261,7 +261,11 @@ func routeRemote(ctx context.Context, c *common, req selector.Request, data json
 
 func printDecision(w io.Writer, d *selector.Decision, explain bool) {
 	if d.Primary == "" {
-		fmt.Fprintf(w, "no skill passes the threshold %.2f\n", d.Threshold)
+		if c := d.KeptOut(); c != nil {
+			fmt.Fprintf(w, "no plan: %s scores %.3f, above the threshold %.2f, but is kept out: %s\n", c.Name, c.Score, d.Threshold, c.Reason)
+		} else {
+			fmt.Fprintf(w, "no skill passes the threshold %.2f\n", d.Threshold)
+		}
 	} else {
 		c := d.Candidate(d.Primary)
 		score := 0.0

@@ -80,6 +80,22 @@ func (d *Decision) Candidate(name string) *Candidate {
 	return nil
 }
 
+// KeptOut is the best candidate of a decision without a plan that scored at
+// least the threshold: something other than its score kept it out (a filter, a
+// rate limit, a debounce, an anti-trigger), which its Reason says. nil when none
+// did, or when the decision has a plan.
+func (d *Decision) KeptOut() *Candidate {
+	if d.Primary != "" {
+		return nil
+	}
+	for i := range d.Candidates {
+		if c := &d.Candidates[i]; c.Score >= d.Threshold && !c.Selected && c.Source != SourceAlways {
+			return c
+		}
+	}
+	return nil
+}
+
 // Running is the skills that run at once: the first parallel group (or the primary
 // alone), then the always-skills.
 func (d *Decision) Running() []string {

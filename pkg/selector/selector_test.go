@@ -600,6 +600,19 @@ func TestAdmitIsAskedOnlyAboutSkillsThatWouldJoin(t *testing.T) {
 	if d.Primary != "" || len(d.Candidates) == 0 || len(asked) != 0 {
 		t.Fatalf("primary %q, asked %v; candidates %+v", d.Primary, asked, d.Candidates)
 	}
+	if c := d.KeptOut(); c != nil {
+		t.Errorf("nothing passed the threshold, yet KeptOut is %s (%v)", c.Name, c.Score)
+	}
+
+	// Every skill above the threshold refused: KeptOut names the best, whose
+	// reason says why.
+	x = newSel(t, selector.Config{Threshold: 0.3}, allSkills...)
+	d = decide(t, x, selector.Request{Text: "summarize this pdf"}, selector.Env{Admit: func(s *skill.Skill) (bool, string) {
+		return false, "filter false"
+	}})
+	if c := d.KeptOut(); d.Primary != "" || c == nil || c.Name != "pdf-summarizer" || !strings.Contains(c.Reason, "filter false") {
+		t.Fatalf("primary %q, KeptOut %+v", d.Primary, c)
+	}
 }
 
 // TestDecisionsOutliveLaterRequests checks that a Decision shares nothing with
