@@ -2,15 +2,17 @@
 
 GO ?= go
 SKILLS ?= testdata/skills
+RUN_FLAGS ?=
 BENCH_FLAGS ?=
 CHAOS_FLAGS ?=
 
 .PHONY: deadcode generate gofmt test-ui test-cluster test-all run test bench chaos build vet fuzz clean deploy-check eval
 
 ## run: start everything (embedded NATS, registry, router, workers) with the example skills.
-## The binary runs itself rather than under `go run`, so that Ctrl-C ends it, and make, cleanly
+## The binary runs itself rather than under `go run`, so that Ctrl-C ends it, and make, cleanly.
+## More flags of `skillbus dev` in RUN_FLAGS, e.g. make run RUN_FLAGS="--port 14222 --workers 4"
 run: build
-	./bin/skillbus dev --skills $(SKILLS)
+	./bin/skillbus dev --skills $(SKILLS) $(RUN_FLAGS)
 
 ## cluster: a 3-node JetStream cluster on loopback (nats-server built from go.mod's version, no
 ## Docker) and the registry, a router and two workers as processes, at R3; Ctrl-C stops it all.

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
 	"github.com/skillbus/skillbus/internal/storage"
@@ -320,14 +321,22 @@ func banner(url, store string, roots []string, rep *registry.Report, workers int
 			fmt.Fprintf(&b, "  %s\n", d)
 		}
 	}
+	// The commands suggested reach this server: on another port, they say so.
+	at := ""
+	if url != nats.DefaultURL {
+		at = " --nats-url " + url
+	}
 	b.WriteString("\nTry, from another terminal:\n")
 	switch {
 	case slices.Contains(rep.Loaded, "hello"):
-		b.WriteString("  skillbus trigger --skill hello --data '{\"name\":\"Ada\"}' --wait\n")
+		fmt.Fprintf(&b, "  skillbus%s trigger --skill hello --data '{\"name\":\"Ada\"}' --wait\n", at)
 	case len(rep.Loaded) > 0:
-		fmt.Fprintf(&b, "  skillbus trigger --skill %s --data '{}' --wait\n", rep.Loaded[0])
+		// Its inputs are for the user to read: guessed data would fail on a
+		// required one.
+		fmt.Fprintf(&b, "  skillbus%s skills show %s          (its inputs)\n", at, rep.Loaded[0])
+		fmt.Fprintf(&b, "  skillbus%s trigger --skill %s --data '{...}' --wait\n", at, rep.Loaded[0])
 	}
-	b.WriteString("  skillbus skills list\n\nCtrl-C to stop.\n\n")
+	fmt.Fprintf(&b, "  skillbus%s skills list\n\nCtrl-C to stop.\n\n", at)
 	return b.String()
 }
 
