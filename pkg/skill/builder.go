@@ -24,6 +24,14 @@ type builder struct {
 	mainDecoder *decoder // of the main file, for messages about the whole skill
 }
 
+// controls are the fields whose absence lets a skill run more, or more often, than
+// its author meant: a misspelling of one says so.
+var controls = map[string]bool{
+	"filter": true, "rate_limit": true, "debounce": true, "batch": true, "cancel_on": true,
+	"concurrency": true, "throttle": true, "anti_triggers": true, "permissions": true,
+	"timeout": true, "max_retries": true,
+}
+
 type setAt struct {
 	d   *decoder
 	key *yaml.Node
@@ -46,6 +54,10 @@ func (b *builder) fields(d *decoder, ps []pair, fs *fieldSet, what string) {
 			hint := ""
 			if c := closest(p.key, fs.names); c != "" {
 				hint = "did you mean " + c + "?"
+				if controls[c] && !slices.ContainsFunc(ps, func(q pair) bool { return q.key == c }) {
+					// A misspelt control is off, silently but for this warning.
+					hint += " As written, the skill has no " + c
+				}
 			}
 			d.warnAt(p.k, p.key, hint, "unknown field %s in %s; it is ignored", p.key, what)
 			continue

@@ -1,6 +1,7 @@
 package skill
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -83,6 +84,8 @@ func TestGolden(t *testing.T) {
 			{"bad/md/unknown-keys.md:4:1", SeverityWarning, "unknown field trigers in front matter"},
 			{"bad/md/unknown-keys.md:6:1", SeverityWarning, "unknown field anti-triggers"},
 			{"bad/md/unknown-keys.md:7:1", SeverityWarning, "unknown field colour"},
+			// A misspelt control says the skill runs without it.
+			{"bad/md/unknown-keys.md:8:1", SeverityWarning, "unknown field debounse in front matter; it is ignored"},
 		}},
 		{path: "bad/md/wrong-types.md", want: []diag{
 			{"bad/md/wrong-types.md:4:14", SeverityError, `max_retries must be an integer, not the string "three"`},
@@ -279,5 +282,22 @@ func TestGolden(t *testing.T) {
 				t.Errorf("skill = %v with errors = %v; want a skill exactly when there are no errors", s != nil, ds.HasErrors())
 			}
 		})
+	}
+}
+
+// A misspelt control field says, in its hint, that the skill runs without the
+// control; a misspelling of another field, or of a control also set correctly, does not.
+func TestMisspeltControlSaysItIsOff(t *testing.T) {
+	t.Parallel()
+	_, ds := LoadOptions{}.LoadPath(fixture("bad/md/unknown-keys.md"))
+	hints := map[string]string{}
+	for _, d := range ds {
+		hints[strings.Fields(d.Message)[2]] = d.Hint
+	}
+	if h := hints["debounse"]; h != "did you mean debounce? As written, the skill has no debounce" {
+		t.Errorf("debounse: hint %q", h)
+	}
+	if h := hints["trigers"]; h != "did you mean triggers?" {
+		t.Errorf("trigers: hint %q", h)
 	}
 }
