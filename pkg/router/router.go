@@ -408,7 +408,14 @@ func (r *Router) decideTrigger(ctx context.Context, t *trigger) (outcome, error)
 		}
 	}
 	t.ramps = rampsNow(&r.ramps)
-	return plan(d, t, r.cfg.Bus.Subjects, r.sel.Get), nil
+	o := plan(d, t, r.cfg.Bus.Subjects, r.sel.Get)
+	if u, ok := o.(unmatched); ok && u.code == events.UnmatchedNoSkill && len(d.Candidates) == 0 && t.req.Type != "" && t.req.Type != selector.RequestType {
+		if c := r.sel.ClosestType(t.req.Type); c != "" {
+			u.reason += fmt.Sprintf("; did you mean %s?", c)
+			o = u
+		}
+	}
+	return o, nil
 }
 
 // errBadParent is a trigger naming a parent activation (events.ExtParent) that is

@@ -249,7 +249,13 @@ func TestNoMatchIsRecordedAndAcked(t *testing.T) {
 	f.publish("skillbus.trigger.com.example.nobody", ce("4", "com.example.nobody"), `{}`)
 	var u events.RouteUnmatched
 	f.event(events.ActivationID("/test", "4"), events.TypeRouteUnmatched, &u)
-	if u.Code != events.UnmatchedNoSkill || !strings.Contains(u.Reason, "com.example.nobody") {
+	if u.Code != events.UnmatchedNoSkill || !strings.Contains(u.Reason, "com.example.nobody") || strings.Contains(u.Reason, "did you mean") {
+		t.Fatalf("unmatched = %+v", u)
+	}
+	// A type one letter from a skill's trigger names it.
+	f.publish("skillbus.trigger.com.example.gret", ce("5", "com.example.gret"), `{}`)
+	f.event(events.ActivationID("/test", "5"), events.TypeRouteUnmatched, &u)
+	if u.Code != events.UnmatchedNoSkill || !strings.HasSuffix(u.Reason, `event type "com.example.gret"; did you mean com.example.greet?`) {
 		t.Fatalf("unmatched = %+v", u)
 	}
 	f.settled()

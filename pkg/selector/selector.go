@@ -148,11 +148,14 @@ type Selector struct {
 	// fullReason is the reason of a candidate that passed when the plan is full.
 	fullReason string
 
-	mu       sync.RWMutex
-	skills   map[string]*entry // by NormalizeName
-	byType   map[string][]string
-	patterns map[string][]string // trigger patterns (with * or >) -> skills
-	phrases  map[string][]phrase // first word -> phrases
+	mu     sync.RWMutex
+	skills map[string]*entry // by NormalizeName
+	byType map[string][]string
+	// typesIn and typesEnding list byType's types by namespace (up to the last
+	// dot) and by last token, for ClosestType
+	typesIn, typesEnding map[string][]string
+	patterns             map[string][]string // trigger patterns (with * or >) -> skills
+	phrases              map[string][]phrase // first word -> phrases
 	// maxPhrase is the most words a phrase has had (it never shrinks: a bound).
 	maxPhrase int
 	always    map[string]bool
@@ -205,6 +208,7 @@ func New(cfg Config) *Selector {
 		cfg: cfg, idx: NewIndex(cfg.Index),
 		fullReason: "passed, but the plan already has maxActive " + strconv.Itoa(cfg.MaxActive) + " skills",
 		skills:     map[string]*entry{}, byType: map[string][]string{}, patterns: map[string][]string{},
+		typesIn: map[string][]string{}, typesEnding: map[string][]string{},
 		phrases: map[string][]phrase{}, always: map[string]bool{},
 	}
 }
@@ -262,6 +266,11 @@ func (x *Selector) Put(s *skill.Skill) bool {
 		if strings.ContainsAny(t, "*>") {
 			x.patterns[t] = append(x.patterns[t], key)
 		} else {
+			if _, had := x.byType[t]; !had {
+				ns, last := splitType(t)
+				x.typesIn[ns] = append(x.typesIn[ns], t)
+				x.typesEnding[last] = append(x.typesEnding[last], t)
+			}
 			x.byType[t] = append(x.byType[t], key)
 		}
 	}
@@ -324,6 +333,11 @@ func (x *Selector) unrule(key string) {
 	for _, t := range old.s.Triggers {
 		drop(x.byType, t, key)
 		drop(x.patterns, t, key)
+		if _, still := x.byType[t]; !still && !strings.ContainsAny(t, "*>") {
+			ns, last := splitType(t)
+			drop(x.typesIn, ns, t)
+			drop(x.typesEnding, last, t)
+		}
 	}
 	for _, p := range phrasesOf(old.s) {
 		if w := phraseWords(p); len(w) > 0 {
@@ -391,6 +405,35 @@ func (x *Selector) Skills() []*skill.Skill {
 	x.mu.RUnlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// ClosestType is the event type a skill triggers on that typ most likely
+// misspells, or "": one of typ's namespace (the type up to its last dot) a
+// typo's distance away, or else one with typ's last token whose namespace is a
+// typo's distance from typ's. It looks only at types sharing a part of typ, so a
+// stream of unknown types costs little.
+func (x *Selector) ClosestType(typ string) string {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	ns, last := splitType(typ)
+	if c := skill.Closest(typ, x.typesIn[ns]); c != "" {
+		return c
+	}
+	var same []string
+	for _, t := range x.typesEnding[last] {
+		if tns, _ := splitType(t); skill.Closest(ns, []string{tns}) != "" {
+			same = append(same, t)
+		}
+	}
+	return skill.Closest(typ, same)
+}
+
+// splitType splits an event type at its last dot: its namespace and last token.
+func splitType(t string) (ns, last string) {
+	if i := strings.LastIndexByte(t, '.'); i >= 0 {
+		return t[:i], t[i+1:]
+	}
+	return "", t
 }
 
 // MatchType reports whether a CloudEvent type matches a trigger: exactly, or as a

@@ -683,3 +683,28 @@ func TestDecisionsOutliveLaterRequests(t *testing.T) {
 		t.Fatalf("want more than 16 candidates, got %d", len(kept[1].Candidates))
 	}
 }
+
+// ClosestType names the trigger type a request's type most likely misspells,
+// within its namespace or with its last token, and forgets types no skill has.
+func TestClosestType(t *testing.T) {
+	t.Parallel()
+	orders := sk("orders", "Ships orders.", func(s *skill.Skill) { s.Triggers = []string{"com.shop.order.created", "com.shop.order.*"} })
+	refunds := sk("refunds", "Refunds.", func(s *skill.Skill) { s.Triggers = []string{"com.shop.refund.created"} })
+	x := newSel(t, selector.Config{}, orders, refunds)
+	for typ, want := range map[string]string{
+		"com.shop.order.create":    "com.shop.order.created", // in its namespace
+		"com.shpo.order.created":   "com.shop.order.created", // its namespace misspelt
+		"com.shop.order.created":   "",                       // itself
+		"com.shop.invoice.created": "",                       // another namespace, not a typo of one
+		"com.shop.order.*":         "",                       // patterns are not suggested
+		"created":                  "",
+	} {
+		if got := x.ClosestType(typ); got != want {
+			t.Errorf("ClosestType(%q) = %q, want %q", typ, got, want)
+		}
+	}
+	x.Remove("orders")
+	if got := x.ClosestType("com.shop.order.create"); got != "" {
+		t.Errorf("after the skill is removed: %q", got)
+	}
+}
