@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -102,7 +101,9 @@ func unwrapPath(err error) error {
 
 // validateLocal checks the paths with package skill, as the registry would.
 func validateLocal(paths, tools []string) *registry.ValidateResponse {
-	cat, ds := skill.LoadOptions{KnownTools: tools}.Discover(paths...)
+	// Without --known-tools, a step's tool a typo away from a built-in is a
+	// warning: `tool: htp` is almost surely `http`.
+	cat, ds := skill.LoadOptions{KnownTools: tools, LikelyTools: builtinTools}.Discover(paths...)
 	resp := &registry.ValidateResponse{Skills: []string{}, Diagnostics: skill.Diagnostics{}}
 	for _, s := range cat.Skills {
 		resp.Skills = append(resp.Skills, s.Name)
@@ -111,7 +112,6 @@ func validateLocal(paths, tools []string) *registry.ValidateResponse {
 	if !ds.HasErrors() {
 		resp.Diagnostics = append(resp.Diagnostics, routingWarnings(cat.Skills)...)
 	}
-	resp.Diagnostics = append(resp.Diagnostics, stepToolProblems(cat.Skills, tools)...)
 	if len(cat.Skills) == 0 && !ds.HasErrors() {
 		// An empty directory gates nothing: most likely the wrong PATH.
 		resp.Diagnostics = append(resp.Diagnostics, skill.Diagnostic{File: strings.Join(paths, ", "), Severity: skill.SeverityError,
@@ -215,35 +215,3 @@ func walkFiles(root string, fn func(path string) error) error {
 // builtinTools are the tools every worker has without configuration; llm, with a
 // chat model.
 var builtinTools = []string{"http", "exec", "echo", "noop", "skill", "llm"}
-
-// stepToolProblems checks the tools that workflow steps call when the fleet's tools
-// are not given (with --known-tools the loader itself reports "unknown tool htp;
-// did you mean http?" as an error). Offline, tools served on the bus or by MCP
-// servers cannot be known, so only a name close to a built-in tool but not one is
-// reported, as a warning: `tool: htp` is almost surely `http`.
-func stepToolProblems(skills []*skill.Skill, known []string) skill.Diagnostics {
-	if known != nil {
-		return nil
-	}
-	var out skill.Diagnostics
-	for _, s := range skills {
-		if s.Workflow == nil {
-			continue
-		}
-		file := s.Source
-		if s.Dir != "" {
-			file = filepath.Join(s.Dir, "skill.yaml")
-		}
-		for i, st := range s.Workflow.Steps {
-			if st.Tool == "" || slices.Contains(builtinTools, st.Tool) {
-				continue
-			}
-			if c := skill.Closest(st.Tool, builtinTools); c != "" {
-				out = append(out, skill.Diagnostic{File: file, Severity: skill.SeverityWarning, Field: fmt.Sprintf("steps[%d].tool", i),
-					Message: fmt.Sprintf("tool %s is not a built-in tool; did you mean %s?", st.Tool, c),
-					Hint:    "tools served on the bus or by MCP servers are not known offline: --known-tools names a fleet's tools, --remote asks its registry"})
-			}
-		}
-	}
-	return out
-}

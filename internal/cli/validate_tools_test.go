@@ -11,7 +11,7 @@ import (
 	"github.com/skillbus/skillbus/internal/natstest"
 )
 
-// `tool: htp` passes an offline validate with a warning naming http; given the
+// `tool: htp` passes an offline validate with a warning naming http, at its line; given the
 // fleet's tools, it is an error.
 func TestValidateWarnsOfAMisspeltTool(t *testing.T) {
 	t.Parallel()
@@ -27,7 +27,7 @@ func TestValidateWarnsOfAMisspeltTool(t *testing.T) {
 	if err := cli.Skillbus(context.Background(), []string{"skills", "validate", dir}, noEnv, out, out); err != nil {
 		t.Fatalf("offline: %v\n%s", err, out)
 	}
-	if !strings.Contains(out.String(), "warning: tool htp is not a built-in tool; did you mean http?") || strings.Contains(out.String(), "my_bus_tool") {
+	if !strings.Contains(out.String(), "typo/skill.yaml:5:11: warning: tool htp is not a built-in tool; did you mean http?") || strings.Contains(out.String(), "my_bus_tool") {
 		t.Errorf("offline: want a warning for htp alone:\n%s", out)
 	}
 	out = &natstest.Buffer{}

@@ -28,6 +28,12 @@ type LoadOptions struct {
 	// workflow steps; a name not among them is an error with a suggestion (a name in
 	// disallowed_tools, a warning). nil: tool names are not checked.
 	KnownTools []string
+	// LikelyTools, when KnownTools is nil, are tools every fleet has (the
+	// built-ins): a workflow step's tool a typo away from one of them, and not one
+	// of them, is a warning with a suggestion (`tool: htp`), at its line. Other
+	// names are not checked (tools served on the bus or by MCP servers are not
+	// known offline).
+	LikelyTools []string
 
 	// MaxFileSize bounds each text file of a skill, SKILL.md and skill.yaml included:
 	// a larger SKILL.md or skill.yaml is an error; a larger text resource is listed

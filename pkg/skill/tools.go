@@ -120,6 +120,18 @@ func (b *builder) checkTools() {
 		check(b.stepTools, SeverityError)
 		check(disallowed, SeverityWarning)
 	}
+	if b.opts.KnownTools == nil && b.opts.LikelyTools != nil {
+		for _, t := range b.stepTools {
+			if slices.Contains(b.opts.LikelyTools, t.name) {
+				continue
+			}
+			if c := closest(t.name, b.opts.LikelyTools); c != "" {
+				*b.ds = append(*b.ds, t.at.diag(SeverityWarning, t.field,
+					"tools served on the bus or by MCP servers are not known offline: --known-tools names a fleet's tools, --remote asks its registry",
+					"tool %s is not a built-in tool; did you mean %s?", t.name, c))
+			}
+		}
+	}
 	banned := map[string]bool{}
 	for _, t := range disallowed {
 		banned[toolName(t.name)] = true
