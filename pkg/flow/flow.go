@@ -285,6 +285,10 @@ func (p *Program) eval(ev *Event) (ref.Val, error) {
 		if strings.Contains(err.Error(), "cost limit exceeded") {
 			return nil, fmt.Errorf("%w: %v", ErrCost, err)
 		}
+		if strings.HasPrefix(err.Error(), "no such overload") {
+			// CEL's words for comparing a string with a number.
+			return nil, fmt.Errorf("%w: values of types the operator does not take together (a string where a number was meant? int(), double() and string() convert)", err)
+		}
 		return nil, err
 	}
 	return out, nil

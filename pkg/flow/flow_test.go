@@ -40,6 +40,8 @@ func TestFilter(t *testing.T) {
 		{expr: `has(data.coupon) && data.coupon == "x"`, want: false},
 		{expr: `data.coupon == "x"`, err: "no such key: coupon"},
 		{expr: `data.amount.size() > 1`, err: "no such overload"},
+		// A string compared with a number says how to convert.
+		{expr: `data.customer.tier > 100`, err: "no such overload: values of types the operator does not take together (a string where a number was meant? int(), double() and string() convert)"},
 	} {
 		t.Run(tc.expr, func(t *testing.T) {
 			t.Parallel()
