@@ -56,7 +56,7 @@ func (w *workerFlags) register(cmd *cobra.Command, getenv Env) {
 	f.StringVar(&w.execDir, "exec-dir", "", "working directory of the exec tool's processes (default: a fresh temporary directory per call)")
 	f.DurationVar(&w.confirmTimeout, "confirm-timeout", time.Hour, "how long a confirmation waits for an answer when the skill does not say; unanswered, it is denied")
 	f.IntVar(&w.maxDepth, "max-depth", 2, "how deep skills may invoke skills through the skill tool")
-	f.IntVar(&w.crashAllowance, "crash-allowance", 2, "how many times workers may die running one execution before it is dead-lettered unrun (a job that kills its worker)")
+	f.IntVar(&w.crashAllowance, "crash-allowance", 2, "how many times workers may die running one execution before it is dead-lettered unrun (a job that kills its worker); a death in its first run, which takes no claim, is not counted")
 	f.StringVar(&w.execPath, "exec-path", "", "PATH given to the exec tool's processes (default /usr/local/bin:/usr/bin:/bin)")
 	w.execLimits.register(cmd)
 	f.BoolVar(&w.repair, "repair", w.repair, "repair skills: park executions that fail with a repairable fault (a misspelt key, an unknown filter, a wrong path, a refused parameter) on one repair per skill version and fault, which the repair service (skillbus repair serve, its own NATS user) proposes a patch for (see docs/operations.md); every worker of a fleet should agree")
