@@ -154,7 +154,11 @@ func startRetry(ctx context.Context, log *slog.Logger, what string, start func()
 		if err == nil || ctx.Err() != nil || !startRetryable(err) {
 			return err
 		}
-		log.Warn(what+": start-up interrupted; NATS is not answering, trying again", "err", err, "retry_in", wait)
+		msg := ": start-up interrupted; NATS is not answering, trying again"
+		if strings.Contains(err.Error(), "does not run JetStream") {
+			msg = ": start-up waits for JetStream, which the NATS server does not run; trying again" // bus.NoJetStream's
+		}
+		log.Warn(what+msg, "err", err, "retry_in", wait)
 		select {
 		case <-ctx.Done():
 			return ctx.Err()

@@ -67,7 +67,7 @@ func Remote(js AccountInfoer) func(context.Context) error {
 		case err == nil:
 			return nil
 		case errors.Is(err, jetstream.ErrJetStreamNotEnabled), errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount):
-			return fmt.Errorf("%w: the NATS server has JetStream disabled (%v); it does so when its store cannot be written: free space, then restart nats-server", ErrFault, err)
+			return fmt.Errorf("%w: the NATS server has JetStream disabled (%v): it was started without it (nats-server -js, or jetstream {} in its configuration file), or it turned it off because its store could not be written (free space, then restart nats-server)", ErrFault, err)
 		case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
 			// A server that shut JetStream down leaves its API unanswered.
 			return fmt.Errorf("%w: JetStream did not answer (%v): it is disabled (a store that could not be written; free space, then restart nats-server) or the server is overloaded", ErrFault, err)

@@ -259,9 +259,24 @@ func (b *Bus) Buckets() []jetstream.KeyValueConfig {
 	return []jetstream.KeyValueConfig{skills, runs, stats, workers, cache, repairs, hooks, schedules, ratelimits}
 }
 
+// NoJetStream adds to err, when JetStream did not answer (no responders) and the
+// server this bus is connected to says it does not run JetStream, that it must:
+// a nats-server started without -js answers nothing on the JetStream API, which
+// reads like an outage. Other errors, and nil, are returned as they are.
+func (b *Bus) NoJetStream(err error) error {
+	if err == nil || !(errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrJetStreamNotEnabled)) || b.NC == nil {
+		return err
+	}
+	if on, _ := b.NC.ConnectedServerJetStream(); on || !b.NC.IsConnected() {
+		return err
+	}
+	return fmt.Errorf("%w (the NATS server at %s does not run JetStream: start it with -js, or with jetstream {} in its configuration file)", err, b.NC.ConnectedUrlRedacted())
+}
+
 // Ensure creates or updates every stream and bucket. It is idempotent and safe to run
 // from every process at start.
-func (b *Bus) Ensure(ctx context.Context) error {
+func (b *Bus) Ensure(ctx context.Context) (err error) {
+	defer func() { err = b.NoJetStream(err) }()
 	for _, sc := range b.Streams() {
 		if err := b.migrateJobs(ctx, sc); err != nil {
 			return err
@@ -327,7 +342,8 @@ func sameStream(have, want jetstream.StreamConfig) bool {
 // not ensure the streams calls it once they exist. Readers of Config (a
 // confirmation's longest timeout is bounded by the events' retention) then see the
 // streams' own.
-func (b *Bus) LearnRetention(ctx context.Context) error {
+func (b *Bus) LearnRetention(ctx context.Context) (err error) {
+	defer func() { err = b.NoJetStream(err) }()
 	for name, age := range map[string]*time.Duration{
 		b.StreamTriggers(): &b.cfg.TriggerMaxAge, b.StreamJobs(): &b.cfg.JobsMaxAge,
 		b.StreamDead(): &b.cfg.DeadMaxAge, b.StreamEvents(): &b.cfg.EventsMaxAge,

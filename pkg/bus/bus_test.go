@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
 
@@ -189,5 +190,29 @@ func TestEnsureReplacesAnEmptyWorkQueueJobsStream(t *testing.T) {
 	}
 	if r := s.CachedInfo().Config.Retention; r != jetstream.LimitsPolicy {
 		t.Fatalf("JOBS retention after Ensure = %v, want limits", r)
+	}
+}
+
+// A server without JetStream answers nothing on its API, which reads like an
+// outage: Ensure and LearnRetention say what is wrong and how to fix it.
+func TestNoJetStreamSaysSo(t *testing.T) {
+	t.Parallel()
+	srv := natstest.StartWith(t, func(o *server.Options) { o.JetStream = false })
+	b, err := bus.New(srv.Conn(t), bus.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	const want = "does not run JetStream: start it with -js"
+	if err := b.Ensure(ctx); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Ensure: %v", err)
+	}
+	if err := b.LearnRetention(ctx); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("LearnRetention: %v", err)
+	}
+	// With JetStream, an error of another kind is left as it is.
+	if err := natstest.Start(t).Bus(t, bus.Config{}).NoJetStream(context.DeadlineExceeded); err != context.DeadlineExceeded {
+		t.Errorf("NoJetStream changed %v", err)
 	}
 }
