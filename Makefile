@@ -20,9 +20,10 @@ run: build
 cluster: build bin/nats-server
 	deploy/local/cluster.sh
 
-## cluster-down: stop what `make cluster` started (from another terminal)
+## cluster-down: stop what `make cluster` started (from another terminal; the same CLUSTER_DIR)
+CLUSTER_DIR ?= .cluster
 cluster-down:
-	@if [ -s .cluster/pids ]; then kill -TERM $$(tac .cluster/pids) 2>/dev/null || true; echo "stopped $$(wc -l < .cluster/pids) processes"; rm -f .cluster/pids; else echo "no cluster running"; fi
+	@if [ -s $(CLUSTER_DIR)/pids ]; then kill -TERM $$(tac $(CLUSTER_DIR)/pids) 2>/dev/null || true; echo "stopped $$(wc -l < $(CLUSTER_DIR)/pids) processes"; rm -f $(CLUSTER_DIR)/pids; else echo "no cluster running (no $(CLUSTER_DIR)/pids)"; fi
 
 bin/nats-server: go.mod
 	$(GO) build -o bin/nats-server github.com/nats-io/nats-server/v2
