@@ -39,8 +39,11 @@ stop() { # stop [EXIT CODE]
 }
 trap stop INT TERM
 
+# How to stop it from another terminal: make cluster-down, told where it is.
+down="make cluster-down"
+[ "${CLUSTER_DIR:-.cluster}" = .cluster ] || down="CLUSTER_DIR=$dir make cluster-down"
 if [ -s "$dir/pids" ] && kill -0 $(cat "$dir/pids") 2>/dev/null; then
-  echo "a cluster is already running from $dir (pids $(tr '\n' ' ' < "$dir/pids")); make cluster-down stops it" >&2
+  echo "a cluster is already running from $dir (pids $(tr '\n' ' ' < "$dir/pids")); $down stops it" >&2
   exit 1
 fi
 : > "$dir/pids"
@@ -100,7 +103,7 @@ From another terminal (the CLI connects as the operator user):
   bin/skillbus trigger --skill hello --data '{"name":"Ada"}' --wait
   kill \$(sed -n 2p $dir/pids)     # stop node n2; the cluster carries on with two
 
-Ctrl-C (or make cluster-down) stops everything.
+Ctrl-C (or $down) stops everything.
 EOT
 # Each process has a session of its own, so Ctrl-C reaches this script alone, which
 # stops the roles before the servers they drain to.
