@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"strings"
 	"sync/atomic"
@@ -136,6 +137,8 @@ func connectError(url string, err error) error {
 	switch {
 	case errors.Is(err, nats.ErrAuthorization), strings.Contains(err.Error(), "Authorization Violation"):
 		return fmt.Errorf("%w (check the user and password, --creds or --nkey)", err)
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("%w (a file the connection needs: check --creds, --nkey, --tls-ca, --tls-cert and --tls-key)", err)
 	case strings.Contains(err.Error(), "tls:"), strings.Contains(err.Error(), "x509:"), errors.Is(err, nats.ErrSecureConnRequired):
 		return fmt.Errorf("%w (check --tls-ca, --tls-cert and --tls-key against the server's TLS settings)", err)
 	}

@@ -243,3 +243,16 @@ func TestStartRetryWaitsOutAnUnansweringServer(t *testing.T) {
 		t.Fatal("a cancelled start-up succeeded")
 	}
 }
+
+// A credentials or TLS file that is not there is named as such, not as a server
+// that is not running, and nothing waits for it.
+func TestMissingConnectionFileSaysSo(t *testing.T) {
+	t.Parallel()
+	missing := filepath.Join(t.TempDir(), "nope")
+	for _, flag := range []string{"--creds", "--tls-ca"} {
+		out, code := run(t, flag, missing, "skills", "list")
+		if code != 1 || !strings.Contains(out, "no such file or directory (a file the connection needs: check --creds") {
+			t.Errorf("%s: exit %d: %s", flag, code, out)
+		}
+	}
+}
