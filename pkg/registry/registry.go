@@ -436,6 +436,10 @@ func (r *Registry) apply(ctx context.Context, skills []*skill.Skill, diags skill
 	}
 	for _, s := range skills {
 		p := r.pub[s.Name]
+		if p != nil && p.invalid {
+			// Its files load again: say so, as their errors were said.
+			r.cfg.Log.Info("registry: skill is valid again", "skill", s.Name, "digest", short(s.Digest))
+		}
 		switch {
 		case retrySet[s.Name]:
 			if p != nil {

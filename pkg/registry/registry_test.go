@@ -367,3 +367,32 @@ func TestRegistryNeverWipesWhatIsNotItsOwn(t *testing.T) {
 		t.Fatalf("removed %v (%v), want alpha", rep.Removed, err)
 	}
 }
+
+// A skill made invalid is logged, and so is its return: restoring its last good
+// files publishes nothing new, yet the log's last word on it must not stay the error.
+func TestValidAgainIsLogged(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	path := filepath.Join(e.dir, "alpha", "SKILL.md")
+	write(t, path, skillMD("alpha", "first"))
+	write(t, filepath.Join(e.dir, "beta", "SKILL.md"), skillMD("beta", "second")) // the root is not empty
+	var logs natstest.Buffer
+	reg := e.registry(registry.Config{Log: slog.New(slog.NewTextHandler(&logs, nil))})
+	sync := func() {
+		t.Helper()
+		if _, err := reg.Sync(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sync()
+	write(t, path, "---\nname: alpha\ndescription: [unclosed\n---\nbody\n")
+	sync()
+	if !strings.Contains(logs.String(), "skill is invalid; its last good version keeps serving") {
+		t.Fatalf("breaking alpha was not logged:\n%s", logs.String())
+	}
+	write(t, path, skillMD("alpha", "first"))
+	sync()
+	if !strings.Contains(logs.String(), `msg="registry: skill is valid again" skill=alpha`) {
+		t.Fatalf("fixing alpha was not logged:\n%s", logs.String())
+	}
+}
