@@ -296,7 +296,11 @@ func printEntry(w io.Writer, e *dlq.Entry) error {
 			fmt.Fprintf(w, "  #%d  %s by %s at %s: %s\n", r.Replay, target, r.By, r.At.Local().Format(time.RFC3339), r.Outcome)
 		}
 	}
-	if e.Kind != dlq.KindUnreadable {
+	switch {
+	case e.Kind == dlq.KindUnreadable:
+	case len(e.Replays) > 0:
+		fmt.Fprintf(w, "\nreplayed already; to replay it once more: skillbus dlq replay %s --again\n", e.ID)
+	default:
 		fmt.Fprintf(w, "\nreplay it: skillbus dlq replay %s\n", e.ID)
 	}
 	return nil

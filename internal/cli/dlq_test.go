@@ -366,8 +366,9 @@ func TestDLQ(t *testing.T) {
 	if out, err = s.skillbus("dlq", "list"); err != nil || !strings.Contains(out, "replayed (completed)") {
 		t.Errorf("dlq list after the replay:\n%s", out)
 	}
-	if out, err = s.skillbus("dlq", "show", dead.ID); err != nil || !strings.Contains(out, "#1  execution "+rp.ExecutionID+" of flaky 1.1.0 by ada") {
-		t.Errorf("dlq list after the replay:\n%s", out)
+	if out, err = s.skillbus("dlq", "show", dead.ID); err != nil || !strings.Contains(out, "#1  execution "+rp.ExecutionID+" of flaky 1.1.0 by ada") ||
+		!strings.Contains(out, "replayed already; to replay it once more: skillbus dlq replay "+dead.ID+" --again") {
+		t.Errorf("dlq show after the replay:\n%s", out)
 	}
 
 	// The same replay again: nothing is published.
