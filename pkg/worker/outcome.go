@@ -264,6 +264,8 @@ func (w *Worker) consequences(ctx context.Context, j *job, rec *run.Record, reco
 		w.emit(j, events.TypeExecutionDeadlettered, "final", events.ExecutionDeadlettered{
 			ExecutionID: rec.ExecutionID, Skill: rec.Skill, Subject: dead, Class: rec.Class, Reason: rec.Error,
 		})
+		w.cfg.Log.WarnContext(ctx, "worker: execution dead-lettered", "execution", rec.ExecutionID, "skill", rec.Skill,
+			"class", rec.Class, "step", rec.StepID, "deliveries", rec.Attempt, "reason", rec.Error)
 	}
 }
 

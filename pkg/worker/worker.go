@@ -831,6 +831,8 @@ func (w *Worker) settleOnce(ctx context.Context, j *job, d Decision) error {
 		if err := w.release(ctx, j, int(j.attempt)); err != nil {
 			return err
 		}
+		w.cfg.Log.InfoContext(ctx, "worker: execution failed; retrying", "execution", j.data.ExecutionID, "skill", j.skill.Name,
+			"attempt", j.attempt, "attempts", j.skill.Retries()+1, "retry_in", d.Delay, "class", failure.ClassOf(d.Err), "err", d.Err)
 		return j.msg.NakWithDelay(d.Delay)
 	case Fail:
 		return w.fail(ctx, j, d.Step, d.Err)

@@ -51,6 +51,8 @@ type fixture struct {
 	// The "wait" tool signals blocked when called and returns when release closes.
 	release chan struct{}
 	blocked chan struct{}
+	// logs holds what the fixture's workers log.
+	logs natstest.Buffer
 }
 
 // step returns a one-step workflow skill calling tool t.
@@ -132,7 +134,7 @@ func (f *fixture) start() {
 // startWorker starts one more worker on the fixture's bus and catalog.
 func (f *fixture) startWorker(name string) *worker.Worker {
 	f.t.Helper()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	log := slog.New(slog.NewTextHandler(&f.logs, nil))
 	eng, err := workflow.New(workflow.Config{Tools: f.tools, Log: log})
 	if err != nil {
 		f.t.Fatal(err)
@@ -398,6 +400,11 @@ func TestRetriesThenDeadLetter(t *testing.T) {
 	}
 	if n := len(f.events(id, events.TypeExecutionDeadlettered)); n != 1 {
 		t.Fatalf("%d deadlettered events, want 1", n)
+	}
+	// An operator reading the worker's log sees both.
+	logs := f.logs.String()
+	if strings.Count(logs, `msg="worker: execution failed; retrying" execution=`+id) != 2 || !strings.Contains(logs, `msg="worker: execution dead-lettered" execution=`+id) {
+		t.Errorf("the worker's log:\n%s", logs)
 	}
 }
 
