@@ -286,6 +286,9 @@ func TestADeadLetterIsReplayedFromThePageWithWhoAsked(t *testing.T) {
 	if !strings.Contains(body, "the upstream said no") {
 		t.Fatalf("the entry lacks its reason:\n%s", body)
 	}
+	if n := strings.Count(body, "step explode: "); n != 1 {
+		t.Errorf("the reason names its step %d times, want once:\n%s", n, body)
+	}
 	c, csrf := signIn(t, f, "linus")
 	resp, err := c.PostForm(f.srv.URL+"/dlq/"+exec+"/replay", url.Values{"csrf": {"wrong"}})
 	if err != nil {
