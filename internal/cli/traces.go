@@ -74,7 +74,10 @@ with OTEL_EXPORTER_OTLP_ENDPOINT=http://<--listen>.`,
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:4318", "address to receive OTLP/HTTP on (4318 is OTLP/HTTP's port)")
-	cmd.Flags().DurationVar(&quiet, "quiet", 2*time.Second, "print a trace once none of its spans has arrived for this long")
+	// Longer than the OpenTelemetry SDK's default export delay (5 s,
+	// OTEL_BSP_SCHEDULE_DELAY), so that a trace from separate processes, each
+	// exporting on its own schedule, is printed as one tree.
+	cmd.Flags().DurationVar(&quiet, "quiet", 6*time.Second, "print a trace once none of its spans has arrived for this long (more than the services' OTEL_BSP_SCHEDULE_DELAY, 5s by default)")
 	return cmd
 }
 
