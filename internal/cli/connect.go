@@ -77,9 +77,19 @@ func (c *common) natsOptions() ([]nats.Option, error) {
 				log.Info("NATS reconnected", "server", nc.ConnectedUrlRedacted(), "server_name", nc.ConnectedServerName())
 			}),
 			nats.ErrorHandler(func(nc *nats.Conn, sub *nats.Subscription, err error) {
-				attrs := []any{"server", nc.ConnectedUrlRedacted(), "err", err}
+				server := nc.ConnectedUrlRedacted()
+				if server == "" {
+					server = last.Load().(string) // disconnected: the server it had
+				}
+				attrs := []any{"server", server, "err", err}
 				if sub != nil {
 					attrs = append(attrs, "subject", sub.Subject)
+				}
+				if errors.Is(err, nats.ErrConsumerNotActive) {
+					// A consumer's heartbeats stopped: the server restarting or away,
+					// which the disconnect and reconnect lines say; consuming resumes.
+					log.Warn("NATS consumer heartbeats missed", attrs...)
+					return
 				}
 				log.Error("NATS error", attrs...)
 			}),
