@@ -146,6 +146,24 @@ func TestEncodeRoundTrip(t *testing.T) {
 	}
 }
 
+// An event given a time carries it; a scheduled message says when it is due, not
+// when it was written.
+func TestEncodeGivenTime(t *testing.T) {
+	t.Parallel()
+	due := time.Date(2030, 3, 2, 6, 0, 5, 0, time.FixedZone("CET", 3600))
+	m, err := bus.Event{ID: "id-1", Source: "/src", Type: "io.skillbus.test", Data: map[string]int{"n": 1}, Time: due}.Msg("s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := bus.Decode(bus.FromNATS(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !back.Time().Equal(due) {
+		t.Fatalf("time %v, want %v", back.Time(), due)
+	}
+}
+
 func TestCheckType(t *testing.T) {
 	t.Parallel()
 	for _, ok := range []string{"com.example.order.created", "a", "A-b_c.9"} {

@@ -44,6 +44,11 @@ type Event struct {
 	Type   string
 	Meta   Meta
 	Data   any
+	// Time is the event's CloudEvents time when not zero; zero is the moment it is
+	// encoded. A message scheduled to be published later (a sleep's wake-up, a
+	// wait's or a confirmation's timeout) gives the time it is due, which is when
+	// the event happens.
+	Time time.Time
 }
 
 // Msg encodes the event for subject.
@@ -192,15 +197,20 @@ func appendData(b []byte, data any) ([]byte, error) {
 }
 
 // msg encodes e for subject as a structured-mode CloudEvent, as JobMsg does a job,
-// but with every attribute: specversion, id, source, type, time and each extension
-// that is set (correlation, execution, causation, trace context), then the data.
+// but with every attribute: specversion, id, source, type, time (e.Time, or now)
+// and each extension that is set (correlation, execution, causation, trace
+// context), then the data.
 // Its headers are Content-Type application/cloudevents+json and Nats-Msg-Id (the
 // event's id, for the server's duplicate window). As binary-mode headers, each
 // attribute was encoded into the message by this client, scanned by the server and
 // parsed into a map by every reader's client; as JSON they cost the writer a few
 // appends and a reader nothing it does not read.
 func (e Event) msg(subject string, pooled bool) (*nats.Msg, error) {
-	return e.structured(subject, time.Now().UTC(), nil, pooled,
+	at := e.Time
+	if at.IsZero() {
+		at = time.Now()
+	}
+	return e.structured(subject, at.UTC(), nil, pooled,
 		[2]string{events.ExtCorrelationID, e.Meta.CorrelationID},
 		[2]string{events.ExtExecutionID, e.Meta.ExecutionID},
 		[2]string{events.ExtCausationID, e.Meta.CausationID},

@@ -167,8 +167,13 @@ func TestUnansweredConfirmationIsDenied(t *testing.T) {
 	f.start()
 	f.startRouter()
 	id := f.job("t1", "impatient")
-	f.waitEvent(id, events.TypeConfirmationRequested)
+	req := f.waitEvent(id, events.TypeConfirmationRequested)
 	natstest.Eventually(t, 15*time.Second, func() bool { return len(f.events(id, events.TypeExecutionCompleted)) == 1 }, "not resumed after the deadline")
+	// The denial, written when the run paused, is published at the deadline: its
+	// time is then.
+	if at := f.eventTimes(id, events.TypeConfirmationRecorded); len(at) != 1 || at[0].Format(time.RFC3339) != req["timeout_at"] {
+		t.Fatalf("confirmation.recorded at %v, want one at the deadline %v", at, req["timeout_at"])
+	}
 	skipped := f.events(id, events.TypeStepSkipped)
 	if len(skipped) != 1 || !strings.Contains(skipped[0]["reason"].(string), "denied by timeout") {
 		t.Fatalf("skipped = %v", skipped)

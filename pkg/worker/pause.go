@@ -58,6 +58,8 @@ func (w *Worker) pause(ctx context.Context, j *job, p *workflow.PausedError) err
 		Meta: bus.Meta{CorrelationID: j.meta.CorrelationID, ExecutionID: j.data.ExecutionID},
 		Data: events.ConfirmationRecorded{ExecutionID: j.data.ExecutionID, StepID: p.Step,
 			Answer: events.Answer{By: "timeout", Reason: "no answer within " + timeout.String()}},
+		// Published by the server at the deadline: that is when it is denied.
+		Time: deadline,
 	}.Msg(subj.ConfirmationTimeout(j.data.ExecutionID, p.Step))
 	if err != nil {
 		return err

@@ -43,6 +43,8 @@ func (w *Worker) sleep(ctx context.Context, j *job, p *workflow.PausedError) err
 		ID: j.data.ExecutionID + ".wait.woke." + p.Step, Source: w.cfg.Source, Type: events.TypeWaitEnded,
 		Meta: bus.Meta{CorrelationID: j.meta.CorrelationID, ExecutionID: j.data.ExecutionID},
 		Data: events.WaitEnded{ExecutionID: j.data.ExecutionID, StepID: p.Step, Answer: events.Answer{Approved: true, By: run.PausedSleep}},
+		// Published by the server at until: that is when the sleep ends.
+		Time: until,
 	}.Msg(subj.WaitTimer(j.data.ExecutionID, p.Step))
 	if err != nil {
 		return err

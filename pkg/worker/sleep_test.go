@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/internal/natstest"
 	"github.com/skillbus/skillbus/pkg/bus"
@@ -31,6 +33,28 @@ func napper(name string, nap skill.Step) *skill.Skill {
 				nap,
 				{ID: "last", Tool: "greet", Args: map[string]any{"who": "{{ inputs.who }} again"}},
 			}}}
+}
+
+// eventTimes returns the CloudEvents times of an execution's events of type typ.
+func (f *fixture) eventTimes(id, typ string) []time.Time {
+	f.t.Helper()
+	c, err := f.b.JS.OrderedConsumer(f.ctx, f.b.StreamEvents(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{f.b.Subjects.Event(id, typ)}})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	batch, err := c.FetchNoWait(1000)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var out []time.Time
+	for m := range batch.Messages() {
+		e, err := bus.Decode(m)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		out = append(out, e.Time())
+	}
+	return out
 }
 
 // startOneSlot starts a worker that runs one job at a time.
@@ -63,8 +87,10 @@ func TestSleepHoldsNoSlotAndSurvivesAWorkerRestart(t *testing.T) {
 	f.startRouter()
 	start := time.Now()
 	id := f.job("s1", "napper")
+	var paused *run.Paused
 	natstest.Eventually(t, 10*time.Second, func() bool {
 		p, _, err := run.LoadPaused(f.ctx, f.runs, id)
+		paused = p
 		return err == nil && p != nil && p.Kind == run.PausedSleep && p.Step == "nap"
 	}, "no sleeping record")
 	q := f.job("s2", "quick")
@@ -80,6 +106,11 @@ func TestSleepHoldsNoSlotAndSurvivesAWorkerRestart(t *testing.T) {
 	}
 	if n := f.calls["greet"].Load(); n != 2 {
 		t.Fatalf("greet called %d times, want 2 (first before the sleep, last after)", n)
+	}
+	// The wake-up, written when the run parked, is published when it is due: its
+	// time is then, not when the sleep began.
+	if at := f.eventTimes(id, events.TypeWaitEnded); len(at) != 1 || !at[0].Equal(paused.TimeoutAt) {
+		t.Fatalf("wait.ended at %v, want one at the wake-up time %v", at, paused.TimeoutAt)
 	}
 	natstest.Eventually(t, 10*time.Second, func() bool {
 		p, _, err := run.LoadPaused(f.ctx, f.runs, id)

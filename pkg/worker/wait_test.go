@@ -173,9 +173,15 @@ func TestWaitForEventTimeout(t *testing.T) {
 			f := setup(t, waiter("waiter", time.Second, tt.onError))
 			f.start()
 			f.startRouter()
+			start := time.Now()
 			id := f.jobInputs("t1", "waiter", `{"who":"ada","order":"o-1"}`)
 			f.parked(id)
 			ev := f.waitEvent(id, tt.want)
+			// The timeout, written when the run parked, is published at its
+			// deadline (a whole second at least 1s after), and says so.
+			if at := f.eventTimes(id, events.TypeWaitEnded); len(at) != 1 || at[0].Before(start.Add(time.Second)) || at[0].Nanosecond() != 0 {
+				t.Fatalf("wait.ended at %v, want one at a whole second at least 1s after %v", at, start)
+			}
 			if tt.want == events.TypeExecutionFailed && !strings.Contains(ev["error"].(string), "no "+paidType+" event matched within 1s") {
 				t.Fatalf("error %q does not say the wait timed out", ev["error"])
 			}
