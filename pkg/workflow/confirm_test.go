@@ -3,6 +3,7 @@ package workflow_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -120,5 +121,34 @@ func TestSkillApproval(t *testing.T) {
 	out, err := e.Execute(deadline(t), workflow.Run{Skill: s, Confirmations: map[string]workflow.Answer{"*": {Approved: true}}})
 	if err != nil || cnt.n("a") != 1 || out == nil {
 		t.Fatalf("approved: %v %v", out, err)
+	}
+}
+
+// A step held back by a step that sleeps or waits for an event says so, not that
+// a confirmation is awaited.
+func TestStepBlockedByASleepOrAWaitSaysWhatItWaitsFor(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name string
+		nap  skill.Step
+		want string
+	}{
+		{"sleep", skill.Step{Sleep: skill.Duration(time.Hour)}, "step nap sleeps until "},
+		{"wait", skill.Step{WaitForEvent: &skill.WaitForEvent{Type: "com.example.paid", Timeout: skill.Duration(time.Hour)}}, "step nap waits for a com.example.paid event"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tt.nap.ID = "nap"
+			e := newEngine(t, workflow.Config{Checkpoints: &workflow.MemStore{}})
+			s := wf([]skill.Step{tt.nap, {ID: "after", Compute: "result = 1"}})
+			_, l, err := e.ExecuteLog(deadline(t), workflow.Run{ExecutionID: "ex", Skill: s, Attempt: 1})
+			var p *workflow.PausedError
+			if !errors.As(err, &p) {
+				t.Fatalf("err = %v, want a PausedError", err)
+			}
+			if got := l.Steps[1].Reason; !strings.HasPrefix(got, tt.want) {
+				t.Fatalf("after: reason %q, want %q...", got, tt.want)
+			}
+		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"sync/atomic"
+	"time"
 
 	"github.com/skillbus/skillbus/pkg/expr"
 	"github.com/skillbus/skillbus/pkg/failure"
@@ -203,11 +204,25 @@ func (x *execution) notRun(i, blocker int) {
 	case StatusFailed:
 		why = "step " + b + " failed"
 	case StatusWaiting:
-		why = "step " + b + " waits for a confirmation"
+		why = "step " + b + " " + waitsFor(x.state[blocker].pause)
 	default:
 		why = "step " + b + " did not run"
 	}
 	x.log.Steps[i].Reason = why
+}
+
+// waitsFor says what a step that parked its run with p waits for: "sleeps until
+// T", "waits for a T event" or "waits for a confirmation".
+func waitsFor(p *PausedError) string {
+	switch {
+	case p == nil:
+		return "waits"
+	case p.Wait != nil:
+		return "waits for a " + p.Wait.Type + " event"
+	case !p.Until.IsZero():
+		return "sleeps until " + p.Until.UTC().Format(time.RFC3339)
+	}
+	return "waits for a confirmation"
 }
 
 // resume settles step i from its checkpoint, if it has one.
