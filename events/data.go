@@ -403,13 +403,18 @@ type ConfirmationRecorded struct {
 }
 
 // WaitEnded is the data of io.skillbus.wait.ended: a step that parked its execution
-// without holding a worker (a sleep) is done waiting. It is published by the
-// message scheduler at the wake-up time; the router resumes the parked job with it,
-// as it does with a ConfirmationRecorded, whose shape it shares. By is "sleep".
+// without holding a worker is done waiting. By says what ended it: "sleep" (the
+// message scheduler published it at the wake-up time), "event" (a router matched
+// an event of a wait_for_event) or "timeout" (the scheduler published it at a
+// wait_for_event's deadline). The router resumes the parked job with it, as it
+// does with a ConfirmationRecorded, whose shape it shares.
 type WaitEnded struct {
 	ExecutionID string `json:"execution_id"`
 	StepID      string `json:"step_id"`
 	Answer
+	// EventType is the type of event a wait_for_event step waits for (By "event"
+	// or "timeout").
+	EventType string `json:"event_type,omitempty"`
 }
 
 // ThrottleDue is the data of io.skillbus.throttle.due: a throttled run that was set

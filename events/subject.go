@@ -226,6 +226,32 @@ func (s Subjects) Timers(executionID string) [2]string {
 	}
 }
 
+// Kinds of scheduled message of Timers, as TimerOf names them.
+const (
+	TimerConfirmation = "confirmation.timeout"
+	TimerWait         = "wait.timer"
+)
+
+// TimerOf says which of an execution's Timers a subject of the events stream is:
+// TimerConfirmation, TimerWait, or "" for any other subject. A message on such a
+// subject is scheduled, not an event yet: the server publishes a copy on the
+// event's own subject when it is due, and then removes it.
+func TimerOf(subject string) string {
+	i := strings.LastIndex(subject, ".events.")
+	if i < 0 {
+		return ""
+	}
+	parts := strings.SplitN(subject[i+len(".events."):], ".", 4)
+	if len(parts) != 4 {
+		return ""
+	}
+	switch k := parts[1] + "." + parts[2]; k {
+	case TimerConfirmation, TimerWait:
+		return k
+	}
+	return ""
+}
+
 // Events matches every event of one execution or activation.
 func (s Subjects) Events(id string) string { return s.Prefix + ".events." + id + ".>" }
 

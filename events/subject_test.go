@@ -39,3 +39,23 @@ func TestAppendExec(t *testing.T) {
 		}
 	}
 }
+
+// TimerOf knows the subjects of scheduled timers from those of
+func TestTimerOf(t *testing.T) {
+	t.Parallel()
+	s := Subjects{Prefix: "skillbus"}
+	for subj, want := range map[string]string{
+		s.WaitTimer("abc", "nap"):                     TimerWait,
+		s.ConfirmationTimeout("abc", "create"):        TimerConfirmation,
+		s.ConfirmationTimeout("abc", "*"):             TimerConfirmation,
+		s.Event("abc", TypeWaitEnded):                 "",
+		s.Event("abc", TypeConfirmationRecorded):      "",
+		s.Event("abc", TypeStepCompleted):             "",
+		"skillbus.trigger.com.example.wait.timer.x":   "",
+		(Subjects{Prefix: "a.b"}).WaitTimer("x", "y"): TimerWait,
+	} {
+		if got := TimerOf(subj); got != want {
+			t.Errorf("TimerOf(%q) = %q, want %q", subj, got, want)
+		}
+	}
+}

@@ -419,7 +419,7 @@ func (r *Router) endWaits(ctx context.Context, t *trigger, open []*openWait) err
 			ID: exec + ".wait.matched." + step, Source: r.cfg.Source, Type: events.TypeWaitEnded,
 			Meta: bus.Meta{CorrelationID: ow.rec.CorrelationID, ExecutionID: exec, CausationID: e.ID},
 			Data: events.WaitEnded{ExecutionID: exec, StepID: step, Answer: events.Answer{
-				Approved: true, By: "event", Reason: "matched " + e.Type + " " + e.ID + " from " + e.Source, Data: data}},
+				Approved: true, By: "event", Reason: "matched " + e.Type + " " + e.ID + " from " + e.Source, Data: data}, EventType: e.Type},
 		}.Msg(r.cfg.Bus.Subjects.Event(exec, events.TypeWaitEnded))
 		if err != nil {
 			return err

@@ -53,7 +53,7 @@ func (w *Worker) waitForEvent(ctx context.Context, j *job, p *workflow.PausedErr
 		ID: j.data.ExecutionID + ".wait.timeout." + p.Step, Source: w.cfg.Source, Type: events.TypeWaitEnded,
 		Meta: bus.Meta{CorrelationID: j.meta.CorrelationID, ExecutionID: j.data.ExecutionID},
 		Data: events.WaitEnded{ExecutionID: j.data.ExecutionID, StepID: p.Step, Answer: events.Answer{
-			By: "timeout", Reason: fmt.Sprintf("no %s event matched within %s", wt.Type, timeout)}},
+			By: "timeout", Reason: fmt.Sprintf("no %s event matched within %s", wt.Type, timeout)}, EventType: wt.Type},
 		// Published by the server at the deadline: that is when the wait ends.
 		Time: deadline,
 	}.Msg(subj.WaitTimer(j.data.ExecutionID, p.Step))
