@@ -148,8 +148,20 @@ func (f *follower) persisted(im idMsg, live <-chan *nats.Msg) *Result {
 		f.pending[im.id] = md.NumPending
 	}
 	if m.Headers().Get(jetstream.ScheduleHeader) != "" {
-		// A scheduled message waiting for its time (a confirmation's timeout)
-		// is not an event yet; it becomes one if it fires.
+		// A scheduled message waiting for its time is not an event yet; it
+		// becomes one if it fires. A sleep's wake-up or a wait's timeout, written
+		// as the run parked, tells fn that it did and until when (see Scheduled);
+		// a confirmation's timeout does not: confirmation.requested says it.
+		if f.fn != nil && events.TimerOf(m.Subject()) == events.TimerWait {
+			if e, err := bus.Decode(m); err == nil {
+				at := time.Now()
+				if md, err := m.Metadata(); err == nil {
+					at = md.Timestamp
+				}
+				MarkScheduled(e, at)
+				f.ready = append(f.ready, arrival{e: e, live: true, at: time.Now()})
+			}
+		}
 		return f.stopped()
 	}
 	// Live progress that arrived before this event goes first: select picks at
@@ -164,6 +176,30 @@ func (f *follower) persisted(im idMsg, live <-chan *nats.Msg) *Result {
 	}
 	f.arrive(m, false)
 	return nil
+}
+
+// extScheduled is the extension MarkScheduled sets: when a scheduled message was
+// written (RFC 3339). No event on the bus has it.
+const extScheduled = "skillscheduled"
+
+// Scheduled reports whether e, as Follow handed it on, is a message scheduled to
+// be published later rather than an event that happened: the wake-up of a run
+// that sleeps, or the timeout of one that waits for an event, written as the run
+// parked (an io.skillbus.wait.ended whose time is when it is due). at is when it
+// was written.
+func Scheduled(e *event.Event) (at time.Time, ok bool) {
+	v, ok := e.Extensions()[extScheduled].(string)
+	if !ok {
+		return time.Time{}, false
+	}
+	at, err := time.Parse(time.RFC3339Nano, v)
+	return at, err == nil
+}
+
+// MarkScheduled marks e as a scheduled message written at at (see Scheduled),
+// for a reader of the events stream other than Follow.
+func MarkScheduled(e *event.Event, at time.Time) {
+	e.SetExtension(extScheduled, at.UTC().Format(time.RFC3339Nano))
 }
 
 // onLive takes a live message: the router's announcement of its decision, or
