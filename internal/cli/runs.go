@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
+	"github.com/skillbus/skillbus/pkg/client"
 	"github.com/skillbus/skillbus/pkg/repair/service"
 	"github.com/skillbus/skillbus/pkg/run"
 	"github.com/skillbus/skillbus/pkg/workflow"
@@ -204,16 +206,25 @@ that names one execution that is paused or ended in the last 7 days.`,
 				return &ExitError{Code: 1, Err: fmt.Errorf("no execution %s (outcomes and events are kept as long as the events stream keeps them: 7 days by default)", id)}
 			}
 			if asJSON {
-				out := map[string]any{"record": rec, "paused": paused, "events": evs}
+				out := map[string]any{"record": rec, "paused": paused, "events": slices.DeleteFunc(slices.Clone(evs), isScheduled)}
 				if parked != nil {
 					out["repairing"] = map[string]any{"repair_id": parked.RepairID, "step": parked.Step, "error": parked.Error, "parked_at": parked.ParkedAt, "line": service.Repairing(parked, repairRec)}
 				}
 				return json.NewEncoder(stdout).Encode(out)
 			}
-			w := &watcher{out: stdout}
+			var line bytes.Buffer
+			w := &watcher{out: &line}
 			for _, e := range evs {
-				fmt.Fprintf(stdout, "%s ", e.Time().Local().Format("15:04:05.000"))
+				line.Reset()
 				w.print(e)
+				if line.Len() == 0 {
+					continue // an event that says nothing new (a step resumed from its checkpoint)
+				}
+				at := e.Time()
+				if t, ok := client.Scheduled(e); ok {
+					at = t // when the run parked; e's time is when it wakes
+				}
+				fmt.Fprintf(stdout, "%s %s", at.Local().Format("15:04:05.000"), line.Bytes())
 			}
 			var logJSON json.RawMessage
 			switch {
@@ -237,6 +248,13 @@ that names one execution that is paused or ended in the last 7 days.`,
 			case parked != nil:
 				short := service.ShortID(parked.RepairID)
 				fmt.Fprintf(stdout, "\n%s\n  %s\n  skillbus repair show %s          (then approve or reject)\n", service.Repairing(parked, repairRec), firstLineOf(parked.Error), short)
+			case rec != nil && rec.Status == run.StatusCancelled:
+				// rec.Error says who cancelled and why: "cancelled by ada: wrong customer".
+				if rec.Worker == "" {
+					fmt.Fprintf(stdout, "\n%s, before a worker ran it\n", rec.Error)
+				} else {
+					fmt.Fprintf(stdout, "\n%s, on worker %s after %d deliveries, in %.1fms\n", rec.Error, rec.Worker, rec.Attempt, rec.DurationMS)
+				}
 			case rec != nil:
 				fmt.Fprintf(stdout, "\n%s by worker %s after %d deliveries, in %.1fms\n", rec.Status, rec.Worker, rec.Attempt, rec.DurationMS)
 				if id, digest := repairOf(evs); id != "" {
@@ -268,7 +286,16 @@ func repairOf(evs []*event.Event) (id, digest string) {
 	return "", ""
 }
 
-// executionEvents reads every event of an execution from the EVENTS stream.
+// isScheduled reports whether e is a scheduled message rather than an event.
+func isScheduled(e *event.Event) bool {
+	_, ok := client.Scheduled(e)
+	return ok
+}
+
+// executionEvents reads every event of an execution from the EVENTS stream, and
+// the sleep's or wait's end scheduled while it is parked, marked as such (see
+// client.Scheduled). A confirmation's scheduled timeout is left out: the
+// confirmation.requested event says when it falls due.
 func executionEvents(ctx context.Context, b *bus.Bus, id string) ([]*event.Event, error) {
 	cons, err := b.OrderedConsumer(ctx, b.StreamEvents(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{b.Subjects.Events(id)}})
 	if err != nil {
@@ -283,10 +310,22 @@ func executionEvents(ctx context.Context, b *bus.Bus, id string) ([]*event.Event
 		n := 0
 		for m := range batch.Messages() {
 			n++
-			e, err := bus.Decode(m)
-			if err == nil {
-				out = append(out, e)
+			timer := events.TimerOf(m.Subject())
+			if timer == events.TimerConfirmation {
+				continue
 			}
+			e, err := bus.Decode(m)
+			if err != nil {
+				continue
+			}
+			if timer == events.TimerWait {
+				at := time.Now()
+				if md, err := m.Metadata(); err == nil {
+					at = md.Timestamp
+				}
+				client.MarkScheduled(e, at)
+			}
+			out = append(out, e)
 		}
 		if n == 0 {
 			return out, nil

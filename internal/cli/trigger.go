@@ -16,6 +16,7 @@ import (
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/client"
+	"github.com/skillbus/skillbus/pkg/run"
 	"github.com/skillbus/skillbus/pkg/schedule"
 	"github.com/skillbus/skillbus/pkg/telemetry"
 )
@@ -26,6 +27,7 @@ const (
 	exitUnmatched = 3 // no skill took the trigger, or the trigger was rejected
 	exitTimeout   = 4 // no result within --timeout
 	exitRepairing = 5 // the execution is parked on a repair that waits for approval
+	exitCancelled = 6 // the execution was cancelled (skillbus runs cancel, cancel_on, the console)
 )
 
 func triggerCommand(c *common, getenv Env, stdout io.Writer) *cobra.Command {
@@ -44,10 +46,12 @@ func triggerCommand(c *common, getenv Env, stdout io.Writer) *cobra.Command {
 be JSON; a JSON object becomes the skill's inputs.
 
 With --wait it follows the activation: the routing decision, each step, retries and
-fallbacks, repairs, and the result. The exit code is 0 when the execution completed,
-1 when it failed, 3 when no skill took the trigger, 4 on --timeout, and 5 when the
-execution is parked on a repair that waits for approval (skillbus repair approve
-ID resumes it; runs list and runs show show it meanwhile).
+fallbacks, repairs, sleeps and waits, and the result. The exit code is 0 when the
+execution completed, 1 when it failed, 3 when no skill took the trigger, 4 on
+--timeout (a run that sleeps or waits for an event or a confirmation past it goes
+on), 5 when the execution is parked on a repair that waits for approval (skillbus
+repair approve ID resumes it; runs list and runs show show it meanwhile), and 6 when
+it was cancelled (skillbus runs cancel, a cancel_on event, the console).
 
 With --at TIME (RFC 3339, e.g. 2026-03-02T06:00:00+01:00) or --in DURATION (e.g. 90s,
 2h30m) the trigger is published later instead: it is stored in the bus (KV schedules)
@@ -142,13 +146,19 @@ routers restarting. One due while no router runs is published when one starts.`,
 					return &ExitError{Code: exitTimeout, Err: fmt.Errorf("no result for activation %s within %v: execution %s is parked on repair %s (see 'skillbus repair show %s', or raise --timeout)",
 						act.ID, timeout, w.repair.ExecutionID, shortDigest(w.repair.RepairID), shortDigest(w.repair.RepairID))}
 				}
+				if p := w.parked; p != nil {
+					return &ExitError{Code: exitTimeout, Err: fmt.Errorf("no result for activation %s within %v: in execution %s, step %s (see 'skillbus runs show %s', or raise --timeout)",
+						act.ID, timeout, p.exec, p.what, p.exec)}
+				}
 				return &ExitError{Code: exitTimeout, Err: fmt.Errorf("no result for activation %s within %v (see 'skillbus runs list', or raise --timeout)", act.ID, timeout)}
 			case err != nil:
 				return err
 			case res.Unmatched != nil:
 				return &ExitError{Code: exitUnmatched, Err: res.Err(), Quiet: true}
-			case res.Failed != nil, res.Cancelled != nil:
+			case res.Failed != nil:
 				return &ExitError{Code: exitFailed, Err: res.Err(), Quiet: true}
+			case res.Cancelled != nil:
+				return &ExitError{Code: exitCancelled, Err: res.Err(), Quiet: true}
 			case res.Repairing != nil:
 				w.waiting(res.Repairing)
 				return &ExitError{Code: exitRepairing, Err: res.Err(), Quiet: true}
@@ -260,6 +270,21 @@ type watcher struct {
 	// decision may come right after it (the run waits for nobody then), or the
 	// follow ends with the run parked on it (waiting prints it then).
 	proposed *events.RepairProposed
+	// parked is the sleep or wait the run is parked on, as the last scheduled
+	// message read says, until the wait ends.
+	parked *parkedStep
+	// ended holds the executions whose wait (a sleep, a wait_for_event, a
+	// confirmation) ended since they last started: their next start is a resume.
+	ended map[string]bool
+	// settled holds, by execution, the steps whose completion or skip was
+	// printed: a resumed run reports them again from their checkpoints.
+	settled map[string]map[string]bool
+}
+
+// parkedStep is a step that parked its execution until a time.
+type parkedStep struct {
+	exec, step string
+	what       string // "nap sleeps until T", "pay waits for event E until T"
 }
 
 // printRepair prints a repair's event with data d.
@@ -306,6 +331,71 @@ func (w *watcher) waiting(r *client.Repairing) {
 		r, by, r.Summary, id, id)
 }
 
+// settle notes that a step of an execution finished, and reports whether it had
+// already.
+func (w *watcher) settle(exec, step string) (again bool) {
+	if w.settled == nil {
+		w.settled = map[string]map[string]bool{}
+	}
+	if w.settled[exec] == nil {
+		w.settled[exec] = map[string]bool{}
+	}
+	again = w.settled[exec][step]
+	w.settled[exec][step] = true
+	return again
+}
+
+// waitEnded notes that an execution's wait ended: it resumes next.
+func (w *watcher) waitEnded(exec string) {
+	if w.ended == nil {
+		w.ended = map[string]bool{}
+	}
+	w.ended[exec] = true
+	if w.parked != nil && w.parked.exec == exec {
+		w.parked = nil
+	}
+}
+
+// printScheduled prints a message scheduled when the run parked (see
+// client.Scheduled): the wake-up of a sleep, or the timeout of a wait_for_event.
+func (w *watcher) printScheduled(e *event.Event) {
+	var d events.WaitEnded
+	if e.Type() != events.TypeWaitEnded || json.Unmarshal(e.Data(), &d) != nil {
+		return
+	}
+	until := e.Time().UTC().Format(time.RFC3339)
+	p := &parkedStep{exec: d.ExecutionID, step: d.StepID}
+	switch {
+	case d.By == run.PausedSleep:
+		p.what = d.StepID + " sleeps until " + until
+	case d.EventType != "":
+		p.what = d.StepID + " waits for event " + d.EventType + " until " + until
+	default:
+		p.what = d.StepID + " waits until " + until
+	}
+	w.parked = p
+	fmt.Fprintf(w.out, "  ⏸ step %s\n", p.what)
+}
+
+// printWaitEnded prints how a step's sleep or wait ended.
+func (w *watcher) printWaitEnded(e *event.Event) {
+	var d events.WaitEnded
+	if json.Unmarshal(e.Data(), &d) != nil {
+		return
+	}
+	w.waitEnded(d.ExecutionID)
+	switch d.By {
+	case run.PausedSleep:
+		fmt.Fprintf(w.out, "  ▶ step %s woke up\n", d.StepID)
+	case "event":
+		fmt.Fprintf(w.out, "  ▶ step %s ended its wait: %s\n", d.StepID, d.Reason)
+	case "timeout":
+		fmt.Fprintf(w.out, "  ▶ step %s timed out: %s\n", d.StepID, d.Reason)
+	default:
+		fmt.Fprintf(w.out, "  ▶ step %s done waiting (by %s): %s\n", d.StepID, d.By, d.Reason)
+	}
+}
+
 func (w *watcher) print(e *event.Event) {
 	if e.Type() == events.TypeRepairRequested {
 		var d events.RepairRequested
@@ -313,10 +403,18 @@ func (w *watcher) print(e *event.Event) {
 			w.repair = &d
 		}
 	}
+	_, scheduled := client.Scheduled(e)
 	if w.asJSON {
+		if scheduled {
+			return // not an event (yet)
+		}
 		var data any
 		_ = json.Unmarshal(e.Data(), &data)
 		_ = json.NewEncoder(w.out).Encode(map[string]any{"type": e.Type(), "id": e.ID(), "time": e.Time(), "data": data})
+		return
+	}
+	if scheduled {
+		w.printScheduled(e)
 		return
 	}
 	var d map[string]any
@@ -339,6 +437,11 @@ func (w *watcher) print(e *event.Event) {
 	case events.TypeRouteUnmatched:
 		fmt.Fprintf(w.out, "✗ not routed: %s: %s\n", str("code"), str("reason"))
 	case events.TypeExecutionStarted:
+		if exec := str("execution_id"); w.ended[exec] {
+			delete(w.ended, exec)
+			fmt.Fprintf(w.out, "  ▶ %s resumed\n", str("skill"))
+			return
+		}
 		fmt.Fprintf(w.out, "  %s started (attempt %v)\n", str("skill"), num("attempt"))
 	case events.TypeStepStarted:
 		what := str("step_type")
@@ -347,12 +450,18 @@ func (w *watcher) print(e *event.Event) {
 		}
 		fmt.Fprintf(w.out, "    ▸ %s (%s)\n", str("step_id"), what)
 	case events.TypeStepCompleted:
+		if w.settle(str("execution_id"), str("step_id")) || d["resumed"] == true {
+			return // done by an earlier delivery, and reported then
+		}
 		if e := str("error"); e != "" {
 			fmt.Fprintf(w.out, "    ✓ %s failed, continuing: %s\n", str("step_id"), e)
 		} else {
 			fmt.Fprintf(w.out, "    ✓ %s %.1fms\n", str("step_id"), num("duration_ms"))
 		}
 	case events.TypeStepSkipped:
+		if w.settle(str("execution_id"), str("step_id")) {
+			return
+		}
 		fmt.Fprintf(w.out, "    – %s skipped: %s\n", str("step_id"), str("reason"))
 	case events.TypeStepFailed:
 		fmt.Fprintf(w.out, "    ✗ %s failed (%s): %s\n", str("step_id"), str("class"), str("error"))
@@ -373,6 +482,9 @@ func (w *watcher) print(e *event.Event) {
 			by = "someone unnamed"
 		}
 		fmt.Fprintf(w.out, "  ▶ step %s %s by %s\n", str("step_id"), verdict, by)
+		w.waitEnded(str("execution_id"))
+	case events.TypeWaitEnded:
+		w.printWaitEnded(e)
 	case events.TypeAutohealTriggered:
 		fmt.Fprintf(w.out, "    ✚ auto-heal: %s failed (%s), running %s\n", str("step_id"), str("failure_type"), str("action"))
 	case events.TypeRepairRequested, events.TypeRepairProposed, events.TypeRepairSucceeded, events.TypeRepairFailed,
@@ -390,5 +502,8 @@ func (w *watcher) print(e *event.Event) {
 			fmt.Fprintf(w.out, "  ☠ dead-lettered to %s\n", dl)
 		}
 		fmt.Fprintf(w.out, "✘ %s failed (%s): %s\n", str("skill"), str("class"), str("error"))
+	case events.TypeExecutionCancelled:
+		w.parked = nil
+		fmt.Fprintf(w.out, "✘ %s %s\n", str("skill"), run.CancelText(str("by"), str("reason")))
 	}
 }

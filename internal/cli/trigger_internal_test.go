@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 
@@ -67,5 +68,83 @@ func TestWatcherParkedRepairWaits(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// A cancelled run says who cancelled it and why.
+func TestWatcherPrintsACancel(t *testing.T) {
+	var out bytes.Buffer
+	w := &watcher{out: &out}
+	w.print(watchEvent(t, events.TypeExecutionCancelled, events.ExecutionCancelled{ExecutionID: "x", Skill: "remind", By: "cancel_on", Reason: "cancel_on com.example.order.paid: event 7 from /shop matched"}))
+	if want := "✘ remind cancelled by cancel_on: cancel_on com.example.order.paid: event 7 from /shop matched\n"; out.String() != want {
+		t.Fatalf("got %q, want %q", out.String(), want)
+	}
+}
+
+// A run that parks on a sleep says until when; once the sleep ends it says how,
+// and the resumed run reads as one: resumed, its earlier steps not repeated.
+func TestWatcherSleepAndResume(t *testing.T) {
+	var out bytes.Buffer
+	w := &watcher{out: &out}
+	due := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	timer := watchEvent(t, events.TypeWaitEnded, events.WaitEnded{ExecutionID: "x", StepID: "nap", Answer: events.Answer{Approved: true, By: "sleep"}})
+	timer.SetTime(due)
+	client.MarkScheduled(timer, due.Add(-time.Hour))
+	for _, e := range []*event.Event{
+		watchEvent(t, events.TypeExecutionStarted, events.ExecutionStarted{ExecutionID: "x", Skill: "napper", Attempt: 1}),
+		watchEvent(t, events.TypeStepCompleted, events.StepCompleted{ExecutionID: "x", StepID: "first", DurationMS: 1}),
+		timer,
+		watchEvent(t, events.TypeWaitEnded, events.WaitEnded{ExecutionID: "x", StepID: "nap", Answer: events.Answer{Approved: true, By: "sleep"}}),
+		watchEvent(t, events.TypeExecutionStarted, events.ExecutionStarted{ExecutionID: "x", Skill: "napper", Attempt: 1}),
+		watchEvent(t, events.TypeStepCompleted, events.StepCompleted{ExecutionID: "x", StepID: "first", DurationMS: 1, Resumed: true}),
+		watchEvent(t, events.TypeStepCompleted, events.StepCompleted{ExecutionID: "x", StepID: "nap"}),
+		watchEvent(t, events.TypeStepCompleted, events.StepCompleted{ExecutionID: "x", StepID: "last", DurationMS: 1}),
+	} {
+		w.print(e)
+	}
+	want := `  napper started (attempt 1)
+    ✓ first 1.0ms
+  ⏸ step nap sleeps until 2030-01-02T03:04:05Z
+  ▶ step nap woke up
+  ▶ napper resumed
+    ✓ nap 0.0ms
+    ✓ last 1.0ms
+`
+	if out.String() != want {
+		t.Fatalf("got\n%s\nwant\n%s", out.String(), want)
+	}
+}
+
+// A wait_for_event's park and its three ends.
+func TestWatcherWaitForEvent(t *testing.T) {
+	due := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	var out bytes.Buffer
+	w := &watcher{out: &out}
+	timer := watchEvent(t, events.TypeWaitEnded, events.WaitEnded{ExecutionID: "x", StepID: "pay", EventType: "com.example.paid",
+		Answer: events.Answer{By: "timeout", Reason: "no com.example.paid event matched within 1h0m0s"}})
+	timer.SetTime(due)
+	client.MarkScheduled(timer, due.Add(-time.Hour))
+	w.print(timer)
+	if want := "  ⏸ step pay waits for event com.example.paid until 2030-01-02T03:04:05Z\n"; out.String() != want {
+		t.Fatalf("got %q, want %q", out.String(), want)
+	}
+	for _, tt := range []struct {
+		a    events.Answer
+		want string
+	}{
+		{events.Answer{Approved: true, By: "event", Reason: "matched com.example.paid 7 from /shop"}, "  ▶ step pay ended its wait: matched com.example.paid 7 from /shop\n"},
+		{events.Answer{By: "timeout", Reason: "no com.example.paid event matched within 1h0m0s"}, "  ▶ step pay timed out: no com.example.paid event matched within 1h0m0s\n"},
+	} {
+		out.Reset()
+		w.print(watchEvent(t, events.TypeWaitEnded, events.WaitEnded{ExecutionID: "x", StepID: "pay", EventType: "com.example.paid", Answer: tt.a}))
+		if out.String() != tt.want {
+			t.Errorf("got %q, want %q", out.String(), tt.want)
+		}
+	}
+	// --json prints events: the scheduled timeout is not one (yet).
+	out.Reset()
+	(&watcher{out: &out, asJSON: true}).print(timer)
+	if out.Len() != 0 {
+		t.Errorf("--json printed the scheduled timeout: %s", out.String())
 	}
 }
