@@ -33,7 +33,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -210,9 +209,10 @@ func (c *Console) apply(m jetstream.Msg) {
 		return
 	}
 	var ids []string
-	// A scheduled confirmation timeout is no answer until it fires (then it is
-	// published again on the confirmation.recorded subject).
-	if !strings.Contains(m.Subject(), ".confirmation.timeout.") {
+	// A scheduled message — a confirmation's timeout, a sleep's wake-up, a wait's
+	// timeout — is no answer until it fires (then it is published again on the
+	// event's own subject).
+	if events.TimerOf(m.Subject()) == "" {
 		if e, err := bus.DecodeFast(m); err == nil {
 			ids = c.idx.Apply(e.Type, e.Data, md.Timestamp)
 		}

@@ -29,8 +29,9 @@ import (
 
 // The skills the console's tests run: one that echoes its text (a skill's output
 // is hostile input: the tests give it a script tag), one that waits for a person,
-// one that always fails (it is dead-lettered), one that needs a repair, and one
-// whose files are invalid (the skills page shows file:line).
+// one that always fails (it is dead-lettered), one that needs a repair, one that
+// sleeps for an hour, and one whose files are invalid (the skills page shows
+// file:line).
 var testSkills = map[string]string{
 	"shout/skill.yaml": `name: shout
 description: Says the text it is given, loudly.
@@ -94,6 +95,23 @@ steps:
       text: "{{ fetch.titel }}"
 outputs:
   posted: "{{ post.text }}"
+`,
+	"napper/skill.yaml": `name: napper
+description: Says the text it is given after a long sleep.
+version: 1.0.0
+triggers:
+  - com.example.nap
+inputs:
+  - name: text
+    type: string
+    required: true
+steps:
+  - id: nap
+    sleep: 1h
+  - id: say
+    tool: echo
+    args:
+      message: "{{ inputs.text }}"
 `,
 	"broken/skill.yaml": `name: broken
 description: Has a step with neither tool nor compute.

@@ -138,18 +138,26 @@ type eventScan struct {
 // page shows elsewhere: skill, trace, repairs, answers and retry history.
 func (v *runView) addEvent(m storedMsg, scan *eventScan) {
 	// Events are structured-mode CloudEvents; those of earlier versions, binary.
-	typ, data, traceparent := m.Headers().Get(events.HeaderCEType), m.Data(), m.Headers().Get(events.HeaderCETraceParent)
+	typ, data, traceparent, at := m.Headers().Get(events.HeaderCEType), m.Data(), m.Headers().Get(events.HeaderCETraceParent), m.Headers().Get(events.HeaderCETime)
 	if e, err := bus.DecodeFast(m.Msg); err == nil {
-		typ, data, traceparent = e.Type, e.Data, e.Ext(events.ExtTraceParent)
+		typ, data, traceparent, at = e.Type, e.Data, e.Ext(events.ExtTraceParent), e.Time
 	}
 	ev := eventView{Time: m.time, Kind: events.Kind(typ), Data: prettyJSON(data)}
-	if strings.Contains(m.Subject(), ".confirmation.timeout.") {
-		ev.Kind = "confirmation.timeout (scheduled)"
-		typ = ""
+	// A scheduled message, written as the run parked, is shown at that time as
+	// what it will be when it falls due, unless an answer or an event comes first.
+	var due string
+	switch events.TimerOf(m.Subject()) {
+	case events.TimerConfirmation:
+		ev.Kind, typ = "confirmation.timeout (scheduled)", ""
+	case events.TimerWait:
+		ev.Kind, typ = "wait.ended (scheduled)", ""
+	}
+	if typ == "" && at != "" {
+		due = "due=" + at
 	}
 	var d map[string]any
 	_ = json.Unmarshal(data, &d)
-	ev.Summary = summarize(d)
+	ev.Summary = strings.TrimSpace(due + " " + summarize(d))
 	ev.Failed = failedType(typ)
 	v.noteFields(d, scan)
 	if v.TraceID == "" {
