@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -343,8 +344,14 @@ func TestDLQ(t *testing.T) {
 		t.Errorf("the fixed skill ran %d times, want 1", n)
 	}
 	out, err = s.skillbus("runs", "show", rp.ExecutionID)
-	if err != nil || !strings.Contains(out, "A-17") || !strings.Contains(out, "completed") || !strings.Contains(out, "↻ replay #1 of dead letter "+dead.ID+", by ada") {
+	if err != nil || !strings.Contains(out, "A-17") || !strings.Contains(out, "completed") || !strings.Contains(out, "↻ replay #1 of dead letter "+dead.ID+", by ada") ||
+		!strings.Contains(out, ", attempt 1, in ") {
 		t.Errorf("runs show of the replayed execution: %v\n%s", err, out)
+	}
+	// runs list gives each run's version: the replay ran 1.1.0.
+	if list, err := s.skillbus("runs", "list"); err != nil || !strings.Contains(list, "VERSION") ||
+		!regexp.MustCompile(rp.ExecutionID+`\s+flaky\s+1\.1\.0\s+completed`).MatchString(list) {
+		t.Errorf("runs list: %v\n%s", err, list)
 	}
 	// The beginning of an id names the execution, as runs list's ids are long.
 	if short, err := s.skillbus("runs", "show", rp.ExecutionID[:8]); err != nil || short != out {

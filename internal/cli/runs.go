@@ -66,11 +66,12 @@ func runsListCommand(c *common, stdout io.Writer) *cobra.Command {
 			}
 			defer b.Close()
 			type row struct {
-				ID     string    `json:"execution_id"`
-				Skill  string    `json:"skill"`
-				Status string    `json:"status"`
-				Detail string    `json:"detail"`
-				At     time.Time `json:"at"`
+				ID      string    `json:"execution_id"`
+				Skill   string    `json:"skill"`
+				Version string    `json:"version,omitempty"` // of the skill the run runs: a ramp shows here
+				Status  string    `json:"status"`
+				Detail  string    `json:"detail"`
+				At      time.Time `json:"at"`
 			}
 			var rows []row
 			outcomes, err := recentOutcomes(ctx, b, since)
@@ -85,7 +86,7 @@ func runsListCommand(c *common, stdout io.Writer) *cobra.Command {
 				case run.StatusFallback:
 					detail = "fell back: " + r.Error
 				}
-				rows = append(rows, row{r.ExecutionID, r.Skill, r.Status, detail, r.FinishedAt})
+				rows = append(rows, row{r.ExecutionID, r.Skill, r.Version, r.Status, detail, r.FinishedAt})
 			}
 			lister, err := kv.ListKeys(ctx)
 			if err != nil {
@@ -103,9 +104,11 @@ func runsListCommand(c *common, stdout io.Writer) *cobra.Command {
 				switch {
 				case json.Unmarshal(e.Value(), &p) != nil:
 				case p.Kind != "":
-					rows = append(rows, row{p.ExecutionID, skillOf(p.Job), "waiting", "step " + p.Step + " " + p.Waiting(), e.Created()})
+					name, version := skillOf(p.Job)
+					rows = append(rows, row{p.ExecutionID, name, version, "waiting", "step " + p.Step + " " + p.Waiting(), e.Created()})
 				default:
-					rows = append(rows, row{p.ExecutionID, skillOf(p.Job), "paused", "confirm step " + p.Step + " by " + p.TimeoutAt.Format(time.RFC3339), e.Created()})
+					name, version := skillOf(p.Job)
+					rows = append(rows, row{p.ExecutionID, name, version, "paused", "confirm step " + p.Step + " by " + p.TimeoutAt.Format(time.RFC3339), e.Created()})
 				}
 			}
 			if repairs := repairsBucket(ctx, b); repairs != nil {
@@ -119,7 +122,7 @@ func runsListCommand(c *common, stdout io.Writer) *cobra.Command {
 						f := rec.Diagnosis.Fault
 						detail = fmt.Sprintf("repair %s %s: %s %q in step %s", service.ShortID(p.RepairID), service.Waiting(rec), f.Kind, f.Name, orDash(f.Step))
 					}
-					rows = append(rows, row{p.ExecutionID, p.Job.Skill.Name, "repairing", detail, p.ParkedAt})
+					rows = append(rows, row{p.ExecutionID, p.Job.Skill.Name, p.Job.Skill.Version, "repairing", detail, p.ParkedAt})
 				}
 			}
 			sort.Slice(rows, func(i, j int) bool { return rows[i].At.After(rows[j].At) })
@@ -135,9 +138,9 @@ func runsListCommand(c *common, stdout io.Writer) *cobra.Command {
 				return nil
 			}
 			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "EXECUTION\tSKILL\tSTATUS\tWHEN\tDETAIL")
+			fmt.Fprintln(tw, "EXECUTION\tSKILL\tVERSION\tSTATUS\tWHEN\tDETAIL")
 			for _, r := range rows {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Skill, r.Status, r.At.Local().Format("15:04:05"), truncate(r.Detail, 70))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Skill, orDash(r.Version), r.Status, r.At.Local().Format("15:04:05"), truncate(r.Detail, 70))
 			}
 			return tw.Flush()
 		},
@@ -148,10 +151,11 @@ func runsListCommand(c *common, stdout io.Writer) *cobra.Command {
 	return cmd
 }
 
-func skillOf(job json.RawMessage) string {
+// skillOf is the name and version of the skill a paused job runs.
+func skillOf(job json.RawMessage) (name, version string) {
 	var j events.Job
 	_ = json.Unmarshal(job, &j)
-	return j.Skill.Name
+	return j.Skill.Name, j.Skill.Version
 }
 
 func runsShowCommand(c *common, stdout io.Writer) *cobra.Command {
@@ -253,10 +257,10 @@ that names one execution that is paused or ended in the last 7 days.`,
 				if rec.Worker == "" {
 					fmt.Fprintf(stdout, "\n%s, before a worker ran it\n", rec.Error)
 				} else {
-					fmt.Fprintf(stdout, "\n%s, on worker %s after %d deliveries, in %.1fms\n", rec.Error, rec.Worker, rec.Attempt, rec.DurationMS)
+					fmt.Fprintf(stdout, "\n%s, on worker %s, attempt %d, in %.1fms\n", rec.Error, rec.Worker, rec.Attempt, rec.DurationMS)
 				}
 			case rec != nil:
-				fmt.Fprintf(stdout, "\n%s by worker %s after %d deliveries, in %.1fms\n", rec.Status, rec.Worker, rec.Attempt, rec.DurationMS)
+				fmt.Fprintf(stdout, "\n%s by worker %s, attempt %d, in %.1fms (this delivery's time)\n", rec.Status, rec.Worker, rec.Attempt, rec.DurationMS)
 				if id, digest := repairOf(evs); id != "" {
 					fmt.Fprintf(stdout, "ran on version %s (%s) after repair %s   (skillbus repair show %s)\n", rec.Version, shortDigest(digest), id, shortDigest(id))
 				}
