@@ -81,9 +81,11 @@ func TestFromDataSeesEveryName(t *testing.T) {
 		{`{"evil-key": 1}`, []string{"evil-key"}, []string{"evil"}, []string{"evil"}},
 		{`{"user.name": {"deep": ["nested_value"]}}`, []string{"user.name", "nested_value"}, []string{"name", "nested_value"}, []string{"name", "nested_value"}},
 		{`{"a": 1}`, []string{"title"}, []string{"title"}, nil},
+		// A string of JSON that the skill reads with fromjson, its key spelt with an escape.
+		{`{"payload":"{\"t\\u0069tel\":\"x\"}"}`, []string{"titel"}, []string{"titel"}, []string{"titel"}},
 	} {
 		d := &repair.Diagnosis{FromTrigger: repair.FromData([]byte(tc.data), &failure.Fault{Have: tc.have})}
-		if got := (&repair.Patch{NewNames: tc.patch}).Held(d); !slices.Equal(got, tc.held) {
+		if got := (&repair.Patch{NewNames: tc.patch}).Held(d, nil); !slices.Equal(got, tc.held) {
 			t.Errorf("data %s, names %v, patch writing %v: held %v (from the trigger: %v), want %v", tc.data, tc.have, tc.patch, got, d.FromTrigger, tc.held)
 		}
 	}

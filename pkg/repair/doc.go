@@ -25,6 +25,15 @@
 // giving it the skill's files, the diagnosis and the error; the answer is parsed
 // strictly (one diff, only existing files of the skill, exact context).
 //
+// # Automatic repair
+//
+// A skill with repair: auto has its patches applied without a person, except a patch
+// that Guarded finds changing what the skill may do (its permissions, tools,
+// confirmations, repair mode, ...) rather than its workflow's steps, and one whose
+// Held names are new to the skill and chosen by the sender of a trigger (Chosen:
+// the trigger's data and what the skill could decode from it). Those wait for
+// approval.
+//
 // # Budget
 //
 // Every repair of one skill and fault is bounded by a Budget: by default 2 attempts,

@@ -15,35 +15,24 @@ import (
 )
 
 // FromData returns the names around fault f — the name it failed on and the names
-// the failing step saw — that occur in data (a trigger's JSON), as a key or inside
-// a value: names whoever sent the trigger chose. A patch that writes one of them
-// and is new to the skill waits for a person's approval, whatever the skill's
-// repair mode (see Diagnosis.FromTrigger).
+// the failing step saw — that the sender of a trigger whose data (JSON) is data
+// chose (see Chosen): a key or anything inside a value, also once the skill
+// decodes it (a string of JSON read with fromjson, a key spelt with escapes). A
+// patch that writes one of them and is new to the skill waits for a person's
+// approval, whatever the skill's repair mode (see Diagnosis.FromTrigger).
 //
 // Names are compared as NewNames splits them, identifier-like words: a key such as
-// "evil-key" gives "evil" and "key", the words a patch would write. The data is
-// decoded first, so a key spelt with escapes ("\u0061dmin") is the name it decodes
-// to.
+// "evil-key" gives "evil" and "key", the words a patch would write.
 func FromData(data []byte, f *failure.Fault) []string {
 	if len(data) == 0 {
 		return nil
 	}
-	words := map[string]bool{}
-	add := func(s string) {
-		for _, w := range nameRE.FindAllString(s, -1) {
-			words[w] = true
-		}
-	}
-	var v any
-	if err := json.Unmarshal(data, &v); err == nil {
-		eachString(v, add)
-	} else {
-		add(string(data))
-	}
+	var c Chosen
+	c.AddData(data)
 	var out []string
 	for _, n := range append([]string{f.Name}, f.Have...) {
 		for _, w := range nameRE.FindAllString(n, -1) {
-			if words[w] && !slices.Contains(out, w) {
+			if c.Has(w) && !slices.Contains(out, w) {
 				out = append(out, w)
 			}
 		}
@@ -51,29 +40,14 @@ func FromData(data []byte, f *failure.Fault) []string {
 	return out
 }
 
-// eachString calls fn with every key and string value in v, a decoded JSON value.
-func eachString(v any, fn func(string)) {
-	switch v := v.(type) {
-	case map[string]any:
-		for k, e := range v {
-			fn(k)
-			eachString(e, fn)
-		}
-	case []any:
-		for _, e := range v {
-			eachString(e, fn)
-		}
-	case string:
-		fn(v)
-	}
-}
-
-// Held returns the names of p that are new to the skill and came from the
-// trigger's data: when any, the patch is not applied without approval.
-func (p *Patch) Held(d *Diagnosis) []string {
+// Held returns the names of p that are new to the skill and that a sender chose:
+// the names around the fault that the trigger's data held (d.FromTrigger), and any
+// other that chosen has (nil: none). When any, the patch is not applied without
+// approval.
+func (p *Patch) Held(d *Diagnosis, chosen *Chosen) []string {
 	var out []string
 	for _, n := range p.NewNames {
-		if slices.Contains(d.FromTrigger, n) {
+		if slices.Contains(d.FromTrigger, n) || chosen.Has(n) {
 			out = append(out, n)
 		}
 	}

@@ -302,12 +302,16 @@ func (s *Service) diagnose(ctx context.Context, msg jetstream.Msg, d *repair.Dia
 		return s.end(ctx, d.ID, StatusFailed, "", reason)
 	}
 	auto := s.cfg.Auto || rec.Auto
-	if held := patch.Held(d); auto && len(held) > 0 {
-		// A name the sender of the trigger chose is never written unseen.
-		auto = false
-		patch.Summary += fmt.Sprintf(" (waits for approval although repair is automatic: it writes %s, new to the skill and taken from the trigger's data)", strings.Join(held, ", "))
-		s.cfg.Log.Warn("repair service: automatic repair held for approval: the patch writes names from the trigger's data",
-			"repair", d.ID, "skill", d.Skill, "names", held)
+	if auto {
+		held, err := s.holds(ctx, d, files, patch)
+		if err != nil {
+			return err
+		}
+		if len(held) > 0 {
+			auto = false
+			patch.Summary += " (waits for approval although repair is automatic: " + strings.Join(held, "; ") + ")"
+			s.cfg.Log.Warn("repair service: automatic repair held for approval", "repair", d.ID, "skill", d.Skill, "why", held)
+		}
 	}
 	expires := time.Now().Add(s.cfg.Expiry).UTC()
 	if err := b.Wait(ctx); err != nil {
@@ -325,6 +329,34 @@ func (s *Service) diagnose(ctx context.Context, msg jetstream.Msg, d *repair.Dia
 	}
 	s.cfg.Log.Info("repair service: patch proposed", "repair", d.ID, "skill", d.Skill, "by", patch.By, "auto", auto)
 	return s.announce(ctx, rec)
+}
+
+// holds returns why an automatic patch may not apply by itself: it changes what
+// the skill may do rather than what it does (repair.Guarded), or it writes names new
+// to the skill that the sender of a parked execution's trigger chose (its inputs,
+// its source and type, and what the skill could decode from them; see
+// repair.Chosen). Both are what a prompt in the trigger's data could steer a
+// repairer to write.
+func (s *Service) holds(ctx context.Context, d *repair.Diagnosis, files repair.Files, patch *repair.Patch) ([]string, error) {
+	var why []string
+	if g := repair.Guarded(d.Skill, files, patch.Files); len(g) > 0 {
+		why = append(why, "it changes "+strings.Join(g, ", ")+", which only a person may change")
+	}
+	parked, err := ParkedOn(ctx, s.kv, d.ID)
+	if err != nil {
+		return nil, err
+	}
+	var chosen repair.Chosen
+	for _, p := range parked {
+		chosen.AddData(p.Job.Inputs)
+		for _, t := range []string{p.Job.Trigger.ID, p.Job.Trigger.Source, p.Job.Trigger.Type, p.Job.Trigger.Subject} {
+			chosen.AddText(t)
+		}
+	}
+	if names := patch.Held(d, &chosen); len(names) > 0 {
+		why = append(why, "it writes "+strings.Join(names, ", ")+", new to the skill and taken from the trigger's data")
+	}
+	return why, nil
 }
 
 // announce publishes a proposal and, for an automatic repair, its approval. A

@@ -1,0 +1,167 @@
+package repair
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/skillbus/skillbus/pkg/skill"
+)
+
+// Guarded returns what a patch that turns before into after changes of skill name
+// besides what its workflow does — its inputs, steps and outputs — sorted: the
+// fields of the skill's definition (permissions, environment allow list,
+// allowed_tools, disallowed_tools, required_tools, prerequisites, execution policy,
+// confirmations, repair mode, triggers, schedule, description, ...), and the files
+// of its subagents. Such a patch may widen what the skill may do, or when it runs,
+// or how it is repaired: an automatic repair never applies it by itself.
+//
+// Definitions that do not load (before or after) count as changed; the rest of the
+// skill's files (scripts, references) do not: what they do is bounded by the
+// fields above.
+func Guarded(name string, before, after Files) []string {
+	var changed []string
+	defs := false
+	for _, p := range after.Paths() {
+		if before[p] == after[p] {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(p, "subagents/"):
+			changed = append(changed, "subagent "+p)
+		case isDefinition(p, before):
+			defs = true
+		}
+	}
+	if defs {
+		changed = append(changed, definitionFields(name, before, after)...)
+	}
+	slices.Sort(changed)
+	return slices.Compact(changed)
+}
+
+// isDefinition says whether p is where a skill of files is defined: SKILL.md,
+// skill.yaml, or the single file of a single-file skill.
+func isDefinition(p string, files Files) bool {
+	switch p {
+	case "SKILL.md", "skill.yaml", "skill.yml":
+		return true
+	}
+	return len(files) == 1 && !strings.Contains(p, "/")
+}
+
+// definitionFields returns the top-level fields of the skill's definition (JSON
+// names) that differ between before and after, with workflow.<field> for the
+// workflow's, leaving out the workflow's inputs, steps and outputs and what only
+// says where things are (source, lines, digests).
+func definitionFields(name string, before, after Files) []string {
+	a, errA := guardedView(name, before)
+	b, errB := guardedView(name, after)
+	if errA != nil || errB != nil {
+		return []string{"the skill's definition (it does not load)"}
+	}
+	var out []string
+	for k := range union(a, b) {
+		if !reflect.DeepEqual(a[k], b[k]) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// guardedView loads the skill of files and returns its definition as JSON fields,
+// without the parts a repair may change by itself.
+func guardedView(name string, files Files) (map[string]any, error) {
+	s, err := load(name, files)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	for _, k := range []string{"source", "dir", "digest", "body_line", "resources", "repaired_by", "workflow"} {
+		delete(m, k)
+	}
+	if s.Workflow != nil {
+		raw, _ := json.Marshal(s.Workflow)
+		var w map[string]any
+		_ = json.Unmarshal(raw, &w)
+		for k, v := range w {
+			switch k {
+			case "source", "inputs", "steps", "outputs":
+			default:
+				m["workflow."+k] = v
+			}
+		}
+	}
+	return m, nil
+}
+
+// load loads the skill of files from a temporary directory, as the registry would.
+func load(name string, files Files) (*skill.Skill, error) {
+	tmp, err := os.MkdirTemp("", "skillbus-repair-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	dirMode := false
+	for p := range files {
+		if p == "SKILL.md" || p == "skill.yaml" || p == "skill.yml" || strings.Contains(p, "/") {
+			dirMode = true
+		}
+	}
+	base := tmp
+	if dirMode {
+		if name == "" || strings.ContainsAny(name, `/\`) || strings.HasPrefix(name, ".") {
+			name = "skill"
+		}
+		base = filepath.Join(tmp, name)
+	}
+	var single string
+	for p, text := range files {
+		if !filepath.IsLocal(filepath.FromSlash(p)) || path.Clean(p) != p {
+			return nil, os.ErrInvalid
+		}
+		dst := filepath.Join(base, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(dst, []byte(text), 0o644); err != nil {
+			return nil, err
+		}
+		single = dst
+	}
+	target := base
+	if !dirMode {
+		target = single
+	}
+	s, ds := skill.LoadPath(target)
+	if s == nil {
+		if err := ds.Err(); err != nil {
+			return nil, err
+		}
+		return nil, errors.New("repair: the skill does not load")
+	}
+	return s, nil
+}
+
+func union(a, b map[string]any) map[string]bool {
+	out := map[string]bool{}
+	for k := range a {
+		out[k] = true
+	}
+	for k := range b {
+		out[k] = true
+	}
+	return out
+}
