@@ -144,3 +144,120 @@ func TestAutoRepairThatWidensPermissionsWaitsForApproval(t *testing.T) {
 		return len(recs) == 1, fmt.Sprint(recs)
 	})
 }
+
+// An automatic patch that does not fix the fault is rolled back: the version it
+// patched is published again and written back to the skill's file, and executions
+// that hit the fault since fail as without repair instead of running on the patch.
+func TestAutoRepairWithNoImprovementIsRolledBack(t *testing.T) {
+	t.Parallel()
+	broken := fmt.Sprintf(brokenSkill, "noimp", "\nrepair: auto")
+	// A patch within the steps that leaves the misspelt key as it is.
+	useless := strings.Replace(broken, "  - id: post\n", "  - id: post\n    description: posts it\n", 1)
+	diff := repair.Diff(repair.Files{"skill.yaml": broken}, repair.Files{"skill.yaml": useless})
+	f := setupWith(t, map[string]string{"noimp": broken}, []repair.Repairer{&repair.Chat{Model: chatModel(t, diff)}})
+	if err := f.cat.Wait(f.ctx, func(c *catalog.Catalog) bool { _, ok := c.Get("noimp"); return ok }); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := f.cat.Get("noimp")
+	f.trigger("noimp", "ni1", `{}`)
+
+	var rec *service.Record
+	f.eventually("the repair applied and rolled back", func() (bool, string) {
+		list, err := f.act.List(f.ctx, "")
+		if err != nil || len(list) == 0 {
+			return false, fmt.Sprint(list, err)
+		}
+		for _, s := range list {
+			if r, _, err := service.Load(f.ctx, f.kv, s.ID); err == nil && r.Patch != nil && r.Patch.By == "chat" {
+				rec = r
+			}
+		}
+		return rec != nil && rec.RolledBackBy != "", fmt.Sprintf("%+v", list)
+	})
+	if rec.Status != service.StatusApplied || !rec.Auto {
+		t.Fatalf("the repair: %+v", rec)
+	}
+	rb, _, err := service.Load(f.ctx, f.kv, rec.RolledBackBy)
+	if err != nil || rb.Status != service.StatusApplied || rb.Patch.By != "rollback" || rb.NewDigest != before.Digest {
+		t.Fatalf("the rollback: %+v %v; want applied, restoring %.12s", rb, err, before.Digest)
+	}
+	if b, err := os.ReadFile(filepath.Join(f.dir, "noimp", "skill.yaml")); err != nil || string(b) != broken {
+		t.Fatalf("skill.yaml on disk is not the version before the repair (%v):\n%s", err, b)
+	}
+	if err := f.cat.Wait(f.ctx, func(c *catalog.Catalog) bool { s, _ := c.Get("noimp"); return s != nil && s.Digest == before.Digest }); err != nil {
+		s, _ := f.cat.Get("noimp")
+		t.Fatalf("the published version is %.12s, not %.12s: %v", s.Digest, before.Digest, err)
+	}
+	if n := f.pub.calls.Load(); n != 2 {
+		t.Fatalf("%d publications, want the repair and its rollback", n)
+	}
+	// The execution failed as it would have without repair.
+	recs, _ := f.outcomes([]string{"ni1"})
+	if r := recs["ni1"]; r == nil || r.Status == "completed" {
+		t.Fatalf("the execution: %+v", r)
+	}
+	// A later execution hits the same fault on the restored version: it is not run
+	// on the patch again; it fails, naming the rollback.
+	f.trigger("noimp", "ni2", `{}`)
+	f.eventually("the later execution failed", func() (bool, string) {
+		recs, _ := f.outcomes([]string{"ni2"})
+		r := recs["ni2"]
+		return r != nil && strings.Contains(r.Error, "rolled back"), fmt.Sprintf("%+v", r)
+	})
+	if n := f.pub.calls.Load(); n != 2 {
+		t.Fatalf("%d publications after the later execution, want 2", n)
+	}
+}
+
+// A patch a person approved is kept when it brings no improvement: that person
+// chose it.
+func TestApprovedRepairWithNoImprovementIsKept(t *testing.T) {
+	t.Parallel()
+	broken := fmt.Sprintf(brokenSkill, "kept", "")
+	useless := strings.Replace(broken, "  - id: post\n", "  - id: post\n    description: posts it\n", 1)
+	diff := repair.Diff(repair.Files{"skill.yaml": broken}, repair.Files{"skill.yaml": useless})
+	f := setupWith(t, map[string]string{"kept": broken}, []repair.Repairer{&repair.Chat{Model: chatModel(t, diff)}})
+	f.trigger("kept", "kp1", `{}`)
+	var sum service.Summary
+	f.eventually("the repair proposed", func() (bool, string) {
+		list, err := f.act.List(f.ctx, "")
+		if err != nil || len(list) != 1 {
+			return false, fmt.Sprint(list, err)
+		}
+		sum = list[0]
+		return sum.Status == service.StatusProposed, fmt.Sprintf("%+v", sum)
+	})
+	if _, err := f.act.Approve(f.ctx, sum.ID, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	f.eventually("the execution failed on the repaired version and the report was handled", func() (bool, string) {
+		recs, _ := f.outcomes([]string{"kp1"})
+		if recs["kp1"] == nil {
+			return false, "no outcome"
+		}
+		// Park request, repair job, decision, and the worker's report.
+		last := f.repairStreamSeq()
+		if last < 4 {
+			return false, fmt.Sprintf("%d messages on the repair stream", last)
+		}
+		c, err := f.b.JS.Consumer(f.ctx, f.b.StreamRepair(), "repair")
+		if err != nil {
+			return false, err.Error()
+		}
+		info, err := c.Info(f.ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		return info.NumPending == 0 && info.NumAckPending == 0 && info.AckFloor.Stream == last, fmt.Sprintf("%+v", info)
+	})
+	rec, _, err := service.Load(f.ctx, f.kv, sum.ID)
+	if err != nil || rec.Status != service.StatusApplied || rec.RolledBackBy != "" {
+		t.Fatalf("the repair: %+v %v", rec, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(f.dir, "kept", "skill.yaml")); err != nil || string(b) != useless {
+		t.Fatalf("skill.yaml on disk is not the approved patch's (%v):\n%s", err, b)
+	}
+	if list, _ := f.act.List(f.ctx, ""); len(list) != 1 {
+		t.Fatalf("repairs: %+v", list)
+	}
+}
