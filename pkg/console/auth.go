@@ -4,7 +4,9 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
+	"errors"
 	"fmt"
+	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -100,6 +102,9 @@ func (c *Console) action(h func(http.ResponseWriter, *http.Request, *session)) h
 			http.Error(w, "sign in first (/login) with the console's token", http.StatusUnauthorized)
 			return
 		}
+		if !readForm(w, r) {
+			return
+		}
 		got := r.Header.Get("X-CSRF-Token")
 		if got == "" {
 			got = r.PostFormValue("csrf")
@@ -120,25 +125,58 @@ type loginView struct {
 	Next, Error, Name string
 }
 
+// maxFormBytes bounds every request body the console reads: its forms carry a CSRF
+// token, a name, a sign-in token and a reason of at most 500 characters, far below.
+const maxFormBytes = 64 << 10
+
+// readForm parses a POST's form, reading at most maxFormBytes of the body. A body
+// over that is answered 413, a multipart body (no console form sends one, and
+// net/http would spool its files to disk) 415; readForm then reports false and the
+// caller answers nothing more.
+func readForm(w http.ResponseWriter, r *http.Request) bool {
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); strings.HasPrefix(mt, "multipart/") {
+		http.Error(w, "the console's forms are sent as application/x-www-form-urlencoded, not "+mt, http.StatusUnsupportedMediaType)
+		return false
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	if err := r.ParseForm(); err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			http.Error(w, fmt.Sprintf("the form is larger than the console accepts (%d KiB)", maxFormBytes>>10), http.StatusRequestEntityTooLarge)
+		} else {
+			http.Error(w, "the form could not be read: "+err.Error(), http.StatusBadRequest)
+		}
+		return false
+	}
+	return true
+}
+
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
+	// Refusals that need nothing from the form come before it is read: a client over
+	// the sign-in limit gets its 429 without the console reading a byte of its body.
+	if c.cfg.Token == "" {
+		w.WriteHeader(http.StatusUnauthorized)
+		c.render(w, r, "login", "Sign in", loginView{Next: "/", Error: "This console is read-only: it was started without --ui-token."})
+		return
+	}
+	client := clientOf(r)
+	if wait := c.signIns.refused(client); wait > 0 {
+		c.tooManySignIns(w, r, loginView{Next: "/"}, wait)
+		return
+	}
+	if !readForm(w, r) {
+		return
+	}
 	v := loginView{Next: localPath(r.PostFormValue("next")), Name: strings.TrimSpace(r.PostFormValue("name"))}
 	switch {
-	case c.cfg.Token == "":
-		v.Error = "This console is read-only: it was started without --ui-token."
 	case v.Name == "":
 		v.Error = "Say who you are: your name is recorded with every answer you give."
 	case len(v.Name) > 100:
 		v.Error = "The name is longer than 100 characters."
 	}
-	code := http.StatusUnauthorized
 	if v.Error == "" {
-		client := clientOf(r)
 		if ok, wait := c.signIns.take(client); !ok {
-			secs := int((wait + time.Second - 1) / time.Second)
-			v.Error = fmt.Sprintf("Too many wrong tokens: try again in %d s.", secs)
-			code = http.StatusTooManyRequests
-			w.Header().Set("Retry-After", strconv.Itoa(secs))
-			c.cfg.Log.Warn("console: sign-in refused: too many wrong tokens", "name", v.Name, "remote", r.RemoteAddr, "retry_after", secs)
+			c.tooManySignIns(w, r, v, wait)
+			return
 		} else if subtle.ConstantTimeCompare([]byte(r.PostFormValue("token")), []byte(c.cfg.Token)) != 1 {
 			v.Error = "Wrong token."
 			c.cfg.Log.Warn("console: sign-in with a wrong token", "name", v.Name, "remote", r.RemoteAddr)
@@ -147,7 +185,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if v.Error != "" {
-		w.WriteHeader(code)
+		w.WriteHeader(http.StatusUnauthorized)
 		c.render(w, r, "login", "Sign in", v)
 		return
 	}
@@ -156,6 +194,16 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		Secure: r.TLS != nil, MaxAge: int(sessionTTL / time.Second)})
 	c.cfg.Log.Info("console: signed in", "who", v.Name, "remote", r.RemoteAddr)
 	http.Redirect(w, r, v.Next, http.StatusSeeOther)
+}
+
+// tooManySignIns answers a sign-in over the throttle's limits: 429 and Retry-After.
+func (c *Console) tooManySignIns(w http.ResponseWriter, r *http.Request, v loginView, wait time.Duration) {
+	secs := int((wait + time.Second - 1) / time.Second)
+	v.Error = fmt.Sprintf("Too many wrong tokens: try again in %d s.", secs)
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	w.WriteHeader(http.StatusTooManyRequests)
+	c.cfg.Log.Warn("console: sign-in refused: too many wrong tokens", "name", v.Name, "remote", r.RemoteAddr, "retry_after", secs)
+	c.render(w, r, "login", "Sign in", v)
 }
 
 func (c *Console) logout(w http.ResponseWriter, r *http.Request, s *session) {

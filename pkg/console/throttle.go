@@ -104,6 +104,31 @@ func (t *throttle) client(addr string, now time.Time) *allowance {
 func (t *throttle) take(addr string) (bool, time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	a, wait := t.check(addr)
+	if wait > 0 {
+		return false, wait
+	}
+	// A fresh client past the global limit does not push it further into debt: the
+	// clients that keep failing wait at most SignInGlobalEvery for it.
+	t.global.tokens = max(t.global.tokens-1, 0)
+	if a != nil {
+		a.tokens--
+	}
+	return true, 0
+}
+
+// refused reports how long until a sign-in from addr may be tried, 0 if it may be
+// now, without counting one: the console asks it before reading a sign-in's form.
+func (t *throttle) refused(addr string) time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, wait := t.check(addr)
+	return wait
+}
+
+// check refills the allowances and returns addr's (nil when too many addresses are
+// tracked) and how long until an attempt from it may be tried. t.mu is held.
+func (t *throttle) check(addr string) (*allowance, time.Duration) {
 	now := t.now()
 	t.global.refill(now, SignInGlobalBurst, SignInGlobalEvery)
 	a := t.client(addr, now)
@@ -115,16 +140,7 @@ func (t *throttle) take(addr string) (bool, time.Duration) {
 	if !fresh && t.global.tokens < 1 {
 		wait = max(wait, t.global.wait(SignInGlobalEvery))
 	}
-	if wait > 0 {
-		return false, wait
-	}
-	// A fresh client past the global limit does not push it further into debt: the
-	// clients that keep failing wait at most SignInGlobalEvery for it.
-	t.global.tokens = max(t.global.tokens-1, 0)
-	if a != nil {
-		a.tokens--
-	}
-	return true, 0
+	return a, wait
 }
 
 // succeeded gives back what take counted for an attempt whose token was right.
