@@ -72,8 +72,10 @@
 // The tool's own client records OpenTelemetry's http.client.request.duration and
 // http.client.request.body.size histograms with attribute sets made once per
 // method, server, protocol and status, and, with tracing on, a CLIENT span per
-// request with W3C trace headers through otelhttp; with tracing off a request
-// goes straight to the transport, carrying the trace context its context has.
+// request with W3C trace headers through otelhttp, whose url.full has every query
+// value and any user info replaced by REDACTED (a query often carries an API key);
+// with tracing off a request goes straight to the transport, carrying the trace
+// context its context has.
 //
 // # exec
 //

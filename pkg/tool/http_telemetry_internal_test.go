@@ -2,6 +2,7 @@ package tool
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -424,3 +425,78 @@ func BenchmarkRoundTrip(b *testing.B) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestHTTPClientSpanRedactsTheURL: a request's span carries its url.full with every
+// query value (the tool's query argument included) and the user info replaced by
+// REDACTED, as OpenTelemetry's semantic conventions advise, and no attribute, event or
+// status of the span holds them, whether the request got an answer or not.
+func TestHTTPClientSpanRedactsTheURL(t *testing.T) {
+	srv := newTelemetryServer(t)
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	defer tp.Shutdown(context.Background())
+	rt := newClientTransport(http.DefaultTransport.(*http.Transport).Clone(),
+		clientTelemetry{MeterProvider: metricnoop.NewMeterProvider(), TracerProvider: tp, Propagator: propagation.TraceContext{}})
+
+	u, _ := url.Parse(srv.URL)
+	u.User = url.UserPassword("ada", "PASS-S3CR3T")
+	u.Path = "/ok"
+	u.RawQuery = "api_key=QUERY-S3CR3T&flag&page=2"
+	u.Fragment = "FRAG-S3CR3T"
+	// A port nothing listens on: the request fails, and its span's status says why.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + ln.Addr().String() + "/down?token=DOWN-S3CR3T"
+	ln.Close()
+
+	callWith(t, context.Background(), rt, map[string]any{"url": u.String(), "query": map[string]any{"sig": "ARG-S3CR3T"}})
+	callWith(t, context.Background(), rt, map[string]any{"url": closed})
+
+	want := map[string]bool{
+		"http://REDACTED:REDACTED@" + u.Host + "/ok?api_key=REDACTED&flag=REDACTED&page=REDACTED&sig=REDACTED": false,
+		"http://" + ln.Addr().String() + "/down?token=REDACTED":                                                false,
+	}
+	spans := exp.GetSpans()
+	if len(spans) != 2 {
+		t.Fatalf("%d spans, want 2", len(spans))
+	}
+	for _, s := range spans {
+		for _, kv := range s.Attributes {
+			if kv.Key == "url.full" {
+				if _, ok := want[kv.Value.AsString()]; !ok {
+					t.Errorf("url.full %q, want one of %v", kv.Value.AsString(), want)
+				}
+				want[kv.Value.AsString()] = true
+			}
+		}
+		all := fmt.Sprint(s.Attributes, s.Events, s.Status, s.Name)
+		if strings.Contains(all, "S3CR3T") {
+			t.Errorf("a span holds a secret: %s", all)
+		}
+	}
+	for u, seen := range want {
+		if !seen {
+			t.Errorf("no span with url.full %q", u)
+		}
+	}
+}
+
+func TestRedactedFullURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://api.example/v1/x":                    "https://api.example/v1/x",
+		"https://api.example/v1/x?":                   "https://api.example/v1/x?",
+		"https://u@api.example/x?a=1&b=&c":            "https://REDACTED:REDACTED@api.example/x?a=REDACTED&b=REDACTED&REDACTED",
+		"https://api.example/x?q=a%20b&q=c#frag":      "https://api.example/x?q=REDACTED&q=REDACTED",
+		"https://api.example/x?X-Goog-Signature=abc&": "https://api.example/x?X-Goog-Signature=REDACTED&",
+	} {
+		u, err := url.Parse(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := redactedFullURL(u); got != want {
+			t.Errorf("%s: %s, want %s", in, got, want)
+		}
+	}
+}
