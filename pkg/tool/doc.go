@@ -191,6 +191,7 @@
 //     their working directories are their own users'. Under a worker that is
 //     not root, the processes of other calls are listed in /proc (their command
 //     lines are visible), and their files, as the same user's, are readable.
+//     NewExec says so, once per process, at WARN (NotRootWarning).
 //   - The worker's secrets: NewExec makes the worker non-dumpable
 //     (PR_SET_DUMPABLE 0), so /proc/<worker>/environ and mem belong to root and
 //     ptrace needs CAP_SYS_PTRACE. A process in a user namespace or Landlock

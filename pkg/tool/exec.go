@@ -226,6 +226,7 @@ const waitDelay = 2 * time.Second
 // package documentation for the sandbox.
 func NewExec(cfg ExecConfig) Tool {
 	protectWorker()
+	warnNotRoot(&cfg)
 	t := &execTool{cfg: cfg}
 	if cfg.Timeout <= 0 {
 		t.cfg.Timeout = DefaultExecTimeout

@@ -820,3 +820,23 @@ var protectOnce sync.Once
 func protectWorker() {
 	protectOnce.Do(func() { _ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0) })
 }
+
+// geteuid is the worker's effective user ID; a test makes the worker look like
+// another user's.
+var geteuid = os.Geteuid
+
+var notRootWarned atomic.Bool
+
+// NotRootWarning is what a worker that is not root logs, once, when its exec tool
+// is made: what it does not isolate, as the table in docs/tools.md says.
+const NotRootWarning = "exec: the worker is not root, so it isolates calls less: every call runs as the worker's own user, " +
+	"reads and writes the working directories of the calls running beside it, " +
+	"and sees their processes and the worker's in /proc (not their environment or memory); " +
+	"run the worker as root to give each call a user and a /proc of its own"
+
+// warnNotRoot logs NotRootWarning, once per process, if the worker is not root.
+func warnNotRoot(cfg *ExecConfig) {
+	if uid := geteuid(); uid != 0 && notRootWarned.CompareAndSwap(false, true) {
+		cfg.log().Warn(NotRootWarning, "uid", uid)
+	}
+}

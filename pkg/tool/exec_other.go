@@ -19,3 +19,5 @@ func (e *execTool) Call(ctx context.Context, c Call) (any, error) {
 }
 
 func protectWorker() {}
+
+func warnNotRoot(*ExecConfig) {}
