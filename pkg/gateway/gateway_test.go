@@ -275,6 +275,16 @@ func TestEvents(t *testing.T) {
 			t.Fatalf("%d %v", code, out)
 		}
 	})
+	t.Run("the scheme in any case", func(t *testing.T) {
+		// RFC 7235: the authentication scheme is case-insensitive.
+		for i, auth := range []string{"bearer " + token, "BEARER " + token, "Bearer   " + token} {
+			h := binary(fmt.Sprint("case-", i), "com.example.case")
+			h["Authorization"] = auth
+			if code, out, _ := f.post("/events", h, `{}`); code != http.StatusAccepted {
+				t.Errorf("Authorization: %q: %d %v, want 202", strings.Replace(auth, token, "<token>", 1), code, out)
+			}
+		}
+	})
 	t.Run("content-type is the datacontenttype", func(t *testing.T) {
 		h := binary("b-6", "com.example.text")
 		h["Content-Type"] = "text/plain; charset=utf-8"
@@ -325,6 +335,16 @@ func TestEvents(t *testing.T) {
 		{"wrong token", "/events", func() map[string]string {
 			h := binary("x", "t")
 			h["Authorization"] = "Bearer nope-nope-nope-nope"
+			return h
+		}(), `{}`, 401, "Bearer"},
+		{"the token under another scheme", "/events", func() map[string]string {
+			h := binary("x", "t")
+			h["Authorization"] = "Basic " + token
+			return h
+		}(), `{}`, 401, "Bearer"},
+		{"the token without a scheme", "/events", func() map[string]string {
+			h := binary("x", "t")
+			h["Authorization"] = token
 			return h
 		}(), `{}`, 401, "Bearer"},
 		{"a signature without a secret configured", "/events", map[string]string{"X-Hub-Signature-256": gateway.Sign([]byte("k"), []byte("{}")), "ce-specversion": "1.0"}, `{}`, 401, "Bearer"},

@@ -203,12 +203,14 @@ func (g *Gateway) body(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	return b, true
 }
 
-// bearer reports whether the request carries one of the tokens.
+// bearer reports whether the request carries one of the tokens: Authorization:
+// Bearer <token>, the scheme in any case (RFC 7235), one or more spaces after it.
 func (g *Gateway) bearer(r *http.Request) bool {
-	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok {
+	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return false
 	}
+	tok = strings.TrimLeft(tok, " ")
 	found := 0
 	for _, t := range g.cfg.Tokens {
 		found |= subtle.ConstantTimeCompare([]byte(tok), []byte(t))
