@@ -165,6 +165,39 @@ func (e *execTool) callLimits(p Permissions) (Limits, int, error) {
 	return l, out, nil
 }
 
+type limitSource int
+
+const (
+	limitDefault limitSource = iota // DefaultLimits'
+	limitWorker                     // ExecConfig.Limits, set to another value
+	limitSkill                      // the skill's permissions.limits
+)
+
+// processesFrom says whose process limit a call with permissions p runs under.
+func (e *execTool) processesFrom(p Permissions) limitSource {
+	switch {
+	case p.Limits.Processes != 0:
+		return limitSkill
+	case e.cfg.Limits.Processes == DefaultLimits.Processes:
+		return limitDefault
+	}
+	return limitWorker
+}
+
+// processLimitMessage is why a call's program name was killed at its limit of
+// processes and threads: whose limit it was and, unless the skill asked for it, how
+// to raise it (a skill may only ask for less than its worker allows).
+func processLimitMessage(name string, limit uint64, from limitSource) string {
+	msg := fmt.Sprintf("exec: %q was killed: its processes and threads reached their limit of %d", name, limit)
+	switch from {
+	case limitSkill:
+		return msg + ", the skill's permissions.limits.processes"
+	case limitDefault:
+		return msg + ", the default: a worker started with --exec-max-processes N allows more (0: no limit); a skill's permissions.limits.processes may only ask for less"
+	}
+	return msg + ", the worker's --exec-max-processes: a worker started with a higher one allows more (0: no limit); a skill's permissions.limits.processes may only ask for less"
+}
+
 // Defaults of ExecConfig.
 const (
 	DefaultExecTimeout    = 30 * time.Second
@@ -278,14 +311,17 @@ type execTool struct {
 func (*execTool) Name() string { return "exec" }
 
 type execRequest struct {
-	limits    Limits
-	maxOutput int
-	argv      []string
-	callEnv   map[string]string // the call's "env"
-	env       []string
-	stdin     string
-	timeout   time.Duration
-	dir       string
+	limits Limits
+	// processesFrom says whose limits.Processes is: the skill's, the worker's
+	// default, or the worker's own setting.
+	processesFrom limitSource
+	maxOutput     int
+	argv          []string
+	callEnv       map[string]string // the call's "env"
+	env           []string
+	stdin         string
+	timeout       time.Duration
+	dir           string
 }
 
 func (e *execTool) parse(c Call) (*execRequest, error) {

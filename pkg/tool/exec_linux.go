@@ -41,6 +41,7 @@ func (e *execTool) Call(ctx context.Context, c Call) (any, error) {
 	if r.limits, r.maxOutput, err = e.callLimits(perms); err != nil {
 		return nil, err
 	}
+	r.processesFrom = e.processesFrom(perms)
 	r.env = mergeEnv(e.cfg.BaseEnv, grantedEnv(perms), r.callEnv)
 	path, err := lookPath(r.argv[0], r.env)
 	if err != nil {
@@ -499,8 +500,7 @@ func (p process) outcome(parent, ctx context.Context, r *execRequest, werr error
 	case parent.Err() != nil:
 		return nil, failure.Wrap(failure.Retryable, fmt.Errorf("exec: %q: %w", name, parent.Err()))
 	case overLimit:
-		msg := fmt.Sprintf("exec: %q was killed: its processes and threads reached their limit of %d (permissions.limits.processes)", name, r.limits.Processes)
-		return nil, failure.Fatalf("%s", withTail(msg))
+		return nil, failure.Fatalf("%s", withTail(processLimitMessage(name, r.limits.Processes, r.processesFrom)))
 	case ctx.Err() != nil:
 		msg := fmt.Sprintf("exec: %q timed out after %s and its process group was killed", name, r.timeout)
 		return nil, failure.Wrap(failure.Retryable, fmt.Errorf("%s: %w", withTail(msg), ctx.Err()))

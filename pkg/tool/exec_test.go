@@ -562,6 +562,38 @@ func gone(pid int) bool {
 	return state == 'Z' || state == 'X'
 }
 
+// A call killed at its limit of processes says whose limit it was: the skill's, or
+// the worker's, with how to raise it.
+func TestExecProcessLimitSaysWhoseItIs(t *testing.T) {
+	t.Parallel()
+	// bash, which retries a fork that fails, so the call lives until it is killed;
+	// dash gives up at once.
+	if _, err := os.Stat("/bin/bash"); err != nil {
+		t.Skip("no /bin/bash")
+	}
+	spawn := withArgs(cmdCall("/bin/bash", "-c", `for i in 1 2 3 4 5 6 7 8 9 10 11 12; do sleep 30 & done; wait`), "timeout", "20s")
+	for _, tc := range []struct {
+		name  string
+		cfg   tool.ExecConfig
+		perms tool.Permissions
+		want  string
+	}{
+		{"the skill's", tool.ExecConfig{}, tool.Permissions{Limits: tool.Limits{Processes: 6}},
+			`exec: "/bin/bash" was killed: its processes and threads reached their limit of 6, the skill's permissions.limits.processes`},
+		{"the worker's", tool.ExecConfig{Limits: tool.Limits{Processes: 6}}, tool.Permissions{},
+			`exec: "/bin/bash" was killed: its processes and threads reached their limit of 6, the worker's --exec-max-processes: ` +
+				`a worker started with a higher one allows more (0: no limit); a skill's permissions.limits.processes may only ask for less`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := tool.NewExec(tc.cfg).Call(tool.WithPermissions(t.Context(), tc.perms), spawn)
+			if err == nil || !strings.HasPrefix(err.Error(), tc.want) || classOf(t, err) != failure.Fatal {
+				t.Errorf("error %v, want fatal %q", err, tc.want)
+			}
+		})
+	}
+}
+
 func TestExecLimits(t *testing.T) {
 	t.Parallel()
 	cfg := tool.ExecConfig{Limits: tool.Limits{CPUSeconds: 7, MemoryBytes: 1 << 30, OpenFiles: 64, Processes: 500}}

@@ -622,7 +622,8 @@ func TestExecForkBombIsStopped(t *testing.T) {
 		if err := json.Unmarshal(out.Bytes(), &got); err != nil {
 			t.Fatalf("worker output %q: %v", out, err)
 		}
-		want := `step bomb: exec: "/bin/bash" was killed: its processes and threads reached their limit of 256 (permissions.limits.processes)`
+		want := `step bomb: exec: "/bin/bash" was killed: its processes and threads reached their limit of 256, the default: ` +
+			`a worker started with --exec-max-processes N allows more (0: no limit); a skill's permissions.limits.processes may only ask for less`
 		if !strings.HasPrefix(got.Error, want) {
 			t.Errorf("error %q, want %q", got.Error, want)
 		}
