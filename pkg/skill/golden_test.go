@@ -134,7 +134,9 @@ func TestGolden(t *testing.T) {
 		}},
 		// What skillbus cannot enforce yet is rejected, not ignored.
 		{path: "bad/md/unsupported.md", want: []diag{
-			{"bad/md/unsupported.md:5:3", SeverityError, "permissions.filesystem is not supported yet: skillbus cannot confine a process to paths"},
+			{"bad/md/unsupported.md:5:3", SeverityError, "permissions.filesystem is not supported yet: skillbus cannot confine a process to paths; " +
+				"a process may read and write what its user may: under a worker running as root, a user of the call's own (nobody for exec steps of a worker with --exec-dir), " +
+				"with no more rights than any user beyond its working directory; under a worker of another user, that user"},
 			{"bad/md/unsupported.md:8:19", SeverityError, "permissions.environment.allow names SKILLBUS_NATS_PASSWORD: variables starting with SKILLBUS_ configure skillbus itself"},
 			{"bad/md/unsupported.md:10:12", SeverityError, "execution.sandbox container is not supported yet"},
 		}},

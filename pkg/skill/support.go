@@ -20,7 +20,8 @@ func (b *builder) checkSupported() {
 		if k, _ := quietLookup(d, set.val, "filesystem"); k != nil {
 			d.errAt(k, "permissions.filesystem", "remove it; the exec tool gives each process a working directory of its own",
 				"permissions.filesystem is not supported yet: skillbus cannot confine a process to paths; "+
-					"a process may read what its user (nobody, when the worker runs as root) may read, and write its working directory")
+					"a process may read and write what its user may: under a worker running as root, a user of the call's own (nobody for exec steps of a worker with --exec-dir), "+
+					"with no more rights than any user beyond its working directory; under a worker of another user, that user")
 		}
 		if _, env := quietLookup(d, set.val, "environment"); env != nil {
 			if _, allow := quietLookup(d, env, "allow"); allow != nil {
