@@ -79,7 +79,7 @@ func (c *common) register(cmd *cobra.Command, getenv Env, defaultFormat string) 
 	f.StringVar(&c.natsURL, "nats-url", envOr(getenv, "SKILLBUS_NATS_URL", nats.DefaultURL), "NATS server URL(s), comma-separated ($SKILLBUS_NATS_URL)")
 	f.StringVar(&c.prefix, "prefix", envOr(getenv, "SKILLBUS_PREFIX", "skillbus"), "subject prefix of every subject and stream ($SKILLBUS_PREFIX)")
 	f.IntVar(&c.replicas, "replicas", c.envInt(getenv, "SKILLBUS_REPLICAS", 1), "replicas of the streams and buckets this process creates: 1, or 3 on a cluster ($SKILLBUS_REPLICAS)")
-	f.StringVar(&c.creds, "creds", getenv("SKILLBUS_NATS_CREDS"), "NATS credentials file ($SKILLBUS_NATS_CREDS); or set $SKILLBUS_NATS_USER and $SKILLBUS_NATS_PASSWORD")
+	f.StringVar(&c.creds, "creds", getenv("SKILLBUS_NATS_CREDS"), "NATS credentials file ($SKILLBUS_NATS_CREDS); or set $SKILLBUS_NATS_USER (default skillbus) and $SKILLBUS_NATS_PASSWORD")
 	f.StringVar(&c.tlsCA, "tls-ca", getenv("SKILLBUS_NATS_CA"), "CA certificate that signed the NATS server's TLS certificate ($SKILLBUS_NATS_CA)")
 	c.user, c.password = getenv("SKILLBUS_NATS_USER"), getenv("SKILLBUS_NATS_PASSWORD")
 	f.StringVar(&c.logLevel, "log-level", envOr(getenv, "SKILLBUS_LOG_LEVEL", "info"), "log level: debug, info, warn, error ($SKILLBUS_LOG_LEVEL)")
@@ -117,7 +117,7 @@ func (c *common) connect(name string) (*bus.Bus, error) {
 	}
 	nc, err := bus.Connect(c.natsURL, name, opts...)
 	if err != nil {
-		return nil, connectError(c.natsURL, err)
+		return nil, c.connectError(err)
 	}
 	b, err := bus.New(nc, bus.Config{Prefix: c.prefix, Replicas: c.replicas,
 		JobsMaxAge: c.keep.jobs.d, EventsMaxAge: c.keep.events.d, TriggerMaxAge: c.keep.triggers.d, DeadMaxAge: c.keep.dead.d})

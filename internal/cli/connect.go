@@ -47,8 +47,8 @@ func (c *common) natsOptions() ([]nats.Option, error) {
 		}
 		opts = append(opts, o)
 	}
-	if c.user != "" {
-		opts = append(opts, nats.UserInfo(c.user, c.password))
+	if user := c.natsUser(); user != "" {
+		opts = append(opts, nats.UserInfo(user, c.password))
 	}
 	if c.tlsCA != "" {
 		opts = append(opts, nats.RootCAs(c.tlsCA))
@@ -142,11 +142,31 @@ func retryable(err error) bool {
 	return false
 }
 
+// defaultNATSUser is the user a password alone signs in as: the one skillbus dev
+// makes when it is given $SKILLBUS_NATS_PASSWORD alone.
+const defaultNATSUser = "skillbus"
+
+// natsUser is the user to sign in as: $SKILLBUS_NATS_USER, or with a password and no
+// user, defaultNATSUser.
+func (c *common) natsUser() string {
+	if c.user == "" && c.password != "" {
+		return defaultNATSUser
+	}
+	return c.user
+}
+
 // connectError explains a connection failure.
-func connectError(url string, err error) error {
+func (c *common) connectError(err error) error {
 	switch {
 	case errors.Is(err, nats.ErrAuthorization), strings.Contains(err.Error(), "Authorization Violation"):
-		return fmt.Errorf("%w (check the user and password, --creds or --nkey)", err)
+		who := "the user and password ($SKILLBUS_NATS_USER, $SKILLBUS_NATS_PASSWORD)"
+		switch {
+		case c.password != "" && c.user == "":
+			who = fmt.Sprintf("the password: it was tried as user %s, the user when $SKILLBUS_NATS_PASSWORD is set and $SKILLBUS_NATS_USER is not; set $SKILLBUS_NATS_USER to sign in as another", defaultNATSUser)
+		case c.user != "":
+			who = fmt.Sprintf("the user and password: user %s from $SKILLBUS_NATS_USER, and $SKILLBUS_NATS_PASSWORD", c.user)
+		}
+		return fmt.Errorf("%w (check %s, --creds or --nkey)", err, who)
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission):
 		return fmt.Errorf("%w (a file the connection needs: check --creds, --nkey, --tls-ca, --tls-cert and --tls-key)", err)
 	case strings.Contains(err.Error(), "tls:"), strings.Contains(err.Error(), "x509:"), errors.Is(err, nats.ErrSecureConnRequired):

@@ -212,6 +212,37 @@ func TestNkey(t *testing.T) {
 	}
 }
 
+// $SKILLBUS_NATS_PASSWORD alone signs in as user skillbus, the user skillbus dev
+// makes; a refused password says which user was tried and where the user comes from.
+func TestAPasswordAloneIsUserSkillbus(t *testing.T) {
+	t.Parallel()
+	srv := natstest.StartWith(t, func(o *server.Options) {
+		o.Users = []*server.User{{Username: "skillbus", Password: "pw-0123456789"}, {Username: "operator", Password: "op-0123456789"}}
+	})
+	env := func(kv ...string) cli.Env {
+		m := map[string]string{"SKILLBUS_NATS_URL": srv.URL()}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return func(k string) string { return m[k] }
+	}
+	var out bytes.Buffer
+	if err := cli.Registry(context.Background(), []string{"--once", "--skills", filepath.Join("..", "..", "testdata", "skills"), "--log-level", "error"},
+		env("SKILLBUS_NATS_PASSWORD", "pw-0123456789"), &out, &out); err != nil {
+		t.Fatalf("registry with only $SKILLBUS_NATS_PASSWORD: %v\n%s", err, out.String())
+	}
+	out.Reset()
+	if err := cli.Skillbus(context.Background(), []string{"skills", "list"}, env("SKILLBUS_NATS_USER", "operator", "SKILLBUS_NATS_PASSWORD", "op-0123456789"), &out, &out); err != nil ||
+		!strings.Contains(out.String(), "hello") {
+		t.Fatalf("skills list as operator: %v\n%s", err, out.String())
+	}
+	out.Reset()
+	err := cli.Skillbus(context.Background(), []string{"skills", "list"}, env("SKILLBUS_NATS_PASSWORD", "op-0123456789"), &out, &out)
+	if err == nil || !strings.Contains(err.Error(), "user skillbus") || !strings.Contains(err.Error(), "$SKILLBUS_NATS_USER") {
+		t.Errorf("another user's password without $SKILLBUS_NATS_USER: %v, want an error naming user skillbus and $SKILLBUS_NATS_USER", err)
+	}
+}
+
 // A start-up that the server leaves unanswered (its requests time out) is tried
 // again until it succeeds; one that fails for another reason is not.
 func TestStartRetryWaitsOutAnUnansweringServer(t *testing.T) {
