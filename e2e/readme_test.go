@@ -120,7 +120,7 @@ func TestReadmeCommands(t *testing.T) {
 				out, _ = skillbus(t, args...)
 				return strings.Contains(out, "paused")
 			}, "runs list shows no paused run:\n%s", out)
-			m := regexp.MustCompile(`(?m)^([0-9a-f]{32})\s+refund-order\s+paused`).FindStringSubmatch(out)
+			m := regexp.MustCompile(`(?m)^([0-9a-f]{32})\s+refund-order\s+\S+\s+paused`).FindStringSubmatch(out)
 			if m == nil {
 				t.Fatalf("no paused refund-order in runs list:\n%s", out)
 			}

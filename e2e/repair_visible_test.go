@@ -52,7 +52,7 @@ func TestParkedRunInEveryView(t *testing.T) {
 	if code != 0 || !strings.Contains(list, "repairing") || !strings.Contains(list, "issue-title") || !strings.Contains(list, repairID+" waiting for approval") {
 		t.Fatalf("runs list (exit %d) does not list the parked run:\n%s", code, list)
 	}
-	id := regexp.MustCompile(`(?m)^([0-9a-f]{32})\s+issue-title\s+repairing`).FindStringSubmatch(list)
+	id := regexp.MustCompile(`(?m)^([0-9a-f]{32})\s+issue-title\s+\S+\s+repairing`).FindStringSubmatch(list)
 	if id == nil {
 		t.Fatalf("no execution id in runs list:\n%s", list)
 	}

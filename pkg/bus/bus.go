@@ -267,10 +267,20 @@ func (b *Bus) NoJetStream(err error) error {
 	if err == nil || !(errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrJetStreamNotEnabled)) || b.NC == nil {
 		return err
 	}
-	if on, _ := b.NC.ConnectedServerJetStream(); on || !b.NC.IsConnected() {
+	if !b.NoJetStreamThere() {
 		return err
 	}
 	return fmt.Errorf("%w (the NATS server at %s does not run JetStream: start it with -js, or with jetstream {} in its configuration file)", err, b.NC.ConnectedUrlRedacted())
+}
+
+// NoJetStreamThere reports whether the server this bus is connected to says, in
+// its INFO, that it does not run JetStream (false while disconnected).
+func (b *Bus) NoJetStreamThere() bool {
+	if b.NC == nil || !b.NC.IsConnected() {
+		return false
+	}
+	on, _ := b.NC.ConnectedServerJetStream()
+	return !on
 }
 
 // Ensure creates or updates every stream and bucket. It is idempotent and safe to run

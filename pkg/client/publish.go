@@ -179,7 +179,7 @@ func (c *Client) Send(ctx context.Context, o *Outgoing, retryUntil time.Time) (a
 			return Activation{}, ctx.Err()
 		}
 		if errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) {
-			if on, _ := c.b.NC.ConnectedServerJetStream(); !on && c.b.NC.IsConnected() {
+			if c.b.NoJetStreamThere() {
 				return Activation{}, c.b.NoJetStream(fmt.Errorf("publish %s: no stream takes it: %w", o.msg.Subject, nats.ErrNoResponders))
 			}
 			return Activation{}, fmt.Errorf("publish %s: no stream takes it (%w); is skillbus running here, with prefix %q?", o.msg.Subject, err, c.b.Subjects.Prefix)
