@@ -68,17 +68,11 @@ func (w *Worker) repair(ctx context.Context, j *job, d Repair) error {
 	f := d.Fault
 	bkey := repair.BudgetKey(j.skill.Name, f)
 	if jr := j.data.Repair; jr != nil && jr.BudgetKey == bkey {
-		// The repaired version failed with the same fault: no improvement. The
-		// repair service hears of it too: it rolls an automatic repair back.
-		p := events.RepairProgress{
+		// The repaired version failed with the same fault: no improvement.
+		w.emit(j, events.TypeRepairNoImprovement, "", events.RepairProgress{
 			RepairID: jr.ID, ExecutionID: j.data.ExecutionID, Skill: j.skill.Name, Attempt: jr.Attempts,
 			Reason: "the repaired version fails with the same fault: " + d.Err.Error(),
-		}
-		w.emit(j, events.TypeRepairNoImprovement, "", p)
-		m := j.meta
-		m.ExecutionID, m.CausationID = j.data.ExecutionID, j.msgID()
-		p.Digest = j.skill.Digest
-		service.NoImprovement(j.batch, w.cfg.Bus, w.cfg.Source, m, p)
+		})
 		w.cfg.Metrics.Repair(ctx, j.skill.Name, telemetry.RepairNoImprovement)
 		return w.fail(ctx, j, d.Step, d.Err)
 	}

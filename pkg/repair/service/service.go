@@ -227,16 +227,6 @@ func (s *Service) process(ctx context.Context, msg jetstream.Msg) error {
 		if err := s.diagnose(ctx, msg, &d); err != nil {
 			return err
 		}
-	case events.TypeRepairNoImprovement:
-		if !s.cfg.Bus.Subjects.IsRepairParked(msg.Subject()) {
-			return msg.TermWithReason("a no-improvement report on " + msg.Subject())
-		}
-		if refused, err := s.noImprovement(ctx, msg.Subject(), e.Data()); err != nil {
-			return err
-		} else if refused != "" {
-			s.cfg.Log.Warn("repair service: no-improvement report ignored", "subject", msg.Subject(), "why", refused)
-			return msg.TermWithReason(refused)
-		}
 	case events.TypeRepairDecided:
 		var d events.RepairDecided
 		if err := json.Unmarshal(e.Data(), &d); err != nil || d.RepairID == "" {

@@ -62,14 +62,10 @@ type Record struct {
 	Decided   string           `json:"decided_by,omitempty"`
 	Reason    string           `json:"reason,omitempty"`
 	// NewDigest and NewVersion: the version the approved patch became.
-	NewDigest  string `json:"new_digest,omitempty"`
-	NewVersion string `json:"new_version,omitempty"`
-	// RolledBackBy is the rollback that restored the version this automatic repair
-	// patched, when the version it made failed with the same fault (see
-	// Service.rollback); executions parked on it since are declined.
-	RolledBackBy string    `json:"rolled_back_by,omitempty"`
-	Created      time.Time `json:"created"`
-	Updated      time.Time `json:"updated"`
+	NewDigest  string    `json:"new_digest,omitempty"`
+	NewVersion string    `json:"new_version,omitempty"`
+	Created    time.Time `json:"created"`
+	Updated    time.Time `json:"updated"`
 	// First is the execution whose park request created the record: a redelivery
 	// of that request publishes the repair job again (the creator may have died
 	// between the two).
@@ -195,14 +191,11 @@ func Release(ctx context.Context, b *bus.Bus, kv jetstream.KeyValue, source stri
 		prev = job.Repair.Attempts
 	}
 	jr := &events.JobRepair{ID: rec.ID, BudgetKey: rec.BudgetKey, Attempts: prev, Step: p.Step, Error: p.Error, Class: p.Class}
-	switch {
-	case rec.Status == StatusApplied && rec.RolledBackBy != "":
-		jr.Declined = fmt.Sprintf("repair %s was rolled back by %s: the version it made failed with the same fault", rec.ID, rec.RolledBackBy)
-	case rec.Status == StatusApplied:
+	if rec.Status == StatusApplied {
 		jr.Attempts++
 		jr.From = job.Skill.Digest
 		job.Skill.Digest, job.Skill.Version = rec.NewDigest, rec.NewVersion
-	default:
+	} else {
 		jr.Declined = fmt.Sprintf("repair %s %s", rec.ID, rec.Status)
 		if rec.Reason != "" {
 			jr.Declined += ": " + rec.Reason
