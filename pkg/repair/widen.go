@@ -14,7 +14,8 @@ import (
 )
 
 // Guarded returns what a patch that turns before into after changes of skill name
-// besides what its workflow does — its inputs, steps and outputs — sorted: the
+// besides what its workflow does — its inputs, its outputs and its steps'
+// arguments, templates and code — sorted: which steps run (StepsShape), the
 // fields of the skill's definition (permissions, environment allow list,
 // allowed_tools, disallowed_tools, required_tools, prerequisites, execution policy,
 // confirmations, repair mode, triggers, schedule, description, ...), and the files
@@ -98,13 +99,46 @@ func guardedView(name string, files Files) (map[string]any, error) {
 		_ = json.Unmarshal(raw, &w)
 		for k, v := range w {
 			switch k {
-			case "source", "inputs", "steps", "outputs":
+			case "source", "inputs", "outputs":
+			case "steps":
+				m[StepsShape] = shapeOf(v)
 			default:
 				m["workflow."+k] = v
 			}
 		}
 	}
 	return m, nil
+}
+
+// StepsShape names, in a hold's reason, what of the steps an automatic patch may
+// not change.
+const StepsShape = "which steps run, in what order, with what tool, condition, loop, dependencies, waits or error policy"
+
+// shapeOf is the steps without what an automatic patch may change in them: their
+// arguments and templates, compute code, output name, description, timeout and
+// cache. What is left decides which steps run and when: a patch that adds or
+// drops a step, swaps its tool, or gives a confirmed step a condition that is
+// never true (and adds an unconfirmed step doing its work) is a person's to apply.
+func shapeOf(steps any) any {
+	list, _ := steps.([]any)
+	out := make([]any, 0, len(list))
+	for _, st := range list {
+		m, ok := st.(map[string]any)
+		if !ok {
+			out = append(out, st)
+			continue
+		}
+		kept := map[string]any{}
+		for k, v := range m {
+			switch k {
+			case "args", "compute", "output", "description", "line", "timeout", "cache", "loop_var":
+			default:
+				kept[k] = v
+			}
+		}
+		out = append(out, kept)
+	}
+	return out
 }
 
 // load loads the skill of files from a temporary directory, as the registry would.

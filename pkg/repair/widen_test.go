@@ -45,6 +45,12 @@ outputs:
 		{"a step's template", edit("text: \"{{ fetch.titel }}\"", "text: \"{{ fetch.title }}\""), nil},
 		{"an input's default", edit("default: skillbus/skillbus", "default: skillbus/other"), nil},
 		{"an output", edit("title: \"{{ fetch.titel }}\"", "title: \"{{ fetch.title }}\""), nil},
+		{"a step's argument name", edit("body: \"{{ fetch.body }}\"", "content: \"{{ fetch.body }}\""), nil},
+		// Which steps run is not: a confirmed step conditioned out and an
+		// unconfirmed one added to do its work would get round the confirmation.
+		{"a condition", edit("  - id: post\n    tool: echo\n", "  - id: post\n    tool: echo\n    condition: \"1 == 2\"\n"), []string{repair.StepsShape}},
+		{"a new step", edit("outputs:\n", "  - id: post_now\n    tool: echo\n    args:\n      text: hi\noutputs:\n"), []string{repair.StepsShape}},
+		{"a step's tool", edit("    tool: echo\n", "    tool: exec\n"), []string{repair.StepsShape}},
 		{"network", edit(top, top+"permissions:\n  network:\n    outbound: true\n"), []string{"permissions"}},
 		{"environment", edit(top, top+"permissions:\n  environment:\n    allow: [GITHUB_TOKEN]\n"), []string{"permissions"}},
 		{"allowed tools", edit(top, top+"allowed-tools: [http, exec]\n"), []string{"allowed_tools"}},

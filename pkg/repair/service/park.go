@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -75,7 +76,17 @@ func (s *Service) park(ctx context.Context, msg jetstream.Msg, data []byte) (ref
 		return err.Error(), nil
 	}
 	d, p := req.Diagnosis, req.Parked
-	d.FromTrigger = repair.FromData(p.Job.Inputs, &d.Fault)
+	// Names of the fault that a sender chose: in the trigger's data, or in an
+	// event a wait of the run matched (the service's own finding, not the
+	// request's).
+	d.FromTrigger = nil
+	senders(&p.Job, func(b []byte) {
+		for _, n := range repair.FromData(b, &d.Fault) {
+			if !slices.Contains(d.FromTrigger, n) {
+				d.FromTrigger = append(d.FromTrigger, n)
+			}
+		}
+	}, func(string) {})
 	b, err := json.Marshal(p)
 	if err != nil {
 		return "", err

@@ -334,8 +334,8 @@ func (s *Service) diagnose(ctx context.Context, msg jetstream.Msg, d *repair.Dia
 // holds returns why an automatic patch may not apply by itself: it changes what
 // the skill may do rather than what it does (repair.Guarded), or it writes names new
 // to the skill that the sender of a parked execution's trigger chose (its inputs,
-// its source and type, and what the skill could decode from them; see
-// repair.Chosen). Both are what a prompt in the trigger's data could steer a
+// its source and type, the events its waits matched, and what the skill could
+// decode from them; see senders and repair.Chosen). Both are what a prompt in the trigger's data could steer a
 // repairer to write.
 func (s *Service) holds(ctx context.Context, d *repair.Diagnosis, files repair.Files, patch *repair.Patch) ([]string, error) {
 	var why []string
@@ -348,15 +348,28 @@ func (s *Service) holds(ctx context.Context, d *repair.Diagnosis, files repair.F
 	}
 	var chosen repair.Chosen
 	for _, p := range parked {
-		chosen.AddData(p.Job.Inputs)
-		for _, t := range []string{p.Job.Trigger.ID, p.Job.Trigger.Source, p.Job.Trigger.Type, p.Job.Trigger.Subject} {
-			chosen.AddText(t)
-		}
+		senders(&p.Job, chosen.AddData, chosen.AddText)
 	}
 	if names := patch.Held(d, &chosen); len(names) > 0 {
 		why = append(why, "it writes "+strings.Join(names, ", ")+", new to the skill and taken from the trigger's data")
 	}
 	return why, nil
+}
+
+// senders hands what the senders of events chose of a job to data and text: its
+// inputs (the trigger's data) and its trigger's id, source, type and subject, and
+// each answer it carries — a wait_for_event's matched event's data, which whoever
+// may publish that type chose, and a confirmation's who and why.
+func senders(j *events.Job, data func([]byte), text func(string)) {
+	data(j.Inputs)
+	for _, t := range []string{j.Trigger.ID, j.Trigger.Source, j.Trigger.Type, j.Trigger.Subject} {
+		text(t)
+	}
+	for _, a := range j.Answers {
+		data(a.Data)
+		text(a.By)
+		text(a.Reason)
+	}
 }
 
 // announce publishes a proposal and, for an automatic repair, its approval. A
