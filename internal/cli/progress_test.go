@@ -18,7 +18,7 @@ import (
 )
 
 const napperSkill = `name: napper
-description: Counts, sleeps two seconds, counts again.
+description: Counts, sleeps four seconds, counts again.
 version: 1.0.0
 max_retries: 0
 steps:
@@ -26,7 +26,7 @@ steps:
     tool: count
     args: {mode: first}
   - id: nap
-    sleep: 2s
+    sleep: 4s # trigger --wait must read the scheduled wake-up before the server fires and drops it
   - id: last
     tool: count
     args: {mode: last}
