@@ -83,6 +83,9 @@ type RouteUnmatched struct {
 	// Threshold and Candidates (no_skill): the best candidates and their scores.
 	Threshold  float64     `json:"threshold,omitempty"`
 	Candidates []Candidate `json:"candidates,omitempty"`
+	// EndedWaits are the executions whose wait_for_event step the trigger ended:
+	// an event sent to resume a waiting run need not be one a skill takes.
+	EndedWaits []string `json:"ended_waits,omitempty"`
 }
 
 // Attempt records one skill's try in an activation's fallback history.

@@ -214,3 +214,40 @@ func TestTriggerHelpNamesTheCancelledExitCode(t *testing.T) {
 		t.Fatalf("trigger --help does not list exit 6 for a cancelled run:\n%s", out.String())
 	}
 }
+
+// An event sent to resume a waiting run, which no skill takes: trigger --wait
+// says that it ended the run's wait and exits 0, not 3 (not routed).
+func TestEventThatEndsAWaitIsNotAFailure(t *testing.T) {
+	t.Parallel()
+	s := progressSystem(t)
+	type result struct {
+		out string
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, err := s.skillbus("trigger", "--skill", "pay-waiter", "--wait", "--timeout", "60s")
+		done <- result{out, err}
+	}()
+	id := s.executionOf("pay-waiter")
+	natstest.Eventually(t, 20*time.Second, func() bool {
+		out, _ := s.skillbus("runs", "show", id)
+		return strings.Contains(out, "waiting: step pay is")
+	}, "runs show never said the run waits")
+	out, err := s.skillbus("trigger", "com.example.paid", "--data", `{"amount":5}`, "--wait", "--timeout", "30s")
+	if err != nil || !strings.Contains(out, "▶ no skill takes it, but it ended the wait of 1 run: "+id) {
+		t.Errorf("the paying event: exit %d (%v)\n%s", cli.ExitCode(err), err, out)
+	}
+	select {
+	case r := <-done:
+		if r.err != nil || !strings.Contains(r.out, "✔ pay-waiter completed") {
+			t.Errorf("the waiting run: %v\n%s", r.err, r.out)
+		}
+	case <-s.ctx.Done():
+		t.Fatal("the waiting run did not complete")
+	}
+	// An event no skill takes and no run waits for is still exit 3.
+	if out, err := s.skillbus("trigger", "com.example.paid", "--data", `{}`, "--wait", "--timeout", "30s"); cli.ExitCode(err) != 3 || !strings.Contains(out, "✗ not routed: no_skill") {
+		t.Errorf("an event nothing waits for: exit %d\n%s", cli.ExitCode(err), out)
+	}
+}

@@ -47,7 +47,9 @@ be JSON; a JSON object becomes the skill's inputs.
 
 With --wait it follows the activation: the routing decision, each step, retries and
 fallbacks, repairs, sleeps and waits, and the result. The exit code is 0 when the
-execution completed, 1 when it failed, 3 when no skill took the trigger, 4 on
+execution completed (or no skill took the trigger but it ended a run's
+wait_for_event, which is what such an event is sent for), 1 when it failed, 3 when
+no skill took the trigger, 4 on
 --timeout (a run that sleeps or waits for an event or a confirmation past it goes
 on), 5 when the execution is parked on a repair that waits for approval (skillbus
 repair approve ID resumes it; runs list and runs show show it meanwhile), and 6 when
@@ -153,6 +155,8 @@ routers restarting. One due while no router runs is published when one starts.`,
 				return &ExitError{Code: exitTimeout, Err: fmt.Errorf("no result for activation %s within %v (see 'skillbus runs list', or raise --timeout)", act.ID, timeout)}
 			case err != nil:
 				return err
+			case res.Unmatched != nil && res.Unmatched.Code == events.UnmatchedNoSkill && len(res.Unmatched.EndedWaits) > 0:
+				return nil // sent to resume waiting runs, which it did
 			case res.Unmatched != nil:
 				return &ExitError{Code: exitUnmatched, Err: res.Err(), Quiet: true}
 			case res.Failed != nil:
@@ -435,7 +439,16 @@ func (w *watcher) print(e *event.Event) {
 		}
 		fmt.Fprintf(w.out, "→ routed to %s@%s (%s), fallback: %s\n", rd.Plan.Primary.Name, rd.Plan.Primary.Version, rd.Plan.Primary.Source, fb)
 	case events.TypeRouteUnmatched:
+		var u events.RouteUnmatched
+		_ = json.Unmarshal(e.Data(), &u)
+		if len(u.EndedWaits) > 0 && u.Code == events.UnmatchedNoSkill {
+			fmt.Fprintf(w.out, "▶ no skill takes it, but it ended the wait of %s: %s\n", plural(len(u.EndedWaits), "run"), strings.Join(u.EndedWaits, ", "))
+			return
+		}
 		fmt.Fprintf(w.out, "✗ not routed: %s: %s\n", str("code"), str("reason"))
+		if len(u.EndedWaits) > 0 {
+			fmt.Fprintf(w.out, "  it ended the wait of %s: %s\n", plural(len(u.EndedWaits), "run"), strings.Join(u.EndedWaits, ", "))
+		}
 	case events.TypeExecutionStarted:
 		if exec := str("execution_id"); w.ended[exec] {
 			delete(w.ended, exec)

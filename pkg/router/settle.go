@@ -190,7 +190,8 @@ func (r *Router) unmatched(ctx context.Context, t *trigger, o unmatched) error {
 	b := r.cfg.Bus.Batch()
 	b.PublishEvent(r.cfg.Bus.Subjects.Event(t.actID, events.TypeRouteUnmatched), bus.Event{
 		ID: t.actID + ".route.unmatched", Source: r.cfg.Source, Type: events.TypeRouteUnmatched, Meta: t.meta,
-		Data: events.RouteUnmatched{ActivationID: t.actID, Code: o.code, Reason: o.reason, Trigger: t.ref, Threshold: o.d.Threshold, Candidates: cs},
+		Data: events.RouteUnmatched{ActivationID: t.actID, Code: o.code, Reason: o.reason, Trigger: t.ref, Threshold: o.d.Threshold, Candidates: cs,
+			EndedWaits: t.endedWaits},
 	})
 	if err := b.Wait(ctx); err != nil {
 		return err

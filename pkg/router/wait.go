@@ -428,6 +428,7 @@ func (r *Router) endWaits(ctx context.Context, t *trigger, open []*openWait) err
 			b = r.cfg.Bus.Batch()
 		}
 		b.Publish(m)
+		t.endedWaits = append(t.endedWaits, exec)
 		r.cfg.Log.Info("router: event matched a waiting execution", "execution", exec, "step", step, "event", e.ID)
 	}
 	if b == nil {
