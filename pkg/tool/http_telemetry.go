@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"reflect"
 	"strconv"
 	"strings"
@@ -23,6 +22,8 @@ import (
 	"go.opentelemetry.io/otel/semconv/v1.43.0/httpconv"
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/skillbus/skillbus/pkg/telemetry"
 )
 
 // meterScope is the instrumentation scope of the http tool's metrics: skillbus's,
@@ -101,46 +102,8 @@ func newClientTransport(base http.RoundTripper, c clientTelemetry) *clientTransp
 	if c.Propagator != nil {
 		opts = append(opts, otelhttp.WithPropagators(c.Propagator))
 	}
-	t.traced = otelhttp.NewTransport(spanURLRedactor{base}, opts...)
+	t.traced = otelhttp.NewTransport(telemetry.RedactURLs(base), opts...)
 	return t
-}
-
-// spanURLRedactor sits under otelhttp's transport and rewrites the url.full of the
-// span otelhttp started, which it gets in the request's context: otelhttp records
-// the URL with its query (it drops only the user info), and a query often carries
-// an API key. None of otelhttp's options formats url.full; an attribute set again
-// replaces the one set before.
-type spanURLRedactor struct{ base http.RoundTripper }
-
-func (s spanURLRedactor) RoundTrip(r *http.Request) (*http.Response, error) {
-	if span := trace.SpanFromContext(r.Context()); span.IsRecording() && r.URL != nil {
-		span.SetAttributes(semconv.URLFull(redactedFullURL(r.URL)))
-	}
-	return s.base.RoundTrip(r)
-}
-
-// redactedFullURL is u for a span's url.full, redacted as OpenTelemetry's semantic
-// conventions advise: user info becomes REDACTED:REDACTED and every query value
-// REDACTED, keeping the parameters' names; a parameter without "=" counts as a
-// value. The fragment, never sent, is left out.
-func redactedFullURL(u *url.URL) string {
-	r := *u
-	if r.User != nil {
-		r.User = url.UserPassword("REDACTED", "REDACTED")
-	}
-	r.Fragment, r.RawFragment = "", ""
-	if r.RawQuery != "" {
-		parts := strings.Split(r.RawQuery, "&")
-		for i, p := range parts {
-			if name, _, ok := strings.Cut(p, "="); ok {
-				parts[i] = name + "=REDACTED"
-			} else if p != "" {
-				parts[i] = "REDACTED"
-			}
-		}
-		r.RawQuery = strings.Join(parts, "&")
-	}
-	return r.String()
 }
 
 // internalNoop is the tracer provider of a span context with no span started

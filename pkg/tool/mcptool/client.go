@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 
 	"github.com/skillbus/skillbus/pkg/failure"
+	"github.com/skillbus/skillbus/pkg/telemetry"
 )
 
 // Client holds the connections to a worker's MCP servers and their tools.
@@ -46,8 +47,9 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 	if c.hc == nil {
 		c.hc, c.ownHC = &http.Client{}, true
 		if t, ok := http.DefaultTransport.(*http.Transport); ok {
-			// W3C trace headers on every request to an HTTP server.
-			c.hc.Transport = otelhttp.NewTransport(t.Clone())
+			// W3C trace headers on every request to an HTTP server; the span's
+			// url.full without the query's values (an API key often rides there).
+			c.hc.Transport = otelhttp.NewTransport(telemetry.RedactURLs(t.Clone()))
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Servers)) {
