@@ -154,8 +154,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	// Refusals that need nothing from the form come before it is read: a client over
 	// the sign-in limit gets its 429 without the console reading a byte of its body.
 	if c.cfg.Token == "" {
-		w.WriteHeader(http.StatusUnauthorized)
-		c.render(w, r, "login", "Sign in", loginView{Next: "/", Error: "This console is read-only: it was started without --ui-token."})
+		c.renderCode(w, r, http.StatusUnauthorized, "login", "Sign in", loginView{Next: "/", Error: "This console is read-only: it was started without --ui-token."})
 		return
 	}
 	client := clientOf(r)
@@ -185,8 +184,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if v.Error != "" {
-		w.WriteHeader(http.StatusUnauthorized)
-		c.render(w, r, "login", "Sign in", v)
+		c.renderCode(w, r, http.StatusUnauthorized, "login", "Sign in", v)
 		return
 	}
 	id, _ := c.sessions.create(v.Name)
@@ -201,9 +199,8 @@ func (c *Console) tooManySignIns(w http.ResponseWriter, r *http.Request, v login
 	secs := int((wait + time.Second - 1) / time.Second)
 	v.Error = fmt.Sprintf("Too many wrong tokens: try again in %d s.", secs)
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
-	w.WriteHeader(http.StatusTooManyRequests)
 	c.cfg.Log.Warn("console: sign-in refused: too many wrong tokens", "name", v.Name, "remote", r.RemoteAddr, "retry_after", secs)
-	c.render(w, r, "login", "Sign in", v)
+	c.renderCode(w, r, http.StatusTooManyRequests, "login", "Sign in", v)
 }
 
 func (c *Console) logout(w http.ResponseWriter, r *http.Request, s *session) {

@@ -250,6 +250,17 @@ func TestBadFiltersAndIDsAreClearErrors(t *testing.T) {
 	if code, _ := get(t, http.DefaultClient, f.srv.URL+"/runs/nosuchrun"); code != http.StatusNotFound {
 		t.Fatalf("unknown run: %d", code)
 	}
+	// An error page is a page: HTML, never cached, like any other.
+	for _, u := range []string{"/?since=yesterday", "/runs/a.b", "/runs/nosuchrun"} {
+		resp, err := http.Get(f.srv.URL + u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if ct, cc := resp.Header.Get("Content-Type"), resp.Header.Get("Cache-Control"); ct != "text/html; charset=utf-8" || cc != "no-store" {
+			t.Errorf("%s: %d, Content-Type %q, Cache-Control %q", u, resp.StatusCode, ct, cc)
+		}
+	}
 }
 
 // signIn signs a client in and returns it with the CSRF token of its session.

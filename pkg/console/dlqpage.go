@@ -44,8 +44,9 @@ func (c *Console) dlqPage(w http.ResponseWriter, r *http.Request) {
 			v.Error = "Reading the dead-letter queue: " + err.Error()
 		}
 	}
+	code := http.StatusOK
 	if v.Error != "" {
-		w.WriteHeader(http.StatusBadRequest)
+		code = http.StatusBadRequest
 	}
 	if v.Page != nil && v.Page.Next > 0 {
 		u := url.Values{"after": {strconv.FormatUint(v.Page.Next, 10)}}
@@ -57,7 +58,7 @@ func (c *Console) dlqPage(w http.ResponseWriter, r *http.Request) {
 		}
 		v.NextURL = "/dlq?" + u.Encode()
 	}
-	c.render(w, r, "dlq", "Dead letters", v)
+	c.renderCode(w, r, code, "dlq", "Dead letters", v)
 }
 
 // replay publishes a dead letter again through dlq.Queue.Replay (what `skillbus dlq

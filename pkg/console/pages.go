@@ -168,6 +168,12 @@ func (v view) CSRF() string {
 }
 
 func (c *Console) render(w http.ResponseWriter, r *http.Request, page, title string, data any) {
+	c.renderCode(w, r, http.StatusOK, page, title, data)
+}
+
+// renderCode is render answering with status code: the page's headers are set
+// before the status is written, which sends them.
+func (c *Console) renderCode(w http.ResponseWriter, r *http.Request, code int, page, title string, data any) {
 	v := view{Title: title, Path: r.URL.Path, Session: c.session(r), ReadOnly: c.cfg.Token == "",
 		Waiting: c.idx.Counts(Filter{})[StatePaused], CaughtUp: c.CaughtUp(), Data: data}
 	var buf bytes.Buffer
@@ -178,6 +184,7 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, page, title str
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
 	_, _ = w.Write(buf.Bytes())
 }
 
@@ -272,9 +279,10 @@ type runsView struct {
 func (c *Console) runsPage(w http.ResponseWriter, r *http.Request) {
 	v := runsView{States: States, Skills: c.idx.Skills(), Since: r.URL.Query().Get("since"), Until: r.URL.Query().Get("until")}
 	f, err := parseFilter(r)
+	code := http.StatusOK
 	if err != nil {
 		v.Error = err.Error()
-		w.WriteHeader(http.StatusBadRequest)
+		code = http.StatusBadRequest
 	}
 	v.Filter = f
 	before, _ := strconv.ParseUint(r.URL.Query().Get("before"), 10, 64)
@@ -289,5 +297,5 @@ func (c *Console) runsPage(w http.ResponseWriter, r *http.Request) {
 	if !v.Head {
 		v.NewerURL = filterURL(f, 0)
 	}
-	c.render(w, r, "runs", "Runs", v)
+	c.renderCode(w, r, code, "runs", "Runs", v)
 }

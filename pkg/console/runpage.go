@@ -72,8 +72,7 @@ type eventView struct {
 func (c *Console) runPage(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if err := events.CheckToken("execution id", id); err != nil {
-		w.WriteHeader(http.StatusBadRequest)
-		c.render(w, r, "run", "Run", runView{ID: id})
+		c.renderCode(w, r, http.StatusBadRequest, "run", "Run", runView{ID: id})
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), c.cfg.RequestTimeout)
@@ -86,10 +85,11 @@ func (c *Console) runPage(w http.ResponseWriter, r *http.Request) {
 	}
 	v.Answered = r.URL.Query().Get("answered")
 	v.Cancelled = r.URL.Query().Get("cancelled")
+	code := http.StatusOK
 	if !v.Indexed && v.Result == nil && v.Paused == nil && v.Repairing == nil && len(v.Events) == 0 {
-		w.WriteHeader(http.StatusNotFound)
+		code = http.StatusNotFound
 	}
-	c.render(w, r, "run", "Run "+id, v)
+	c.renderCode(w, r, code, "run", "Run "+id, v)
 }
 
 func (c *Console) loadRun(ctx context.Context, id string) (*runView, error) {
