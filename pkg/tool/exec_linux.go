@@ -435,7 +435,8 @@ func waitGroup(cmd *exec.Cmd, limit uint64, stop *Stop) (werr error, overLimit b
 	}
 	endSignals := func() bool { return false }
 	if stop != nil {
-		endSignals = signalOnStop(stop, pid)
+		nsInit := cmd.SysProcAttr != nil && cmd.SysProcAttr.Cloneflags&unix.CLONE_NEWPID != 0
+		endSignals = signalOnStop(stop, pid, nsInit)
 	}
 	var info unix.Siginfo
 	_ = waitid(pid, unix.WEXITED|unix.WNOWAIT, &info)
@@ -452,9 +453,17 @@ func waitGroup(cmd *exec.Cmd, limit uint64, stop *Stop) (werr error, overLimit b
 // signalOnStop sends the process group pid SIGTERM when stop is requested, and
 // SIGKILL Grace later, until the returned function is called (the process has
 // exited and is not yet reaped, so pid still names its group); end reports
-// whether it signalled. A process that is its PID namespace's init ignores
-// SIGTERM unless it handles it: it gets the SIGKILL.
-func signalOnStop(stop *Stop, pid int) (end func() bool) {
+// whether it signalled.
+//
+// A process that is its PID namespace's init (nsInit) never gets a SIGTERM it
+// neither handles nor ignores: the kernel drops it. Left running, a shell script
+// would go on with its next commands, side effects and all, once the SIGTERM
+// ended the one it was running. So such an init is stopped where it is first
+// (SIGSTOP reaches an init from outside its namespace), its processes get the
+// SIGTERM and what is left of the grace, and the group is killed as soon as none
+// of them is alive. An init that handles SIGTERM (a trap) runs its handler, and
+// one that ignores it gets the grace, as any process does.
+func signalOnStop(stop *Stop, pid int, nsInit bool) (end func() bool) {
 	exited := make(chan struct{})
 	var wg sync.WaitGroup
 	var signalled atomic.Bool
@@ -465,13 +474,32 @@ func signalOnStop(stop *Stop, pid int) (end func() bool) {
 		case <-stop.Done():
 		}
 		signalled.Store(true)
+		frozen := nsInit && termDefault(pid)
+		if frozen {
+			_ = syscall.Kill(pid, syscall.SIGSTOP)
+		}
 		_ = syscall.Kill(-pid, syscall.SIGTERM)
 		t := time.NewTimer(stop.grace())
 		defer t.Stop()
-		select {
-		case <-exited:
-		case <-t.C:
-			_ = killGroup(pid)
+		var poll <-chan time.Time
+		if frozen {
+			tick := time.NewTicker(20 * time.Millisecond)
+			defer tick.Stop()
+			poll = tick.C
+		}
+		for {
+			select {
+			case <-exited:
+				return
+			case <-t.C:
+				_ = killGroup(pid)
+				return
+			case <-poll:
+				if !childrenLive(pid) {
+					_ = killGroup(pid)
+					return
+				}
+			}
 		}
 	})
 	return func() bool {
@@ -479,6 +507,58 @@ func signalOnStop(stop *Stop, pid int) (end func() bool) {
 		wg.Wait()
 		return signalled.Load()
 	}
+}
+
+// termDefault reports whether process pid's SIGTERM disposition is the default:
+// neither caught nor ignored (/proc/<pid>/status). false when it cannot tell.
+func termDefault(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return false
+	}
+	bit := uint64(1) << (syscall.SIGTERM - 1)
+	seen := 0
+	for line := range strings.SplitSeq(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || k != "SigCgt" && k != "SigIgn" {
+			continue
+		}
+		mask, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+		if err != nil || mask&bit != 0 {
+			return false
+		}
+		seen++
+	}
+	return seen == 2
+}
+
+// childrenLive reports whether process pid has a child that has not exited (a
+// zombie has), in any of its threads; true when it cannot tell.
+func childrenLive(pid int) bool {
+	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	if err != nil {
+		return true
+	}
+	for _, task := range tasks {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + task.Name() + "/children")
+		if err != nil {
+			return true
+		}
+		for _, c := range strings.Fields(string(b)) {
+			st, err := os.ReadFile("/proc/" + c + "/stat")
+			if err != nil {
+				continue // reaped: gone
+			}
+			i := bytes.LastIndexByte(st, ')') // the state follows the command's name
+			if i < 0 || i+2 >= len(st) {
+				return true
+			}
+			if s := st[i+2]; s != 'Z' && s != 'X' {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // outcome is the call's result from how the process ended: its output when it

@@ -66,6 +66,45 @@ func TestExecStopTermsThenKills(t *testing.T) {
 	}
 }
 
+// A shell script that neither handles nor ignores SIGTERM, run as its sandbox's
+// PID 1 (which the kernel never gives such a signal), stops where it is: the
+// command it runs gets the SIGTERM, and the script runs no command after it, nor
+// waits out the grace. (An operator's cancelled 'bash -c' ran its next echo 3 s
+// after the cancel.)
+func TestExecStopEndsAScriptThatIsItsSandboxsInit(t *testing.T) {
+	t.Parallel()
+	dir := openDir(t)
+	stop := &tool.Stop{Grace: time.Minute}
+	ctx := tool.WithStop(t.Context(), stop)
+	c := withArgs(cmdCall("/bin/sh", "-c", `echo $$ > pid; : > ready; sleep 30; echo after > after`), "timeout", "2m")
+	done := make(chan error, 1)
+	go func() {
+		_, err := tool.NewExec(tool.ExecConfig{WorkDir: dir}).Call(ctx, c)
+		done <- err
+	}()
+	eventually(t, "the process to start", func() bool {
+		_, err := os.Stat(filepath.Join(dir, "ready"))
+		return err == nil
+	})
+	pid, _ := os.ReadFile(filepath.Join(dir, "pid"))
+	start := time.Now()
+	stop.Request(errors.New("cancelled"))
+	select {
+	case <-done:
+	case <-time.After(90 * time.Second):
+		t.Fatal("the stopped call did not return")
+	}
+	took := time.Since(start)
+	if _, err := os.Stat(filepath.Join(dir, "after")); err == nil {
+		t.Errorf("the script ran its next command after the stop")
+	}
+	// Without a PID namespace (a host that refuses them), the script is no
+	// init: the SIGTERM ends it, at once too.
+	if took > 20*time.Second {
+		t.Errorf("the call ended %s after the stop (the script's pid: %s); want at once, not after the grace", took, pid)
+	}
+}
+
 // A call that ends before any stop is not reported as stopped, and a stop
 // requested before Done was asked for still closes it.
 func TestStopWithoutProcesses(t *testing.T) {
