@@ -47,7 +47,7 @@ be JSON; a JSON object becomes the skill's inputs.
 
 With --wait it follows the activation: the routing decision, each step, retries and
 fallbacks, repairs, sleeps and waits, and the result. The exit code is 0 when the
-execution completed (or no skill took the trigger but it ended a run's
+execution completed (or when no skill matches the trigger but it ended a run's
 wait_for_event, which is what such an event is sent for), 1 when it failed, 3 when
 no skill took the trigger, 4 on
 --timeout (a run that sleeps or waits for an event or a confirmation past it goes

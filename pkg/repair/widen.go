@@ -61,8 +61,16 @@ func isDefinition(p string, files Files) bool {
 // workflow's, leaving out the workflow's inputs, steps and outputs and what only
 // says where things are (source, lines, digests).
 func definitionFields(name string, before, after Files) []string {
-	a, errA := guardedView(name, before)
-	b, errB := guardedView(name, after)
+	sa, errA := load(name, before)
+	sb, errB := load(name, after)
+	if errA != nil || errB != nil {
+		return []string{"the skill's definition (it does not load)"}
+	}
+	// Arguments count as what decides which steps run wherever either version
+	// has confirmations (see shapeOf).
+	confirmed := sa.Workflow != nil && len(sa.Workflow.Confirmations) > 0 || sb.Workflow != nil && len(sb.Workflow.Confirmations) > 0
+	a, errA := guardedView(sa, confirmed)
+	b, errB := guardedView(sb, confirmed)
 	if errA != nil || errB != nil {
 		return []string{"the skill's definition (it does not load)"}
 	}
@@ -75,13 +83,9 @@ func definitionFields(name string, before, after Files) []string {
 	return out
 }
 
-// guardedView loads the skill of files and returns its definition as JSON fields,
-// without the parts a repair may change by itself.
-func guardedView(name string, files Files) (map[string]any, error) {
-	s, err := load(name, files)
-	if err != nil {
-		return nil, err
-	}
+// guardedView returns the skill's definition as JSON fields, without the parts a
+// repair may change by itself (confirmed: see shapeOf).
+func guardedView(s *skill.Skill, confirmed bool) (map[string]any, error) {
 	raw, err := json.Marshal(s)
 	if err != nil {
 		return nil, err
@@ -101,7 +105,7 @@ func guardedView(name string, files Files) (map[string]any, error) {
 			switch k {
 			case "source", "inputs", "outputs":
 			case "steps":
-				m[StepsShape] = shapeOf(v)
+				m[StepsShape] = shapeOf(v, confirmed)
 			default:
 				m["workflow."+k] = v
 			}
@@ -119,7 +123,10 @@ const StepsShape = "which steps run, in what order, with what tool, condition, l
 // cache. What is left decides which steps run and when: a patch that adds or
 // drops a step, swaps its tool, or gives a confirmed step a condition that is
 // never true (and adds an unconfirmed step doing its work) is a person's to apply.
-func shapeOf(steps any) any {
+// In a workflow with confirmations (confirmed) the arguments stay too: an
+// unconfirmed step's arguments rewritten to do a confirmed step's work (an http GET
+// made the confirmed POST) would get round the confirmation as surely.
+func shapeOf(steps any, confirmed bool) any {
 	list, _ := steps.([]any)
 	out := make([]any, 0, len(list))
 	for _, st := range list {
@@ -131,7 +138,11 @@ func shapeOf(steps any) any {
 		kept := map[string]any{}
 		for k, v := range m {
 			switch k {
-			case "args", "compute", "output", "description", "line", "timeout", "cache", "loop_var":
+			case "args":
+				if confirmed {
+					kept[k] = v
+				}
+			case "compute", "output", "description", "line", "timeout", "cache", "loop_var":
 			default:
 				kept[k] = v
 			}

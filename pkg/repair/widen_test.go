@@ -64,6 +64,14 @@ outputs:
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
+	// With confirmations, a step's arguments are a person's too: an unconfirmed
+	// step's made to do the confirmed step's work would get round the confirmation.
+	confirmed := strings.Replace(workflow, "outputs:\n", "confirmations:\n  - step: post\n    message: post it?\noutputs:\n", 1)
+	cbefore := repair.Files{"skill.yaml": confirmed}
+	cafter := repair.Files{"skill.yaml": strings.Replace(confirmed, `url: "https://api.example.com/issue"`, `url: "https://api.example.com/post"`, 1)}
+	if got := repair.Guarded("issue-title", cbefore, cafter); !slices.Equal(got, []string{repair.StepsShape}) {
+		t.Errorf("an argument of a workflow with confirmations: %v", got)
+	}
 	// A subagent's file, and a script (whatever it does is bounded by the permissions).
 	files := repair.Files{"skill.yaml": workflow, "subagents/helper.md": "---\nname: helper\n---\nhelps\n", "scripts/run.sh": "echo hi\n"}
 	after := files.Clone()

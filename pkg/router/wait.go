@@ -396,6 +396,7 @@ func (r *Router) endWaits(ctx context.Context, t *trigger, open []*openWait) err
 	ev := &flow.WaitEvent{ID: e.ID, Type: e.Type, Source: e.Source, Subject: e.Subject, Time: e.Time, Data: t.data}
 	var data json.RawMessage
 	var b *bus.Batch
+	var ended [][2]string // execution, its wait.ended's message id
 	now := time.Now()
 	for _, ow := range open {
 		if now.After(ow.rec.TimeoutAt) {
@@ -428,13 +429,25 @@ func (r *Router) endWaits(ctx context.Context, t *trigger, open []*openWait) err
 			b = r.cfg.Bus.Batch()
 		}
 		b.Publish(m)
-		t.endedWaits = append(t.endedWaits, exec)
+		ended = append(ended, [2]string{exec, exec + ".wait.matched." + step})
 		r.cfg.Log.Info("router: event matched a waiting execution", "execution", exec, "step", step, "event", e.ID)
 	}
 	if b == nil {
 		return nil
 	}
-	return b.Wait(ctx)
+	if err := b.Wait(ctx); err != nil {
+		return err
+	}
+	// The waits this trigger ended: not one another event of the type ended just
+	// before (its wait.ended stored already, this one dropped as its duplicate) —
+	// unless this is a redelivery of the trigger, whose first delivery stored it.
+	again := t.fromStream && t.delivery.NumDelivered > 1
+	for _, x := range ended {
+		if again || !b.Duplicate(x[1]) {
+			t.endedWaits = append(t.endedWaits, x[0])
+		}
+	}
+	return nil
 }
 
 // eventData is an event's data as a step's result: the JSON as it is, other

@@ -532,33 +532,90 @@ func termDefault(pid int) bool {
 	return seen == 2
 }
 
-// childrenLive reports whether process pid has a child that has not exited (a
-// zombie has), in any of its threads; true when it cannot tell.
+// childrenLive reports whether process pid has a child that has not exited, in
+// any of its threads; true when it cannot tell. A child counts as exited when
+// every thread of it has: its main thread may have ended (the process reads as a
+// zombie) while another still runs. Without /proc/<pid>/task/<tid>/children (a
+// kernel built without it), the children are found by their parent in
+// /proc/<child>/stat.
 func childrenLive(pid int) bool {
 	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
 	if err != nil {
 		return true
 	}
+	var kids []string
 	for _, task := range tasks {
 		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + task.Name() + "/children")
+		if errors.Is(err, os.ErrNotExist) && len(kids) == 0 {
+			kids, err = childrenByParent(pid)
+			if err != nil {
+				return true
+			}
+			break
+		}
 		if err != nil {
 			return true
 		}
-		for _, c := range strings.Fields(string(b)) {
-			st, err := os.ReadFile("/proc/" + c + "/stat")
-			if err != nil {
-				continue // reaped: gone
-			}
-			i := bytes.LastIndexByte(st, ')') // the state follows the command's name
-			if i < 0 || i+2 >= len(st) {
-				return true
-			}
-			if s := st[i+2]; s != 'Z' && s != 'X' {
+		kids = append(kids, strings.Fields(string(b))...)
+	}
+	for _, c := range kids {
+		if live, known := procLive("/proc/" + c + "/stat"); !known || live {
+			return true
+		}
+		threads, err := os.ReadDir("/proc/" + c + "/task")
+		if err != nil {
+			continue // reaped: gone
+		}
+		for _, th := range threads {
+			if live, known := procLive("/proc/" + c + "/task/" + th.Name() + "/stat"); known && live {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// procLive reads a stat file's state: live unless a zombie or dead; known is
+// false when the file reads as neither (a gone process reads as not live).
+func procLive(path string) (live, known bool) {
+	st, err := os.ReadFile(path)
+	if err != nil {
+		return false, true // gone
+	}
+	i := bytes.LastIndexByte(st, ')') // the state follows the command's name
+	if i < 0 || i+2 >= len(st) {
+		return false, false
+	}
+	s := st[i+2]
+	return s != 'Z' && s != 'X', true
+}
+
+// childrenByParent lists the processes whose parent is pid, from /proc.
+func childrenByParent(pid int) ([]string, error) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		st, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(st, ')')
+		if i < 0 {
+			continue
+		}
+		// After the name: state, then the parent's pid.
+		f := strings.Fields(string(st[i+1:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
 }
 
 // outcome is the call's result from how the process ended: its output when it
