@@ -184,11 +184,31 @@ func (w *Worker) gatesOf(j *job, p *gateProgs) ([]string, []int, error) {
 	return names, limits, nil
 }
 
+// missingInput is the required input of j's skill that err, a concurrency key's
+// error, says the trigger lacks ("no such key: customer"), or "".
+func missingInput(j *job, err error) string {
+	_, key, ok := strings.Cut(err.Error(), "no such key: ")
+	if !ok || j.skill == nil || j.skill.Workflow == nil {
+		return ""
+	}
+	key = strings.TrimSpace(key)
+	for _, in := range j.skill.Workflow.Inputs {
+		if in.Required && in.Name == key {
+			return key
+		}
+	}
+	return ""
+}
+
 // takeSlots is the gate of a skill with keyed concurrency: it takes a slot of each
 // of the run's gates, or sets the run aside to wait (done: the delivery is settled).
 func (w *Worker) takeSlots(ctx context.Context, j *job, p *gateProgs) (done bool, err error) {
 	names, limits, err := w.gatesOf(j, p)
 	if err != nil {
+		if in := missingInput(j, err); in != "" {
+			// The key reads an input the trigger lacks: what is wrong is the trigger.
+			err = fmt.Errorf("input %s is required (%w)", in, err)
+		}
 		return true, w.fail(ctx, j, "", failure.Fatalf("%v", err))
 	}
 	j.gated = true // whether it takes the slots or waits again, a turn it was given is used

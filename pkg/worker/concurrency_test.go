@@ -527,3 +527,31 @@ func TestResumeLeavesRunsWaitingForASlot(t *testing.T) {
 	f.drained()
 	f.noneWaiting()
 }
+
+// A run whose concurrency key reads a required input the trigger lacks fails
+// naming the input, as the workflow would have, not only the key's error.
+func TestConcurrencyKeyOfAMissingInputNamesTheInput(t *testing.T) {
+	t.Parallel()
+	s := keyedSkill("needs-key", 1)
+	s.Workflow.Inputs = []skill.Input{{Name: "key", Type: "string", Required: true}}
+	f := setup(t, s)
+	f.tools = mustSet(t, f.tools, newOverlap().tool())
+	f.start()
+	ref := events.SkillRef{Name: "needs-key", Pool: "default", ExecutionID: events.ExecutionID("/t", "nokey", "needs-key"), Version: "1.0.0"}
+	j := events.Job{ExecutionID: ref.ExecutionID, ActivationID: events.ActivationID("/t", "nokey"), Skill: ref,
+		Inputs: json.RawMessage(`{}`), Trigger: events.TriggerRef{ID: "nokey", Source: "/t", Type: "com.example.order", Subject: "x"}}
+	m, err := bus.Event{ID: j.ExecutionID + ".job", Source: "/t", Type: events.TypeJob, Data: j}.
+		JobMsg(f.b.Subjects.Exec("default", "needs-key", j.ActivationID, events.StagePlan))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bt := f.b.Batch()
+	bt.Publish(m)
+	if err := bt.Wait(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	failed := f.waitEvent(j.ExecutionID, events.TypeExecutionFailed)
+	if e, _ := failed["error"].(string); !strings.HasPrefix(e, "input key is required (concurrency.key data.key: no such key: key") {
+		t.Fatalf("failed = %v", failed)
+	}
+}
