@@ -89,6 +89,13 @@ func progressSystem(t *testing.T) *dlqSystem {
 // executionOf returns the id of the one execution of skill that runs list shows.
 func (s *dlqSystem) executionOf(skill string) string {
 	s.t.Helper()
+	return s.executionIn(skill, "")
+}
+
+// executionIn returns the id of an execution of skill that runs list shows with
+// status ("": any).
+func (s *dlqSystem) executionIn(skill, status string) string {
+	s.t.Helper()
 	var id string
 	natstest.Eventually(s.t, 20*time.Second, func() bool {
 		out, err := s.skillbus("runs", "list", "--json")
@@ -96,18 +103,19 @@ func (s *dlqSystem) executionOf(skill string) string {
 			return false
 		}
 		var rows []struct {
-			ID    string `json:"execution_id"`
-			Skill string `json:"skill"`
+			ID     string `json:"execution_id"`
+			Skill  string `json:"skill"`
+			Status string `json:"status"`
 		}
 		_ = json.Unmarshal([]byte(out), &rows)
 		for _, r := range rows {
-			if r.Skill == skill {
+			if r.Skill == skill && (status == "" || r.Status == status) {
 				id = r.ID
 				return true
 			}
 		}
 		return false
-	}, "runs list never showed a run of %s", skill)
+	}, "runs list never showed a %s run of %s", status, skill)
 	return id
 }
 
@@ -235,26 +243,7 @@ func TestEventThatEndsAWaitIsNotAFailure(t *testing.T) {
 			out, err := s.skillbus("trigger", "--skill", "pay-waiter", "--wait", "--timeout", "60s")
 			done <- result{out, err}
 		}()
-		var id string
-		natstest.Eventually(t, 20*time.Second, func() bool {
-			out, err := s.skillbus("runs", "list", "--json")
-			if err != nil {
-				return false
-			}
-			var rows []struct {
-				ID     string `json:"execution_id"`
-				Skill  string `json:"skill"`
-				Status string `json:"status"`
-			}
-			_ = json.Unmarshal([]byte(out), &rows)
-			for _, r := range rows {
-				if r.Skill == "pay-waiter" && r.Status == "waiting" {
-					id = r.ID
-					return true
-				}
-			}
-			return false
-		}, "no pay-waiter run waits")
+		id := s.executionIn("pay-waiter", "waiting")
 		out, err := s.skillbus("trigger", "com.example.paid", "--data", `{"amount":5}`, "--wait", "--timeout", "30s")
 		switch {
 		case err == nil && strings.Contains(out, "▶ no skill takes it, but it ended the wait of 1 run: "+id):

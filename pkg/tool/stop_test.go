@@ -31,20 +31,9 @@ func TestExecStopTermsThenKills(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			dir := openDir(t)
 			stop := &tool.Stop{Grace: tc.grace}
-			ctx := tool.WithStop(t.Context(), stop)
 			// The loop's sleeps are short so that the shell gets to run its trap.
-			c := withArgs(cmdCall("/bin/sh", "-c", tc.trap+"; : > ready; while :; do sleep 0.05; done"), "timeout", "1m")
-			done := make(chan error, 1)
-			go func() {
-				_, err := tool.NewExec(tool.ExecConfig{WorkDir: dir}).Call(ctx, c)
-				done <- err
-			}()
-			eventually(t, "the process to start", func() bool {
-				_, err := os.Stat(filepath.Join(dir, "ready"))
-				return err == nil
-			})
+			_, done := startStoppable(t, stop, tc.trap+"; : > ready; while :; do sleep 0.05; done")
 			start := time.Now()
 			if !stop.Request(cause) || stop.Request(errors.New("again")) {
 				t.Fatal("Request: want true for the first request only")
@@ -73,19 +62,8 @@ func TestExecStopTermsThenKills(t *testing.T) {
 // after the cancel.)
 func TestExecStopEndsAScriptThatIsItsSandboxsInit(t *testing.T) {
 	t.Parallel()
-	dir := openDir(t)
 	stop := &tool.Stop{Grace: time.Minute}
-	ctx := tool.WithStop(t.Context(), stop)
-	c := withArgs(cmdCall("/bin/sh", "-c", `echo $$ > pid; : > ready; sleep 30; echo after > after`), "timeout", "2m")
-	done := make(chan error, 1)
-	go func() {
-		_, err := tool.NewExec(tool.ExecConfig{WorkDir: dir}).Call(ctx, c)
-		done <- err
-	}()
-	eventually(t, "the process to start", func() bool {
-		_, err := os.Stat(filepath.Join(dir, "ready"))
-		return err == nil
-	})
+	dir, done := startStoppable(t, stop, `echo $$ > pid; : > ready; sleep 30; echo after > after`)
 	pid, _ := os.ReadFile(filepath.Join(dir, "pid"))
 	start := time.Now()
 	stop.Request(errors.New("cancelled"))
@@ -103,6 +81,25 @@ func TestExecStopEndsAScriptThatIsItsSandboxsInit(t *testing.T) {
 	if took > 20*time.Second {
 		t.Errorf("the call ended %s after the stop (the script's pid: %s); want at once, not after the grace", took, pid)
 	}
+}
+
+// startStoppable runs script (which writes ready once it runs) as an exec call
+// that stop may stop, in a directory of its own, and returns once it runs: the
+// directory, and where the call's error arrives.
+func startStoppable(t *testing.T, stop *tool.Stop, script string) (dir string, done <-chan error) {
+	t.Helper()
+	dir = openDir(t)
+	c := withArgs(cmdCall("/bin/sh", "-c", script), "timeout", "2m")
+	ch := make(chan error, 1)
+	go func() {
+		_, err := tool.NewExec(tool.ExecConfig{WorkDir: dir}).Call(tool.WithStop(t.Context(), stop), c)
+		ch <- err
+	}()
+	eventually(t, "the process to start", func() bool {
+		_, err := os.Stat(filepath.Join(dir, "ready"))
+		return err == nil
+	})
+	return dir, ch
 }
 
 // A call that ends before any stop is not reported as stopped, and a stop
