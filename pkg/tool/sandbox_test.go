@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -366,6 +367,17 @@ func forbidSyscall(nr uint32) error {
 		{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)},
 		{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ALLOW},
 	}
+	return installFilter(filter)
+}
+
+// installFilter installs a seccomp filter on every thread of this process. The
+// thread that installs it must have no_new_privs set (or CAP_SYS_ADMIN, which a
+// worker run as another user has not): both calls are made from one thread, or
+// the Go scheduler may move the goroutine between them and seccomp answer EPERM
+// (seen once in make test, run beside other packages on 2 cores).
+func installFilter(filter []unix.SockFilter) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("PR_SET_NO_NEW_PRIVS: %w", err)
@@ -388,14 +400,7 @@ func forbidNamespaces() error {
 		{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ALLOW},
 		{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)},
 	}
-	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("PR_SET_NO_NEW_PRIVS: %w", err)
-	}
-	if _, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&prog))); errno != 0 {
-		return fmt.Errorf("seccomp: %w", errno)
-	}
-	return nil
+	return installFilter(filter)
 }
 
 // TestExecUserIsFreedOfItsProcesses: where the host refuses namespaces, a
