@@ -74,8 +74,20 @@ func TestConsumeOutlivesItsConsumerBeingRecreated(t *testing.T) {
 	if err := s.DeleteConsumer(ctx, "w"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.CreateOrUpdateConsumer(ctx, cc); err != nil {
-		t.Fatal(err)
+	// nats-server removes a deleted consumer's files after it answers: a consumer
+	// of the same name made at once may find its directory going, and the server
+	// answers 500 (rename .../obs/w/o.dat.tmp: no such file or directory, seen once
+	// on a loaded machine). An operator would try again; so does the test.
+	for {
+		_, err := s.CreateOrUpdateConsumer(ctx, cc)
+		if err == nil {
+			break
+		}
+		var apiErr *jetstream.APIError
+		if !errors.As(err, &apiErr) || apiErr.Code != 500 || ctx.Err() != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond) // the server's file removal has no signal to wait on
 	}
 	publishN(t, js, 1, 1)
 	// The stream keeps messages (limits retention), so the new consumer delivers
