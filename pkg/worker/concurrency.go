@@ -40,7 +40,9 @@ import (
 // once, whatever the number of workers, and the slot of a worker that was killed
 // expires within AckWait of its last renewal; the server then writes a marker that
 // every watcher sees as it sees a delete. A delivery of an execution that finds its
-// own slot still there (its earlier delivery died) takes it back.
+// own slot still there (its earlier delivery died) takes it back if it holds the
+// execution's claim, and only then: a delivery without one may be racing a live
+// copy of itself that holds the slot.
 //
 // Waiting. A run that finds every slot of a gate taken is set aside as a paused
 // skill's run is: its job is kept whole in a run.Held record naming the gate, and
@@ -310,7 +312,16 @@ func (w *Worker) takeSlotN(ctx context.Context, j *job, key string) (bool, error
 		return false, err
 	}
 	if string(e.Value()) == j.data.ExecutionID {
-		// An earlier delivery of this execution took it and died.
+		// Another delivery of this execution took it. Taken back only by a
+		// delivery that holds the execution's claim: then the other one died or
+		// lost its claim, and stops. A delivery without a claim (the fast path)
+		// may be racing a released copy of itself that claimed the execution and
+		// runs under this slot now; taking the slot and then giving it back when
+		// its own claim fails would let another run of the key start beside the
+		// copy.
+		if _, claimed := j.claimRev(); !claimed {
+			return false, nil
+		}
 		s := heldSlot{key, e.Revision()}
 		if s.rev, err = w.renewSlot(ctx, s, j.data.ExecutionID); err == nil {
 			j.slots = append(j.slots, s)

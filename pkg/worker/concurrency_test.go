@@ -274,10 +274,9 @@ func TestCancelARunWaitingForASlot(t *testing.T) {
 // A run whose slot frees between writing its waiting record and trying the slots
 // again may be released (a copy published) while it takes the slot itself: only
 // one of the two runs. The test frees the slot at that moment by giving it to the
-// run's own execution (which takeSlot takes back as its own) and publishes the
-// copy a worker would, under the same message id.
+// run's own execution and publishes the copy a worker would, under the same
+// message id. (Not parallel: it sets the worker's held-record hook.)
 func TestRunReleasedWhileItTakesItsSlotRunsOnce(t *testing.T) {
-	t.Parallel()
 	f := setup(t, keyedSkill("race-slot", 1))
 	o := newOverlap("r")
 	f.tools = mustSet(t, f.tools, o.tool())
@@ -343,18 +342,17 @@ func TestRunReleasedWhileItTakesItsSlotRunsOnce(t *testing.T) {
 	if k := <-o.started; k != "r" {
 		t.Fatalf("started %q", k)
 	}
-	// The copy is handed back while the first run holds the execution: give it a
-	// few deliveries, across both workers, to start a second run.
+	// The first delivery finds the slot its own execution's but holds no claim:
+	// it leaves the slot to the copy and ends; the copy claims the execution and
+	// runs, once.
 	cons, err := f.b.JS.Consumer(f.ctx, f.b.StreamJobs(), "worker-default")
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The copy comes back each time it is handed back: seconds apart, more under
-	// the load of the whole module's tests (it took over 20 s once).
-	natstest.Eventually(t, 60*time.Second, func() bool {
+	natstest.Eventually(t, 30*time.Second, func() bool {
 		info, err := cons.Info(f.ctx)
-		return len(o.started) > 0 || err == nil && info.NumRedelivered > 0 && info.Delivered.Consumer >= 6
-	}, "the copy was not delivered again")
+		return err == nil && info.NumPending == 0 && info.NumAckPending == 1
+	}, "the first delivery was not settled while its copy runs")
 	o.open("r")
 	f.waitEvent(want, events.TypeExecutionCompleted)
 	f.drained()
@@ -362,6 +360,91 @@ func TestRunReleasedWhileItTakesItsSlotRunsOnce(t *testing.T) {
 	defer o.mu.Unlock()
 	if o.most["r"] != 1 || o.calls[want] != 1 {
 		t.Fatalf("%d runs at once, %d calls, want 1 and 1", o.most["r"], o.calls[want])
+	}
+	if n := f.outcomes(want); n != 1 {
+		t.Fatalf("%d outcomes, want 1", n)
+	}
+}
+
+// The other order of the race above: the run's copy, released meanwhile, claims
+// the execution and takes the slot before the first delivery tries the slots
+// again. The first delivery finds the slot held by its own execution but must not
+// take it back (it holds no claim: the copy is running), nor, when its claim then
+// fails, free it: that let another run of the key start beside the copy.
+// (Not parallel: it sets the worker's held-record hook.)
+func TestRunReleasedWhileItWaitsKeepsItsCopysSlot(t *testing.T) {
+	f := setup(t, keyedSkill("copy-slot", 1))
+	o := newOverlap("c")
+	f.tools = mustSet(t, f.tools, o.tool())
+	f.start()
+	f.startWorker("second")
+	gate := slotGate("copy-slot", "c")
+	slot := events.ConcSlotKey(gate, 0)
+	if _, err := f.runs.Create(f.ctx, slot, []byte("blocker")); err != nil {
+		t.Fatal(err)
+	}
+	want := events.ExecutionID("/t", "c0", "copy-slot")
+	var once sync.Once
+	copyRuns := make(chan struct{})
+	unset := worker.SetHeldWrittenHook(func(id string, rev uint64) {
+		if id != want {
+			return
+		}
+		once.Do(func() {
+			// Free the slot: the workers release the waiting run, and its copy
+			// claims the execution and takes the slot before this delivery goes on.
+			if err := f.runs.Delete(f.ctx, slot); err != nil {
+				t.Error(err)
+				return
+			}
+			select {
+			case <-o.started:
+			case <-time.After(30 * time.Second):
+				t.Error("the released copy did not start")
+			}
+			close(copyRuns)
+		})
+	})
+	t.Cleanup(unset)
+	if id := f.keyedJob("copy-slot", "c0", "c"); id != want {
+		t.Fatalf("execution %s, want %s", id, want)
+	}
+	select {
+	case <-copyRuns:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the first delivery never waited for a slot")
+	}
+	e, err := f.runs.Get(f.ctx, slot)
+	if err != nil || string(e.Value()) != want {
+		t.Fatalf("slot %v (%v), want held by the running copy", e, err)
+	}
+	// The first delivery ends (acked: its copy runs) without touching the slot.
+	cons, err := f.b.JS.Consumer(f.ctx, f.b.StreamJobs(), "worker-default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	natstest.Eventually(t, 30*time.Second, func() bool {
+		info, err := cons.Info(f.ctx)
+		return err == nil && info.NumPending == 0 && info.NumAckPending == 1
+	}, "the first delivery was not settled while its copy runs")
+	e2, err := f.runs.Get(f.ctx, slot)
+	if err != nil || string(e2.Value()) != want || e2.Revision() < e.Revision() {
+		t.Fatalf("slot %v (%v) after the first delivery ended, want still the copy's", e2, err)
+	}
+	// Another run of the key waits for the copy.
+	other := f.keyedJob("copy-slot", "c1", "c")
+	natstest.Eventually(t, 20*time.Second, func() bool {
+		_, err := f.runs.Get(f.ctx, events.RunHeldKey(other))
+		return err == nil
+	}, "the second run of the key did not wait for a slot")
+	o.open("c")
+	f.waitEvent(want, events.TypeExecutionCompleted)
+	f.waitEvent(other, events.TypeExecutionCompleted)
+	f.drained()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.most["c"] != 1 || o.calls[want] != 1 || o.calls[other] != 1 {
+		t.Fatalf("%d runs at once, calls %v, want 1 and one each", o.most["c"], o.calls)
 	}
 	if n := f.outcomes(want); n != 1 {
 		t.Fatalf("%d outcomes, want 1", n)
