@@ -123,6 +123,7 @@ type acc struct {
 	matched  []string
 	reasons  []string
 	lex      float64 // the keyword index's BM25 score
+	oneWord  bool    // a one-word phrase recalled it: see recallSet.oneWord
 	subscrib bool    // a type rule on a trigger without text
 	refused  bool    // Env.Admit refused it
 }
@@ -203,6 +204,7 @@ func (x *Selector) Select(req Request, env Env) (*Decision, error) {
 		if text != "" {
 			r.phrases(words)
 			r.lexical(text)
+			r.oneWord()
 			r.recalled(req.Recalled)
 		}
 		r.always(typ)
@@ -488,8 +490,41 @@ func (r *recallSet) phrases(words []string) {
 		if a == nil || slices.Contains(a.matched, h.p.text) {
 			continue
 		}
-		a.add(SourceRule, 1, 0.9, fmt.Sprintf("phrase %q", h.p.text))
+		if len(h.p.words) == 1 {
+			// One word is evidence as a keyword hit is: its intent comes
+			// from the index's ranking (oneWord), not full at once.
+			a.add(SourceRule, 0, 0.9, fmt.Sprintf("phrase %q", h.p.text))
+			a.oneWord = true
+		} else {
+			a.add(SourceRule, 1, 0.9, fmt.Sprintf("phrase %q", h.p.text))
+		}
 		a.matched = append(a.matched, h.p.text)
+	}
+}
+
+// oneWord gives the skills a one-word phrase recalled their intent, after the
+// keyword index has ranked the request: that of a keyword hit the index is sure
+// of, 1 − Relative × (1 − BM25 / best BM25), or the skill's own keyword intent if
+// higher. A word found as a trigger still counts for more than a word the index
+// matched (the trigger component), but "plan my dinners, high protein" goes to
+// the meal planner that holds three of its words, not to the skill whose trigger
+// is "protein". A phrase of two words or more says more than one word does and
+// keeps full intent. With no keyword hit at all, the word is all there is: 1.
+func (r *recallSet) oneWord() {
+	top := 0.0
+	if len(r.hits) > 0 {
+		top = r.hits[0].BM25
+	}
+	rel := r.x.cfg.Relative
+	for _, a := range r.list {
+		if !a.oneWord {
+			continue
+		}
+		intent := 1.0
+		if top > 0 {
+			intent = 1 - rel*(1-a.lex/top)
+		}
+		a.intent = math.Max(a.intent, intent)
 	}
 }
 

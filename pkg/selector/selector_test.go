@@ -708,3 +708,30 @@ func TestClosestType(t *testing.T) {
 		t.Errorf("after the skill is removed: %q", got)
 	}
 }
+
+// A one-word trigger counts as a keyword hit the index is sure of: a skill that
+// holds more of the request ranks above it, while a phrase of two words keeps
+// full intent, and the word alone, with no keyword hit, still routes.
+func TestOneWordTriggerIsKeywordEvidence(t *testing.T) {
+	t.Parallel()
+	trig := func(ts ...string) func(*skill.Skill) { return func(s *skill.Skill) { s.Triggers = ts } }
+	meals := sk("meal_planner", "Plan weekly dinners and meals for a family, with a shopping list.", trig("meal plan"))
+	nutrition := sk("nutrition_info", "Look up calories and macronutrients of a food.", trig("protein", "calories"))
+	review := sk("code_review", "Read a change and comment on bugs and style.", trig("code review"))
+	x := newSel(t, selector.Config{}, meals, nutrition, review)
+	for _, c := range []struct{ text, want string }{
+		{"plan my dinners for next week, high protein", "meal_planner"},
+		{"how much protein is in an egg", "nutrition_info"},
+		{"protein", "nutrition_info"},
+		{"a code review of the weekly family dinners and meals planner", "code_review"},
+	} {
+		d := decide(t, x, selector.Request{Type: selector.RequestType, Text: c.text}, selector.Env{})
+		if d.Primary != c.want {
+			t.Errorf("%q: primary %q, want %q (%+v)", c.text, d.Primary, c.want, d.Candidates)
+		}
+	}
+	d := decide(t, x, selector.Request{Type: selector.RequestType, Text: "plan my dinners for next week, high protein"}, selector.Env{})
+	if c := d.Candidate("nutrition_info"); c == nil || c.Source != selector.SourceRule || c.Components.Trigger != 0.9 || c.Components.Intent >= 1 {
+		t.Errorf("nutrition_info: %+v, want recalled by its phrase (trigger 0.9) with less than full intent", c)
+	}
+}
