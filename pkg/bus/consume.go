@@ -83,6 +83,50 @@ type Loop struct {
 	wg      sync.WaitGroup
 	done    chan struct{}
 	stopped sync.Once
+
+	// picks are the times of the last len(picks) messages handed to a handler,
+	// in a ring (pick is the next place), for Waited.
+	pickMu sync.Mutex
+	picks  []int64
+	pick   int
+}
+
+// Waited bounds how long the message a handler was given may have waited in
+// this process before the handler got it: the client library fetches up to 2n
+// messages ahead of the loop's n handlers, and a message waiting in its buffer is
+// not kept in progress, so one that waits there past the consumer's AckWait may
+// be delivered again, to another process, while this one still holds it. Handlers
+// that do not otherwise make sure they are the only holder (a worker's fast path,
+// which writes no claim) must not trust a message that may have waited that long.
+//
+// The bound is the time since the handler got the message len(picks) messages
+// before this one: the loop's iterators hold at most 4n messages at once (2n
+// each, and two while one replaces the other), in the order they arrived, so a
+// message handed out had not arrived yet when the one that many before it was.
+// While messages flow it is the time those 4n took; it grows only while every
+// handler is busy for long, which is when messages wait in the buffer.
+func Waited(ctx context.Context) (time.Duration, bool) {
+	p, ok := ctx.Value(pickKey{}).(*picked)
+	if !ok {
+		return 0, false
+	}
+	return p.waited, true
+}
+
+type pickKey struct{}
+
+// picked is a handler goroutine's: what Waited says of the message it handles.
+type picked struct{ waited time.Duration }
+
+// picked notes that a handler got a message at now and returns the bound Waited
+// gives for it.
+func (l *Loop) picked(now int64) time.Duration {
+	l.pickMu.Lock()
+	before := l.picks[l.pick]
+	l.picks[l.pick] = now
+	l.pick = (l.pick + 1) % len(l.picks)
+	l.pickMu.Unlock()
+	return time.Duration(now - before)
 }
 
 // Consume starts n goroutines that take messages from c and run h, each handling one
@@ -112,7 +156,13 @@ func Consume(c jetstream.Consumer, n int, h Handler, log *slog.Logger, watch ...
 		return nil, fmt.Errorf("consume: %w", err)
 	}
 	l.it = it
-	l.last.Store(time.Now().UnixNano())
+	now := time.Now().UnixNano()
+	l.last.Store(now)
+	// Messages handed out before the first 4n were fetched after the loop began.
+	l.picks = make([]int64, 4*n)
+	for i := range l.picks {
+		l.picks[i] = now
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	l.cancel = cancel
 	for range n {
@@ -168,6 +218,8 @@ func (l *Loop) messages() (jetstream.MessagesContext, error) {
 }
 
 func (l *Loop) run(ctx context.Context, h Handler) {
+	p := &picked{}
+	ctx = context.WithValue(ctx, pickKey{}, p)
 	for {
 		l.mu.Lock()
 		it := l.it
@@ -186,8 +238,10 @@ func (l *Loop) run(ctx context.Context, h Handler) {
 			l.log.Warn("consume: next message", "consumer", l.name, "err", err)
 			continue
 		}
-		l.last.Store(time.Now().UnixNano())
+		now := time.Now().UnixNano()
+		l.last.Store(now)
 		l.stallAt.Store(0)
+		p.waited = l.picked(now)
 		l.busy.Add(1)
 		h(ctx, msg)
 		l.busy.Add(-1)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -249,5 +250,58 @@ func TestBatchWaitEndsWhenTheAckNeverComes(t *testing.T) {
 	}
 	if _, err := sub.NextMsg(time.Second); err != nil {
 		t.Fatalf("the publish did not reach the subscriber: %v", err)
+	}
+}
+
+// Waited bounds how long a message may have waited in the client's buffer: a
+// message fetched while the only handler was busy is handed out with a bound at
+// least as long as the handler was busy, and a context no loop gave has none.
+func TestWaitedBoundsTheTimeInTheBuffer(t *testing.T) {
+	t.Parallel()
+	cc := jetstream.ConsumerConfig{Durable: "w", AckPolicy: jetstream.AckExplicitPolicy}
+	js, _, c := consumeSetup(t, cc)
+	type got struct {
+		subj   string
+		waited time.Duration
+		at     time.Time
+	}
+	gots := make(chan got, 10)
+	release := make(chan struct{})
+	l, err := bus.Consume(c, 1, func(ctx context.Context, m jetstream.Msg) {
+		w, ok := bus.Waited(ctx)
+		if !ok {
+			t.Error("a loop's handler has no Waited")
+		}
+		gots <- got{m.Subject(), w, time.Now()}
+		if m.Subject() == "q.0" {
+			<-release
+		}
+		_ = m.Ack()
+	}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Stop(context.Background())
+	var once sync.Once
+	open := func() { once.Do(func() { close(release) }) }
+	defer open()
+	publishN(t, js, 0, 2)
+	first := <-gots
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		info, err := c.Info(ctx)
+		return err == nil && info.NumPending == 0 && info.NumAckPending == 2
+	}, "the client did not fetch the message behind the busy handler")
+	open()
+	busy := time.Since(first.at)
+	for range 1 {
+		g := <-gots
+		if g.waited < busy {
+			t.Errorf("%s: Waited %v, but the handler was busy %v while it was in the buffer", g.subj, g.waited, busy)
+		}
+	}
+	if _, ok := bus.Waited(context.Background()); ok {
+		t.Error("Waited of a context no loop gave says ok")
 	}
 }

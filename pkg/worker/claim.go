@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/run"
 )
 
@@ -303,6 +304,18 @@ func (w *Worker) wrote(c claimRecord) bool {
 // leaseFor is how long a claim holds without renewal: as long as JetStream waits
 // for the job's ack, so a dead holder's lease ends when its job comes back.
 func (w *Worker) leaseFor(*job) time.Duration { return w.cfg.AckWait }
+
+// mayHaveWaited reports whether the delivery being handled may have waited in
+// this process's client buffer for more than a third of AckWait before a handler
+// got it (bus.Waited). Its ack wait ran on all the while, unextended, so the
+// server may have delivered it again to another worker, which runs it through
+// the claim path; on the fast path, which writes no claim, both would run it.
+// Such a delivery takes the claim path too. A third leaves the job's first
+// heartbeat, AckWait/3 after it starts, within its ack wait.
+func (w *Worker) mayHaveWaited(ctx context.Context) bool {
+	waited, ok := bus.Waited(ctx)
+	return ok && waited > w.cfg.AckWait/3
+}
 
 func isWrongLastSequence(err error) bool {
 	var apiErr *jetstream.APIError

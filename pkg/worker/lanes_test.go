@@ -88,7 +88,11 @@ func (f *fixture) startOneWith(st *starts, edit func(*worker.Worker), pools ...s
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	w, err := worker.New(worker.Config{Bus: f.b, Catalog: f.cat, Engine: eng, Log: log, AckWait: 3 * time.Second,
+	// The ack wait is long beside these tests: deliveries the client has
+	// fetched but no lane handler holds yet are not kept in progress, and one
+	// redelivered after a short ack wait on a loaded machine comes back behind
+	// the jobs after it (low17 before low16).
+	w, err := worker.New(worker.Config{Bus: f.b, Catalog: f.cat, Engine: eng, Log: log, AckWait: 15 * time.Second,
 		Concurrency: 1, Pools: pools, Name: "one", Events: f.level})
 	if err != nil {
 		f.t.Fatal(err)

@@ -1,0 +1,54 @@
+package worker_test
+
+import (
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/internal/natstest"
+	"github.com/skillbus/skillbus/pkg/worker"
+)
+
+// A job the worker's client fetched while every slot was busy waits in its
+// buffer; if the slots stay busy past the ack wait, JetStream delivers it again
+// to another worker. When the first worker's slot frees, the copy it fetched
+// first must not run the execution a second time.
+func TestJobFetchedPastItsAckWaitRunsOnce(t *testing.T) {
+	t.Parallel()
+	s := oneStep("slow", "keyed", 0)
+	s.Workflow.Steps[0].Args = map[string]any{"key": "{{ inputs.key }}"}
+	f := setup(t, s)
+	o := newOverlap("x")
+	f.tools = mustSet(t, f.tools, o.tool())
+	one := func(c *worker.Config) { c.Concurrency = 1 }
+	f.startWorkerOn(f.b, "a", slog.New(slog.NewTextHandler(&f.logs, nil)), one)
+	ids := []string{f.keyedJob("slow", "j0", "x"), f.keyedJob("slow", "j1", "x")}
+	<-o.started
+	cons, err := f.b.JS.Consumer(f.ctx, f.b.StreamJobs(), "worker-default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	natstest.Eventually(t, 20*time.Second, func() bool {
+		info, err := cons.Info(f.ctx)
+		return err == nil && info.NumPending == 0 && info.NumAckPending == 2
+	}, "the first worker did not fetch every job")
+	f.startWorkerOn(f.b, "b", slog.New(slog.NewTextHandler(&f.logs, nil)), one)
+	select {
+	case <-o.started:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no job was delivered again to the second worker")
+	}
+	o.open("x")
+	for _, id := range ids {
+		f.waitEvent(id, events.TypeExecutionCompleted)
+	}
+	f.drained()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, id := range ids {
+		if o.calls[id] != 1 {
+			t.Errorf("execution %s ran its step %d times, want 1 (calls %v)", id, o.calls[id], o.calls)
+		}
+	}
+}
