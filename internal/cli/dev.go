@@ -59,7 +59,8 @@ Skills come from --skills, or else from the discovery paths that exist: ./skills
 /etc/agent/skills (the first definition of a name wins).
 
 Ctrl-C stops taking work, lets in-flight jobs finish, and shuts down; nothing
-persisted is lost, and the next start carries on where this one stopped.`,
+persisted is lost, and the next start carries on where this one stopped. The store is
+locked while dev runs: a second dev beside it needs its own --port and --store.`,
 		Example: `  skillbus dev --skills ./testdata/skills
   skillbus dev --port 14222 --store /tmp/skillbus --workers 4`,
 		Args: cobra.NoArgs,

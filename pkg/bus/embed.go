@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -48,6 +49,7 @@ type Embedded struct {
 	mu      sync.Mutex
 	opts    server.Options
 	logging bool
+	lock    *os.File // the store's lock (lockStore), held until Shutdown
 }
 
 // StartEmbedded starts nats-server in this process and waits until it accepts
@@ -65,12 +67,17 @@ func StartEmbedded(cfg EmbedConfig) (*Embedded, error) {
 	if cfg.ServerName == "" {
 		cfg.ServerName = "skillbus"
 	}
+	lock, err := lockStore(cfg.StoreDir)
+	if err != nil {
+		return nil, err
+	}
 	if cfg.Port > 0 {
 		// nats-server reports a busy port by logging and exiting; check first so the
 		// user gets an error that says what to do.
 		ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
 		if err != nil {
-			return nil, fmt.Errorf("embedded nats: cannot listen on %s:%d (%v); is another skillbus dev or nats-server running? Stop it, or pick another port with --port", cfg.Host, cfg.Port, err)
+			unlockStore(lock)
+			return nil, fmt.Errorf("embedded nats: cannot listen on %s:%d (%v); is another skillbus dev or nats-server running? Stop it, or pick another port with --port (and another store with --store: two servers cannot share one)", cfg.Host, cfg.Port, err)
 		}
 		ln.Close()
 	}
@@ -96,9 +103,10 @@ func StartEmbedded(cfg EmbedConfig) (*Embedded, error) {
 		}
 		opts.Users = []*server.User{{Username: cfg.User, Password: cfg.Password}}
 	}
-	e := &Embedded{opts: *opts, logging: cfg.Logging}
+	e := &Embedded{opts: *opts, logging: cfg.Logging, lock: lock}
 	s, err := e.start()
 	if err != nil {
+		unlockStore(lock)
 		return nil, err
 	}
 	e.Server = s
@@ -156,11 +164,15 @@ func (e *Embedded) Restart() error {
 // URL is the client URL of the server.
 func (e *Embedded) URL() string { return e.Current().ClientURL() }
 
-// Shutdown stops the server and waits for it.
+// Shutdown stops the server and waits for it, then gives the store's lock back.
 func (e *Embedded) Shutdown() {
 	s := e.Current()
 	s.Shutdown()
 	s.WaitForShutdown()
+	e.mu.Lock()
+	unlockStore(e.lock)
+	e.lock = nil
+	e.mu.Unlock()
 }
 
 // Connect dials NATS with the options every skillbus process wants: a name that shows

@@ -3,6 +3,7 @@ package bus_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/skillbus/skillbus/pkg/bus"
@@ -31,4 +32,29 @@ func TestEmbeddedRestartKeepsResolvedMaxStore(t *testing.T) {
 	if got := e.Current().JetStreamConfig().MaxStore; got != want {
 		t.Errorf("max store after restart %d, want %d as first resolved", got, want)
 	}
+}
+
+// Two servers on one store would write the same JetStream files: a second start
+// on a store in use is refused, saying so, and takes it once the first is down.
+func TestEmbeddedStoreInUseIsRefused(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "js")
+	first, err := bus.StartEmbedded(bus.EmbedConfig{Port: -1, StoreDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := bus.StartEmbedded(bus.EmbedConfig{Port: -1, StoreDir: dir})
+	if err == nil {
+		second.Shutdown()
+		first.Shutdown()
+		t.Fatal("a second server started on a store in use")
+	}
+	if !strings.Contains(err.Error(), "is in use by another process (pid ") || !strings.Contains(err.Error(), "--store") {
+		t.Errorf("error %q does not say the store is in use, by whom, and what to do", err)
+	}
+	first.Shutdown()
+	again, err := bus.StartEmbedded(bus.EmbedConfig{Port: -1, StoreDir: dir})
+	if err != nil {
+		t.Fatalf("the store was not free after the first server shut down: %v", err)
+	}
+	again.Shutdown()
 }
