@@ -1,10 +1,12 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -49,44 +51,36 @@ func (c *checkpoints) Load(ctx context.Context, executionID string) (map[string]
 	}
 	out := map[string]workflow.Checkpoint{}
 	b := c.w.cfg.Bus
-	// An ephemeral consumer of its own, deleted when read: a backlog of redeliveries
-	// after a server restart must not pile up consumers on EVENTS (the server caps
-	// them per stream), and one left behind expires on its own.
-	cons, err := b.CreateConsumer(ctx, b.StreamEvents(), jetstream.ConsumerConfig{
-		FilterSubjects: []string{
-			b.Subjects.Event(executionID, events.TypeStepCompleted), b.Subjects.Event(executionID, events.TypeStepSkipped),
-		},
-		AckPolicy: jetstream.AckNonePolicy, DeliverPolicy: jetstream.DeliverAllPolicy,
-		InactiveThreshold: 10 * time.Second, MemoryStorage: true,
-	})
-	if err != nil {
-		return nil, failure.Wrap(failure.Retryable, fmt.Errorf("load checkpoints: %w", err))
-	}
-	defer func() {
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = b.DeleteConsumer(dctx, b.StreamEvents(), cons.CachedInfo().Name)
-	}()
-	for {
-		batch, err := cons.FetchNoWait(256)
-		if err != nil {
-			return nil, failure.Wrap(failure.Retryable, fmt.Errorf("load checkpoints: %w", err))
-		}
-		n := 0
-		for m := range batch.Messages() {
-			n++
-			e, err := bus.Decode(m)
+	// Each step's events, read message by message with the stream's next-by-subject
+	// get (the server finds them through its index of subjects): no consumer to
+	// create and delete per delivery, which cost a run on the claim path fifteen
+	// times a fast one. Applied in the order stored: later events of a step win.
+	var msgs []*jetstream.RawStreamMsg
+	for _, typ := range [...]string{events.TypeStepCompleted, events.TypeStepSkipped} {
+		subj := b.Subjects.Event(executionID, typ)
+		for seq := uint64(1); ; {
+			m, err := c.w.events.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subj))
+			if errors.Is(err, jetstream.ErrMsgNotFound) {
+				break
+			}
 			if err != nil {
-				continue // a checkpoint we cannot read is a step we run again
+				return nil, failure.Wrap(failure.Retryable, fmt.Errorf("load checkpoints: %w", err))
 			}
-			if id, cp, ok := checkpointOf(e.Type(), e.Data()); ok {
-				out[id] = cp // later events of a step win
-			}
-		}
-		if n == 0 {
-			return c.w.reuse(ctx, c.j, out), nil
+			msgs = append(msgs, m)
+			seq = m.Sequence + 1
 		}
 	}
+	slices.SortFunc(msgs, func(a, b *jetstream.RawStreamMsg) int { return cmp.Compare(a.Sequence, b.Sequence) })
+	for _, m := range msgs {
+		e, err := bus.DecodeFast(bus.MsgOf(m.Subject, m.Header, m.Data))
+		if err != nil {
+			continue // a checkpoint we cannot read is a step we run again
+		}
+		if id, cp, ok := checkpointOf(e.Type, e.Data); ok {
+			out[id] = cp
+		}
+	}
+	return c.w.reuse(ctx, c.j, out), nil
 }
 
 func checkpointOf(typ string, data []byte) (string, workflow.Checkpoint, bool) {
