@@ -43,19 +43,20 @@ const (
 // SkillInfo is one skill of the catalog as the registry sees it: what it serves and
 // the state of its files.
 type SkillInfo struct {
-	Name        string            `json:"name"`
-	Description string            `json:"description"`
-	Version     string            `json:"version,omitempty"`
-	Kind        skill.Kind        `json:"kind"`
-	Pool        string            `json:"pool"`
-	Digest      string            `json:"digest"`
-	Triggers    []string          `json:"triggers,omitempty"`
-	Tags        []string          `json:"tags,omitempty"`
-	Source      string            `json:"source,omitempty"` // the main file, on the registry's host
-	State       string            `json:"state"`            // StateOK or StateInvalid
-	Errors      int               `json:"errors"`
-	Warnings    int               `json:"warnings"`
-	Diagnostics skill.Diagnostics `json:"diagnostics,omitempty"` // of the skill's files, now
+	Name           string            `json:"name"`
+	Description    string            `json:"description"`
+	Version        string            `json:"version,omitempty"`
+	Kind           skill.Kind        `json:"kind"`
+	Pool           string            `json:"pool"`
+	Digest         string            `json:"digest"`
+	Triggers       []string          `json:"triggers,omitempty"`
+	TriggerPhrases []string          `json:"trigger_phrases,omitempty"` // triggers that are words or phrases, matched in the request text only
+	Tags           []string          `json:"tags,omitempty"`
+	Source         string            `json:"source,omitempty"` // the main file, on the registry's host
+	State          string            `json:"state"`            // StateOK or StateInvalid
+	Errors         int               `json:"errors"`
+	Warnings       int               `json:"warnings"`
+	Diagnostics    skill.Diagnostics `json:"diagnostics,omitempty"` // of the skill's files, now
 }
 
 // ListRequest asks for the catalog. It has no fields; an empty body will do.

@@ -60,3 +60,23 @@ func TestExecLimitFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestTriggerColumn(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		types, phrases []string
+		want           string
+	}{
+		{nil, nil, "-"},
+		{[]string{"a.b", "c.d"}, nil, "a.b,c.d"},
+		{[]string{"suitcase"}, []string{"packing list", "what to pack"}, `suitcase,"packing list","what to pack"`},
+		{nil, []string{"book a table"}, `"book a table"`},
+		{nil, []string{"one phrase", "two phrase", "three phrase", "four phrase", "five phrase"}, `"one phrase","two phrase","three phrase",+2 more`},
+		{nil, []string{strings.Repeat("long ", 20)}, `"long long long long long long long long long l…`},
+		{[]string{strings.Repeat("x", 60)}, []string{"a b"}, strings.Repeat("x", 60) + ",+1 more"},
+	} {
+		if got := triggerColumn(tt.types, tt.phrases); got != tt.want {
+			t.Errorf("triggerColumn(%q, %q) = %s, want %s", tt.types, tt.phrases, got, tt.want)
+		}
+	}
+}

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
@@ -111,7 +113,7 @@ func (cs *catalogSource) list(ctx context.Context) (*registry.ListResponse, erro
 	for _, s := range skills {
 		out.Skills = append(out.Skills, registry.SkillInfo{
 			Name: s.Name, Description: s.Description, Version: s.Version, Kind: s.Kind, Pool: s.PoolName(),
-			Digest: s.Digest, Triggers: s.Triggers, Tags: s.Tags, Source: s.Source, State: registry.StateOK,
+			Digest: s.Digest, Triggers: s.Triggers, TriggerPhrases: s.TriggerPhrases, Tags: s.Tags, Source: s.Source, State: registry.StateOK,
 		})
 	}
 	return out, nil
@@ -151,7 +153,7 @@ func (cs *catalogSource) get(ctx context.Context, req registry.GetRequest) (*reg
 	}
 	resp = &registry.GetResponse{Skill: &out, Info: registry.SkillInfo{
 		Name: s.Name, Description: s.Description, Version: s.Version, Kind: s.Kind, Pool: s.PoolName(),
-		Digest: s.Digest, Triggers: s.Triggers, Tags: s.Tags, Source: s.Source, State: registry.StateOK,
+		Digest: s.Digest, Triggers: s.Triggers, TriggerPhrases: s.TriggerPhrases, Tags: s.Tags, Source: s.Source, State: registry.StateOK,
 	}}
 	lister, err := kv.ListKeysFiltered(ctx, catalog.VersionKey(s.Name, "*"))
 	if err != nil {
@@ -200,12 +202,14 @@ func skillsList(c *common, stdout io.Writer) *cobra.Command {
 		Use:   "list",
 		Short: "List the skills in the catalog",
 		Long: `list prints every skill the registry serves: name, version, kind, pool, state, triggers
-and description. A skill paused with 'runs pause' says so in its state, with how
+and description. TRIGGERS shows the event types, then the triggers that are words
+or phrases, quoted ("packing list"), which are matched in the request text only. A skill paused with 'runs pause' says so in its state, with how
 many of its runs are held. A skill whose files are invalid now keeps serving its last good
 version; its state is "invalid" and its problems are printed below the table, with
 those of files that are no skill of the catalog.
 
---json prints an array of skills, each with its state and diagnostics.`,
+--json prints an array of skills, each with its state and diagnostics; the phrases
+are in trigger_phrases.`,
 		Example: `  skillbus skills list
   skillbus skills list --json | jq '.[].name'
   skillbus skills list --json | jq '.[] | select(.state == "invalid")'`,
@@ -247,10 +251,7 @@ those of files that are no skill of the catalog.
 				tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "NAME\tVERSION\tKIND\tPOOL\tSTATE\tTRIGGERS\tDESCRIPTION")
 				for _, s := range resp.Skills {
-					trig := strings.Join(s.Triggers, ",")
-					if trig == "" {
-						trig = "-"
-					}
+					trig := triggerColumn(s.Triggers, s.TriggerPhrases)
 					state := s.State
 					if p, ok := paused[s.Name]; ok {
 						state += ", " + pausedNote(p)
@@ -341,6 +342,7 @@ func printSkill(w io.Writer, resp *registry.GetResponse, withBody bool) {
 	line("digest", s.Digest)
 	line("source", s.Source)
 	list("triggers", s.Triggers)
+	line("text triggers", quoted(s.TriggerPhrases))
 	list("tags", s.Tags)
 	list("dependencies", s.Dependencies)
 	list("allowed tools", s.AllowedTools)
@@ -482,7 +484,7 @@ NATS wildcards work on its tokens (com.github.*, com.github.>).`,
 			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tSCORE\tMATCHED\tTRIGGERS\tDESCRIPTION")
 			for _, r := range resp.Results {
-				fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%s\n", r.Name, r.Score, strings.Join(r.Matched, ","), orDash(strings.Join(r.Triggers, ",")), truncate(r.Description, 60))
+				fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%s\n", r.Name, r.Score, strings.Join(r.Matched, ","), triggerColumn(r.Triggers, r.TriggerPhrases), truncate(r.Description, 60))
 			}
 			return tw.Flush()
 		},
@@ -498,6 +500,38 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// triggerColumn is the TRIGGERS column of a table: the event types, then the
+// words and phrases quoted, as many as fit in triggerWidth runes with a count of
+// the others; "-" for none. The types are shown whole, as they always were.
+func triggerColumn(types, phrases []string) string {
+	col := strings.Join(types, ",")
+	for i, p := range phrases {
+		q := strconv.Quote(p)
+		if col == "" {
+			col = truncate(q, triggerWidth) // the first always shows, cut if it is long
+			continue
+		}
+		if utf8.RuneCountInString(col)+1+utf8.RuneCountInString(q) > triggerWidth {
+			col += fmt.Sprintf(",+%d more", len(phrases)-i)
+			break
+		}
+		col += "," + q
+	}
+	return orDash(col)
+}
+
+// triggerWidth is how wide the TRIGGERS column grows with phrases.
+const triggerWidth = 48
+
+// quoted is the phrases quoted and separated by commas.
+func quoted(phrases []string) string {
+	q := make([]string, len(phrases))
+	for i, p := range phrases {
+		q[i] = strconv.Quote(p)
+	}
+	return strings.Join(q, ", ")
 }
 
 func orDash(s string) string {

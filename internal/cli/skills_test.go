@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -121,11 +122,27 @@ func TestValidateJSON(t *testing.T) {
 // catalogServer runs NATS with a registry over the example skills, serving or not.
 func catalogServer(t *testing.T, serve bool) (url string, reg *registry.Registry, dir string) {
 	t.Helper()
+	return catalogServerWith(t, serve, nil)
+}
+
+// catalogServerWith is catalogServer with more files (path: content) in the skills
+// directory.
+func catalogServerWith(t *testing.T, serve bool, files map[string]string) (url string, reg *registry.Registry, dir string) {
+	t.Helper()
 	srv := natstest.Start(t)
 	b := srv.Bus(t, bus.Config{})
 	dir = t.TempDir()
 	if err := os.CopyFS(dir, os.DirFS("../../testdata/skills")); err != nil {
 		t.Fatal(err)
+	}
+	for p, content := range files {
+		p = filepath.Join(dir, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	reg, err := registry.New(registry.Config{Bus: b, Roots: []string{dir}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Debounce: 20 * time.Millisecond})
 	if err != nil {
@@ -206,6 +223,57 @@ func TestSkillsAgainstACatalog(t *testing.T) {
 			}
 			if _, err = run("skills", "search", "--trigger", "a.>.b"); cli.ExitCode(err) != 2 {
 				t.Errorf("search with a bad pattern: %v", err)
+			}
+		})
+	}
+}
+
+// Triggers that are words and phrases show in list, show and search, with the
+// event types, whether a registry answers or the bucket is read.
+func TestSkillsShowTriggerPhrases(t *testing.T) {
+	t.Parallel()
+	files := map[string]string{
+		"pack/SKILL.md": "---\nname: pack\ndescription: Makes a packing list for a trip.\n" +
+			"triggers: [packing list, what to pack, suitcase]\n---\n\nList what to pack.\n",
+		"phrases-only/SKILL.md": "---\nname: phrases-only\ndescription: Only phrases trigger it.\n" +
+			"triggers: [book a table, reserve dinner]\n---\n\nBook it.\n",
+	}
+	for _, serve := range []bool{true, false} {
+		t.Run(fmt.Sprintf("registry answers=%v", serve), func(t *testing.T) {
+			t.Parallel()
+			url, _, _ := catalogServerWith(t, serve, files)
+			run := func(args ...string) string {
+				t.Helper()
+				out, err := skillbus(t, append(args, "--nats-url", url)...)
+				if err != nil {
+					t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
+				}
+				return out
+			}
+			out := run("skills", "list")
+			for _, want := range []string{`suitcase,"packing list","what to pack"`, `"book a table","reserve dinner"`} {
+				if !strings.Contains(out, want) {
+					t.Errorf("list does not show %s:\n%s", want, out)
+				}
+			}
+			var infos []registry.SkillInfo
+			if err := json.Unmarshal([]byte(run("skills", "list", "--json")), &infos); err != nil {
+				t.Fatal(err)
+			}
+			i := slices.IndexFunc(infos, func(s registry.SkillInfo) bool { return s.Name == "pack" })
+			if i < 0 || !slices.Equal(infos[i].Triggers, []string{"suitcase"}) || !slices.Equal(infos[i].TriggerPhrases, []string{"packing list", "what to pack"}) {
+				t.Errorf("list --json: pack is %+v", infos)
+			}
+			out = run("skills", "show", "pack")
+			if !strings.Contains(out, "triggers:      suitcase\n") || !strings.Contains(out, `text triggers: "packing list", "what to pack"`+"\n") {
+				t.Errorf("show:\n%s", out)
+			}
+			out = run("skills", "show", "pack", "--json")
+			if !strings.Contains(out, `"trigger_phrases": [`) {
+				t.Errorf("show --json has no trigger_phrases:\n%s", out)
+			}
+			if out = run("skills", "search", "trip"); !strings.Contains(out, `suitcase,"packing list","what to pack"`) {
+				t.Errorf("search:\n%s", out)
 			}
 		})
 	}
