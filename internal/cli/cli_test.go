@@ -43,6 +43,12 @@ func TestHelp(t *testing.T) {
 			t.Errorf("skillbus %v has no examples:\n%s", sub, out.String())
 		}
 	}
+	// A newcomer with a request in words finds how to send it.
+	var out bytes.Buffer
+	if err := cli.Skillbus(context.Background(), []string{"trigger", "--help"}, noEnv, &out, &out); err != nil ||
+		!strings.Contains(out.String(), `skillbus trigger io.skillbus.request --data '{"query":`) {
+		t.Errorf("trigger --help shows no text request: %v\n%s", err, out.String())
+	}
 }
 
 func TestUsageErrors(t *testing.T) {
@@ -53,6 +59,8 @@ func TestUsageErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"trigger"}, nil, "give an event TYPE"},
+		{[]string{"trigger", "--data", `{"query":"what to pack for lisbon"}`}, nil, `or send a text request as io.skillbus.request with its text in "query":` +
+			"\n  skillbus trigger io.skillbus.request --data"},
 		{[]string{"trigger", "bad type!"}, nil, "only letters, digits"},
 		{[]string{"trigger", "--skill", "a.b"}, nil, "--skill"},
 		{[]string{"trigger", "--skill", "hello", "--data", "{nope"}, nil, "not valid JSON"},

@@ -18,6 +18,7 @@ import (
 	"github.com/skillbus/skillbus/pkg/client"
 	"github.com/skillbus/skillbus/pkg/run"
 	"github.com/skillbus/skillbus/pkg/schedule"
+	"github.com/skillbus/skillbus/pkg/selector"
 	"github.com/skillbus/skillbus/pkg/telemetry"
 )
 
@@ -43,7 +44,8 @@ func triggerCommand(c *common, getenv Env, stdout io.Writer) *cobra.Command {
 		Short: "Publish a trigger event, and optionally wait for its result",
 		Long: `trigger publishes a CloudEvent (binary content mode) on skillbus.trigger.<TYPE>, or with
 --skill on skillbus.trigger.skill.<NAME> to invoke one skill explicitly. The data must
-be JSON; a JSON object becomes the skill's inputs.
+be JSON; a JSON object becomes the skill's inputs. A request in words is the type
+` + selector.RequestType + ` with its text in "query": the router chooses the skill by relevance.
 
 With --wait it follows the activation: the routing decision, each step, retries and
 fallbacks, repairs, sleeps and waits, and the result. The exit code is 0 when the
@@ -60,6 +62,7 @@ With --at TIME (RFC 3339, e.g. 2026-03-02T06:00:00+01:00) or --in DURATION (e.g.
 and a router publishes it when it is due, so it survives this command exiting and the
 routers restarting. One due while no router runs is published when one starts.`,
 		Example: `  skillbus trigger --skill hello --data '{"name":"Ada"}' --wait
+  skillbus trigger ` + selector.RequestType + ` --data '{"query":"what to pack for lisbon"}' --wait
   skillbus trigger com.example.order.created --data @order.json --wait
   echo '{"name":"Grace"}' | skillbus trigger --skill hello --data - --wait --json
   skillbus trigger --skill hello --data '{"name":"Ada"}' --in 10m
@@ -71,6 +74,9 @@ routers restarting. One due while no router runs is published when one starts.`,
 			if len(args) == 1 {
 				typ = args[0]
 			} else if skillName == "" {
+				if cmd.Flags().Changed("data") {
+					return usage("give an event TYPE, or --skill NAME to invoke a skill explicitly, or send a text request as %s with its text in \"query\":\n  skillbus trigger %s --data '{\"query\": \"what to pack for lisbon\"}' --wait", selector.RequestType, selector.RequestType)
+				}
 				return usage("give an event TYPE, or --skill NAME to invoke a skill explicitly")
 			}
 			if err := events.CheckType(typ); err != nil {
