@@ -86,7 +86,14 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"dev", "extra"}, nil, "unknown command \"extra\""},
 		{[]string{"dev", "--ui", "127.0.0.1:0", "--ui-token", "s3cret"}, nil, "at least 16"},
 		{[]string{"console"}, map[string]string{"SKILLBUS_UI_TOKEN": "x"}, "at least 16"},
-		{[]string{"runs", "bogus"}, nil, `unknown command "bogus" for "skillbus runs"`},
+		{[]string{"runs", "bogus"}, nil, `unknown command "bogus" for "skillbus runs"` + "\nRun 'skillbus runs --help'"},
+		// Every group suggests its subcommands for a near miss, as the top level does.
+		{[]string{"trigr"}, nil, "Did you mean this?\n\ttrigger\n"},
+		{[]string{"dlq", "lst"}, nil, `unknown command "lst" for "skillbus dlq"` + "\n\nDid you mean this?\n\tlist\n"},
+		{[]string{"runs", "lsit"}, nil, "Did you mean this?\n\tlist\n"},
+		{[]string{"skills", "shwo"}, nil, "Did you mean this?\n\tshow\n"},
+		{[]string{"repair", "aprove"}, nil, "Did you mean this?\n\tapprove\n"},
+		{[]string{"completion", "bsh"}, nil, "Did you mean this?\n\tbash\n"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

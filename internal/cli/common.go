@@ -164,7 +164,9 @@ func execute(ctx context.Context, root *cobra.Command, args []string, stdout, st
 	})
 	// A wrong number of arguments is a usage error too, whichever command, and
 	// so is an unknown subcommand of a group (skillbus runs bogus), which cobra
-	// answers with the group's help and success.
+	// answers with the group's help and success; a near miss gets cobra's
+	// suggestions, as at the top level.
+	root.InitDefaultCompletionCmd(args...) // now, not in Execute, so that it is wrapped too
 	var wrapArgs func(c *cobra.Command)
 	wrapArgs = func(c *cobra.Command) {
 		if c.Args != nil {
@@ -174,7 +176,15 @@ func execute(ctx context.Context, root *cobra.Command, args []string, stdout, st
 			c.Args = cobra.ArbitraryArgs
 			c.RunE = func(cmd *cobra.Command, args []string) error {
 				if len(args) > 0 {
-					return usage("unknown command %q for %q\nRun '%s --help' for usage.", args[0], cmd.CommandPath(), cmd.CommandPath())
+					// As cobra answers at the top level: skillbus dlq lst suggests list.
+					hint := ""
+					if cmd.SuggestionsMinimumDistance <= 0 {
+						cmd.SuggestionsMinimumDistance = 2 // cobra's default
+					}
+					if s := cmd.SuggestionsFor(args[0]); len(s) > 0 && !cmd.DisableSuggestions {
+						hint = "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t") + "\n"
+					}
+					return usage("unknown command %q for %q%s\nRun '%s --help' for usage.", args[0], cmd.CommandPath(), hint, cmd.CommandPath())
 				}
 				return cmd.Help()
 			}
