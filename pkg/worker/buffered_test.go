@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/skillbus/skillbus/events"
-	"github.com/skillbus/skillbus/internal/natstest"
 	"github.com/skillbus/skillbus/pkg/worker"
 )
 
@@ -25,14 +24,7 @@ func TestJobFetchedPastItsAckWaitRunsOnce(t *testing.T) {
 	f.startWorkerOn(f.b, "a", slog.New(slog.NewTextHandler(&f.logs, nil)), one)
 	ids := []string{f.keyedJob("slow", "j0", "x"), f.keyedJob("slow", "j1", "x")}
 	<-o.started
-	cons, err := f.b.JS.Consumer(f.ctx, f.b.StreamJobs(), "worker-default")
-	if err != nil {
-		t.Fatal(err)
-	}
-	natstest.Eventually(t, 20*time.Second, func() bool {
-		info, err := cons.Info(f.ctx)
-		return err == nil && info.NumPending == 0 && info.NumAckPending == 2
-	}, "the first worker did not fetch every job")
+	f.handedOut(2, 20*time.Second, "the first worker did not fetch every job")
 	f.startWorkerOn(f.b, "b", slog.New(slog.NewTextHandler(&f.logs, nil)), one)
 	select {
 	case <-o.started:

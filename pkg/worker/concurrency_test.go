@@ -106,6 +106,20 @@ func (f *fixture) keyedJob(name, id, key string) string {
 	return j.ExecutionID
 }
 
+// handedOut waits until the default pool's consumer has nothing left to deliver
+// and n deliveries out, unacknowledged.
+func (f *fixture) handedOut(n uint64, within time.Duration, msg string) {
+	f.t.Helper()
+	cons, err := f.b.JS.Consumer(f.ctx, f.b.StreamJobs(), "worker-default")
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	natstest.Eventually(f.t, within, func() bool {
+		info, err := cons.Info(f.ctx)
+		return err == nil && info.NumPending == 0 && uint64(info.NumAckPending) == n
+	}, msg)
+}
+
 // noneWaiting checks that no run is left waiting for a slot.
 func (f *fixture) noneWaiting() {
 	f.t.Helper()
@@ -164,14 +178,7 @@ func TestKeyedConcurrencyIsFairBetweenKeys(t *testing.T) {
 	}
 	f.waitEvent(b, events.TypeExecutionCompleted)
 	// The flood waits without holding workers: nothing of it is handed out.
-	cons, err := f.b.JS.Consumer(f.ctx, f.b.StreamJobs(), "worker-default")
-	if err != nil {
-		t.Fatal(err)
-	}
-	natstest.Eventually(t, 20*time.Second, func() bool {
-		info, err := cons.Info(f.ctx)
-		return err == nil && info.NumPending == 0 && info.NumAckPending == 1
-	}, "the waiting runs still hold deliveries")
+	f.handedOut(1, 20*time.Second, "the waiting runs still hold deliveries")
 	o.open("a")
 	natstest.Eventually(t, 90*time.Second, func() bool {
 		o.mu.Lock()
@@ -345,14 +352,7 @@ func TestRunReleasedWhileItTakesItsSlotRunsOnce(t *testing.T) {
 	// The first delivery finds the slot its own execution's but holds no claim:
 	// it leaves the slot to the copy and ends; the copy claims the execution and
 	// runs, once.
-	cons, err := f.b.JS.Consumer(f.ctx, f.b.StreamJobs(), "worker-default")
-	if err != nil {
-		t.Fatal(err)
-	}
-	natstest.Eventually(t, 30*time.Second, func() bool {
-		info, err := cons.Info(f.ctx)
-		return err == nil && info.NumPending == 0 && info.NumAckPending == 1
-	}, "the first delivery was not settled while its copy runs")
+	f.handedOut(1, 30*time.Second, "the first delivery was not settled while its copy runs")
 	o.open("r")
 	f.waitEvent(want, events.TypeExecutionCompleted)
 	f.drained()
@@ -419,14 +419,7 @@ func TestRunReleasedWhileItWaitsKeepsItsCopysSlot(t *testing.T) {
 		t.Fatalf("slot %v (%v), want held by the running copy", e, err)
 	}
 	// The first delivery ends (acked: its copy runs) without touching the slot.
-	cons, err := f.b.JS.Consumer(f.ctx, f.b.StreamJobs(), "worker-default")
-	if err != nil {
-		t.Fatal(err)
-	}
-	natstest.Eventually(t, 30*time.Second, func() bool {
-		info, err := cons.Info(f.ctx)
-		return err == nil && info.NumPending == 0 && info.NumAckPending == 1
-	}, "the first delivery was not settled while its copy runs")
+	f.handedOut(1, 30*time.Second, "the first delivery was not settled while its copy runs")
 	e2, err := f.runs.Get(f.ctx, slot)
 	if err != nil || string(e2.Value()) != want || e2.Revision() < e.Revision() {
 		t.Fatalf("slot %v (%v) after the first delivery ended, want still the copy's", e2, err)
