@@ -101,6 +101,7 @@ type Router struct {
 	cfg    Config
 	epoch  *bus.Epoch
 	sel    *selector.Selector
+	typos  typoLog // unmatched types one edit from a skill's, logged
 	syncMu sync.Mutex
 	synced atomic.Uint64
 	// gen counts the catalogs the selector was given (a catalog's revision may
@@ -413,9 +414,34 @@ func (r *Router) decideTrigger(ctx context.Context, t *trigger) (outcome, error)
 		if c := r.sel.ClosestType(t.req.Type); c != "" {
 			u.reason += fmt.Sprintf("; did you mean %s?", c)
 			o = u
+			r.typos.note(r.cfg.Log, t.req.Type, c)
 		}
 	}
 	return o, nil
+}
+
+// typoLog logs an event type that no skill takes but one a skill takes is near,
+// once a minute per type at most: a sender's typo ("com.example.order.craeted")
+// would otherwise only show to someone waiting on the trigger, since an event no
+// skill takes is acked quietly (most event types on a bus are no skill's).
+type typoLog struct {
+	mu   sync.Mutex
+	last map[string]time.Time
+}
+
+func (l *typoLog) note(log *slog.Logger, typ, near string) {
+	now := time.Now()
+	l.mu.Lock()
+	if l.last == nil || len(l.last) > 1024 {
+		l.last = map[string]time.Time{}
+	}
+	if at, ok := l.last[typ]; ok && now.Sub(at) < time.Minute {
+		l.mu.Unlock()
+		return
+	}
+	l.last[typ] = now
+	l.mu.Unlock()
+	log.Info("router: no skill takes this event type; acked without a run", "type", typ, "did_you_mean", near)
 }
 
 // errBadParent is a trigger naming a parent activation (events.ExtParent) that is

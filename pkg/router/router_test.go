@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -245,7 +247,8 @@ func TestRuleMatchOrdersByPriority(t *testing.T) {
 
 func TestNoMatchIsRecordedAndAcked(t *testing.T) {
 	t.Parallel()
-	f := setup(t, hello)
+	logged := &typoLogged{}
+	f := setupWith(t, func(c *router.Config) { c.Log = slog.New(logged) }, hello)
 	f.publish("skillbus.trigger.com.example.nobody", ce("4", "com.example.nobody"), `{}`)
 	var u events.RouteUnmatched
 	f.event(events.ActivationID("/test", "4"), events.TypeRouteUnmatched, &u)
@@ -259,6 +262,46 @@ func TestNoMatchIsRecordedAndAcked(t *testing.T) {
 		t.Fatalf("unmatched = %+v", u)
 	}
 	f.settled()
+	// The likely typo is logged for whoever publishes without waiting; the type
+	// near no skill's is not.
+	if got := logged.lines(); len(got) != 1 || got[0] != "com.example.gret→com.example.greet" {
+		t.Errorf("logged %q, want the typo once with its near type", got)
+	}
+}
+
+// typoLogged is a slog handler that keeps the router's typo lines.
+type typoLogged struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (h *typoLogged) Enabled(context.Context, slog.Level) bool { return true }
+func (h *typoLogged) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *typoLogged) WithGroup(string) slog.Handler            { return h }
+func (h *typoLogged) Handle(_ context.Context, r slog.Record) error {
+	if !strings.Contains(r.Message, "no skill takes this event type") {
+		return nil
+	}
+	var typ, near string
+	r.Attrs(func(a slog.Attr) bool {
+		switch a.Key {
+		case "type":
+			typ = a.Value.String()
+		case "did_you_mean":
+			near = a.Value.String()
+		}
+		return true
+	})
+	h.mu.Lock()
+	h.got = append(h.got, typ+"→"+near)
+	h.mu.Unlock()
+	return nil
+}
+
+func (h *typoLogged) lines() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.got)
 }
 
 func TestCatalogChangesAreFollowed(t *testing.T) {
