@@ -46,7 +46,7 @@ const (
 
 // ErrNoModel is the error, wrapped in a Fatal *failure.Error, of a run on a
 // Runner without a Model.
-var ErrNoModel = errors.New("no chat model configured")
+var ErrNoModel = errors.New("no chat model configured (start it with --llm-url, or set $SKILLBUS_LLM_URL, an OpenAI-compatible chat-completions URL)")
 
 // Runner runs instruction skills. It is safe for concurrent use.
 type Runner struct {

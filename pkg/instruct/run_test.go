@@ -359,7 +359,7 @@ func TestNoModel(t *testing.T) {
 	if failure.ClassOf(err) != failure.Fatal || !errors.Is(err, instruct.ErrNoModel) {
 		t.Fatalf("got %v, want a Fatal ErrNoModel", err)
 	}
-	if want := "instruct: skill triage is an instruction skill, and this worker has no chat model configured"; err.Error() != want {
+	if want := "instruct: skill triage is an instruction skill, and this worker has no chat model configured (start it with --llm-url, or set $SKILLBUS_LLM_URL, an OpenAI-compatible chat-completions URL)"; err.Error() != want {
 		t.Errorf("message %q, want %q", err, want)
 	}
 }

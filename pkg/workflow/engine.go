@@ -190,7 +190,7 @@ func (e *Engine) execute(ctx context.Context, r Run, f *frame) (map[string]any, 
 	if s.Workflow == nil {
 		switch s.Kind {
 		case skill.KindInstruction:
-			return nil, failure.Fatalf("skill %s is an instruction skill and this worker has no chat model configured", s.Name)
+			return nil, failure.Fatalf("skill %s is an instruction skill and this worker has no chat model configured (start it with --llm-url, or set $SKILLBUS_LLM_URL)", s.Name)
 		default:
 			return nil, failure.Fatalf("skill %s has no workflow steps and kind %q cannot run on this worker", s.Name, s.Kind)
 		}
