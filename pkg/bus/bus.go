@@ -222,6 +222,9 @@ func (b *Bus) Streams() []jetstream.StreamConfig {
 	// Confirmation timeouts are scheduled messages in EVENTS: a denial "by timeout"
 	// that the server publishes when the deadline passes, purged if a human answers.
 	evs.AllowMsgSchedules = true
+	// No direct gets (AllowDirect, left false and set back if changed): a worker
+	// reads a run's outcome and checkpoints before it runs it again, and a direct
+	// get may be answered by a replica that has not caught up with the leader.
 	return []jetstream.StreamConfig{triggers, jobs, repair, dead, evs}
 }
 
@@ -343,7 +346,7 @@ func sameStream(have, want jetstream.StreamConfig) bool {
 	return have.Description == want.Description && slices.Equal(have.Subjects, want.Subjects) &&
 		have.Storage == want.Storage && have.Replicas == want.Replicas && have.Duplicates == want.Duplicates &&
 		have.Discard == want.Discard && have.Retention == want.Retention && have.AllowMsgSchedules == want.AllowMsgSchedules &&
-		have.MaxAge == want.MaxAge
+		have.MaxAge == want.MaxAge && have.AllowDirect == want.AllowDirect
 }
 
 // LearnRetention reads how long the streams really keep what they hold into the

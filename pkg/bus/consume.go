@@ -99,12 +99,15 @@ type Loop struct {
 // that do not otherwise make sure they are the only holder (a worker's fast path,
 // which writes no claim) must not trust a message that may have waited that long.
 //
-// The bound is the time since the handler got the message len(picks) messages
-// before this one: the loop's iterators hold at most 4n messages at once (2n
-// each, and two while one replaces the other), in the order they arrived, so a
-// message handed out had not arrived yet when the one that many before it was.
-// While messages flow it is the time those 4n took; it grows only while every
-// handler is busy for long, which is when messages wait in the buffer.
+// The bound is the time since a handler got the message len(picks) = 4n messages
+// before this one. An iterator holds at most 2n messages and hands them out in the
+// order they arrived; while renew replaces it, handlers already waiting in the old
+// one take at most one message each from it. So fewer than 4n messages are handed
+// out between a message's arrival and its own hand-out, and it had not arrived
+// when the one 4n before it was handed out. While messages flow the bound is the
+// time those 4n took; it grows while every handler is busy for long, which is
+// when messages wait in the buffer, and also while the loop is idle, when they do
+// not: a caller bounds the wait by the message's age as well.
 func Waited(ctx context.Context) (time.Duration, bool) {
 	p, ok := ctx.Value(pickKey{}).(*picked)
 	if !ok {
@@ -276,9 +279,10 @@ func (l *Loop) renew(old jetstream.MessagesContext, why string) {
 	l.it = it
 	l.last.Store(time.Now().UnixNano())
 	l.mu.Unlock()
-	// Drain, not Stop: messages old already holds are still handed out by its Next
-	// (run reads old to its end before it takes the new iterator). Stop would drop
-	// them client-side, leaving each in the consumer's ack-pending until its AckWait.
+	// Drain, not Stop: the handlers already waiting in old's Next still get a
+	// message each from it (run takes the new iterator on its next turn); Stop
+	// would drop those client-side. What else old holds is not handed out: it
+	// stays in the consumer's ack-pending until its AckWait, as with Stop.
 	old.Drain()
 	l.renewals.Add(1)
 	l.log.Warn("consume: pulling afresh on a new iterator", "consumer", l.name, "why", why)

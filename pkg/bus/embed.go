@@ -133,6 +133,7 @@ func (e *Embedded) start() (*server.Server, error) {
 	go s.Start()
 	if !s.ReadyForConnections(10 * time.Second) {
 		s.Shutdown()
+		s.WaitForShutdown() // before the caller gives the store's lock back
 		return nil, errors.New("embedded nats: not ready for connections after 10s")
 	}
 	return s, nil

@@ -48,7 +48,7 @@ func TestEmbeddedStoreInUseIsRefused(t *testing.T) {
 		first.Shutdown()
 		t.Fatal("a second server started on a store in use")
 	}
-	if !strings.Contains(err.Error(), "is in use by another process (pid ") || !strings.Contains(err.Error(), "--store") {
+	if !strings.Contains(err.Error(), "is in use by another server of this process") || !strings.Contains(err.Error(), "--store") {
 		t.Errorf("error %q does not say the store is in use, by whom, and what to do", err)
 	}
 	first.Shutdown()

@@ -1,4 +1,4 @@
-//go:build unix
+//go:build linux || darwin || freebsd || netbsd || openbsd || dragonfly
 
 package bus
 
@@ -26,15 +26,22 @@ func lockStore(dir string) (*os.File, error) {
 		return nil, fmt.Errorf("embedded nats: store lock: %w", err)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		holder := ""
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			// A filesystem without locks (some network and FUSE ones): run
+			// unlocked, as before there was a lock.
+			f.Close()
+			return nil, nil
+		}
+		holder := "another process"
 		if b, rerr := os.ReadFile(path); rerr == nil && strings.TrimSpace(string(b)) != "" {
-			holder = " (pid " + strings.TrimSpace(string(b)) + ")"
+			pid := strings.TrimSpace(string(b))
+			holder = "another process (pid " + pid + ")"
+			if pid == strconv.Itoa(os.Getpid()) {
+				holder = "another server of this process"
+			}
 		}
 		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("embedded nats: the JetStream store %s is in use by another process%s; two servers writing one store corrupt it: stop that one, or give this one another store with --store", dir, holder)
-		}
-		return nil, fmt.Errorf("embedded nats: store lock %s: %w", path, err)
+		return nil, fmt.Errorf("embedded nats: the JetStream store %s is in use by %s; two servers writing one store corrupt it: stop that one, or give this one another store with --store", dir, holder)
 	}
 	if err := f.Truncate(0); err == nil {
 		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)

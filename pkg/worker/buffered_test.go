@@ -1,11 +1,15 @@
 package worker_test
 
 import (
+	"errors"
 	"log/slog"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/internal/natstest"
 	"github.com/skillbus/skillbus/pkg/worker"
 )
 
@@ -42,5 +46,23 @@ func TestJobFetchedPastItsAckWaitRunsOnce(t *testing.T) {
 		if o.calls[id] != 1 {
 			t.Errorf("execution %s ran its step %d times, want 1 (calls %v)", id, o.calls[id], o.calls)
 		}
+	}
+}
+
+// The bound on a job's wait in the buffer grows while the worker is idle, but a
+// job stored just now cannot have waited: after an idle spell longer than the
+// bound allows, a new job still runs on the fast path (no claim written).
+func TestFreshJobAfterAnIdleSpellTakesTheFastPath(t *testing.T) {
+	t.Parallel()
+	f := setup(t, oneStep("idle", "greet", 0))
+	started := time.Now()
+	f.startWorkerOn(f.b, "a", slog.New(slog.NewTextHandler(&f.logs, nil)), func(c *worker.Config) { c.Concurrency = 1 })
+	// Idle for more than a quarter of the ack wait (1 s): the loop's bound on a
+	// message's wait is that long now.
+	natstest.Eventually(t, 10*time.Second, func() bool { return time.Since(started) > 600*time.Millisecond }, "time stood still")
+	id := f.job("i0", "idle")
+	f.waitEvent(id, events.TypeExecutionCompleted)
+	if _, err := f.runs.Get(f.ctx, events.RunClaimKey(id)); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Fatalf("claim of a fresh job after an idle spell: %v, want none (the fast path)", err)
 	}
 }

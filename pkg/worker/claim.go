@@ -305,16 +305,30 @@ func (w *Worker) wrote(c claimRecord) bool {
 // for the job's ack, so a dead holder's lease ends when its job comes back.
 func (w *Worker) leaseFor(*job) time.Duration { return w.cfg.AckWait }
 
-// mayHaveWaited reports whether the delivery being handled may have waited in
-// this process's client buffer for more than a third of AckWait before a handler
-// got it (bus.Waited). Its ack wait ran on all the while, unextended, so the
-// server may have delivered it again to another worker, which runs it through
-// the claim path; on the fast path, which writes no claim, both would run it.
-// Such a delivery takes the claim path too. A third leaves the job's first
-// heartbeat, AckWait/3 after it starts, within its ack wait.
-func (w *Worker) mayHaveWaited(ctx context.Context) bool {
+// mayHaveWaited reports whether the delivery being handled, of a job stored at
+// stored, may have waited in this process's client buffer for more than a
+// quarter of AckWait before a handler got it. Its ack wait ran on all the while,
+// unextended, so the server may have delivered it again to another worker, which
+// runs it through the claim path; on the fast path, which writes no claim, both
+// would run it. Such a delivery takes the claim path too.
+//
+// The wait is bounded twice: by bus.Waited (how long the loop took to hand out
+// as many messages as it can hold), which is small while jobs flow but grows
+// while the handlers are all busy, or idle; and by the job's age, since it
+// cannot have arrived before it was stored (this assumes the worker's clock is
+// within a quarter of AckWait of the server's). Only a job both old and handed
+// out slowly takes the claim path: one that waited behind long runs. A quarter
+// leaves the job's first heartbeat, AckWait/3 after it starts, well within its
+// ack wait, with room for the work before it (the tools it needs).
+func (w *Worker) mayHaveWaited(ctx context.Context, stored time.Time) bool {
 	waited, ok := bus.Waited(ctx)
-	return ok && waited > w.cfg.AckWait/3
+	if !ok {
+		return false
+	}
+	if age := time.Since(stored); age < waited {
+		waited = age
+	}
+	return waited > w.cfg.AckWait/4
 }
 
 func isWrongLastSequence(err error) bool {
