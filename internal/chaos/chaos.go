@@ -41,6 +41,12 @@ type Config struct {
 	BigEvery int
 	// Limited adds chaos-limited (max_concurrent: 2) to the mix, as every 20th trigger.
 	Limited bool
+	// SlowEvery makes every SlowEvery-th trigger one for chaos-slow, whose step
+	// runs 1.5·AckWait in a pool of its own that two more workers serve one job at
+	// a time: its jobs wait in a worker's buffer past their ack wait and are
+	// delivered again to the other worker while the first still holds them.
+	// Default 100; negative: none.
+	SlowEvery int
 	// Grace is how long after a step ended its worker may be SIGKILLed for a second
 	// run of the step to be put down to the kill; default 2s.
 	Grace time.Duration
@@ -94,6 +100,9 @@ func (c *Config) defaults() error {
 	}
 	if c.FaultMax == 0 {
 		c.FaultMax = 4 * time.Second
+	}
+	if c.SlowEvery == 0 {
+		c.SlowEvery = 100
 	}
 	if c.BigEvery == 0 {
 		c.BigEvery = 500

@@ -189,7 +189,7 @@ func (r *runner) verify(ctx context.Context) (*Report, error) {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	for _, c := range []struct{ stream, name string }{
-		{r.b.StreamTriggers(), "router"}, {r.b.StreamJobs(), "worker-default"}, {r.b.StreamJobs(), "worker-solo-chaos-limited"},
+		{r.b.StreamTriggers(), "router"}, {r.b.StreamJobs(), "worker-default"}, {r.b.StreamJobs(), "worker-solo-chaos-limited"}, {r.b.StreamJobs(), "worker-slow"},
 	} {
 		cons, err := r.b.Consumer(cctx, c.stream, c.name)
 		if err != nil {

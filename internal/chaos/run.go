@@ -326,6 +326,16 @@ func (r *runner) startFleet(ctx context.Context) error {
 				"--concurrency=" + strconv.Itoa(r.cfg.Concurrency), "--bus-tools=false"}
 		}))
 	}
+	if r.cfg.SlowEvery > 0 {
+		// chaos-slow's pool: one job at a time each, so a second job waits in the
+		// client's buffer behind a run longer than the ack wait.
+		for i := range 2 {
+			r.workers = append(r.workers, newProc("worker", fmt.Sprintf("ws%d", i+1), "worker", func(inc string) []string {
+				return []string{url, "--name=" + inc, "--ack-wait=" + ack, "--backoff-base=100ms", "--backoff-max=1s",
+					"--pools=slow", "--concurrency=1", "--bus-tools=false"}
+			}))
+		}
+	}
 	for _, p := range append([]*proc{r.registry, r.router}, r.workers...) {
 		if err := p.start(); err != nil {
 			return err
@@ -351,13 +361,18 @@ func (r *runner) ready(ctx context.Context) bool {
 	if err != nil {
 		return false
 	}
-	for _, s := range []string{"chaos-once", "chaos-steps", "chaos-primary", "chaos-secondary", "chaos-big", "chaos-limited", keyedSkill, debouncedSkill, scheduledSkill} {
+	for _, s := range []string{"chaos-once", "chaos-steps", "chaos-primary", "chaos-secondary", "chaos-big", "chaos-limited", "chaos-slow", keyedSkill, debouncedSkill, scheduledSkill} {
 		if _, err := kv.Get(ctx, s); err != nil {
 			return false
 		}
 	}
 	if _, err := r.b.Consumer(ctx, r.b.StreamTriggers(), "router"); err != nil {
 		return false
+	}
+	if r.cfg.SlowEvery > 0 {
+		if _, err := r.b.Consumer(ctx, r.b.StreamJobs(), "worker-slow"); err != nil {
+			return false
+		}
 	}
 	_, err = r.b.Consumer(ctx, r.b.StreamJobs(), "worker-default")
 	return err == nil
@@ -428,6 +443,8 @@ func (r *runner) plan() {
 			t.Skill = "chaos-big"
 		case r.cfg.Limited && i%20 == 7:
 			t.Skill = "chaos-limited"
+		case r.cfg.SlowEvery > 0 && i%r.cfg.SlowEvery == r.cfg.SlowEvery/2:
+			t.Skill = "chaos-slow"
 		case i%10 == 3: // a tenth, spread over the keys
 			t.Skill, t.Key = keyedSkill, fmt.Sprintf("k%d", (i/10)%keyedKeys)
 			// A quarter of them, from the second on, is cancelled 0–300 ms after
@@ -468,6 +485,8 @@ func (r *runner) plan() {
 		m.Header.Set(bus.HeaderMsgID, r.source+"/"+t.ID)
 		if t.Key != "" {
 			m.Data = fmt.Appendf(nil, `{"sink":%q,"n":%d,"key":%q}`, sink, i, t.Key)
+		} else if t.Skill == "chaos-slow" {
+			m.Data = fmt.Appendf(nil, `{"sink":%q,"n":%d,"d":"%.3f"}`, sink, i, 1.5*r.cfg.AckWait.Seconds())
 		} else {
 			m.Data = fmt.Appendf(nil, `{"sink":%q,"n":%d}`, sink, i)
 		}

@@ -41,6 +41,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.FaultMax, "fault-max", 0, "longest pause between faults (default 4s)")
 	fs.IntVar(&cfg.BigEvery, "big-every", 500, "every Nth trigger runs chaos-big, whose result exceeds max_payload (0: none)")
 	fs.BoolVar(&cfg.Limited, "limited", true, "include chaos-limited (max_concurrent: 2) in the mix, as every 20th trigger")
+	fs.IntVar(&cfg.SlowEvery, "slow-every", 100, "every Nth trigger runs chaos-slow, 1.5 ack waits long on two one-slot workers of its own pool (-1: none)")
 	fs.DurationVar(&cfg.Grace, "grace", 0, "how long after a step ended a SIGKILL of its worker explains a second run (default 2s)")
 	fs.DurationVar(&cfg.Stall, "stall", 0, "give up waiting when no outcome arrived for this long (default 3m)")
 	fs.DurationVar(&cfg.Timeout, "timeout", 0, "stop waiting for outcomes this long after the start (default 1h)")
