@@ -3,6 +3,7 @@ package registry
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -20,7 +21,7 @@ var searchFields = []struct {
 }{
 	{"name", 6, func(s *skill.Skill) []string { return []string{s.Name} }},
 	{"tags", 4, func(s *skill.Skill) []string { return s.Tags }},
-	{"triggers", 3, func(s *skill.Skill) []string { return s.Triggers }},
+	{"triggers", 3, func(s *skill.Skill) []string { return append(slices.Clip(s.Triggers), s.TriggerPhrases...) }},
 	{"description", 2, func(s *skill.Skill) []string { return []string{s.Description} }},
 	{"examples", 2, func(s *skill.Skill) []string { return s.Examples.Positive }},
 	{"capabilities", 1, func(s *skill.Skill) []string { return s.Capabilities }},
