@@ -205,12 +205,13 @@ func (s *dlqSystem) jobsLastSeq() uint64 {
 // A skill that fails fatally lands in the DLQ; list and show say what, why and with
 // which data; after the skill is fixed, a replay runs the fixed version once, and the
 // same replay asked again publishes nothing; --again --pin runs the version that died.
-// A trigger for a skill that did not exist yet is replayed once the skill does.
-func TestDLQ(t *testing.T) {
-	t.Parallel()
+// newDLQSystem is a dlqSystem on a fresh nats-server, whose CLI runs find it
+// through $SKILLBUS_NATS_URL, with within for the whole test.
+func newDLQSystem(t *testing.T, within time.Duration) (*dlqSystem, *natstest.Server) {
+	t.Helper()
 	srv := natstest.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	t.Cleanup(cancel)
 	url := srv.URL()
 	s := &dlqSystem{t: t, ctx: ctx, dir: t.TempDir(), calls: map[string]*atomic.Int64{},
 		env: func(k string) string {
@@ -223,6 +224,14 @@ func TestDLQ(t *testing.T) {
 	if s.js, err = jetstream.New(srv.Conn(t)); err != nil {
 		t.Fatal(err)
 	}
+	return s, srv
+}
+
+// A trigger for a skill that did not exist yet is replayed once the skill does.
+func TestDLQ(t *testing.T) {
+	t.Parallel()
+	s, srv := newDLQSystem(t, 3*time.Minute)
+	var err error
 	count := tool.Func("count", func(_ context.Context, c tool.Call) (any, error) {
 		mode, _ := c.Args["mode"].(string)
 		s.counter(mode).Add(1)

@@ -5,11 +5,8 @@ import (
 	"encoding/json"
 	"regexp"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillbus/skillbus/internal/cli"
 	"github.com/skillbus/skillbus/internal/natstest"
@@ -50,21 +47,8 @@ steps:
 // payWaiterSkill.
 func progressSystem(t *testing.T) *dlqSystem {
 	t.Helper()
-	srv := natstest.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	url := srv.URL()
-	s := &dlqSystem{t: t, ctx: ctx, dir: t.TempDir(), calls: map[string]*atomic.Int64{},
-		env: func(k string) string {
-			if k == "SKILLBUS_NATS_URL" {
-				return url
-			}
-			return ""
-		}}
+	s, srv := newDLQSystem(t, 2*time.Minute)
 	var err error
-	if s.js, err = jetstream.New(srv.Conn(t)); err != nil {
-		t.Fatal(err)
-	}
 	count := tool.Func("count", func(_ context.Context, c tool.Call) (any, error) {
 		mode, _ := c.Args["mode"].(string)
 		s.counter(mode).Add(1)

@@ -89,8 +89,14 @@ func (o *overlap) open(key string) {
 // keyedJob publishes a job of skill whose inputs name key.
 func (f *fixture) keyedJob(name, id, key string) string {
 	f.t.Helper()
-	ref := events.SkillRef{Name: name, Pool: "default", ExecutionID: events.ExecutionID("/t", id, name), Version: "1.0.0"}
 	in, _ := json.Marshal(map[string]string{"key": key})
+	return f.jobWithInputs(name, id, in)
+}
+
+// jobWithInputs publishes a job of skill, in the default pool, with inputs in.
+func (f *fixture) jobWithInputs(name, id string, in json.RawMessage) string {
+	f.t.Helper()
+	ref := events.SkillRef{Name: name, Pool: "default", ExecutionID: events.ExecutionID("/t", id, name), Version: "1.0.0"}
 	j := events.Job{ExecutionID: ref.ExecutionID, ActivationID: events.ActivationID("/t", id), Skill: ref,
 		Inputs: in, Trigger: events.TriggerRef{ID: id, Source: "/t", Type: "com.example.order", Subject: "x"}}
 	m, err := bus.Event{ID: j.ExecutionID + ".job", Source: "/t", Type: events.TypeJob, Data: j}.
@@ -610,20 +616,8 @@ func TestConcurrencyKeyOfAMissingInputNamesTheInput(t *testing.T) {
 	f := setup(t, s)
 	f.tools = mustSet(t, f.tools, newOverlap().tool())
 	f.start()
-	ref := events.SkillRef{Name: "needs-key", Pool: "default", ExecutionID: events.ExecutionID("/t", "nokey", "needs-key"), Version: "1.0.0"}
-	j := events.Job{ExecutionID: ref.ExecutionID, ActivationID: events.ActivationID("/t", "nokey"), Skill: ref,
-		Inputs: json.RawMessage(`{}`), Trigger: events.TriggerRef{ID: "nokey", Source: "/t", Type: "com.example.order", Subject: "x"}}
-	m, err := bus.Event{ID: j.ExecutionID + ".job", Source: "/t", Type: events.TypeJob, Data: j}.
-		JobMsg(f.b.Subjects.Exec("default", "needs-key", j.ActivationID, events.StagePlan))
-	if err != nil {
-		t.Fatal(err)
-	}
-	bt := f.b.Batch()
-	bt.Publish(m)
-	if err := bt.Wait(f.ctx); err != nil {
-		t.Fatal(err)
-	}
-	failed := f.waitEvent(j.ExecutionID, events.TypeExecutionFailed)
+	id := f.jobWithInputs("needs-key", "nokey", json.RawMessage(`{}`))
+	failed := f.waitEvent(id, events.TypeExecutionFailed)
 	if e, _ := failed["error"].(string); !strings.HasPrefix(e, "input key is required (concurrency.key data.key: no such key: key") {
 		t.Fatalf("failed = %v", failed)
 	}
