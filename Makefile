@@ -97,7 +97,8 @@ bench:
 ## written blind to the router (testdata/routing/blind), and
 ## each public data set of testdata/routing/public in its tuning and held-out halves (and
 ## heldout-train.jsonl, a training split nothing was tuned on, where a set has one), with the
-## share of its offtopic-*.jsonl requests (another domain's, or CLINC150's out-of-scope ones) rejected
+## share of its offtopic-*.jsonl requests (another domain's, or CLINC150's out-of-scope ones) rejected;
+## for the public sets, also how many requests only the router or only BM25+stemming gets right (sign test)
 EVAL_BIN := $(CURDIR)/.test-output/skillbus-eval
 eval:
 	@mkdir -p $(dir $(EVAL_BIN)) && $(GO) build -o $(EVAL_BIN) ./cmd/skillbus
@@ -107,11 +108,11 @@ eval:
 	  echo "== $$set"; $(EVAL_BIN) route eval --skills $${set}skills --cases $${set}cases.jsonl --no-examples | sed -n '3,9p'; \
 	done
 	@for set in testdata/routing/public/*/; do for half in tune heldout; do \
-	  echo "== $$set $$half"; $(EVAL_BIN) route eval --skills $${set}skills --cases $${set}$$half.jsonl --no-examples | sed -n '3,9p'; \
+	  echo "== $$set $$half"; $(EVAL_BIN) route eval --skills $${set}skills --cases $${set}$$half.jsonl --no-examples | sed -n '3,9p;/^request by request/,/^recall@5 /p'; \
 	  echo "   off-topic: $${set}offtopic-$$half.jsonl"; $(EVAL_BIN) route eval --skills $${set}skills --cases $${set}offtopic-$$half.jsonl --no-examples | grep 'off-topic rejected'; \
 	done; \
 	if [ -f $${set}heldout-train.jsonl ]; then \
-	  echo "== $$set heldout-train"; $(EVAL_BIN) route eval --skills $${set}skills --cases $${set}heldout-train.jsonl --no-examples | sed -n '3,9p'; \
+	  echo "== $$set heldout-train"; $(EVAL_BIN) route eval --skills $${set}skills --cases $${set}heldout-train.jsonl --no-examples | sed -n '3,9p;/^request by request/,/^recall@5 /p'; \
 	fi; done
 
 ## chaos: 10,000 side-effecting triggers through a real fleet while every kind of process is killed

@@ -117,6 +117,11 @@ func printEval(w io.Writer, results []selector.Result, sum selector.Summary, ski
 	fmt.Fprintf(w, "off-topic rejected  %.3f    (%d requests no skill should take)\n", sum.OffTopicRejected, sum.OffTopic)
 	fmt.Fprintf(w, "\nBM25: Okapi, k1 %.1f, b %.2f, %s; BM25+stemming: the same, words stemmed (Snowball English)\n",
 		selector.BaselineK1, selector.BaselineB, selector.BaselineTokens)
+	a := sum.AgainstStem
+	fmt.Fprintf(w, "\nrequest by request  only router right  only BM25+stemming right  sign test\n")
+	fmt.Fprintf(w, "top-1               %-17d  %-24d  %s\n", a.Top1.Better, a.Top1.Worse, pValue(a.Top1.P))
+	fmt.Fprintf(w, "recall@5            %-17d  %-24d  %s\n", a.Recall5.Better, a.Recall5.Worse, pValue(a.Recall5.P))
+	fmt.Fprintf(w, "(p: how often two equally good rankers differ by as much or more)\n")
 	if len(sum.Confused) > 0 {
 		fmt.Fprintln(w, "\nmost confused (expected -> got):")
 		for i, c := range sum.Confused {
@@ -144,6 +149,13 @@ func printEval(w io.Writer, results []selector.Result, sum selector.Summary, ski
 		}
 		fmt.Fprintf(w, "  %q\n      expected %s, got %s  [%s]\n", r.Query, exp, got, r.Origin)
 	}
+}
+
+func pValue(p float64) string {
+	if p < 0.001 {
+		return "p < 0.001"
+	}
+	return fmt.Sprintf("p %.3f", p)
 }
 
 // routingWarnings are warnings for skill examples that route elsewhere.

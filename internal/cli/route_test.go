@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -78,6 +79,9 @@ func TestRouteEval(t *testing.T) {
 	out, code := run(t, "route", "eval", "--skills", routingSkills, "--cases", "../../testdata/routing/heldout.jsonl", "--no-examples", "--min-accuracy", "0.9")
 	if code != 0 || !strings.Contains(out, "top-1 accuracy") || !strings.Contains(out, "BM25+stemming") {
 		t.Fatalf("exit %d: %s", code, out)
+	}
+	if !regexp.MustCompile(`(?m)^top-1 +\d+ +\d+ +p [<0-9.]`).MatchString(out) || !strings.Contains(out, "only BM25+stemming right") {
+		t.Errorf("no request-by-request comparison with BM25+stemming: %s", out)
 	}
 	out, code = run(t, "route", "eval", "--skills", routingSkills, "--cases", "../../testdata/routing/heldout.jsonl", "--min-accuracy", "0.99")
 	if code != 1 || !strings.Contains(out, "below --min-accuracy") {

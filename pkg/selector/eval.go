@@ -135,8 +135,56 @@ type Summary struct {
 	BaselineRecall5     float64 `json:"baseline_recall5"`
 	BaselineStemTop1    float64 `json:"baseline_stem_top1"`
 	BaselineStemRecall5 float64 `json:"baseline_stem_recall5"`
+	// AgainstStem compares the router with BM25+stemming request by request.
+	AgainstStem Paired `json:"against_stem"`
 	// Confused counts misses by "expected -> got".
 	Confused []Confusion `json:"confused,omitempty"`
+}
+
+// Paired compares the router with a baseline request by request, in top-1 (every
+// case but a negative example) and in recall@5 (cases with an expected skill).
+type Paired struct {
+	Top1    Discordant `json:"top1"`
+	Recall5 Discordant `json:"recall5"`
+}
+
+// Discordant counts the requests the router gets right where the baseline does
+// not (Better) and the reverse (Worse). P is the two-sided sign test's p-value on
+// them (McNemar's exact test): how often two equally good rankers would differ
+// by this much or more. A difference of a few requests on a small set is noise,
+// whatever it does to the accuracies: P tells how much.
+type Discordant struct {
+	Better int     `json:"better"`
+	Worse  int     `json:"worse"`
+	P      float64 `json:"p"`
+}
+
+func (d *Discordant) add(router, baseline bool) {
+	switch {
+	case router && !baseline:
+		d.Better++
+	case baseline && !router:
+		d.Worse++
+	}
+}
+
+// SignTest is the two-sided exact sign test's p-value for a and b successes of
+// two outcomes equally likely: twice the chance of min(a, b) or fewer in a + b
+// fair coin tosses, at most 1.
+func SignTest(a, b int) float64 {
+	n, k := a+b, min(a, b)
+	if n == 0 || 2*k == n {
+		return 1
+	}
+	// Σ C(n, i) / 2^n for i ≤ k, in logs: n may be thousands.
+	lgn, _ := math.Lgamma(float64(n + 1))
+	tail := 0.0
+	for i := 0; i <= k; i++ {
+		li, _ := math.Lgamma(float64(i + 1))
+		lr, _ := math.Lgamma(float64(n - i + 1))
+		tail += math.Exp(lgn - li - lr - float64(n)*math.Ln2)
+	}
+	return math.Min(1, 2*tail)
 }
 
 // Confusion is how often one skill (or none) was taken for another.
@@ -238,6 +286,8 @@ func evaluate(x *Selector, cases []Case, env Env, baselines bool) ([]Result, Sum
 			// A negative example only says which skill must not take it.
 		} else if c.Expect != "" {
 			pos++
+			sum.AgainstStem.Top1.add(r.OK, c.rankOf(sl) == 0)
+			sum.AgainstStem.Recall5.add(between(c.rankOf(r.Ranked), 0, 4), c.rankOf(sl) >= 0)
 			if i := c.rankOf(r.Ranked); i >= 0 && i < 3 {
 				r3++
 			}
@@ -261,6 +311,7 @@ func evaluate(x *Selector, cases []Case, env Env, baselines bool) ([]Result, Sum
 			if got == "" {
 				nullsOK++
 			}
+			sum.AgainstStem.Top1.add(r.OK, len(sl) == 0)
 			if len(bl) == 0 {
 				b1++
 			}
@@ -292,6 +343,9 @@ func evaluate(x *Selector, cases []Case, env Env, baselines bool) ([]Result, Sum
 	sum.OffTopicRejected, sum.OffTopic = ratio(nullsOK, nulls), nulls
 	sum.BaselineTop1, sum.BaselineRecall5 = ratio(b1, scored), ratio(b5, pos)
 	sum.BaselineStemTop1, sum.BaselineStemRecall5 = ratio(s1, scored), ratio(s5, pos)
+	for _, d := range []*Discordant{&sum.AgainstStem.Top1, &sum.AgainstStem.Recall5} {
+		d.P = math.Round(SignTest(d.Better, d.Worse)*10000) / 10000
+	}
 	for k, n := range conf {
 		sum.Confused = append(sum.Confused, Confusion{Expect: k[0], Got: k[1], Count: n})
 	}
@@ -308,6 +362,8 @@ func evaluate(x *Selector, cases []Case, env Env, baselines bool) ([]Result, Sum
 	}
 	return results, sum
 }
+
+func between(i, lo, hi int) bool { return lo <= i && i <= hi }
 
 func orNone(s string) string {
 	if s == "" {
