@@ -214,6 +214,16 @@ passes the threshold, 2 on bad usage.`,
 				printDecision(stdout, d, expl)
 			}
 			if d.Primary == "" {
+				// One word near a subcommand's name that no skill takes was
+				// more likely a misspelt command than a request.
+				if len(args) == 1 && !strings.ContainsAny(text, " \t") {
+					if cmd.SuggestionsMinimumDistance <= 0 {
+						cmd.SuggestionsMinimumDistance = 2 // cobra's default
+					}
+					if s := cmd.SuggestionsFor(text); len(s) > 0 {
+						fmt.Fprintf(cmd.ErrOrStderr(), "(%q was routed as a request; did you mean \"%s %s\"?)\n", text, cmd.CommandPath(), s[0])
+					}
+				}
 				return &ExitError{Code: 3, Err: errors.New("no skill passes the threshold"), Quiet: true}
 			}
 			return nil

@@ -214,3 +214,18 @@ func TestRouteFit(t *testing.T) {
 		}
 	}
 }
+
+// A misspelt subcommand of route is routed as a request, as route takes free
+// text, but when no skill takes it the command is suggested.
+func TestRouteSuggestsAMisspeltSubcommand(t *testing.T) {
+	t.Parallel()
+	out, code := run(t, "route", "--skills", routingSkills, "evl")
+	if code != 3 || !strings.Contains(out, `did you mean "skillbus route eval"`) {
+		t.Errorf("exit %d: %s", code, out)
+	}
+	// A request that a skill takes is not second-guessed.
+	out, code = run(t, "route", "--skills", routingSkills, "summarise")
+	if code != 0 || strings.Contains(out, "did you mean") {
+		t.Errorf("exit %d: %s", code, out)
+	}
+}
