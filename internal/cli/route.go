@@ -182,6 +182,13 @@ passes the threshold, 2 on bad usage.`,
 			if req.Text == "" && req.Type == "" {
 				return usage("give the request: TEXT, --data with a text field, or --type")
 			}
+			if data == "" && text != "" && (req.Type == "" || req.Type == selector.RequestType) {
+				// TEXT alone is the request a client sends as io.skillbus.request
+				// with the text in "query": the skills it reaches get that data.
+				req.Data = map[string]any{"query": text}
+				raw, _ = json.Marshal(req.Data)
+				fdata = req.Data
+			}
 			var d *selector.Decision
 			var err error
 			if len(sf.skills) > 0 {

@@ -229,3 +229,18 @@ func TestRouteSuggestsAMisspeltSubcommand(t *testing.T) {
 		t.Errorf("exit %d: %s", code, out)
 	}
 }
+
+// TEXT alone is routed as the request a client sends (io.skillbus.request with
+// the text in "query"), so a skill whose inputs refuse that data is not chosen,
+// as the live router would not choose it.
+func TestRouteTextIsAQueryRequest(t *testing.T) {
+	t.Parallel()
+	out, code := run(t, "route", "--skills", "../../testdata/skills", "greet Ada")
+	if code != 3 || !strings.Contains(out, "hello scores") || !strings.Contains(out, "not for this request: its inputs (name, shout) do not take the field query") {
+		t.Errorf("exit %d: %s", code, out)
+	}
+	out, code = run(t, "route", "--skills", "../../testdata/skills", "--data", `{"name":"Ada","text":"greet Ada"}`, "--type", "com.example.greet")
+	if code != 0 || !strings.Contains(out, "primary:   hello") {
+		t.Errorf("by type: exit %d: %s", code, out)
+	}
+}

@@ -332,6 +332,10 @@ func jobNames(subj events.Subjects, pool, skill, actID, execID string) (subject,
 
 // noSkillReason says why no skill took a request.
 func noSkillReason(d *selector.Decision, req selector.Request) string {
+	if c := d.KeptOut(); c != nil {
+		// It passed, but a filter, a rate limit or its inputs keep it out.
+		return fmt.Sprintf("%s scores %.3f, above the threshold %.2f, but is kept out: %s", c.Name, c.Score, d.Threshold, c.Reason)
+	}
 	if len(d.Candidates) > 0 {
 		return fmt.Sprintf("no skill scored above the threshold %.2f; best: %s %.3f", d.Threshold, d.Candidates[0].Name, d.Candidates[0].Score)
 	}

@@ -233,6 +233,16 @@ func TestPlanUnmatched(t *testing.T) {
 	if !ok || !strings.HasPrefix(o.reason, "no skill scored above the threshold 0.99; best: hello") || o.outcome() != telemetry.OutcomeUnmatched {
 		t.Fatalf("plan = %#v", o)
 	}
+	// Above the threshold, but its inputs would refuse the request's data: the
+	// reason says so, not that nothing scored.
+	greet.Workflow = &skill.Workflow{Inputs: []skill.Input{{Name: "name"}}}
+	tr = mustParse(t, stub("skillbus.trigger.io.skillbus.request", ceHeaders("3", "io.skillbus.request"), `{"query":"greets people by name"}`))
+	d, sel = decideFor(t, selector.Config{}, tr, greet)
+	o, ok = plan(d, tr, testSubjects, sel.Get).(unmatched)
+	if !ok || o.code != events.UnmatchedNoSkill || !strings.HasPrefix(o.reason, "hello scores ") ||
+		!strings.Contains(o.reason, "but is kept out: not for this request: its inputs (name) do not take the field query") {
+		t.Fatalf("plan = %#v", o)
+	}
 }
 
 // decideWithFlow is decideFor with the skills' flow control, as the router runs it.

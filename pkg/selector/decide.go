@@ -226,7 +226,7 @@ func (x *Selector) Select(req Request, env Env) (*Decision, error) {
 		d.Candidates = append(d.Candidates, x.score(a, &req, words, env, srcs[at:len(srcs):len(srcs)]))
 	}
 	sortCandidates(d.Candidates, req.Text == "")
-	x.plan(d, forced, r.find, env.Admit)
+	x.plan(d, forced, r.find, env.Admit, req.Data)
 	for i := range d.Candidates {
 		d.Candidates[i].acc = nil // pooled with r
 	}
@@ -762,7 +762,11 @@ func readiness(s *skill.Skill, req *Request, env Env) float64 {
 // plan chooses among the scored candidates. admit (Env.Admit) is asked only about
 // a candidate that would otherwise join the plan, so a filter speaks only where
 // it decides.
-func (x *Selector) plan(d *Decision, forced bool, cands func(key string) *acc, admit func(*skill.Skill) (bool, string)) {
+// data is the request's data: a skill that only its words recalled joins no plan
+// when its inputs would refuse data's fields (Skill.RefusesFields), since its run
+// would fail at once. A skill subscribed to the type or named keeps its place:
+// its author chose that data, and a refusal is theirs to see in the dead letters.
+func (x *Selector) plan(d *Decision, forced bool, cands func(key string) *acc, admit func(*skill.Skill) (bool, string), data map[string]any) {
 	cfg := x.cfg
 	refused := func(c *Candidate, s *skill.Skill) bool {
 		if admit == nil {
@@ -775,7 +779,7 @@ func (x *Selector) plan(d *Decision, forced bool, cands func(key string) *acc, a
 		return !ok
 	}
 	var chosenBuf, alwaysBuf [16]int
-	chosen, always := x.classify(d, forced, refused, chosenBuf[:0], alwaysBuf[:0])
+	chosen, always := x.classify(d, forced, refused, data, chosenBuf[:0], alwaysBuf[:0])
 	if len(chosen) > cfg.MaxActive {
 		full := x.fullReason
 		for _, i := range chosen[cfg.MaxActive:] {
@@ -832,7 +836,7 @@ func (x *Selector) plan(d *Decision, forced bool, cands func(key string) *acc, a
 // always-skills, which are asked once there is a plan for them to join; every
 // other candidate's reason says why it stays out.
 // chosen and always are appended to.
-func (x *Selector) classify(d *Decision, forced bool, refused func(*Candidate, *skill.Skill) bool, chosen, always []int) ([]int, []int) {
+func (x *Selector) classify(d *Decision, forced bool, refused func(*Candidate, *skill.Skill) bool, data map[string]any, chosen, always []int) ([]int, []int) {
 	threshold := x.cfg.Threshold
 	var belowBuf [32]int
 	below := belowBuf[:0]
@@ -845,6 +849,8 @@ func (x *Selector) classify(d *Decision, forced bool, refused func(*Candidate, *
 			strategy != StrategyExplicit && !(strategy == StrategyAlways && !forced) &&
 				(a.subscrib || c.Components.Conflict >= 0 && c.Score >= threshold)
 		switch {
+		case joins && !forced && !a.subscrib && strategy != StrategyAlways && data != nil && refusesData(c, data):
+			a.refused = true
 		case joins && refused(c, a.e.s):
 			a.refused = true
 		case c.Source == SourceForced:
@@ -866,6 +872,16 @@ func (x *Selector) classify(d *Decision, forced bool, refused func(*Candidate, *
 	}
 	belowThreshold(d.Candidates, below, threshold)
 	return chosen, always
+}
+
+// refusesData reports whether c's skill would refuse the request's data, and
+// says why in its reason.
+func refusesData(c *Candidate, data map[string]any) bool {
+	why := c.acc.e.s.RefusesFields(data)
+	if why != "" {
+		c.Reason = join(c.Reason, "not for this request: "+why)
+	}
+	return why != ""
 }
 
 // belowThreshold adds to the reason of each candidate of below that its score

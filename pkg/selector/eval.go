@@ -242,7 +242,8 @@ func evaluate(x *Selector, cases []Case, env Env, baselines bool) ([]Result, Sum
 				x.Put(&cp)
 			}
 		}
-		d, err := x.Select(Request{Text: c.Query}, env)
+		// As a client sends it: io.skillbus.request with the text in "query".
+		d, err := x.Select(Request{Text: c.Query, Data: map[string]any{"query": c.Query}}, env)
 		if restore != nil {
 			x.Put(restore)
 		}
