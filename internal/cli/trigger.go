@@ -11,17 +11,14 @@ import (
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
-	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/client"
-	"github.com/skillbus/skillbus/pkg/registry"
 	"github.com/skillbus/skillbus/pkg/run"
 	"github.com/skillbus/skillbus/pkg/schedule"
 	"github.com/skillbus/skillbus/pkg/selector"
-	"github.com/skillbus/skillbus/pkg/skill"
 	"github.com/skillbus/skillbus/pkg/telemetry"
 )
 
@@ -145,7 +142,7 @@ routers restarting. One due while no router runs is published when one starts.`,
 			}
 			wctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
-			w := &watcher{out: stdout, asJSON: asJSON, invalid: invalidNow(ctx, b.Conn(), c.prefix)}
+			w := &watcher{out: stdout, asJSON: asJSON}
 			act, res, err := cl.RunNotify(wctx, t, func(act client.Activation) {
 				if act.Duplicate {
 					fmt.Fprintf(cmd.ErrOrStderr(), "skillbus: not published: a duplicate of the trigger at seq %d (same source %s and id %s); what follows is that trigger's activation, %s\n", act.Seq, act.Source, act.EventID, act.ID)
@@ -275,9 +272,6 @@ func readData(arg string, stdin io.Reader) ([]byte, error) {
 type watcher struct {
 	out    io.Writer
 	asJSON bool
-	// invalid says what is wrong with a skill's files now, or "" when
-	// nothing is, or the registry does not answer; nil: not asked.
-	invalid func(name string) string
 	// repair is the repair the execution was parked on, once it was.
 	repair *events.RepairRequested
 	// proposed is the proposal of repair that waits for a decision, as far as
@@ -450,11 +444,6 @@ func (w *watcher) print(e *event.Event) {
 			fb = strings.Join(names, " → ")
 		}
 		fmt.Fprintf(w.out, "→ routed to %s@%s (%s), fallback: %s\n", rd.Plan.Primary.Name, rd.Plan.Primary.Version, rd.Plan.Primary.Source, fb)
-		if w.invalid != nil {
-			if why := w.invalid(rd.Plan.Primary.Name); why != "" {
-				fmt.Fprintf(w.out, "  ! %s's files are invalid now, so its last good version runs: %s (see 'skillbus skills list')\n", rd.Plan.Primary.Name, why)
-			}
-		}
 	case events.TypeRouteUnmatched:
 		var u events.RouteUnmatched
 		_ = json.Unmarshal(e.Data(), &u)
@@ -535,27 +524,5 @@ func (w *watcher) print(e *event.Event) {
 	case events.TypeExecutionCancelled:
 		w.parked = nil
 		fmt.Fprintf(w.out, "✘ %s %s\n", str("skill"), run.CancelText(str("by"), str("reason")))
-	}
-}
-
-// invalidNow asks the registry whether a skill's files are invalid now: the
-// catalog keeps serving the last good version of a skill whose file turned
-// invalid, and whoever triggers it by hand should hear that it is not what
-// their file says. The first error says what is wrong.
-func invalidNow(ctx context.Context, nc *nats.Conn, prefix string) func(string) string {
-	rc := registry.NewClient(nc, prefix)
-	return func(name string) string {
-		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		resp, err := rc.Get(ctx, registry.GetRequest{Name: name})
-		if err != nil || resp.Info.State != registry.StateInvalid {
-			return ""
-		}
-		for _, d := range resp.Info.Diagnostics {
-			if d.Severity == skill.SeverityError {
-				return d.String()
-			}
-		}
-		return "see its diagnostics"
 	}
 }
