@@ -223,12 +223,9 @@ passes the threshold, 2 on bad usage.`,
 			if d.Primary == "" {
 				// One word near a subcommand's name that no skill takes was
 				// more likely a misspelt command than a request.
-				if len(args) == 1 && !strings.ContainsAny(text, " \t") {
-					if cmd.SuggestionsMinimumDistance <= 0 {
-						cmd.SuggestionsMinimumDistance = 2 // cobra's default
-					}
-					if s := cmd.SuggestionsFor(text); len(s) > 0 {
-						fmt.Fprintf(cmd.ErrOrStderr(), "(%q was routed as a request; did you mean \"%s %s\"?)\n", text, cmd.CommandPath(), s[0])
+				if len(args) == 1 {
+					if s := nearSubcommand(cmd, text); s != "" {
+						fmt.Fprintf(cmd.ErrOrStderr(), "(%q was routed as a request; did you mean \"%s %s\"?)\n", text, cmd.CommandPath(), s)
 					}
 				}
 				return &ExitError{Code: 3, Err: errors.New("no skill passes the threshold"), Quiet: true}
@@ -236,6 +233,17 @@ passes the threshold, 2 on bad usage.`,
 			return nil
 		},
 	}
+	// "route evl --skills S --cases C" fails on --cases, a flag of eval's: say
+	// which command has it.
+	cmd.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		hint := ""
+		if a := cmd.Flags().Args(); len(a) > 0 {
+			if s := nearSubcommand(cmd, a[0]); s != "" {
+				hint = fmt.Sprintf(" (did you mean \"%s %s\"?)", cmd.CommandPath(), s)
+			}
+		}
+		return &ExitError{Code: 2, Err: fmt.Errorf("%w%s\nRun '%s --help' for usage.", err, hint, cmd.CommandPath())}
+	})
 	sf.register(cmd)
 	f := cmd.Flags()
 	f.StringVar(&typ, "type", "", "the trigger's CloudEvent type")
@@ -328,4 +336,17 @@ func printDecision(w io.Writer, d *selector.Decision, explain bool) {
 		}
 	}
 	_ = tw.Flush()
+}
+
+// nearSubcommand is the name of cmd's subcommand that word is a likely typo of
+// (one edit in three letters, as skill names are suggested), or "".
+func nearSubcommand(cmd *cobra.Command, word string) string {
+	if len(word) < 3 || strings.ContainsAny(word, " \t") {
+		return ""
+	}
+	var names []string
+	for _, c := range cmd.Commands() {
+		names = append(names, c.Name())
+	}
+	return skill.Closest(word, names)
 }

@@ -223,9 +223,16 @@ func TestRouteSuggestsAMisspeltSubcommand(t *testing.T) {
 	if code != 3 || !strings.Contains(out, `did you mean "skillbus route eval"`) {
 		t.Errorf("exit %d: %s", code, out)
 	}
-	// A request that a skill takes is not second-guessed.
-	out, code = run(t, "route", "--skills", routingSkills, "summarise")
-	if code != 0 || strings.Contains(out, "did you mean") {
+	// A request that a skill takes is not second-guessed, nor a word more
+	// than a typo away.
+	for _, w := range []string{"summarise", "get", "put", "deal", "e"} {
+		if out, code = run(t, "route", "--skills", routingSkills, w); strings.Contains(out, "did you mean") {
+			t.Errorf("%s: exit %d: %s", w, code, out)
+		}
+	}
+	// A flag of eval's, given to route: the same hint.
+	out, code = run(t, "route", "evl", "--skills", routingSkills, "--cases", "x.jsonl")
+	if code != 2 || !strings.Contains(out, `unknown flag: --cases (did you mean "skillbus route eval"?)`) {
 		t.Errorf("exit %d: %s", code, out)
 	}
 }

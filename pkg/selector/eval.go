@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/kljensen/snowball/english"
@@ -135,14 +136,17 @@ type Summary struct {
 	BaselineRecall5     float64 `json:"baseline_recall5"`
 	BaselineStemTop1    float64 `json:"baseline_stem_top1"`
 	BaselineStemRecall5 float64 `json:"baseline_stem_recall5"`
-	// AgainstStem compares the router with BM25+stemming request by request.
+	// AgainstStem compares the router with BM25+stemming request by request, on
+	// the cases that expect a skill: BM25 has no threshold, so it cannot be
+	// right on a request no skill should take but by matching none of its
+	// words, and counting those would make every rejection the router's win.
 	AgainstStem Paired `json:"against_stem"`
 	// Confused counts misses by "expected -> got".
 	Confused []Confusion `json:"confused,omitempty"`
 }
 
-// Paired compares the router with a baseline request by request, in top-1 (every
-// case but a negative example) and in recall@5 (cases with an expected skill).
+// Paired compares the router with a baseline request by request, in top-1 and in
+// recall@5, on the cases with an expected skill.
 type Paired struct {
 	Top1    Discordant `json:"top1"`
 	Recall5 Discordant `json:"recall5"`
@@ -168,10 +172,10 @@ func (d *Discordant) add(router, baseline bool) {
 	}
 }
 
-// SignTest is the two-sided exact sign test's p-value for a and b successes of
+// signTest is the two-sided exact sign test's p-value for a and b successes of
 // two outcomes equally likely: twice the chance of min(a, b) or fewer in a + b
 // fair coin tosses, at most 1.
-func SignTest(a, b int) float64 {
+func signTest(a, b int) float64 {
 	n, k := a+b, min(a, b)
 	if n == 0 || 2*k == n {
 		return 1
@@ -287,32 +291,34 @@ func evaluate(x *Selector, cases []Case, env Env, baselines bool) ([]Result, Sum
 			// A negative example only says which skill must not take it.
 		} else if c.Expect != "" {
 			pos++
-			sum.AgainstStem.Top1.add(r.OK, c.rankOf(sl) == 0)
-			sum.AgainstStem.Recall5.add(between(c.rankOf(r.Ranked), 0, 4), c.rankOf(sl) >= 0)
-			if i := c.rankOf(r.Ranked); i >= 0 && i < 3 {
+			ri, bi, si := c.rankOf(r.Ranked), c.rankOf(bl), c.rankOf(sl)
+			if ri >= 0 && ri < 3 {
 				r3++
 			}
-			if i := c.rankOf(r.Ranked); i >= 0 && i < 5 {
+			if ri >= 0 && ri < 5 {
 				r5++
 			}
-			if i := c.rankOf(bl); i == 0 {
+			if bi == 0 {
 				b1++
 			}
-			if c.rankOf(bl) >= 0 {
+			if bi >= 0 {
 				b5++
 			}
-			if i := c.rankOf(sl); i == 0 {
+			if si == 0 {
 				s1++
 			}
-			if c.rankOf(sl) >= 0 {
+			if si >= 0 {
 				s5++
+			}
+			if baselines {
+				sum.AgainstStem.Top1.add(r.OK, si == 0)
+				sum.AgainstStem.Recall5.add(ri >= 0 && ri < 5, si >= 0)
 			}
 		} else {
 			nulls++
 			if got == "" {
 				nullsOK++
 			}
-			sum.AgainstStem.Top1.add(r.OK, len(sl) == 0)
 			if len(bl) == 0 {
 				b1++
 			}
@@ -345,7 +351,8 @@ func evaluate(x *Selector, cases []Case, env Env, baselines bool) ([]Result, Sum
 	sum.BaselineTop1, sum.BaselineRecall5 = ratio(b1, scored), ratio(b5, pos)
 	sum.BaselineStemTop1, sum.BaselineStemRecall5 = ratio(s1, scored), ratio(s5, pos)
 	for _, d := range []*Discordant{&sum.AgainstStem.Top1, &sum.AgainstStem.Recall5} {
-		d.P = math.Round(SignTest(d.Better, d.Worse)*10000) / 10000
+		// Three significant digits: a p-value is never 0, however small.
+		d.P, _ = strconv.ParseFloat(strconv.FormatFloat(signTest(d.Better, d.Worse), 'g', 3, 64), 64)
 	}
 	for k, n := range conf {
 		sum.Confused = append(sum.Confused, Confusion{Expect: k[0], Got: k[1], Count: n})
@@ -363,8 +370,6 @@ func evaluate(x *Selector, cases []Case, env Env, baselines bool) ([]Result, Sum
 	}
 	return results, sum
 }
-
-func between(i, lo, hi int) bool { return lo <= i && i <= hi }
 
 func orNone(s string) string {
 	if s == "" {

@@ -33,3 +33,4 @@ func ScanWords(text string, fn func(w string, start bool)) { scanWords(text, fn)
 
 // SplitJoined is splitJoined.
 func SplitJoined(text string) string { return splitJoined(text) }
+func SignTest(a, b int) float64      { return signTest(a, b) }
