@@ -33,4 +33,6 @@ func ScanWords(text string, fn func(w string, start bool)) { scanWords(text, fn)
 
 // SplitJoined is splitJoined.
 func SplitJoined(text string) string { return splitJoined(text) }
-func SignTest(a, b int) float64      { return signTest(a, b) }
+
+// SignTest is signTest.
+func SignTest(a, b int) float64 { return signTest(a, b) }
