@@ -8,6 +8,7 @@ import (
 
 	"github.com/skillbus/skillbus/pkg/selector"
 	"github.com/skillbus/skillbus/pkg/selector/selectortest"
+	"github.com/skillbus/skillbus/pkg/skill"
 )
 
 // RouteResult are the routing figures: deciding a text request against a catalog,
@@ -23,19 +24,29 @@ type RouteResult struct {
 // descriptions: requests routes of generated requests, and updates edits of one skill.
 func RunRoute(n, requests, updates int) RouteResult {
 	skills := selectortest.Catalog(n, 1)
+	// A third are workflows with inputs, which a text request's data must fit.
+	for i := 0; i < len(skills); i += 3 {
+		skills[i].Workflow = &skill.Workflow{Inputs: []skill.Input{{Name: "query", Type: "string"}, {Name: "days", Type: "integer", Default: 3}}}
+	}
 	res := RouteResult{Skills: n}
 	start := time.Now()
 	x := selector.New(selector.Config{})
 	x.Sync(skills)
 	res.Build = time.Since(start)
 	cases := selectortest.Requests(skills, requests, 3)
-	for _, c := range cases[:min(len(cases), 200)] { // warm the scratch buffers
-		_, _ = x.Select(selector.Request{Text: c.Query}, selector.Env{})
+	// Each request as a client sends it, with its data, so that a skill's
+	// inputs are checked against it as the router does.
+	reqs := make([]selector.Request, len(cases))
+	for i, c := range cases {
+		reqs[i] = selector.Request{Type: selector.RequestType, Text: c.Query, Data: map[string]any{"query": c.Query}}
 	}
-	lat := make([]time.Duration, 0, len(cases))
-	for _, c := range cases {
+	for _, r := range reqs[:min(len(reqs), 200)] { // warm the scratch buffers
+		_, _ = x.Select(r, selector.Env{})
+	}
+	lat := make([]time.Duration, 0, len(reqs))
+	for _, r := range reqs {
 		t := time.Now()
-		_, _ = x.Select(selector.Request{Text: c.Query}, selector.Env{})
+		_, _ = x.Select(r, selector.Env{})
 		lat = append(lat, time.Since(t))
 	}
 	slices.Sort(lat)

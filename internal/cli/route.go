@@ -182,11 +182,15 @@ passes the threshold, 2 on bad usage.`,
 			if req.Text == "" && req.Type == "" {
 				return usage("give the request: TEXT, --data with a text field, or --type")
 			}
-			if data == "" && text != "" && (req.Type == "" || req.Type == selector.RequestType) {
-				// TEXT alone is the request a client sends as io.skillbus.request
-				// with the text in "query": the skills it reaches get that data.
-				req.Data = map[string]any{"query": text}
-				raw, _ = json.Marshal(req.Data)
+			if data == "" && text != "" && (req.Type == "" || req.Type == selector.RequestType) && len(sf.skills) > 0 {
+				// TEXT alone is the request a client sends as io.skillbus.request,
+				// its text in the first text field: the skills it reaches get that
+				// data. (The live router shapes it so itself.)
+				fields := textFieldList
+				if len(fields) == 0 {
+					fields = selector.DefaultTextFields
+				}
+				req.Data = map[string]any{fields[0]: text}
 				fdata = req.Data
 			}
 			var d *selector.Decision

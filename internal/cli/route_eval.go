@@ -158,9 +158,10 @@ func pValue(p float64) string {
 	return fmt.Sprintf("p %.3f", p)
 }
 
-// routingWarnings are warnings for skill examples that route elsewhere.
+// routingWarnings are warnings for skill examples that route elsewhere, and for
+// skills meant to be chosen by text whose inputs would refuse a text request.
 func routingWarnings(skills []*skill.Skill) skill.Diagnostics {
-	return selector.ExampleWarnings(skills)
+	return append(selector.ExampleWarnings(skills), selector.TextInputWarnings(skills)...)
 }
 
 // readCaseFiles reads the routing cases of each --cases file, in order.

@@ -120,7 +120,7 @@ func Validate(req ValidateRequest, opts skill.LoadOptions) (*ValidateResponse, e
 		}
 	}
 	if !ds.HasErrors() {
-		for _, d := range selector.ExampleWarnings(cat.Skills) {
+		for _, d := range append(selector.ExampleWarnings(cat.Skills), selector.TextInputWarnings(cat.Skills)...) {
 			d.File = filepath.ToSlash(strip(d.File))
 			resp.Diagnostics = append(resp.Diagnostics, d)
 			resp.Warnings++

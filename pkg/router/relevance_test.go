@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -216,5 +217,41 @@ func TestRecallSourcesHelpAndDegrade(t *testing.T) {
 	g.event(events.ActivationID("/test", "s1"), events.TypeRouteDecided, &rd)
 	if rd.Plan.Primary.Name != "pdf-summarizer" {
 		t.Fatalf("plan = %+v", rd.Plan)
+	}
+}
+
+// The route service shapes text alone (the console's route form) as the request
+// a client sends, {"query": text}, so it answers as the router routes that
+// trigger: a skill whose inputs refuse the data is kept out, and says why.
+func TestRouteServiceShapesTextAsARequest(t *testing.T) {
+	t.Parallel()
+	greet := &skill.Skill{Name: "greeter", Version: "1.0.0", Description: "Greets a person by name, warmly.", Kind: skill.KindWorkflow, Digest: "g1",
+		Workflow: &skill.Workflow{Inputs: []skill.Input{{Name: "name", Default: "world"}}}}
+	f := setup(t, greet, pdf)
+	ask := func(rr events.RouteRequest) *selector.Decision {
+		body, _ := json.Marshal(rr)
+		msg, err := f.nc.Request(events.Subjects{Prefix: "skillbus"}.Router(events.RouterEndpointRoute), body, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d selector.Decision
+		if err := json.Unmarshal(msg.Data, &d); err != nil {
+			t.Fatal(err)
+		}
+		return &d
+	}
+	f.heartbeat("w1", "default")
+	var d *selector.Decision
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		d = ask(events.RouteRequest{Text: "greets a person by name warmly"})
+		c := d.Candidate("greeter")
+		return c != nil && c.Components.Available
+	}, "the router never saw the greeter and the worker")
+	if c := d.KeptOut(); d.Primary != "" || c == nil || !strings.Contains(c.Reason, "its inputs (name) do not take the field query") {
+		t.Fatalf("text alone: primary %q, kept out %+v", d.Primary, c)
+	}
+	// With data that fits, it is chosen.
+	if d = ask(events.RouteRequest{Text: "greets a person by name warmly", Data: json.RawMessage(`{"name":"Ada"}`)}); d.Primary != "greeter" {
+		t.Fatalf("with data: %+v", d)
 	}
 }

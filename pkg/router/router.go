@@ -711,3 +711,11 @@ func textOf(obj map[string]any, fields []string) string {
 	}
 	return ""
 }
+
+// textFields are the data fields a trigger's routing text is taken from.
+func (r *Router) textFields() []string {
+	if len(r.cfg.TextFields) > 0 {
+		return r.cfg.TextFields
+	}
+	return selector.DefaultTextFields
+}

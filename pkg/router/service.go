@@ -80,6 +80,13 @@ func (r *Router) handleRoute(ctx context.Context, body []byte) (*selector.Decisi
 		if req.Text == "" {
 			req.Text = textOf(req.Data, r.cfg.TextFields)
 		}
+	} else if req.Text != "" && (req.Type == "" || req.Type == selector.RequestType) {
+		// Text alone (the console's route form, route TEXT) is the request a
+		// client sends as io.skillbus.request, its text in the first text field:
+		// the skills it reaches get that data, and those that refuse it are not
+		// chosen, as for the trigger.
+		req.Data = map[string]any{r.textFields()[0]: req.Text}
+		data = req.Data
 	}
 	return r.decide(ctx, &trigger{req: req, e: &bus.Binary{Type: req.Type}, data: data})
 }

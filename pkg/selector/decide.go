@@ -82,7 +82,8 @@ func (d *Decision) Candidate(name string) *Candidate {
 
 // KeptOut is the best candidate of a decision without a plan that scored at
 // least the threshold: something other than its score kept it out (a filter, a
-// rate limit, a debounce, an anti-trigger), which its Reason says. nil when none
+// rate limit, a debounce, an anti-trigger, inputs that refuse the request's
+// data), which its Reason says. nil when none
 // did, or when the decision has a plan.
 func (d *Decision) KeptOut() *Candidate {
 	if d.Primary != "" {
@@ -125,7 +126,7 @@ type acc struct {
 	lex      float64 // the keyword index's BM25 score
 	oneWord  bool    // a one-word phrase recalled it: see recallSet.oneWord
 	subscrib bool    // a type rule on a trigger without text
-	refused  bool    // Env.Admit refused it
+	refused  bool    // Env.Admit refused it, or its inputs refuse the data
 }
 
 func (a *acc) add(source string, intent, trigger float64, reason string) {
@@ -817,7 +818,7 @@ func (x *Selector) plan(d *Decision, forced bool, cands func(key string) *acc, a
 	lead := x.assignRoles(d, chosen)
 	if g := cfg.Generic; g != "" {
 		key := skill.NormalizeName(g)
-		if e, ok := x.skills[key]; ok && !contains(d.Fallback, e.s.Name) && !contains(lead, e.s.Name) && !genericRefused(cands(key), e.s, admit) {
+		if e, ok := x.skills[key]; ok && !contains(d.Fallback, e.s.Name) && !contains(lead, e.s.Name) && !genericRefused(cands(key), e.s, admit, data) {
 			d.Fallback = append(d.Fallback, e.s.Name)
 		}
 	}
@@ -849,7 +850,7 @@ func (x *Selector) classify(d *Decision, forced bool, refused func(*Candidate, *
 			strategy != StrategyExplicit && !(strategy == StrategyAlways && !forced) &&
 				(a.subscrib || c.Components.Conflict >= 0 && c.Score >= threshold)
 		switch {
-		case joins && !forced && !a.subscrib && strategy != StrategyAlways && data != nil && refusesData(c, data):
+		case joins && !forced && !a.subscrib && data != nil && refusesData(c, data):
 			a.refused = true
 		case joins && refused(c, a.e.s):
 			a.refused = true
@@ -962,10 +963,14 @@ func (x *Selector) assignRoles(d *Decision, chosen []int) (lead []string) {
 	return lead
 }
 
-// genericRefused reports whether flow control keeps the generic skill s out of
-// the fallback chain: refused as a candidate already (a), or now.
-func genericRefused(a *acc, s *skill.Skill, admit func(*skill.Skill) (bool, string)) bool {
+// genericRefused reports whether the generic skill s stays out of the fallback
+// chain: refused as a candidate already (a), or now, by flow control or by its
+// inputs, which would refuse the request's data as they would a candidate's.
+func genericRefused(a *acc, s *skill.Skill, admit func(*skill.Skill) (bool, string), data map[string]any) bool {
 	if a != nil && a.refused {
+		return true
+	}
+	if data != nil && s.RefusesFields(data) != "" {
 		return true
 	}
 	if admit == nil {

@@ -219,11 +219,13 @@ func (c *Case) rankOf(ranked []string) int {
 // Evaluate routes every case and sums up. Cases from skill examples are routed with
 // that example left out of its skill.
 func Evaluate(x *Selector, cases []Case, env Env) ([]Result, Summary) {
-	return evaluate(x, cases, env, true)
+	return evaluate(x, cases, env, true, true)
 }
 
-// evaluate is Evaluate, with the baselines only when baselines is set.
-func evaluate(x *Selector, cases []Case, env Env, baselines bool) ([]Result, Summary) {
+// evaluate is Evaluate, with the baselines only when baselines is set, and each
+// case's text as a client sends it, {"query": text}, only when asData is: then a
+// skill whose inputs refuse that is not chosen, as the live router would not.
+func evaluate(x *Selector, cases []Case, env Env, baselines, asData bool) ([]Result, Summary) {
 	skills := x.Skills()
 	var base, stem *Baseline
 	if baselines {
@@ -246,8 +248,12 @@ func evaluate(x *Selector, cases []Case, env Env, baselines bool) ([]Result, Sum
 				x.Put(&cp)
 			}
 		}
-		// As a client sends it: io.skillbus.request with the text in "query".
-		d, err := x.Select(Request{Text: c.Query, Data: map[string]any{"query": c.Query}}, env)
+		req := Request{Text: c.Query}
+		if asData {
+			// As a client sends it: io.skillbus.request with the text in "query".
+			req.Data = map[string]any{"query": c.Query}
+		}
+		d, err := x.Select(req, env)
 		if restore != nil {
 			x.Put(restore)
 		}
@@ -514,7 +520,8 @@ func ExampleWarnings(skills []*skill.Skill) skill.Diagnostics {
 	}
 	sel := New(Config{})
 	sel.Sync(skills)
-	results, _ := Evaluate(sel, ExampleCases(skills), Env{})
+	// Examples test a skill's words, not its inputs (TextInputWarnings does).
+	results, _ := evaluate(sel, ExampleCases(skills), Env{}, false, false)
 	by := map[string]*skill.Skill{}
 	for _, s := range skills {
 		by[s.Name] = s
@@ -540,6 +547,34 @@ func ExampleWarnings(skills []*skill.Skill) skill.Diagnostics {
 					Message: fmt.Sprintf("negative example %q routes to %s itself", r.Query, name),
 					Hint:    "add an anti_triggers phrase, or narrow the description"})
 			}
+		}
+	}
+	return ds
+}
+
+// TextInputWarnings are warnings for a workflow skill meant to be chosen by a
+// request's words — it has positive examples or phrase triggers — whose inputs
+// take none of the fields a text request carries its text in (DefaultTextFields),
+// nor "*": the router never chooses it for such a request, since its run would
+// refuse the data.
+func TextInputWarnings(skills []*skill.Skill) skill.Diagnostics {
+	var ds skill.Diagnostics
+	for _, s := range skills {
+		if s.Workflow == nil || len(s.Workflow.Inputs) == 0 || len(s.Examples.Positive) == 0 && len(s.TriggerPhrases) == 0 {
+			continue
+		}
+		takes := false
+		for _, f := range DefaultTextFields {
+			if s.RefusesFields(map[string]any{f: ""}) == "" {
+				takes = true
+				break
+			}
+		}
+		if !takes {
+			ds = append(ds, skill.Diagnostic{File: s.Source, Severity: skill.SeverityWarning, Field: "inputs",
+				Message: fmt.Sprintf("%s is meant to be chosen by a request's words (examples, phrase triggers), but its inputs take none of the fields a text request holds its text in (%s): the router will not choose it for one",
+					s.Name, strings.Join(DefaultTextFields, ", ")),
+				Hint: `declare an input query (or "*"), and give its other required inputs defaults`})
 		}
 	}
 	return ds

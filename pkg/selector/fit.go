@@ -120,7 +120,7 @@ func Fit(skills []*skill.Skill, cases []Case, base Config, g FitGrid) Fitted {
 							for _, t := range g.Threshold {
 								f := Fitted{Name: n, Description: d, Bigram: &bg, K1: k1, B: b, Threshold: t, Feedback: fb}
 								x.cfg.Threshold = t
-								_, s := evaluate(x, cases, Env{}, false)
+								_, s := evaluate(x, cases, Env{}, false, true)
 								f.Top1, f.Recall5 = s.Top1, s.Recall5
 								if !found || f.Top1 > best.Top1 || f.Top1 == best.Top1 && f.Recall5 > best.Recall5 {
 									best, found = f, true

@@ -1,6 +1,7 @@
 package selector_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -50,5 +51,75 @@ func TestTextRequestSkipsASkillWhoseInputsRefuseItsData(t *testing.T) {
 	d = decide(t, newSel(t, selector.Config{}, need), text, selector.Env{})
 	if d.Primary != "" || d.KeptOut() == nil || !strings.Contains(d.KeptOut().Reason, "its required input name is not in the data") {
 		t.Errorf("primary %q, candidates %+v", d.Primary, d.Candidates)
+	}
+}
+
+// What RefusesFields refuses, as a run would: an undeclared field without "*",
+// a required input without a default that is missing or null; a batch skill is
+// judged by its run's {"events": [...]}.
+func TestRefusesFieldsAsARunWould(t *testing.T) {
+	t.Parallel()
+	batch := func(s *skill.Skill) { s.Batch = &skill.Batch{MaxSize: 10} }
+	for _, c := range []struct {
+		what string
+		s    *skill.Skill
+		data map[string]any
+		want string
+	}{
+		{"declared", sk("a", "", workflow(skill.Input{Name: "query"})), map[string]any{"query": "x"}, ""},
+		{"undeclared", sk("a", "", workflow(skill.Input{Name: "name"}, skill.Input{Name: "shout"})), map[string]any{"query": "x", "b": 1}, "its inputs (name, shout) do not take the field b"},
+		{"star", sk("a", "", workflow(skill.Input{Name: "name"}, skill.Input{Name: skill.AnyInput})), map[string]any{"query": "x"}, ""},
+		{"required with a default", sk("a", "", workflow(skill.Input{Name: "query"}, skill.Input{Name: "n", Required: true, Default: 3})), map[string]any{"query": "x"}, ""},
+		{"required, missing", sk("a", "", workflow(skill.Input{Name: "query"}, skill.Input{Name: "n", Required: true})), map[string]any{"query": "x"}, "its required input n is not in the data"},
+		{"required, null", sk("a", "", workflow(skill.Input{Name: "query"}, skill.Input{Name: "n", Required: true})), map[string]any{"query": "x", "n": nil}, "its required input n is not in the data"},
+		{"no workflow", sk("a", ""), map[string]any{"query": "x"}, ""},
+		{"batch of events", sk("a", "", workflow(skill.Input{Name: "events"}), batch), map[string]any{"query": "x"}, ""},
+		{"batch of queries", sk("a", "", workflow(skill.Input{Name: "query"}), batch), map[string]any{"query": "x"}, "its inputs (query) do not take the field events"},
+	} {
+		if got := c.s.RefusesFields(c.data); got != c.want {
+			t.Errorf("%s: %q, want %q", c.what, got, c.want)
+		}
+	}
+}
+
+// route eval routes a case's text as a client sends it, so a skill the router
+// would keep out of the live request is a miss there too; skills validate's
+// example check routes words only, and warns once about the inputs instead.
+func TestEvalAndValidateOfASkillWhoseInputsRefuseText(t *testing.T) {
+	t.Parallel()
+	greet := sk("greet", "Greets a person by name.", workflow(skill.Input{Name: "name", Default: "world"}),
+		func(s *skill.Skill) { s.Examples.Positive = []string{"greet Ada warmly by name"} })
+	pdfs := sk("pdf-summarizer", "Summarize PDF documents into key points.")
+	x := newSel(t, selector.Config{}, greet, pdfs)
+	_, s := selector.Evaluate(x, []selector.Case{{Query: "greets a person by name", Expect: "greet"}}, selector.Env{})
+	if s.Top1 != 0 {
+		t.Errorf("route eval took greet for a text request its inputs refuse: top-1 %v", s.Top1)
+	}
+	if ws := selector.ExampleWarnings([]*skill.Skill{greet, pdfs}); len(ws) != 0 {
+		t.Errorf("example warnings %v, want none: the example routes to greet by its words", ws)
+	}
+	ws := selector.TextInputWarnings([]*skill.Skill{greet, pdfs})
+	if len(ws) != 1 || ws[0].Field != "inputs" || !strings.Contains(ws[0].Message, "greet is meant to be chosen by a request's words") {
+		t.Errorf("text input warnings %v", ws)
+	}
+	greet.Workflow.Inputs = append(greet.Workflow.Inputs, skill.Input{Name: "text"})
+	if ws := selector.TextInputWarnings([]*skill.Skill{greet}); len(ws) != 0 {
+		t.Errorf("a skill that takes text: %v", ws)
+	}
+}
+
+// The generic fallback is left out of a plan when its inputs would refuse the
+// request's data, whether or not the request recalled it.
+func TestGenericFallbackWhoseInputsRefuseTheData(t *testing.T) {
+	t.Parallel()
+	generic := sk("generic", "Anything at all.", workflow(skill.Input{Name: "name"}))
+	x := newSel(t, selector.Config{Generic: "generic"}, pdf, generic)
+	req := selector.Request{Type: selector.RequestType, Text: "summarize this pdf", Data: map[string]any{"query": "summarize this pdf"}}
+	if d := decide(t, x, req, selector.Env{}); d.Primary != "pdf-summarizer" || slices.Contains(d.Fallback, "generic") {
+		t.Errorf("with query: primary %q, fallback %v", d.Primary, d.Fallback)
+	}
+	req.Data = map[string]any{"name": "summarize this pdf"}
+	if d := decide(t, x, req, selector.Env{}); !slices.Contains(d.Fallback, "generic") {
+		t.Errorf("with name: fallback %v, want the generic skill", d.Fallback)
 	}
 }

@@ -18,8 +18,8 @@ import (
 // order: the first that holds a non-blank string wins.
 var DefaultTextFields = []string{"query", "text", "message", "prompt"}
 
-// RequestType is the CloudEvent type of a plain text request; its data is
-// {"text": "..."}.
+// RequestType is the CloudEvent type of a plain text request; its data holds
+// the text in one of DefaultTextFields, {"query": "..."} as the CLI sends it.
 const RequestType = "io.skillbus.request"
 
 // TextOf returns the routing text of a trigger's JSON data: the first of fields

@@ -2,8 +2,6 @@ package skill
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 )
 
@@ -19,30 +17,49 @@ func Closest(s string, candidates []string) string { return closest(s, candidate
 
 // RefusesFields says why a workflow that declares inputs would refuse data by its
 // fields alone, as a run checks them first — a field it does not declare (without
-// "*"), or a required input without a default that data lacks — or "" when it
-// would not. A skill that is no workflow, or declares no inputs, refuses nothing.
-// The sorted order of data's fields makes the answer the same each time.
+// "*"), or a required input without a default that data lacks or holds as null —
+// or "" when it would not. A skill that is no workflow, or declares no inputs,
+// refuses nothing. Types, enums, patterns and lengths are not looked at. A batch
+// skill's run gets {"events": [...]}, not the trigger's data: that is what is
+// checked for it. The field named is the first undeclared one in sorted order,
+// so the answer is the same each time; data that is taken costs no allocation.
 func (s *Skill) RefusesFields(data map[string]any) string {
 	if s.Workflow == nil || len(s.Workflow.Inputs) == 0 {
 		return ""
 	}
-	var names []string
-	anyInput := false
-	for _, in := range s.Workflow.Inputs {
-		names = append(names, in.Name)
-		anyInput = anyInput || in.Name == AnyInput
+	if s.Batch != nil {
+		data = batchShape
 	}
-	if !anyInput {
-		for _, k := range slices.Sorted(maps.Keys(data)) {
-			if !slices.Contains(names, k) {
-				return fmt.Sprintf("its inputs (%s) do not take the field %s", strings.Join(names, ", "), k)
+	ins := s.Workflow.Inputs
+	declared := func(k string) bool {
+		for i := range ins {
+			if ins[i].Name == k || ins[i].Name == AnyInput {
+				return true
 			}
 		}
+		return false
 	}
-	for _, in := range s.Workflow.Inputs {
-		if _, ok := data[in.Name]; !ok && in.Required && in.Default == nil && in.Name != AnyInput {
+	first := ""
+	for k := range data {
+		if !declared(k) && (first == "" || k < first) {
+			first = k
+		}
+	}
+	if first != "" {
+		names := make([]string, len(ins))
+		for i := range ins {
+			names[i] = ins[i].Name
+		}
+		return fmt.Sprintf("its inputs (%s) do not take the field %s", strings.Join(names, ", "), first)
+	}
+	for i := range ins {
+		in := &ins[i]
+		if v, ok := data[in.Name]; (!ok || v == nil) && in.Required && in.Default == nil && in.Name != AnyInput {
 			return fmt.Sprintf("its required input %s is not in the data", in.Name)
 		}
 	}
 	return ""
 }
+
+// batchShape is the fields of a batch run's inputs.
+var batchShape = map[string]any{"events": []any{}}
