@@ -463,6 +463,11 @@ func (w *watcher) print(e *event.Event) {
 		}
 		fmt.Fprintf(w.out, "  %s started (attempt %v)\n", str("skill"), num("attempt"))
 	case events.TypeStepStarted:
+		if w.settled[str("execution_id")][str("step_id")] {
+			// Run again on a retry or after a resume, and done before: its
+			// completion is not printed again (below), so neither is its start.
+			return
+		}
 		what := str("step_type")
 		if t := str("tool"); t != "" {
 			what = "tool " + t

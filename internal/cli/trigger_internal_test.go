@@ -148,3 +148,34 @@ func TestWatcherWaitForEvent(t *testing.T) {
 		t.Errorf("--json printed the scheduled timeout: %s", out.String())
 	}
 }
+
+// A step run again on a retry (a compute step before the one that failed) is
+// done and printed once: its second start is not printed without its end.
+func TestWatcherRetryDoesNotRepeatADoneStep(t *testing.T) {
+	var out bytes.Buffer
+	w := &watcher{out: &out}
+	for _, e := range []*event.Event{
+		watchEvent(t, events.TypeExecutionStarted, events.ExecutionStarted{ExecutionID: "x", Skill: "greet", Attempt: 1}),
+		watchEvent(t, events.TypeStepStarted, events.StepStarted{ExecutionID: "x", StepID: "compose", StepType: "compute"}),
+		watchEvent(t, events.TypeStepCompleted, events.StepCompleted{ExecutionID: "x", StepID: "compose", DurationMS: 1}),
+		watchEvent(t, events.TypeStepStarted, events.StepStarted{ExecutionID: "x", StepID: "send", StepType: "tool", Tool: "http"}),
+		watchEvent(t, events.TypeExecutionStarted, events.ExecutionStarted{ExecutionID: "x", Skill: "greet", Attempt: 2}),
+		watchEvent(t, events.TypeStepStarted, events.StepStarted{ExecutionID: "x", StepID: "compose", StepType: "compute"}),
+		watchEvent(t, events.TypeStepCompleted, events.StepCompleted{ExecutionID: "x", StepID: "compose", DurationMS: 1}),
+		watchEvent(t, events.TypeStepStarted, events.StepStarted{ExecutionID: "x", StepID: "send", StepType: "tool", Tool: "http"}),
+		watchEvent(t, events.TypeStepCompleted, events.StepCompleted{ExecutionID: "x", StepID: "send", DurationMS: 2}),
+	} {
+		w.print(e)
+	}
+	want := `  greet started (attempt 1)
+    ▸ compose (compute)
+    ✓ compose 1.0ms
+    ▸ send (tool http)
+  greet started (attempt 2)
+    ▸ send (tool http)
+    ✓ send 2.0ms
+`
+	if out.String() != want {
+		t.Fatalf("got\n%s\nwant\n%s", out.String(), want)
+	}
+}

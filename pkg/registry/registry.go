@@ -471,21 +471,23 @@ func (r *Registry) apply(ctx context.Context, skills []*skill.Skill, diags skill
 			// not this registry's to delete.
 			continue
 		}
-		if empty[root] {
-			// A root that reads as empty or unreadable — an unmounted volume, a
-			// ConfigMap mid-swap, a typo in --skills — never wipes the catalog.
-			if !p.invalid {
-				r.cfg.Log.Warn("registry: skills root is empty or unreadable; its skills keep serving", "root", root, "skill", name)
-			}
-			p.invalid = true
-			rep.Invalid = append(rep.Invalid, name)
-			continue
-		}
+		// Its files are there, with errors: the skill is invalid (checked first:
+		// a root whose one skill is invalid reads as empty too).
 		if _, err := os.Stat(u); err == nil && slices.ContainsFunc(diags, func(d skill.Diagnostic) bool {
 			return d.Severity == skill.SeverityError && within(d.File, u)
 		}) {
 			if !p.invalid {
 				r.cfg.Log.Warn("registry: skill is invalid; its last good version keeps serving", "skill", name, "digest", short(p.s.Digest))
+			}
+			p.invalid = true
+			rep.Invalid = append(rep.Invalid, name)
+			continue
+		}
+		if empty[root] {
+			// A root that reads as empty or unreadable — an unmounted volume, a
+			// ConfigMap mid-swap, a typo in --skills — never wipes the catalog.
+			if !p.invalid {
+				r.cfg.Log.Warn("registry: skills root is empty or unreadable; its skills keep serving", "root", root, "skill", name)
 			}
 			p.invalid = true
 			rep.Invalid = append(rep.Invalid, name)

@@ -396,3 +396,26 @@ func TestValidAgainIsLogged(t *testing.T) {
 		t.Fatalf("fixing alpha was not logged:\n%s", logs.String())
 	}
 }
+
+// A root whose one skill turns invalid reads as empty of valid skills, but its
+// file is there: the log says the skill is invalid, not that the root is empty
+// or unreadable.
+func TestOnlySkillInvalidIsNotAnEmptyRoot(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	path := filepath.Join(e.dir, "alpha", "SKILL.md")
+	write(t, path, skillMD("alpha", "first"))
+	var logs natstest.Buffer
+	reg := e.registry(registry.Config{Log: slog.New(slog.NewTextHandler(&logs, nil))})
+	if _, err := reg.Sync(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	write(t, path, "---\nname: alpha\ndescription: [unclosed\n---\nbody\n")
+	rep, err := reg.Sync(e.ctx)
+	if err != nil || !slices.Equal(rep.Invalid, []string{"alpha"}) {
+		t.Fatalf("invalid %v (%v), want alpha", rep.Invalid, err)
+	}
+	if !strings.Contains(logs.String(), "skill is invalid; its last good version keeps serving") || strings.Contains(logs.String(), "empty or unreadable") {
+		t.Fatalf("log:\n%s", logs.String())
+	}
+}

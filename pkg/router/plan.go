@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -337,7 +338,14 @@ func noSkillReason(d *selector.Decision, req selector.Request) string {
 		return fmt.Sprintf("%s scores %.3f, above the threshold %.2f, but is kept out: %s", c.Name, c.Score, d.Threshold, c.Reason)
 	}
 	if len(d.Candidates) > 0 {
-		return fmt.Sprintf("no skill scored above the threshold %.2f; best: %s %.3f", d.Threshold, d.Candidates[0].Name, d.Candidates[0].Score)
+		best := &d.Candidates[0]
+		why := ""
+		if _, r, ok := strings.Cut(best.Reason, selector.RefusedPrefix); ok {
+			// Its inputs refuse the data as well: that is what to fix.
+			r, _, _ = strings.Cut(r, "; ")
+			why = " (" + selector.RefusedPrefix + r + ")"
+		}
+		return fmt.Sprintf("no skill scored above the threshold %.2f; best: %s %.3f%s", d.Threshold, best.Name, best.Score, why)
 	}
 	reason := "no skill matches"
 	if req.Text != "" {

@@ -243,6 +243,16 @@ func TestPlanUnmatched(t *testing.T) {
 		!strings.Contains(o.reason, "but is kept out: not for this request: its inputs (name) do not take the field query") {
 		t.Fatalf("plan = %#v", o)
 	}
+	// Below the threshold too (a required input missing): the best candidate's
+	// refusal is named beside its score.
+	greet.Workflow = &skill.Workflow{Inputs: []skill.Input{{Name: "name", Required: true}}}
+	tr = mustParse(t, stub("skillbus.trigger.io.skillbus.request", ceHeaders("4", "io.skillbus.request"), `{"query":"greets people by name"}`))
+	d, sel = decideFor(t, selector.Config{}, tr, greet)
+	o, ok = plan(d, tr, testSubjects, sel.Get).(unmatched)
+	if !ok || !strings.HasPrefix(o.reason, "no skill scored above the threshold 0.65; best: hello ") ||
+		!strings.HasSuffix(o.reason, "(not for this request: its inputs (name) do not take the field query)") {
+		t.Fatalf("plan = %#v", o)
+	}
 }
 
 // decideWithFlow is decideFor with the skills' flow control, as the router runs it.

@@ -868,6 +868,12 @@ func (x *Selector) classify(d *Decision, forced bool, refused func(*Candidate, *
 		case c.Score >= threshold:
 			chosen = append(chosen, i)
 		default:
+			// Below the threshold, and its inputs would refuse the data too:
+			// both say why it is out (a missing required input lowers the
+			// score first, through readiness).
+			if !forced && !a.subscrib && data != nil {
+				refusesData(c, data)
+			}
 			below = append(below, i)
 		}
 	}
@@ -875,12 +881,16 @@ func (x *Selector) classify(d *Decision, forced bool, refused func(*Candidate, *
 	return chosen, always
 }
 
+// RefusedPrefix starts the part of a candidate's reason that says its inputs
+// would refuse the request's data.
+const RefusedPrefix = "not for this request: "
+
 // refusesData reports whether c's skill would refuse the request's data, and
-// says why in its reason.
+// says why in its reason (RefusedPrefix and why).
 func refusesData(c *Candidate, data map[string]any) bool {
 	why := c.acc.e.s.RefusesFields(data)
 	if why != "" {
-		c.Reason = join(c.Reason, "not for this request: "+why)
+		c.Reason = join(c.Reason, RefusedPrefix+why)
 	}
 	return why != ""
 }

@@ -54,6 +54,19 @@ func TestTextRequestSkipsASkillWhoseInputsRefuseItsData(t *testing.T) {
 	}
 }
 
+// A candidate whose missing required input already puts it below the threshold
+// (readiness) says that its inputs refuse the data too: that is what to fix.
+func TestBelowTheThresholdAndRefusingSaysBoth(t *testing.T) {
+	t.Parallel()
+	count := sk("word-count", "Counts the words of a text.", workflow(skill.Input{Name: "text", Required: true}))
+	req := selector.Request{Type: selector.RequestType, Text: "count the words of this sentence", Data: map[string]any{"query": "count the words of this sentence"}}
+	d := decide(t, newSel(t, selector.Config{}, count), req, selector.Env{})
+	c := d.Candidate("word-count")
+	if d.Primary != "" || c == nil || !strings.Contains(c.Reason, selector.RefusedPrefix+"its inputs (text) do not take the field query") || !strings.Contains(c.Reason, "below threshold") {
+		t.Fatalf("primary %q, candidate %+v", d.Primary, c)
+	}
+}
+
 // What RefusesFields refuses, as a run would: an undeclared field without "*",
 // a required input without a default that is missing or null; a batch skill is
 // judged by its run's {"events": [...]}.
