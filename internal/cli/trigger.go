@@ -16,6 +16,7 @@ import (
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/client"
+	"github.com/skillbus/skillbus/pkg/failure"
 	"github.com/skillbus/skillbus/pkg/run"
 	"github.com/skillbus/skillbus/pkg/schedule"
 	"github.com/skillbus/skillbus/pkg/selector"
@@ -525,7 +526,13 @@ func (w *watcher) print(e *event.Event) {
 		if dl := str("dead_letter"); dl != "" {
 			fmt.Fprintf(w.out, "  ☠ dead-lettered to %s\n", dl)
 		}
-		fmt.Fprintf(w.out, "✘ %s failed (%s): %s\n", str("skill"), str("class"), str("error"))
+		class := str("class")
+		if n := num("attempt"); class == string(failure.Retryable) && n > 1 {
+			// Its retries ran out: retryable says what kind of failure, not
+			// that another attempt comes.
+			class = fmt.Sprintf("%s, after %v attempts", class, n)
+		}
+		fmt.Fprintf(w.out, "✘ %s failed (%s): %s\n", str("skill"), class, str("error"))
 	case events.TypeExecutionCancelled:
 		w.parked = nil
 		fmt.Fprintf(w.out, "✘ %s %s\n", str("skill"), run.CancelText(str("by"), str("reason")))

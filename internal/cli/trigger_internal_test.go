@@ -179,3 +179,15 @@ func TestWatcherRetryDoesNotRepeatADoneStep(t *testing.T) {
 		t.Fatalf("got\n%s\nwant\n%s", out.String(), want)
 	}
 }
+
+// A retryable failure after its retries ran out says how many attempts it had:
+// "retryable" alone reads as if another attempt were coming.
+func TestWatcherRetriesRanOut(t *testing.T) {
+	var out bytes.Buffer
+	w := &watcher{out: &out}
+	w.print(watchEvent(t, events.TypeExecutionFailed, events.ExecutionFailed{ExecutionID: "x", Skill: "greet", Class: "retryable", Error: "503", Attempt: 4}))
+	w.print(watchEvent(t, events.TypeExecutionFailed, events.ExecutionFailed{ExecutionID: "y", Skill: "greet", Class: "fatal", Error: "bad", Attempt: 1}))
+	if want := "✘ greet failed (retryable, after 4 attempts): 503\n✘ greet failed (fatal): bad\n"; out.String() != want {
+		t.Fatalf("got %q, want %q", out.String(), want)
+	}
+}
