@@ -83,8 +83,8 @@ func (d *Decision) Candidate(name string) *Candidate {
 // KeptOut is the best candidate of a decision without a plan that scored at
 // least the threshold: something other than its score kept it out (a filter, a
 // rate limit, a debounce, an anti-trigger, inputs that refuse the request's
-// data), which its Reason says. nil when none
-// did, or when the decision has a plan.
+// data), which its Reason says. nil when none did, or when the decision has a
+// plan.
 func (d *Decision) KeptOut() *Candidate {
 	if d.Primary != "" {
 		return nil
