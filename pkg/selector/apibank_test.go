@@ -1,10 +1,6 @@
 package selector_test
 
-import (
-	"testing"
-
-	"github.com/skillbus/skillbus/pkg/selector"
-)
+import "testing"
 
 // TestAPIBankHeldOut routes the held-out half of API-Bank's dialogues
 // (testdata/routing/public/apibank), which nothing in this project was chosen on,
@@ -13,15 +9,7 @@ import (
 // and rejects three in four of the other domain's requests (measured 79 of 100).
 func TestAPIBankHeldOut(t *testing.T) {
 	t.Parallel()
-	const dir = "../../testdata/routing/public/apibank/"
-	skills := publicSkills(t, dir, 48)
-	in, off := readCasesFile(t, dir+"heldout.jsonl"), readCasesFile(t, dir+"offtopic-heldout.jsonl")
-	if len(in) != 217 || len(off) != 100 {
-		t.Fatalf("%d cases and %d off-topic, want 217 and 100", len(in), len(off))
-	}
-	x := newSel(t, selector.Config{}, skills...)
-	_, s := selector.Evaluate(x, in, selector.Env{})
-	_, o := selector.Evaluate(x, off, selector.Env{})
+	s, o := routePublic(t, "apibank", 48, "heldout.jsonl", 217, "offtopic-heldout.jsonl")
 	t.Logf("top-1 %.3f, recall@5 %.3f (BM25+stemming %.3f / %.3f); off-topic rejected %.3f",
 		s.Top1, s.Recall5, s.BaselineStemTop1, s.BaselineStemRecall5, o.OffTopicRejected)
 	if s.Top1 < s.BaselineStemTop1+0.15 || s.Recall5 <= s.BaselineStemRecall5 || o.OffTopicRejected < 0.75 {

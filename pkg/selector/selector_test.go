@@ -735,3 +735,25 @@ func TestOneWordTriggerIsKeywordEvidence(t *testing.T) {
 		t.Errorf("nutrition_info: %+v, want recalled by its phrase (trigger 0.9) with less than full intent", c)
 	}
 }
+
+// routePublic routes one file of a public set (testdata/routing/public/<set>)
+// against its n skills, with the default settings, after checking that it holds
+// cases requests; with an off-topic file too, that one as well (100 requests).
+func routePublic(t *testing.T, set string, n int, file string, cases int, offtopic string) (s, off selector.Summary) {
+	t.Helper()
+	dir := "../../testdata/routing/public/" + set + "/"
+	x := newSel(t, selector.Config{}, publicSkills(t, dir, n)...)
+	in := readCasesFile(t, dir+file)
+	if len(in) != cases {
+		t.Fatalf("%s%s: %d cases, want %d", dir, file, len(in), cases)
+	}
+	_, s = selector.Evaluate(x, in, selector.Env{})
+	if offtopic != "" {
+		o := readCasesFile(t, dir+offtopic)
+		if len(o) != 100 {
+			t.Fatalf("%s%s: %d cases, want 100", dir, offtopic, len(o))
+		}
+		_, off = selector.Evaluate(x, o, selector.Env{})
+	}
+	return s, off
+}

@@ -1,10 +1,6 @@
 package selector_test
 
-import (
-	"testing"
-
-	"github.com/skillbus/skillbus/pkg/selector"
-)
+import "testing"
 
 // TestToolBenchHeldOut routes the held-out half of ToolBench's test requests to
 // 811 RapidAPI tools (testdata/routing/public/toolbench), which nothing in this
@@ -14,14 +10,7 @@ import (
 // clearly more requests than BM25+stemming alone (52 against 18).
 func TestToolBenchHeldOut(t *testing.T) {
 	t.Parallel()
-	const dir = "../../testdata/routing/public/toolbench/"
-	skills := publicSkills(t, dir, 811)
-	in := readCasesFile(t, dir+"heldout.jsonl")
-	if len(in) != 381 {
-		t.Fatalf("%d cases, want 381", len(in))
-	}
-	x := newSel(t, selector.Config{}, skills...)
-	_, s := selector.Evaluate(x, in, selector.Env{})
+	s, _ := routePublic(t, "toolbench", 811, "heldout.jsonl", 381, "")
 	a := s.AgainstStem
 	t.Logf("top-1 %.3f, recall@5 %.3f (BM25+stemming %.3f / %.3f); request by request %+v",
 		s.Top1, s.Recall5, s.BaselineStemTop1, s.BaselineStemRecall5, a)
