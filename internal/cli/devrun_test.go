@@ -1,9 +1,12 @@
 package cli_test
 
 import (
+	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,4 +40,47 @@ func devLine(t *testing.T, logs *natstest.Buffer, re string) []string {
 	r := regexp.MustCompile(re)
 	natstest.Eventually(t, 60*time.Second, func() bool { return r.MatchString(logs.String()) }, "dev's output has no %s:\n%s", re, logs)
 	return r.FindStringSubmatch(logs.String())
+}
+
+// A skill whose file turned invalid keeps serving its last good version; trigger
+// --wait says so beside the routing, with what is wrong, from the decision (the
+// registry marks the catalog's entry; the router puts it in the candidate's
+// reason), so a publisher, who may not ask the registry, hears it too.
+func TestTriggerWaitSaysTheSkillsFileIsInvalid(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "shout", "skill.yaml")
+	good := "name: shout\ndescription: Says it louder.\nversion: 1.0.0\ninputs:\n  - name: text\n    type: string\nsteps:\n  - id: up\n    compute: |\n      result = inputs.text.upper()\n    output: loud\noutputs:\n  loud: \"{{ loud }}\"\n"
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte(good), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logs := startDev(t, "--skills", dir)
+	url := devLine(t, logs, `NATS\s+(nats://127\.0\.0\.1:\d+)`)[1]
+	trigger := func() string {
+		var out bytes.Buffer
+		err := cli.Skillbus(context.Background(), []string{"trigger", "--nats-url", url, "--skill", "shout", "--data", `{"text":"hi"}`, "--wait", "--timeout", "30s"}, noEnv, &out, &out)
+		if err != nil {
+			t.Fatalf("trigger: %v\n%s", err, &out)
+		}
+		return out.String()
+	}
+	if out := trigger(); !strings.Contains(out, "HI") || strings.Contains(out, "invalid") {
+		t.Fatalf("valid skill:\n%s", out)
+	}
+	if err := os.WriteFile(file, []byte(strings.Replace(good, "steps:", "steps: [", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	natstest.Eventually(t, 30*time.Second, func() bool {
+		var out bytes.Buffer
+		_ = cli.Skillbus(context.Background(), []string{"skills", "list", "--nats-url", url}, noEnv, &out, &out)
+		return regexp.MustCompile(`shout\s+\S+\s+workflow\s+\S+\s+invalid`).MatchString(out.String())
+	}, "shout never became invalid")
+	out := trigger()
+	if !strings.Contains(out, "HI") || !strings.Contains(out, "shout's files are invalid now, so its last good version runs: ") ||
+		!strings.Contains(out, "skill.yaml:") {
+		t.Errorf("invalid skill:\n%s", out)
+	}
 }

@@ -445,6 +445,14 @@ func (w *watcher) print(e *event.Event) {
 			fb = strings.Join(names, " → ")
 		}
 		fmt.Fprintf(w.out, "→ routed to %s@%s (%s), fallback: %s\n", rd.Plan.Primary.Name, rd.Plan.Primary.Version, rd.Plan.Primary.Source, fb)
+		for _, c := range rd.Candidates {
+			if _, why, ok := strings.Cut(c.Reason, selector.InvalidPrefix); ok && c.Name == rd.Plan.Primary.Name {
+				// The registry keeps the last good version serving: whoever just
+				// edited the skill should hear that this is not their edit.
+				why, _, _ = strings.Cut(why, "; ")
+				fmt.Fprintf(w.out, "  ! %s's files are invalid now, so its last good version runs: %s (see 'skillbus skills list')\n", c.Name, why)
+			}
+		}
 	case events.TypeRouteUnmatched:
 		var u events.RouteUnmatched
 		_ = json.Unmarshal(e.Data(), &u)

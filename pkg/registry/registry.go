@@ -39,6 +39,7 @@ package registry
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -421,7 +422,9 @@ func (r *Registry) apply(ctx context.Context, skills []*skill.Skill, diags skill
 	for _, s := range skills {
 		found[s.Name] = true
 		p := r.pub[s.Name]
-		if p == nil || p.s.Digest != s.Digest || p.s.Source != s.Source || p.s.Dir != s.Dir {
+		// A current entry marked invalid is written again, unmarked, even when
+		// the files came back to the very version it holds.
+		if p == nil || p.s.Digest != s.Digest || p.s.Source != s.Source || p.s.Dir != s.Dir || p.s.Invalid != "" {
 			changed = append(changed, s)
 		}
 	}
@@ -473,14 +476,17 @@ func (r *Registry) apply(ctx context.Context, skills []*skill.Skill, diags skill
 		}
 		// Its files are there, with errors: the skill is invalid (checked first:
 		// a root whose one skill is invalid reads as empty too).
-		if _, err := os.Stat(u); err == nil && slices.ContainsFunc(diags, func(d skill.Diagnostic) bool {
+		if i := slices.IndexFunc(diags, func(d skill.Diagnostic) bool {
 			return d.Severity == skill.SeverityError && within(d.File, u)
-		}) {
+		}); i >= 0 && exists(u) {
 			if !p.invalid {
 				r.cfg.Log.Warn("registry: skill is invalid; its last good version keeps serving", "skill", name, "digest", short(p.s.Digest))
 			}
 			p.invalid = true
 			rep.Invalid = append(rep.Invalid, name)
+			if err := r.markInvalid(ctx, p, diags[i].String()); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		if empty[root] {
@@ -519,6 +525,34 @@ func (r *Registry) apply(ctx context.Context, skills []*skill.Skill, diags skill
 			"removed", len(rep.Removed), "invalid", len(rep.Invalid), "problems", len(diags))
 	}
 	return rep, nil
+}
+
+// markInvalid writes on p's current entry in the catalog that its files are
+// invalid now, with why (their first error), so that whoever reads the catalog —
+// the router, which puts it in the decision, and trigger --wait, which shows it —
+// knows that the version serving is not what the files say. Written once per
+// error: a sync that finds the same error writes nothing.
+func (r *Registry) markInvalid(ctx context.Context, p *published, why string) error {
+	if p.s.Invalid == why || p.s.Digest == "" {
+		return nil
+	}
+	cp := *p.s
+	cp.Invalid = why
+	value, err := json.Marshal(catalog.Strip(&cp))
+	if err != nil {
+		return fmt.Errorf("registry: skill %s: %w", cp.Name, err)
+	}
+	if _, err := r.kv.Put(ctx, cp.Name, value); err != nil {
+		return fmt.Errorf("registry: mark %s invalid: %w", cp.Name, err)
+	}
+	p.s = &cp
+	return nil
+}
+
+// exists reports whether path exists.
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // logNew logs the diagnostics not logged before, so that a watching registry does

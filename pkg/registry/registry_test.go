@@ -419,3 +419,78 @@ func TestOnlySkillInvalidIsNotAnEmptyRoot(t *testing.T) {
 		t.Fatalf("log:\n%s", logs.String())
 	}
 }
+
+// A skill whose files turn invalid keeps its last good version in the catalog,
+// marked with their first error, so that the router and trigger --wait can say
+// so; the mark goes when the files are valid again, even as the very same
+// version, and a registry started on invalid files marks it too.
+func TestInvalidSkillIsMarkedInTheCatalog(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	path := filepath.Join(e.dir, "alpha", "SKILL.md")
+	write(t, path, skillMD("alpha", "first"))
+	write(t, filepath.Join(e.dir, "beta", "SKILL.md"), skillMD("beta", "second"))
+	current := func() skill.Skill {
+		t.Helper()
+		entry, err := e.kv.Get(e.ctx, "alpha")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s skill.Skill
+		if err := json.Unmarshal(entry.Value(), &s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	reg := e.registry(registry.Config{})
+	sync := func(reg *registry.Registry) {
+		t.Helper()
+		if _, err := reg.Sync(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sync(reg)
+	good := current()
+	if good.Invalid != "" {
+		t.Fatalf("valid skill marked: %q", good.Invalid)
+	}
+	write(t, path, "---\nname: alpha\ndescription: [unclosed\n---\nbody\n")
+	sync(reg)
+	s := current()
+	if s.Digest != good.Digest || !strings.Contains(s.Invalid, filepath.Join("alpha", "SKILL.md")+":3:") || !strings.Contains(s.Invalid, "error:") {
+		t.Fatalf("invalid skill: digest %s (was %s), mark %q", s.Digest, good.Digest, s.Invalid)
+	}
+	rev := func() uint64 {
+		entry, err := e.kv.Get(e.ctx, "alpha")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return entry.Revision()
+	}
+	before := rev()
+	sync(reg)
+	if rev() != before {
+		t.Errorf("a sync finding the same error wrote the entry again")
+	}
+	// A registry started on the invalid files keeps the mark, unchanged.
+	reg.Stop()
+	again := e.registry(registry.Config{})
+	sync(again)
+	if current().Invalid != s.Invalid || rev() != before {
+		t.Errorf("after a restart: mark %q, revision %d (was %d)", current().Invalid, rev(), before)
+	}
+	// Fixed back to the very version serving: the mark goes.
+	write(t, path, skillMD("alpha", "first"))
+	sync(again)
+	if s := current(); s.Invalid != "" || s.Digest != good.Digest {
+		t.Errorf("fixed: digest %s, mark %q", s.Digest, s.Invalid)
+	}
+	// Kept versions never carry it.
+	entry, err := e.kv.Get(e.ctx, catalog.VersionKey("alpha", good.Digest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(entry.Value()), `"invalid"`) {
+		t.Errorf("kept version marked: %s", entry.Value())
+	}
+}

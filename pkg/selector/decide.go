@@ -703,6 +703,10 @@ func (x *Selector) score(a *acc, req *Request, words []string, env Env, sources 
 		total64 *= 0.5
 		reasons = append(reasons, fmt.Sprintf("no live worker serves pool %s (score halved)", e.pool))
 	}
+	if e.s.Invalid != "" {
+		// "; " separates a reason's parts: the error's own become ", ".
+		reasons = append(reasons, InvalidPrefix+strings.ReplaceAll(e.s.Invalid, "; ", ", "))
+	}
 	src := sources[0]
 	for _, so := range sources[1:] {
 		if sourceRank(so) < sourceRank(src) {
@@ -880,6 +884,11 @@ func (x *Selector) classify(d *Decision, forced bool, refused func(*Candidate, *
 	belowThreshold(d.Candidates, below, threshold)
 	return chosen, always
 }
+
+// InvalidPrefix starts the part of a candidate's reason that says its skill's
+// files are invalid now, so that the version in the catalog, which runs, is its
+// last good one (skill.Skill.Invalid follows).
+const InvalidPrefix = "its files are invalid now, so its last good version runs: "
 
 // RefusedPrefix starts the part of a candidate's reason that says its inputs
 // would refuse the request's data.

@@ -241,13 +241,13 @@ func FieldsOf(s *skill.Skill) Fields {
 }
 
 // Put adds or replaces a skill. It reports false, doing nothing, when the selector
-// already holds the same digest of it.
+// already holds the same digest of it, marked invalid or not alike.
 func (x *Selector) Put(s *skill.Skill) bool {
 	key := skill.NormalizeName(s.Name)
 	x.mu.RLock()
 	old := x.skills[key]
 	x.mu.RUnlock()
-	if old != nil && s.Digest != "" && old.s.Digest == s.Digest {
+	if old != nil && s.Digest != "" && old.s.Digest == s.Digest && old.s.Invalid == s.Invalid {
 		return false
 	}
 	e := newEntry(s)

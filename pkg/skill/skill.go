@@ -121,6 +121,11 @@ type Skill struct {
 	Resources []Resource `json:"resources,omitempty"` // files of the skill directory besides SKILL.md and skill.yaml
 	// RepairedBy names the repair whose approved patch made this version.
 	RepairedBy string `json:"repaired_by,omitempty"`
+	// Invalid is set by the registry on the catalog's current entry of a skill
+	// whose files are invalid now: the entry is its last good version, which
+	// keeps serving, and Invalid is the first error of its files. "" otherwise;
+	// never part of a kept version.
+	Invalid string `json:"invalid,omitempty"`
 }
 
 // Repair modes of a skill.
