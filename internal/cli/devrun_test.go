@@ -78,9 +78,13 @@ func TestTriggerWaitSaysTheSkillsFileIsInvalid(t *testing.T) {
 		_ = cli.Skillbus(context.Background(), []string{"skills", "list", "--nats-url", url}, noEnv, &out, &out)
 		return regexp.MustCompile(`shout\s+\S+\s+workflow\s+\S+\s+invalid`).MatchString(out.String())
 	}, "shout never became invalid")
-	out := trigger()
-	if !strings.Contains(out, "HI") || !strings.Contains(out, "shout's files are invalid now, so its last good version runs: ") ||
-		!strings.Contains(out, "skill.yaml:") {
+	// The router sees the registry's mark a moment after skills list does.
+	var out string
+	natstest.Eventually(t, 30*time.Second, func() bool {
+		out = trigger()
+		return strings.Contains(out, "shout's files are invalid now, so its last good version runs: ")
+	}, "trigger --wait never said shout's files are invalid:\n%s", out)
+	if !strings.Contains(out, "HI") || !strings.Contains(out, "skill.yaml:") {
 		t.Errorf("invalid skill:\n%s", out)
 	}
 }

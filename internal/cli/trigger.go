@@ -450,7 +450,7 @@ func (w *watcher) print(e *event.Event) {
 				// The registry keeps the last good version serving: whoever just
 				// edited the skill should hear that this is not their edit.
 				why, _, _ = strings.Cut(why, "; ")
-				fmt.Fprintf(w.out, "  ! %s's files are invalid now, so its last good version runs: %s (see 'skillbus skills list')\n", c.Name, why)
+				fmt.Fprintf(w.out, "  ! %s's files are invalid now, so its last good version runs: %s\n", c.Name, why)
 			}
 		}
 	case events.TypeRouteUnmatched:

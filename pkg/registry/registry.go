@@ -18,7 +18,8 @@
 //
 // A skill whose files become invalid keeps its last good version serving: it stays
 // in the catalog, and list and get report it with state "invalid" and its current
-// diagnostics. A registry deletes only skills it published from its own roots, and
+// diagnostics. Its current entry in the catalog is marked with their first error
+// (skill.Skill.Invalid, see mark), for the router to say so in its decisions. A registry deletes only skills it published from its own roots, and
 // never because a whole root reads as empty or unreadable (see apply). A skill whose
 // files are gone is removed from the catalog (its kept
 // versions stay for pinned runs until the retention collects them).
@@ -422,9 +423,7 @@ func (r *Registry) apply(ctx context.Context, skills []*skill.Skill, diags skill
 	for _, s := range skills {
 		found[s.Name] = true
 		p := r.pub[s.Name]
-		// A current entry marked invalid is written again, unmarked, even when
-		// the files came back to the very version it holds.
-		if p == nil || p.s.Digest != s.Digest || p.s.Source != s.Source || p.s.Dir != s.Dir || p.s.Invalid != "" {
+		if p == nil || p.s.Digest != s.Digest || p.s.Source != s.Source || p.s.Dir != s.Dir {
 			changed = append(changed, s)
 		}
 	}
@@ -442,6 +441,12 @@ func (r *Registry) apply(ctx context.Context, skills []*skill.Skill, diags skill
 		if p != nil && p.invalid {
 			// Its files load again: say so, as their errors were said.
 			r.cfg.Log.Info("registry: skill is valid again", "skill", s.Name, "digest", short(s.Digest))
+		}
+		if p != nil && p.s.Invalid != "" && p.s.Digest == s.Digest {
+			// Back to the very version serving: only the mark goes.
+			if err := r.mark(ctx, p, ""); err != nil {
+				return nil, err
+			}
 		}
 		switch {
 		case retrySet[s.Name]:
@@ -484,7 +489,7 @@ func (r *Registry) apply(ctx context.Context, skills []*skill.Skill, diags skill
 			}
 			p.invalid = true
 			rep.Invalid = append(rep.Invalid, name)
-			if err := r.markInvalid(ctx, p, diags[i].String()); err != nil {
+			if err := r.mark(ctx, p, diags[i].String()); err != nil {
 				return nil, err
 			}
 			continue
@@ -497,6 +502,10 @@ func (r *Registry) apply(ctx context.Context, skills []*skill.Skill, diags skill
 			}
 			p.invalid = true
 			rep.Invalid = append(rep.Invalid, name)
+			// Its files are gone with the root, and the error of a mark with them.
+			if err := r.mark(ctx, p, ""); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		if err := r.kv.Delete(ctx, name); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -527,24 +536,40 @@ func (r *Registry) apply(ctx context.Context, skills []*skill.Skill, diags skill
 	return rep, nil
 }
 
-// markInvalid writes on p's current entry in the catalog that its files are
-// invalid now, with why (their first error), so that whoever reads the catalog —
-// the router, which puts it in the decision, and trigger --wait, which shows it —
-// knows that the version serving is not what the files say. Written once per
-// error: a sync that finds the same error writes nothing.
-func (r *Registry) markInvalid(ctx context.Context, p *published, why string) error {
+// mark writes on p's current entry in the catalog that its files are invalid
+// now, with why (their first error), or, with why "", that they are not, so that
+// whoever reads the catalog — the router, which puts it in the decision's
+// reasons, and so trigger --wait — knows whether the version serving is what the
+// files say. Only the mark changes: the entry is read, and written back only if
+// it still holds p's version (another registry may have published a newer one)
+// and not yet this mark, at the revision read. A sync that finds the same error
+// writes nothing.
+func (r *Registry) mark(ctx context.Context, p *published, why string) error {
 	if p.s.Invalid == why || p.s.Digest == "" {
 		return nil
 	}
+	e, err := r.kv.Get(ctx, p.s.Name)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil // removed meanwhile: nothing to mark
+	}
+	if err != nil {
+		return fmt.Errorf("registry: read %s: %w", p.s.Name, err)
+	}
+	var cur skill.Skill
+	if json.Unmarshal(e.Value(), &cur) == nil && cur.Digest == p.s.Digest && cur.Invalid != why {
+		cur.Invalid = why
+		value, err := json.Marshal(&cur)
+		if err != nil {
+			return fmt.Errorf("registry: skill %s: %w", cur.Name, err)
+		}
+		if _, err := r.kv.Update(ctx, cur.Name, value, e.Revision()); errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			return nil // written meanwhile: the next sync looks again
+		} else if err != nil {
+			return fmt.Errorf("registry: mark %s: %w", cur.Name, err)
+		}
+	}
 	cp := *p.s
 	cp.Invalid = why
-	value, err := json.Marshal(catalog.Strip(&cp))
-	if err != nil {
-		return fmt.Errorf("registry: skill %s: %w", cp.Name, err)
-	}
-	if _, err := r.kv.Put(ctx, cp.Name, value); err != nil {
-		return fmt.Errorf("registry: mark %s invalid: %w", cp.Name, err)
-	}
 	p.s = &cp
 	return nil
 }

@@ -467,6 +467,10 @@ func TestInvalidSkillIsMarkedInTheCatalog(t *testing.T) {
 		}
 		return entry.Revision()
 	}
+	// Kept versions never carry it.
+	if entry, err := e.kv.Get(e.ctx, catalog.VersionKey("alpha", good.Digest)); err != nil || strings.Contains(string(entry.Value()), `"invalid"`) {
+		t.Fatalf("kept version while marked: %v %s", err, entry.Value())
+	}
 	before := rev()
 	sync(reg)
 	if rev() != before {
@@ -485,12 +489,66 @@ func TestInvalidSkillIsMarkedInTheCatalog(t *testing.T) {
 	if s := current(); s.Invalid != "" || s.Digest != good.Digest {
 		t.Errorf("fixed: digest %s, mark %q", s.Digest, s.Invalid)
 	}
-	// Kept versions never carry it.
-	entry, err := e.kv.Get(e.ctx, catalog.VersionKey("alpha", good.Digest))
-	if err != nil {
-		t.Fatal(err)
+}
+
+// The mark changes the entry's mark alone — what else the entry says (here the
+// repair that made the version) stays — and only on the version this registry
+// published: a newer one, another registry's, is not marked, nor rolled back.
+func TestInvalidMarkChangesOnlyTheMark(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	path := filepath.Join(e.dir, "alpha", "SKILL.md")
+	write(t, path, skillMD("alpha", "first"))
+	write(t, filepath.Join(e.dir, "beta", "SKILL.md"), skillMD("beta", "second"))
+	reg := e.registry(registry.Config{})
+	sync := func() {
+		t.Helper()
+		if _, err := reg.Sync(e.ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if strings.Contains(string(entry.Value()), `"invalid"`) {
-		t.Errorf("kept version marked: %s", entry.Value())
+	sync()
+	entry := func() map[string]any {
+		t.Helper()
+		en, err := e.kv.Get(e.ctx, "alpha")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(en.Value(), &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	put := func(m map[string]any) {
+		t.Helper()
+		v, _ := json.Marshal(m)
+		if _, err := e.kv.Put(e.ctx, "alpha", v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := entry()
+	m["repaired_by"] = "rep-1" // as a repair's version says
+	put(m)
+	write(t, path, "---\nname: alpha\ndescription: [unclosed\n---\nbody\n")
+	sync()
+	if m := entry(); m["invalid"] == nil || m["repaired_by"] != "rep-1" {
+		t.Fatalf("marked: %v", m)
+	}
+	write(t, path, skillMD("alpha", "first"))
+	sync()
+	if m := entry(); m["invalid"] != nil || m["repaired_by"] != "rep-1" {
+		t.Fatalf("unmarked: %v", m)
+	}
+
+	// Another registry publishes a newer version; this one, behind, finds the
+	// files invalid: it writes nothing.
+	m = entry()
+	m["digest"] = strings.Repeat("b", 64)
+	put(m)
+	write(t, path, "---\nname: alpha\ndescription: [unclosed\n---\nbody\n")
+	sync()
+	if m := entry(); m["invalid"] != nil || m["digest"] != strings.Repeat("b", 64) {
+		t.Errorf("another registry's newer version: %v", m)
 	}
 }

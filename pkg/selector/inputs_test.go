@@ -136,3 +136,26 @@ func TestGenericFallbackWhoseInputsRefuseTheData(t *testing.T) {
 		t.Errorf("with name: fallback %v, want the generic skill", d.Fallback)
 	}
 }
+
+// A skill the registry marks invalid (its last good version serving) is a change
+// for the selector, though its digest is the same, and its candidates say so.
+func TestInvalidMarkReachesTheReason(t *testing.T) {
+	t.Parallel()
+	x := newSel(t, selector.Config{}, pdf)
+	marked := *pdf
+	marked.Invalid = "pdf/SKILL.md:3:1: error: invalid YAML; did you mean x?"
+	if !x.Put(&marked) || x.Put(&marked) {
+		t.Fatal("the mark is not a change once, and only once")
+	}
+	d := decide(t, x, selector.Request{Text: "summarize this pdf"}, selector.Env{})
+	if c := d.Candidate("pdf-summarizer"); d.Primary != "pdf-summarizer" || c == nil ||
+		!strings.Contains(c.Reason, selector.InvalidPrefix+"pdf/SKILL.md:3:1: error: invalid YAML, did you mean x?") {
+		t.Fatalf("primary %q, candidates %+v", d.Primary, d.Candidates)
+	}
+	if !x.Put(pdf) {
+		t.Fatal("unmarked is a change too")
+	}
+	if c := decide(t, x, selector.Request{Text: "summarize this pdf"}, selector.Env{}).Candidate("pdf-summarizer"); strings.Contains(c.Reason, "invalid") {
+		t.Fatalf("unmarked: %q", c.Reason)
+	}
+}
