@@ -197,7 +197,9 @@ locked while dev runs: a second dev beside it needs its own --port and --store.`
 			for _, p := range wf.pools {
 				watchConsumer(tel, b, p, b.StreamJobs(), "worker-"+p)
 			}
-			fmt.Fprint(stderr, banner(srv.URL(), abs, roots, rep, workers, auth))
+			// The gateway and the console first, so that the banner says where
+			// they listen before it says how to stop.
+			var extra strings.Builder
 			var gatewayDone <-chan error
 			if gatewayAddr != "" {
 				var addr net.Addr
@@ -207,7 +209,7 @@ locked while dev runs: a second dev beside it needs its own --port and --store.`
 					shutdown(log, append([]func(context.Context){stopRouter}, stops...)...)
 					return err
 				}
-				fmt.Fprint(stderr, gatewayBanner(addr.String()))
+				extra.WriteString(gatewayBanner(addr.String()))
 			}
 			var uiDone <-chan error
 			if uiAddr != "" {
@@ -217,8 +219,10 @@ locked while dev runs: a second dev beside it needs its own --port and --store.`
 					shutdown(log, append([]func(context.Context){stopRouter}, stops...)...)
 					return err
 				}
-				fmt.Fprint(stderr, consoleBanner(addr.String(), cf.token == ""))
+				extra.WriteString(consoleBanner(addr.String(), cf.token == ""))
 			}
+			const stop = "Ctrl-C to stop.\n\n"
+			fmt.Fprint(stderr, strings.TrimSuffix(banner(srv.URL(), abs, roots, rep, workers, auth), stop)+extra.String()+stop)
 			<-ctx.Done()
 			if gatewayDone != nil {
 				<-gatewayDone
