@@ -155,8 +155,10 @@ taken as served). Without --skills it asks the live router over NATS (--nats-url
 adds its live success rates and worker availability.
 
 The request is TEXT, or the text field of --data (query, text, message or prompt),
-with an optional CloudEvent --type. Exit status: 0 with a plan, 3 when no skill
-passes the threshold, 2 on bad usage.`,
+with an optional CloudEvent --type. TEXT alone is routed as a client sends it,
+io.skillbus.request with data {"query": TEXT}: a skill whose inputs would refuse that
+data is kept out, with the reason. Exit status: 0 with a plan, 3 when no skill passes
+the threshold or the one that does is kept out, 2 on bad usage.`,
 		Example: `  skillbus route --skills ./skills "summarize this pdf"
   skillbus route --skills ./skills --type com.github.push --data @push.json --json
   skillbus route --explain "deploy to staging"`,

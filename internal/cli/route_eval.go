@@ -26,9 +26,12 @@ func routeEvalCommand(stdout io.Writer) *cobra.Command {
 		Short: "Measure routing quality on labelled requests",
 		Long: `eval routes labelled requests offline and prints top-1 accuracy, recall@3 and @5,
 no-match precision (of the requests routed to no skill, the share that no skill
-should take), the most confused pairs and every miss — beside standard Okapi BM25
-over each skill's name and description (k1 1.2, b 0.75, lower-cased words), with and
-without stemming, so a catalog shows what the router adds.
+should take), the share of off-topic requests rejected, the most confused pairs and
+every miss — beside standard Okapi BM25 over each skill's name and description (k1 1.2,
+b 0.75, lower-cased words), with and without stemming, so a catalog shows what the
+router adds. It also counts, request by request, those only the router gets right and
+those only BM25+stemming does, with the sign test's p: whether the difference is more
+than noise. Each request is routed as a client sends it, {"query": TEXT}.
 
 Cases come from every skill's examples (positive: that skill must be primary, each
 routed with that example left out of the skill; negative: that skill must not be)

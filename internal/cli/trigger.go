@@ -46,7 +46,8 @@ func triggerCommand(c *common, getenv Env, stdout io.Writer) *cobra.Command {
 		Long: `trigger publishes a CloudEvent (binary content mode) on skillbus.trigger.<TYPE>, or with
 --skill on skillbus.trigger.skill.<NAME> to invoke one skill explicitly. The data must
 be JSON; a JSON object becomes the skill's inputs. A request in words is the type
-` + selector.RequestType + ` with its text in "query": the router chooses the skill by relevance.
+` + selector.RequestType + ` with its text in "query" (or "text", "message", "prompt"): the
+router chooses the skill by relevance, among those whose inputs take that data.
 
 With --wait it follows the activation: the routing decision, each step, retries and
 fallbacks, repairs, sleeps and waits, and the result. The exit code is 0 when the

@@ -126,14 +126,15 @@ description.
 Each query (a user's request written with ChatGPT by the data set's authors, not for
 this project) is a case expecting the tools of its relevant APIs: when it needs
 several, any of them counts as right. A query text that appears more than once is
-one case expecting all their tools (%(dupes)d of the %(queries)d queries repeat
+one case expecting all their tools (%(dupes)d of the %(queries)d queries repeats
 one). The other files of StableToolBench (its training data, tool responses and
 answers) are not used.
 
 %(skills)d skills; %(tune)d tuning cases (tune.jsonl), %(held)d held-out cases
 (heldout.jsonl), split by a hash of the first tool a case expects, so that the
-requests generated for one tool, which repeat its wording, are all on one side;
-every skill is in the catalog of both. Made by convert.py, from a checkout:
+requests generated for one tool, which repeat its wording, are on one side (a
+request expecting several tools may expect some of the other side's too); every
+skill is in the catalog of both. Made by convert.py, from a checkout:
 
     python3 testdata/routing/public/toolbench/convert.py STABLETOOLBENCH_CHECKOUT
 
