@@ -114,6 +114,41 @@ func (e *env) entry(key string) *skill.Skill {
 	return &s
 }
 
+// sync syncs reg, failing the test on an error.
+func (e *env) sync(reg *registry.Registry) *registry.Report {
+	e.t.Helper()
+	rep, err := reg.Sync(e.ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return rep
+}
+
+// loggingRegistry is a registry whose log is returned.
+func (e *env) loggingRegistry() (*registry.Registry, *natstest.Buffer) {
+	e.t.Helper()
+	var logs natstest.Buffer
+	return e.registry(registry.Config{Log: slog.New(slog.NewTextHandler(&logs, nil))}), &logs
+}
+
+// alpha writes skill alpha, valid, into the root, and beta beside it when
+// others is set (so that the root is not empty of valid skills when alpha
+// breaks); it returns alpha's SKILL.md.
+func (e *env) alpha(others bool) string {
+	e.t.Helper()
+	path := filepath.Join(e.dir, "alpha", "SKILL.md")
+	write(e.t, path, skillMD("alpha", "first"))
+	if others {
+		write(e.t, filepath.Join(e.dir, "beta", "SKILL.md"), skillMD("beta", "second"))
+	}
+	return path
+}
+
+// brokenMD is a SKILL.md named name whose front matter is invalid YAML.
+func brokenMD(name string) string {
+	return "---\nname: " + name + "\ndescription: [unclosed\n---\nbody\n"
+}
+
 // wait waits until cond holds for the catalog.
 func wait(t *testing.T, c *catalog.Catalog, what string, cond func(*catalog.Catalog) bool) {
 	t.Helper()
@@ -139,7 +174,7 @@ func TestSync(t *testing.T) {
 	write(t, filepath.Join(e.dir, "alpha", "assets", "logo.png"), "\x89PNG\r\n\x1a\n\x00\x00binary")
 	write(t, filepath.Join(e.dir, "beta", "SKILL.md"), skillMD("beta", "second"))
 	write(t, filepath.Join(e.dir, "single.md"), skillMD("single", "a single file"))
-	write(t, filepath.Join(e.dir, "broken", "SKILL.md"), "---\nname: broken\ndescription: [unclosed\n---\nbody\n")
+	write(t, filepath.Join(e.dir, "broken", "SKILL.md"), brokenMD("broken"))
 	reg := e.registry(registry.Config{})
 	rep, err := reg.Sync(e.ctx)
 	if err != nil {
@@ -373,25 +408,16 @@ func TestRegistryNeverWipesWhatIsNotItsOwn(t *testing.T) {
 func TestValidAgainIsLogged(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	path := filepath.Join(e.dir, "alpha", "SKILL.md")
-	write(t, path, skillMD("alpha", "first"))
-	write(t, filepath.Join(e.dir, "beta", "SKILL.md"), skillMD("beta", "second")) // the root is not empty
-	var logs natstest.Buffer
-	reg := e.registry(registry.Config{Log: slog.New(slog.NewTextHandler(&logs, nil))})
-	sync := func() {
-		t.Helper()
-		if _, err := reg.Sync(e.ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	sync()
-	write(t, path, "---\nname: alpha\ndescription: [unclosed\n---\nbody\n")
-	sync()
+	path := e.alpha(true)
+	reg, logs := e.loggingRegistry()
+	e.sync(reg)
+	write(t, path, brokenMD("alpha"))
+	e.sync(reg)
 	if !strings.Contains(logs.String(), "skill is invalid; its last good version keeps serving") {
 		t.Fatalf("breaking alpha was not logged:\n%s", logs.String())
 	}
 	write(t, path, skillMD("alpha", "first"))
-	sync()
+	e.sync(reg)
 	if !strings.Contains(logs.String(), `msg="registry: skill is valid again" skill=alpha`) {
 		t.Fatalf("fixing alpha was not logged:\n%s", logs.String())
 	}
@@ -403,17 +429,12 @@ func TestValidAgainIsLogged(t *testing.T) {
 func TestOnlySkillInvalidIsNotAnEmptyRoot(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	path := filepath.Join(e.dir, "alpha", "SKILL.md")
-	write(t, path, skillMD("alpha", "first"))
-	var logs natstest.Buffer
-	reg := e.registry(registry.Config{Log: slog.New(slog.NewTextHandler(&logs, nil))})
-	if _, err := reg.Sync(e.ctx); err != nil {
-		t.Fatal(err)
-	}
-	write(t, path, "---\nname: alpha\ndescription: [unclosed\n---\nbody\n")
-	rep, err := reg.Sync(e.ctx)
-	if err != nil || !slices.Equal(rep.Invalid, []string{"alpha"}) {
-		t.Fatalf("invalid %v (%v), want alpha", rep.Invalid, err)
+	path := e.alpha(false)
+	reg, logs := e.loggingRegistry()
+	e.sync(reg)
+	write(t, path, brokenMD("alpha"))
+	if rep := e.sync(reg); !slices.Equal(rep.Invalid, []string{"alpha"}) {
+		t.Fatalf("invalid %v, want alpha", rep.Invalid)
 	}
 	if !strings.Contains(logs.String(), "skill is invalid; its last good version keeps serving") || strings.Contains(logs.String(), "empty or unreadable") {
 		t.Fatalf("log:\n%s", logs.String())
@@ -427,35 +448,16 @@ func TestOnlySkillInvalidIsNotAnEmptyRoot(t *testing.T) {
 func TestInvalidSkillIsMarkedInTheCatalog(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	path := filepath.Join(e.dir, "alpha", "SKILL.md")
-	write(t, path, skillMD("alpha", "first"))
-	write(t, filepath.Join(e.dir, "beta", "SKILL.md"), skillMD("beta", "second"))
-	current := func() skill.Skill {
-		t.Helper()
-		entry, err := e.kv.Get(e.ctx, "alpha")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var s skill.Skill
-		if err := json.Unmarshal(entry.Value(), &s); err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	path := e.alpha(true)
+	current := func() skill.Skill { return *e.entry("alpha") }
 	reg := e.registry(registry.Config{})
-	sync := func(reg *registry.Registry) {
-		t.Helper()
-		if _, err := reg.Sync(e.ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	sync(reg)
+	e.sync(reg)
 	good := current()
 	if good.Invalid != "" {
 		t.Fatalf("valid skill marked: %q", good.Invalid)
 	}
-	write(t, path, "---\nname: alpha\ndescription: [unclosed\n---\nbody\n")
-	sync(reg)
+	write(t, path, brokenMD("alpha"))
+	e.sync(reg)
 	s := current()
 	if s.Digest != good.Digest || !strings.Contains(s.Invalid, filepath.Join("alpha", "SKILL.md")+":3:") || !strings.Contains(s.Invalid, "error:") {
 		t.Fatalf("invalid skill: digest %s (was %s), mark %q", s.Digest, good.Digest, s.Invalid)
@@ -472,20 +474,20 @@ func TestInvalidSkillIsMarkedInTheCatalog(t *testing.T) {
 		t.Fatalf("kept version while marked: %v %s", err, entry.Value())
 	}
 	before := rev()
-	sync(reg)
+	e.sync(reg)
 	if rev() != before {
 		t.Errorf("a sync finding the same error wrote the entry again")
 	}
 	// A registry started on the invalid files keeps the mark, unchanged.
 	reg.Stop()
 	again := e.registry(registry.Config{})
-	sync(again)
+	e.sync(again)
 	if current().Invalid != s.Invalid || rev() != before {
 		t.Errorf("after a restart: mark %q, revision %d (was %d)", current().Invalid, rev(), before)
 	}
 	// Fixed back to the very version serving: the mark goes.
 	write(t, path, skillMD("alpha", "first"))
-	sync(again)
+	e.sync(again)
 	if s := current(); s.Invalid != "" || s.Digest != good.Digest {
 		t.Errorf("fixed: digest %s, mark %q", s.Digest, s.Invalid)
 	}
@@ -497,17 +499,9 @@ func TestInvalidSkillIsMarkedInTheCatalog(t *testing.T) {
 func TestInvalidMarkChangesOnlyTheMark(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	path := filepath.Join(e.dir, "alpha", "SKILL.md")
-	write(t, path, skillMD("alpha", "first"))
-	write(t, filepath.Join(e.dir, "beta", "SKILL.md"), skillMD("beta", "second"))
+	path := e.alpha(true)
 	reg := e.registry(registry.Config{})
-	sync := func() {
-		t.Helper()
-		if _, err := reg.Sync(e.ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	sync()
+	e.sync(reg)
 	entry := func() map[string]any {
 		t.Helper()
 		en, err := e.kv.Get(e.ctx, "alpha")
@@ -530,13 +524,13 @@ func TestInvalidMarkChangesOnlyTheMark(t *testing.T) {
 	m := entry()
 	m["repaired_by"] = "rep-1" // as a repair's version says
 	put(m)
-	write(t, path, "---\nname: alpha\ndescription: [unclosed\n---\nbody\n")
-	sync()
+	write(t, path, brokenMD("alpha"))
+	e.sync(reg)
 	if m := entry(); m["invalid"] == nil || m["repaired_by"] != "rep-1" {
 		t.Fatalf("marked: %v", m)
 	}
 	write(t, path, skillMD("alpha", "first"))
-	sync()
+	e.sync(reg)
 	if m := entry(); m["invalid"] != nil || m["repaired_by"] != "rep-1" {
 		t.Fatalf("unmarked: %v", m)
 	}
@@ -546,8 +540,8 @@ func TestInvalidMarkChangesOnlyTheMark(t *testing.T) {
 	m = entry()
 	m["digest"] = strings.Repeat("b", 64)
 	put(m)
-	write(t, path, "---\nname: alpha\ndescription: [unclosed\n---\nbody\n")
-	sync()
+	write(t, path, brokenMD("alpha"))
+	e.sync(reg)
 	if m := entry(); m["invalid"] != nil || m["digest"] != strings.Repeat("b", 64) {
 		t.Errorf("another registry's newer version: %v", m)
 	}

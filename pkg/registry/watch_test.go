@@ -104,7 +104,7 @@ func TestWatch(t *testing.T) {
 		wait(t, cat, "the edit of the new skill", has("gamma", "newer"))
 	})
 	t.Run("made invalid keeps the last good version", func(t *testing.T) {
-		write(t, filepath.Join(e.dir, "alpha", "SKILL.md"), "---\nname: alpha\ndescription: [unclosed\n---\nbody\n")
+		write(t, filepath.Join(e.dir, "alpha", "SKILL.md"), brokenMD("alpha"))
 		r := until(t, syncs, "finding alpha invalid", func(r *registry.Report) bool { return len(r.Invalid) > 0 })
 		if !slices.Equal(r.Invalid, []string{"alpha"}) || slices.Contains(r.Removed, "alpha") {
 			t.Fatalf("sync after breaking alpha: %+v", r)
