@@ -701,10 +701,7 @@ func inputsOf(e *bus.Binary) (_ json.RawMessage, obj map[string]any, data any, _
 // textOf is selector.TextOf over inputs already decoded: the first of fields
 // (selector.DefaultTextFields when nil) that holds a non-blank string.
 func textOf(obj map[string]any, fields []string) string {
-	if fields == nil {
-		fields = selector.DefaultTextFields
-	}
-	for _, f := range fields {
+	for _, f := range textFieldsOr(fields) {
 		if s, ok := obj[f].(string); ok && strings.TrimSpace(s) != "" {
 			return s
 		}
@@ -712,10 +709,11 @@ func textOf(obj map[string]any, fields []string) string {
 	return ""
 }
 
-// textFields are the data fields a trigger's routing text is taken from.
-func (r *Router) textFields() []string {
-	if len(r.cfg.TextFields) > 0 {
-		return r.cfg.TextFields
+// textFieldsOr is fields, or selector.DefaultTextFields when there are none: the
+// data fields a trigger's routing text is taken from.
+func textFieldsOr(fields []string) []string {
+	if len(fields) == 0 {
+		return selector.DefaultTextFields
 	}
-	return selector.DefaultTextFields
+	return fields
 }

@@ -85,7 +85,7 @@ func (r *Router) handleRoute(ctx context.Context, body []byte) (*selector.Decisi
 		// client sends as io.skillbus.request, its text in the first text field:
 		// the skills it reaches get that data, and those that refuse it are not
 		// chosen, as for the trigger.
-		req.Data = map[string]any{r.textFields()[0]: req.Text}
+		req.Data = map[string]any{textFieldsOr(r.cfg.TextFields)[0]: req.Text}
 		data = req.Data
 	}
 	return r.decide(ctx, &trigger{req: req, e: &bus.Binary{Type: req.Type}, data: data})
