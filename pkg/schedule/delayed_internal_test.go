@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillbus/skillbus/internal/natstest"
@@ -36,9 +35,11 @@ func TestDelayedDeleteRetried(t *testing.T) {
 	ctx := t.Context()
 	srv := natstest.Start(t)
 	b := srv.Bus(t, bus.Config{})
-	var published atomic.Int32
+	// A synchronous subscription: once a flush returns, every message the
+	// server sent before it is in the subscription's queue (an asynchronous
+	// handler might not have run yet).
 	watcher := srv.Conn(t)
-	sub, err := watcher.Subscribe(b.Subjects.Triggers(), func(*nats.Msg) { published.Add(1) })
+	sub, err := watcher.SubscribeSync(b.Subjects.Triggers())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,7 @@ func TestDelayedDeleteRetried(t *testing.T) {
 	if err := watcher.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	if n := published.Load(); n != 1 {
-		t.Errorf("published %d times, want 1", n)
+	if n, _, err := sub.Pending(); err != nil || n != 1 {
+		t.Errorf("published %d times (%v), want 1", n, err)
 	}
 }
