@@ -20,6 +20,7 @@ func routeEvalCommand(stdout io.Writer) *cobra.Command {
 		minAccuracy float64
 		asJSON      bool
 		noExamples  bool
+		textField   string
 	)
 	cmd := &cobra.Command{
 		Use:   "eval",
@@ -31,7 +32,11 @@ every miss — beside standard Okapi BM25 over each skill's name and description
 b 0.75, lower-cased words), with and without stemming, so a catalog shows what the
 router adds. It also counts, request by request, those only the router gets right and
 those only BM25+stemming does, with the sign test's p: whether the difference is more
-than noise. Each request is routed as a client sends it, {"query": TEXT}.
+than noise. Each request is routed as a client sends it: a --cases text as
+{"query": TEXT} (or the field --text-field names), a skill's example in the field
+that skill takes text in (query, text, message or prompt). A skill whose inputs
+would refuse that data is kept out, as the live router keeps it out, and the miss
+says why.
 
 Cases come from every skill's examples (positive: that skill must be primary, each
 routed with that example left out of the skill; negative: that skill must not be)
@@ -52,6 +57,9 @@ last line with the summary.`,
 			if minAccuracy < 0 || minAccuracy > 1 {
 				return usage("--min-accuracy %v: want a number in [0, 1]", minAccuracy)
 			}
+			if !validField(textField) {
+				return usage("--text-field %q: want a field name (letters, digits, _ and -)", textField)
+			}
 			cfg, err := sf.config()
 			if err != nil {
 				return err
@@ -67,6 +75,9 @@ last line with the summary.`,
 			cs, err := readCaseFiles(cases)
 			if err != nil {
 				return err
+			}
+			for i := range cs {
+				cs[i].Field = textField
 			}
 			for _, c := range cs {
 				for _, e := range append([]string{c.Expect}, c.Any...) {
@@ -107,6 +118,7 @@ last line with the summary.`,
 	f.Float64Var(&minAccuracy, "min-accuracy", 0, "exit 1 when top-1 accuracy is below this")
 	f.BoolVar(&asJSON, "json", false, "print one JSON line per case, then the summary")
 	f.BoolVar(&noExamples, "no-examples", false, "evaluate only --cases, not the skills' own examples")
+	f.StringVar(&textField, "text-field", "query", "the field of the request's data each --cases text is sent in, as your clients send it (a skill's own examples go in the field it takes)")
 	return cmd
 }
 
@@ -117,7 +129,11 @@ func printEval(w io.Writer, results []selector.Result, sum selector.Summary, ski
 	fmt.Fprintf(w, "recall@3            %.3f\n", sum.Recall3)
 	fmt.Fprintf(w, "recall@5            %.3f    %.3f    %.3f\n", sum.Recall5, sum.BaselineRecall5, sum.BaselineStemRecall5)
 	fmt.Fprintf(w, "no-match precision  %.3f\n", sum.NoMatchPrecision)
-	fmt.Fprintf(w, "off-topic rejected  %.3f    (%d requests no skill should take)\n", sum.OffTopicRejected, sum.OffTopic)
+	if sum.OffTopic == 0 {
+		fmt.Fprintf(w, "off-topic rejected  -        (no request here expects no skill)\n")
+	} else {
+		fmt.Fprintf(w, "off-topic rejected  %.3f    (%d requests no skill should take)\n", sum.OffTopicRejected, sum.OffTopic)
+	}
 	fmt.Fprintf(w, "\nBM25: Okapi, k1 %.1f, b %.2f, %s; BM25+stemming: the same, words stemmed (Snowball English)\n",
 		selector.BaselineK1, selector.BaselineB, selector.BaselineTokens)
 	a := sum.AgainstStem
@@ -151,6 +167,9 @@ func printEval(w io.Writer, results []selector.Result, sum selector.Summary, ski
 			got = *r.Primary
 		}
 		fmt.Fprintf(w, "  %q\n      expected %s, got %s  [%s]\n", r.Query, exp, got, r.Origin)
+		if r.Why != "" {
+			fmt.Fprintf(w, "      %s was recalled but kept out: %s\n", exp, r.Why)
+		}
 	}
 }
 
@@ -183,4 +202,18 @@ func readCaseFiles(paths []string) ([]selector.Case, error) {
 		all = append(all, cs...)
 	}
 	return all, nil
+}
+
+// validField reports whether f can name a field of a request's data, as
+// --text-field gives it.
+func validField(f string) bool {
+	if f == "" || len(f) > 64 {
+		return false
+	}
+	for _, r := range f {
+		if !(r == '_' || r == '-' || '0' <= r && r <= '9' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z') {
+			return false
+		}
+	}
+	return true
 }

@@ -26,6 +26,11 @@ type Case struct {
 	Any []string `json:"-"`
 	// Origin says where the case comes from: a file:line, or skill/example.
 	Origin string `json:"-"`
+	// Field is the field of the request's data the text is sent in, as a client
+	// would send it: "query" for a case read from a file (ReadCases), the field
+	// its skill takes text in for an example (TextField). "" sends it as the
+	// Evaluate call says.
+	Field string `json:"-"`
 	// holdOut is the skill whose example this is; the example is left out of that
 	// skill while the case is routed, so a skill is not tested on its own words.
 	holdOut string
@@ -62,7 +67,7 @@ func ReadCases(r io.Reader, name string) ([]Case, error) {
 		if !ok {
 			return nil, fmt.Errorf("%s:%d: expect is missing; write null for a request no skill should take", name, n)
 		}
-		c := Case{Query: q, Origin: fmt.Sprintf("%s:%d", name, n)}
+		c := Case{Query: q, Origin: fmt.Sprintf("%s:%d", name, n), Field: "query"}
 		if t := strings.TrimSpace(string(exp)); strings.HasPrefix(t, "[") {
 			if err := json.Unmarshal(exp, &c.Any); err != nil || len(c.Any) == 0 || slices.Contains(c.Any, "") {
 				return nil, fmt.Errorf("%s:%d: expect must be a skill name, a non-empty list of them, or null, not %s", name, n, exp)
@@ -82,18 +87,43 @@ func ReadCases(r io.Reader, name string) ([]Case, error) {
 }
 
 // ExampleCases are the cases a catalog carries: every skill's examples.positive
-// (expect the skill) and examples.negative (expect anything else).
+// (expect the skill) and examples.negative (expect anything else), each sent in
+// the field its skill takes text in (TextField).
 func ExampleCases(skills []*skill.Skill) []Case {
 	var out []Case
 	for _, s := range skills {
+		f := TextField(s)
 		for i, q := range s.Examples.Positive {
-			out = append(out, Case{Query: q, Expect: s.Name, Origin: fmt.Sprintf("%s examples.positive[%d]", s.Name, i), holdOut: s.Name})
+			out = append(out, Case{Query: q, Expect: s.Name, Origin: fmt.Sprintf("%s examples.positive[%d]", s.Name, i), Field: f, holdOut: s.Name})
 		}
 		for i, q := range s.Examples.Negative {
-			out = append(out, Case{Query: q, Origin: fmt.Sprintf("%s examples.negative[%d]", s.Name, i), holdOut: s.Name, negative: true})
+			out = append(out, Case{Query: q, Origin: fmt.Sprintf("%s examples.negative[%d]", s.Name, i), Field: f, holdOut: s.Name, negative: true})
 		}
 	}
 	return out
+}
+
+// TextField is the field of a text request's data a skill takes its text in: the
+// first of DefaultTextFields its workflow declares as an input, "query" for a
+// skill that declares no inputs or "*", and "" for one that takes none of them
+// (TextInputWarnings says so).
+func TextField(s *skill.Skill) string {
+	if s.Workflow == nil || len(s.Workflow.Inputs) == 0 {
+		return "query"
+	}
+	for _, f := range DefaultTextFields {
+		for _, in := range s.Workflow.Inputs {
+			if in.Name == f {
+				return f
+			}
+		}
+	}
+	for _, in := range s.Workflow.Inputs {
+		if in.Name == skill.AnyInput {
+			return "query"
+		}
+	}
+	return ""
 }
 
 // Result is one routed case.
@@ -107,7 +137,10 @@ type Result struct {
 	Ranked    []string  `json:"ranked"`
 	Scores    []float64 `json:"scores,omitempty"`
 	OK        bool      `json:"ok"`
-	Origin    string    `json:"origin,omitempty"`
+	// Why says why a right skill the router recalled was kept out of the plan:
+	// its inputs refuse the data the text was sent in.
+	Why    string `json:"why,omitempty"`
+	Origin string `json:"origin,omitempty"`
 	// Baseline is plain BM25's best skill over names and descriptions.
 	Baseline *string `json:"baseline,omitempty"`
 	// BaselineStem is BM25+stemming's best skill.
@@ -206,6 +239,17 @@ func (c *Case) right(name string) bool {
 	return name == c.Expect
 }
 
+// refusal is the part of a candidate's reason that says its inputs refuse the
+// request's data, without RefusedPrefix, or "".
+func refusal(reason string) string {
+	_, why, ok := strings.Cut(reason, RefusedPrefix)
+	if !ok {
+		return ""
+	}
+	why, _, _ = strings.Cut(why, "; ")
+	return why
+}
+
 // rankOf is the position of the first right answer in ranked, or -1.
 func (c *Case) rankOf(ranked []string) int {
 	for i, n := range ranked {
@@ -249,7 +293,10 @@ func evaluate(x *Selector, cases []Case, env Env, baselines, asData bool) ([]Res
 			}
 		}
 		req := Request{Text: c.Query}
-		if asData {
+		switch {
+		case c.Field != "":
+			req.Data = map[string]any{c.Field: c.Query}
+		case asData:
 			// As a client sends it: io.skillbus.request with the text in "query".
 			req.Data = map[string]any{"query": c.Query}
 		}
@@ -272,6 +319,9 @@ func evaluate(x *Selector, cases []Case, env Env, baselines, asData bool) ([]Res
 			for _, cd := range d.Candidates {
 				r.Ranked = append(r.Ranked, cd.Name)
 				r.Scores = append(r.Scores, cd.Score)
+				if r.Why == "" && !c.negative && c.Expect != "" && c.right(cd.Name) && cd.Name != d.Primary {
+					r.Why = refusal(cd.Reason)
+				}
 			}
 		}
 		got := ""
@@ -537,9 +587,15 @@ func ExampleWarnings(skills []*skill.Skill) skill.Diagnostics {
 		}
 		if r.Expect != nil {
 			s := by[*r.Expect]
-			ds = append(ds, skill.Diagnostic{File: s.Source, Severity: skill.SeverityWarning, Field: "examples.positive",
+			d := skill.Diagnostic{File: s.Source, Severity: skill.SeverityWarning, Field: "examples.positive",
 				Message: fmt.Sprintf("example %q routes to %s, not to %s", r.Query, got, s.Name),
-				Hint:    "make the description, tags or examples say it; 'skillbus route --explain' shows the scores"})
+				Hint:    "make the description, tags or examples say it; 'skillbus route --explain' shows the scores"}
+			if r.Why != "" {
+				// Its words found it: its inputs keep it out.
+				d.Message = fmt.Sprintf("example %q, sent as {%q: ...}, routes to %s, not to %s: %s", r.Query, TextField(s), got, s.Name, r.Why)
+				d.Hint = refusalHint(r.Why)
+			}
+			ds = append(ds, d)
 		} else {
 			name := got
 			if s := by[name]; s != nil {
@@ -563,19 +619,30 @@ func TextInputWarnings(skills []*skill.Skill) skill.Diagnostics {
 		if s.Workflow == nil || len(s.Workflow.Inputs) == 0 || len(s.Examples.Positive) == 0 && len(s.TriggerPhrases) == 0 {
 			continue
 		}
-		takes := false
-		for _, f := range DefaultTextFields {
-			if s.RefusesFields(map[string]any{f: ""}) == "" {
-				takes = true
-				break
-			}
-		}
-		if !takes {
+		f := TextField(s)
+		if f == "" {
 			ds = append(ds, skill.Diagnostic{File: s.Source, Severity: skill.SeverityWarning, Field: "inputs",
 				Message: fmt.Sprintf("%s is meant to be chosen by a request's words (examples, phrase triggers), but its inputs take none of the fields a text request holds its text in (%s): the router will not choose it for one",
 					s.Name, strings.Join(DefaultTextFields, ", ")),
 				Hint: `declare an input query (or "*"), and give its other required inputs defaults`})
+			continue
+		}
+		if why := s.RefusesFields(map[string]any{f: ""}); why != "" {
+			ds = append(ds, skill.Diagnostic{File: s.Source, Severity: skill.SeverityWarning, Field: "inputs",
+				Message: fmt.Sprintf("%s is meant to be chosen by a request's words (examples, phrase triggers), but a text request sent as {%q: ...} cannot run it: %s; the router will not choose it for one",
+					s.Name, f, why),
+				Hint: refusalHint(why)})
 		}
 	}
 	return ds
+}
+
+// refusalHint says how to make a skill take a text request its inputs refuse
+// (why: Skill.RefusesFields's answer).
+func refusalHint(why string) string {
+	if strings.HasPrefix(why, "its required input ") {
+		in := strings.TrimSuffix(strings.TrimPrefix(why, "its required input "), " is not in the data")
+		return fmt.Sprintf("give %s a default, or make it optional, so a request that says only its text can run", in)
+	}
+	return `declare an input query (or "*"), and give its other required inputs defaults`
 }

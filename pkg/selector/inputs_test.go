@@ -159,3 +159,58 @@ func TestInvalidMarkReachesTheReason(t *testing.T) {
 		t.Fatalf("unmarked: %q", c.Reason)
 	}
 }
+
+// A skill's examples are sent in the field it takes text in: a skill that takes
+// "text" is not warned that its examples route to no skill (they did, sent as
+// "query"), and a --cases request sent as "query" that it cannot take says why.
+func TestExamplesAreSentInTheFieldTheirSkillTakes(t *testing.T) {
+	t.Parallel()
+	temp := sk("temp-convert", "Converts a temperature between Celsius and Fahrenheit.",
+		workflow(skill.Input{Name: "text", Required: true}),
+		func(s *skill.Skill) {
+			s.Examples.Positive = []string{"convert 451 fahrenheit to celsius", "how hot is 30 degrees celsius in fahrenheit"}
+		})
+	if got := selector.TextField(temp); got != "text" {
+		t.Fatalf("TextField %q, want text", got)
+	}
+	all := []*skill.Skill{temp, pdf}
+	if ws := selector.ExampleWarnings(all); len(ws) != 0 {
+		t.Errorf("example warnings %v, want none: sent as text, each example routes to temp-convert", ws)
+	}
+	if ws := selector.TextInputWarnings(all); len(ws) != 0 {
+		t.Errorf("text input warnings %v, want none: it takes text", ws)
+	}
+	x := newSel(t, selector.Config{}, temp, pdf)
+	rs, s := selector.Evaluate(x, selector.ExampleCases(all), selector.Env{})
+	if s.Top1 != 1 {
+		t.Errorf("route eval of its examples: top-1 %v, results %+v", s.Top1, rs)
+	}
+	rs, _ = selector.Evaluate(x, []selector.Case{{Query: "convert 100 celsius to fahrenheit", Expect: "temp-convert", Field: "query"}}, selector.Env{})
+	if rs[0].OK || rs[0].Why != "its inputs (text) do not take the field query" {
+		t.Errorf("sent as query: ok %v, why %q", rs[0].OK, rs[0].Why)
+	}
+	rs, _ = selector.Evaluate(x, []selector.Case{{Query: "convert 100 celsius to fahrenheit", Expect: "temp-convert", Field: "text"}}, selector.Env{})
+	if !rs[0].OK || rs[0].Why != "" {
+		t.Errorf("sent as text: ok %v, why %q", rs[0].OK, rs[0].Why)
+	}
+}
+
+// A skill that takes text but also requires an input without a default cannot
+// run on a request that says only its text: the warnings name that input, not
+// the text fields.
+func TestTextSkillWithAnotherRequiredInputIsWarnedByName(t *testing.T) {
+	t.Parallel()
+	temp := sk("temp-convert", "Converts a temperature between Celsius and Fahrenheit.",
+		workflow(skill.Input{Name: "text"}, skill.Input{Name: "precision", Required: true}),
+		func(s *skill.Skill) { s.Examples.Positive = []string{"convert 451 fahrenheit to celsius"} })
+	ws := selector.TextInputWarnings([]*skill.Skill{temp, pdf})
+	if len(ws) != 1 || !strings.Contains(ws[0].Message, `sent as {"text": ...} cannot run it: its required input precision is not in the data`) ||
+		!strings.Contains(ws[0].Hint, "give precision a default") {
+		t.Fatalf("text input warnings %v", ws)
+	}
+	ws = selector.ExampleWarnings([]*skill.Skill{temp, pdf})
+	if len(ws) != 1 || !strings.Contains(ws[0].Message, `"convert 451 fahrenheit to celsius", sent as {"text": ...}, routes to no skill, not to temp-convert: its required input precision is not in the data`) ||
+		!strings.Contains(ws[0].Hint, "give precision a default") {
+		t.Fatalf("example warnings %v", ws)
+	}
+}
