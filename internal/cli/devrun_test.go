@@ -3,6 +3,7 @@ package cli_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -87,4 +88,36 @@ func TestTriggerWaitSaysTheSkillsFileIsInvalid(t *testing.T) {
 	if !strings.Contains(out, "HI") || !strings.Contains(out, "skill.yaml:") {
 		t.Errorf("invalid skill:\n%s", out)
 	}
+}
+
+// A trigger a debounced skill folds into its burst was taken, not refused:
+// trigger --wait says so, and that its run comes later as its own activation,
+// and exits 7, not 3 (no skill took it); the burst's run then completes.
+func TestTriggerWaitOnADebouncedSkillSaysItRunsLater(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "settle", "skill.yaml")
+	yaml := "name: settle\ndescription: Settles a burst of updates once they stop.\nversion: 1.0.0\ndebounce:\n  period: 1s\ninputs:\n  - name: n\n    type: integer\nsteps:\n  - id: last\n    compute: |\n      result = inputs.n\n    output: n\noutputs:\n  n: \"{{ n }}\"\n"
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logs := startDev(t, "--skills", dir)
+	url := devLine(t, logs, `NATS\s+(nats://127\.0\.0\.1:\d+)`)[1]
+	var out bytes.Buffer
+	err := cli.Skillbus(context.Background(), []string{"trigger", "--nats-url", url, "--skill", "settle", "--data", `{"n":7}`, "--wait", "--timeout", "30s"}, noEnv, &out, &out)
+	var ee *cli.ExitError
+	if !errors.As(err, &ee) || ee.Code != 7 {
+		t.Fatalf("err %v, want exit code 7\n%s", err, &out)
+	}
+	if s := out.String(); !strings.Contains(s, "⏸ debounced: settle: debounce 1s") || !strings.Contains(s, "as its own activation: 'skillbus runs list' shows it") || strings.Contains(s, "not routed") {
+		t.Fatalf("output:\n%s", s)
+	}
+	natstest.Eventually(t, 30*time.Second, func() bool {
+		var list bytes.Buffer
+		_ = cli.Skillbus(context.Background(), []string{"runs", "list", "--nats-url", url}, noEnv, &list, &list)
+		return regexp.MustCompile(`settle\s.*completed`).MatchString(list.String())
+	}, "the burst's run never completed")
 }

@@ -27,6 +27,7 @@ import (
 const (
 	exitFailed    = 1 // the execution failed
 	exitUnmatched = 3 // no skill took the trigger, or the trigger was rejected
+	exitDeferred  = 7 // taken into a debounced run or a batch, which runs later
 	exitTimeout   = 4 // no result within --timeout
 	exitRepairing = 5 // the execution is parked on a repair that waits for approval
 	exitCancelled = 6 // the execution was cancelled (skillbus runs cancel, cancel_on, the console)
@@ -53,7 +54,8 @@ With --wait it follows the activation: the routing decision, each step, retries 
 fallbacks, repairs, sleeps and waits, and the result. The exit code is 0 when the
 execution completed (or when no skill matches the trigger but it ended a run's
 wait_for_event, which is what such an event is sent for), 1 when it failed, 3 when
-no skill took the trigger, 4 on
+no skill took the trigger, 7 when a debounced or batched skill took it into a
+run that starts later (as its own activation: runs list shows it), 4 on
 --timeout (a run that sleeps or waits for an event or a confirmation past it goes
 on), 5 when the execution is parked on a repair that waits for approval (skillbus
 repair approve ID resumes it; runs list and runs show show it meanwhile), and 6 when
@@ -165,6 +167,8 @@ routers restarting. One due while no router runs is published when one starts.`,
 				return err
 			case res.Unmatched != nil && res.Unmatched.Code == events.UnmatchedNoSkill && len(res.Unmatched.EndedWaits) > 0:
 				return nil // sent to resume waiting runs, which it did
+			case res.Deferred():
+				return &ExitError{Code: exitDeferred, Err: res.Err(), Quiet: true}
 			case res.Unmatched != nil:
 				return &ExitError{Code: exitUnmatched, Err: res.Err(), Quiet: true}
 			case res.Failed != nil:
@@ -459,6 +463,15 @@ func (w *watcher) print(e *event.Event) {
 		_ = json.Unmarshal(e.Data(), &u)
 		if len(u.EndedWaits) > 0 && u.Code == events.UnmatchedNoSkill {
 			fmt.Fprintf(w.out, "▶ no skill takes it, but it ended the wait of %s: %s\n", plural(len(u.EndedWaits), "run"), strings.Join(u.EndedWaits, ", "))
+			return
+		}
+		if u.Code == events.UnmatchedDebounced || u.Code == events.UnmatchedBatched {
+			// Taken, not refused: a skill runs it later, as its own activation.
+			what := "one run with the burst's last trigger, when the burst ends"
+			if u.Code == events.UnmatchedBatched {
+				what = "the batch's run, when the batch is full or its time is up"
+			}
+			fmt.Fprintf(w.out, "⏸ %s: %s\n  it runs in %s, as its own activation: 'skillbus runs list' shows it\n", u.Code, u.Reason, what)
 			return
 		}
 		fmt.Fprintf(w.out, "✗ not routed: %s: %s\n", str("code"), str("reason"))

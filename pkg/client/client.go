@@ -185,6 +185,14 @@ type Result struct {
 	Repairing *Repairing
 }
 
+// Deferred reports whether the trigger was taken into a debounced run or a batch,
+// which runs later as its own activation (with a burst's last data, or a batch's
+// events): Unmatched says so, with code debounced or batched, and its reason. No
+// skill refused it.
+func (r *Result) Deferred() bool {
+	return r.Unmatched != nil && (r.Unmatched.Code == events.UnmatchedDebounced || r.Unmatched.Code == events.UnmatchedBatched)
+}
+
 // Repairing is an execution parked on a repair that waits for approval.
 type Repairing struct {
 	ExecutionID string
@@ -225,6 +233,8 @@ func (r *Result) Err() error {
 	switch {
 	case r.Completed:
 		return nil
+	case r.Deferred():
+		return fmt.Errorf("%s: %s; it runs later as its own activation", r.Unmatched.Code, r.Unmatched.Reason)
 	case r.Unmatched != nil:
 		return fmt.Errorf("not routed (%s): %s", r.Unmatched.Code, r.Unmatched.Reason)
 	case r.Failed != nil:

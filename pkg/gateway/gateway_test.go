@@ -101,6 +101,11 @@ func (f *fixture) answer(m jetstream.Msg) {
 			f.t.Error(err)
 		}
 	}
+	if e.Type() == "test.debounced" {
+		pub(act+".u", events.TypeRouteUnmatched, events.RouteUnmatched{ActivationID: act, Code: events.UnmatchedDebounced,
+			Reason: `vip-alert: debounce 2s (key "c2"): folded into one run with the last trigger's data`})
+		return
+	}
 	if e.Type() == "test.unmatched" {
 		pub(act+".u", events.TypeRouteUnmatched, events.RouteUnmatched{ActivationID: act, Code: events.UnmatchedNoSkill, Reason: "no skill"})
 		return
@@ -252,6 +257,14 @@ func TestEvents(t *testing.T) {
 	t.Run("wait, unmatched", func(t *testing.T) {
 		code, out, _ := f.post("/events?wait=20s", binary("b-3", "test.unmatched"), `{}`)
 		if code != http.StatusOK || out["status"] != "unmatched" || !strings.Contains(out["error"].(string), "no skill") {
+			t.Fatalf("%d %v", code, out)
+		}
+	})
+	t.Run("wait, taken into a debounced run", func(t *testing.T) {
+		// Not refused: a skill took it into a run that starts later, as its own
+		// activation. 202, "deferred", with the debounce that took it.
+		code, out, _ := f.post("/events?wait=20s", binary("b-8", "test.debounced"), `{}`)
+		if code != http.StatusAccepted || out["status"] != "deferred" || !strings.Contains(out["error"].(string), `vip-alert: debounce 2s (key "c2")`) {
 			t.Fatalf("%d %v", code, out)
 		}
 	})

@@ -163,6 +163,8 @@ type Accepted struct {
 	// dedupe window): nothing new was started.
 	Duplicate bool `json:"duplicate,omitempty"`
 	// With ?wait: the outcome. Status is "completed", "failed", "unmatched",
+	// "deferred" when a debounced or batched skill took it into a run that starts
+	// later as its own activation (Error says which and why), "cancelled",
 	// "repairing" when the execution is parked on a repair that waits for a
 	// person's approval (it has not ended: the same activation goes on once the
 	// repair is decided), or "pending" when the wait ended first.
@@ -413,6 +415,10 @@ func (g *Gateway) publish(w http.ResponseWriter, r *http.Request, evs []event.Ev
 				code = http.StatusAccepted
 			case res.Completed:
 				out[i].Status, out[i].Outputs = "completed", res.Outputs
+			case res.Deferred():
+				// Taken, not refused: its run is another activation, later.
+				out[i].Status, out[i].Error = "deferred", res.Err().Error()
+				code = http.StatusAccepted
 			case res.Unmatched != nil:
 				out[i].Status, out[i].Error = "unmatched", res.Err().Error()
 			case res.Cancelled != nil:
