@@ -352,6 +352,41 @@ func printSkill(w io.Writer, resp *registry.GetResponse, withBody bool) {
 	line("timeout", s.ExecTimeout().String())
 	line("max retries", fmt.Sprint(s.Retries()))
 	list("examples", s.Examples.Positive)
+	// When it runs besides its triggers: flow control, decided before a run starts.
+	if sc := s.Schedule; sc != nil {
+		v := sc.Cron
+		if sc.Timezone != "" {
+			v += " (" + sc.Timezone + ")"
+		}
+		if sc.CatchUp != "" {
+			v += ", catch_up " + sc.CatchUp
+		}
+		line("schedule", v)
+	}
+	line("filter", s.Filter)
+	if s.RateLimit != nil {
+		line("rate limit", s.RateLimit.String())
+	}
+	if s.Debounce != nil {
+		line("debounce", s.Debounce.String())
+	}
+	if s.Batch != nil {
+		line("batch", s.Batch.String())
+	}
+	for _, c := range s.Concurrency {
+		v := fmt.Sprintf("%d at once", c.Limit)
+		if c.Key != "" {
+			v += " per " + c.Key
+		}
+		line("concurrency", v)
+	}
+	if s.Throttle != nil {
+		line("throttle", s.Throttle.String())
+	}
+	for _, c := range s.CancelOn {
+		line("cancel on", c.String())
+	}
+	line("queue priority", s.QueuePriority)
 	if wf := s.Workflow; wf != nil {
 		if len(wf.Inputs) > 0 {
 			fmt.Fprintln(w, "\ninputs:")

@@ -376,3 +376,28 @@ func TestValidateRemoteFollowsLinks(t *testing.T) {
 		t.Fatalf("validate --remote of a ConfigMap volume: %v\n%s", err, out)
 	}
 }
+
+// skills show prints a skill's flow control — when it runs besides its triggers —
+// in its text output too, not only in --json.
+func TestSkillsShowFlowControl(t *testing.T) {
+	t.Parallel()
+	files := map[string]string{
+		"vip-alert/SKILL.md": "---\nname: vip-alert\ndescription: Alerts the account team to a VIP order.\n" +
+			"triggers: [com.acme.order.placed]\n" +
+			"filter: data.tier == \"vip\"\n" +
+			"debounce:\n  key: data.customer\n  period: 2s\n" +
+			"concurrency:\n  - key: data.customer\n    limit: 1\n" +
+			"cancel_on:\n  - type: com.acme.order.cancelled\n" +
+			"---\n\nAlert them.\n",
+	}
+	url, _, _ := catalogServerWith(t, true, files)
+	out, err := skillbus(t, "skills", "show", "vip-alert", "--nats-url", url)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"filter:        data.tier == \"vip\"\n", "debounce:      2s (at most 20s) by data.customer\n", "concurrency:   1 at once per data.customer\n", "cancel on:     com.acme.order.cancelled"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("show lacks %q:\n%s", want, out)
+		}
+	}
+}
