@@ -1,7 +1,9 @@
 package flow
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 
 	"cel.dev/cel-go/cel"
@@ -36,6 +38,16 @@ type WaitMatch struct {
 	// result; inputs is nil when the expression does not read inputs.
 	inputs     *fields
 	stepFields map[string]*fields
+	refs       []Ref
+}
+
+// Ref is a field of inputs or steps a match selects by a fixed name
+// (inputs.order, steps["create"]), where the name is written.
+type Ref struct {
+	Root string // "inputs" or "steps"
+	Name string // the input, or the step (by id or output name)
+	// Line and Column are 1-based, in the source, of the name.
+	Line, Column int
 }
 
 // fields is what an expression reads of a value: all of it, or some of its
@@ -125,6 +137,10 @@ func CompileWaitMatch(src string) (*WaitMatch, error) {
 // String is the match's source.
 func (m *WaitMatch) String() string { return m.src }
 
+// Refs are the inputs and steps the match selects by name, in the order they are
+// written, so that a skill's loader can check each is declared.
+func (m *WaitMatch) Refs() []Ref { return m.refs }
+
 // Steps are the step results the match reads; all is true when it may read any.
 func (m *WaitMatch) Steps() (names []string, all bool) { return m.steps, m.allSteps }
 
@@ -163,6 +179,9 @@ func (m *WaitMatch) reads(a *cel.Ast) {
 			continue
 		}
 		path := fieldPath(id)
+		if len(path) > 0 {
+			m.refs = append(m.refs, nameRef(a.NativeRep().SourceInfo(), id, root, path[0]))
+		}
 		if root == "inputs" {
 			if m.inputs == nil {
 				m.inputs = &fields{}
@@ -185,9 +204,28 @@ func (m *WaitMatch) reads(a *cel.Ast) {
 		}
 		f.add(path[1:])
 	}
+	slices.SortStableFunc(m.refs, func(x, y Ref) int {
+		return cmp.Or(cmp.Compare(x.Line, y.Line), cmp.Compare(x.Column, y.Column))
+	})
 	if m.allSteps {
 		m.steps, m.stepFields = nil, nil
 	}
+}
+
+// nameRef is the first field selected from the identifier id, at the name: for
+// x.f, after the dot; for x["f"], the string literal. (A selection's own position
+// is its macro's inside has(), so x.f is placed from x.)
+func nameRef(info *ast.SourceInfo, id ast.NavigableExpr, root, name string) Ref {
+	r := Ref{Root: root, Name: name}
+	p, _ := id.Parent()
+	loc, shift := info.GetStartLocation(id.ID()), len(root)+1
+	if p.Kind() == ast.CallKind {
+		loc, shift = info.GetStartLocation(p.AsCall().Args()[1].ID()), 0
+	}
+	if loc.Line() >= 1 {
+		r.Line, r.Column = loc.Line(), loc.Column()+1+shift
+	}
+	return r
 }
 
 // fieldPath is the field names selected from e, outermost last, up to the

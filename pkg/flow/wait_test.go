@@ -147,3 +147,30 @@ func TestWaitMatchKeepsWhatItReads(t *testing.T) {
 		}
 	}
 }
+
+// Refs name each input and step a match selects by name, where the name is
+// written, so that a loader can report a misspelt one at its column.
+func TestWaitMatchRefs(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		src  string
+		want []Ref
+	}{
+		{`event.data.order == "o-1"`, nil},
+		{`event.data.customer == inputs.customr`, []Ref{{Root: "inputs", Name: "customr", Line: 1, Column: 31}}},
+		{`inputs["order"] == event.data.order && steps.create.id == event.data.id`, []Ref{
+			{Root: "inputs", Name: "order", Line: 1, Column: 8},
+			{Root: "steps", Name: "create", Line: 1, Column: 46},
+		}},
+		{"has(event.data.x) &&\n  has(inputs.vip)", []Ref{{Root: "inputs", Name: "vip", Line: 2, Column: 14}}},
+		{`size(inputs) == 1 && size(steps) == 2`, nil},
+	} {
+		m, err := CompileWaitMatch(tt.src)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.src, err)
+		}
+		if diff := cmp.Diff(tt.want, m.Refs()); diff != "" {
+			t.Errorf("%s: refs (-want +got):\n%s", tt.src, diff)
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package skill
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -118,18 +117,10 @@ func decodeCancelOn(b *builder, d *decoder, p pair) {
 // file; false when it does not compile.
 func (d *decoder) matchAt(n *yaml.Node, field, src string) bool {
 	_, err := flow.CompileMatch(src)
-	if err == nil {
-		return true
+	if err != nil {
+		d.celError(n, field, src, err, "CEL over two events: event (the one that cancels) and trigger (the run's), each with id, type, source, subject, time, data; see docs/authoring.md, Flow control")
 	}
-	var fe *flow.Error
-	if !errors.As(err, &fe) {
-		d.errAt(n, field, "", "%s: %v", field, err)
-		return false
-	}
-	line, col := d.exprPos(n, fe.Line, fe.Column)
-	hint := "CEL over two events: event (the one that cancels) and trigger (the run's), each with id, type, source, subject, time, data; see docs/authoring.md, Flow control"
-	d.add(SeverityError, line, col, field, hint, "%s is not a valid expression: %s", field, fe.Msg)
-	return false
+	return err == nil
 }
 
 // String says what a rule is, as a person would.

@@ -139,17 +139,22 @@ func (d *decoder) celAt(n *yaml.Node, field, src string, kind flow.Kind) bool {
 // celAtHint is celAt with the hint its error gives.
 func (d *decoder) celAtHint(n *yaml.Node, field, src string, kind flow.Kind, hint string) bool {
 	_, err := flow.Compile(src, kind)
-	if err == nil {
-		return true
+	if err != nil {
+		d.celError(n, field, src, err, hint)
 	}
+	return err == nil
+}
+
+// celError reports an expression of field that does not compile, at its position
+// in the file.
+func (d *decoder) celError(n *yaml.Node, field, src string, err error, hint string) {
 	var fe *flow.Error
 	if !errors.As(err, &fe) {
 		d.errAt(n, field, "", "%s: %v", field, err)
-		return false
+		return
 	}
 	line, col := d.exprPos(n, fe.Line, fe.Column)
 	d.add(SeverityError, line, col, field, hint, "%s is not a valid expression: %s", field, fe.Msg)
-	return false
 }
 
 // exprPos maps a line and column of an expression to the file: for a block scalar,

@@ -1,7 +1,7 @@
 package skill
 
 import (
-	"errors"
+	"slices"
 	"strings"
 	"time"
 
@@ -54,8 +54,12 @@ func decodeStepWait(sb *stepBuild, d *decoder, e pair, f string) {
 			w.Type = s
 		case "match":
 			s, ok := d.strictStr(p.v, pf, "write a CEL expression: event.data.order == inputs.order")
-			if ok && matchAt(d, p.v, pf, s) {
+			if !ok {
+				continue
+			}
+			if m := waitMatchAt(d, p.v, pf, s); m != nil {
 				w.Match = strings.TrimSpace(s)
+				sb.info.match, sb.info.matchN = m, p.v
 			}
 		case "timeout":
 			v, ok := d.duration(p.v, pf)
@@ -76,20 +80,52 @@ func decodeStepWait(sb *stepBuild, d *decoder, e pair, f string) {
 	sb.st.WaitForEvent = &w
 }
 
-// matchAt compiles a wait_for_event match, reporting an error at its position in
-// the file; false when it does not compile.
-func matchAt(d *decoder, n *yaml.Node, field, src string) bool {
-	_, err := flow.CompileWaitMatch(src)
-	if err == nil {
-		return true
+// waitMatchAt compiles a wait_for_event match, reporting an error at its position
+// in the file; nil when it does not compile.
+func waitMatchAt(d *decoder, n *yaml.Node, field, src string) *flow.WaitMatch {
+	m, err := flow.CompileWaitMatch(src)
+	if err != nil {
+		d.celError(n, field, src, err, "CEL over event (id, type, source, subject, time, data), inputs and steps; see docs/authoring.md, Sleeps and waits")
 	}
-	var fe *flow.Error
-	if !errors.As(err, &fe) {
-		d.errAt(n, field, "", "%s: %v", field, err)
-		return false
+	return m
+}
+
+// checkWaitMatches checks the inputs and steps each wait_for_event's match selects
+// by name, as the templates' names are checked: a declared input, and a step before
+// the wait (by id or output name). A misspelt one would never match: the wait would
+// time out.
+func (wb *workflowBuilder) checkWaitMatches(nc nameCheck) {
+	for i, info := range wb.steps {
+		if info.match == nil {
+			continue
+		}
+		f := info.field + ".wait_for_event.match"
+		earlier := wb.visible(i)
+		for _, r := range info.match.Refs() {
+			line, col := wb.d.exprPos(info.matchN, r.Line, r.Column)
+			if r.Root == "inputs" {
+				wb.checkInput(at{line: line, col: col}, f, nc.inputNames, r.Name)
+				continue
+			}
+			k, defined := nc.definedBy[r.Name]
+			switch {
+			case slices.Contains(earlier, r.Name):
+			case defined && k == i:
+				wb.d.add(SeverityError, line, col, f, "a wait reads the steps before it; its own result is the event it waits for",
+					"steps.%s is the result of this step, which is not available yet", r.Name)
+			case defined:
+				wb.d.add(SeverityError, line, col, f, "a wait reads the steps before it; move step "+wb.w.Steps[k].ID+" before "+wb.w.Steps[i].ID,
+					"step %s (line %d) runs after this wait", r.Name, wb.w.Steps[k].Line)
+			case len(earlier) == 0:
+				wb.d.add(SeverityError, line, col, f, "a wait reads the steps before it, by id or output name; none runs before this one",
+					"unknown step %s", r.Name)
+			default:
+				hint := "steps before this one: " + strings.Join(earlier, ", ")
+				if len(earlier) > 12 {
+					hint = "a wait reads the steps before it, by id or output name"
+				}
+				wb.d.add(SeverityError, line, col, f, hint, "unknown step %s%s", r.Name, didYouMean(r.Name, earlier))
+			}
+		}
 	}
-	line, col := d.exprPos(n, fe.Line, fe.Column)
-	hint := "CEL over event (id, type, source, subject, time, data), inputs and steps; see docs/authoring.md, Sleeps and waits"
-	d.add(SeverityError, line, col, field, hint, "%s is not a valid expression: %s", field, fe.Msg)
-	return false
 }

@@ -22,11 +22,27 @@ func TestWaitForEventValidation(t *testing.T) {
 		{path + ":19:52", SeverityError, "unknown field steps[5].wait_for_event.mach"},
 		{path + ":20:5", SeverityError, "step looped waits for an event; loop, args, timeout and cache do not apply"},
 		{path + ":23:5", SeverityError, "step both has tool and wait_for_event; a step does one of them"},
+		// The inputs and steps a match names are checked as a template's are:
+		// misspelt, the wait would never match and would time out.
+		{path + ":29:87", SeverityError, "unknown input ordr; did you mean order?"},
+		{path + ":33:37", SeverityError, "unknown step fien; did you mean fine?"},
+		{path + ":33:71", SeverityError, "steps.misspelt_step is the result of this step, which is not available yet"},
+		{path + ":35:70", SeverityError, "step last (line 36) runs after this wait"},
+		{path + ":35:105", SeverityError, "step last (line 36) runs after this wait"},
 	}
 	_, ds := LoadOptions{}.LoadPath(fixture(path))
 	checkFiles(t, ds)
 	if diff := cmp.Diff(want, project(ds, fixtures, want), cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("diagnostics (-want +got):\n%s\nall:\n%s", diff, ds)
+	}
+	hints := map[int]string{ // by line
+		29: "declared inputs: order",
+		35: "a wait reads the steps before it; move step last before reads_later",
+	}
+	for _, d := range ds {
+		if h, ok := hints[d.Line]; ok && d.Hint != h {
+			t.Errorf("line %d: hint %q, want %q", d.Line, d.Hint, h)
+		}
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"slices"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/skillbus/skillbus/pkg/flow"
 )
 
 // reservedNames are provided by the engine to templates and expressions; steps,
@@ -31,6 +33,8 @@ type stepInfo struct {
 	outputN   *yaml.Node
 	timeoutN  *yaml.Node
 	loopVarN  *yaml.Node
+	match     *flow.WaitMatch // a wait_for_event's match, compiled
+	matchN    *yaml.Node
 }
 
 type confirmInfo struct {

@@ -51,6 +51,7 @@ func (wb *workflowBuilder) checkReferences(b *builder, index map[string]int) {
 			wb.checkInputReads(s, nc.inputNames, reads)
 		}
 	}
+	wb.checkWaitMatches(nc)
 }
 
 // nameCheck is what checking a name needs to know of the workflow.
@@ -119,17 +120,21 @@ func (wb *workflowBuilder) reportName(s site, nc nameCheck, scope int, known []s
 // checkInputReads checks that the keys a site reads of inputs are declared.
 func (wb *workflowBuilder) checkInputReads(s site, inputNames []string, reads []expr.Read) {
 	for _, r := range reads {
-		if r.Name != "inputs" || r.Key == "" || slices.Contains(inputNames, r.Key) {
-			continue
+		if r.Name == "inputs" && r.Key != "" {
+			wb.checkInput(wb.srcPos(s, r.KeyLine, r.KeyCol), s.field, inputNames, r.Key)
 		}
-		p := wb.srcPos(s, r.KeyLine, r.KeyCol)
-		switch {
-		case len(inputNames) == 0:
-			wb.d.add(SeverityError, p.line, p.col, s.field, "declare it under inputs:", "unknown input %s: the skill declares no inputs", r.Key)
-		default:
-			wb.d.add(SeverityError, p.line, p.col, s.field, "declared inputs: "+strings.Join(inputNames, ", "),
-				"unknown input %s%s", r.Key, didYouMean(r.Key, inputNames))
-		}
+	}
+}
+
+// checkInput reports an input read at p that is not declared.
+func (wb *workflowBuilder) checkInput(p at, field string, inputNames []string, name string) {
+	switch {
+	case slices.Contains(inputNames, name):
+	case len(inputNames) == 0:
+		wb.d.add(SeverityError, p.line, p.col, field, "declare it under inputs:", "unknown input %s: the skill declares no inputs", name)
+	default:
+		wb.d.add(SeverityError, p.line, p.col, field, "declared inputs: "+strings.Join(inputNames, ", "),
+			"unknown input %s%s", name, didYouMean(name, inputNames))
 	}
 }
 
