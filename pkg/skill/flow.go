@@ -3,6 +3,7 @@ package skill
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -146,7 +147,8 @@ func (d *decoder) celAtHint(n *yaml.Node, field, src string, kind flow.Kind, hin
 }
 
 // celError reports an expression of field that does not compile, at its position
-// in the file.
+// in the file. A syntax error where the expression writes and, or or not as words
+// says how CEL writes them instead of hint.
 func (d *decoder) celError(n *yaml.Node, field, src string, err error, hint string) {
 	var fe *flow.Error
 	if !errors.As(err, &fe) {
@@ -154,8 +156,17 @@ func (d *decoder) celError(n *yaml.Node, field, src string, err error, hint stri
 		return
 	}
 	line, col := d.exprPos(n, fe.Line, fe.Column)
+	if strings.Contains(fe.Msg, "Syntax error") && pythonWords.MatchString(celStrings.ReplaceAllString(src, `""`)) {
+		hint = "CEL writes and/or/not as &&, ||, !"
+	}
 	d.add(SeverityError, line, col, field, hint, "%s is not a valid expression: %s", field, fe.Msg)
 }
+
+// pythonWords finds and, or and not written as words, not as fields (data.not).
+var pythonWords = regexp.MustCompile(`(^|[^.\w])(and|or|not)\b`)
+
+// celStrings are CEL's one-line string literals, whose words are text.
+var celStrings = regexp.MustCompile(`"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'`)
 
 // exprPos maps a line and column of an expression to the file: for a block scalar,
 // its lines are the file's lines below the indicator, less the block's indentation;

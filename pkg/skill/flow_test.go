@@ -61,6 +61,8 @@ func TestFlowFields(t *testing.T) {
 		{name: "cancel_on long timeout", fields: "cancel_on: [{type: a.b, timeout: 720h}]\n", diags: []string{"4:34: error: cancel_on[0].timeout 720h0m0s is out of range"}},
 		{name: "cancel_on not a list", fields: "cancel_on: {type: a.b}\n", diags: []string{"4:12: error: cancel_on must be a list"}},
 		{name: "syntax error", fields: "filter: data.amount >\n", diags: []string{"4:22: error: filter is not a valid expression: Syntax error"}},
+		{name: "and as a word", fields: "filter: data.amount > 100 and not data.test\n", diags: []string{"4:27: error: filter is not a valid expression: Syntax error: mismatched input 'and' expecting <EOF> (hint: CEL writes and/or/not as &&, ||, !)"}},
+		{name: "and in a string", fields: "filter: data.note == 'this and that' &&\n", diags: []string{"4:40: error: filter is not a valid expression: Syntax error: mismatched input '<EOF>' expecting {'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER} (hint: CEL over the event"}},
 		{name: "quoted error", fields: "filter: \"data.amount > nosuch\"\n", diags: []string{"4:24: error: filter is not a valid expression: undeclared reference to 'nosuch'"}},
 		{name: "block error", fields: "filter: |\n  data.amount > 100 &&\n    nosuch\n", diags: []string{"6:5: error: filter is not a valid expression: undeclared reference to 'nosuch'"}},
 		{name: "not bool", fields: "filter: subject\n", diags: []string{"4:9: error: filter is not a valid expression: a filter must be true or false"}},

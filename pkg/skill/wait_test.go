@@ -29,6 +29,8 @@ func TestWaitForEventValidation(t *testing.T) {
 		{path + ":33:71", SeverityError, "steps.misspelt_step is the result of this step, which is not available yet"},
 		{path + ":35:70", SeverityError, "step last (line 36) runs after this wait"},
 		{path + ":35:105", SeverityError, "step last (line 36) runs after this wait"},
+		{path + ":39:93", SeverityError, "steps[13].wait_for_event.match is not a valid expression: Syntax error: mismatched input 'and' expecting <EOF>"},
+		{path + ":41:112", SeverityError, "steps[14].wait_for_event.match is not a valid expression: Syntax error: mismatched input '<EOF>'"},
 	}
 	_, ds := LoadOptions{}.LoadPath(fixture(path))
 	checkFiles(t, ds)
@@ -38,6 +40,9 @@ func TestWaitForEventValidation(t *testing.T) {
 	hints := map[int]string{ // by line
 		29: "declared inputs: order",
 		35: "a wait reads the steps before it; move step last before reads_later",
+		// and, or and not written as words; the words of a string or a field are not.
+		39: "CEL writes and/or/not as &&, ||, !",
+		41: "CEL over event (id, type, source, subject, time, data), inputs and steps; see docs/authoring.md, Sleeps and waits",
 	}
 	for _, d := range ds {
 		if h, ok := hints[d.Line]; ok && d.Hint != h {
