@@ -24,13 +24,21 @@ type builder struct {
 	mainDecoder *decoder // of the main file, for messages about the whole skill
 }
 
-// controls are the fields whose absence lets a skill run more, or more often, than
-// its author meant: a misspelling of one says so.
-var controls = map[string]bool{
-	"filter": true, "rate_limit": true, "debounce": true, "batch": true, "cancel_on": true,
-	"concurrency": true, "throttle": true, "anti_triggers": true, "permissions": true,
-	"timeout": true, "max_retries": true,
-}
+// withoutField says what a skill does without a top-level field, for the fields
+// whose absence changes it: without a control it runs more, or more often, than
+// its author meant; without triggers, on no event. A misspelling of one says so.
+var withoutField = func() map[string]string {
+	m := map[string]string{
+		"triggers":      "the skill has no triggers",
+		"outputs":       "the run returns every step's result by name",
+		"confirmations": "the workflow has no confirmations",
+	}
+	for _, c := range []string{"filter", "rate_limit", "debounce", "batch", "cancel_on",
+		"concurrency", "throttle", "anti_triggers", "permissions", "timeout", "max_retries"} {
+		m[c] = "the skill has no " + c
+	}
+	return m
+}()
 
 type setAt struct {
 	d   *decoder
@@ -52,12 +60,8 @@ func (b *builder) fields(d *decoder, ps []pair, fs *fieldSet, what string) {
 		}
 		if f == nil {
 			hint := ""
-			if c := closest(p.key, fs.names); c != "" {
-				hint = "did you mean " + c + "?"
-				if controls[c] && !slices.ContainsFunc(ps, func(q pair) bool { return q.key == c }) {
-					// A misspelt control is off, silently but for this warning.
-					hint += " As written, the skill has no " + c
-				}
+			if closest(p.key, fs.names) != "" {
+				hint = misspeltHint(p.key, fs.names, ps, withoutField)
 			}
 			d.warnAt(p.k, p.key, hint, "unknown field %s in %s; it is ignored", p.key, what)
 			continue

@@ -33,7 +33,7 @@ Greet the person named in the event warmly, by name, in one sentence.
 	fmt.Println(ds.HasErrors())
 	// Output:
 	// skills/hello/SKILL.md:2:7: error: name "Hello World" has uppercase letters (hint: write hello-world)
-	// skills/hello/SKILL.md:4:1: warning: unknown field trigers in front matter; it is ignored (hint: did you mean triggers?)
+	// skills/hello/SKILL.md:4:1: warning: unknown field trigers in front matter; it is ignored (hint: did you mean triggers? As written, the skill has no triggers)
 	// skills/hello/SKILL.md:5:14: error: max_retries must be an integer, not the string "three" (hint: write a whole number, e.g. 3)
 	// true
 }

@@ -36,6 +36,22 @@ func hintFor(key string, valid []string) string {
 	return "valid keys: " + strings.Join(valid, ", ")
 }
 
+// misspeltHint is hintFor an unknown key among ps, the pairs of its mapping. When
+// the field meant is not also set and leaving it out changes what the skill does,
+// the hint says what it does as written (without[field meant]), since the warning is
+// all that tells the author: a misspelt required: leaves the input optional.
+func misspeltHint(key string, valid []string, ps []pair, without map[string]string) string {
+	c := closest(key, valid)
+	if c == "" {
+		return "valid keys: " + strings.Join(valid, ", ")
+	}
+	hint := "did you mean " + c + "?"
+	if w := without[c]; w != "" && !slices.ContainsFunc(ps, func(q pair) bool { return q.key == c }) {
+		hint += " As written, " + w
+	}
+	return hint
+}
+
 var prerequisiteKinds = []string{"env", "command", "tool", "file"}
 
 func decodePrerequisites(b *builder, d *decoder, p pair) {

@@ -299,7 +299,51 @@ func TestMisspeltControlSaysItIsOff(t *testing.T) {
 	if h := hints["debounse"]; h != "did you mean debounce? As written, the skill has no debounce" {
 		t.Errorf("debounse: hint %q", h)
 	}
-	if h := hints["trigers"]; h != "did you mean triggers?" {
+	if h := hints["trigers"]; h != "did you mean triggers? As written, the skill has no triggers" {
 		t.Errorf("trigers: hint %q", h)
+	}
+	if h := hints["colour"]; h != "" {
+		t.Errorf("colour: hint %q", h)
+	}
+}
+
+// A misspelt field of the workflow, an input or a step whose absence changes what
+// the skill does says what it does as written; one whose field is also set, or
+// whose absence changes nothing, says only which field was meant.
+func TestMisspeltFieldSaysWhatItChanges(t *testing.T) {
+	t.Parallel()
+	const head = "name: x\ndescription: Does x.\n"
+	const step = "steps:\n  - id: a\n    tool: echo\n    args: {m: hi}\n"
+	for _, tt := range []struct {
+		name, src, want string
+	}{
+		{"required", head + "inputs:\n  - name: customer\n    requird: true\n" + step,
+			"5:5: warning: unknown field inputs[0].requird; it is ignored (hint: did you mean required? As written, the input is optional)"},
+		{"required also set", head + "inputs:\n  - name: customer\n    required: true\n    requird: true\n" + step,
+			"6:5: warning: unknown field inputs[0].requird; it is ignored (hint: did you mean required?)"},
+		{"type", head + "inputs:\n  - name: n\n    tpye: integer\n" + step,
+			"5:5: warning: unknown field inputs[0].tpye; it is ignored (hint: did you mean type? As written, the input is a string)"},
+		{"enum", head + "inputs:\n  - name: c\n    enun: [EUR, USD]\n" + step,
+			"5:5: warning: unknown field inputs[0].enun; it is ignored (hint: did you mean enum? As written, the input takes any value of its type)"},
+		{"description", head + "inputs:\n  - name: c\n    descripton: the currency\n" + step,
+			"5:5: warning: unknown field inputs[0].descripton; it is ignored (hint: did you mean description?)"},
+		{"condition", head + step + "    condtion: \"inputs.go\"\n",
+			"7:5: warning: unknown field steps[0].condtion; it is ignored (hint: did you mean condition? As written, the step always runs)"},
+		{"on_error", head + step + "    on_eror: continue\n",
+			"7:5: warning: unknown field steps[0].on_eror; it is ignored (hint: did you mean on_error? As written, a failure of the step fails the run)"},
+		{"args", head + "steps:\n  - id: a\n    tool: echo\n    agrs: {m: hi}\n",
+			"6:5: warning: unknown field steps[0].agrs; it is ignored (hint: did you mean args?)"},
+		{"outputs", head + step + "output:\n  total: \"{{ a }}\"\n",
+			"7:1: warning: unknown field output in skill.yaml; it is ignored (hint: did you mean outputs? As written, the run returns every step's result by name)"},
+		{"confirmations", head + step + "confirmation:\n  - step: a\n    message: Go?\n",
+			"7:1: warning: unknown field confirmation in skill.yaml; it is ignored (hint: did you mean confirmations? As written, the workflow has no confirmations)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, ds := ParseWorkflow("skill.yaml", []byte(tt.src))
+			if len(ds) != 1 || strings.TrimPrefix(ds[0].String(), "skill.yaml:") != tt.want {
+				t.Errorf("diagnostics:\n%s\nwant skill.yaml:%s", ds, tt.want)
+			}
+		})
 	}
 }

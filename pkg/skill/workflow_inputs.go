@@ -82,6 +82,16 @@ var inputKeys = func() []string {
 	return keys
 }()
 
+// withoutInputField says what an input is without a field, for a misspelling's hint.
+var withoutInputField = map[string]string{
+	"required":   "the input is optional",
+	"type":       "the input is a string",
+	"default":    "the input has no default",
+	"enum":       "the input takes any value of its type",
+	"pattern":    "the input takes any string",
+	"max_length": "the input takes a string of any length",
+}
+
 // decodeInputs decodes inputs: each field through inputFields, then the checks
 // of one input, its enum and its default.
 func decodeInputs(b *builder, d *decoder, p pair) {
@@ -98,7 +108,7 @@ func decodeInputs(b *builder, d *decoder, p pair) {
 			ef := f + "." + e.key
 			k := slices.IndexFunc(inputFields, func(x inputField) bool { return x.key == e.key })
 			if k < 0 {
-				d.warnAt(e.k, ef, hintFor(e.key, inputKeys), "unknown field %s; it is ignored", ef)
+				d.warnAt(e.k, ef, misspeltHint(e.key, inputKeys, ps, withoutInputField), "unknown field %s; it is ignored", ef)
 				continue
 			}
 			inputFields[k].decode(ib, d, e, ef)

@@ -157,6 +157,12 @@ func decodeStepCache(sb *stepBuild, d *decoder, e pair, f string) {
 	}
 }
 
+// withoutStepField says what a step does without a field, for a misspelling's hint.
+var withoutStepField = map[string]string{
+	"condition": "the step always runs",
+	"on_error":  "a failure of the step fails the run",
+}
+
 // decodeSteps decodes steps: each field through stepFields, then the checks of
 // one step on its own; the checks across steps wait for workflowBuilder.finish.
 func decodeSteps(b *builder, d *decoder, p pair) {
@@ -178,7 +184,7 @@ func decodeSteps(b *builder, d *decoder, p pair) {
 			ef := f + "." + e.key
 			sf, known := stepFieldByKey[e.key]
 			if !known {
-				d.warnAt(e.k, ef, hintFor(e.key, stepKeys), "unknown field %s; it is ignored", ef)
+				d.warnAt(e.k, ef, misspeltHint(e.key, stepKeys, ps, withoutStepField), "unknown field %s; it is ignored", ef)
 				continue
 			}
 			sf.decode(sb, d, e, ef)
