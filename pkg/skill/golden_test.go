@@ -347,3 +347,34 @@ func TestMisspeltFieldSaysWhatItChanges(t *testing.T) {
 		})
 	}
 }
+
+// A value YAML reads as a mapping because it is not quoted — a template, or text
+// holding ': ' — says to quote it, as it should be written; a value that is a
+// mapping as written does not.
+func TestUnquotedTextSaysToQuoteIt(t *testing.T) {
+	t.Parallel()
+	const head = "name: x\ndescription: Does x.\n"
+	const step = "steps:\n  - id: a\n    tool: echo\n    args: {m: hi}\n"
+	for _, tt := range []struct {
+		name, src, want string
+	}{
+		{"condition", head + step + "    condition: {{ inputs.go }}\n",
+			`7:16: error: steps[0].condition must be a string, not a mapping (hint: YAML reads {{ }} without quotes as a mapping; quote it: condition: "{{ inputs.go }}")`},
+		{"arg", head + "steps:\n  - id: a\n    tool: echo\n    args:\n      m: {{ trigger.id | upper }}\n",
+			`7:10: error: steps[0].args.m has a mapping as a key (hint: YAML reads {{ }} without quotes as a mapping; quote it: m: "{{ trigger.id | upper }}")`},
+		{"output", head + step + "outputs:\n  id: {{ a.id }}\n",
+			`8:7: error: outputs.id has a mapping as a key (hint: YAML reads {{ }} without quotes as a mapping; quote it: id: "{{ a.id }}")`},
+		{"a mapping", head + step + "    condition: {a: 1}\n",
+			`7:16: error: steps[0].condition must be a string, not a mapping`},
+		{"a mapping key", head + step + "outputs:\n  id: {[a]: 1}\n",
+			`8:8: error: outputs.id has a list as a key (hint: keys are plain names)`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, ds := ParseWorkflow("skill.yaml", []byte(tt.src))
+			if len(ds) != 1 || strings.TrimPrefix(ds[0].String(), "skill.yaml:") != tt.want {
+				t.Errorf("diagnostics:\n%s\nwant skill.yaml:%s", ds, tt.want)
+			}
+		})
+	}
+}

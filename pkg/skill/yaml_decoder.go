@@ -147,6 +147,10 @@ func (d *decoder) pairs(n *yaml.Node, field, hint string) (ps []pair, ok bool) {
 		}
 		rk := d.resolve(k)
 		if rk == nil || rk.Kind != yaml.ScalarNode {
+			if hint := misreadTextHint(n, field); hint != "" {
+				d.errAt(n, field, hint, "%s has %s as a key", fieldName(field), describe(rk))
+				continue
+			}
 			d.errAt(k, field, "keys are plain names", "%s has %s as a key", fieldName(field), describe(rk))
 			continue
 		}
@@ -214,7 +218,7 @@ func (d *decoder) str(n *yaml.Node, field string) (string, bool) {
 		return "", false
 	}
 	if n.Kind != yaml.ScalarNode {
-		d.errAt(orig, field, "", "%s must be a string, not %s", fieldName(field), describe(n))
+		d.errAt(orig, field, misreadTextHint(n, field), "%s must be a string, not %s", fieldName(field), describe(n))
 		return "", false
 	}
 	switch n.ShortTag() {
@@ -473,6 +477,34 @@ func fieldName(field string) string {
 		return "the document"
 	}
 	return field
+}
+
+// misreadTextHint is how to write as text a value YAML read as a mapping because
+// it is not quoted, or "" when n does not look like one: a template, {{ x }},
+// which YAML reads as {{x: null}: null}.
+func misreadTextHint(n *yaml.Node, field string) string {
+	if n == nil || n.Kind != yaml.MappingNode || len(n.Content) != 2 {
+		return ""
+	}
+	k, v := n.Content[0], n.Content[1]
+	if n.Style&yaml.FlowStyle != 0 && k.Kind == yaml.MappingNode && k.Style&yaml.FlowStyle != 0 && isNull(v) &&
+		len(k.Content) == 2 && k.Content[0].Kind == yaml.ScalarNode && k.Content[0].Style == 0 && isNull(k.Content[1]) {
+		return "YAML reads {{ }} without quotes as a mapping; quote it: " + asText(field, "{{ "+k.Content[0].Value+" }}")
+	}
+	return ""
+}
+
+// asText is field set to the quoted text: `condition: "{{ x }}"`, or for an item of a
+// list, `- "convert: 451 F"`.
+func asText(field, text string) string {
+	q := `"` + text + `"`
+	if strings.ContainsAny(text, `"\`) {
+		q = "'" + strings.ReplaceAll(text, "'", "''") + "'"
+	}
+	if strings.HasSuffix(field, "]") {
+		return "- " + q
+	}
+	return field[strings.LastIndexByte(field, '.')+1:] + ": " + q
 }
 
 // join appends a key to a field path.
