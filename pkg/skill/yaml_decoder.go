@@ -481,15 +481,19 @@ func fieldName(field string) string {
 
 // misreadTextHint is how to write as text a value YAML read as a mapping because
 // it is not quoted, or "" when n does not look like one: a template, {{ x }},
-// which YAML reads as {{x: null}: null}.
+// which YAML reads as {{x: null}: null}, or a line holding ': ', which it reads
+// as a key and its value.
 func misreadTextHint(n *yaml.Node, field string) string {
 	if n == nil || n.Kind != yaml.MappingNode || len(n.Content) != 2 {
 		return ""
 	}
 	k, v := n.Content[0], n.Content[1]
-	if n.Style&yaml.FlowStyle != 0 && k.Kind == yaml.MappingNode && k.Style&yaml.FlowStyle != 0 && isNull(v) &&
-		len(k.Content) == 2 && k.Content[0].Kind == yaml.ScalarNode && k.Content[0].Style == 0 && isNull(k.Content[1]) {
+	switch {
+	case n.Style&yaml.FlowStyle != 0 && k.Kind == yaml.MappingNode && k.Style&yaml.FlowStyle != 0 && isNull(v) &&
+		len(k.Content) == 2 && k.Content[0].Kind == yaml.ScalarNode && k.Content[0].Style == 0 && isNull(k.Content[1]):
 		return "YAML reads {{ }} without quotes as a mapping; quote it: " + asText(field, "{{ "+k.Content[0].Value+" }}")
+	case n.Style&yaml.FlowStyle == 0 && k.Kind == yaml.ScalarNode && k.Style == 0 && v.Kind == yaml.ScalarNode && v.Style == 0 && !isNull(v):
+		return "YAML reads ': ' without quotes as a key and its value; quote it: " + asText(field, k.Value+": "+v.Value)
 	}
 	return ""
 }
