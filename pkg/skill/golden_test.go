@@ -1,6 +1,8 @@
 package skill
 
 import (
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -382,5 +384,40 @@ func TestUnquotedTextSaysToQuoteIt(t *testing.T) {
 				t.Errorf("diagnostics:\n%s\nwant skill.yaml:%s", ds, tt.want)
 			}
 		})
+	}
+}
+
+// Hints point users at the guide they have (docs/authoring.md), not at the Go
+// source: no hint of any bad fixture names doc.go.
+func TestHintsNameTheGuide(t *testing.T) {
+	t.Parallel()
+	paths, err := filepath.Glob(fixture("bad", "*", "*"))
+	if err != nil || len(paths) < 10 {
+		t.Fatalf("fixtures %v: %v", paths, err)
+	}
+	var ds Diagnostics
+	for _, p := range paths {
+		_, pds := LoadOptions{}.LoadPath(p)
+		ds = append(ds, pds...)
+	}
+	want := map[string]string{ // file:line → hint
+		"bad/yaml/templates.yaml:28": "expressions use Python syntax (Starlark); see docs/authoring.md, Templates, conditions and compute",
+		"bad/yaml/scopes.yaml:35":    "expressions use Python syntax (Starlark); see docs/authoring.md, Templates, conditions and compute",
+	}
+	seen := 0
+	for _, d := range ds {
+		if strings.Contains(d.Hint, "doc.go") {
+			t.Errorf("%v: the hint names doc.go", d)
+		}
+		pos := strings.TrimPrefix(filepath.ToSlash(d.File), fixtures+"/") + ":" + strconv.Itoa(d.Line)
+		if h, ok := want[pos]; ok {
+			seen++
+			if d.Hint != h {
+				t.Errorf("%s: hint %q, want %q", pos, d.Hint, h)
+			}
+		}
+	}
+	if seen != len(want) {
+		t.Errorf("%d of the %d diagnostics checked were reported:\n%s", seen, len(want), ds)
 	}
 }

@@ -185,7 +185,7 @@ func (wb *workflowBuilder) reportCompileError(s site, err error) {
 	case strings.Contains(e.Msg, "unclosed {{"):
 		hint = "close it with }}"
 	case strings.Contains(e.Msg, "syntax error"):
-		hint = "expressions use Python syntax (Starlark); see doc.go"
+		hint = "expressions use Python syntax (Starlark); see docs/authoring.md, Templates, conditions and compute"
 	}
 	wb.d.add(SeverityError, p.line, p.col, s.field, hint, "invalid %s: %s", what, e.Msg)
 }
