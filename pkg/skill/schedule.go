@@ -3,6 +3,8 @@ package skill
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 	_ "time/tzdata" // a timezone: is valid or not the same on every machine, with or without /usr/share/zoneinfo
@@ -91,8 +93,15 @@ func parseCron(spec string, loc *time.Location) (Timetable, error) {
 		}
 		return cron.Every(d), nil
 	}
+	if f := strings.Fields(spec); len(f) == 5 {
+		f[4] = sundayAsSeven(f[4])
+		spec = strings.Join(f, " ")
+	}
 	sched, err := cron.ParseStandard(spec)
 	if err != nil {
+		if strings.Contains(err.Error(), "above maximum (6)") { // only the day of week ends at 6
+			return nil, fmt.Errorf("%v; the day of week is 0-6 from Sunday (0), or 7 for Sunday", err)
+		}
 		return nil, err
 	}
 	ss, ok := sched.(*cron.SpecSchedule)
@@ -104,6 +113,44 @@ func parseCron(spec string, loc *time.Location) (Timetable, error) {
 		return nil, errors.New("it never fires (no such day)")
 	}
 	return ss, nil
+}
+
+// weekdays are the names the parser accepts in the day-of-week field.
+var weekdays = []string{"sun", "mon", "tue", "wed", "thu", "fri", "sat"}
+
+// sundayAsSeven rewrites a day-of-week field so that 7 is Sunday, as in Vixie
+// cron and most others (the parser reads 0-6 only): 7 becomes 0, and a range
+// ending at 7 (5-7, mon-7, 1-7/2) becomes the list of its days.
+func sundayAsSeven(field string) string {
+	items := strings.Split(field, ",")
+	for i, it := range items {
+		rng, step, hasStep := strings.Cut(it, "/")
+		lo, hi, isRange := strings.Cut(rng, "-")
+		switch {
+		case rng == "7" && !hasStep:
+			items[i] = "0"
+		case isRange && hi == "7":
+			a, err := strconv.Atoi(lo)
+			if err != nil {
+				a = slices.Index(weekdays, strings.ToLower(lo))
+			}
+			by := 1
+			if hasStep {
+				if by, err = strconv.Atoi(step); err != nil {
+					continue
+				}
+			}
+			if a < 0 || a > 7 || by < 1 {
+				continue // the parser says what is wrong
+			}
+			var days []string
+			for d := a; d <= 7; d += by {
+				days = append(days, strconv.Itoa(d%7))
+			}
+			items[i] = strings.Join(days, ",")
+		}
+	}
+	return strings.Join(items, ",")
 }
 
 // scheduleFields decode schedule, timezone and catch_up; checkSchedule checks them

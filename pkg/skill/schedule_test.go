@@ -23,6 +23,11 @@ func TestScheduleFields(t *testing.T) {
 		{name: "every", fields: "schedule: \"@every 5m\"\ncatch_up: all\n", want: &Schedule{Cron: "@every 5m", CatchUp: CatchUpAll}},
 		{name: "descriptor and zone", fields: "schedule: \"@daily\"\ntimezone: Europe/Berlin\n", want: &Schedule{Cron: "@daily", Timezone: "Europe/Berlin", CatchUp: CatchUpLatest}},
 		{name: "none", fields: ""},
+		// Sunday is 0 or 7, as in Vixie cron.
+		{name: "sunday as 7", fields: "schedule: \"0 9 * * 7\"\n", want: &Schedule{Cron: "0 9 * * 7", CatchUp: CatchUpLatest}},
+		{name: "range to 7", fields: "schedule: \"0 9 * * 5-7,mon-7/3\"\n", want: &Schedule{Cron: "0 9 * * 5-7,mon-7/3", CatchUp: CatchUpLatest}},
+		{name: "day of week 8", fields: "schedule: \"0 9 * * 1-8\"\n", diags: []string{
+			`4:11: error: schedule "0 9 * * 1-8" is not valid: end of range (8) above maximum (6): 1-8; the day of week is 0-6 from Sunday (0), or 7 for Sunday`}},
 		{name: "six fields", fields: "schedule: \"0 */5 * * * *\"\n", diags: []string{`4:11: error: schedule "0 */5 * * * *" is not valid: expected exactly 5 fields`}},
 		{name: "bad field", fields: "schedule: \"61 * * * *\"\n", diags: []string{`4:11: error: schedule "61 * * * *" is not valid: end of range (61) above maximum (59)`}},
 		{name: "no such day", fields: "schedule: \"0 0 30 2 *\"\n", diags: []string{`4:11: error: schedule "0 0 30 2 *" is not valid: it never fires`}},
@@ -118,6 +123,10 @@ func TestScheduleTicks(t *testing.T) {
 		{Schedule{Cron: "@every 90s"}, "2026-03-01T10:00:00Z", []string{"2026-03-01T10:01:30Z", "2026-03-01T10:03:00Z"}},
 		// 09:00 in Berlin is 08:00 UTC in winter and 07:00 UTC in summer (DST from 29 March 2026).
 		{Schedule{Cron: "0 9 * * *", Timezone: "Europe/Berlin"}, "2026-03-28T00:00:00Z", []string{"2026-03-28T08:00:00Z", "2026-03-29T07:00:00Z"}},
+		// Sunday is 7 as well as 0; 1 March 2026 is a Sunday.
+		{Schedule{Cron: "0 9 * * 7"}, "2026-03-01T10:00:00Z", []string{"2026-03-08T09:00:00Z", "2026-03-15T09:00:00Z"}},
+		{Schedule{Cron: "0 9 * * 6-7"}, "2026-03-01T10:00:00Z", []string{"2026-03-07T09:00:00Z", "2026-03-08T09:00:00Z"}},
+		{Schedule{Cron: "0 9 * * 3-7/2"}, "2026-03-01T10:00:00Z", []string{"2026-03-04T09:00:00Z", "2026-03-06T09:00:00Z", "2026-03-08T09:00:00Z", "2026-03-11T09:00:00Z"}},
 		// A machine in another zone reads a zone-less schedule in UTC.
 		{Schedule{Cron: "@daily"}, "2026-03-01T10:00:00+05:00", []string{"2026-03-02T00:00:00Z", "2026-03-03T00:00:00Z"}},
 	}
@@ -146,7 +155,7 @@ func TestScheduleTicks(t *testing.T) {
 
 // FuzzSchedule: a schedule the parser accepts compiles, and its ticks move forward.
 func FuzzSchedule(f *testing.F) {
-	for _, s := range []string{"*/15 * * * *", "@hourly", "@every 5m", "0 9 * * 1-5", "0 0 30 2 *", "@every 0s", "CRON_TZ=UTC * * * * *", "5 4 * * sun", "@every -1s", "? ? ? ? ?"} {
+	for _, s := range []string{"*/15 * * * *", "@hourly", "@every 5m", "0 9 * * 1-5", "0 0 30 2 *", "@every 0s", "CRON_TZ=UTC * * * * *", "5 4 * * sun", "0 9 * * 5-7", "0 0 * * 1-7/3,7", "@every -1s", "? ? ? ? ?"} {
 		f.Add(s, "Europe/Berlin")
 	}
 	f.Fuzz(func(t *testing.T, spec, zone string) {
