@@ -153,6 +153,120 @@ func sundayAsSeven(field string) string {
 	return strings.Join(items, ",")
 }
 
+// cronField is a field of a 5-field expression: its name and range.
+type cronField struct {
+	name   string
+	lo, hi int
+	names  []string // the names the parser accepts for lo, lo+1, ...
+}
+
+var cronFields = [5]cronField{
+	{name: "minute", lo: 0, hi: 59},
+	{name: "hour", lo: 0, hi: 23},
+	{name: "day-of-month", lo: 1, hi: 31},
+	{name: "month", lo: 1, hi: 12, names: []string{"jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"}},
+	{name: "day-of-week", lo: 0, hi: 6, names: weekdays},
+}
+
+func (f cronField) value(s string) (int, bool) {
+	if n, err := strconv.Atoi(s); err == nil {
+		return n, true
+	}
+	if i := slices.Index(f.names, strings.ToLower(s)); i >= 0 {
+		return f.lo + i, true
+	}
+	return 0, false
+}
+
+// lostStep is a step of a valid 5-field expression that selects a single value,
+// because it is larger than the range it counts in: */90 in the minute field is
+// minute 0 of every hour, not every 90 minutes. The message says what the
+// schedule does; the hint, what to write instead. ok is false when no step is
+// lost.
+func lostStep(spec string) (msg, hint string, ok bool) {
+	fields := strings.Fields(spec)
+	if len(fields) != 5 {
+		return "", "", false
+	}
+	for i, text := range fields {
+		f := cronFields[i]
+		if i == 4 {
+			f.hi = 7 // Sunday again
+		}
+		for it := range strings.SplitSeq(text, ",") {
+			rng, stepText, hasStep := strings.Cut(it, "/")
+			step, err := strconv.Atoi(stepText)
+			if !hasStep || err != nil || step < 2 {
+				continue
+			}
+			lo, hi := f.lo, f.hi
+			if rng != "*" && rng != "?" {
+				a, b, isRange := strings.Cut(rng, "-")
+				var okA, okB bool
+				lo, okA = f.value(a)
+				okB = true
+				if isRange {
+					hi, okB = f.value(b)
+				}
+				if !okA || !okB {
+					continue
+				}
+			}
+			if i == 4 && rng == "*" {
+				hi = 6 // * is 0-6
+			}
+			if lo+step <= hi {
+				continue
+			}
+			var what, unit string
+			switch i {
+			case 0:
+				what, unit = fmt.Sprintf("at minute %d of every hour", lo), "minutes"
+			case 1:
+				what, unit = fmt.Sprintf("in hour %d of every day", lo), "hours"
+				if m, err := strconv.Atoi(fields[0]); err == nil {
+					what = fmt.Sprintf("at %02d:%02d every day", lo, m)
+				}
+			case 2:
+				what, unit = fmt.Sprintf("on day %d of every month", lo), "days"
+			case 3:
+				what, unit = fmt.Sprintf("in month %d of every year", lo), "months"
+			default:
+				what, unit = fmt.Sprintf("on day %d of every week (%s)", lo, weekdays[lo%7]), "days"
+			}
+			msg = fmt.Sprintf("%s in the %s field fires only %s: a step counts within the field's range, %d-%d", it, f.name, what, lo, hi)
+			if rng == "*" || rng == "?" {
+				msg = fmt.Sprintf("%s in the %s field fires only %s, not every %d %s: a step counts within the field's range, %d-%d",
+					it, f.name, what, step, unit, lo, hi)
+			}
+			switch {
+			case i == 0 && rng == "*":
+				hint = fmt.Sprintf("every %d minutes cannot be written in cron; write @every %s (counted from the previous tick), or 0 * * * * for hourly",
+					step, everyText(time.Duration(step)*time.Minute))
+			case i == 1 && rng == "*":
+				hint = fmt.Sprintf("every %d hours cannot be written in cron; write @every %s (counted from the previous tick), or %s 0 * * * for daily",
+					step, everyText(time.Duration(step)*time.Hour), fields[0])
+			default:
+				hint = fmt.Sprintf("write %d in place of %s if that is meant", lo, it)
+			}
+			return msg, hint, true
+		}
+	}
+	return "", "", false
+}
+
+// everyText writes d as an @every duration: 1h30m, 36h, 45m.
+func everyText(d time.Duration) string {
+	h, m := int(d/time.Hour), int(d%time.Hour/time.Minute)
+	switch {
+	case h == 0:
+		return fmt.Sprintf("%dm", m)
+	case m == 0:
+		return fmt.Sprintf("%dh", h)
+	}
+	return fmt.Sprintf("%dh%dm", h, m)
+}
+
 // scheduleFields decode schedule, timezone and catch_up; checkSchedule checks them
 // together once every field is read.
 func scheduleFields() []*field {
@@ -172,6 +286,9 @@ func scheduleFields() []*field {
 				d.errAt(p.v, "schedule", `write 5 cron fields ("*/15 * * * *"), @hourly, @daily, or @every 5m`,
 					"schedule %q is not valid: %v", s, err)
 				return
+			}
+			if msg, hint, ok := lostStep(s); ok {
+				d.warnAt(p.v, "schedule", hint, "schedule %q: %s", s, msg)
 			}
 			sched(b).Cron = strings.TrimSpace(s)
 		}},

@@ -28,6 +28,19 @@ func TestScheduleFields(t *testing.T) {
 		{name: "range to 7", fields: "schedule: \"0 9 * * 5-7,mon-7/3\"\n", want: &Schedule{Cron: "0 9 * * 5-7,mon-7/3", CatchUp: CatchUpLatest}},
 		{name: "day of week 8", fields: "schedule: \"0 9 * * 1-8\"\n", diags: []string{
 			`4:11: error: schedule "0 9 * * 1-8" is not valid: end of range (8) above maximum (6): 1-8; the day of week is 0-6 from Sunday (0), or 7 for Sunday`}},
+		// A step larger than its field's range selects one value.
+		{name: "every 90 minutes", fields: "schedule: \"*/90 * * * *\"\n", want: &Schedule{Cron: "*/90 * * * *", CatchUp: CatchUpLatest}, diags: []string{
+			`4:11: warning: schedule "*/90 * * * *": */90 in the minute field fires only at minute 0 of every hour, not every 90 minutes: a step counts within the field's range, 0-59 (hint: every 90 minutes cannot be written in cron; write @every 1h30m`}},
+		{name: "every 36 hours", fields: "schedule: \"0 */36 * * *\"\n", want: &Schedule{Cron: "0 */36 * * *", CatchUp: CatchUpLatest}, diags: []string{
+			`4:11: warning: schedule "0 */36 * * *": */36 in the hour field fires only at 00:00 every day, not every 36 hours: a step counts within the field's range, 0-23 (hint: every 36 hours cannot be written in cron; write @every 36h (counted from the previous tick), or 0 0 * * * for daily)`}},
+		{name: "step from a start", fields: "schedule: \"10/70 * * * *\"\n", want: &Schedule{Cron: "10/70 * * * *", CatchUp: CatchUpLatest}, diags: []string{
+			`4:11: warning: schedule "10/70 * * * *": 10/70 in the minute field fires only at minute 10 of every hour: a step counts within the field's range, 10-59 (hint: write 10 in place of 10/70 if that is meant)`}},
+		{name: "every 45 days", fields: "schedule: \"0 0 */45 * *\"\n", want: &Schedule{Cron: "0 0 */45 * *", CatchUp: CatchUpLatest}, diags: []string{
+			`4:11: warning: schedule "0 0 */45 * *": */45 in the day-of-month field fires only on day 1 of every month, not every 45 days`}},
+		{name: "weekly step", fields: "schedule: \"0 0 * * */7\"\n", want: &Schedule{Cron: "0 0 * * */7", CatchUp: CatchUpLatest}, diags: []string{
+			`4:11: warning: schedule "0 0 * * */7": */7 in the day-of-week field fires only on day 0 of every week (sun), not every 7 days: a step counts within the field's range, 0-6`}},
+		{name: "steps that fit", fields: "schedule: \"*/59 0-12/12 1-31/30 jan-dec/11 1-7/6\"\n",
+			want: &Schedule{Cron: "*/59 0-12/12 1-31/30 jan-dec/11 1-7/6", CatchUp: CatchUpLatest}},
 		{name: "six fields", fields: "schedule: \"0 */5 * * * *\"\n", diags: []string{`4:11: error: schedule "0 */5 * * * *" is not valid: expected exactly 5 fields`}},
 		{name: "bad field", fields: "schedule: \"61 * * * *\"\n", diags: []string{`4:11: error: schedule "61 * * * *" is not valid: end of range (61) above maximum (59)`}},
 		{name: "no such day", fields: "schedule: \"0 0 30 2 *\"\n", diags: []string{`4:11: error: schedule "0 0 30 2 *" is not valid: it never fires`}},
@@ -155,7 +168,7 @@ func TestScheduleTicks(t *testing.T) {
 
 // FuzzSchedule: a schedule the parser accepts compiles, and its ticks move forward.
 func FuzzSchedule(f *testing.F) {
-	for _, s := range []string{"*/15 * * * *", "@hourly", "@every 5m", "0 9 * * 1-5", "0 0 30 2 *", "@every 0s", "CRON_TZ=UTC * * * * *", "5 4 * * sun", "0 9 * * 5-7", "0 0 * * 1-7/3,7", "@every -1s", "? ? ? ? ?"} {
+	for _, s := range []string{"*/15 * * * *", "@hourly", "@every 5m", "0 9 * * 1-5", "0 0 30 2 *", "@every 0s", "CRON_TZ=UTC * * * * *", "5 4 * * sun", "0 9 * * 5-7", "0 0 * * 1-7/3,7", "*/90 * * * *", "5/70 */36 */45 */13 */7", "@every -1s", "? ? ? ? ?"} {
 		f.Add(s, "Europe/Berlin")
 	}
 	f.Fuzz(func(t *testing.T, spec, zone string) {
