@@ -39,6 +39,9 @@ func TestGolden(t *testing.T) {
 		{path: "bad/md/late-front-matter.md", want: []diag{
 			{"bad/md/late-front-matter.md:1:1", SeverityError, "has no front matter"},
 		}},
+		{path: "bad/md/no-opening-line.md", want: []diag{
+			{"bad/md/no-opening-line.md:2:1", SeverityError, "front matter must start with a line ---; no-opening-line.md has fields from line 2 (name:) to the --- on line 4, with no --- above them"},
+		}},
 		{path: "bad/md/unclosed-front-matter.md", want: []diag{
 			{"bad/md/unclosed-front-matter.md:1:1", SeverityError, "front matter is not closed"},
 		}},
@@ -256,6 +259,11 @@ func TestGolden(t *testing.T) {
 		}},
 		{path: "bad/dirs/conflict", want: []diag{
 			{"bad/dirs/conflict/skill.yaml:2:1", SeverityError, "description here differs from description at"},
+		}},
+		// Without its opening ---, the front matter would be the instructions of the
+		// workflow beside it, and name and description missing.
+		{path: "bad/dirs/no-opening-line", want: []diag{
+			{"bad/dirs/no-opening-line/SKILL.md:1:1", SeverityError, "front matter must start with a line ---; SKILL.md has fields from line 1 (name:) to the --- on line 3"},
 		}},
 		{path: "bad/dirs/entrypoint-missing", want: []diag{
 			{"bad/dirs/entrypoint-missing/SKILL.md:6:14", SeverityError, "entrypoint default runs scripts/nope.sh, which is not a file of the skill"},

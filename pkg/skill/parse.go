@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -104,6 +105,18 @@ func (o *LoadOptions) readMarkdown(b *builder, f *fileData, haveYAML bool, field
 	data := normalizeText(f.data)
 	doc := splitFrontMatter(data)
 	switch {
+	case !doc.hasFM:
+		first, end, ok := frontMatterWithoutOpening(data, fields)
+		if !ok {
+			break
+		}
+		key, _, _ := strings.Cut(first.text, ":")
+		r.add(SeverityError, first.line, 1, "", fmt.Sprintf("put a line --- on line 1, before %s:", key),
+			"front matter must start with a line ---; %s has fields from line %d (%s:) to the --- on line %d, with no --- above them",
+			path.Base(filepath.ToSlash(f.path)), first.line, key, end)
+		return doc, false
+	}
+	switch {
 	case !doc.hasFM && haveYAML:
 		b.s.Body, b.s.BodyLine = doc.body, 1
 		return doc, true
@@ -167,6 +180,35 @@ func (o *LoadOptions) readWorkflow(b *builder, f *fileData) bool {
 	}
 	b.fields(d, ps, workflowFields, path.Base(filepath.ToSlash(f.path)))
 	return true
+}
+
+// numberedLine is a line of a file and its number.
+type numberedLine struct {
+	line int
+	text string
+}
+
+// frontMatterWithoutOpening finds front matter that lacks its opening --- line: the
+// file's first non-blank line is a field of fields (name: x), and a later line is
+// ---. first is that field's line; end, the line of the ---.
+func frontMatterWithoutOpening(data []byte, fields *fieldSet) (first numberedLine, end int, ok bool) {
+	for i, l := range strings.Split(string(data), "\n") {
+		if first.line == 0 {
+			if strings.TrimSpace(l) == "" {
+				continue
+			}
+			key, rest, found := strings.Cut(l, ":")
+			if !found || !fields.known(key) || rest != "" && rest[0] != ' ' && rest[0] != '\t' {
+				return numberedLine{}, 0, false
+			}
+			first = numberedLine{line: i + 1, text: l}
+			continue
+		}
+		if isDelimiter([]byte(l)) {
+			return first, i + 1, true
+		}
+	}
+	return numberedLine{}, 0, false
 }
 
 // isMapping reports whether a document's root is a mapping of fields.

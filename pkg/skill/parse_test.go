@@ -421,3 +421,32 @@ func TestTriggerPhrases(t *testing.T) {
 		t.Errorf("anti_triggers (-want +got):\n%s", diff)
 	}
 }
+
+// A SKILL.md beside a skill.yaml may be instructions alone, without front matter:
+// a body that starts with words and a colon, and holds a rule ---, is not taken for
+// front matter that lost its opening line.
+func TestBodyWithoutFrontMatter(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "notes")
+	write := func(name, data string) {
+		t.Helper()
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("skill.yaml", "name: notes\ndescription: Files notes.\nsteps:\n  - id: one\n    tool: noop\n")
+	for _, body := range []string{
+		"Usage: call it with the notes to file.\n\n---\n\nNothing else.\n",
+		"names: are not a field\n---\n",
+		"description:is not a field without a space\n---\n",
+	} {
+		write("SKILL.md", body)
+		s, ds := LoadPath(dir)
+		if ds.HasErrors() || s.Body != body {
+			t.Errorf("body %q: diagnostics %v", body, ds)
+		}
+	}
+}
