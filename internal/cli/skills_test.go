@@ -74,6 +74,24 @@ func TestValidate(t *testing.T) {
 				t.Errorf("output:\n%s", out)
 			}
 		}},
+		// A skill's own file stands for its directory: the name and description are in
+		// the SKILL.md, the steps in the skill.yaml.
+		{"a skill.yaml", []string{filepath.Join(fixtures, "good", "triage-issue", "skill.yaml")}, 0, func(t *testing.T, out string) {
+			if !strings.Contains(out, "1 skill valid in ") || !strings.Contains(out, ": 0 errors") {
+				t.Errorf("output:\n%s", out)
+			}
+		}},
+		{"a SKILL.md", []string{filepath.Join(fixtures, "good", "triage-issue", "SKILL.md"), "--json"}, 0, func(t *testing.T, out string) {
+			var resp registry.ValidateResponse
+			if err := json.Unmarshal([]byte(out), &resp); err != nil || resp.Errors != 0 || !slices.Equal(resp.Skills, []string{"triage-issue"}) {
+				t.Errorf("output:\n%s", out)
+			}
+			for _, d := range resp.Diagnostics {
+				if strings.Contains(d.Message, "differs from its file name") {
+					t.Errorf("read as a single-file skill: %s", d)
+				}
+			}
+		}},
 		{"no PATH", nil, 2, nil},
 		{"a PATH that does not exist", []string{"/nonexistent/skills"}, 2, nil},
 		{"a directory without skills", []string{t.TempDir()}, 1, func(t *testing.T, out string) {
@@ -316,6 +334,12 @@ func TestValidateRemote(t *testing.T) {
 	// Named as the local run names them, below the PATH's parent.
 	if !strings.HasPrefix(resp.Diagnostics[0].File, "md/") {
 		t.Errorf("diagnostic %s", resp.Diagnostics[0])
+	}
+	// A skill.yaml sends its whole directory.
+	out, err = skillbus(t, "skills", "validate", "--remote", "--json", "--nats-url", url, filepath.Join(fixtures, "good", "triage-issue", "skill.yaml"))
+	resp = registry.ValidateResponse{}
+	if err != nil || json.Unmarshal([]byte(out), &resp) != nil || resp.Errors != 0 || !slices.Equal(resp.Skills, []string{"triage-issue"}) {
+		t.Errorf("a skill.yaml: %v\n%s", err, out)
 	}
 }
 

@@ -26,7 +26,8 @@ func validateCommand(c *common, stdout io.Writer) *cobra.Command {
 		Short: "Check skill files like a compiler, without a server",
 		Long: `validate loads the skills under each PATH — a skills directory (any layout the
 registry reads), one skill directory, or one skill file — with the registry's rules,
-and prints every problem like a compiler:
+and prints every problem like a compiler. A SKILL.md or skill.yaml stands for its
+directory: the two files make one skill, checked together.
 
   skills/triage/skill.yaml:12:9: error: unknown step get_isue (hint: did you mean get_issue?)
 
@@ -54,12 +55,13 @@ with the registry's own version and settings.`,
 					return usage("%s: %v", p, unwrapPath(err))
 				}
 			}
+			paths := skillDirs(args)
 			var resp *registry.ValidateResponse
 			var err error
 			if remote {
-				resp, err = validateRemote(cmd, c, args, tools)
+				resp, err = validateRemote(cmd, c, paths, tools)
 			} else {
-				resp = validateLocal(args, tools)
+				resp = validateLocal(paths, tools)
 			}
 			if err != nil {
 				return err
@@ -97,6 +99,23 @@ func unwrapPath(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// skillDirs replaces a SKILL.md or skill.yaml among the paths with its directory:
+// alone, a skill.yaml lacks the name and description its SKILL.md holds, and a
+// SKILL.md the workflow beside it.
+func skillDirs(paths []string) []string {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = p
+		switch filepath.Base(p) {
+		case skill.SkillMDFile, skill.SkillYAMLFile, "skill.yml":
+			if info, err := os.Stat(p); err == nil && info.Mode().IsRegular() {
+				out[i] = filepath.Dir(p)
+			}
+		}
+	}
+	return out
 }
 
 // validateLocal checks the paths with package skill, as the registry would.
