@@ -17,7 +17,7 @@ import (
 // tick with {"scheduled_at": "<RFC3339>"} as the data.
 type Schedule struct {
 	// Cron is a standard 5-field cron expression (minute hour day-of-month month
-	// day-of-week), a descriptor (@yearly, @monthly, @weekly, @daily, @midnight,
+	// day-of-week, where Sunday is 0 or 7), a descriptor (@yearly, @monthly, @weekly, @daily, @midnight,
 	// @hourly) or @every <duration> (at least 1s, whole seconds).
 	Cron string `json:"cron"`
 	// Timezone is the IANA zone the cron expression is read in; "" is UTC. It has
