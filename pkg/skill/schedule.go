@@ -190,9 +190,6 @@ func lostStep(spec string) (msg, hint string, ok bool) {
 	}
 	for i, text := range fields {
 		f := cronFields[i]
-		if i == 4 {
-			f.hi = 7 // Sunday again
-		}
 		for it := range strings.SplitSeq(text, ",") {
 			rng, stepText, hasStep := strings.Cut(it, "/")
 			step, err := strconv.Atoi(stepText)
@@ -211,9 +208,6 @@ func lostStep(spec string) (msg, hint string, ok bool) {
 				if !okA || !okB {
 					continue
 				}
-			}
-			if i == 4 && rng == "*" {
-				hi = 6 // * is 0-6
 			}
 			if lo+step <= hi {
 				continue
@@ -234,7 +228,7 @@ func lostStep(spec string) (msg, hint string, ok bool) {
 			default:
 				what, unit = fmt.Sprintf("on day %d of every week (%s)", lo, weekdays[lo%7]), "days"
 			}
-			msg = fmt.Sprintf("%s in the %s field fires only %s: a step counts within the field's range, %d-%d", it, f.name, what, lo, hi)
+			msg = fmt.Sprintf("%s in the %s field fires only %s: a step counts within its range, %d-%d", it, f.name, what, lo, hi)
 			if rng == "*" || rng == "?" {
 				msg = fmt.Sprintf("%s in the %s field fires only %s, not every %d %s: a step counts within the field's range, %d-%d",
 					it, f.name, what, step, unit, lo, hi)

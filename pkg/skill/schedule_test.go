@@ -34,11 +34,13 @@ func TestScheduleFields(t *testing.T) {
 		{name: "every 36 hours", fields: "schedule: \"0 */36 * * *\"\n", want: &Schedule{Cron: "0 */36 * * *", CatchUp: CatchUpLatest}, diags: []string{
 			`4:11: warning: schedule "0 */36 * * *": */36 in the hour field fires only at 00:00 every day, not every 36 hours: a step counts within the field's range, 0-23 (hint: every 36 hours cannot be written in cron; write @every 36h (counted from the previous tick), or 0 0 * * * for daily)`}},
 		{name: "step from a start", fields: "schedule: \"10/70 * * * *\"\n", want: &Schedule{Cron: "10/70 * * * *", CatchUp: CatchUpLatest}, diags: []string{
-			`4:11: warning: schedule "10/70 * * * *": 10/70 in the minute field fires only at minute 10 of every hour: a step counts within the field's range, 10-59 (hint: write 10 in place of 10/70 if that is meant)`}},
+			`4:11: warning: schedule "10/70 * * * *": 10/70 in the minute field fires only at minute 10 of every hour: a step counts within its range, 10-59 (hint: write 10 in place of 10/70 if that is meant)`}},
 		{name: "every 45 days", fields: "schedule: \"0 0 */45 * *\"\n", want: &Schedule{Cron: "0 0 */45 * *", CatchUp: CatchUpLatest}, diags: []string{
 			`4:11: warning: schedule "0 0 */45 * *": */45 in the day-of-month field fires only on day 1 of every month, not every 45 days`}},
 		{name: "weekly step", fields: "schedule: \"0 0 * * */7\"\n", want: &Schedule{Cron: "0 0 * * */7", CatchUp: CatchUpLatest}, diags: []string{
 			`4:11: warning: schedule "0 0 * * */7": */7 in the day-of-week field fires only on day 0 of every week (sun), not every 7 days: a step counts within the field's range, 0-6`}},
+		{name: "weekday step to Sunday", fields: "schedule: \"0 0 * * 5-7/3\"\n", want: &Schedule{Cron: "0 0 * * 5-7/3", CatchUp: CatchUpLatest}, diags: []string{
+			`4:11: warning: schedule "0 0 * * 5-7/3": 5-7/3 in the day-of-week field fires only on day 5 of every week (fri): a step counts within its range, 5-7 (hint: write 5 in place of 5-7/3 if that is meant)`}},
 		{name: "steps that fit", fields: "schedule: \"*/59 0-12/12 1-31/30 jan-dec/11 1-7/6\"\n",
 			want: &Schedule{Cron: "*/59 0-12/12 1-31/30 jan-dec/11 1-7/6", CatchUp: CatchUpLatest}},
 		{name: "six fields", fields: "schedule: \"0 */5 * * * *\"\n", diags: []string{`4:11: error: schedule "0 */5 * * * *" is not valid: expected exactly 5 fields`}},
