@@ -429,3 +429,30 @@ func TestHintsNameTheGuide(t *testing.T) {
 		t.Errorf("%d of the %d diagnostics checked were reported:\n%s", seen, len(want), ds)
 	}
 }
+
+// A syntax error in a condition, template or compute block that writes &&, || or !
+// (as CEL does, in the skill's flow controls) says how Python writes them; another
+// syntax error points at the guide.
+func TestSyntaxErrorHints(t *testing.T) {
+	t.Parallel()
+	const head = "name: x\ndescription: Does x.\nsteps:\n  - id: a\n    tool: echo\n    args: {m: hi}\n  - id: b\n"
+	const python = "expressions here are Python: write &&, ||, ! as and, or, not"
+	const guide = "expressions use Python syntax (Starlark); see docs/authoring.md, Templates, conditions and compute"
+	for _, tt := range []struct {
+		name, src, want string
+	}{
+		{"condition &&", head + "    tool: echo\n    condition: \"a && a\"\n", python},
+		{"template ||", head + "    tool: echo\n    args: {m: \"{{ a || 'none' }}\"}\n", python},
+		{"compute !", head + "    compute: \"result = !a\"\n", python},
+		{"!= is Python", head + "    tool: echo\n    condition: \"a != \"\n", guide},
+		{"&& in a string", head + "    tool: echo\n    condition: \"a == '&&' and\"\n", guide},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, ds := ParseWorkflow("skill.yaml", []byte(tt.src))
+			if len(ds) != 1 || ds[0].Hint != tt.want {
+				t.Errorf("diagnostics:\n%s\nwant one with the hint %q", ds, tt.want)
+			}
+		})
+	}
+}

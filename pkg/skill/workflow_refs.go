@@ -3,6 +3,7 @@ package skill
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -184,11 +185,16 @@ func (wb *workflowBuilder) reportCompileError(s site, err error) {
 	switch {
 	case strings.Contains(e.Msg, "unclosed {{"):
 		hint = "close it with }}"
+	case strings.Contains(e.Msg, "syntax error") && cOperators.MatchString(celStrings.ReplaceAllString(s.src, `""`)):
+		hint = "expressions here are Python: write &&, ||, ! as and, or, not"
 	case strings.Contains(e.Msg, "syntax error"):
 		hint = "expressions use Python syntax (Starlark); see docs/authoring.md, Templates, conditions and compute"
 	}
 	wb.d.add(SeverityError, p.line, p.col, s.field, hint, "invalid %s: %s", what, e.Msg)
 }
+
+// cOperators finds &&, || and a ! that is not !=, as CEL, JavaScript and C write them.
+var cOperators = regexp.MustCompile(`&&|\|\||!($|[^=])`)
 
 // readPos is where a site first reads name.
 func (wb *workflowBuilder) readPos(s site, reads []expr.Read, name string) at {
