@@ -401,6 +401,25 @@ steps:
 	}
 }
 
+// A skill that declares "*" takes every field, so a template may read any input:
+// none is reported unknown.
+func TestInputReadsUnderAnyInput(t *testing.T) {
+	t.Parallel()
+	src := `name: hook
+description: takes a webhook's fields
+inputs:
+  - name: "*"
+steps:
+  - id: show
+    tool: say
+    args:
+      order: "{{ inputs.order }} {{ inputs['customer'] }}"
+`
+	if _, ds := ParseWorkflow("hook.yaml", []byte(src)); len(ds) != 0 {
+		t.Errorf("diagnostics:\n%s", ds)
+	}
+}
+
 // Skill systems that route on words write triggers as phrases: those load, split
 // from the CloudEvent types, and nothing is refused.
 func TestTriggerPhrases(t *testing.T) {

@@ -127,10 +127,12 @@ func (wb *workflowBuilder) checkInputReads(s site, inputNames []string, reads []
 	}
 }
 
-// checkInput reports an input read at p that is not declared.
+// checkInput reports an input read at p that is not declared. A skill that
+// declares "*" takes every field, so any name may be read; a run whose data
+// lacks it fails there, as it does on any missing input.
 func (wb *workflowBuilder) checkInput(p at, field string, inputNames []string, name string) {
 	switch {
-	case slices.Contains(inputNames, name):
+	case slices.Contains(inputNames, name), slices.Contains(inputNames, AnyInput):
 	case len(inputNames) == 0:
 		wb.d.add(SeverityError, p.line, p.col, field, "declare it under inputs:", "unknown input %s: the skill declares no inputs", name)
 	default:
