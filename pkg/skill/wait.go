@@ -1,6 +1,7 @@
 package skill
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -26,6 +27,25 @@ type WaitForEvent struct {
 
 // DefaultWaitTimeout is how long a wait_for_event waits when it does not say.
 const DefaultWaitTimeout = 24 * time.Hour
+
+// DefaultEventsRetention is how long a new events stream keeps events (skillbus
+// --keep-events, 7 days): a wait_for_event that times out later ends then.
+const DefaultEventsRetention = 7 * 24 * time.Hour
+
+// retentionHint says how to sleep or wait d: less, or on a fleet that keeps
+// events longer.
+func retentionHint(d time.Duration) string {
+	days := (d+time.Minute)/(24*time.Hour) + 1
+	return fmt.Sprintf("make it at most %dh, or run the fleet with --keep-events %dd (the events stream's retention; $SKILLBUS_KEEP_EVENTS)", (DefaultEventsRetention-time.Hour)/time.Hour, days)
+}
+
+// fmtDays writes d in days when it is whole days ("7d").
+func fmtDays(d time.Duration) string {
+	if d%(24*time.Hour) == 0 {
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	}
+	return d.String()
+}
 
 var waitKeys = []string{"type", "match", "timeout"}
 
@@ -69,6 +89,12 @@ func decodeStepWait(sb *stepBuild, d *decoder, e pair, f string) {
 			}
 			if ok {
 				w.Timeout = v
+				if time.Duration(v) > DefaultEventsRetention {
+					// The timeout is a scheduled message in the events stream, which keeps
+					// it only so long: a worker ends the wait at the retention instead.
+					d.warnAt(p.v, pf, retentionHint(time.Duration(v)),
+						"wait_for_event.timeout %s is longer than the events stream keeps events by default (%s): the wait ends then", time.Duration(v), fmtDays(DefaultEventsRetention))
+				}
 			}
 		default:
 			d.errAt(p.k, pf, hintFor(p.key, waitKeys), "unknown field %s", pf)

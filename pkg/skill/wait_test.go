@@ -1,6 +1,7 @@
 package skill
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -74,5 +75,38 @@ steps:
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("wait_for_event (-want +got):\n%s", diff)
+	}
+}
+
+// A wait or a sleep longer than the events stream keeps events by default is a
+// warning that says what happens instead, and how to give it that long: the wait
+// ends at the retention, and such a sleep fails.
+func TestWaitAndSleepLongerThanTheEventsRetention(t *testing.T) {
+	t.Parallel()
+	src := `name: await-pay
+description: waits for the payment of an invoice
+inputs:
+  - name: order
+steps:
+  - id: paid
+    wait_for_event:
+      type: com.acme.invoice.paid
+      timeout: 400h
+  - id: later
+    sleep: 200h
+  - id: soon
+    sleep: 167h
+`
+	_, ds := ParseWorkflow("w.yaml", []byte(src))
+	want := []diag{
+		{"w.yaml:9:16", SeverityWarning, "wait_for_event.timeout 400h0m0s is longer than the events stream keeps events by default (7d): the wait ends then"},
+		{"w.yaml:11:12", SeverityWarning, "sleep 200h0m0s is longer than the events stream keeps events by default (7d): such a run fails when it reaches this step"},
+	}
+	if diff := cmp.Diff(want, project(ds, ".", want)); diff != "" {
+		t.Errorf("diagnostics (-want +got):\n%s\nall:\n%s", diff, ds)
+	}
+	if len(ds) != 2 || ds[0].Hint != "make it at most 167h, or run the fleet with --keep-events 17d (the events stream's retention; $SKILLBUS_KEEP_EVENTS)" ||
+		!strings.Contains(ds[1].Hint, "--keep-events 9d") {
+		t.Errorf("hints: %v", ds)
 	}
 }
