@@ -420,6 +420,18 @@ type WaitEnded struct {
 	EventType string `json:"event_type,omitempty"`
 }
 
+// ExecutionWaiting is the data of io.skillbus.execution.waiting: a run was set
+// aside, holding no worker, until a slot of its skill's keyed concurrency frees
+// (For "concurrency"; Detail: the limit and its key). It is published live only,
+// for whoever follows the activation (trigger --wait): the run then starts as any
+// run does, with execution.started.
+type ExecutionWaiting struct {
+	ExecutionID string `json:"execution_id"`
+	Skill       string `json:"skill"`
+	For         string `json:"for"`
+	Detail      string `json:"detail,omitempty"`
+}
+
 // ThrottleDue is the data of io.skillbus.throttle.due: a throttled run that was set
 // aside to wait for its start time (At) is due. It is published by the message
 // scheduler at that time, to the second and never after At; a worker then

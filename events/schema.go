@@ -26,6 +26,7 @@ var Catalog = map[string]any{
 	TypeConfirmationRecorded:  ConfirmationRecorded{},
 	TypeWaitEnded:             WaitEnded{},
 	TypeThrottleDue:           ThrottleDue{},
+	TypeExecutionWaiting:      ExecutionWaiting{},
 	TypeDLQReplayed:           DLQReplayed{},
 	TypeRepairRequested:       RepairRequested{},
 	TypeRepairAttempted:       RepairProgress{},

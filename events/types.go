@@ -24,6 +24,7 @@ const (
 	TypeDLQReplayed           = Prefix + "dlq.replayed"
 	TypeWaitEnded             = Prefix + "wait.ended"
 	TypeThrottleDue           = Prefix + "throttle.due"
+	TypeExecutionWaiting      = Prefix + "execution.waiting"
 
 	// Repair of skills broken by a repairable fault.
 	TypeRepairRequested     = Prefix + "repair.requested"

@@ -121,3 +121,36 @@ func TestTriggerWaitOnADebouncedSkillSaysItRunsLater(t *testing.T) {
 		return regexp.MustCompile(`settle\s.*completed`).MatchString(list.String())
 	}, "the burst's run never completed")
 }
+
+// A run set aside for a slot of its skill's keyed concurrency is not silent:
+// trigger --wait says it waits, and for which limit, before it starts.
+func TestTriggerWaitSaysARunWaitsForAConcurrencySlot(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "one-at-a-time", "skill.yaml")
+	yaml := "name: one-at-a-time\ndescription: Syncs one account at a time.\nversion: 1.0.0\nconcurrency:\n  - key: data.k\n    limit: 1\ninputs:\n  - name: k\n    type: string\nsteps:\n  - id: sync\n    tool: exec\n    args:\n      command: [\"sleep\", \"2\"]\n      timeout: 10\n"
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logs := startDev(t, "--skills", dir)
+	url := devLine(t, logs, `NATS\s+(nats://127\.0\.0\.1:\d+)`)[1]
+	outs := make([]bytes.Buffer, 2)
+	errs := make(chan error, 2)
+	for i := range outs {
+		go func() {
+			errs <- cli.Skillbus(context.Background(), []string{"trigger", "--nats-url", url, "--skill", "one-at-a-time", "--data", `{"k":"acme"}`, "--wait", "--timeout", "60s"}, noEnv, &outs[i], &outs[i])
+		}()
+	}
+	for range outs {
+		if err := <-errs; err != nil {
+			t.Fatalf("trigger: %v\n%s\n%s", err, &outs[0], &outs[1])
+		}
+	}
+	const waits = "⧗ one-at-a-time waits for a concurrency slot (1 at once per data.k); it holds no worker meanwhile"
+	if n := strings.Count(outs[0].String()+outs[1].String(), waits); n != 1 {
+		t.Errorf("%d runs said they waited, want 1:\n%s\n%s", n, &outs[0], &outs[1])
+	}
+}

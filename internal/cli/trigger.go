@@ -485,6 +485,8 @@ func (w *watcher) print(e *event.Event) {
 			return
 		}
 		fmt.Fprintf(w.out, "  %s started (attempt %v)\n", str("skill"), num("attempt"))
+	case events.TypeExecutionWaiting:
+		fmt.Fprintf(w.out, "  ⧗ %s waits for a concurrency slot (%s); it holds no worker meanwhile\n", str("skill"), str("detail"))
 	case events.TypeStepStarted:
 		if w.settled[str("execution_id")][str("step_id")] {
 			// Run again on a retry or after a resume, and done before: its

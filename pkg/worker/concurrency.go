@@ -232,6 +232,19 @@ func (w *Worker) takeSlots(ctx context.Context, j *job, p *gateProgs) (done bool
 	return w.waitForSlot(ctx, j, names, limits, blocked)
 }
 
+// concDetail says which limit a run waits on: "1 at once per data.customer", from
+// the skill's concurrency entry of gate.
+func concDetail(j *job, gate string, limit int) string {
+	if j.skill != nil {
+		for i, c := range j.skill.Concurrency {
+			if c.Key != "" && strings.HasPrefix(gate, events.ConcGate(j.data.Skill.Name, i, "")) {
+				return fmt.Sprintf("%d at once per %s", limit, c.Key)
+			}
+		}
+	}
+	return fmt.Sprintf("%d at once", limit)
+}
+
 // releasedFor is the gate a released run's delivery was released for, or "".
 func (w *Worker) releasedFor(j *job) string {
 	if j.msg == nil {
@@ -465,6 +478,11 @@ func (w *Worker) waitForSlot(ctx context.Context, j *job, names []string, limits
 		}
 	}
 	w.cfg.Log.Debug("worker: run waits for a concurrency slot", "execution", j.data.ExecutionID, "gate", names[again])
+	// Whoever follows the activation hears why it has not started; nothing is
+	// stored: the run starts with execution.started as any run does.
+	w.publish(j, j.data.ExecutionID+".waiting."+j.deliveryID(), events.TypeExecutionWaiting, events.ExecutionWaiting{
+		ExecutionID: j.data.ExecutionID, Skill: j.data.Skill.Name, For: "concurrency", Detail: concDetail(j, names[again], limits[again]),
+	}, false)
 	return true, j.msg.Ack()
 }
 
