@@ -43,23 +43,30 @@ func devLine(t *testing.T, logs *natstest.Buffer, re string) []string {
 	return r.FindStringSubmatch(logs.String())
 }
 
+// devWithSkill runs dev (startDev) with one more skill, a skill.yaml of name in a
+// directory of its own, and returns the dev's NATS URL and the file.
+func devWithSkill(t *testing.T, name, yaml string) (url, file string) {
+	t.Helper()
+	dir := t.TempDir()
+	file = filepath.Join(dir, name, "skill.yaml")
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logs := startDev(t, "--skills", dir)
+	return devLine(t, logs, `NATS\s+(nats://127\.0\.0\.1:\d+)`)[1], file
+}
+
 // A skill whose file turned invalid keeps serving its last good version; trigger
 // --wait says so beside the routing, with what is wrong, from the decision (the
 // registry marks the catalog's entry; the router puts it in the candidate's
 // reason), so a publisher, who may not ask the registry, hears it too.
 func TestTriggerWaitSaysTheSkillsFileIsInvalid(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	file := filepath.Join(dir, "shout", "skill.yaml")
 	good := "name: shout\ndescription: Says it louder.\nversion: 1.0.0\ninputs:\n  - name: text\n    type: string\nsteps:\n  - id: up\n    compute: |\n      result = inputs.text.upper()\n    output: loud\noutputs:\n  loud: \"{{ loud }}\"\n"
-	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(file, []byte(good), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	logs := startDev(t, "--skills", dir)
-	url := devLine(t, logs, `NATS\s+(nats://127\.0\.0\.1:\d+)`)[1]
+	url, file := devWithSkill(t, "shout", good)
 	trigger := func() string {
 		var out bytes.Buffer
 		err := cli.Skillbus(context.Background(), []string{"trigger", "--nats-url", url, "--skill", "shout", "--data", `{"text":"hi"}`, "--wait", "--timeout", "30s"}, noEnv, &out, &out)
@@ -95,17 +102,8 @@ func TestTriggerWaitSaysTheSkillsFileIsInvalid(t *testing.T) {
 // and exits 7, not 3 (no skill took it); the burst's run then completes.
 func TestTriggerWaitOnADebouncedSkillSaysItRunsLater(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	file := filepath.Join(dir, "settle", "skill.yaml")
 	yaml := "name: settle\ndescription: Settles a burst of updates once they stop.\nversion: 1.0.0\ndebounce:\n  period: 1s\ninputs:\n  - name: n\n    type: integer\nsteps:\n  - id: last\n    compute: |\n      result = inputs.n\n    output: n\noutputs:\n  n: \"{{ n }}\"\n"
-	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	logs := startDev(t, "--skills", dir)
-	url := devLine(t, logs, `NATS\s+(nats://127\.0\.0\.1:\d+)`)[1]
+	url, _ := devWithSkill(t, "settle", yaml)
 	var out bytes.Buffer
 	err := cli.Skillbus(context.Background(), []string{"trigger", "--nats-url", url, "--skill", "settle", "--data", `{"n":7}`, "--wait", "--timeout", "30s"}, noEnv, &out, &out)
 	var ee *cli.ExitError
@@ -126,17 +124,8 @@ func TestTriggerWaitOnADebouncedSkillSaysItRunsLater(t *testing.T) {
 // trigger --wait says it waits, and for which limit, before it starts.
 func TestTriggerWaitSaysARunWaitsForAConcurrencySlot(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	file := filepath.Join(dir, "one-at-a-time", "skill.yaml")
 	yaml := "name: one-at-a-time\ndescription: Syncs one account at a time.\nversion: 1.0.0\nconcurrency:\n  - key: data.k\n    limit: 1\ninputs:\n  - name: k\n    type: string\nsteps:\n  - id: sync\n    tool: exec\n    args:\n      command: [\"sleep\", \"2\"]\n      timeout: 10\n"
-	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	logs := startDev(t, "--skills", dir)
-	url := devLine(t, logs, `NATS\s+(nats://127\.0\.0\.1:\d+)`)[1]
+	url, _ := devWithSkill(t, "one-at-a-time", yaml)
 	outs := make([]bytes.Buffer, 2)
 	errs := make(chan error, 2)
 	for i := range outs {
