@@ -20,6 +20,7 @@ import (
 
 	"github.com/skillbus/skillbus/internal/cli"
 	"github.com/skillbus/skillbus/internal/natstest"
+	"github.com/skillbus/skillbus/pkg/bus"
 )
 
 func TestVersion(t *testing.T) {
@@ -286,4 +287,34 @@ func TestMissingConnectionFileSaysSo(t *testing.T) {
 			t.Errorf("%s: exit %d: %s", flag, code, out)
 		}
 	}
+}
+
+// The console started before NATS waits for it too, as the other services do,
+// and serves once NATS is up.
+func TestConsoleWaitsForNATS(t *testing.T) {
+	t.Parallel()
+	port := natstest.FreePort(t)
+	url := "nats://127.0.0.1:" + strconv.Itoa(port)
+	ctx, cancel := context.WithCancel(context.Background())
+	logs := &natstest.Buffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- cli.Skillbus(ctx, []string{"console", "--nats-url", url, "--listen", "127.0.0.1:0", "--log-format", "text"}, noEnv, logs, logs)
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("console: %v", err)
+		}
+	}()
+	natstest.Eventually(t, 20*time.Second, func() bool { return strings.Contains(logs.String(), "waiting for NATS") }, "no 'waiting for NATS' line:\n%s", logs)
+	select {
+	case err := <-done:
+		t.Fatalf("the console exited before NATS was up: %v\n%s", err, logs)
+	default:
+	}
+	srv := natstest.StartWith(t, func(o *server.Options) { o.Port = port })
+	natstest.Eventually(t, 20*time.Second, func() bool { return strings.Contains(logs.String(), "waiting for the registry") }, "no 'waiting for the registry' line:\n%s", logs)
+	srv.Bus(t, bus.Config{}) // creates the streams and buckets, as the registry does
+	natstest.Eventually(t, 30*time.Second, func() bool { return strings.Contains(logs.String(), "http://127.0.0.1:") }, "the console did not serve once NATS and the streams were up:\n%s", logs)
 }

@@ -125,11 +125,17 @@ addresses together, then one every 3 s. See docs/console.md.`,
 			if err != nil {
 				return err
 			}
-			b, err := c.connect("skillbus-console")
+			// Started before NATS (a fleet coming up at once), it waits for it, as
+			// every other service does.
+			b, err := c.connectWait(ctx, "skillbus-console", log)
 			if err != nil {
 				return err
 			}
 			defer b.Close()
+			// And for the streams and buckets it reads, which the registry creates.
+			if err := ensure(ctx, b, false, log, needs{buckets: []string{b.BucketRuns(), b.BucketSkills(), b.BucketRepairs()}}); err != nil {
+				return err
+			}
 			addr, done, err := cf.start(ctx, listen, b, log)
 			if err != nil {
 				return err
