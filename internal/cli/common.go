@@ -74,6 +74,16 @@ type common struct {
 	log       *slog.Logger // set by logger: where connection events are logged
 }
 
+// serviceLogs makes a long-running subcommand of the CLI (gateway, console) log
+// JSON, as the registry, router and worker do, unless --log-format or
+// $SKILLBUS_LOG_FORMAT says otherwise: the CLI's own default, text, is for people
+// at a terminal.
+func (c *common) serviceLogs(cmd *cobra.Command, getenv Env) {
+	if !cmd.Flags().Changed("log-format") && getenv("SKILLBUS_LOG_FORMAT") == "" {
+		c.logFormat = "json"
+	}
+}
+
 func (c *common) register(cmd *cobra.Command, getenv Env, defaultFormat string) {
 	f := cmd.PersistentFlags()
 	f.StringVar(&c.natsURL, "nats-url", envOr(getenv, "SKILLBUS_NATS_URL", nats.DefaultURL), "NATS server URL(s), comma-separated ($SKILLBUS_NATS_URL)")
@@ -97,7 +107,16 @@ func (c *common) logger(w io.Writer) (*slog.Logger, error) {
 	opts := &slog.HandlerOptions{Level: lvl}
 	switch c.logFormat {
 	case "json":
-		c.log = slog.New(slog.NewJSONHandler(w, opts))
+		// Durations as people and the docs write them ("retry_in":"2s"), not as
+		// integer nanoseconds, which is how encoding/json writes a time.Duration.
+		jopts := *opts
+		jopts.ReplaceAttr = func(_ []string, a slog.Attr) slog.Attr {
+			if a.Value.Kind() == slog.KindDuration {
+				a.Value = slog.StringValue(a.Value.Duration().String())
+			}
+			return a
+		}
+		c.log = slog.New(slog.NewJSONHandler(w, &jopts))
 	case "text":
 		c.log = slog.New(slog.NewTextHandler(w, opts))
 	default:

@@ -117,6 +117,7 @@ addresses together, then one every 3 s. See docs/console.md.`,
       --trace-url 'http://localhost:16686/trace/{trace_id}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			c.serviceLogs(cmd, getenv)
 			ctx := cmd.Context()
 			if err := cf.check(); err != nil {
 				return err

@@ -128,6 +128,7 @@ hooks bucket); started before the registry, it waits for the streams and that bu
     -H 'Content-Type: application/json' -d '{"name":"Ada"}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			c.serviceLogs(cmd, getenv)
 			log, err := c.logger(stderr)
 			if err != nil {
 				return err

@@ -33,7 +33,9 @@ func TestGatewayProbes(t *testing.T) {
 			t.Errorf("gateway: %v", err)
 		}
 	}()
-	addrRE := regexp.MustCompile(`serving /metrics, /livez and /readyz" addr=(\S+)`)
+	// A service, it logs JSON by default, as the registry, router and worker do,
+	// with durations as people write them.
+	addrRE := regexp.MustCompile(`"msg":"serving /metrics, /livez and /readyz","addr":"([^"]+)"`)
 	natstest.Eventually(t, 30*time.Second, func() bool { return addrRE.MatchString(logs.String()) }, "no metrics address in the log:\n%s", &logs)
 	addr := addrRE.FindStringSubmatch(logs.String())[1]
 	get := func(path string) (int, string) {
@@ -46,7 +48,7 @@ func TestGatewayProbes(t *testing.T) {
 		return resp.StatusCode, string(b)
 	}
 	natstest.Eventually(t, 30*time.Second, func() bool {
-		return strings.Contains(logs.String(), "waiting for the registry") && strings.Contains(logs.String(), "bucket hooks")
+		return strings.Contains(logs.String(), "waiting for the registry") && strings.Contains(logs.String(), "bucket hooks") && strings.Contains(logs.String(), `"retry_in":"250ms"`)
 	}, "the gateway did not wait for the hooks bucket:\n%s", &logs)
 	if code, body := get("/readyz"); code != http.StatusServiceUnavailable {
 		t.Fatalf("/readyz before the streams exist: %d\n%s", code, body)
