@@ -38,7 +38,7 @@ func (gf *gatewayFlags) register(cmd *cobra.Command, getenv Env) {
 	}
 	f := cmd.Flags()
 	f.StringSliceVar(&gf.tokens, "token", tokens, "bearer token a sender must present (repeatable; better from $SKILLBUS_GATEWAY_TOKENS, comma-separated, which keeps it out of the process list). $SKILLBUS_GATEWAY_SECRET also admits bodies signed with it (X-Hub-Signature-256)")
-	f.StringVar(&gf.hooks, "hooks", getenv("SKILLBUS_GATEWAY_HOOKS"), "YAML file of webhooks served at /hooks/<name> ($SKILLBUS_GATEWAY_HOOKS; see docs/events.md)")
+	f.StringVar(&gf.hooks, "hooks", getenv("SKILLBUS_GATEWAY_HOOKS"), "YAML file of webhooks served at /hooks/<name> ($SKILLBUS_GATEWAY_HOOKS; its format: docs/operations.md, HTTP ingress)")
 	f.Int64Var(&gf.maxBody, "max-body", 1<<20, "largest request body in bytes")
 	f.DurationVar(&gf.maxWait, "max-wait", 5*time.Minute, "longest ?wait= a request may ask for")
 	f.DurationVar(&gf.publish, "publish-timeout", 10*time.Second, "how long a request's events are sent again while JetStream cannot take them (a leader election, a server restart); then 503 with Retry-After")
