@@ -484,6 +484,11 @@ func (w *watcher) print(e *event.Event) {
 			fmt.Fprintf(w.out, "  ▶ %s resumed\n", str("skill"))
 			return
 		}
+		if num("attempt") == 1 {
+			// Its id, once: what runs show and runs cancel take while it runs.
+			fmt.Fprintf(w.out, "  %s started (attempt 1), execution %s\n", str("skill"), str("execution_id"))
+			return
+		}
 		fmt.Fprintf(w.out, "  %s started (attempt %v)\n", str("skill"), num("attempt"))
 	case events.TypeExecutionWaiting:
 		fmt.Fprintf(w.out, "  ⧗ %s waits for a concurrency slot (%s); it holds no worker meanwhile\n", str("skill"), str("detail"))

@@ -102,7 +102,7 @@ func TestWatcherSleepAndResume(t *testing.T) {
 	} {
 		w.print(e)
 	}
-	want := `  napper started (attempt 1)
+	want := `  napper started (attempt 1), execution x
     ✓ first 1.0ms
   ⏸ step nap sleeps until 2030-01-02T03:04:05Z
   ▶ step nap woke up
@@ -167,7 +167,7 @@ func TestWatcherRetryDoesNotRepeatADoneStep(t *testing.T) {
 	} {
 		w.print(e)
 	}
-	want := `  greet started (attempt 1)
+	want := `  greet started (attempt 1), execution x
     ▸ compose (compute)
     ✓ compose 1.0ms
     ▸ send (tool http)
