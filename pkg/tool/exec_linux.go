@@ -295,7 +295,7 @@ func (e *execTool) run(parent context.Context, r *execRequest, path, dir string,
 	}
 	werr, overLimit, stopped := waitGroup(p.cmd, r.limits.Processes, StopFrom(parent))
 	if stopped != nil {
-		return nil, failure.Wrap(failure.Fatal, fmt.Errorf("exec: %q was stopped (SIGTERM, and SIGKILL for what was left after %s): %w", name, StopFrom(parent).grace(), stopped))
+		return nil, failure.Wrap(failure.Fatal, fmt.Errorf("exec: %q was stopped (SIGTERM; SIGKILL after %s to whatever had not ended): %w", name, StopFrom(parent).grace(), stopped))
 	}
 	return p.outcome(parent, ctx, r, werr, overLimit)
 }
