@@ -36,6 +36,23 @@ var (
 	ErrTooLarge = errors.New("event too large")
 )
 
+// NotAcknowledgedError is a trigger Send sent that the server did not
+// acknowledge in time: NATS unreachable (the connection keeps the publish and
+// sends it once it reconnects), overloaded, or its store full. Whether it was
+// stored is unknown — it may still be, and run — and sending it again with the
+// same source and id is safe: it is deduplicated.
+type NotAcknowledgedError struct {
+	Subject, Source, ID string
+	Err                 error // what the last attempt ended with
+}
+
+func (e *NotAcknowledgedError) Error() string {
+	return fmt.Sprintf("publish %s: the server did not acknowledge the trigger in time (%v): NATS is unreachable, overloaded, or its store is full (see the services' /readyz); it may still have been stored, and sending it again with the same source and id (%s, %s) is safe: it is deduplicated",
+		e.Subject, e.Err, e.Source, e.ID)
+}
+
+func (e *NotAcknowledgedError) Unwrap() error { return e.Err }
+
 // maxIDLength bounds a trigger's id: it is part of ids and keys downstream.
 const maxIDLength = 200
 
@@ -173,10 +190,16 @@ func (c *Client) encode(subject string, e *event.Event) (*nats.Msg, int, error) 
 // time: sent once). A repeat that was stored after all is a duplicate.
 func (c *Client) Send(ctx context.Context, o *Outgoing, retryUntil time.Time) (act Activation, err error) {
 	defer func() { telemetry.End(o.span, err) }()
-	ack, err := c.publishRetrying(o.ctx, o.msg, retryUntil)
+	ack, unanswered, err := c.publishRetrying(o.ctx, o.msg, retryUntil)
 	if err != nil {
-		if ctx.Err() != nil {
+		if errors.Is(ctx.Err(), context.Canceled) {
 			return Activation{}, ctx.Err()
+		}
+		// Sent and not answered (by this attempt or an earlier one): it may
+		// have been stored — a publish made while the connection is down is
+		// buffered and sent when it is back — so not "not published".
+		if unanswered || ctx.Err() != nil {
+			return Activation{}, &NotAcknowledgedError{Subject: o.msg.Subject, Source: o.Activation.Source, ID: o.Activation.EventID, Err: err}
 		}
 		if errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) {
 			if c.b.NoJetStreamThere() {
@@ -195,9 +218,12 @@ func (c *Client) Send(ctx context.Context, o *Outgoing, retryUntil time.Time) (a
 // leader that died is never answered.
 const publishAttemptTimeout = 2 * time.Second
 
-func (c *Client) publishRetrying(ctx context.Context, m *nats.Msg, deadline time.Time) (*jetstream.PubAck, error) {
+// publishRetrying reports, with the error of the last attempt, whether any attempt
+// went unanswered: sent, and maybe stored.
+func (c *Client) publishRetrying(ctx context.Context, m *nats.Msg, deadline time.Time) (ack *jetstream.PubAck, unanswered bool, err error) {
 	if deadline.IsZero() {
-		return c.b.Publish(ctx, m)
+		ack, err = c.b.Publish(ctx, m)
+		return ack, noAnswer(err), err
 	}
 	delay := 50 * time.Millisecond
 	for attempt := 1; ; attempt++ {
@@ -206,21 +232,30 @@ func (c *Client) publishRetrying(ctx context.Context, m *nats.Msg, deadline time
 			until = deadline
 		}
 		actx, cancel := context.WithDeadline(ctx, until)
-		ack, err := c.b.Publish(actx, m)
+		// No retries inside: an attempt that ends past its deadline was then sent
+		// and not answered, not refused for no responders again and again.
+		ack, err = c.b.Publish(actx, m, jetstream.WithRetryAttempts(0))
 		cancel()
+		unanswered = unanswered || noAnswer(err)
 		if err == nil || !Unavailable(err) || ctx.Err() != nil || time.Now().Add(delay).After(deadline) {
-			return ack, err
+			return ack, unanswered, err
 		}
 		c.log.Warn("client: JetStream did not take the trigger; sending it again", "subject", m.Subject, "attempt", attempt, "retry_in", delay, "err", err)
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, ctx.Err()
+			return nil, unanswered, ctx.Err()
 		case <-t.C:
 		}
 		delay = min(2*delay, time.Second)
 	}
+}
+
+// noAnswer reports whether a publish ended without an answer from the server:
+// whether it was stored is unknown.
+func noAnswer(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)
 }
 
 // Unavailable reports whether a publish failed because JetStream could not take

@@ -54,3 +54,40 @@ func TestPublishRefuses(t *testing.T) {
 		t.Errorf("%d triggers published", n)
 	}
 }
+
+// A trigger published while NATS is down is kept by the connection and sent when
+// it reconnects: its publish ends unacknowledged, and the error says that it may
+// still have been stored (here it is) and that sending it again is deduplicated —
+// not that it was not published.
+func TestPublishUnacknowledgedMayBeStored(t *testing.T) {
+	srv := natstest.Start(t)
+	b := srv.Bus(t, bus.Config{})
+	c := client.New(b)
+	srv.Stop()
+	natstest.Eventually(t, 10*time.Second, func() bool { return !b.NC.IsConnected() }, "still connected")
+	tr := client.Trigger{Skill: "hello", Source: "/ops", ID: "down-1", Data: []byte(`{}`)}
+	pctx, pcancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	_, err := c.Publish(pctx, tr)
+	pcancel()
+	var na *client.NotAcknowledgedError
+	if !errors.As(err, &na) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("got %v, want a NotAcknowledgedError", err)
+	}
+	for _, want := range []string{"did not acknowledge the trigger in time", "may still have been stored", "same source and id (/ops, down-1)", "deduplicated", "/readyz"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q does not say %q", err, want)
+		}
+	}
+
+	srv.Start()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	natstest.Eventually(t, 15*time.Second, func() bool {
+		st, err := b.Stream(ctx, b.StreamTriggers())
+		return err == nil && st.CachedInfo().State.Msgs == 1
+	}, "the buffered trigger was not stored")
+	act, err := c.Publish(ctx, tr)
+	if err != nil || !act.Duplicate {
+		t.Fatalf("sent again: %+v %v, want a duplicate", act, err)
+	}
+}
