@@ -394,6 +394,13 @@ func (g *Gateway) publish(w http.ResponseWriter, r *http.Request, evs []event.Ev
 				return // the client went away
 			}
 			w.Header().Set("Retry-After", "1")
+			var na *client.NotAcknowledgedError
+			if errors.As(err, &na) {
+				// Sent, not answered: maybe stored (a publish made while NATS is
+				// unreachable is sent when the gateway reconnects).
+				g.fail(w, r, http.StatusServiceUnavailable, fmt.Errorf("publishing event %s: JetStream did not acknowledge it in time (%v): NATS is unreachable, overloaded, or its store is full; it may or may not have been stored (%d of %d acknowledged before it): send them all again — an event sent again with the same source and id is deduplicated", e.ID(), na.Err, i, len(evs)))
+				return
+			}
 			g.fail(w, r, http.StatusServiceUnavailable, fmt.Errorf("publishing event %s: %v (%d of %d published before it; send them all again: the ones published are recognised as duplicates)", e.ID(), err, i, len(evs)))
 			return
 		}

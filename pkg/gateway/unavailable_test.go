@@ -108,3 +108,50 @@ func TestBatchRidesOutAnUnavailableStream(t *testing.T) {
 		t.Errorf("past the publish timeout: %d %v %s", rec.Code, rec.Header(), rec.Body.String())
 	}
 }
+
+// An event posted while NATS is down is kept by the gateway's connection and sent
+// when it reconnects, so past the publish timeout the 503 says that it may or may
+// not have been stored, not that it was not published; sending it again once NATS
+// is back is a duplicate of the one stored meanwhile.
+func TestUnacknowledgedPublishMayBeStored(t *testing.T) {
+	srv := natstest.Start(t)
+	b := srv.Bus(t, bus.Config{})
+	logs := &natstest.Buffer{}
+	g, err := gateway.New(gateway.Config{Bus: b, Log: slog.New(slog.NewTextHandler(logs, nil)), PublishTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	post := func() *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		req, _ := http.NewRequest(http.MethodPost, "/events", strings.NewReader(`{"specversion":"1.0","id":"down-1","source":"/ops","type":"com.example.greet","data":{}}`))
+		req.Header.Set("Content-Type", "application/cloudevents+json")
+		g.ServeHTTP(rec, req)
+		return rec
+	}
+	srv.Stop()
+	natstest.Eventually(t, 10*time.Second, func() bool { return !b.NC.IsConnected() }, "still connected")
+	rec := post()
+	body := rec.Body.String()
+	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" {
+		t.Fatalf("NATS down: %d %v %s", rec.Code, rec.Header(), body)
+	}
+	for _, want := range []string{"did not acknowledge it in time", "may or may not have been stored (0 of 1 acknowledged before it)", "same source and id is deduplicated"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("%s does not say %q", body, want)
+		}
+	}
+	if strings.Contains(body, "published before it") {
+		t.Errorf("%s says how many were published", body)
+	}
+
+	srv.Start()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	natstest.Eventually(t, 15*time.Second, func() bool {
+		st, err := b.JS.Stream(ctx, b.StreamTriggers())
+		return err == nil && st.CachedInfo().State.Msgs == 1
+	}, "the buffered event was not stored")
+	if rec := post(); rec.Code != http.StatusAccepted || !strings.Contains(rec.Body.String(), `"duplicate":true`) {
+		t.Errorf("sent again: %d %s, want 202, a duplicate", rec.Code, rec.Body.String())
+	}
+}
