@@ -56,16 +56,32 @@ type AccountInfoer interface {
 	AccountInfo(ctx context.Context) (*jetstream.AccountInfo, error)
 }
 
+// ErrNotChecked is a readiness check that could not ask the server: the NATS
+// connection is down, so whether JetStream can store is not known.
+var ErrNotChecked = errors.New("cannot be checked until NATS is reachable again (see the nats check)")
+
 // Remote is a readiness check against a server this process is connected to: it
 // fails while the server answers that JetStream is disabled. A server that keeps
 // JetStream on while a stream cannot write says so only on its monitoring port
-// (see Healthz).
+// (see Healthz). While js's connection (when it has one: a *bus.Bus, a
+// jetstream.JetStream) is not up, it fails with ErrNotChecked instead of blaming
+// the store for a server it cannot reach.
 func Remote(js AccountInfoer) func(context.Context) error {
+	down := func() bool {
+		c, ok := js.(interface{ Conn() *nats.Conn })
+		return ok && c.Conn() != nil && !c.Conn().IsConnected()
+	}
 	return func(ctx context.Context) error {
+		if down() {
+			return ErrNotChecked
+		}
 		_, err := js.AccountInfo(ctx)
 		switch {
 		case err == nil:
 			return nil
+		case down():
+			// Lost while asking: the question went unanswered for that.
+			return ErrNotChecked
 		case errors.Is(err, jetstream.ErrJetStreamNotEnabled), errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount):
 			return fmt.Errorf("%w: the NATS server has JetStream disabled (%v): it was started without it (nats-server -js, or jetstream {} in its configuration file), or it turned it off because its store could not be written (free space, then restart nats-server)", ErrFault, err)
 		case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):

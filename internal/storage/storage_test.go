@@ -27,6 +27,7 @@ import (
 
 	"github.com/skillbus/skillbus/internal/natstest"
 	"github.com/skillbus/skillbus/internal/storage"
+	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/telemetry"
 )
 
@@ -352,6 +353,34 @@ func TestRemoteChecks(t *testing.T) {
 		err = check(cctx)
 		return errors.Is(err, storage.ErrFault) && strings.Contains(err.Error(), "disabled")
 	}, "JetStream disabled is reported as %v", stringer(func() string { return fmt.Sprint(err) }))
+}
+
+// While the NATS connection is down the jetstream check says it cannot check, not
+// that the store could not be written: a stopped nats-server is no full disk.
+func TestRemoteCheckWhileNATSIsDown(t *testing.T) {
+	t.Parallel()
+	srv := natstest.Start(t)
+	b := srv.Bus(t, bus.Config{})
+	check := storage.Remote(b)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := check(ctx); err != nil {
+		t.Fatalf("NATS up: %v", err)
+	}
+	srv.Stop()
+	natstest.Eventually(t, 10*time.Second, func() bool { return !b.Connected() }, "still connected")
+	cctx, ccancel := context.WithTimeout(ctx, time.Second) // as /readyz bounds its checks
+	err := check(cctx)
+	ccancel()
+	if !errors.Is(err, storage.ErrNotChecked) || errors.Is(err, storage.ErrFault) || strings.Contains(err.Error(), "free space") {
+		t.Fatalf("NATS down: %v, want %v", err, storage.ErrNotChecked)
+	}
+	srv.Start()
+	natstest.Eventually(t, 15*time.Second, func() bool {
+		cctx, ccancel := context.WithTimeout(ctx, time.Second)
+		defer ccancel()
+		return check(cctx) == nil
+	}, "NATS back, JetStream still not ready")
 }
 
 type stringer func() string
