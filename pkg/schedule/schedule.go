@@ -284,8 +284,17 @@ func (s *Scheduler) lease(ctx context.Context, now time.Time) {
 		}
 		rev, err := s.kv.Update(ctx, keyLeader, me, s.leaseRev)
 		if err != nil {
+			// Not leading until the lease is renewed: another scheduler may take
+			// it once it has gone unrenewed for a whole lease.
 			s.leader.Store(false)
-			s.cfg.Log.Warn("schedule: lost the lease; another scheduler leads", "err", err)
+			switch {
+			case errors.Is(err, jetstream.ErrKeyRevisionMismatch):
+				s.cfg.Log.Warn("schedule: lost the lease; another scheduler leads", "err", err)
+			case !s.cfg.Bus.Connected():
+				s.cfg.Log.Warn("schedule: could not renew the lease: NATS is unreachable; scheduling pauses until the lease is renewed or another scheduler takes it", "err", err)
+			default:
+				s.cfg.Log.Warn("schedule: could not renew the lease; scheduling pauses until the lease is renewed or another scheduler takes it", "err", err)
+			}
 			return
 		}
 		s.leaseRev, s.renewed = rev, now

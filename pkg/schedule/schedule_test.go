@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -130,9 +130,10 @@ func (f *fixture) put(name string, sched *skill.Schedule) {
 }
 
 type member struct {
-	s   *schedule.Scheduler
-	nc  *nats.Conn
-	cat *catalog.Catalog
+	s    *schedule.Scheduler
+	nc   *nats.Conn
+	cat  *catalog.Catalog
+	logs *natstest.Buffer
 }
 
 // start starts a scheduler on a connection of its own, as a router process would.
@@ -151,14 +152,15 @@ func (f *fixture) start(name string) *member {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	s, err := schedule.New(schedule.Config{Bus: b, Catalog: cat, Clock: f.clock, Lease: lease, Name: name, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	logs := &natstest.Buffer{}
+	s, err := schedule.New(schedule.Config{Bus: b, Catalog: cat, Clock: f.clock, Lease: lease, Name: name, Log: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	if err := s.Start(f.ctx); err != nil {
 		f.t.Fatal(err)
 	}
-	m := &member{s: s, nc: nc, cat: cat}
+	m := &member{s: s, nc: nc, cat: cat, logs: logs}
 	f.t.Cleanup(func() { m.stop() })
 	return m
 }
@@ -307,6 +309,32 @@ func TestLeaderKilledAnotherTakesOver(t *testing.T) {
 	}
 	f.until(time.Second, func() bool { return len(f.published()) == 2 }, "the second tick")
 	f.check("nightly", tickIDs("nightly", "2026-01-01T00:01:00Z", "2026-01-01T00:02:00Z"))
+}
+
+// A leader that cannot renew its lease because NATS is down says so, not that
+// another scheduler leads, and leads again once NATS is back; one whose lease
+// another scheduler took says that.
+func TestLeaseRenewalFailures(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	a := f.start("a")
+	f.waitFor(a.s.Leader, "a leads")
+	f.srv.Stop()
+	f.waitFor(func() bool { return !a.nc.IsConnected() }, "a still connected")
+	f.until(time.Second, func() bool { return !a.s.Leader() }, "a still leads with NATS down")
+	f.waitFor(func() bool { return strings.Contains(a.logs.String(), "could not renew the lease") }, "no renewal failure logged:\n%s", a.logs)
+	if l := a.logs.String(); !strings.Contains(l, "could not renew the lease: NATS is unreachable; scheduling pauses until the lease is renewed or another scheduler takes it") || strings.Contains(l, "another scheduler leads") {
+		t.Errorf("NATS down:\n%s", l)
+	}
+	f.srv.Start()
+	f.until(time.Second, a.s.Leader, "a does not lead again with NATS back")
+
+	// Taken by another: the lease key written under another name.
+	if _, err := f.sched.Put(f.ctx, "leader", []byte("b")); err != nil {
+		t.Fatal(err)
+	}
+	f.until(time.Second, func() bool { return !a.s.Leader() }, "a still leads")
+	f.waitFor(func() bool { return strings.Contains(a.logs.String(), "lost the lease; another scheduler leads") }, "the loss not logged:\n%s", a.logs)
 }
 
 func TestGracefulStopHandsOverAtOnce(t *testing.T) {
