@@ -290,10 +290,22 @@ func routeRemote(ctx context.Context, c *common, req selector.Request, data json
 	return &d, nil
 }
 
+// textFieldOf is the field a candidate's skill takes text in (selector.TextField),
+// or "" when the decision does not carry the skill (a live router's answer).
+func textFieldOf(c *selector.Candidate) string {
+	if c.Skill == nil {
+		return ""
+	}
+	return selector.TextField(c.Skill)
+}
+
 func printDecision(w io.Writer, d *selector.Decision, explain bool) {
 	if d.Primary == "" {
 		if c := d.KeptOut(); c != nil {
 			fmt.Fprintf(w, "no plan: %s scores %.3f, above the threshold %.2f, but is kept out: %s\n", c.Name, c.Score, d.Threshold, c.Reason)
+			if f := textFieldOf(c); f != "" && f != "query" && strings.Contains(c.Reason, "do not take the field query") {
+				fmt.Fprintf(w, "  %s takes its text as %q: --data '{%q: \"...\"}' routes it as its clients send it\n", c.Name, f, f)
+			}
 		} else {
 			fmt.Fprintf(w, "no skill passes the threshold %.2f\n", d.Threshold)
 		}

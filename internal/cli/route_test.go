@@ -251,3 +251,32 @@ func TestRouteTextIsAQueryRequest(t *testing.T) {
 		t.Errorf("by type: exit %d: %s", code, out)
 	}
 }
+
+// A skill kept out because it takes its text in another field than query is
+// named with that field, and routed as its clients send it with --data; route
+// eval --text-field sends --cases the same way.
+func TestRouteTextToASkillThatTakesText(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "temp-convert"), 0o755)
+	os.WriteFile(filepath.Join(dir, "temp-convert", "SKILL.md"), []byte("---\nname: temp-convert\ndescription: Converts a temperature between Celsius and Fahrenheit.\ntriggers: [celsius, fahrenheit]\n---\n\nReads a number and a unit from the text and converts it.\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "temp-convert", "skill.yaml"), []byte("inputs:\n  - name: text\n    type: string\n    required: true\nsteps:\n  - id: echo\n    tool: echo\n    args:\n      text: \"{{ inputs.text }}\"\n"), 0o644)
+	out, code := run(t, "route", "--skills", dir, "convert 451 fahrenheit to celsius")
+	if code != 3 || !strings.Contains(out, `temp-convert takes its text as "text": --data '{"text": "..."}' routes it as its clients send it`) {
+		t.Errorf("exit %d: %s", code, out)
+	}
+	out, code = run(t, "route", "--skills", dir, "--data", `{"text":"convert 451 fahrenheit to celsius"}`)
+	if code != 0 || !strings.Contains(out, "primary:   temp-convert") {
+		t.Errorf("--data text: exit %d: %s", code, out)
+	}
+	cases := filepath.Join(dir, "cases.jsonl")
+	os.WriteFile(cases, []byte(`{"query":"convert 451 fahrenheit to celsius","expect":"temp-convert"}`+"\n"), 0o644)
+	out, code = run(t, "route", "eval", "--skills", dir, "--cases", cases, "--no-examples")
+	if code != 0 || !strings.Contains(out, "temp-convert was recalled but kept out: its inputs (text) do not take the field query") {
+		t.Errorf("eval as query: exit %d: %s", code, out)
+	}
+	out, code = run(t, "route", "eval", "--skills", dir, "--cases", cases, "--no-examples", "--text-field", "text")
+	if code != 0 || !strings.Contains(out, "top-1 accuracy      1.000") {
+		t.Errorf("eval as text: exit %d: %s", code, out)
+	}
+}
