@@ -99,6 +99,9 @@ routers restarting. One due while no router runs is published when one starts.`,
 			if err != nil {
 				return err
 			}
+			if err := client.CheckOutsideSource(source); err != nil {
+				return usage("--source: %v", err)
+			}
 			b, err := c.connect("skillbus-cli")
 			if err != nil {
 				return err

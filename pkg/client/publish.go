@@ -53,6 +53,34 @@ func (e *NotAcknowledgedError) Error() string {
 
 func (e *NotAcknowledgedError) Unwrap() error { return e.Err }
 
+// ReservedSource begins the sources of skillbus's own publishers: the scheduler's
+// ticks (/skillbus/scheduler), the skill tool's calls (/skillbus/skill-tool), the
+// routers' debounced runs (/skillbus/debounce/<skill>). Their ids are predictable —
+// a tick's time, a parent execution's step — and an execution is deduplicated by
+// source and id, so a sender who could use them could run a tick or a child call
+// before skillbus does, with its own data, and have skillbus's own dropped as a
+// duplicate. CheckOutside refuses them.
+const ReservedSource = "/skillbus/"
+
+// CheckOutside checks e as CheckEvent does, as a trigger from outside skillbus (the
+// gateway, skillbus trigger): its source, compared as CloudEvents compares sources
+// (percent-decoded), must not begin ReservedSource.
+func CheckOutside(e *event.Event) error {
+	if err := CheckEvent(e); err != nil {
+		return err
+	}
+	return CheckOutsideSource(e.Source())
+}
+
+// CheckOutsideSource reports, wrapping ErrInvalidEvent, a source an outside
+// sender may not use (ReservedSource).
+func CheckOutsideSource(source string) error {
+	if strings.HasPrefix(events.CanonicalSource(source), ReservedSource) {
+		return fmt.Errorf("%w: source %q: sources beginning %s are skillbus's own (its scheduler, its skill tool, its routers), whose ids are predictable; use a source of your own", ErrInvalidEvent, source, ReservedSource)
+	}
+	return nil
+}
+
 // maxIDLength bounds a trigger's id: it is part of ids and keys downstream.
 const maxIDLength = 200
 
@@ -73,6 +101,11 @@ func CheckEvent(e *event.Event) error {
 	}
 	if strings.HasPrefix(e.Source(), events.SourceDebounced) {
 		return fmt.Errorf("%w: source %q: sources beginning %s are the runs of debounced skills, which only routers publish", ErrInvalidEvent, e.Source(), events.SourceDebounced)
+	}
+	if strings.HasPrefix(e.Type(), "skill.") {
+		// Its subject would be skillbus.trigger.skill.…, where explicit invocations
+		// and the routers' debounced runs are published, not a type's.
+		return fmt.Errorf("%w: type %q: types beginning skill. are reserved (skillbus.trigger.skill.<name> invokes a skill: name it with the skill extension or --skill)", ErrInvalidEvent, e.Type())
 	}
 	if d := e.Data(); len(d) > 0 && jsonMediaType(e.DataContentType()) {
 		var v any

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudevents/sdk-go/v2/event"
+
 	"github.com/skillbus/skillbus/internal/natstest"
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/client"
@@ -31,6 +33,7 @@ func TestPublishRefuses(t *testing.T) {
 		{"bad skill", client.Trigger{Skill: "a.b"}, client.ErrInvalidEvent, "skill"},
 		{"long id", client.Trigger{Skill: "s", ID: strings.Repeat("x", 201)}, client.ErrInvalidEvent, "at most 200"},
 		{"a debounced run's source", client.Trigger{Skill: "s", Source: "/skillbus/debounce/s"}, client.ErrInvalidEvent, "only routers publish"},
+		{"a reserved type", client.Trigger{Type: "skill.s.debounced"}, client.ErrInvalidEvent, "types beginning skill. are reserved"},
 		{"data not JSON", client.Trigger{Skill: "s", Data: []byte("{nope")}, client.ErrInvalidEvent, "not valid JSON"},
 		{"too large", client.Trigger{Skill: "s", ID: "big", Data: []byte(`{"x":"` + strings.Repeat("y", 1024) + `"}`)}, client.ErrTooLarge, "the limit is 1024 bytes"},
 	} {
@@ -89,5 +92,33 @@ func TestPublishUnacknowledgedMayBeStored(t *testing.T) {
 	act, err := c.Publish(ctx, tr)
 	if err != nil || !act.Duplicate {
 		t.Fatalf("sent again: %+v %v, want a duplicate", act, err)
+	}
+}
+
+// A sender from outside skillbus may not use its own sources, whose ids are
+// predictable: as CloudEvents compares sources (percent-decoded) too. Skillbus's
+// own publishers (the scheduler, the skill tool) check with CheckEvent, which
+// takes them.
+func TestCheckOutsideRefusesReservedSources(t *testing.T) {
+	t.Parallel()
+	ev := func(source string) *event.Event {
+		e := event.New()
+		e.SetID("x/call")
+		e.SetSource(source)
+		e.SetType("io.skillbus.invoke")
+		return &e
+	}
+	for _, s := range []string{"/skillbus/skill-tool", "/skillbus/scheduler", "/skillbus%2Fskill-tool", "/skillbus/debounce/s"} {
+		if err := client.CheckOutside(ev(s)); !errors.Is(err, client.ErrInvalidEvent) || !strings.Contains(err.Error(), "are skillbus's own") && !strings.Contains(err.Error(), "only routers publish") {
+			t.Errorf("%s: %v", s, err)
+		}
+	}
+	for _, s := range []string{"/shop", "skillbus-cli", "/skillbusx/a", "https://example.com/skillbus/"} {
+		if err := client.CheckOutside(ev(s)); err != nil {
+			t.Errorf("%s: %v", s, err)
+		}
+	}
+	if err := client.CheckEvent(ev("/skillbus/skill-tool")); err != nil {
+		t.Errorf("skillbus's own publisher: %v", err)
 	}
 }

@@ -233,6 +233,22 @@ func TestEvents(t *testing.T) {
 			t.Fatalf("%d %v", code, out)
 		}
 	})
+	t.Run("a source of skillbus's own is refused", func(t *testing.T) {
+		// Its ids are predictable (a tick's time, a parent execution's step): a
+		// sender must not plant the run skillbus's scheduler or skill tool will ask for.
+		for _, source := range []string{"/skillbus/skill-tool", "/skillbus%2Fscheduler"} {
+			h := binary("planted", "com.example.thing")
+			h["ce-source"] = source
+			code, out, _ := f.post("/events", h, `{"a":1}`)
+			if code != http.StatusBadRequest || !strings.Contains(fmt.Sprint(out["error"]), "are skillbus's own") {
+				t.Errorf("%s: %d %v", source, code, out)
+			}
+		}
+		code, out, _ := f.post("/events", binary("planted", "skill.hello.debounced"), `{"a":1}`)
+		if code != http.StatusBadRequest || !strings.Contains(fmt.Sprint(out["error"]), "types beginning skill. are reserved") {
+			t.Errorf("a reserved type: %d %v", code, out)
+		}
+	})
 	t.Run("the same id again is a duplicate", func(t *testing.T) {
 		code, out, _ := f.post("/events", binary("b-1", "com.example.thing"), `{"a":1}`)
 		if code != http.StatusAccepted || out["duplicate"] != true {

@@ -87,8 +87,9 @@ func ParseEvents(header http.Header, body []byte, maxBatch int) ([]event.Event, 
 	return evs, nil
 }
 
-// check validates an event as every trigger publisher does (client.CheckEvent).
-func check(e *event.Event) error { return client.CheckEvent(e) }
+// check validates an event as every trigger publisher does, as one from outside
+// skillbus (client.CheckOutside): no source of skillbus's own.
+func check(e *event.Event) error { return client.CheckOutside(e) }
 
 // SignaturePrefix starts a signature header's value: GitHub's X-Hub-Signature-256
 // is "sha256=" and the hex HMAC-SHA256 of the body.
