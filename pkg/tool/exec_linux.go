@@ -956,6 +956,28 @@ var protectOnce sync.Once
 // again after their execve, as usual.
 func protectWorker() {
 	protectOnce.Do(func() { _ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0) })
+	closeInherited()
+}
+
+// closeInherited marks every descriptor of the worker from 3 up close-on-exec, so
+// that no exec call inherits one: a descriptor the worker itself inherited (from a
+// supervisor, a wrapper script, socket activation: a secret file opened for it)
+// lacks the flag Go puts on the ones it opens, and would be readable and writable
+// by every skill, shared offset and all. It runs whenever an exec tool is made.
+func closeInherited() {
+	if err := unix.CloseRange(3, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC); err == nil {
+		return
+	}
+	// Before Linux 5.11: one by one.
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			_, _ = unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC)
+		}
+	}
 }
 
 // geteuid is the worker's effective user ID; a test makes the worker look like

@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -642,4 +643,32 @@ func TestExecForkBombIsStopped(t *testing.T) {
 		t.Logf("stopped after %d ms", got.TookMS)
 		eventually(t, "the fork bomb's processes to die", func() bool { return len(procsWith(mark)) == 0 })
 	})
+}
+
+// A descriptor the worker inherited without close-on-exec (a secret file a
+// supervisor or a wrapper opened for it) reaches no exec call: made after it was
+// opened, the exec tool marks every descriptor from 3 up close-on-exec.
+func TestExecInheritsNoDescriptorOfTheWorker(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("ROOT-ONLY-SECRET"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := unix.Open(secret, unix.O_RDONLY, 0) // no O_CLOEXEC, as an inherited one
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	const at = 97
+	if err := unix.Dup2(fd, at); err != nil { // dup2 clears close-on-exec
+		t.Fatal(err)
+	}
+	defer unix.Close(at)
+	if flags, err := unix.FcntlInt(at, unix.F_GETFD, 0); err != nil || flags&unix.FD_CLOEXEC != 0 {
+		t.Fatalf("fd %d flags %d, %v: want it inheritable", at, flags, err)
+	}
+	res := mustRun(t, tool.ExecConfig{}, cmdCall("ls", "/proc/self/fd"))
+	out := fmt.Sprint(res["stdout"])
+	if !slices.Contains(strings.Fields(out), "0") || slices.Contains(strings.Fields(out), "97") {
+		t.Errorf("the call saw the worker's descriptor:\n%s\nstderr: %v", out, res["stderr"])
+	}
 }
