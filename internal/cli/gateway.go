@@ -13,6 +13,7 @@ import (
 
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/gateway"
+	"github.com/skillbus/skillbus/pkg/tool"
 )
 
 // gatewayFlags are the HTTP ingress's knobs, shared by `gateway` and `dev --gateway`.
@@ -76,6 +77,13 @@ func (gf *gatewayFlags) config(addr string) (gateway.Config, error) {
 			return cfg, usage("--hooks: %v", err)
 		}
 		cfg.Hooks = hooks
+		// In a process that also runs skills (dev), no skill may be given a
+		// webhook's secret by environment.allow.
+		for _, h := range hooks {
+			if h.SecretEnv != "" {
+				tool.ReserveEnv(h.SecretEnv)
+			}
+		}
 	}
 	if cfg.Open() && !loopback(addr) {
 		return cfg, usage("the gateway at %s would let anyone who reaches it start skills: set $SKILLBUS_GATEWAY_TOKENS (or --token), or listen on 127.0.0.1", addr)

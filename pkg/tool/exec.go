@@ -374,7 +374,7 @@ func (e *execTool) parse(c Call) (*execRequest, error) {
 func grantedEnv(p Permissions) map[string]string {
 	m := map[string]string{}
 	for _, k := range p.Env {
-		if strings.HasPrefix(k, ReservedEnvPrefix) || !validEnvName(k) {
+		if envReserved(k) || !validEnvName(k) {
 			continue
 		}
 		if v, ok := os.LookupEnv(k); ok {

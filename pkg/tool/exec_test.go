@@ -905,3 +905,28 @@ steps:
 		t.Errorf("open files under a worker without that limit: %v, %v; want 100", res, err)
 	}
 }
+
+// A skill's environment.allow passes on the worker's variables it names, but
+// never a credential of the process: SKILLBUS_*, OpenTelemetry's exporter headers,
+// or a name ReserveEnv reserved (a webhook's secret_env, in dev).
+func TestExecAllowedEnvironmentHoldsNoCredential(t *testing.T) {
+	t.Setenv("SKILLBUS_NATS_PASSWORD", "nats-secret")
+	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer otel-secret")
+	t.Setenv("TEST_HOOK_SECRET_RESERVED", "hook-secret")
+	t.Setenv("TEST_REGION", "eu-west-1")
+	tool.ReserveEnv("TEST_HOOK_SECRET_RESERVED")
+	p := tool.Permissions{Env: []string{"SKILLBUS_NATS_PASSWORD", "OTEL_EXPORTER_OTLP_HEADERS", "TEST_HOOK_SECRET_RESERVED", "TEST_REGION"}}
+	res, err := tool.NewExec(tool.ExecConfig{}).Call(tool.WithPermissions(t.Context(), p), cmdCall("/usr/bin/env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := fmt.Sprint(res.(map[string]any)["stdout"])
+	if !strings.Contains(out, "TEST_REGION=eu-west-1") {
+		t.Errorf("the allowed variable is missing:\n%s", out)
+	}
+	for _, secret := range []string{"nats-secret", "otel-secret", "hook-secret"} {
+		if strings.Contains(out, secret) {
+			t.Errorf("the call sees %s:\n%s", secret, out)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/skillbus/skillbus/pkg/skill"
@@ -38,6 +39,38 @@ type Permissions struct {
 // own processes (SKILLBUS_NATS_PASSWORD, SKILLBUS_LLM_API_KEY, ...). A skill's
 // permissions cannot pass them on.
 const ReservedEnvPrefix = "SKILLBUS_"
+
+// reservedEnv are more variables no skill's permissions pass on: credentials of
+// the process by other names than ReservedEnvPrefix's — OpenTelemetry's exporter
+// headers (which carry its auth), and those ReserveEnv adds (a webhook's
+// secret_env, in a process that serves webhooks and runs skills, as dev does).
+var reservedEnv = struct {
+	sync.RWMutex
+	m map[string]bool
+}{m: map[string]bool{
+	"OTEL_EXPORTER_OTLP_HEADERS": true, "OTEL_EXPORTER_OTLP_TRACES_HEADERS": true,
+	"OTEL_EXPORTER_OTLP_METRICS_HEADERS": true, "OTEL_EXPORTER_OTLP_LOGS_HEADERS": true,
+}}
+
+// ReserveEnv makes the variables names hold secrets of this process: no skill's
+// permissions pass them on, as those starting ReservedEnvPrefix.
+func ReserveEnv(names ...string) {
+	reservedEnv.Lock()
+	defer reservedEnv.Unlock()
+	for _, n := range names {
+		reservedEnv.m[n] = true
+	}
+}
+
+// envReserved reports whether no skill may be given the variable k.
+func envReserved(k string) bool {
+	if strings.HasPrefix(k, ReservedEnvPrefix) {
+		return true
+	}
+	reservedEnv.RLock()
+	defer reservedEnv.RUnlock()
+	return reservedEnv.m[k]
+}
 
 type permissionsKey struct{}
 
