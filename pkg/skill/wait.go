@@ -32,6 +32,10 @@ const DefaultWaitTimeout = 24 * time.Hour
 // --keep-events, 7 days): a wait_for_event that times out later ends then.
 const DefaultEventsRetention = 7 * 24 * time.Hour
 
+// MaxParkedDefault is the longest a run may sleep or wait on a fleet that keeps
+// events DefaultEventsRetention: a minute less, as the worker allows.
+const MaxParkedDefault = DefaultEventsRetention - time.Minute
+
 // retentionHint says how to sleep or wait d: less, or on a fleet that keeps
 // events longer.
 func retentionHint(d time.Duration) string {
@@ -89,11 +93,11 @@ func decodeStepWait(sb *stepBuild, d *decoder, e pair, f string) {
 			}
 			if ok {
 				w.Timeout = v
-				if time.Duration(v) > DefaultEventsRetention {
+				if time.Duration(v) > MaxParkedDefault {
 					// The timeout is a scheduled message in the events stream, which keeps
 					// it only so long: a worker ends the wait at the retention instead.
 					d.warnAt(p.v, pf, retentionHint(time.Duration(v)),
-						"wait_for_event.timeout %s is longer than the events stream keeps events by default (%s): the wait ends then", time.Duration(v), fmtDays(DefaultEventsRetention))
+						"wait_for_event.timeout %s is longer than a run may wait where events are kept %s, the default (their retention less a minute): the wait ends then", time.Duration(v), fmtDays(DefaultEventsRetention))
 				}
 			}
 		default:

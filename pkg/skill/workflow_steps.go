@@ -91,11 +91,11 @@ var stepFields = []stepField{
 		var ok bool
 		if sb.st.Sleep, ok = d.duration(e.v, f); ok && sb.st.Sleep == 0 {
 			d.errAt(e.v, f, "write how long, e.g. sleep: 10m", "sleep must be positive")
-		} else if ok && time.Duration(sb.st.Sleep) > DefaultEventsRetention {
+		} else if ok && time.Duration(sb.st.Sleep) > MaxParkedDefault {
 			// The wake-up is a scheduled message in the events stream: a run sleeps at
 			// most its retention, and one asked for longer fails.
 			d.warnAt(e.v, f, retentionHint(time.Duration(sb.st.Sleep)),
-				"sleep %s is longer than the events stream keeps events by default (%s): such a run fails when it reaches this step", time.Duration(sb.st.Sleep), fmtDays(DefaultEventsRetention))
+				"sleep %s is longer than a run may sleep where events are kept %s, the default (their retention less a minute): such a run fails when it reaches this step", time.Duration(sb.st.Sleep), fmtDays(DefaultEventsRetention))
 		}
 	}},
 	{"sleep_until", func(sb *stepBuild, d *decoder, e pair, f string) {
