@@ -104,26 +104,33 @@ func ExampleCases(skills []*skill.Skill) []Case {
 }
 
 // TextField is the field of a text request's data a skill takes its text in: the
-// first of DefaultTextFields its workflow declares as an input, "query" for a
-// skill that declares no inputs or "*", and "" for one that takes none of them
-// (TextInputWarnings says so).
+// first of DefaultTextFields whose request it would run (Skill.RefusesFields), or
+// else the first it declares (its run then refuses the request for another input:
+// TextInputWarnings names it); "query" for a skill that declares no inputs or
+// "*", or a batch skill (its run gets the events, whatever their fields); and ""
+// for one that declares none of them (TextInputWarnings says so).
 func TextField(s *skill.Skill) string {
-	if s.Workflow == nil || len(s.Workflow.Inputs) == 0 {
+	if s.Workflow == nil || len(s.Workflow.Inputs) == 0 || s.Batch != nil {
 		return "query"
 	}
+	declared, star := "", false
 	for _, f := range DefaultTextFields {
+		if s.RefusesFields(map[string]any{f: ""}) == "" {
+			return f
+		}
 		for _, in := range s.Workflow.Inputs {
-			if in.Name == f {
-				return f
+			if in.Name == f && declared == "" {
+				declared = f
 			}
 		}
 	}
 	for _, in := range s.Workflow.Inputs {
-		if in.Name == skill.AnyInput {
-			return "query"
-		}
+		star = star || in.Name == skill.AnyInput
 	}
-	return ""
+	if declared == "" && star {
+		return "query"
+	}
+	return declared
 }
 
 // Result is one routed case.
@@ -570,7 +577,8 @@ func ExampleWarnings(skills []*skill.Skill) skill.Diagnostics {
 	}
 	sel := New(Config{})
 	sel.Sync(skills)
-	// Examples test a skill's words, not its inputs (TextInputWarnings does).
+	// Each example is sent in the field its skill takes text in (Case.Field): an
+	// example its inputs refuse is TextInputWarnings' to report, once a skill.
 	results, _ := evaluate(sel, ExampleCases(skills), Env{}, false, false)
 	by := map[string]*skill.Skill{}
 	for _, s := range skills {
@@ -591,9 +599,9 @@ func ExampleWarnings(skills []*skill.Skill) skill.Diagnostics {
 				Message: fmt.Sprintf("example %q routes to %s, not to %s", r.Query, got, s.Name),
 				Hint:    "make the description, tags or examples say it; 'skillbus route --explain' shows the scores"}
 			if r.Why != "" {
-				// Its words found it: its inputs keep it out.
-				d.Message = fmt.Sprintf("example %q, sent as {%q: ...}, routes to %s, not to %s: %s", r.Query, TextField(s), got, s.Name, r.Why)
-				d.Hint = refusalHint(r.Why)
+				// Its words found it: its inputs keep it out, as they keep out any
+				// text request. TextInputWarnings says so once for the skill.
+				continue
 			}
 			ds = append(ds, d)
 		} else {

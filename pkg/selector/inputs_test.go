@@ -208,9 +208,32 @@ func TestTextSkillWithAnotherRequiredInputIsWarnedByName(t *testing.T) {
 		!strings.Contains(ws[0].Hint, "give precision a default") {
 		t.Fatalf("text input warnings %v", ws)
 	}
-	ws = selector.ExampleWarnings([]*skill.Skill{temp, pdf})
-	if len(ws) != 1 || !strings.Contains(ws[0].Message, `"convert 451 fahrenheit to celsius", sent as {"text": ...}, routes to no skill, not to temp-convert: its required input precision is not in the data`) ||
-		!strings.Contains(ws[0].Hint, "give precision a default") {
+	// Its examples are kept out for the same reason: said once, by the warning above.
+	if ws := selector.ExampleWarnings([]*skill.Skill{temp, pdf}); len(ws) != 0 {
 		t.Fatalf("example warnings %v", ws)
+	}
+}
+
+// The text field of a skill is one whose request it would run: a batch skill takes
+// any (its run gets the events), and of two text inputs, the required one.
+func TestTextFieldIsOneTheSkillRuns(t *testing.T) {
+	t.Parallel()
+	batch := sk("digest", "Sends a digest of the requests of the last hour.", workflow(skill.Input{Name: "events", Required: true}),
+		func(s *skill.Skill) {
+			s.Batch = &skill.Batch{MaxSize: 10}
+			s.Examples.Positive = []string{"send me a digest of the last hour"}
+		})
+	both := sk("summarize", "Summarizes a text.", workflow(skill.Input{Name: "query"}, skill.Input{Name: "text", Required: true}),
+		func(s *skill.Skill) { s.Examples.Positive = []string{"summarize this text for me"} })
+	for _, c := range []struct {
+		s    *skill.Skill
+		want string
+	}{{batch, "query"}, {both, "text"}} {
+		if got := selector.TextField(c.s); got != c.want {
+			t.Errorf("%s: TextField %q, want %q", c.s.Name, got, c.want)
+		}
+	}
+	if ws := selector.TextInputWarnings([]*skill.Skill{batch, both, pdf}); len(ws) != 0 {
+		t.Errorf("text input warnings %v, want none: a text request runs each", ws)
 	}
 }
