@@ -25,13 +25,15 @@ func TestLoadHooks(t *testing.T) {
 		t.Fatalf("%+v %v", hooks, err)
 	}
 	for text, want := range map[string]string{
-		"hooks:\n  github:\n    secret_evn: GH_SECRET\n": "secret_evn",
-		"hooks:\n  github:\n    secret_env: NOPE\n":      "$NOPE is empty",
-		"hooks:\n  git.hub: {}\n":                        "hook name",
-		"hooks:\n  x:\n    skill: a.b\n":                 "skill",
-		"hooks: [\n":                                     "hooks.yaml",
-		"hooks:\n  x:\n    replay_window: soon\n":        "replay_window",
-		"hooks:\n  x:\n    replay_window: 100ms\n":       "at least 1s",
+		"hooks:\n  github:\n    secret_evn: GH_SECRET\n":  "secret_evn",
+		"hooks:\n  github:\n    secret_env: NOPE\n":       "$NOPE is empty",
+		"hooks:\n  git.hub: {}\n":                         "hook name",
+		"hooks:\n  x:\n    skill: a.b\n":                  "skill",
+		"hooks: [\n":                                      "hooks.yaml",
+		"hooks:\n  x:\n    replay_window: soon\n":         "replay_window",
+		"hooks:\n  x:\n    replay_window: 100ms\n":        "at least 1s",
+		"hooks:\n  x:\n    source: /skillbus/scheduler\n": "are skillbus's own",
+		"hooks:\n  x:\n    type_prefix: skill.\n":         "types beginning skill. are reserved",
 	} {
 		if _, err := gateway.LoadHooks(write(text), env); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want an error saying %q", text, err, want)

@@ -10,11 +10,13 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/pkg/client"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -117,6 +119,18 @@ func LoadHooks(path string, getenv func(string) string) (map[string]Hook, error)
 		}
 		if _, err := h.replayWindow(); err != nil {
 			return nil, fmt.Errorf("%s: hook %s: %w", path, name, err)
+		}
+		// What every delivery would be refused for (client.CheckOutside) is refused
+		// here, once, rather than as a 400 to every delivery.
+		if h.Source != "" {
+			if err := client.CheckOutsideSource(h.Source); err != nil {
+				return nil, fmt.Errorf("%s: hook %s: %w", path, name, err)
+			}
+		}
+		for _, t := range []string{h.Type, h.TypePrefix} {
+			if strings.HasPrefix(t, "skill.") {
+				return nil, fmt.Errorf("%s: hook %s: type %q: types beginning skill. are reserved (set skill: <name> to invoke a skill)", path, name, t)
+			}
 		}
 		f.Hooks[name] = h
 	}
