@@ -72,6 +72,11 @@ const (
 	UnmatchedBatched      = "batched"       // the skills that would have taken it added it to a batch, which runs as one
 )
 
+// Deferred reports whether a route.unmatched code says a skill took the trigger
+// into a run that starts later (a debounce's burst, a batch), rather than that no
+// skill took it.
+func Deferred(code string) bool { return code == UnmatchedDebounced || code == UnmatchedBatched }
+
 // RouteUnmatched is the data of io.skillbus.route.unmatched: a trigger that was not
 // routed, terminated, and recorded here with the reason.
 type RouteUnmatched struct {

@@ -468,7 +468,7 @@ func (w *watcher) print(e *event.Event) {
 			fmt.Fprintf(w.out, "▶ no skill takes it, but it ended the wait of %s: %s\n", plural(len(u.EndedWaits), "run"), strings.Join(u.EndedWaits, ", "))
 			return
 		}
-		if u.Code == events.UnmatchedDebounced || u.Code == events.UnmatchedBatched {
+		if events.Deferred(u.Code) {
 			// Taken, not refused: a skill runs it later, as its own activation.
 			what := "one run with the burst's last trigger, when the burst ends"
 			if u.Code == events.UnmatchedBatched {

@@ -190,7 +190,7 @@ type Result struct {
 // events): Unmatched says so, with code debounced or batched, and its reason. No
 // skill refused it.
 func (r *Result) Deferred() bool {
-	return r.Unmatched != nil && (r.Unmatched.Code == events.UnmatchedDebounced || r.Unmatched.Code == events.UnmatchedBatched)
+	return r.Unmatched != nil && events.Deferred(r.Unmatched.Code)
 }
 
 // Repairing is an execution parked on a repair that waits for approval.
