@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -121,25 +124,52 @@ func TestTriggerWaitOnADebouncedSkillSaysItRunsLater(t *testing.T) {
 }
 
 // A run set aside for a slot of its skill's keyed concurrency is not silent:
-// trigger --wait says it waits, and for which limit, before it starts.
+// trigger --wait says it waits, and for which limit, before it starts. The first
+// run holds the slot in an http call the test answers only once the second run
+// has said it waits, so the second always finds the slot taken.
 func TestTriggerWaitSaysARunWaitsForAConcurrencySlot(t *testing.T) {
 	t.Parallel()
-	yaml := "name: one-at-a-time\ndescription: Syncs one account at a time.\nversion: 1.0.0\nconcurrency:\n  - key: data.k\n    limit: 1\ninputs:\n  - name: k\n    type: string\nsteps:\n  - id: sync\n    tool: exec\n    args:\n      command: [\"sleep\", \"2\"]\n      timeout: 10\n"
+	called, release := make(chan struct{}, 2), make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		called <- struct{}{}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	defer free()
+	yaml := "name: one-at-a-time\ndescription: Syncs one account at a time.\nversion: 1.0.0\nconcurrency:\n  - key: data.k\n    limit: 1\npermissions:\n  network:\n    outbound: true\ninputs:\n  - name: k\n    type: string\nsteps:\n  - id: sync\n    tool: http\n    args:\n      url: " + srv.URL + "\n      timeout: 60\n"
 	url, _ := devWithSkill(t, "one-at-a-time", yaml)
-	outs := make([]bytes.Buffer, 2)
+	outs := make([]natstest.Buffer, 2)
 	errs := make(chan error, 2)
-	for i := range outs {
-		go func() {
-			errs <- cli.Skillbus(context.Background(), []string{"trigger", "--nats-url", url, "--skill", "one-at-a-time", "--data", `{"k":"acme"}`, "--wait", "--timeout", "60s"}, noEnv, &outs[i], &outs[i])
-		}()
+	trigger := func(i int) {
+		errs <- cli.Skillbus(context.Background(), []string{"trigger", "--nats-url", url, "--skill", "one-at-a-time", "--data", `{"k":"acme"}`, "--wait", "--timeout", "60s"}, noEnv, &outs[i], &outs[i])
 	}
+	go trigger(0)
+	select { // the first run holds the slot
+	case <-called:
+	case err := <-errs:
+		t.Fatalf("first trigger: %v\n%s", err, &outs[0])
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the first run never called the server:\n%s", &outs[0])
+	}
+	go trigger(1)
+	const waits = "⧗ one-at-a-time waits for a concurrency slot (1 at once per data.k); it holds no worker meanwhile"
+	natstest.Eventually(t, 60*time.Second, func() bool { return strings.Contains(outs[1].String(), waits) },
+		"the second run never said it waits:\n%s", &outs[1])
+	free()
 	for range outs {
 		if err := <-errs; err != nil {
 			t.Fatalf("trigger: %v\n%s\n%s", err, &outs[0], &outs[1])
 		}
 	}
-	const waits = "⧗ one-at-a-time waits for a concurrency slot (1 at once per data.k); it holds no worker meanwhile"
-	if n := strings.Count(outs[0].String()+outs[1].String(), waits); n != 1 {
-		t.Errorf("%d runs said they waited, want 1:\n%s\n%s", n, &outs[0], &outs[1])
+	if strings.Contains(outs[0].String(), waits) {
+		t.Errorf("the first run, which found the slot free, said it waited:\n%s", &outs[0])
+	}
+	if len(called) != 1 { // the second run's call, after the first's
+		t.Errorf("%d more calls, want 1", len(called))
 	}
 }
