@@ -120,16 +120,18 @@ var weekdays = []string{"sun", "mon", "tue", "wed", "thu", "fri", "sat"}
 
 // sundayAsSeven rewrites a day-of-week field so that 7 is Sunday, as in Vixie
 // cron and most others (the parser reads 0-6 only): 7 becomes 0, and a range
-// ending at 7 (5-7, mon-7, 1-7/2) becomes the list of its days.
+// ending at 7 or at Sunday's name (5-7, mon-7, 1-7/2, mon-sun) becomes the list
+// of its days.
 func sundayAsSeven(field string) string {
 	items := strings.Split(field, ",")
 	for i, it := range items {
 		rng, step, hasStep := strings.Cut(it, "/")
 		lo, hi, isRange := strings.Cut(rng, "-")
+		sunday := hi == "7" || strings.EqualFold(hi, "sun") && lo != "0" && !strings.EqualFold(lo, "sun")
 		switch {
 		case rng == "7" && !hasStep:
 			items[i] = "0"
-		case isRange && hi == "7":
+		case isRange && sunday:
 			a, err := strconv.Atoi(lo)
 			if err != nil {
 				a = slices.Index(weekdays, strings.ToLower(lo))
@@ -204,6 +206,9 @@ func lostStep(spec string) (msg, hint string, ok bool) {
 				okB = true
 				if isRange {
 					hi, okB = f.value(b)
+					if i == 4 && hi == 0 && lo > 0 { // mon-sun: Sunday as 7
+						hi = 7
+					}
 				}
 				if !okA || !okB {
 					continue
@@ -249,6 +254,40 @@ func lostStep(spec string) (msg, hint string, ok bool) {
 	return "", "", false
 }
 
+// unevenStep is a step of */N in the minute or the hour field that does not
+// divide the hour (60) or the day (24): the field starts again at 0 each hour or
+// day, so */45 fires at minutes 0 and 45, 45 and then 15 minutes apart, not every
+// 45 minutes. The message says what the schedule does; the hint, what to write
+// instead. ok is false when every step divides its field's range.
+func unevenStep(spec string) (msg, hint string, ok bool) {
+	fields := strings.Fields(spec)
+	if len(fields) != 5 {
+		return "", "", false
+	}
+	for i, unit := range []string{"minutes", "hours"} {
+		f := cronFields[i]
+		n := f.hi - f.lo + 1
+		for it := range strings.SplitSeq(fields[i], ",") {
+			rng, stepText, hasStep := strings.Cut(it, "/")
+			step, err := strconv.Atoi(stepText)
+			if !hasStep || err != nil || (rng != "*" && rng != "?") || step < 2 || step >= n || n%step == 0 {
+				continue
+			}
+			last := f.lo + (n-1)/step*step
+			every := time.Duration(step) * time.Minute
+			next := "hour's"
+			if i == 1 {
+				every, next = time.Duration(step)*time.Hour, "day's"
+			}
+			msg = fmt.Sprintf("%s in the %s field fires every %d %s from %d to %d, then %d %s later at the next %s %d: the field starts again at %d, so its runs are not all %d %s apart",
+				it, f.name, step, unit, f.lo, last, n-last, unit, next, f.lo, f.lo, step, unit)
+			hint = fmt.Sprintf("write @every %s for every %d %s (counted from the previous tick), or a step that divides %d", everyText(every), step, unit, n)
+			return msg, hint, true
+		}
+	}
+	return "", "", false
+}
+
 // everyText writes d as an @every duration: 1h30m, 36h, 45m.
 func everyText(d time.Duration) string {
 	h, m := int(d/time.Hour), int(d%time.Hour/time.Minute)
@@ -282,6 +321,8 @@ func scheduleFields() []*field {
 				return
 			}
 			if msg, hint, ok := lostStep(s); ok {
+				d.warnAt(p.v, "schedule", hint, "schedule %q: %s", s, msg)
+			} else if msg, hint, ok := unevenStep(s); ok {
 				d.warnAt(p.v, "schedule", hint, "schedule %q: %s", s, msg)
 			}
 			sched(b).Cron = strings.TrimSpace(s)

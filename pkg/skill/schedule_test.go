@@ -26,6 +26,7 @@ func TestScheduleFields(t *testing.T) {
 		// Sunday is 0 or 7, as in Vixie cron.
 		{name: "sunday as 7", fields: "schedule: \"0 9 * * 7\"\n", want: &Schedule{Cron: "0 9 * * 7", CatchUp: CatchUpLatest}},
 		{name: "range to 7", fields: "schedule: \"0 9 * * 5-7,mon-7/3\"\n", want: &Schedule{Cron: "0 9 * * 5-7,mon-7/3", CatchUp: CatchUpLatest}},
+		{name: "range to Sunday's name", fields: "schedule: \"0 9 * * mon-sun,fri-SUN/2\"\n", want: &Schedule{Cron: "0 9 * * mon-sun,fri-SUN/2", CatchUp: CatchUpLatest}},
 		{name: "day of week 8", fields: "schedule: \"0 9 * * 1-8\"\n", diags: []string{
 			`4:11: error: schedule "0 9 * * 1-8" is not valid: end of range (8) above maximum (6): 1-8; the day of week is 0-6 from Sunday (0), or 7 for Sunday`}},
 		// A step larger than its field's range selects one value.
@@ -41,8 +42,14 @@ func TestScheduleFields(t *testing.T) {
 			`4:11: warning: schedule "0 0 * * */7": */7 in the day-of-week field fires only on day 0 of every week (sun), not every 7 days: a step counts within the field's range, 0-6`}},
 		{name: "weekday step to Sunday", fields: "schedule: \"0 0 * * 5-7/3\"\n", want: &Schedule{Cron: "0 0 * * 5-7/3", CatchUp: CatchUpLatest}, diags: []string{
 			`4:11: warning: schedule "0 0 * * 5-7/3": 5-7/3 in the day-of-week field fires only on day 5 of every week (fri): a step counts within its range, 5-7 (hint: write 5 in place of 5-7/3 if that is meant)`}},
-		{name: "steps that fit", fields: "schedule: \"*/59 0-12/12 1-31/30 jan-dec/11 1-7/6\"\n",
-			want: &Schedule{Cron: "*/59 0-12/12 1-31/30 jan-dec/11 1-7/6", CatchUp: CatchUpLatest}},
+		// A step that does not divide the hour or the day is uneven where the field starts again.
+		{name: "every 45 minutes", fields: "schedule: \"*/45 * * * *\"\n", want: &Schedule{Cron: "*/45 * * * *", CatchUp: CatchUpLatest}, diags: []string{
+			`4:11: warning: schedule "*/45 * * * *": */45 in the minute field fires every 45 minutes from 0 to 45, then 15 minutes later at the next hour's 0: the field starts again at 0, so its runs are not all 45 minutes apart (hint: write @every 45m for every 45 minutes (counted from the previous tick), or a step that divides 60)`}},
+		{name: "every 5 hours", fields: "schedule: \"30 */5 * * *\"\n", want: &Schedule{Cron: "30 */5 * * *", CatchUp: CatchUpLatest}, diags: []string{
+			`4:11: warning: schedule "30 */5 * * *": */5 in the hour field fires every 5 hours from 0 to 20, then 4 hours later at the next day's 0: the field starts again at 0, so its runs are not all 5 hours apart (hint: write @every 5h for every 5 hours`}},
+		{name: "steps that divide", fields: "schedule: \"*/20 */6 * * *\"\n", want: &Schedule{Cron: "*/20 */6 * * *", CatchUp: CatchUpLatest}},
+		{name: "steps that fit", fields: "schedule: \"0-59/59 0-12/12 1-31/30 jan-dec/11 1-7/6\"\n",
+			want: &Schedule{Cron: "0-59/59 0-12/12 1-31/30 jan-dec/11 1-7/6", CatchUp: CatchUpLatest}},
 		{name: "six fields", fields: "schedule: \"0 */5 * * * *\"\n", diags: []string{`4:11: error: schedule "0 */5 * * * *" is not valid: expected exactly 5 fields`}},
 		{name: "bad field", fields: "schedule: \"61 * * * *\"\n", diags: []string{`4:11: error: schedule "61 * * * *" is not valid: end of range (61) above maximum (59)`}},
 		{name: "no such day", fields: "schedule: \"0 0 30 2 *\"\n", diags: []string{`4:11: error: schedule "0 0 30 2 *" is not valid: it never fires`}},
@@ -142,6 +149,9 @@ func TestScheduleTicks(t *testing.T) {
 		{Schedule{Cron: "0 9 * * 7"}, "2026-03-01T10:00:00Z", []string{"2026-03-08T09:00:00Z", "2026-03-15T09:00:00Z"}},
 		{Schedule{Cron: "0 9 * * 6-7"}, "2026-03-01T10:00:00Z", []string{"2026-03-07T09:00:00Z", "2026-03-08T09:00:00Z"}},
 		{Schedule{Cron: "0 9 * * 3-7/2"}, "2026-03-01T10:00:00Z", []string{"2026-03-04T09:00:00Z", "2026-03-06T09:00:00Z", "2026-03-08T09:00:00Z", "2026-03-11T09:00:00Z"}},
+		// A range may end at Sunday's name; sun-sun is Sunday only.
+		{Schedule{Cron: "0 9 * * fri-sun"}, "2026-03-01T10:00:00Z", []string{"2026-03-06T09:00:00Z", "2026-03-07T09:00:00Z", "2026-03-08T09:00:00Z", "2026-03-13T09:00:00Z"}},
+		{Schedule{Cron: "0 9 * * sun-sun"}, "2026-03-01T10:00:00Z", []string{"2026-03-08T09:00:00Z", "2026-03-15T09:00:00Z"}},
 		// A machine in another zone reads a zone-less schedule in UTC.
 		{Schedule{Cron: "@daily"}, "2026-03-01T10:00:00+05:00", []string{"2026-03-02T00:00:00Z", "2026-03-03T00:00:00Z"}},
 	}
