@@ -208,6 +208,31 @@ func TestPairsAreEvidence(t *testing.T) {
 	}
 }
 
+// A word the request says twice orders the hits as Okapi BM25's query-term
+// frequency does: "weather" said twice puts the weather skill above the charts
+// one, which "charts" said once ties (and its name would put first). How surely
+// the request is for the catalog does not move: a repeat adds no evidence.
+func TestARepeatedWordOrdersMore(t *testing.T) {
+	t.Parallel()
+	x := indexOf(map[string]string{
+		"charts":  "Aeronautical charts for pilots.",
+		"weather": "Aviation weather for pilots.",
+	})
+	for _, search := range []func(string, selector.Query) ([]selector.Hit, selector.Evidence){x.SearchEvidence, x.SearchExhaustive} {
+		once, ev1 := search("charts and weather", selector.Query{})
+		twice, ev2 := search("charts and weather, the weather", selector.Query{})
+		if len(once) != 2 || once[0].Name != "charts" || once[0].BM25 != once[1].BM25 {
+			t.Fatalf("each word once: hits %+v, want a tie, charts first by name", once)
+		}
+		if len(twice) != 2 || twice[0].Name != "weather" || !(twice[0].BM25 > twice[1].BM25) {
+			t.Errorf("weather twice: hits %+v, want weather first", twice)
+		}
+		if ev1 != ev2 {
+			t.Errorf("evidence %+v with each word once, %+v with weather twice: want the same", ev1, ev2)
+		}
+	}
+}
+
 // A request word no skill uses that finds a synonym stands for it in the order
 // of the hits ("a psychiatrist" for a skill finding therapists), though its
 // evidence stays a synonym's.
