@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -214,8 +216,18 @@ func TestRedeliveryLink(t *testing.T) {
 	url := "--nats-url=" + srv.URL()
 	startEnv(t, rcv.Env("skillbus-registry"), "registry", url, "--skills", "testdata/e2e-trace")
 	startEnv(t, rcv.Env("skillbus-router"), "router", url)
+	// The nap step waits until a file named release appears in the exec steps'
+	// directory, which the test writes once the first attempt is dead, so the kill
+	// always lands mid-nap and the redelivery's nap returns at once. A root worker
+	// gives the directory to nobody, who must reach it: not under t.TempDir(),
+	// whose parent is private.
+	execDir, err := os.MkdirTemp("", "skillbus-e2e-nap-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(execDir) })
 	workerArgs := func(name string) []string {
-		return []string{url, "--ack-wait=2s", "--backoff-base=50ms", "--backoff-max=200ms", "--name=" + name}
+		return []string{url, "--ack-wait=2s", "--backoff-base=50ms", "--backoff-max=200ms", "--name=" + name, "--exec-dir=" + execDir}
 	}
 	first := startEnv(t, rcv.Env("skillbus-worker"), "worker", workerArgs("w1")...)
 	kv, err := b.KV(ctx, b.BucketSkills())
@@ -245,7 +257,8 @@ func TestRedeliveryLink(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The first attempt has finished its first step (exported) and naps: kill it.
+	// The first attempt has finished its first step (exported) and naps until
+	// released: kill it.
 	var died otlptest.Span
 	rcv.Wait(t, 20*time.Second, "the first attempt's tidy step", func(spans []otlptest.Span) bool {
 		for _, s := range otlptest.InTrace(spans, traceC) {
@@ -257,6 +270,9 @@ func TestRedeliveryLink(t *testing.T) {
 		return false
 	})
 	if err := first.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(execDir, "release"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	startEnv(t, rcv.Env("skillbus-worker"), "worker", workerArgs("w2")...)
