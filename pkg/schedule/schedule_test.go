@@ -345,7 +345,14 @@ func TestGracefulStopHandsOverAtOnce(t *testing.T) {
 	b := f.start("b")
 	a.stop()
 	// b reads the lease every lease/3; a deleted it, so b needs no more than that.
+	// Had a left it, b would wait for it to run out: a whole lease or more. (The
+	// fake clock moves on every 50 ms of real time, so a slow machine may see a
+	// step or two more than one.)
+	start := f.clock.Now()
 	f.until(lease/3, b.s.Leader, "b takes over")
+	if took := f.clock.Now().Sub(start); took >= lease {
+		t.Errorf("b took over after %v: a graceful stop hands the lease over within %v, not when it runs out (%v)", took, lease/3, lease)
+	}
 }
 
 func TestRestartSpanningTicks(t *testing.T) {
