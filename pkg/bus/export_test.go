@@ -11,3 +11,10 @@ func ReadsStructuredItself(m *nats.Msg) bool {
 	_, ok := decodeStructuredFast(m, false)
 	return ok
 }
+
+// Waits is how many Waits of bt are under way or waiting for their turn.
+func (bt *Batch) Waits() int {
+	bt.mu.Lock()
+	defer bt.mu.Unlock()
+	return bt.waits
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -165,29 +167,98 @@ func TestBatchGive(t *testing.T) {
 	}
 }
 
-// Two Waits of one batch at once each wait for their own publishes, and both
-// return.
+// Two Waits of one batch at once both return, and once a Wait returns nil every
+// message queued before it is stored, those the other Wait took first too.
 func TestBatchConcurrentWaits(t *testing.T) {
 	t.Parallel()
 	srv := natstest.Start(t)
 	b := srv.Bus(t, bus.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	events, err := b.JS.Stream(ctx, b.StreamEvents())
+	if err != nil {
+		t.Fatal(err)
+	}
 	for round := range 20 {
 		bt := b.Batch()
 		done := make(chan error, 2)
 		for w := range 2 {
+			var subjects []string
 			for i := range 20 {
 				id := fmt.Sprintf("r%d.w%d.%d", round, w, i)
-				bt.PublishEvent(b.Subjects.Event(id, "io.skillbus.test"), bus.Event{ID: id, Source: "/t", Type: "io.skillbus.test", Data: i})
+				subject := b.Subjects.Event(id, "io.skillbus.test")
+				subjects = append(subjects, subject)
+				bt.PublishEvent(subject, bus.Event{ID: id, Source: "/t", Type: "io.skillbus.test", Data: i})
 			}
-			go func() { done <- bt.Wait(ctx) }()
+			go func() {
+				err := bt.Wait(ctx)
+				for _, subject := range subjects {
+					if err != nil {
+						break
+					}
+					if _, serr := events.GetLastMsgForSubject(ctx, subject); serr != nil {
+						err = fmt.Errorf("returned before %s was stored: %v", subject, serr)
+					}
+				}
+				done <- err
+			}()
 		}
 		for range 2 {
 			if err := <-done; err != nil {
 				t.Fatalf("round %d: Wait = %v", round, err)
 			}
 		}
+	}
+}
+
+// A Wait behind another that fails fails too: the publishes the other took were
+// queued before it, and are not all stored.
+func TestBatchWaitBehindAFailedWaitFails(t *testing.T) {
+	t.Parallel()
+	srv := natstest.Start(t)
+	b := srv.Bus(t, bus.Config{PublishAckTimeout: time.Minute})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// The test answers the publishes itself, or never.
+	swallow := srv.Conn(t)
+	sub, err := swallow.SubscribeSync("held.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := swallow.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	bt := b.Batch()
+	bt.Publish(&nats.Msg{Subject: "held.a", Data: []byte("a")})
+	first := make(chan error, 1)
+	go func() { first <- bt.Wait(ctx) }()
+	a, err := sub.NextMsg(10 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	natstest.Eventually(t, 10*time.Second, func() bool { return bt.Waits() == 1 }, "the first Wait never began")
+	bt.Publish(&nats.Msg{Subject: "held.b", Data: []byte("b")})
+	second := make(chan error, 1)
+	go func() { second <- bt.Wait(ctx) }()
+	natstest.Eventually(t, 10*time.Second, func() bool { return bt.Waits() == 2 }, "the second Wait never began")
+	if err := swallow.Publish(a.Reply, []byte(`{"error":{"code":503,"err_code":10077,"description":"stream store failed"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-first; err == nil || !strings.Contains(err.Error(), "stream store failed") {
+		t.Fatalf("first Wait = %v, want the refusal", err)
+	}
+	select {
+	case err := <-second:
+		if err == nil || !strings.Contains(err.Error(), "stream store failed") {
+			t.Fatalf("second Wait = %v, want the first's refusal", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second Wait, behind a failed one, still waits")
+	}
+	var again []string
+	bt.Resend(b.Batch(), func(m *nats.Msg) bool { again = append(again, m.Subject); return true })
+	if !slices.Equal(again, []string{"held.a", "held.b"}) {
+		t.Errorf("Resend offers %q, want held.a and held.b", again)
 	}
 }
 

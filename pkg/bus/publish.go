@@ -324,6 +324,14 @@ type Batch struct {
 	// list uses it: a Wait may still read it while publishes go on.
 	first     [1]sent
 	firstUsed bool
+	// turn makes Waits take turns: a Wait takes the publishes pending when its
+	// turn comes, so one that waited behind another also waited for those the
+	// other took, queued before it; waits counts the Waits under way or waiting
+	// for their turn, and waitErr is a failed Wait's error for the Waits that
+	// were waiting behind it (their publishes may be among those it saw fail).
+	turn    sync.Mutex
+	waits   int
+	waitErr error
 }
 
 // sent is a publish awaiting its acknowledgement: in the bus's pipeline (own),
@@ -497,10 +505,29 @@ func (bt *Batch) Len() int {
 
 // Wait blocks until every queued publish is acknowledged by JetStream and returns the
 // first error. A duplicate (the message id was seen within the window) is a success:
-// the message was persisted before.
+// the message was persisted before. Waits of one batch at once take turns: one
+// returns once every publish queued before it is acknowledged, those another Wait
+// took first included, and fails if that Wait failed.
 func (bt *Batch) Wait(ctx context.Context) error {
 	bt.mu.Lock()
-	err, pending := bt.err, bt.pending
+	bt.waits++
+	bt.mu.Unlock()
+	bt.turn.Lock()
+	err := bt.wait(ctx)
+	bt.mu.Lock()
+	if bt.waits--; bt.waits == 0 {
+		bt.waitErr = nil
+	} else if err != nil && bt.waitErr == nil {
+		bt.waitErr = err
+	}
+	bt.mu.Unlock()
+	bt.turn.Unlock()
+	return err
+}
+
+func (bt *Batch) wait(ctx context.Context) error {
+	bt.mu.Lock()
+	err, pending := cmp.Or(bt.err, bt.waitErr), bt.pending
 	bt.pending = nil
 	bt.mu.Unlock()
 	if err != nil {
