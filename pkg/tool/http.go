@@ -95,7 +95,7 @@ func (e *StatusError) Error() string {
 func NewHTTP(cfg HTTPConfig) Tool {
 	hc := cfg.Client
 	if hc == nil {
-		hc = &http.Client{}
+		hc = &http.Client{CheckRedirect: noReferer}
 		if t, ok := http.DefaultTransport.(*http.Transport); ok {
 			t = t.Clone()
 			// A worker runs many jobs at once against the same few APIs; the default
@@ -129,6 +129,18 @@ func NewHTTP(cfg HTTPConfig) Tool {
 			ErrorHandler: retryablehttp.PassthroughErrorHandler,
 		},
 	}
+}
+
+// noReferer is the client's redirect policy: the default's limit of 10
+// redirects, and no Referer header, which Go's client sets to the URL redirected
+// from, query and all; a query often carries an API key, which the next host,
+// perhaps another's, must not get.
+func noReferer(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	req.Header.Del("Referer")
+	return nil
 }
 
 type httpTool struct {
@@ -209,7 +221,12 @@ func (h *httpTool) Call(ctx context.Context, c Call) (any, error) {
 	}
 
 	resp, err := h.client.Do(req)
-	if resp == nil {
+	if resp == nil || err != nil {
+		// A redirect refused (a loop) comes with the last response, its body
+		// closed: the error is the outcome.
+		if resp != nil {
+			resp.Body.Close()
+		}
 		if err == nil {
 			err = errors.New("no response")
 		}

@@ -426,6 +426,43 @@ func TestHTTPErrorsHideCredentials(t *testing.T) {
 	}
 }
 
+// A redirect does not tell the next host the URL it came from: Go's client would
+// send it as the Referer, query and all, and a query often carries an API key.
+// Redirects stop after 10.
+func TestHTTPRedirectSendsNoReferer(t *testing.T) {
+	t.Parallel()
+	referer := make(chan string, 1)
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		referer <- r.Header.Get("Referer")
+		fmt.Fprint(w, "ok")
+	}))
+	defer other.Close()
+	var from *httptest.Server
+	from = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/loop" {
+			http.Redirect(w, r, from.URL+"/loop", http.StatusFound)
+			return
+		}
+		http.Redirect(w, r, other.URL+"/landed", http.StatusFound)
+	}))
+	defer from.Close()
+	h := tool.NewHTTP(tool.HTTPConfig{}) // the client a worker makes
+	res, err := h.Call(netCtx(t), httpCall(map[string]any{"url": from.URL + "/start?api_key=t0ken"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(res.(map[string]any)["status"]); got != "200" {
+		t.Fatalf("status %v, want 200 from the host redirected to", got)
+	}
+	if r := <-referer; r != "" {
+		t.Errorf("the host redirected to got Referer %q, want none", r)
+	}
+	_, err = h.Call(netCtx(t), httpCall(map[string]any{"url": from.URL + "/loop"}))
+	if err == nil || !strings.Contains(err.Error(), "stopped after 10 redirects") || failure.ClassOf(err) != failure.Fatal {
+		t.Errorf("a redirect loop: %v (class %q), want a fatal error after 10 redirects", err, failure.ClassOf(err))
+	}
+}
+
 func checkNoSecrets(t *testing.T, err error) {
 	t.Helper()
 	for _, secret := range []string{"s3cret", "t0ken", "admin"} {
