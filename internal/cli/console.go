@@ -22,6 +22,7 @@ type consoleFlags struct {
 	traceURL string
 	window   time.Duration
 	maxRuns  int
+	hosts    []string
 }
 
 func (cf *consoleFlags) register(cmd *cobra.Command, getenv Env) {
@@ -30,6 +31,7 @@ func (cf *consoleFlags) register(cmd *cobra.Command, getenv Env) {
 	f.StringVar(&cf.traceURL, "trace-url", getenv("SKILLBUS_TRACE_URL"), "link from a run to its trace; {trace_id} is replaced, e.g. http://localhost:16686/trace/{trace_id} ($SKILLBUS_TRACE_URL)")
 	f.DurationVar(&cf.window, "ui-history", 24*time.Hour, "how far back the console's runs list reads the events stream when it starts")
 	f.IntVar(&cf.maxRuns, "ui-max-runs", 100_000, "most runs the console's list keeps in memory, oldest forgotten first")
+	f.StringSliceVar(&cf.hosts, "ui-allow-host", nil, "a Host name the console answers besides localhost, 127.0.0.1 and [::1] while it listens on loopback, such as a reverse proxy's (repeatable); requests for other names get 421, so that a web page elsewhere cannot read it through DNS rebinding")
 }
 
 // check checks the flags before anything starts.
@@ -48,7 +50,8 @@ func (cf *consoleFlags) start(ctx context.Context, addr string, b *bus.Bus, log 
 	if err := cf.check(); err != nil {
 		return nil, nil, err
 	}
-	c, err := console.New(console.Config{Bus: b, Log: log, Token: cf.token, TraceURL: cf.traceURL, Window: cf.window, MaxRuns: cf.maxRuns})
+	c, err := console.New(console.Config{Bus: b, Log: log, Token: cf.token, TraceURL: cf.traceURL, Window: cf.window, MaxRuns: cf.maxRuns,
+		LoopbackOnly: loopback(addr), AllowHosts: cf.hosts})
 	if err != nil {
 		return nil, nil, usage("%v", err)
 	}

@@ -27,6 +27,7 @@ type gatewayFlags struct {
 	maxEvent int
 	maxWait  time.Duration
 	publish  time.Duration
+	hosts    []string
 	getenv   Env
 }
 
@@ -42,6 +43,7 @@ func (gf *gatewayFlags) register(cmd *cobra.Command, getenv Env) {
 	f.StringVar(&gf.hooks, "hooks", getenv("SKILLBUS_GATEWAY_HOOKS"), "YAML file of webhooks served at /hooks/<name> ($SKILLBUS_GATEWAY_HOOKS; its format: docs/operations.md, HTTP ingress)")
 	f.Int64Var(&gf.maxBody, "max-body", 1<<20, "largest request body in bytes")
 	f.DurationVar(&gf.maxWait, "max-wait", 5*time.Minute, "longest ?wait= a request may ask for")
+	f.StringSliceVar(&gf.hosts, "allow-host", nil, "a Host name the gateway answers besides localhost, 127.0.0.1 and [::1] while it listens on loopback, such as a reverse proxy's (repeatable); requests for other names get 421, so that a web page elsewhere cannot post events through DNS rebinding")
 	f.DurationVar(&gf.publish, "publish-timeout", 10*time.Second, "how long a request's events are sent again while JetStream cannot take them (a leader election, a server restart); then 503 with Retry-After")
 }
 
@@ -70,7 +72,8 @@ func (gf *gatewayFlags) start(ctx context.Context, addr string, b *bus.Bus, log 
 // config reads the hooks file and checks that a gateway on addr is not open to
 // anyone beyond loopback: what can be checked before connecting.
 func (gf *gatewayFlags) config(addr string) (gateway.Config, error) {
-	cfg := gateway.Config{Tokens: gf.tokens, Secret: gf.secret, MaxBodyBytes: gf.maxBody, MaxEventBytes: gf.maxEvent, MaxWait: gf.maxWait, PublishTimeout: gf.publish}
+	cfg := gateway.Config{Tokens: gf.tokens, Secret: gf.secret, MaxBodyBytes: gf.maxBody, MaxEventBytes: gf.maxEvent, MaxWait: gf.maxWait, PublishTimeout: gf.publish,
+		LoopbackOnly: loopback(addr), AllowHosts: gf.hosts}
 	if gf.hooks != "" {
 		hooks, err := gateway.LoadHooks(gf.hooks, gf.getenv)
 		if err != nil {

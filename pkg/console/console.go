@@ -40,6 +40,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/internal/hostguard"
 	"github.com/skillbus/skillbus/pkg/bus"
 )
 
@@ -74,6 +75,13 @@ type Config struct {
 	// RequestTimeout bounds each call to the registry, router and JetStream made
 	// to render a page. Default 5s.
 	RequestTimeout time.Duration
+	// LoopbackOnly, for a console listening on a loopback address, answers only
+	// requests whose Host is a loopback name (localhost, 127.0.0.1, [::1]) or one
+	// of AllowHosts, and others with 421: a web page elsewhere could otherwise
+	// read every run through a name of its own that resolves to 127.0.0.1 (DNS
+	// rebinding).
+	LoopbackOnly bool
+	AllowHosts   []string
 }
 
 func (c *Config) setDefaults() error {
@@ -286,7 +294,11 @@ func (c *Console) Handler() http.Handler {
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "cross-origin request refused: the console's actions only accept forms posted from its own pages", http.StatusForbidden)
 	}))
-	return secureHeaders(cop.Handler(mux))
+	h := secureHeaders(cop.Handler(mux))
+	if c.cfg.LoopbackOnly {
+		h = hostguard.Wrap(h, "the console", "--ui-allow-host", c.cfg.AllowHosts)
+	}
+	return h
 }
 
 // secureHeaders sets a strict Content-Security-Policy: only the console's own

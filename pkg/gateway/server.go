@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillbus/skillbus/events"
+	"github.com/skillbus/skillbus/internal/hostguard"
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/client"
 )
@@ -54,6 +55,13 @@ type Config struct {
 	// Log receives a line per rejected request and per publish failure; default
 	// slog.Default().
 	Log *slog.Logger
+	// LoopbackOnly, for a gateway listening on a loopback address, answers only
+	// requests whose Host is a loopback name (localhost, 127.0.0.1, [::1]) or one
+	// of AllowHosts, and others with 421: a web page elsewhere could otherwise
+	// post events through a name of its own that resolves to 127.0.0.1 (DNS
+	// rebinding).
+	LoopbackOnly bool
+	AllowHosts   []string
 }
 
 // Open reports whether the configuration lets anyone post events: no tokens and no
@@ -62,9 +70,10 @@ func (c Config) Open() bool { return len(c.Tokens) == 0 && c.Secret == "" }
 
 // Gateway is the HTTP handler.
 type Gateway struct {
-	cfg    Config
-	client *client.Client
-	mux    *http.ServeMux
+	cfg     Config
+	client  *client.Client
+	mux     *http.ServeMux
+	handler http.Handler // mux, behind the Host check of LoopbackOnly
 	// replay is the KV bucket of webhook deliveries (see Hook.ReplayWindow); nil
 	// when no hook has a replay window.
 	replay jetstream.KeyValue
@@ -121,10 +130,14 @@ func New(cfg Config) (*Gateway, error) {
 	g.mux.HandleFunc("POST /events", g.handleEvents)
 	g.mux.HandleFunc("POST /hooks/{name}", g.handleHook)
 	g.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+	g.handler = g.mux
+	if cfg.LoopbackOnly {
+		g.handler = hostguard.Wrap(g.mux, "the gateway", "--allow-host", cfg.AllowHosts)
+	}
 	return g, nil
 }
 
-func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.mux.ServeHTTP(w, r) }
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.handler.ServeHTTP(w, r) }
 
 // Serve serves HTTP on ln until ctx ends, then shuts down, letting requests in
 // flight finish for up to 10 seconds.
