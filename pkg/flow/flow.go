@@ -1,8 +1,10 @@
 package flow
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -71,7 +73,30 @@ type Program struct {
 	exts []string
 	// index is a match's equality, when it has one (see MatchIndex).
 	index *MatchIndex
+	// reads are the event's attributes the expression reads, where it reads them.
+	reads []Read
 }
+
+// Read is one place an expression reads an attribute of the event: Name is
+// id, type, source, subject, time, data or extensions, Field the extension's
+// name for extensions ("tenant"), and Line and Column (from 1) where the name is
+// written in the source.
+type Read struct {
+	Name, Field  string
+	Line, Column int
+}
+
+// String writes the read as the expression does: "subject", "extensions.tenant".
+func (r Read) String() string {
+	if r.Field != "" {
+		return r.Name + "." + r.Field
+	}
+	return r.Name
+}
+
+// Reads are the places the expression reads the event's attributes, in the order
+// they are written.
+func (p *Program) Reads() []Read { return p.reads }
 
 // String is the expression's source.
 func (p *Program) String() string { return p.src }
@@ -127,7 +152,7 @@ func Compile(src string, kind Kind) (*Program, error) {
 			return nil, err
 		}
 	}
-	exts, err := extensionsRead(a)
+	exts, reads, err := extensionsRead(a)
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +160,7 @@ func Compile(src string, kind Kind) (*Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Program{src: src, kind: kind, prg: prg, exts: exts}, nil
+	return &Program{src: src, kind: kind, prg: prg, exts: exts, reads: reads}, nil
 }
 
 // program builds an expression's program. One whose cost CEL bounds before it
@@ -179,14 +204,21 @@ func issueError(errs []*cel.Error) error {
 	return &Error{Line: line, Column: col, Msg: msg}
 }
 
-// extensionsRead lists the extension attributes an expression reads. Extensions
-// are read by name (extensions.tenant, extensions["tenant"]) so that an
-// evaluation looks up only those; any other use of the map is refused.
-func extensionsRead(a *cel.Ast) ([]string, error) {
+// extensionsRead lists the extension attributes an expression reads, and every
+// place it reads an attribute of the event. Extensions are read by name
+// (extensions.tenant, extensions["tenant"]) so that an evaluation looks up only
+// those; any other use of the map is refused.
+func extensionsRead(a *cel.Ast) ([]string, []Read, error) {
 	native := a.NativeRep()
 	var names []string
+	var reads []Read
 	for _, id := range ast.MatchDescendants(ast.NavigateAST(native), ast.KindMatcher(ast.IdentKind)) {
-		if id.AsIdent() != "extensions" {
+		loc := native.SourceInfo().GetStartLocation(id.ID())
+		line, col := max(loc.Line(), 1), loc.Column()+1
+		if n := id.AsIdent(); n != "extensions" {
+			if attributes[n] {
+				reads = append(reads, Read{Name: n, Line: line, Column: col})
+			}
 			continue
 		}
 		name, ok := "", false
@@ -203,24 +235,28 @@ func extensionsRead(a *cel.Ast) ([]string, error) {
 			}
 		}
 		if !ok {
-			loc := native.SourceInfo().GetStartLocation(id.ID())
-			return nil, &Error{Line: max(loc.Line(), 1), Column: loc.Column() + 1,
+			return nil, nil, &Error{Line: line, Column: col,
 				Msg: `extensions are read by name: extensions.tenant or extensions["tenant"]`}
 		}
 		if !extName(name) {
 			// Events carry extensions by lowercase name only: such a filter
 			// would fail on every trigger.
-			loc := native.SourceInfo().GetStartLocation(id.ID())
 			msg := fmt.Sprintf("extension %q: a CloudEvents extension name is lowercase letters and digits", name)
 			if l := strings.ToLower(name); extName(l) {
 				msg += ": extensions." + l
 			}
-			return nil, &Error{Line: max(loc.Line(), 1), Column: loc.Column() + 1, Msg: msg}
+			return nil, nil, &Error{Line: line, Column: col, Msg: msg}
 		}
 		names = append(names, name)
+		reads = append(reads, Read{Name: "extensions", Field: name, Line: line, Column: col})
 	}
-	return names, nil
+	slices.SortFunc(reads, func(a, b Read) int { return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column)) })
+	return names, reads, nil
 }
+
+// attributes are the variables an expression reads of the event, but for
+// extensions, which are read by name.
+var attributes = map[string]bool{"id": true, "type": true, "source": true, "subject": true, "time": true, "data": true}
 
 // extName is the CloudEvents rule for an attribute name: lowercase ASCII letters
 // and digits, not empty.

@@ -3,6 +3,8 @@ package flow
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -116,6 +118,22 @@ func TestKey(t *testing.T) {
 }
 
 // A hostile expression stops at the cost limit, quickly, whatever it asks for.
+func TestReads(t *testing.T) {
+	t.Parallel()
+	p, err := Compile("data.a + subject +\n  extensions[\"tenant\"] + data.items.map(x, x.id)[0] + extensions.region", Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range p.Reads() {
+		got = append(got, fmt.Sprintf("%d:%d %s", r.Line, r.Column, r))
+	}
+	want := []string{"1:1 data", "1:10 subject", "2:3 extensions.tenant", "2:26 data", "2:55 extensions.region"}
+	if !slices.Equal(got, want) {
+		t.Errorf("reads %q, want %q", got, want)
+	}
+}
+
 func TestCostLimitStopsHostileExpressions(t *testing.T) {
 	t.Parallel()
 	ev := event(t, `{"items": [`+strings.TrimSuffix(strings.Repeat("1,", 2000), ",")+`]}`)

@@ -36,6 +36,16 @@ func TestConcurrencyField(t *testing.T) {
 		{name: "bad key", fields: "concurrency: [{key: data.a +, limit: 1}]\n", diags: []string{"4:29: error: concurrency.key is not a valid expression: Syntax error"}},
 		{name: "list key", fields: "concurrency: [{key: \"[data.a]\", limit: 1}]\n", diags: []string{"4:22: error: concurrency.key is not a valid expression: a key must be"}},
 		{name: "two without key", fields: "concurrency: [{limit: 1}, {limit: 2}]\n", diags: []string{"4:27: error: concurrency has two entries without a key"}},
+		// A run carries no extensions, subject or time: such a key would be ""
+		// on every run, one key for all.
+		{name: "extension key", fields: "concurrency: [{key: extensions.tenant, limit: 1}]\n",
+			diags: []string{"4:21: error: concurrency.key reads extensions.tenant, which a run does not carry: it would be \"\" on every run, one key for all; a key of a run reads id, type, source, and data (its inputs) (hint: put tenant in the trigger's data and key on data.tenant"}},
+		{name: "subject and time in a key", fields: "concurrency:\n  - key: |\n      data.a + subject +\n        time\n    limit: 1\n",
+			diags: []string{"6:16: error: concurrency.key reads subject, which a run does not carry", "7:9: error: concurrency.key reads time, which a run does not carry"}},
+		{name: "id type source data key", fields: "concurrency: [{key: 'id + type + source + string(data.a)', limit: 1}]\n",
+			want: []Concurrency{{Key: "id + type + source + string(data.a)", Limit: 1}}},
+		{name: "bad key's hint", fields: "concurrency: [{key: tenant, limit: 1}]\n",
+			diags: []string{"4:21: error: concurrency.key is not a valid expression: undeclared reference to 'tenant' (hint: CEL over the run: id, type, source, and data (its inputs)"}},
 		{name: "unknown field", fields: "concurrency: [{key: data.a, limit: 1, burst: 2}]\n", diags: []string{"4:39: error: unknown field concurrency.burst"}},
 		{name: "not a list", fields: "concurrency: {key: data.a, limit: 1}\n", diags: []string{"4:14: error: concurrency must be a list"}},
 	}
@@ -75,6 +85,10 @@ func TestThrottleField(t *testing.T) {
 		{name: "no period", fields: "throttle: {limit: 1}\n", diags: []string{"4:1: error: throttle needs period"}},
 		{name: "sub-second", fields: "throttle: {limit: 1, period: 500ms}\n", diags: []string{"4:30: error: throttle.period 500ms is out of range"}},
 		{name: "bad key", fields: "throttle: {key: data.x +, limit: 1, period: 1s}\n", diags: []string{"4:25: error: throttle.key is not a valid expression: Syntax error"}},
+		{name: "subject key", fields: "throttle: {key: subject, limit: 1, period: 1s}\n",
+			diags: []string{"4:17: error: throttle.key reads subject, which a run does not carry: it would be \"\" on every run, one key for all; a key of a run reads id, type, source, and data (its inputs) (hint: key on a field of the run's data"}},
+		{name: "extension key", fields: "throttle: {key: 'extensions[\"tenant\"]', limit: 1, period: 1s}\n",
+			diags: []string{"4:18: error: throttle.key reads extensions.tenant, which a run does not carry"}},
 		{name: "unknown", fields: "throttle: {limit: 1, period: 1s, rate: 2}\n", diags: []string{"4:34: error: unknown field throttle.rate"}},
 	}
 	for _, tt := range tests {

@@ -139,11 +139,18 @@ func (d *decoder) celAt(n *yaml.Node, field, src string, kind flow.Kind) bool {
 
 // celAtHint is celAt with the hint its error gives.
 func (d *decoder) celAtHint(n *yaml.Node, field, src string, kind flow.Kind, hint string) bool {
-	_, err := flow.Compile(src, kind)
+	_, ok := d.celProgram(n, field, src, kind, hint)
+	return ok
+}
+
+// celProgram is celAtHint returning the compiled expression.
+func (d *decoder) celProgram(n *yaml.Node, field, src string, kind flow.Kind, hint string) (*flow.Program, bool) {
+	prg, err := flow.Compile(src, kind)
 	if err != nil {
 		d.celError(n, field, src, err, hint)
+		return nil, false
 	}
-	return err == nil
+	return prg, true
 }
 
 // celError reports an expression of field that does not compile, at its position

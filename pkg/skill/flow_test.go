@@ -37,6 +37,13 @@ func TestFlowFields(t *testing.T) {
 			want: want{db: &Debounce{Key: "data.customer", Period: Duration(2 * time.Second), Timeout: Duration(30 * time.Second)}}},
 		{name: "debounce default timeout", fields: "debounce:\n  period: 1m\n",
 			want: want{db: &Debounce{Period: Duration(time.Minute), Timeout: Duration(10 * time.Minute)}}},
+		// A router evaluates these keys on the trigger, which has its extensions.
+		{name: "rate limit by extension", fields: "rate_limit: {key: extensions.tenant, limit: 10, period: 1m}\n",
+			want: want{rl: &RateLimit{Key: "extensions.tenant", Limit: 10, Period: Duration(time.Minute)}}},
+		{name: "debounce by subject", fields: "debounce: {key: subject, period: 2s}\n",
+			want: want{db: &Debounce{Key: "subject", Period: Duration(2 * time.Second), Timeout: Duration(20 * time.Second)}}},
+		{name: "batch by extension", fields: "batch: {key: extensions.tenant, max_size: 5, timeout: 5s}\n",
+			want: want{bt: &Batch{Key: "extensions.tenant", MaxSize: 5, Timeout: Duration(5 * time.Second)}}},
 		{name: "debounce without period", fields: "debounce: {timeout: 1m}\n", diags: []string{"4:1: error: debounce needs period"}},
 		{name: "debounce short timeout", fields: "debounce: {period: 10s, timeout: 5s}\n", diags: []string{"4:34: error: debounce.timeout 5s is shorter than debounce.period 10s"}},
 		{name: "debounce sub-second", fields: "debounce: {period: 500ms}\n", diags: []string{"4:20: error: debounce.period 500ms is out of range"}},

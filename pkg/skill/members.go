@@ -27,7 +27,8 @@ type member struct {
 	decode func(d *decoder, v *yaml.Node, field string) bool
 }
 
-// keyMember is "key": a CEL key over the trigger (package flow).
+// keyMember is "key": a CEL key over the trigger (package flow), evaluated by a
+// router as it routes the trigger (rate_limit, debounce, batch).
 func keyMember(dst *string) member {
 	return member{name: "key", decode: func(d *decoder, v *yaml.Node, field string) bool {
 		s, ok := d.str(v, field)
@@ -36,6 +37,47 @@ func keyMember(dst *string) member {
 		}
 		*dst = strings.TrimSpace(s)
 		return true
+	}}
+}
+
+// runKeyHint is what a key of a run may read.
+const runKeyHint = "CEL over the run: id, type, source, and data (its inputs); see docs/authoring.md, concurrency"
+
+// runKeyMember is "key": a CEL key evaluated by a worker as a run is about to
+// start (concurrency, throttle). The run carries its trigger's id, type and
+// source, and its inputs as data; the trigger's subject, time and extensions
+// are not in it, and would read as "" on every run: one key for all, which is
+// not what was written. A key reading them is refused where it reads them.
+func runKeyMember(dst *string) member {
+	return member{name: "key", decode: func(d *decoder, v *yaml.Node, field string) bool {
+		s, ok := d.str(v, field)
+		if !ok {
+			return false
+		}
+		prg, ok := d.celProgram(v, field, s, flow.Key, runKeyHint)
+		if !ok {
+			return false
+		}
+		good := true
+		for _, r := range prg.Reads() {
+			switch r.Name {
+			case "subject", "time", "extensions":
+			default:
+				continue
+			}
+			hint := "key on a field of the run's data"
+			if r.Field != "" {
+				hint = fmt.Sprintf("put %s in the trigger's data and key on data.%s", r.Field, r.Field)
+			}
+			line, col := d.exprPos(v, r.Line, r.Column)
+			d.add(SeverityError, line, col, field, hint+"; see docs/authoring.md, concurrency",
+				"%s reads %s, which a run does not carry: it would be \"\" on every run, one key for all; a key of a run reads id, type, source, and data (its inputs)", field, r)
+			good = false
+		}
+		if good {
+			*dst = strings.TrimSpace(s)
+		}
+		return good
 	}}
 }
 
