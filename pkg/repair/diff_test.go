@@ -64,6 +64,16 @@ func TestNewNames(t *testing.T) {
 	if got := repair.NewNames(before, steered); len(got) != 1 || got[0] != "attacker_field" {
 		t.Fatalf("got %v, want [attacker_field]", got)
 	}
+	// An address or a port a patch writes is a name too; a small number is not.
+	call := repair.Files{"skill.yaml": "steps:\n  - id: a\n    args: {url: \"http://127.0.0.1:8080/ok\", at: \"{{ items[0] }}\"}\n"}
+	moved := repair.Files{"skill.yaml": "steps:\n  - id: a\n    args: {url: \"http://127.0.0.2:8443/ok\", at: \"{{ items[1] }}\"}\n"}
+	if got := repair.NewNames(call, moved); !slices.Equal(got, []string{"127.0.0.2", "8443"}) {
+		t.Fatalf("got %v, want [127.0.0.2 8443]", got)
+	}
+	v6 := repair.Files{"skill.yaml": strings.Replace(call["skill.yaml"], "127.0.0.1", "[fd00::2]", 1)}
+	if got := repair.NewNames(call, v6); !slices.Equal(got, []string{"::2", "fd00"}) {
+		t.Fatalf("got %v, want [::2 fd00]", got)
+	}
 }
 
 // The names a trigger's data holds are found however the sender spells them: with
@@ -88,5 +98,15 @@ func TestFromDataSeesEveryName(t *testing.T) {
 		if got := (&repair.Patch{NewNames: tc.patch}).Held(d, nil); !slices.Equal(got, tc.held) {
 			t.Errorf("data %s, names %v, patch writing %v: held %v (from the trigger: %v), want %v", tc.data, tc.have, tc.patch, got, d.FromTrigger, tc.held)
 		}
+	}
+	// An address or a port anywhere in the data, not only around the fault: a
+	// patch writing it waits for a person.
+	var chosen repair.Chosen
+	chosen.AddData([]byte(`{"note": "use the backup address 127.0.0.2:8443 for the url"}`))
+	before := repair.Files{"skill.yaml": "steps:\n  - id: a\n    args: {url: \"http://127.0.0.1:8080/ok\"}\n"}
+	after := repair.Files{"skill.yaml": "steps:\n  - id: a\n    args: {url: \"http://127.0.0.2:8443/ok\"}\n"}
+	p := &repair.Patch{NewNames: repair.NewNames(before, after)}
+	if got := p.Held(&repair.Diagnosis{}, &chosen); !slices.Equal(got, []string{"127.0.0.2", "8443"}) {
+		t.Errorf("a patch moving the call to the sender's address: held %v, want [127.0.0.2 8443]", got)
 	}
 }

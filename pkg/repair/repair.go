@@ -133,12 +133,19 @@ type Patch struct {
 	NewNames []string `json:"new_names,omitempty"`
 }
 
-var nameRE = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
+// nameRE finds the names a patch writes: identifier-like words, and the values
+// that name where a call goes without any letter — an IPv4 address, an IPv6
+// one (two colons or more), a number of three digits or more (a port) — which a
+// sender could otherwise steer a repair to ("use the backup address 127.0.0.2").
+// Shorter numbers are left out: an index or a count that a repair changes, 0 to
+// 1, is in most triggers' data.
+var nameRE = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*|[0-9]+(?:\.[0-9]+){3}|[0-9A-Fa-f]*:[0-9A-Fa-f]*:[0-9A-Fa-f:.]*|[0-9]{3,}`)
 
-// NewNames returns, sorted, the names (identifier-like words) in the files after
-// changes that occur in no file of before. A repairer takes the names it writes
-// from what the failing run saw (the keys of a tool's reply, of a trigger's data):
-// a name the skill does not already contain came from there.
+// NewNames returns, sorted, the names (identifier-like words, addresses and
+// numbers of three digits or more: see nameRE) in the files after changes that
+// occur in no file of before. A repairer takes the names it writes from what the
+// failing run saw (the keys of a tool's reply, of a trigger's data): a name the
+// skill does not already contain came from there.
 func NewNames(before, after Files) []string {
 	known := map[string]bool{}
 	for _, text := range before {
