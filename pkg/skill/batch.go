@@ -53,3 +53,42 @@ func (bt Batch) String() string {
 	}
 	return s
 }
+
+// BatchInput is the input a batch's run gets: its triggers, as a list of events.
+const BatchInput = "events"
+
+// checkBatchInputs reports a batched workflow whose declared inputs would refuse
+// every batch's run, whose data is {"events": [...]}: one that declares inputs but
+// not events (or "*"), declares events as other than an array, or requires
+// another input without a default.
+func (b *builder) checkBatchInputs() {
+	wf := b.s.Workflow
+	set, ok := b.set["batch"]
+	if b.s.Batch == nil || wf == nil || len(wf.Inputs) == 0 || !ok {
+		return
+	}
+	declared := false
+	for _, in := range wf.Inputs {
+		switch {
+		case in.Name == AnyInput:
+			declared = true
+		case in.Name == BatchInput:
+			declared = true
+			if in.Type != "array" {
+				typ := in.Type
+				if typ == "" {
+					typ = "string (the type of an input without type:)"
+				}
+				set.d.errAt(set.key, "batch", "declare events with type: array",
+					"each batch's run gives input %s as an array of events, but it is declared as %s; every batch would fail", BatchInput, typ)
+			}
+		case in.Required && in.Default == nil:
+			set.d.errAt(set.key, "batch", "give input "+in.Name+" a default or make it optional, and read each trigger's data from inputs.events[i].data",
+				"input %s is required, but a batch's run gives only %s; every batch would fail", in.Name, BatchInput)
+		}
+	}
+	if !declared {
+		set.d.errAt(set.key, "batch", "add an input events (type: array), or one named \"*\"; each trigger's data is inputs.events[i].data",
+			"each batch's run has the data {%q: [...]}, an input the workflow does not declare; every batch would fail", BatchInput)
+	}
+}

@@ -134,6 +134,7 @@ func (b *builder) finish(r report) {
 	b.deriveKind(r)
 	b.checkTools()
 	b.checkSchedule()
+	b.checkBatchInputs()
 	b.checkSupported()
 	b.checkQueuePriority()
 	b.applyDefaults()
