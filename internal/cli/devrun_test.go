@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/internal/cli"
 	"github.com/skillbus/skillbus/internal/natstest"
 )
@@ -146,7 +148,16 @@ func TestTriggerWaitSaysARunWaitsForAConcurrencySlot(t *testing.T) {
 	outs := make([]natstest.Buffer, 2)
 	errs := make(chan error, 2)
 	trigger := func(i int) {
-		errs <- cli.Skillbus(context.Background(), []string{"trigger", "--nats-url", url, "--skill", "one-at-a-time", "--data", `{"k":"acme"}`, "--wait", "--timeout", "60s"}, noEnv, &outs[i], &outs[i])
+		errs <- cli.Skillbus(context.Background(), []string{"trigger", "--nats-url", url, "--skill", "one-at-a-time", "--source", "/t", "--id", fmt.Sprint("run-", i),
+			"--data", `{"k":"acme"}`, "--wait", "--timeout", "60s"}, noEnv, &outs[i], &outs[i])
+	}
+	// runs show tells what a run that has not ended is doing.
+	show := func(i int) string {
+		var out bytes.Buffer
+		if err := cli.Skillbus(context.Background(), []string{"runs", "show", "--nats-url", url, events.ExecutionID("/t", fmt.Sprint("run-", i), "one-at-a-time")}, noEnv, &out, &out); err != nil {
+			t.Errorf("runs show: %v\n%s", err, &out)
+		}
+		return out.String()
 	}
 	go trigger(0)
 	select { // the first run holds the slot
@@ -160,6 +171,12 @@ func TestTriggerWaitSaysARunWaitsForAConcurrencySlot(t *testing.T) {
 	const waits = "⧗ one-at-a-time waits for a concurrency slot (1 at once per data.k); it holds no worker meanwhile"
 	natstest.Eventually(t, 60*time.Second, func() bool { return strings.Contains(outs[1].String(), waits) },
 		"the second run never said it waits:\n%s", &outs[1])
+	if s := show(1); !strings.Contains(s, "waiting: for a concurrency slot of one-at-a-time (1 at once)") {
+		t.Errorf("runs show of the waiting run:\n%s", s)
+	}
+	if s := show(0); !strings.Contains(s, "queued or running") {
+		t.Errorf("runs show of the running run:\n%s", s)
+	}
 	free()
 	for range outs {
 		if err := <-errs; err != nil {
@@ -172,4 +189,39 @@ func TestTriggerWaitSaysARunWaitsForAConcurrencySlot(t *testing.T) {
 	if len(called) != 1 { // the second run's call, after the first's
 		t.Errorf("%d more calls, want 1", len(called))
 	}
+}
+
+// A run of a paused skill is held, not lost nor invisible: runs show says so and
+// how to resume, and it runs once the skill is resumed.
+func TestRunsShowSaysARunIsHeldByItsPausedSkill(t *testing.T) {
+	t.Parallel()
+	yaml := "name: shout\ndescription: Says it louder.\nversion: 1.0.0\ninputs:\n  - name: text\n    type: string\nsteps:\n  - id: up\n    compute: |\n      result = inputs.text.upper()\n    output: loud\noutputs:\n  loud: \"{{ loud }}\"\n"
+	url, _ := devWithSkill(t, "shout", yaml)
+	run := func(args ...string) string {
+		var out bytes.Buffer
+		if err := cli.Skillbus(context.Background(), append(args, "--nats-url", url), noEnv, &out, &out); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, &out)
+		}
+		return out.String()
+	}
+	run("runs", "pause", "--skill", "shout")
+	run("trigger", "--skill", "shout", "--source", "/t", "--id", "held-1", "--data", `{"text":"hi"}`)
+	id := events.ExecutionID("/t", "held-1", "shout")
+	var s string
+	natstest.Eventually(t, 30*time.Second, func() bool {
+		var out bytes.Buffer
+		_ = cli.Skillbus(context.Background(), []string{"runs", "show", id, "--nats-url", url}, noEnv, &out, &out)
+		s = out.String()
+		return strings.Contains(s, "held: shout is paused")
+	}, "runs show never said the run is held:\n%s", &s)
+	if !strings.Contains(s, "skillbus runs resume --skill shout") {
+		t.Errorf("runs show of a held run:\n%s", s)
+	}
+	run("runs", "resume", "--skill", "shout")
+	natstest.Eventually(t, 30*time.Second, func() bool {
+		var out bytes.Buffer
+		_ = cli.Skillbus(context.Background(), []string{"runs", "show", id, "--nats-url", url}, noEnv, &out, &out)
+		s = out.String()
+		return strings.Contains(s, "completed by worker")
+	}, "the held run never completed after resume:\n%s", &s)
 }

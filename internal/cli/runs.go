@@ -24,6 +24,7 @@ import (
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/client"
+	"github.com/skillbus/skillbus/pkg/control"
 	"github.com/skillbus/skillbus/pkg/repair/service"
 	"github.com/skillbus/skillbus/pkg/run"
 	"github.com/skillbus/skillbus/pkg/workflow"
@@ -206,11 +207,24 @@ that names one execution that is paused or ended in the last 7 days.`,
 			if err != nil {
 				return err
 			}
-			if rec == nil && paused == nil && parked == nil && len(evs) == 0 {
+			// A run that has not ended and is not parked may be set aside before it
+			// starts: waiting for a concurrency slot or held by its paused skill
+			// (a held record), or throttled (the start it waits for); or queued or
+			// running, which stores nothing until it ends.
+			var waiting waitingRun
+			if rec == nil && paused == nil && parked == nil {
+				if waiting, err = loadWaiting(ctx, b, kv, id, len(evs) == 0); err != nil {
+					return err
+				}
+			}
+			if rec == nil && paused == nil && parked == nil && len(evs) == 0 && !waiting.any() {
 				return &ExitError{Code: 1, Err: fmt.Errorf("no execution %s (outcomes and events are kept as long as the events stream keeps them: 7 days by default)", id)}
 			}
 			if asJSON {
 				out := map[string]any{"record": rec, "paused": paused, "events": slices.DeleteFunc(slices.Clone(evs), isScheduled)}
+				if line := waiting.line(id); line != "" {
+					out["waiting"] = line
+				}
 				if parked != nil {
 					out["repairing"] = map[string]any{"repair_id": parked.RepairID, "step": parked.Step, "error": parked.Error, "parked_at": parked.ParkedAt, "line": service.Repairing(parked, repairRec)}
 				}
@@ -264,12 +278,77 @@ that names one execution that is paused or ended in the last 7 days.`,
 				if id, digest := repairOf(evs); id != "" {
 					fmt.Fprintf(stdout, "ran on version %s (%s) after repair %s   (skillbus repair show %s)\n", rec.Version, shortDigest(digest), id, shortDigest(id))
 				}
+			case waiting.any():
+				fmt.Fprintf(stdout, "\n%s\n", waiting.line(id))
 			}
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+// waitingRun is what runs show knows of a run that has neither ended nor parked.
+type waitingRun struct {
+	held      *run.Held // for a concurrency slot (Gate), or by its paused skill
+	throttled time.Time // the start a throttled run waits for, if still to come
+	queued    bool      // its job is in the jobs stream
+}
+
+func (w waitingRun) any() bool { return w.held != nil || !w.throttled.IsZero() || w.queued }
+
+// line says what the run waits for, and what to do about it.
+func (w waitingRun) line(id string) string {
+	switch {
+	case w.held != nil && w.held.Gate != "":
+		return fmt.Sprintf("waiting: for a concurrency slot of %s (%d at once), since %s; it holds no worker meanwhile\n  skillbus runs cancel %s          (to drop it)",
+			w.held.Skill, w.held.Limit, w.held.At.Local().Format(time.RFC3339), id)
+	case w.held != nil:
+		return fmt.Sprintf("held: %s is paused, since %s; it runs when the skill is resumed\n  skillbus runs resume --skill %s          (or skillbus runs cancel %s)",
+			w.held.Skill, w.held.At.Local().Format(time.RFC3339), w.held.Skill, id)
+	case !w.throttled.IsZero():
+		return fmt.Sprintf("throttled: it starts at %s, its turn under its skill's throttle; it holds no worker meanwhile", w.throttled.Local().Format(time.RFC3339))
+	case w.queued:
+		return "queued or running: a run stores nothing until it ends (or a step that acts finishes); 'skillbus trigger --wait' and the console follow it live"
+	}
+	return ""
+}
+
+// loadWaiting reads what holds run id back: its held record, its throttled start
+// and, when lookJobs and neither says, whether its job is queued.
+func loadWaiting(ctx context.Context, b *bus.Bus, kv jetstream.KeyValue, id string, lookJobs bool) (waitingRun, error) {
+	var w waitingRun
+	e, err := kv.Get(ctx, events.RunHeldKey(id))
+	switch {
+	case err == nil:
+		var h run.Held
+		if json.Unmarshal(e.Value(), &h) == nil {
+			w.held = &h
+			return w, nil
+		}
+	case !errors.Is(err, jetstream.ErrKeyNotFound) && !errors.Is(err, jetstream.ErrKeyDeleted):
+		return w, err
+	}
+	e, err = kv.Get(ctx, events.RunThrottleKey(id))
+	switch {
+	case err == nil:
+		if n, err := strconv.ParseInt(string(e.Value()), 10, 64); err == nil && time.Unix(0, n).After(time.Now()) {
+			w.throttled = time.Unix(0, n)
+			return w, nil
+		}
+	case !errors.Is(err, jetstream.ErrKeyNotFound) && !errors.Is(err, jetstream.ErrKeyDeleted):
+		return w, err
+	}
+	if lookJobs {
+		ctl, err := control.New(ctx, b)
+		if err != nil {
+			return w, err
+		}
+		if w.queued, err = ctl.Queued(ctx, id); err != nil {
+			return w, err
+		}
+	}
+	return w, nil
 }
 
 // repairOf returns the repair an execution's outcome names, and the digest the

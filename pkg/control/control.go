@@ -303,6 +303,10 @@ func (c *Controller) exists(ctx context.Context, id string) (bool, error) {
 	return c.queued(ctx, id)
 }
 
+// Queued reports whether the jobs stream holds a job of the execution: it is
+// queued, running, or set aside without a record of its own.
+func (c *Controller) Queued(ctx context.Context, id string) (bool, error) { return c.queued(ctx, id) }
+
 // queued reports whether JOBS holds a job of the execution. Its subject cannot
 // be built from the execution id alone (it names the activation and the skill,
 // and the id is a hash of the trigger and the skill), so jobs are read and told
