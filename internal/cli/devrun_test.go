@@ -205,8 +205,15 @@ func TestRunsShowSaysARunIsHeldByItsPausedSkill(t *testing.T) {
 		return out.String()
 	}
 	run("runs", "pause", "--skill", "shout")
-	run("trigger", "--skill", "shout", "--source", "/t", "--id", "held-1", "--data", `{"text":"hi"}`)
+	// trigger --wait gives up with the execution's id, for runs show.
 	id := events.ExecutionID("/t", "held-1", "shout")
+	var out bytes.Buffer
+	err := cli.Skillbus(context.Background(), []string{"trigger", "--skill", "shout", "--source", "/t", "--id", "held-1", "--data", `{"text":"hi"}`,
+		"--wait", "--timeout", "3s", "--nats-url", url}, noEnv, &out, &out)
+	var ee *cli.ExitError
+	if !errors.As(err, &ee) || ee.Code != 4 || !strings.Contains(err.Error(), "execution "+id+" has not ended (see 'skillbus runs show "+id+"'") {
+		t.Fatalf("trigger --wait on a paused skill: %v\n%s", err, &out)
+	}
 	var s string
 	natstest.Eventually(t, 30*time.Second, func() bool {
 		var out bytes.Buffer

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -165,6 +166,11 @@ routers restarting. One due while no router runs is published when one starts.`,
 					return &ExitError{Code: exitTimeout, Err: fmt.Errorf("no result for activation %s within %v: in execution %s, step %s (see 'skillbus runs show %s', or raise --timeout)",
 						act.ID, timeout, p.exec, p.what, p.exec)}
 				}
+				if w.exec != "" {
+					// It has not ended: runs list, of ended and parked runs, does not have it.
+					return &ExitError{Code: exitTimeout, Err: fmt.Errorf("no result for activation %s within %v: execution %s has not ended (see 'skillbus runs show %s', or raise --timeout)",
+						act.ID, timeout, w.exec, w.exec)}
+				}
 				return &ExitError{Code: exitTimeout, Err: fmt.Errorf("no result for activation %s within %v (see 'skillbus runs list', or raise --timeout)", act.ID, timeout)}
 			case err != nil:
 				return err
@@ -298,6 +304,9 @@ type watcher struct {
 	// settled holds, by execution, the steps whose completion or skip was
 	// printed: a resumed run reports them again from their checkpoints.
 	settled map[string]map[string]bool
+	// exec is the execution the events read last were about (the plan's
+	// primary first): what runs show takes when the wait times out.
+	exec string
 }
 
 // parkedStep is a step that parked its execution until a time.
@@ -453,6 +462,7 @@ func (w *watcher) print(e *event.Event) {
 			fb = strings.Join(names, " → ")
 		}
 		fmt.Fprintf(w.out, "→ routed to %s@%s (%s), fallback: %s\n", rd.Plan.Primary.Name, rd.Plan.Primary.Version, rd.Plan.Primary.Source, fb)
+		w.exec = cmp.Or(rd.Plan.Primary.ExecutionID, w.exec)
 		for _, c := range rd.Candidates {
 			if _, why, ok := strings.Cut(c.Reason, selector.InvalidPrefix); ok && c.Name == rd.Plan.Primary.Name {
 				// The registry keeps the last good version serving: whoever just
@@ -482,6 +492,7 @@ func (w *watcher) print(e *event.Event) {
 			fmt.Fprintf(w.out, "  it ended the wait of %s: %s\n", plural(len(u.EndedWaits), "run"), strings.Join(u.EndedWaits, ", "))
 		}
 	case events.TypeExecutionStarted:
+		w.exec = cmp.Or(str("execution_id"), w.exec)
 		if exec := str("execution_id"); w.ended[exec] {
 			delete(w.ended, exec)
 			fmt.Fprintf(w.out, "  ▶ %s resumed\n", str("skill"))
@@ -494,6 +505,7 @@ func (w *watcher) print(e *event.Event) {
 		}
 		fmt.Fprintf(w.out, "  %s started (attempt %v)\n", str("skill"), num("attempt"))
 	case events.TypeExecutionWaiting:
+		w.exec = cmp.Or(str("execution_id"), w.exec)
 		fmt.Fprintf(w.out, "  ⧗ %s waits for a concurrency slot (%s); it holds no worker meanwhile\n", str("skill"), str("detail"))
 	case events.TypeStepStarted:
 		if w.settled[str("execution_id")][str("step_id")] {
