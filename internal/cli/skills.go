@@ -362,6 +362,12 @@ func printSkill(w io.Writer, resp *registry.GetResponse, withBody bool) {
 			v += ", catch_up " + sc.CatchUp
 		}
 		line("schedule", v)
+		if tab, err := sc.Compile(); err == nil {
+			// @every counts from the previous tick, which only the scheduler knows.
+			if next := tab.Next(time.Now()); !next.IsZero() && !strings.HasPrefix(sc.Cron, "@every") {
+				line("next tick", next.Local().Format(time.RFC3339))
+			}
+		}
 	}
 	line("filter", s.Filter)
 	if s.RateLimit != nil {

@@ -413,6 +413,7 @@ func TestSkillsShowFlowControl(t *testing.T) {
 			"concurrency:\n  - key: data.customer\n    limit: 1\n" +
 			"cancel_on:\n  - type: com.acme.order.cancelled\n" +
 			"---\n\nAlert them.\n",
+		"nightly/SKILL.md": "---\nname: nightly\ndescription: Compacts the logs every night.\nschedule: \"0 3 * * *\"\ntimezone: Europe/Berlin\n---\n\nCompact the logs of every service and report how much space was freed.\n",
 	}
 	url, _, _ := catalogServerWith(t, true, files)
 	out, err := skillbus(t, "skills", "show", "vip-alert", "--nats-url", url)
@@ -423,5 +424,19 @@ func TestSkillsShowFlowControl(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("show lacks %q:\n%s", want, out)
 		}
+	}
+	// A schedule's next tick, in this machine's zone.
+	out, err = skillbus(t, "skills", "show", "nightly", "--nats-url", url)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	m := regexp.MustCompile(`next tick:\s+(\S+)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("show of a scheduled skill has no next tick:\n%s", out)
+	}
+	next, err := time.Parse(time.RFC3339, m[1])
+	berlin, _ := time.LoadLocation("Europe/Berlin")
+	if err != nil || next.In(berlin).Hour() != 3 || next.Minute() != 0 || !next.After(time.Now()) || next.After(time.Now().Add(25*time.Hour)) {
+		t.Errorf("next tick %q (%v), want the next 03:00 in Berlin", m[1], err)
 	}
 }
