@@ -13,6 +13,7 @@
 package natsperm
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/skillbus/skillbus/events"
@@ -82,6 +83,18 @@ func readStream(stream string) []string {
 	}
 }
 
+// followStream is what following a stream with ordered consumers takes: those
+// acknowledge nothing (AckNone) and are pulled, so neither acks nor flow control.
+func followStream(stream string) []string {
+	var out []string
+	for _, s := range readStream(stream) {
+		if !strings.HasPrefix(s, "$JS.ACK.") && !strings.HasPrefix(s, "$JS.FC.") {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // streamInfos lets a process that does not create the streams check that they exist
 // (--ensure=false).
 func (n names) streamInfos() []string {
@@ -111,22 +124,63 @@ func writeKV(bucket string) []string { return append(readKV(bucket), "$KV."+buck
 func delayKV(bucket string) []string { return append(readKV(bucket), "$KV."+bucket+".at.>") }
 func readObj(bucket string) []string { return readStream("OBJ_" + bucket) }
 
-// durables are the durable consumers the services share; no other role may create or
-// change them, because a consumer's configuration is a create request on its name.
-func (n names) durables(except ...string) []string {
-	all := map[string]string{
-		"router":               n.triggers + ".router",
-		"router-confirmations": n.events + ".router-confirmations",
-		"router-debounce":      n.events + ".router-debounce",
+// Durable is a durable consumer skillbus's own processes create and share.
+type Durable struct {
+	// Stream is the stream it reads; Name its name there.
+	Stream, Name string
+	// Owner is the role whose processes create and consume it: no other role
+	// (but the registry, the administrator) may create, change, delete, pull
+	// from or acknowledge on it.
+	Owner string
+}
+
+// Durables returns every durable consumer of a fixed name that skillbus creates,
+// under the given subject prefix. The workers' consumers of JOBS (worker-<pool>,
+// one per pool, named by the skills) are not among them: no role but the worker,
+// the operator and the registry may use consumers on JOBS at all.
+//
+// A durable consumer is a name, and NATS permissions cannot tell one consumer
+// name from another except by naming it: a role that may read a stream through
+// consumers of its own (CONSUMER.CREATE, MSG.NEXT on the stream) may use any
+// consumer of that stream unless its name is denied. So every durable the code
+// creates must be listed here; a test fails for one created and not listed.
+func Durables(prefix string) []Durable {
+	return newNames(prefix).durableList()
+}
+
+func (n names) durableList() []Durable {
+	return []Durable{
+		{Stream: n.triggers, Name: "router", Owner: "router"},
+		{Stream: n.events, Name: "router-confirmations", Owner: "router"},
+		{Stream: n.events, Name: "router-debounce", Owner: "router"},
+		{Stream: n.events, Name: "worker-throttle", Owner: "worker"},
+		{Stream: n.repair, Name: "repair", Owner: "repair"},
 	}
+}
+
+// Subjects are the subjects of every operation on the consumer but reading its
+// info: creating or updating it (a consumer's configuration is a create request
+// on its name), deleting it, pulling its messages and acknowledging them. (The
+// server also takes acks on $JS.ACK.<domain>.<account>.<stream>.<consumer>.>,
+// which no role but the registry may publish; the durables are pulled, so flow
+// control does not apply.)
+func (d Durable) Subjects() []string {
+	sc := d.Stream + "." + d.Name
+	return []string{
+		"$JS.API.CONSUMER.CREATE." + sc, "$JS.API.CONSUMER.CREATE." + sc + ".>",
+		"$JS.API.CONSUMER.DURABLE.CREATE." + sc,
+		"$JS.API.CONSUMER.DELETE." + sc,
+		"$JS.API.CONSUMER.MSG.NEXT." + sc,
+		"$JS.ACK." + sc + ".>",
+	}
+}
+
+// othersDurables denies role every operation on the durables it does not own.
+func (n names) othersDurables(role string) []string {
 	var out []string
-	for _, k := range []string{"router", "router-confirmations", "router-debounce"} {
-		skip := false
-		for _, e := range except {
-			skip = skip || e == k
-		}
-		if !skip {
-			out = append(out, "$JS.API.CONSUMER.CREATE."+all[k]+".>", "$JS.API.CONSUMER.CREATE."+all[k], "$JS.API.CONSUMER.DELETE."+all[k])
+	for _, d := range n.durableList() {
+		if d.Owner != role {
+			out = append(out, d.Subjects()...)
 		}
 	}
 	return out
@@ -147,8 +201,38 @@ func join(lists ...[]string) []string {
 }
 
 // Roles returns every role's permissions for an installation with the given subject
-// prefix ("skillbus" by default), in a fixed order.
+// prefix ("skillbus" by default), in a fixed order. A role's denials are only those
+// some subject it may publish could match.
 func Roles(prefix string) []Role {
+	roles := roles(prefix)
+	for i, r := range roles {
+		var deny []string
+		for _, d := range r.DenyPublish {
+			if slices.ContainsFunc(r.Publish, func(a string) bool { return overlap(a, d) }) {
+				deny = append(deny, d)
+			}
+		}
+		roles[i].DenyPublish = deny
+	}
+	return roles
+}
+
+// overlap reports whether some subject matches both patterns a and b.
+func overlap(a, b string) bool {
+	at, bt := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < len(at) && i < len(bt); i++ {
+		x, y := at[i], bt[i]
+		if x == ">" || y == ">" {
+			return true
+		}
+		if x != y && x != "*" && y != "*" {
+			return false
+		}
+	}
+	return len(at) == len(bt)
+}
+
+func roles(prefix string) []Role {
 	n := newNames(prefix)
 	subj := events.Subjects{Prefix: prefix}
 	inbox := []string{"_INBOX.>"}
@@ -177,12 +261,13 @@ func Roles(prefix string) []Role {
 				[]string{subj.AllEvents(), subj.AllLive(), subj.AllExec(), subj.AllDead(), subj.Triggers()},
 				writeKV(n.ratelimits),
 			),
-			Subscribe: join(inbox, []string{subj.ServiceAll(events.ServiceRouter), "$SRV.>"}),
-			Responses: true,
+			DenyPublish: n.othersDurables("router"),
+			Subscribe:   join(inbox, []string{subj.ServiceAll(events.ServiceRouter), "$SRV.>"}),
+			Responses:   true,
 		},
 		{
 			Name: "worker",
-			Doc:  "Consumes jobs (durables worker-<pool>); publishes progress and results (and activation.completed when its outcome ends the last of an activation's concurrent jobs), next and fallback jobs, dead letters and confirmation timeouts; with --repair, asks the repair service to park an execution that failed with a repairable fault (the REPAIR stream's park requests, nothing else on it); writes run records, checkpoints, cache, its outcome counts (KV stats) and its heartbeat; reads the catalog, skill files and repairs but cannot write them; calls tools on the bus and invokes skills (the skill tool publishes triggers); serves the skillbus-worker micro service (its status and stats).",
+			Doc:  "Consumes jobs (durables worker-<pool>) and the due messages of throttled runs set aside (durable worker-throttle); publishes progress and results (and activation.completed when its outcome ends the last of an activation's concurrent jobs), next and fallback jobs, dead letters and confirmation timeouts; with --repair, asks the repair service to park an execution that failed with a repairable fault (the REPAIR stream's park requests, nothing else on it); writes run records, checkpoints, cache, its outcome counts (KV stats) and its heartbeat; reads the catalog, skill files and repairs but cannot write them; calls tools on the bus and invokes skills (the skill tool publishes triggers); serves the skillbus-worker micro service (its status and stats).",
 			Publish: join(jsInfo, n.streamInfos(),
 				readStream(n.jobs), readStream(n.events),
 				readKV(n.skills), readObj(n.files), readKV(n.repairs),
@@ -190,7 +275,7 @@ func Roles(prefix string) []Role {
 				[]string{subj.AllEvents(), subj.AllLive(), subj.AllExec(), subj.RepairParked("*"), subj.AllDead(), subj.Triggers(),
 					subj.ServiceAll(events.ServiceTool), "$SRV.INFO", "$SRV.INFO.>"},
 			),
-			DenyPublish: join(n.durables(), routerOnly),
+			DenyPublish: join(n.othersDurables("worker"), routerOnly),
 			Subscribe:   join(inbox, []string{subj.ServiceAll(events.ServiceWorker), "$SRV.>"}),
 			Responses:   true,
 		},
@@ -203,21 +288,21 @@ func Roles(prefix string) []Role {
 				[]string{subj.AllEvents(), subj.AllExec(), subj.Repair("*"), subj.RepairDecided("*"),
 					subj.Registry(registryapi.EndpointRepair)},
 			),
-			DenyPublish: join(n.durables(), routerOnly),
+			DenyPublish: join(n.othersDurables("repair"), routerOnly),
 			Subscribe:   inbox,
 		},
 		{
 			Name:        "publisher",
-			Doc:         "Publishes triggers and follows them to their result (ordered consumers on EVENTS; direct gets on JOBS for the plan an activation's jobs carry): what any application sending events uses. Delayed triggers (trigger --at/--in) are keys at.<id> it creates in KV schedules. It cannot publish jobs, results or anything else, nor take jobs from workers, nor write any other bucket.",
-			Publish:     join(jsInfo, []string{subj.Triggers()}, readStream(n.events), getStream(n.jobs), delayKV(n.schedules)),
-			DenyPublish: join(n.durables(), routerOnly),
+			Doc:         "Publishes triggers and follows them to their result (ordered consumers on EVENTS, which acknowledge nothing; direct gets on JOBS for the plan an activation's jobs carry): what any application sending events uses. Delayed triggers (trigger --at/--in) are keys at.<id> it creates in KV schedules. It cannot publish jobs, results or anything else, nor take jobs from workers, nor write any other bucket, nor use the services' durable consumers (router-confirmations, router-debounce, worker-throttle: no pull, ack, create, update or delete).",
+			Publish:     join(jsInfo, []string{subj.Triggers()}, followStream(n.events), getStream(n.jobs), delayKV(n.schedules)),
+			DenyPublish: join(n.othersDurables("publisher"), routerOnly),
 			Subscribe:   join(inbox, []string{subj.AllLive()}),
 		},
 		{
 			Name:        "gateway",
-			Doc:         "The HTTP gateway: a publisher that also records the webhook bodies it took in KV hooks (the replay window) and, at start, waits until the streams and that bucket exist. It cannot publish jobs, results or anything else, take jobs from workers, or write any other bucket.",
-			Publish:     join(jsInfo, n.streamInfos(), []string{subj.Triggers()}, readStream(n.events), getStream(n.jobs), writeKV(n.hooks)),
-			DenyPublish: join(n.durables(), routerOnly),
+			Doc:         "The HTTP gateway: a publisher that also records the webhook bodies it took in KV hooks (the replay window) and, at start, waits until the streams and that bucket exist. It cannot publish jobs, results or anything else, take jobs from workers, write any other bucket, or use the services' durable consumers.",
+			Publish:     join(jsInfo, n.streamInfos(), []string{subj.Triggers()}, followStream(n.events), getStream(n.jobs), writeKV(n.hooks)),
+			DenyPublish: join(n.othersDurables("gateway"), routerOnly),
 			Subscribe:   join(inbox, []string{subj.AllLive()}),
 		},
 		{
@@ -233,7 +318,7 @@ func Roles(prefix string) []Role {
 					"$KV." + n.runs + ".*.wait", "$KV." + n.repairs + ".w.>"},
 				[]string{"$JS.API.STREAM.NAMES", "$JS.API.STREAM.LIST", "$JS.API.CONSUMER.NAMES.>", "$JS.API.CONSUMER.LIST.>"},
 			),
-			DenyPublish: join(n.durables(), routerOnly),
+			DenyPublish: join(n.othersDurables("operator"), routerOnly),
 			Subscribe:   join(inbox, []string{subj.AllLive()}),
 		},
 		{
