@@ -58,8 +58,8 @@ const HeaderConcGate = "Skillbus-Conc-Gate"
 
 // Keys of the runs bucket for throttles (see the worker):
 //
-//	thr.<skill>.<key hash>     a throttle's next start time for a key value (GCRA)
-//	<execution>.throttle       the start time a throttled run waits for
+//	thr.<skill>.<key hash>     a throttle's next start time for a key value (GCRA), "<unix ns>/<rate>"
+//	<execution>.throttle       the start time a throttled run waits for, "<unix ns>/<rate>"
 const (
 	throttleKey = "thr."
 	runThrottle = ".throttle"

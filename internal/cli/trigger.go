@@ -506,7 +506,14 @@ func (w *watcher) print(e *event.Event) {
 		fmt.Fprintf(w.out, "  %s started (attempt %v)\n", str("skill"), num("attempt"))
 	case events.TypeExecutionWaiting:
 		w.exec = cmp.Or(str("execution_id"), w.exec)
-		fmt.Fprintf(w.out, "  ⧗ %s waits for a concurrency slot (%s); it holds no worker meanwhile\n", str("skill"), str("detail"))
+		switch str("for") {
+		case "throttle":
+			fmt.Fprintf(w.out, "  ⧗ %s waits for its throttle (%s); it holds no worker meanwhile\n", str("skill"), str("detail"))
+		case "pause":
+			fmt.Fprintf(w.out, "  ⧗ %s is paused (%s); it holds no worker meanwhile\n", str("skill"), str("detail"))
+		default:
+			fmt.Fprintf(w.out, "  ⧗ %s waits for a concurrency slot (%s); it holds no worker meanwhile\n", str("skill"), str("detail"))
+		}
 	case events.TypeStepStarted:
 		if w.settled[str("execution_id")][str("step_id")] {
 			// Run again on a retry or after a resume, and done before: its

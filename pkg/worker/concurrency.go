@@ -80,6 +80,9 @@ type gates struct {
 	waiting map[string][]waiter       // gate → waiting runs, oldest first
 	where   map[string]string         // execution → the gate it waits for
 	limits  map[string]int            // gate → its limit, from the waiting records
+	// throttled: the throttled runs set aside until their start (throttlewait.go),
+	// by execution, released at once when their skill's throttle changes.
+	throttled map[string]throttledRun
 	// applied is the last KV runs sequence applied; moved is closed when it moves.
 	applied uint64
 	moved   chan struct{}
@@ -232,12 +235,13 @@ func (w *Worker) takeSlots(ctx context.Context, j *job, p *gateProgs) (done bool
 	return w.waitForSlot(ctx, j, names, limits, blocked)
 }
 
-// concDetail says which limit a run waits on: "1 at once per data.customer", from
-// the skill's concurrency entry of gate.
-func concDetail(j *job, gate string, limit int) string {
-	if j.skill != nil {
-		for i, c := range j.skill.Concurrency {
-			if c.Key != "" && strings.HasPrefix(gate, events.ConcGate(j.data.Skill.Name, i, "")) {
+// concDetail says which limit a run of the skill name waits on: "1 at once per
+// data.customer", from the concurrency entry of gate in s (the version whose
+// limits count).
+func concDetail(s *skill.Skill, name, gate string, limit int) string {
+	if s != nil {
+		for i, c := range s.Concurrency {
+			if c.Key != "" && strings.HasPrefix(gate, events.ConcGate(name, i, "")) {
 				return fmt.Sprintf("%d at once per %s", limit, c.Key)
 			}
 		}
@@ -284,6 +288,9 @@ func (w *Worker) trySlots(ctx context.Context, j *job, names []string, limits []
 // place, so that runs arriving at once do not all race for slot 0 and a run
 // arriving at a crowded gate costs a write or two, not one per slot.
 func (w *Worker) takeSlot(ctx context.Context, j *job, gate string, limit, tries int) (bool, error) {
+	if w.gates.overLimit(gate, limit, j.data.ExecutionID) {
+		return false, nil
+	}
 	from := rand.N(limit)
 	for pass := range 2 {
 		tried := 0
@@ -478,12 +485,27 @@ func (w *Worker) waitForSlot(ctx context.Context, j *job, names []string, limits
 		}
 	}
 	w.cfg.Log.Debug("worker: run waits for a concurrency slot", "execution", j.data.ExecutionID, "gate", names[again])
-	// Whoever follows the activation hears why it has not started; nothing is
-	// stored: the run starts with execution.started as any run does.
-	w.publish(j, j.data.ExecutionID+".waiting."+j.deliveryID(), events.TypeExecutionWaiting, events.ExecutionWaiting{
-		ExecutionID: j.data.ExecutionID, Skill: j.data.Skill.Name, For: "concurrency", Detail: concDetail(j, names[again], limits[again]),
-	}, false)
+	w.waiting(j, "concurrency", concDetail(w.flowSkill(j), j.data.Skill.Name, names[again], limits[again]))
 	return true, j.msg.Ack()
+}
+
+// waiting tells whoever follows j's activation live why its run has not started
+// (for: concurrency, throttle, pause). Nothing is stored: the run starts with
+// execution.started as any run does.
+func (w *Worker) waiting(j *job, why, detail string) {
+	w.publish(j, j.data.ExecutionID+".waiting."+why+"."+j.deliveryID(), events.TypeExecutionWaiting, events.ExecutionWaiting{
+		ExecutionID: j.data.ExecutionID, Skill: j.data.Skill.Name, For: why, Detail: detail,
+	}, false)
+}
+
+// throttleDetail says the rate a run waits on and when it starts: "1 per 1m0s
+// per data.customer, starts at 12:00:05".
+func throttleDetail(th *skill.Throttle, at time.Time) string {
+	d := fmt.Sprintf("%d per %s", th.Limit, time.Duration(th.Period))
+	if th.Key != "" {
+		d += " per " + th.Key
+	}
+	return d + ", starts at " + at.UTC().Format(time.TimeOnly) + " UTC"
 }
 
 // watchGates follows the slots and the waiting records until Stop, releasing a
@@ -492,6 +514,7 @@ func (w *Worker) waitForSlot(ctx context.Context, j *job, names []string, limits
 func (w *Worker) watchGates(ctx context.Context) error {
 	g := &w.gates
 	g.slots, g.waiting, g.where, g.limits = map[string]map[int]string{}, map[string][]waiter{}, map[string]string{}, map[string]int{}
+	g.throttled = map[string]throttledRun{}
 	g.moved = make(chan struct{})
 	g.seen = map[string]time.Time{}
 	b := w.cfg.Bus
@@ -540,7 +563,7 @@ func (w *Worker) watchGates(ctx context.Context) error {
 	g.ready, g.ctx = true, wctx
 	g.work.Go(func() { w.checkGates(wctx) })
 	for gate, ws := range g.waiting {
-		for range min(len(ws), g.limits[gate]-len(g.slots[gate])) {
+		for range min(len(ws), w.gateLimit(gate)-len(g.slots[gate])) {
 			w.releaseNext(wctx, gate)
 		}
 	}
@@ -585,7 +608,10 @@ func (w *Worker) applyGate(ctx context.Context, e kvWrite) {
 			if len(taken) == 0 {
 				delete(g.slots, gate)
 			}
-			if g.ready {
+			// Not while the gate holds as many runs as its limit, which was
+			// lowered (current.go): the runs above it end first, and the waiting
+			// runs keep their order.
+			if g.ready && len(taken) < w.gateLimit(gate) {
 				w.releaseNext(ctx, gate)
 			}
 			return
@@ -605,6 +631,7 @@ func (w *Worker) applyGate(ctx context.Context, e kvWrite) {
 	}
 	gate, waited := g.where[id]
 	g.forget(id)
+	delete(g.throttled, id)
 	if e.del {
 		if _, waits := g.seen[gate]; waited && waits {
 			// Released (or cancelled) by some worker: as a release of this
@@ -616,11 +643,19 @@ func (w *Worker) applyGate(ctx context.Context, e kvWrite) {
 	}
 	// Only what a release needs: the job stays in the record.
 	var h struct {
-		Gate  string `json:"gate"`
-		Limit int    `json:"limit"`
+		Skill string    `json:"skill"`
+		Gate  string    `json:"gate"`
+		Limit int       `json:"limit"`
+		Until time.Time `json:"until"`
 	}
-	if json.Unmarshal(e.value, &h) != nil || h.Gate == "" {
-		return // a paused skill's or a throttled job, or unreadable: not ours to release
+	if json.Unmarshal(e.value, &h) != nil {
+		return
+	}
+	if h.Gate == "" {
+		if !h.Until.IsZero() {
+			g.throttled[id] = throttledRun{id: id, skill: h.Skill, rev: e.rev, until: h.Until}
+		}
+		return // a paused skill's job, or a throttled one: not released for a slot
 	}
 	g.waiting[h.Gate] = append(g.waiting[h.Gate], waiter{id: id, rev: e.rev})
 	g.where[id], g.limits[h.Gate] = h.Gate, h.Limit
@@ -769,6 +804,25 @@ func (g *gates) shownFree(gate string, n int, id string) bool {
 	defer g.mu.Unlock()
 	holder, taken := g.slots[gate][n]
 	return !taken || holder == id
+}
+
+// overLimit reports whether the view shows gate holding, besides the execution
+// id, at least limit runs, some of them in slots at or above limit: runs that
+// took them under a higher limit, since lowered. Its slots below limit may be
+// free, but a run does not take one until as many runs as hold slots above it
+// end.
+func (g *gates) overLimit(gate string, limit int, id string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	taken, above := 0, false
+	for n, holder := range g.slots[gate] {
+		if holder == id {
+			continue
+		}
+		taken++
+		above = above || n >= limit
+	}
+	return above && taken >= limit
 }
 
 // caughtUp waits up to d for the view to have read KV runs up to rev.

@@ -254,7 +254,7 @@ func stoppedStep(l *workflow.Log) string {
 // record and acked. held is false when the skill turned out to be resumed
 // meanwhile; j has then been claimed (resume may have published a copy of it)
 // and runs.
-func (w *Worker) hold(ctx context.Context, j *job) (held bool, err error) {
+func (w *Worker) hold(ctx context.Context, j *job, h *run.Hold) (held bool, err error) {
 	data, err := json.Marshal(j.data)
 	if err != nil {
 		return false, err
@@ -298,5 +298,18 @@ func (w *Worker) hold(ctx context.Context, j *job) (held bool, err error) {
 		}
 	}
 	w.cfg.Log.Info("worker: job of a paused skill held until the skill is resumed", "execution", j.data.ExecutionID, "skill", j.data.Skill.Name)
+	w.waiting(j, "pause", pauseDetail(h))
 	return true, j.msg.Ack()
+}
+
+// pauseDetail says who paused the skill and why: "paused by ops: deploy".
+func pauseDetail(h *run.Hold) string {
+	d := "paused"
+	if h.By != "" {
+		d += " by " + h.By
+	}
+	if h.Reason != "" {
+		d += ": " + h.Reason
+	}
+	return d + "; runs when the skill is resumed"
 }

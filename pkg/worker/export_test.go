@@ -42,3 +42,17 @@ func SetFinishedHook(f func(executionID string)) (unset func()) {
 	finishedHook.Store(&f)
 	return func() { finishedHook.Store(nil) }
 }
+
+// GateView is the worker's view of gate: the executions holding its slots and
+// those waiting for one, oldest first.
+func (w *Worker) GateView(gate string) (holders, waiting []string) {
+	w.gates.mu.Lock()
+	defer w.gates.mu.Unlock()
+	for _, id := range w.gates.slots[gate] {
+		holders = append(holders, id)
+	}
+	for _, x := range w.gates.waiting[gate] {
+		waiting = append(waiting, x.id)
+	}
+	return holders, waiting
+}

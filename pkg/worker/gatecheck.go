@@ -81,12 +81,15 @@ func (w *Worker) passTurn(ctx context.Context, j *job, gate string, err error) {
 func (w *Worker) recheck(ctx context.Context, gate string) {
 	g := &w.gates
 	g.mu.Lock()
-	n, limit, rctx := len(g.waiting[gate]), g.limits[gate], g.ctx
+	n, limit, rctx := len(g.waiting[gate]), w.gateLimit(gate), g.ctx
 	g.mu.Unlock()
 	if n == 0 || rctx == nil {
 		return
 	}
-	free, err := w.reconcile(ctx, gate, limit)
+	free, err := n, error(nil)
+	if limit < noLimit {
+		free, err = w.reconcile(ctx, gate, limit)
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			w.cfg.Log.Warn("worker: could not check the slots of a concurrency gate with waiting runs", "gate", gate, "err", err)
@@ -140,11 +143,37 @@ func (w *Worker) reconcile(ctx context.Context, gate string, limit int) (int, er
 			}
 		}
 	}
+	// Slots at or above the limit, held under a higher limit since lowered,
+	// count against it while they are held: those the view shows are read too.
+	var above []int
+	w.gates.mu.Lock()
+	for n := range w.gates.slots[gate] {
+		if n >= limit {
+			above = append(above, n)
+		}
+	}
+	w.gates.mu.Unlock()
+	held := 0
+	var gone []int
+	for _, n := range above {
+		_, err := w.runs.Get(ctx, events.ConcSlotKey(gate, n))
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted):
+			gone = append(gone, n)
+		case err != nil:
+			return 0, err
+		default:
+			held++
+		}
+	}
 	free := 0
 	g := &w.gates
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	shown := g.slots[gate]
+	for _, n := range gone {
+		delete(shown, n)
+	}
 	for n, t := range taken {
 		if t {
 			continue
@@ -157,5 +186,5 @@ func (w *Worker) reconcile(ctx context.Context, gate string, limit int) (int, er
 	if shown != nil && len(shown) == 0 {
 		delete(g.slots, gate)
 	}
-	return free, nil
+	return max(0, free-held), nil
 }

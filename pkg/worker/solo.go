@@ -44,6 +44,7 @@ func (w *Worker) watchSolo(ctx context.Context, cat Skills) {
 	for {
 		rev = cat.Revision()
 		all := cat.All()
+		w.syncCurrent(ctx, all)
 		w.syncSolo(ctx, all)
 		w.syncLanes(ctx, all)
 		if err := cat.Changed(ctx, rev); err != nil {

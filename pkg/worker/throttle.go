@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillbus/skillbus/events"
@@ -52,19 +54,23 @@ func (w *Worker) throttleProgOf(s *skill.Skill) *throttleProg {
 }
 
 // throttle is the gate of a skill with a throttle: done when the run must wait
-// for its turn (its job handed back until then) or cannot be keyed (failed).
-func (w *Worker) throttle(ctx context.Context, j *job) (done bool, err error) {
-	th := j.skill.Throttle
+// for its turn (its job handed back until then) or cannot be keyed (failed). fs
+// is the version whose throttle counts: the skill's current one (current.go).
+func (w *Worker) throttle(ctx context.Context, j *job, fs *skill.Skill) (done bool, err error) {
+	th := fs.Throttle
+	sig := throttleSig(th)
 	if !j.fast {
-		at, ok, err := w.reserved(ctx, j)
+		at, was, ok, err := w.reserved(ctx, j)
 		if err != nil {
 			return true, err
 		}
-		if ok {
+		if ok && (was == "" || was == sig) {
 			return w.waitTurn(ctx, j, at)
 		}
+		// Reserved under a throttle since changed: its start is taken again, at
+		// the rate that counts now.
 	}
-	p := w.throttleProgOf(j.skill)
+	p := w.throttleProgOf(fs)
 	if p.err != nil {
 		return true, w.fail(ctx, j, "", failure.Fatalf("%v", p.err))
 	}
@@ -86,27 +92,47 @@ func (w *Worker) throttle(ctx context.Context, j *job) (done bool, err error) {
 	if wait <= time.Millisecond {
 		return false, nil
 	}
-	rec := []byte(strconv.FormatInt(at.UnixNano(), 10))
-	if _, err := w.runs.Create(ctx, events.RunThrottleKey(j.data.ExecutionID), rec, jetstream.KeyTTL(wait+time.Hour)); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+	rec := []byte(strconv.FormatInt(at.UnixNano(), 10) + "/" + sig)
+	// Written over a start reserved under a rate since changed.
+	m := &nats.Msg{Subject: w.runsSubject(events.RunThrottleKey(j.data.ExecutionID)), Header: nats.Header{}, Data: rec}
+	m.Header.Set(jetstream.MsgTTLHeader, (wait + time.Hour).Round(time.Second).String())
+	if _, err := w.cfg.Bus.Publish(ctx, m); err != nil {
 		return true, fmt.Errorf("throttle: record the start: %w", err)
 	}
+	w.waiting(j, "throttle", throttleDetail(th, at))
 	return w.waitTurn(ctx, j, at)
 }
 
-// reserved reads the start a throttled execution waits for.
-func (w *Worker) reserved(ctx context.Context, j *job) (time.Time, bool, error) {
+// throttleSig names a throttle's rate in what a reservation records: a start
+// or a rate reserved under another rate is reserved again (a changed throttle
+// counts for the runs waiting as for new ones).
+func throttleSig(th *skill.Throttle) string {
+	return strconv.FormatInt(int64(th.Interval()), 10) + "." + strconv.Itoa(th.Burst)
+}
+
+// splitSig splits a recorded "<unix nanoseconds>/<sig>" (or, as written before
+// rates were named, "<unix nanoseconds>").
+func splitSig(v string) (int64, string, error) {
+	n, sig, _ := strings.Cut(v, "/")
+	t, err := strconv.ParseInt(n, 10, 64)
+	return t, sig, err
+}
+
+// reserved reads the start a throttled execution waits for and the rate it was
+// reserved under ("" if not recorded).
+func (w *Worker) reserved(ctx context.Context, j *job) (time.Time, string, bool, error) {
 	e, err := w.runs.Get(ctx, events.RunThrottleKey(j.data.ExecutionID))
 	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
-		return time.Time{}, false, nil
+		return time.Time{}, "", false, nil
 	}
 	if err != nil {
-		return time.Time{}, false, err
+		return time.Time{}, "", false, err
 	}
-	n, err := strconv.ParseInt(string(e.Value()), 10, 64)
+	n, sig, err := splitSig(string(e.Value()))
 	if err != nil {
-		return time.Time{}, false, nil // unreadable: reserve again
+		return time.Time{}, "", false, nil // unreadable: reserve again
 	}
-	return time.Unix(0, n), true, nil
+	return time.Unix(0, n), sig, true, nil
 }
 
 // waitTurn runs j if its start has come, and hands it back until then otherwise.
@@ -127,10 +153,13 @@ func (w *Worker) waitTurn(ctx context.Context, j *job, at time.Time) (done bool,
 }
 
 // reserve takes the next start of a throttle's key value: now, or the first free
-// interval after the runs that reserved before.
+// interval after the runs that reserved before at the same rate. The runs
+// reserved at another rate (the throttle was changed) do not count: each of those
+// still waiting takes its start again at the new rate.
 func (w *Worker) reserve(ctx context.Context, key string, th *skill.Throttle) (time.Time, error) {
 	interval := th.Interval()
 	tau := time.Duration(th.Burst) * interval
+	sig := throttleSig(th)
 	for range 32 {
 		var tat int64 // the steady rate's next start, unix nanoseconds
 		var rev uint64
@@ -141,13 +170,13 @@ func (w *Worker) reserve(ctx context.Context, key string, th *skill.Throttle) (t
 			return time.Time{}, err
 		default:
 			rev = e.Revision()
-			if n, err := strconv.ParseInt(string(e.Value()), 10, 64); err == nil {
+			if n, was, err := splitSig(string(e.Value())); err == nil && (was == "" || was == sig) {
 				tat = n
 			}
 		}
 		now := time.Now().UnixNano()
 		start := time.Unix(0, max(now, tat-int64(tau)))
-		next := []byte(strconv.FormatInt(max(tat, now)+int64(interval), 10))
+		next := []byte(strconv.FormatInt(max(tat, now)+int64(interval), 10) + "/" + sig)
 		if rev == 0 {
 			_, err = w.runs.Create(ctx, key, next)
 		} else {

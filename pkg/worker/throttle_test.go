@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -82,7 +83,7 @@ func TestThrottleStartsRunsAtItsRate(t *testing.T) {
 		if err != nil {
 			continue
 		}
-		ns, err := strconv.ParseInt(string(e.Value()), 10, 64)
+		ns, err := strconv.ParseInt(strings.SplitN(string(e.Value()), "/", 2)[0], 10, 64)
 		if err != nil {
 			t.Fatalf("%s: reserved start %q: %v", id, e.Value(), err)
 		}

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -198,4 +200,68 @@ func (w *Worker) due(ctx context.Context, msg jetstream.Msg) error {
 		return err
 	}
 	return msg.Ack()
+}
+
+// throttledRun is a throttled run set aside, as the gates' view keeps it.
+type throttledRun struct {
+	id, skill string
+	rev       uint64
+	until     time.Time
+}
+
+// throttlesChanged publishes again, at once, the throttled runs set aside of each
+// skill named, whose throttle changed, earliest start first: each takes its start
+// again at the rate that counts now (throttle.go). Every worker does it; each
+// run is published once (one message id per record).
+func (w *Worker) throttlesChanged(ctx context.Context, names []string) {
+	if len(names) == 0 {
+		return
+	}
+	g := &w.gates
+	g.mu.Lock()
+	var rs []throttledRun
+	for _, r := range g.throttled {
+		if slices.Contains(names, r.skill) {
+			rs = append(rs, r)
+		}
+	}
+	rctx := g.ctx
+	g.mu.Unlock()
+	if len(rs) == 0 || rctx == nil {
+		return
+	}
+	slices.SortFunc(rs, func(a, b throttledRun) int {
+		if c := a.until.Compare(b.until); c != 0 {
+			return c
+		}
+		return strings.Compare(a.id, b.id)
+	})
+	g.work.Go(func() {
+		for _, r := range rs {
+			if err := w.releaseThrottled(rctx, r); err != nil && rctx.Err() == nil {
+				// Its due message releases it at its old start all the same.
+				w.cfg.Log.Warn("worker: could not release a throttled run whose throttle changed", "execution", r.id, "err", err)
+			}
+		}
+	})
+}
+
+// releaseThrottled publishes a throttled run set aside again now, if its record
+// is still the one the view saw.
+func (w *Worker) releaseThrottled(ctx context.Context, r throttledRun) error {
+	e, err := w.runs.Get(ctx, events.RunHeldKey(r.id))
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if e.Revision() != r.rev {
+		return nil
+	}
+	var h run.Held
+	if err := json.Unmarshal(e.Value(), &h); err != nil {
+		return fmt.Errorf("held job %s: %w", r.id, err)
+	}
+	return w.publishHeld(ctx, r.rev, &h, events.StageThrottle)
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -86,7 +87,7 @@ func TestLongThrottleWaitsHoldNoConsumerPlaces(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: no reserved start: %v", id, err)
 		}
-		ns, err := strconv.ParseInt(string(e.Value()), 10, 64)
+		ns, err := strconv.ParseInt(strings.SplitN(string(e.Value()), "/", 2)[0], 10, 64)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -174,6 +174,8 @@ type Worker struct {
 	prio      prioPools     // queue priority lanes (lanes.go)
 	warmup    time.Duration // laneWarmup; tests set a longer one
 	throttles sync.Map      // skill digest → *throttleProg (throttle.go)
+	// current: the catalog's current version of each skill, by name (current.go).
+	current atomic.Pointer[map[string]*skill.Skill]
 
 	repairsOnce sync.Once
 	repairs     jetstream.KeyValue
@@ -301,6 +303,9 @@ func (w *Worker) Start(ctx context.Context) error {
 	if err := w.watchControl(ctx); err != nil {
 		w.Stop(ctx)
 		return err
+	}
+	if cat, ok := w.cfg.Catalog.(Skills); ok {
+		w.setCurrent(cat.All()) // before the gates' view, whose first releases read it
 	}
 	if err := w.watchGates(ctx); err != nil {
 		w.Stop(ctx)
@@ -567,8 +572,8 @@ func (w *Worker) gate(ctx context.Context, j *job) (done bool, err error) {
 		}
 		return true, w.settle(ctx, j, Cancelled{Cancel: c})
 	}
-	if w.ctl.held(j.data.Skill.Name) != nil {
-		if held, err := w.hold(ctx, j); held || err != nil {
+	if h := w.ctl.held(j.data.Skill.Name); h != nil {
+		if held, err := w.hold(ctx, j, h); held || err != nil {
 			return true, err
 		}
 	}
@@ -584,13 +589,15 @@ func (w *Worker) gate(ctx context.Context, j *job) (done bool, err error) {
 	case j.takeovers > w.cfg.CrashAllowance:
 		return true, w.fail(ctx, j, "", failure.Fatalf("workers died running it %d times (the crash allowance is %d): it is not run again", j.takeovers, w.cfg.CrashAllowance))
 	}
-	if j.skill.Throttle != nil {
-		if done, err := w.throttle(ctx, j); done || err != nil {
+	// The limits that count are the skill's current ones (current.go).
+	fs := w.flowSkill(j)
+	if fs.Throttle != nil {
+		if done, err := w.throttle(ctx, j, fs); done || err != nil {
 			return true, err
 		}
 	}
-	if len(j.skill.Concurrency) > 0 {
-		if p := w.gateProgsOf(j.skill); p.err != nil || len(p.entries) > 0 {
+	if len(fs.Concurrency) > 0 {
+		if p := w.gateProgsOf(fs); p.err != nil || len(p.entries) > 0 {
 			return w.takeSlots(ctx, j, p)
 		}
 	}
