@@ -2,7 +2,11 @@ package skill
 
 import (
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
+	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -32,9 +36,11 @@ type stepInfo struct {
 	group     *yaml.Node
 	outputN   *yaml.Node
 	timeoutN  *yaml.Node
-	loopVarN  *yaml.Node
-	match     *flow.WaitMatch // a wait_for_event's match, compiled
-	matchN    *yaml.Node
+	// argTimeoutN is args.timeout, a tool call's own time limit.
+	argTimeoutN *yaml.Node
+	loopVarN    *yaml.Node
+	match       *flow.WaitMatch // a wait_for_event's match, compiled
+	matchN      *yaml.Node
 }
 
 type confirmInfo struct {
@@ -138,7 +144,72 @@ func (wb *workflowBuilder) checkTimeouts(b *builder) {
 			wb.d.warnAt(wb.steps[i].timeoutN, wb.steps[i].field+".timeout", "raise the skill's timeout, or lower the step's",
 				"step %s may run %s, longer than the skill's timeout %s", st.ID, st.Timeout, limit)
 		}
+		// A call's own timeout (exec's and http's args.timeout) longer than
+		// the step's or the skill's never fires: the shorter one stops it.
+		n := wb.steps[i].argTimeoutN
+		if n == nil || !timedTools[st.Tool] {
+			continue
+		}
+		t, ok := literalTimeout(wb.d.resolve(n))
+		if !ok {
+			continue
+		}
+		switch {
+		case st.Timeout > 0 && st.Timeout < limit && t > st.Timeout:
+			wb.d.warnAt(n, wb.steps[i].field+".args.timeout", "raise the step's timeout, or lower args.timeout",
+				"step %s's %s call may run %s (args.timeout), longer than the step's timeout %s, which stops it first", st.ID, st.Tool, t, st.Timeout)
+		case t > limit && (st.Timeout == 0 || st.Timeout >= limit):
+			hint := fmt.Sprintf("raise the skill's timeout (timeout: %s), or lower args.timeout", shortest(time.Duration(t)))
+			if b.s.Timeout == 0 {
+				hint = fmt.Sprintf("set the skill's timeout (timeout: %s; the default is %s), or lower args.timeout", shortest(time.Duration(t)), limit)
+			}
+			wb.d.warnAt(n, wb.steps[i].field+".args.timeout", hint,
+				"step %s's %s call may run %s (args.timeout), longer than the skill's timeout %s, which stops it first", st.ID, st.Tool, t, limit)
+		}
 	}
+}
+
+// timedTools are the tools whose calls take a time limit of their own, as
+// args.timeout.
+var timedTools = map[string]bool{"exec": true, "http": true}
+
+// literalTimeout reads a tool's args.timeout written as a literal: seconds (120,
+// 1.5, "120") or a duration ("2m"). A template, or what the tool would refuse,
+// is not one.
+func literalTimeout(n *yaml.Node) (Duration, bool) {
+	if n == nil || n.Kind != yaml.ScalarNode {
+		return 0, false
+	}
+	v := strings.TrimSpace(n.Value)
+	switch n.ShortTag() {
+	case "!!int", "!!float", "!!str":
+	default:
+		return 0, false
+	}
+	var d time.Duration
+	if f, err := strconv.ParseFloat(v, 64); err == nil {
+		if f <= 0 || f > float64(math.MaxInt64/int64(time.Second)) {
+			return 0, false
+		}
+		d = time.Duration(f * float64(time.Second))
+	} else if n.ShortTag() != "!!str" {
+		return 0, false
+	} else if d, err = time.ParseDuration(v); err != nil || d <= 0 {
+		return 0, false
+	}
+	return Duration(d), true
+}
+
+// shortest writes a duration as briefly as a skill may: 2m, 1h30m, 90s.
+func shortest(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // checkOutputNames checks that an output name means one thing.

@@ -129,6 +129,13 @@ func decodeStepArgs(sb *stepBuild, d *decoder, e pair, f string) {
 		return
 	}
 	sb.st.Args = m
+	if r := d.resolve(e.v); r != nil && r.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(r.Content); i += 2 {
+			if r.Content[i].Value == "timeout" {
+				sb.info.argTimeoutN = r.Content[i+1]
+			}
+		}
+	}
 }
 
 func decodeStepCondition(sb *stepBuild, d *decoder, e pair, f string) {

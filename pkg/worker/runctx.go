@@ -18,9 +18,12 @@ import (
 type runDeadline struct {
 	parent   context.Context
 	deadline time.Time // zero: none
-	mu       sync.Mutex
-	err      error // why it ended, until made; then made's
-	made     atomic.Pointer[madeCtx]
+	// cause is what ends c at its deadline (context.Cause), when the deadline is
+	// the run's time limit: it names that limit.
+	cause error
+	mu    sync.Mutex
+	err   error // why it ended, until made; then made's
+	made  atomic.Pointer[madeCtx]
 }
 
 // madeCtx is the context a runDeadline made when Done was first asked for.
@@ -29,13 +32,14 @@ type madeCtx struct {
 	cancel context.CancelFunc // nil for one made ended
 }
 
-// start sets c up as a context of parent that ends after limit (0: no limit).
-func (c *runDeadline) start(parent context.Context, limit time.Duration) {
-	c.parent = parent
+// start sets c up as a context of parent that ends after limit (0: no limit),
+// with cause as its context.Cause when the limit ends it.
+func (c *runDeadline) start(parent context.Context, limit time.Duration, cause error) {
+	c.parent, c.cause = parent, nil
 	if limit > 0 {
-		c.deadline = time.Now().Add(limit)
+		c.deadline, c.cause = time.Now().Add(limit), cause
 		if d, ok := parent.Deadline(); ok && d.Before(c.deadline) {
-			c.deadline = d
+			c.deadline, c.cause = d, nil
 		}
 	} else if d, ok := parent.Deadline(); ok {
 		c.deadline = d
@@ -59,6 +63,10 @@ func (c *runDeadline) Err() error {
 		if err := c.parent.Err(); err != nil {
 			c.err = err
 		} else if !c.deadline.IsZero() && !time.Now().Before(c.deadline) {
+			if c.cause != nil {
+				// Made, so that context.Cause finds the cause.
+				return c.makeLocked().ctx.Err()
+			}
 			c.err = context.DeadlineExceeded
 		}
 	}
@@ -79,20 +87,26 @@ func (c *runDeadline) ctx() context.Context {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.makeLocked().ctx
+}
+
+// makeLocked makes the context c stands for, if it has not been made; c.mu is
+// held.
+func (c *runDeadline) makeLocked() *madeCtx {
 	if m := c.made.Load(); m != nil {
-		return m.ctx
+		return m
 	}
 	m := &madeCtx{}
 	switch {
 	case c.err != nil:
 		m.ctx = endedCtx{Context: c.parent, err: c.err} // as Err said
 	case !c.deadline.IsZero():
-		m.ctx, m.cancel = context.WithDeadline(c.parent, c.deadline)
+		m.ctx, m.cancel = context.WithDeadlineCause(c.parent, c.deadline, c.cause)
 	default:
 		m.ctx, m.cancel = context.WithCancel(c.parent)
 	}
 	c.made.Store(m)
-	return m.ctx
+	return m
 }
 
 // cancel ends c, if it has not ended, with context.Canceled, and releases the

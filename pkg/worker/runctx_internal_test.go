@@ -31,7 +31,8 @@ func TestRunDeadline(t *testing.T) {
 				defer cancelParent()
 				var c runDeadline
 				limit := 50 * time.Millisecond
-				c.start(parent, limit)
+				cause := errors.New("the skill's timeout")
+				c.start(parent, limit, cause)
 				defer c.cancel()
 				if d, ok := c.Deadline(); !ok || time.Until(d) > limit {
 					t.Fatalf("deadline %v, %v; want within %v", d, ok, limit)
@@ -79,6 +80,18 @@ func TestRunDeadline(t *testing.T) {
 				case <-time.After(10 * time.Second):
 					t.Fatal("a context made from it did not end with it")
 				}
+				// The limit's cause is the context's and its children's, so a
+				// failure can say which time limit ended it.
+				wantCause := e.want
+				if e.want == context.DeadlineExceeded {
+					wantCause = cause
+				}
+				if got := context.Cause(&c); got != wantCause {
+					t.Errorf("Cause %v, want %v", got, wantCause)
+				}
+				if got := context.Cause(child); got != wantCause {
+					t.Errorf("Cause of a child %v, want %v", got, wantCause)
+				}
 			})
 		}
 	}
@@ -88,7 +101,7 @@ func TestRunDeadline(t *testing.T) {
 func TestRunDeadlineWithoutLimit(t *testing.T) {
 	t.Parallel()
 	var c runDeadline
-	c.start(context.Background(), 0)
+	c.start(context.Background(), 0, nil)
 	if _, ok := c.Deadline(); ok {
 		t.Fatal("a deadline without a limit")
 	}

@@ -487,7 +487,8 @@ type job struct {
 	// (control.go); the run's context carries it to the engine and exec tool.
 	stop     tool.Stop
 	runCtx   runContext
-	deadline runDeadline // under runCtx
+	deadline runDeadline           // under runCtx
+	timeout  workflow.TimeoutError // the cause of deadline at the run's time limit
 	// What the run is handed, kept here so that a job's run allocates them with
 	// the job rather than one by one: its decoded inputs, its observer and its
 	// checkpoints.
@@ -699,7 +700,8 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 	if j.skill.Workflow != nil {
 		limit = j.skill.ExecTimeout()
 	}
-	j.deadline.start(ctx, limit)
+	j.timeout = workflow.TimeoutError{Limit: limit, Default: j.skill.Timeout <= 0}
+	j.deadline.start(ctx, limit, &j.timeout)
 	defer j.deadline.cancel()
 	j.stop.Grace = w.cfg.CancelGrace
 	j.runCtx = runContext{

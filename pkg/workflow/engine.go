@@ -239,7 +239,7 @@ func (e *Engine) execute(ctx context.Context, r Run, f *frame) (map[string]any, 
 	// context and timer per run).
 	if limit := s.ExecTimeout(); !endsWithin(ctx, limit) {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, limit)
+		ctx, cancel = context.WithTimeoutCause(ctx, limit, &TimeoutError{Limit: limit, Default: s.Timeout <= 0})
 		defer cancel()
 	}
 

@@ -273,8 +273,65 @@ func TestStepTimeout(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) || failure.ClassOf(err) != failure.Retryable {
 		t.Fatalf("err = %v", err)
 	}
+	if want := "step s: stopped by the step's timeout of 20ms: slow: context deadline exceeded"; err.Error() != want {
+		t.Errorf("err %q, want %q", err, want)
+	}
 	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("timeout took %v", d)
+	}
+}
+
+// A failure a timeout caused says which timeout fired, the step's or the
+// skill's, and how long it was; its class stays the tool's.
+func TestTimeoutSaysWhich(t *testing.T) {
+	t.Parallel()
+	slow := tool.Func("slow", func(ctx context.Context, _ tool.Call) (any, error) {
+		<-ctx.Done()
+		return nil, failure.Wrap(failure.Retryable, fmt.Errorf("slow: %w", ctx.Err()))
+	})
+	tests := []struct {
+		name        string
+		skill, step time.Duration
+		want        string
+	}{
+		{"step's", time.Hour, 20 * time.Millisecond, "step s: stopped by the step's timeout of 20ms: slow: context deadline exceeded"},
+		{"skill's before the step's", 30 * time.Millisecond, time.Hour, "step s: stopped by the skill's timeout of 30ms: slow: context deadline exceeded"},
+		{"skill's", 30 * time.Millisecond, 0, "step s: stopped by the skill's timeout of 30ms: slow: context deadline exceeded"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := wf([]skill.Step{{ID: "s", Tool: "slow", Timeout: skill.Duration(tt.step)}, {ID: "after", Tool: "noop", DependsOn: []string{"s"}}})
+			s.Timeout = skill.Duration(tt.skill)
+			_, err := engine(t, slow).Execute(context.Background(), workflow.Run{Skill: s})
+			if err == nil || err.Error() != tt.want {
+				t.Fatalf("err %v, want %q", err, tt.want)
+			}
+			if !errors.Is(err, context.DeadlineExceeded) || failure.ClassOf(err) != failure.Retryable {
+				t.Errorf("err %v (%s): want a retryable deadline", err, failure.ClassOf(err))
+			}
+		})
+	}
+	// A step left unstarted by the skill's timeout says so too.
+	done := tool.Func("done", func(ctx context.Context, _ tool.Call) (any, error) {
+		<-ctx.Done()
+		return "finished anyway", nil
+	})
+	s := wf([]skill.Step{{ID: "s", Tool: "done"}, {ID: "after", Tool: "noop"}})
+	s.Timeout = skill.Duration(30 * time.Millisecond)
+	_, l, err := engine(t, done).ExecuteLog(context.Background(), workflow.Run{Skill: s})
+	if want := "step after: not started: stopped by the skill's timeout of 30ms: context deadline exceeded"; err == nil || err.Error() != want {
+		t.Errorf("err %v, want %q", err, want)
+	}
+	if want := "the run was stopped by the skill's timeout of 30ms"; len(l.Steps) != 2 || l.Steps[1].Reason != want {
+		t.Errorf("log %+v, want the reason %q", l.Steps, want)
+	}
+	// The default names itself as the default.
+	if got := (&workflow.TimeoutError{Limit: 30 * time.Second, Default: true}).Error(); got != "the skill's timeout of 30s (the default; a skill sets its own with timeout:)" {
+		t.Errorf("default: %q", got)
+	}
+	if got := (&workflow.TimeoutError{Step: "x", Limit: 5 * time.Minute}).Error(); got != "the step's timeout of 5m" {
+		t.Errorf("5m: %q", got)
 	}
 }
 
@@ -297,6 +354,10 @@ func TestSkillTimeLimit(t *testing.T) {
 		_, err := engine(t, slow).Execute(ctx, workflow.Run{Skill: s})
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("%s: err = %v", name, err)
+		}
+		// The caller's deadline is no timeout of the skill's: it is not named as one.
+		if skills := strings.Contains(err.Error(), "the skill's timeout of 30ms"); skills != (name != "sooner") {
+			t.Errorf("%s: err %v", name, err)
 		}
 		if d := time.Since(start); d > 2*time.Second {
 			t.Fatalf("%s: stopping took %v", name, d)

@@ -134,6 +134,9 @@ func (x *execution) run() {
 			case x.ctx.Err() != nil:
 				x.state[i].status = StatusNotRun
 				x.log.Steps[i].Reason = "the run was stopped: " + x.ctx.Err().Error()
+				if te := timeoutOf(x.ctx); te != nil {
+					x.log.Steps[i].Reason = "the run was stopped by " + te.Error()
+				}
 			case x.stop.Err() != nil:
 				x.state[i].status = StatusNotRun
 				x.log.Steps[i].Reason = "the run was stopped: " + x.stop.Err().Error()
@@ -322,7 +325,7 @@ func (x *execution) result() (map[string]any, error) {
 		if x.state[i].status == StatusNotRun {
 			// Only a stopped context or a requested stop leaves a step unrun without
 			// a failed or waiting step before it.
-			why := x.ctx.Err()
+			why := stopped(x.ctx)
 			if why == nil {
 				why = x.stop.Err()
 			}

@@ -186,13 +186,16 @@ func (x *execution) save(stepID string, ck Checkpoint) error {
 
 // body runs the step's tool call or compute block, once per loop item, with its
 // on_error retries, within the step's timeout.
-func (x *execution) body(ctx context.Context, cs *cstep, env expr.Env, n *calls) (any, error) {
+func (x *execution) body(ctx context.Context, cs *cstep, env expr.Env, n *calls) (v any, err error) {
 	st := cs.step
 	if st.Timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, time.Duration(st.Timeout))
+		ctx, cancel = context.WithTimeoutCause(ctx, time.Duration(st.Timeout), &TimeoutError{Step: st.ID, Limit: time.Duration(st.Timeout)})
 		defer cancel()
 	}
+	// A failure under a context a timeout ended says which timeout, and how
+	// long it was: the step's or the skill's.
+	defer func() { err = timedOut(ctx, err) }()
 	key := x.r.ExecutionID + "/" + st.ID
 	if cs.loop == nil {
 		return x.attempt(ctx, key, cs, env, n)
