@@ -332,13 +332,22 @@ func scheduleFields() []*field {
 			if !ok {
 				return
 			}
-			if _, err := loadZone(s); err != nil {
+			_, err := loadZone(s)
+			if err == nil && !slices.Contains(zoneNames, s) && slices.ContainsFunc(zoneNames, func(z string) bool { return strings.EqualFold(z, s) }) {
+				// A file system that ignores case (macOS) loads america/new_york
+				// from /usr/share/zoneinfo; Linux and the embedded database do not.
+				err = fmt.Errorf("timezone %q: %w (the names are case-sensitive)", s, errZone)
+			}
+			if err != nil {
 				hint := "write an IANA name such as Europe/Berlin or America/New_York"
 				if c := closestZone(s); c != "" {
 					hint = "did you mean " + c + "?"
 				}
 				d.errAt(p.v, "timezone", hint, "%v", err)
 				return
+			}
+			if f, ok := fixedZones[s]; ok {
+				d.warnAt(p.v, "timezone", f.hint, "timezone %s is %s", s, f.what)
 			}
 			sched(b).Timezone = s
 		}},
@@ -351,17 +360,52 @@ func scheduleFields() []*field {
 	}
 }
 
-// closestZone suggests a zone for a common misspelling: wrong case.
+// closestZone suggests a zone for a name Go does not know: one of zoneNames
+// spelt in another case or with spaces (america/new_york, America/New York) or
+// a letter off, a region's abbreviation (PST, est), or a city alone (berlin).
 func closestZone(s string) string {
-	for _, z := range []string{"UTC", "Europe/", "America/", "Asia/", "Africa/", "Australia/", "Pacific/"} {
-		if len(s) >= len(z) && strings.EqualFold(s[:len(z)], z) && s[:len(z)] != z {
-			c := z + s[len(z):]
-			if _, err := time.LoadLocation(c); err == nil {
-				return c
+	t := strings.ReplaceAll(strings.TrimSpace(s), " ", "_")
+	if z, ok := zoneAbbreviations[strings.ToUpper(t)]; ok {
+		return z
+	}
+	if slices.Contains(zoneNames, t) {
+		return t
+	}
+	if c := closest(t, zoneNames); c != "" {
+		return c
+	}
+	found := ""
+	for _, z := range zoneNames {
+		if i := strings.LastIndexByte(z, '/'); i >= 0 && strings.EqualFold(z[i+1:], t) {
+			if found != "" {
+				return "" // two regions have a city of that name
 			}
+			found = z
 		}
 	}
-	return ""
+	return found
+}
+
+// zoneAbbreviations are abbreviations people write for a zone, and the region
+// meant. Of them Go knows EST, MST and HST, as fixed offsets (fixedZones).
+var zoneAbbreviations = map[string]string{
+	"EST": "America/New_York", "EDT": "America/New_York", "ET": "America/New_York",
+	"CST": "America/Chicago", "CDT": "America/Chicago", "CT": "America/Chicago",
+	"MST": "America/Denver", "MDT": "America/Denver", "MT": "America/Denver",
+	"PST": "America/Los_Angeles", "PDT": "America/Los_Angeles", "PT": "America/Los_Angeles",
+	"AKST": "America/Anchorage", "AKDT": "America/Anchorage", "HST": "Pacific/Honolulu",
+	"BST": "Europe/London", "CEST": "Europe/Berlin", "JST": "Asia/Tokyo", "AEST": "Australia/Sydney", "AEDT": "Australia/Sydney",
+}
+
+// fixedZones are the legacy abbreviations Go loads as a fixed offset, with no
+// daylight saving, that are easily taken for a region's time.
+var fixedZones = map[string]struct{ what, hint string }{
+	"EST": {"UTC-5 all year, without daylight saving: from March to November its ticks come an hour late by New York's clocks",
+		"write America/New_York for US Eastern time, or America/Panama for UTC-5 all year"},
+	"MST": {"UTC-7 all year, without daylight saving: from March to November its ticks come an hour late by Denver's clocks",
+		"write America/Denver for US Mountain time, or America/Phoenix for UTC-7 all year"},
+	"HST": {"a legacy abbreviation, UTC-10 all year",
+		"write Pacific/Honolulu, Hawaii's time, which is the same and says where"},
 }
 
 // checkSchedule reports timezone or catch_up without a schedule, and a timezone

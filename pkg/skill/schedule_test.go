@@ -1,6 +1,10 @@
 package skill
 
 import (
+	"archive/zip"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -60,6 +64,22 @@ func TestScheduleFields(t *testing.T) {
 		{name: "bad zone", fields: "schedule: \"@hourly\"\ntimezone: Mars/Olympus\n", diags: []string{`5:11: error: timezone "Mars/Olympus": not an IANA time zone`}},
 		{name: "local zone", fields: "schedule: \"@hourly\"\ntimezone: Local\n", diags: []string{`5:11: error: timezone "Local": not an IANA time zone`}},
 		{name: "zone case", fields: "schedule: \"@hourly\"\ntimezone: europe/Berlin\n", diags: []string{`5:11: error: timezone "europe/Berlin": not an IANA time zone (hint: did you mean Europe/Berlin?)`}},
+		// Any zone Go knows, in another case or with spaces, a letter off, as
+		// an abbreviation or as a city alone, is suggested in its spelling.
+		{name: "zone all lower case", fields: "schedule: \"@hourly\"\ntimezone: america/new_york\n", diags: []string{`5:11: error: timezone "america/new_york": not an IANA time zone (hint: did you mean America/New_York?)`}},
+		{name: "zone lower case elsewhere", fields: "schedule: \"@hourly\"\ntimezone: indian/maldives\n", diags: []string{`5:11: error: timezone "indian/maldives": not an IANA time zone (hint: did you mean Indian/Maldives?)`}},
+		{name: "zone with a space", fields: "schedule: \"@hourly\"\ntimezone: America/Sao Paulo\n", diags: []string{`5:11: error: timezone "America/Sao Paulo": not an IANA time zone (hint: did you mean America/Sao_Paulo?)`}},
+		{name: "zone misspelt", fields: "schedule: \"@hourly\"\ntimezone: Europe/Berlim\n", diags: []string{`5:11: error: timezone "Europe/Berlim": not an IANA time zone (hint: did you mean Europe/Berlin?)`}},
+		{name: "zone abbreviation", fields: "schedule: \"@hourly\"\ntimezone: PST\n", diags: []string{`5:11: error: timezone "PST": not an IANA time zone (hint: did you mean America/Los_Angeles?)`}},
+		{name: "zone city", fields: "schedule: \"@hourly\"\ntimezone: tokyo\n", diags: []string{`5:11: error: timezone "tokyo": not an IANA time zone (hint: did you mean Asia/Tokyo?)`}},
+		// EST, MST and HST are fixed offsets, without daylight saving.
+		{name: "EST", fields: "schedule: \"30 2 * * *\"\ntimezone: EST\n", want: &Schedule{Cron: "30 2 * * *", Timezone: "EST", CatchUp: CatchUpLatest},
+			diags: []string{"5:11: warning: timezone EST is UTC-5 all year, without daylight saving: from March to November its ticks come an hour late by New York's clocks (hint: write America/New_York for US Eastern time, or America/Panama for UTC-5 all year)"}},
+		{name: "MST", fields: "schedule: \"@daily\"\ntimezone: MST\n", want: &Schedule{Cron: "@daily", Timezone: "MST", CatchUp: CatchUpLatest},
+			diags: []string{"5:11: warning: timezone MST is UTC-7 all year, without daylight saving"}},
+		{name: "HST", fields: "schedule: \"@daily\"\ntimezone: HST\n", want: &Schedule{Cron: "@daily", Timezone: "HST", CatchUp: CatchUpLatest},
+			diags: []string{"5:11: warning: timezone HST is a legacy abbreviation, UTC-10 all year (hint: write Pacific/Honolulu"}},
+		{name: "EST5EDT", fields: "schedule: \"@daily\"\ntimezone: EST5EDT\n", want: &Schedule{Cron: "@daily", Timezone: "EST5EDT", CatchUp: CatchUpLatest}},
 		{name: "bad catch_up", fields: "schedule: \"@hourly\"\ncatch_up: every\n", diags: []string{`5:11: error: catch_up "every" is not valid`}},
 		{name: "zone without schedule", fields: "timezone: UTC\n", diags: []string{"4:1: error: timezone needs a schedule"}},
 		{name: "catch_up without schedule", fields: "catch_up: all\n", diags: []string{"4:1: error: catch_up needs a schedule"}},
@@ -216,4 +236,28 @@ func strconvQuote(s string) string {
 	}
 	b.WriteByte('"')
 	return b.String()
+}
+
+// zoneNames are the zones Go knows: each loads, and none of Go's is missing.
+func TestZoneNames(t *testing.T) {
+	t.Parallel()
+	for _, z := range zoneNames {
+		if _, err := time.LoadLocation(z); err != nil {
+			t.Errorf("zone %s: %v", z, err)
+		}
+	}
+	root, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		t.Fatalf("go env GOROOT: %v", err)
+	}
+	zr, err := zip.OpenReader(filepath.Join(strings.TrimSpace(string(root)), "lib", "time", "zoneinfo.zip"))
+	if err != nil {
+		t.Fatalf("Go's zones: %v", err)
+	}
+	defer zr.Close()
+	for _, f := range zr.File {
+		if !slices.Contains(zoneNames, f.Name) {
+			t.Errorf("zone %s is not in zoneNames: make zones.go again, as it says", f.Name)
+		}
+	}
 }
