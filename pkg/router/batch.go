@@ -104,6 +104,8 @@ func itemOf(seq uint64, h nats.Header) batchItem {
 type batchEvent struct {
 	seq  uint64
 	data []byte
+	// digest is the version of the skill the trigger was added for.
+	digest string
 }
 
 // batchElement is a trigger as one of a batch's events.
@@ -188,6 +190,9 @@ func (r *Router) appendBatch(ctx context.Context, t *trigger, name string, f fol
 			msg.Header.Set(events.HeaderBatchCloses, strconv.FormatUint(it.closes, 10))
 		}
 		msg.Header.Set(events.HeaderBatchSeq, strconv.FormatUint(t.ref.Seq, 10))
+		if f.digest != "" {
+			msg.Header.Set(headerBurstDigest, f.digest)
+		}
 		msg.Header.Set(bus.HeaderMsgID, "batch."+s.id+"."+t.actID)
 		msg.Data = el
 		ack, err := r.cfg.Bus.Publish(ctx, msg, jetstream.WithExpectLastSequencePerSubject(prev))
@@ -425,7 +430,7 @@ func (r *Router) readBatch(ctx context.Context, s batchSubjects, first uint64) (
 			return els, m.Sequence, false, nil // the end marker, or the next batch
 		}
 		tseq, _ := strconv.ParseUint(m.Header.Get(events.HeaderBatchSeq), 10, 64)
-		els = append(els, batchEvent{tseq, m.Data})
+		els = append(els, batchEvent{tseq, m.Data, m.Header.Get(headerBurstDigest)})
 		last, seq = m.Sequence, m.Sequence+1
 		if it.full {
 			return els, last, false, nil
@@ -469,6 +474,9 @@ func (r *Router) publishBatch(ctx context.Context, s batchSubjects, name string,
 		return err
 	}
 	m := bus.Encode(r.cfg.Bus.Subjects.TriggerDebounced(name), "batch."+name+"."+ev.ID(), &ev)
+	if d := evs[len(evs)-1].digest; d != "" {
+		m.Header.Set(headerBurstDigest, d) // the version it runs on if the skill is deleted
+	}
 	return r.publishRun(ctx, m, name)
 }
 

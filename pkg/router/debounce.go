@@ -60,12 +60,19 @@ const (
 func DebounceSource(skillName string) string { return events.SourceDebounced + skillName }
 
 // folding is a trigger to fold into a skill's burst (db) or to add to its
-// batch (bt).
+// batch (bt), for the skill's version digest.
 type folding struct {
-	db  *skill.Debounce
-	bt  *skill.Batch
-	key string
+	db     *skill.Debounce
+	bt     *skill.Batch
+	key    string
+	digest string
 }
+
+// headerBurstDigest names, on a burst's latest trigger, on each trigger of a
+// batch's log and on the run of either (subjects only routers write), the
+// version of the skill the trigger was taken for: the run's version if the
+// skill is deleted before it starts (burstOfDeleted).
+const headerBurstDigest = "Skillbus-Burst-Digest"
 
 func debounceID(name, key string) string {
 	sum := sha256.Sum256([]byte(name + "\x00" + key))
@@ -132,7 +139,7 @@ func (r *Router) fold(ctx context.Context, t *trigger, name string, f folding) e
 	if err := r.fault("debounce.armed"); err != nil {
 		return err
 	}
-	if err := r.setLatest(ctx, s, id, name, t); err != nil {
+	if err := r.setLatest(ctx, s, id, name, f.digest, t); err != nil {
 		return err
 	}
 	// The timer may have fired between the two writes, with the latest before
@@ -143,7 +150,7 @@ func (r *Router) fold(ctx context.Context, t *trigger, name string, f folding) e
 // setLatest makes t the burst's latest: the trigger stored last in TRIGGERS,
 // whichever router folds it first. A trigger stored before the latest does not
 // replace it.
-func (r *Router) setLatest(ctx context.Context, s debounceSubjects, id, name string, t *trigger) error {
+func (r *Router) setLatest(ctx context.Context, s debounceSubjects, id, name, digest string, t *trigger) error {
 	for range maxRateRaces {
 		var cur, seq uint64
 		m, err := r.events.GetLastMsgForSubject(ctx, s.latest)
@@ -166,6 +173,9 @@ func (r *Router) setLatest(ctx context.Context, s debounceSubjects, id, name str
 		lm.Header.Set(headerDebounceSkill, name)
 		lm.Header.Set(headerDebounceAct, t.actID)
 		lm.Header.Set(headerDebounceSeq, strconv.FormatUint(t.ref.Seq, 10))
+		if lm.Header.Del(headerBurstDigest); digest != "" {
+			lm.Header.Set(headerBurstDigest, digest)
+		}
 		lm.Header.Set(bus.HeaderMsgID, "debounce."+id+"."+t.actID)
 		lm.Data = t.msg.Data()
 		_, err = r.cfg.Bus.Publish(ctx, lm, jetstream.WithExpectLastSequencePerSubject(seq))
@@ -251,6 +261,9 @@ func (r *Router) fire(ctx context.Context, msg jetstream.Msg) error {
 	ev.SetID(act)
 	ev.SetSource(DebounceSource(name))
 	m := bus.Encode(r.cfg.Bus.Subjects.TriggerDebounced(name), "debounce."+name+"."+act, ev)
+	if d := h.Get(headerBurstDigest); d != "" {
+		m.Header.Set(headerBurstDigest, d) // the version it runs on if the skill is deleted
+	}
 	if err := r.publishRun(ctx, m, name); err != nil {
 		return err
 	}
@@ -301,9 +314,9 @@ func (t *trigger) admitDebounce(name string, c *compiledFlow, why string) (ok bo
 	if _, ok := t.unfolded[name]; ok {
 		return true, why, false
 	}
-	f, key, field := folding{db: c.debounce}, c.dkey, "debounce"
+	f, key, field := folding{db: c.debounce, digest: c.digest}, c.dkey, "debounce"
 	if c.batch != nil {
-		f, key, field = folding{bt: c.batch}, c.bkey, "batch"
+		f, key, field = folding{bt: c.batch, digest: c.digest}, c.bkey, "batch"
 	}
 	if key != nil {
 		k, err := key.KeyOf(t.event())

@@ -68,8 +68,11 @@ type trigger struct {
 	offline bool
 	// burstOf is the debounced skill this trigger is the run of a burst of: it
 	// came on that skill's TriggerDebounced subject, which only routers publish.
-	burstOf  string
-	verdicts flowVerdicts
+	burstOf string
+	// burstDigest is the version of burstOf the burst's triggers were taken
+	// for (headerBurstDigest).
+	burstDigest string
+	verdicts    flowVerdicts
 	// prio is what the queue_priority of the skills admit took gave (prio.go).
 	prio map[string]queuePriority
 	// routed is the outcome plan returns for a trigger it routes, held here so
@@ -187,6 +190,7 @@ func parse(ctx context.Context, msg jetstream.Msg, pc parseConfig, t *trigger) o
 		t.req.Skill = name
 	} else if name, ok := subj.SkillFromDebounced(msg.Subject()); ok {
 		t.req.Skill, t.burstOf = name, name
+		t.burstDigest = msg.Headers().Get(headerBurstDigest)
 	} else if typ, _ := subj.TypeFromTrigger(msg.Subject()); typ != e.Type {
 		return rejected{events.UnmatchedBadType,
 			fmt.Sprintf("event type %q does not match its subject %s; publish it on %s", e.Type, msg.Subject(), subj.Trigger(e.Type))}

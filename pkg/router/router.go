@@ -394,6 +394,10 @@ func (r *Router) decideTrigger(ctx context.Context, t *trigger) (outcome, error)
 		if !errors.As(err, &unknown) {
 			return nil, err
 		}
+		if t.burstOf != "" {
+			// Deleted with a burst or a batch it took triggers for.
+			return r.burstOfDeleted(ctx, t)
+		}
 		if why, ok := r.invalidSkill(ctx, unknown.Name); ok {
 			return rejected{events.UnmatchedInvalidSkill, why}, nil
 		}
