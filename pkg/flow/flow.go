@@ -79,8 +79,9 @@ type Program struct {
 
 // Read is one place an expression reads an attribute of the event: Name is
 // id, type, source, subject, time, data or extensions, Field the extension's
-// name for extensions ("tenant"), and Line and Column (from 1) where the name is
-// written in the source.
+// name for extensions ("tenant") and the field of data it selects by name, if
+// it does ("shop" in data.shop.id), and Line and Column (from 1) where the name
+// is written in the source.
 type Read struct {
 	Name, Field  string
 	Line, Column int
@@ -217,7 +218,11 @@ func extensionsRead(a *cel.Ast) ([]string, []Read, error) {
 		line, col := max(loc.Line(), 1), loc.Column()+1
 		if n := id.AsIdent(); n != "extensions" {
 			if attributes[n] {
-				reads = append(reads, Read{Name: n, Line: line, Column: col})
+				r := Read{Name: n, Line: line, Column: col}
+				if n == "data" {
+					r.Field, _ = fieldOf(id)
+				}
+				reads = append(reads, r)
 			}
 			continue
 		}
@@ -252,6 +257,29 @@ func extensionsRead(a *cel.Ast) ([]string, []Read, error) {
 	}
 	slices.SortFunc(reads, func(a, b Read) int { return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column)) })
 	return names, reads, nil
+}
+
+// fieldOf is the field of id an expression selects by name (data.shop,
+// data["shop"]); has(data.shop) tests for it and reads nothing.
+func fieldOf(id ast.NavigableExpr) (string, bool) {
+	p, has := id.Parent()
+	if !has {
+		return "", false
+	}
+	switch p.Kind() {
+	case ast.SelectKind:
+		if sel := p.AsSelect(); !sel.IsTestOnly() {
+			return sel.FieldName(), true
+		}
+	case ast.CallKind:
+		if c := p.AsCall(); c.FunctionName() == "_[_]" && len(c.Args()) == 2 && c.Args()[0].ID() == id.ID() {
+			if k := c.Args()[1]; k.Kind() == ast.LiteralKind {
+				f, ok := k.AsLiteral().Value().(string)
+				return f, ok
+			}
+		}
+	}
+	return "", false
 }
 
 // attributes are the variables an expression reads of the event, but for

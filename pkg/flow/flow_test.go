@@ -128,8 +128,19 @@ func TestReads(t *testing.T) {
 	for _, r := range p.Reads() {
 		got = append(got, fmt.Sprintf("%d:%d %s", r.Line, r.Column, r))
 	}
-	want := []string{"1:1 data", "1:10 subject", "2:3 extensions.tenant", "2:26 data", "2:55 extensions.region"}
+	want := []string{"1:1 data.a", "1:10 subject", "2:3 extensions.tenant", "2:26 data.items", "2:55 extensions.region"}
 	if !slices.Equal(got, want) {
+		t.Errorf("reads %q, want %q", got, want)
+	}
+	p, err = Compile(`has(data.shop) ? data["shop"] : string(data)`, Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = got[:0]
+	for _, r := range p.Reads() {
+		got = append(got, r.String())
+	}
+	if want := []string{"data", "data.shop", "data"}; !slices.Equal(got, want) {
 		t.Errorf("reads %q, want %q", got, want)
 	}
 }

@@ -32,7 +32,7 @@ func decodeBatch(b *builder, d *decoder, p pair) {
 	const hint = "write batch: {max_size: 50, timeout: 5s} and, to batch per customer, key: data.customer"
 	bt := Batch{}
 	_, good := d.members(p.k, p.v, "batch", "batch", hint,
-		keyMember(&bt.Key),
+		keyMember(nil, &bt.Key),
 		countMember("max_size", &bt.MaxSize, 1, MaxBatchSize, fmt.Sprintf("a batch holds from 1 to %d triggers", MaxBatchSize)).must(),
 		secondsMember("timeout", &bt.Timeout, MinBatchTimeout, MaxBatchTimeout, "5s or 1m").must(),
 	)
@@ -90,5 +90,27 @@ func (b *builder) checkBatchInputs() {
 	if !declared {
 		set.d.errAt(set.key, "batch", "add an input events (type: array), or one named \"*\"; each trigger's data is inputs.events[i].data",
 			"each batch's run has the data {%q: [...]}, an input the workflow does not declare; every batch would fail", BatchInput)
+	}
+}
+
+// checkBatchKeys reports a key of a batched skill's rate_limit, concurrency or
+// throttle that reads a field of data other than events: those keys read the
+// batch's run, whose data is {"events": [...]}, so the field is not there and
+// the key fails on every batch (a rate_limit's drops the batch's run with code
+// filter_error; a concurrency's or throttle's fails it).
+func (b *builder) checkBatchKeys() {
+	if b.s.Batch == nil {
+		return
+	}
+	for _, k := range b.runKeys {
+		for _, r := range k.reads {
+			if r.Name != "data" || r.Field == "" || r.Field == BatchInput {
+				continue
+			}
+			line, col := k.d.exprPos(k.n, r.Line, r.Column)
+			k.d.add(SeverityError, line, col, k.field,
+				fmt.Sprintf("key on the batch's events, such as data.events[0].data.%s, or move the key to batch.key", r.Field),
+				"%s reads data.%s, but it is evaluated on the batch's run, whose data is {\"events\": [...]}: it would fail on every batch", k.field, r.Field)
+		}
 	}
 }

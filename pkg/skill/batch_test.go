@@ -60,3 +60,35 @@ func TestDebounceWorkflowInputsUnchecked(t *testing.T) {
 		t.Fatalf("diagnostics %v", ds)
 	}
 }
+
+// The keys a batch's run is counted or gated by read that run, whose data is
+// {"events": [...]}: a key on a field of one trigger's data would fail on
+// every batch (a rate_limit's drops the run as filter_error).
+func TestBatchKeysReadTheRun(t *testing.T) {
+	t.Parallel()
+	md := func(fields string) []byte {
+		return []byte("---\nname: orders\ndescription: d\ntriggers: [t.x]\nbatch: {key: data.shop, max_size: 5, timeout: 5s}\n" + fields + "---\nLoad each batch of new orders into the warehouse and report how many were loaded.\n")
+	}
+	tests := []struct {
+		name, fields string
+		want         []string
+	}{
+		{"rate limit by a trigger's field", "rate_limit: {key: data.shop, limit: 5, period: 1m}\n", []string{
+			`6:19: error: rate_limit.key reads data.shop, but it is evaluated on the batch's run, whose data is {"events": [...]}: it would fail on every batch (hint: key on the batch's events, such as data.events[0].data.shop, or move the key to batch.key)`}},
+		{"concurrency by index", "concurrency: [{key: 'data[\"shop\"]', limit: 1}]\n", []string{
+			"6:22: error: concurrency.key reads data.shop, but it is evaluated on the batch's run"}},
+		{"throttle", "throttle: {key: data.customer.id, limit: 1, period: 1s}\n", []string{
+			"6:17: error: throttle.key reads data.customer, but it is evaluated on the batch's run"}},
+		{"on the events", "rate_limit: {key: 'data.events[0].data.shop', limit: 5, period: 1m}\nconcurrency: [{key: 'string(size(data.events))', limit: 1}]\n", nil},
+		{"has", "throttle: {key: 'has(data.shop) ? \"x\" : \"y\"', limit: 1, period: 1s}\n", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			parseExpecting(t, "skills/orders/SKILL.md", md(tt.fields), tt.want)
+		})
+	}
+	// Without a batch, the same keys read the trigger's data.
+	parseExpecting(t, "skills/orders/SKILL.md", []byte("---\nname: orders\ndescription: d\ntriggers: [t.x]\n"+
+		"debounce: {key: data.shop, period: 2s}\nrate_limit: {key: data.shop, limit: 5, period: 1m}\nconcurrency: [{key: data.shop, limit: 1}]\n---\nLoad each batch of new orders into the warehouse and report how many were loaded.\n"), nil)
+}

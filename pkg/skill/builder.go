@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/skillbus/skillbus/pkg/flow"
 )
 
 // builder assembles one skill from the fields of one or two files.
@@ -22,6 +24,18 @@ type builder struct {
 	wf          *workflowBuilder
 	stepTools   []toolRef
 	mainDecoder *decoder // of the main file, for messages about the whole skill
+	// runKeys are the keys evaluated on a run's trigger (rate_limit) or on the
+	// run (concurrency, throttle), with what they read: a batch's run has data
+	// of its own (checkBatchKeys).
+	runKeys []keyUse
+}
+
+// keyUse is a key expression of field, at n in d, and what it reads.
+type keyUse struct {
+	d     *decoder
+	n     *yaml.Node
+	field string
+	reads []flow.Read
 }
 
 // withoutField says what a skill does without a top-level field, for the fields
@@ -135,6 +149,7 @@ func (b *builder) finish(r report) {
 	b.checkTools()
 	b.checkSchedule()
 	b.checkBatchInputs()
+	b.checkBatchKeys()
 	b.checkSupported()
 	b.checkQueuePriority()
 	b.applyDefaults()

@@ -57,7 +57,7 @@ func decodeConcurrency(b *builder, d *decoder, p pair) {
 	for i, it := range items {
 		c := Concurrency{}
 		if _, ok := d.members(it, it, "concurrency", fmt.Sprintf("concurrency entry %d", i+1), hint,
-			runKeyMember(&c.Key),
+			runKeyMember(b, &c.Key),
 			countMember("limit", &c.Limit, 1, MaxConcurrencyLimit, "omit the entry for no limit").must(),
 		); !ok {
 			good = false

@@ -90,7 +90,7 @@ func decodeDebounce(b *builder, d *decoder, p pair) {
 	const hint = "write debounce: {period: 2s, timeout: 30s} and, to debounce per customer, key: data.customer"
 	db := Debounce{}
 	seen, good := d.members(p.k, p.v, "debounce", "debounce", hint,
-		keyMember(&db.Key),
+		keyMember(nil, &db.Key),
 		secondsMember("period", &db.Period, MinDebounce, MaxDebounce, "2s or 1m").must(),
 		secondsMember("timeout", &db.Timeout, MinDebounce, MaxDebounce, "2s or 1m"),
 	)
@@ -123,7 +123,7 @@ func decodeRateLimit(b *builder, d *decoder, p pair) {
 	const hint = "write rate_limit: {limit: 10, period: 1m} and, to count per customer, key: data.customer"
 	rl := RateLimit{}
 	if _, ok := d.members(p.k, p.v, "rate_limit", "rate_limit", hint,
-		keyMember(&rl.Key),
+		keyMember(b, &rl.Key),
 		countMember("limit", &rl.Limit, 1, 0, "omit rate_limit for no limit").must(),
 		secondsMember("period", &rl.Period, MinRatePeriod, MaxRatePeriod, "1m").must(),
 	); ok {

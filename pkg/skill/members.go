@@ -28,12 +28,21 @@ type member struct {
 }
 
 // keyMember is "key": a CEL key over the trigger (package flow), evaluated by a
-// router as it routes the trigger (rate_limit, debounce, batch).
-func keyMember(dst *string) member {
+// router as it routes the trigger (rate_limit, debounce, batch). The key of a
+// limit that also applies to a batch's run (rate_limit) is noted in b.runKeys;
+// b is nil for the others.
+func keyMember(b *builder, dst *string) member {
 	return member{name: "key", decode: func(d *decoder, v *yaml.Node, field string) bool {
 		s, ok := d.str(v, field)
-		if !ok || !d.celAt(v, field, s, flow.Key) {
+		if !ok {
 			return false
+		}
+		prg, ok := d.celProgram(v, field, s, flow.Key, "CEL over the event: type, source, subject, id, time, data, extensions; see docs/authoring.md, Flow control")
+		if !ok {
+			return false
+		}
+		if b != nil {
+			b.runKeys = append(b.runKeys, keyUse{d: d, n: v, field: field, reads: prg.Reads()})
 		}
 		*dst = strings.TrimSpace(s)
 		return true
@@ -48,7 +57,7 @@ const runKeyHint = "CEL over the run: id, type, source, and data (its inputs); s
 // source, and its inputs as data; the trigger's subject, time and extensions
 // are not in it, and would read as "" on every run: one key for all, which is
 // not what was written. A key reading them is refused where it reads them.
-func runKeyMember(dst *string) member {
+func runKeyMember(b *builder, dst *string) member {
 	return member{name: "key", decode: func(d *decoder, v *yaml.Node, field string) bool {
 		s, ok := d.str(v, field)
 		if !ok {
@@ -75,6 +84,7 @@ func runKeyMember(dst *string) member {
 			good = false
 		}
 		if good {
+			b.runKeys = append(b.runKeys, keyUse{d: d, n: v, field: field, reads: prg.Reads()})
 			*dst = strings.TrimSpace(s)
 		}
 		return good

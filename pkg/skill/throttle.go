@@ -45,7 +45,7 @@ func decodeThrottle(b *builder, d *decoder, p pair) {
 	const hint = "write throttle: {limit: 10, period: 1s} and, to throttle per customer, key: data.customer"
 	th := Throttle{}
 	if _, ok := d.members(p.k, p.v, "throttle", "throttle", hint,
-		runKeyMember(&th.Key),
+		runKeyMember(b, &th.Key),
 		countMember("limit", &th.Limit, 1, 10000, "omit throttle for no limit").must(),
 		secondsMember("period", &th.Period, MinRatePeriod, MaxRatePeriod, "1s or 1m").must(),
 		countMember("burst", &th.Burst, 0, 10000, "burst is how many runs beyond the rate may start at once"),
