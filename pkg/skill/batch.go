@@ -94,23 +94,35 @@ func (b *builder) checkBatchInputs() {
 }
 
 // checkBatchKeys reports a key of a batched skill's rate_limit, concurrency or
-// throttle that reads a field of data other than events: those keys read the
-// batch's run, whose data is {"events": [...]}, so the field is not there and
-// the key fails on every batch (a rate_limit's drops the batch's run with code
-// filter_error; a concurrency's or throttle's fails it).
+// throttle that cannot tell batches apart, or fails on each of them. Those keys
+// read the batch's run: its data is {"events": [...]}, so another field of data
+// is not there and the key fails on every batch (a rate_limit's drops the
+// batch's run with code filter_error; a concurrency's or throttle's fails it);
+// it has no subject, time or extensions, so a rate_limit key on them is "" on
+// every batch (a concurrency's or throttle's is refused for any skill); and
+// its source is the same for every batch.
 func (b *builder) checkBatchKeys() {
 	if b.s.Batch == nil {
 		return
 	}
 	for _, k := range b.runKeys {
 		for _, r := range k.reads {
-			if r.Name != "data" || r.Field == "" || r.Field == BatchInput {
-				continue
-			}
 			line, col := k.d.exprPos(k.n, r.Line, r.Column)
-			k.d.add(SeverityError, line, col, k.field,
-				fmt.Sprintf("key on the batch's events, such as data.events[0].data.%s, or move the key to batch.key", r.Field),
-				"%s reads data.%s, but it is evaluated on the batch's run, whose data is {\"events\": [...]}: it would fail on every batch", k.field, r.Field)
+			switch {
+			case r.Name == "data" && r.Field != "" && r.Field != BatchInput:
+				k.d.add(SeverityError, line, col, k.field,
+					fmt.Sprintf("key on the batch's events, such as data.events[0].data.%s, or move the key to batch.key", r.Field),
+					"%s reads data.%s, but it is evaluated on the batch's run, whose data is {\"events\": [...]}: it would fail on every batch", k.field, r.Field)
+			case r.Name == "source":
+				k.d.add(SeverityError, line, col, k.field, "key on the batch's events, such as data.events[0].source",
+					"%s reads source, but it is evaluated on the batch's run, whose source is %s on every batch: one key for all", k.field, "/skillbus/debounce/"+b.s.Name)
+			case (r.Name == "subject" || r.Name == "time") && k.field == "rate_limit.key":
+				k.d.add(SeverityError, line, col, k.field, "key on the batch's events, such as data.events[0]."+r.Name,
+					"%s reads %s, but it is evaluated on the batch's run, which has none: it would be \"\" on every batch, one count for all", k.field, r.Name)
+			case r.Name == "extensions" && k.field == "rate_limit.key":
+				k.d.add(SeverityError, line, col, k.field, fmt.Sprintf("a batch's run cannot read extensions: key the batch itself (batch.key: %s) or on the events' data", r),
+					"%s reads %s, but it is evaluated on the batch's run, which has no extensions: it would be \"\" on every batch, one count for all", k.field, r)
+			}
 		}
 	}
 }

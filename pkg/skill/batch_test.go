@@ -79,6 +79,10 @@ func TestBatchKeysReadTheRun(t *testing.T) {
 			"6:22: error: concurrency.key reads data.shop, but it is evaluated on the batch's run"}},
 		{"throttle", "throttle: {key: data.customer.id, limit: 1, period: 1s}\n", []string{
 			"6:17: error: throttle.key reads data.customer, but it is evaluated on the batch's run"}},
+		{"rate limit by extension, subject and source", "rate_limit: {key: 'extensions.tenant + subject + source', limit: 5, period: 1m}\n", []string{
+			`6:20: error: rate_limit.key reads extensions.tenant, but it is evaluated on the batch's run, which has no extensions: it would be "" on every batch, one count for all (hint: a batch's run cannot read extensions: key the batch itself (batch.key: extensions.tenant) or on the events' data)`,
+			`6:40: error: rate_limit.key reads subject, but it is evaluated on the batch's run, which has none: it would be "" on every batch, one count for all (hint: key on the batch's events, such as data.events[0].subject)`,
+			`6:50: error: rate_limit.key reads source, but it is evaluated on the batch's run, whose source is /skillbus/debounce/orders on every batch: one key for all`}},
 		{"on the events", "rate_limit: {key: 'data.events[0].data.shop', limit: 5, period: 1m}\nconcurrency: [{key: 'string(size(data.events))', limit: 1}]\n", nil},
 		{"has", "throttle: {key: 'has(data.shop) ? \"x\" : \"y\"', limit: 1, period: 1s}\n", nil},
 	}
@@ -90,5 +94,5 @@ func TestBatchKeysReadTheRun(t *testing.T) {
 	}
 	// Without a batch, the same keys read the trigger's data.
 	parseExpecting(t, "skills/orders/SKILL.md", []byte("---\nname: orders\ndescription: d\ntriggers: [t.x]\n"+
-		"debounce: {key: data.shop, period: 2s}\nrate_limit: {key: data.shop, limit: 5, period: 1m}\nconcurrency: [{key: data.shop, limit: 1}]\n---\nLoad each batch of new orders into the warehouse and report how many were loaded.\n"), nil)
+		"debounce: {key: data.shop, period: 2s}\nrate_limit: {key: 'data.shop + extensions.tenant + subject', limit: 5, period: 1m}\nconcurrency: [{key: data.shop, limit: 1}]\n---\nLoad each batch of new orders into the warehouse and report how many were loaded.\n"), nil)
 }
