@@ -328,9 +328,9 @@ type needs struct {
 }
 
 // routerNeeds: the catalog, paused runs, the workers' heartbeats, the outcome
-// counts, the schedules, and the rate limits.
+// counts, the schedules and delayed triggers, and the rate limits.
 func routerNeeds(b *bus.Bus) needs {
-	return needs{buckets: []string{b.BucketSkills(), b.BucketRuns(), b.BucketWorkers(), b.BucketStats(), b.BucketSchedules(), b.BucketRateLimits()}}
+	return needs{buckets: []string{b.BucketSkills(), b.BucketRuns(), b.BucketWorkers(), b.BucketStats(), b.BucketSchedules(), b.BucketDelayed(), b.BucketRateLimits()}}
 }
 
 // workerNeeds: the catalog, runs, outcome counts, heartbeats, the step cache,

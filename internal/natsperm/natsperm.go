@@ -48,6 +48,7 @@ type names struct {
 	triggers, jobs, repair, dlq, events        string // streams
 	skills, runs, stats, workers, cache, files string // buckets
 	repairs, hooks, schedules, ratelimits      string // buckets
+	delayed                                    string // bucket
 }
 
 func newNames(prefix string) names {
@@ -62,7 +63,7 @@ func newNames(prefix string) names {
 		p: prefix, triggers: up + "_TRIGGERS", jobs: up + "_JOBS", repair: up + "_REPAIR", dlq: up + "_DLQ", events: up + "_EVENTS",
 		skills: bucket("skills"), runs: bucket("runs"), stats: bucket("stats"), workers: bucket("workers"), cache: bucket("cache"),
 		files: bucket("skill-files"), repairs: bucket("repairs"), hooks: bucket("hooks"),
-		schedules: bucket("schedules"), ratelimits: bucket("ratelimits"),
+		schedules: bucket("schedules"), ratelimits: bucket("ratelimits"), delayed: bucket("delayed"),
 	}
 }
 
@@ -119,9 +120,12 @@ func getStream(stream string) []string {
 func readKV(bucket string) []string  { return readStream("KV_" + bucket) }
 func writeKV(bucket string) []string { return append(readKV(bucket), "$KV."+bucket+".>") }
 
-// delayKV is storing delayed triggers: the keys at.<id> of KV schedules, and
-// not the schedulers' lease or last ticks.
-func delayKV(bucket string) []string { return append(readKV(bucket), "$KV."+bucket+".at.>") }
+// storeDelayed is storing delayed triggers: creating keys at.<id> of KV delayed
+// (a create reads the key it finds), without watching the bucket (which would
+// read every sender's).
+func storeDelayed(bucket string) []string {
+	return []string{"$JS.API.STREAM.INFO.KV_" + bucket, "$JS.API.DIRECT.GET.KV_" + bucket + ".>", "$KV." + bucket + ".at.>"}
+}
 func readObj(bucket string) []string { return readStream("OBJ_" + bucket) }
 
 // Durable is a durable consumer skillbus's own processes create and share.
@@ -253,11 +257,11 @@ func roles(prefix string) []Role {
 		},
 		{
 			Name: "router",
-			Doc:  "Consumes triggers (durable router) and confirmation answers (durable router-confirmations); publishes plans, jobs and unroutable triggers' dead letters; resumes confirmed runs (reads and deletes paused records in KV runs, purges the pending timeout from EVENTS) and, when a parked run is cancelled, purges its scheduled resume messages from EVENTS; follows the catalog, the workers' heartbeats (which pools are served) and the outcome counts workers write to KV stats (success rates); serves the skillbus-router micro service (live route decisions); fires schedules and delayed triggers (publishes triggers; writes KV schedules: the lease, last ticks, delayed triggers once published); counts rate-limited skills' triggers (writes KV ratelimits); holds debounced skills' bursts as scheduled messages in EVENTS and starts their runs (durable router-debounce).",
+			Doc:  "Consumes triggers (durable router) and confirmation answers (durable router-confirmations); publishes plans, jobs and unroutable triggers' dead letters; resumes confirmed runs (reads and deletes paused records in KV runs, purges the pending timeout from EVENTS) and, when a parked run is cancelled, purges its scheduled resume messages from EVENTS; follows the catalog, the workers' heartbeats (which pools are served) and the outcome counts workers write to KV stats (success rates); serves the skillbus-router micro service (live route decisions); fires schedules and delayed triggers (publishes triggers; writes KV schedules: the lease and last ticks, and deletes delayed triggers once published from KV delayed, or from KV schedules where earlier versions stored them); counts rate-limited skills' triggers (writes KV ratelimits); holds debounced skills' bursts as scheduled messages in EVENTS and starts their runs (durable router-debounce).",
 			Publish: join(jsInfo, n.streamInfos(),
 				readStream(n.triggers), readStream(n.events),
 				[]string{"$JS.API.STREAM.PURGE." + n.events},
-				readKV(n.skills), writeKV(n.runs), readKV(n.workers), readKV(n.stats), writeKV(n.schedules),
+				readKV(n.skills), writeKV(n.runs), readKV(n.workers), readKV(n.stats), writeKV(n.schedules), writeKV(n.delayed),
 				[]string{subj.AllEvents(), subj.AllLive(), subj.AllExec(), subj.AllDead(), subj.Triggers()},
 				writeKV(n.ratelimits),
 			),
@@ -293,8 +297,8 @@ func roles(prefix string) []Role {
 		},
 		{
 			Name:        "publisher",
-			Doc:         "Publishes triggers and follows them to their result (ordered consumers on EVENTS, which acknowledge nothing; direct gets on JOBS for the plan an activation's jobs carry): what any application sending events uses. Delayed triggers (trigger --at/--in) are keys at.<id> it creates in KV schedules. It cannot publish jobs, results or anything else, nor take jobs from workers, nor write any other bucket, nor use the services' durable consumers (router-confirmations, router-debounce, worker-throttle: no pull, ack, create, update or delete).",
-			Publish:     join(jsInfo, []string{subj.Triggers()}, followStream(n.events), getStream(n.jobs), delayKV(n.schedules)),
+			Doc:         "Publishes triggers and follows them to their result (ordered consumers on EVENTS, which acknowledge nothing; direct gets on JOBS for the plan an activation's jobs carry): what any application sending events uses. Delayed triggers (trigger --at/--in) are keys at.<id> it creates in KV delayed (bounded, no roll-ups or purges), which it cannot watch. It cannot publish jobs, results or anything else, nor take jobs from workers, nor write any other bucket, nor use the services' durable consumers (router-confirmations, router-debounce, worker-throttle: no pull, ack, create, update or delete).",
+			Publish:     join(jsInfo, []string{subj.Triggers()}, followStream(n.events), getStream(n.jobs), storeDelayed(n.delayed)),
 			DenyPublish: join(n.othersDurables("publisher"), routerOnly),
 			Subscribe:   join(inbox, []string{subj.AllLive()}),
 		},
@@ -307,13 +311,13 @@ func roles(prefix string) []Role {
 		},
 		{
 			Name: "operator",
-			Doc:  "The skillbus CLI of a person: triggers, skills list/show/validate (through the registry service and the catalog), runs list/show/confirm/cancel/pause/resume, dlq list/show/replay, repair list/show/approve/reject, `nats micro` discovery and the workers' status endpoints. It reads everything and writes only triggers (and delayed ones: keys at.<id> of KV schedules), confirmation answers and DLQ replays: a replayed job (so it may publish jobs), and the replay's record in the DLQ and on the new execution's events; repair decisions; and execution control in KV runs: cancel requests (<execution>.cancel), paused skills (skill.<name>.hold), and the paused, held, wait and parked records of the runs it cancels or resumes, whose jobs it publishes again. It cannot write dead letters, results, progress or repair jobs.",
+			Doc:  "The skillbus CLI of a person: triggers, skills list/show/validate (through the registry service and the catalog), runs list/show/confirm/cancel/pause/resume, dlq list/show/replay, repair list/show/approve/reject, `nats micro` discovery and the workers' status endpoints. It reads everything and writes only triggers (and delayed ones: keys at.<id> of KV delayed), confirmation answers and DLQ replays: a replayed job (so it may publish jobs), and the replay's record in the DLQ and on the new execution's events; repair decisions; and execution control in KV runs: cancel requests (<execution>.cancel), paused skills (skill.<name>.hold), and the paused, held, wait and parked records of the runs it cancels or resumes, whose jobs it publishes again. It cannot write dead letters, results, progress or repair jobs.",
 			Publish: join(jsInfo, n.streamInfos(),
 				[]string{subj.Triggers(), subj.EventKind(events.TypeConfirmationRecorded), subj.ServiceAll(events.ServiceRegistry), subj.ServiceAll(events.ServiceRouter), subj.ServiceAll(events.ServiceWorker), "$SRV.>"},
 				[]string{subj.AllExec(), subj.Dead(events.DeadReplayed) + ".>", subj.EventKind(events.TypeDLQReplayed), subj.RepairDecided("*")},
 				readStream(n.events), readStream(n.dlq), readStream(n.triggers), readStream(n.jobs),
 				readKV(n.skills), readKV(n.runs), readKV(n.workers), readKV(n.stats), readKV(n.repairs), readObj(n.files),
-				delayKV(n.schedules),
+				storeDelayed(n.delayed),
 				[]string{"$KV." + n.runs + ".*.cancel", "$KV." + n.runs + ".skill.*.hold", "$KV." + n.runs + ".*.paused", "$KV." + n.runs + ".*.held",
 					"$KV." + n.runs + ".*.wait", "$KV." + n.repairs + ".w.>"},
 				[]string{"$JS.API.STREAM.NAMES", "$JS.API.STREAM.LIST", "$JS.API.CONSUMER.NAMES.>", "$JS.API.CONSUMER.LIST.>"},

@@ -252,9 +252,10 @@ func (b *Bus) Buckets() []jetstream.KeyValueConfig {
 	// One key per webhook body taken, each kept for its hook's replay window.
 	hooks := kv(b.BucketHooks(), "skillbus webhook deliveries: one key per hook and body digest, kept for the hook's replay window")
 	hooks.LimitMarkerTTL = time.Minute
-	// The schedulers' lease, each scheduled skill's last tick, and delayed triggers
-	// (package schedule).
-	schedules := kv(b.BucketSchedules(), "skillbus schedules: the scheduler lease, each scheduled skill's last tick, delayed triggers")
+	// The schedulers' lease and each scheduled skill's last tick (package
+	// schedule); only routers write it. Delayed triggers, which senders write, are
+	// in a bucket of their own (BucketDelayed, not among these: see DelayedStream).
+	schedules := kv(b.BucketSchedules(), "skillbus schedules: the scheduler lease, each scheduled skill's last tick (and delayed triggers stored by earlier versions)")
 	// The triggers each rate-limited skill took in its current windows, one key per
 	// trigger, each expiring after its window (package router).
 	ratelimits := kv(b.BucketRateLimits(), "skillbus rate limits: one key per trigger a rate-limited skill took, kept for its window")
@@ -308,6 +309,9 @@ func (b *Bus) Ensure(ctx context.Context) (err error) {
 		if _, err := b.JS.CreateOrUpdateKeyValue(ctx, kc); err != nil {
 			return fmt.Errorf("bus: bucket %s: %w", kc.Bucket, err)
 		}
+	}
+	if err := b.ensureDelayed(ctx); err != nil {
+		return fmt.Errorf("bus: bucket %s: %w", b.BucketDelayed(), err)
 	}
 	return b.LearnRetention(ctx)
 }

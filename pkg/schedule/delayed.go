@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -47,6 +48,9 @@ func At(ctx context.Context, b *bus.Bus, t client.Trigger, at time.Time) (client
 		return client.Activation{}, fmt.Errorf("schedule: %s: %w", at.Format(time.RFC3339), ErrNotFuture)
 	}
 	// Checked as it will be published, so that it is refused now, not when due.
+	if err := checkSender(t); err != nil {
+		return client.Activation{}, fmt.Errorf("schedule: %w", err)
+	}
 	if err := client.New(b).Check(t); err != nil {
 		return client.Activation{}, fmt.Errorf("schedule: %w", err)
 	}
@@ -66,8 +70,11 @@ func At(ctx context.Context, b *bus.Bus, t client.Trigger, at time.Time) (client
 	if err != nil {
 		return client.Activation{}, fmt.Errorf("schedule: %w", err)
 	}
+	if len(v) > bus.DelayedMaxValueBytes-1<<10 { // room for the create's headers
+		return client.Activation{}, fmt.Errorf("schedule: %w: the delayed trigger is %d bytes as stored; at most %d", client.ErrTooLarge, len(v), bus.DelayedMaxValueBytes-1<<10)
+	}
 	act := client.Activation{ID: events.ActivationID(t.Source, t.ID), Subject: subject, Source: t.Source, EventID: t.ID}
-	kv, err := b.KV(ctx, b.BucketSchedules())
+	kv, err := b.KV(ctx, b.BucketDelayed())
 	if err != nil {
 		return client.Activation{}, fmt.Errorf("schedule: %w", err)
 	}
@@ -79,4 +86,17 @@ func At(ctx context.Context, b *bus.Bus, t client.Trigger, at time.Time) (client
 		return client.Activation{}, fmt.Errorf("schedule: storing the delayed trigger: %w", err)
 	}
 	return act, nil
+}
+
+// checkSender refuses what only skillbus itself may publish (client.CheckOutside):
+// a source beginning client.ReservedSource, a type beginning "skill.". A delayed
+// trigger is a sender's, whoever stored it.
+func checkSender(t client.Trigger) error {
+	if err := client.CheckOutsideSource(t.Source); err != nil {
+		return err
+	}
+	if strings.HasPrefix(t.Type, "skill.") {
+		return fmt.Errorf("%w: type %q: types beginning skill. are reserved", client.ErrInvalidEvent, t.Type)
+	}
+	return nil
 }

@@ -16,17 +16,18 @@ import (
 	"github.com/skillbus/skillbus/pkg/bus"
 )
 
-// failingDelete is the schedules bucket with deletes refused while fail is set.
+// failingDelete deletes delayed triggers as the bus does, refusing while fail
+// is set.
 type failingDelete struct {
-	jetstream.KeyValue
+	b    *bus.Bus
 	fail atomic.Bool
 }
 
-func (f *failingDelete) Delete(ctx context.Context, key string, opts ...jetstream.KVDeleteOpt) error {
+func (f *failingDelete) Delete(ctx context.Context, key string, rev uint64) error {
 	if f.fail.Load() {
 		return errors.New("refused")
 	}
-	return f.KeyValue.Delete(ctx, key, opts...)
+	return f.b.DeleteDelayed(ctx, key, rev)
 }
 
 // A delayed trigger published whose key cannot be deleted stays in memory and
@@ -53,12 +54,16 @@ func TestDelayedDeleteRetried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kv, err := b.KV(ctx, b.BucketSchedules())
+	if s.kv, err = b.KV(ctx, b.BucketSchedules()); err != nil {
+		t.Fatal(err)
+	}
+	kv, err := b.KV(ctx, b.BucketDelayed())
 	if err != nil {
 		t.Fatal(err)
 	}
-	flaky := &failingDelete{KeyValue: kv}
-	s.kv = flaky
+	s.later = kv
+	flaky := &failingDelete{b: b}
+	s.deleteLater = flaky.Delete
 	s.step(ctx)
 	if !s.Leader() {
 		t.Fatal("a lone scheduler does not lead")
@@ -69,7 +74,7 @@ func TestDelayedDeleteRetried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.delayed[atPfx+"one"] = pending{d: d, rev: rev} // as the watch has it
+	s.delayed[atPfx+"one"] = pending{at: d.At, rev: rev} // as the watch has it
 
 	flaky.fail.Store(true)
 	if wait := s.step(ctx); wait <= 0 || wait > lease/3 {

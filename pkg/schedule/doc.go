@@ -27,8 +27,15 @@
 // does not catch up on the time it was away.
 //
 // A delayed trigger (At, skillbus trigger --at/--in) is a key at.<activation id>
-// holding the trigger; the leader publishes it when it is due, through the same
-// path as any trigger, and deletes the key. It survives the publisher exiting and
-// every router restarting; one due while no router ran is published when one
-// starts.
+// of the bucket delayed (bus.BucketDelayed) holding the trigger; the leader
+// publishes it when it is due, through the same path as any trigger, and deletes
+// the key. It survives the publisher exiting and every router restarting; one due
+// while no router ran is published when one starts. Senders write that bucket
+// (not schedules, whose lease and ticks they cannot touch), so it is bounded and
+// refuses roll-ups (see bus.DelayedStream), every scheduler keeps only when each
+// key is due and reads the trigger when it is, and a trigger is checked as a
+// sender's is when it is stored and again when it is published: one with a
+// source or type of skillbus's own, written straight into the bucket, is dropped.
+// Delayed triggers an earlier version stored in schedules are published from
+// there the same way.
 package schedule

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -79,14 +80,17 @@ type Config struct {
 // Scheduler fires the catalog's schedules and the delayed triggers while it
 // leads. Start it in every router; one leads at a time.
 type Scheduler struct {
-	cfg    Config
-	kv     jetstream.KeyValue
-	cl     *client.Client
-	wake   chan struct{}
-	leader atomic.Bool
+	cfg   Config
+	kv    jetstream.KeyValue // schedules: the lease, the last ticks
+	later jetstream.KeyValue // delayed: the delayed triggers
+	cl    *client.Client
+	// deleteLater deletes a published delayed trigger (Bus.DeleteDelayed).
+	deleteLater func(ctx context.Context, key string, rev uint64) error
+	wake        chan struct{}
+	leader      atomic.Bool
 
 	mu      sync.Mutex
-	delayed map[string]pending // by key, from the watch
+	delayed map[string]pending // by key (legacyPfx and the key for the schedules bucket's), from the watches
 
 	cancel   context.CancelFunc
 	done     chan struct{}
@@ -120,13 +124,21 @@ type tickValue struct {
 	Tick     time.Time `json:"tick"`
 }
 
+// pending is a delayed trigger as every scheduler keeps it in memory: when it is
+// due and at which revision, not the trigger itself (up to
+// bus.DelayedMaxValueBytes each), which the leader reads when it is due.
 type pending struct {
-	d   Delayed
+	at  time.Time
 	rev uint64
 	// published: only its key's deletion is left; a new leader without it in
 	// memory publishes it again, which JetStream drops within its duplicate window.
 	published bool
 }
+
+// legacyPfx marks, in Scheduler.delayed, a delayed trigger an earlier version
+// stored in the schedules bucket (at.<id>): it is published from there, as the
+// others are from the delayed bucket. No sender may write there any more.
+const legacyPfx = "schedules/"
 
 // New validates cfg and returns a Scheduler; Start begins.
 func New(cfg Config) (*Scheduler, error) {
@@ -149,7 +161,7 @@ func New(cfg Config) (*Scheduler, error) {
 		host, _ := os.Hostname()
 		cfg.Name = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), nuid.Next())
 	}
-	return &Scheduler{cfg: cfg, cl: client.New(cfg.Bus), wake: make(chan struct{}, 1), delayed: map[string]pending{}, done: make(chan struct{})}, nil
+	return &Scheduler{cfg: cfg, cl: client.New(cfg.Bus), deleteLater: cfg.Bus.DeleteDelayed, wake: make(chan struct{}, 1), delayed: map[string]pending{}, done: make(chan struct{})}, nil
 }
 
 // Start opens the bucket, follows the delayed triggers and the catalog, and
@@ -160,21 +172,32 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		return fmt.Errorf("schedule: %w", err)
 	}
 	s.kv = kv
+	if s.later, err = s.cfg.Bus.KV(ctx, s.cfg.Bus.BucketDelayed()); err != nil {
+		return fmt.Errorf("schedule: %w", err)
+	}
 	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	w, err := kv.Watch(lctx, atPfx+">")
+	w, err := s.later.Watch(lctx, atPfx+">")
 	if err != nil {
 		cancel()
 		return fmt.Errorf("schedule: watching delayed triggers: %w", err)
 	}
+	legacy, err := kv.Watch(lctx, atPfx+">")
+	if err != nil {
+		cancel()
+		_ = w.Stop()
+		return fmt.Errorf("schedule: watching delayed triggers: %w", err)
+	}
 	s.cancel = cancel
 	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); s.follow(w) }()
+	wg.Add(3)
+	go func() { defer wg.Done(); s.follow(w, "") }()
+	go func() { defer wg.Done(); s.follow(legacy, legacyPfx) }()
 	go func() { defer wg.Done(); s.followCatalog(lctx) }()
 	go func() {
 		defer close(s.done)
 		s.run(lctx)
 		_ = w.Stop()
+		_ = legacy.Stop()
 		wg.Wait()
 	}()
 	return nil
@@ -205,23 +228,27 @@ func (s *Scheduler) poke() {
 	}
 }
 
-// follow keeps the delayed triggers in memory, on every scheduler, so a new
-// leader has them at once.
-func (s *Scheduler) follow(w jetstream.KeyWatcher) {
+// follow keeps when the delayed triggers are due in memory, on every scheduler,
+// so a new leader has them at once. pfx marks the bucket they are in.
+func (s *Scheduler) follow(w jetstream.KeyWatcher, pfx string) {
 	for e := range w.Updates() {
 		if e == nil {
 			continue
 		}
+		k := pfx + e.Key()
 		s.mu.Lock()
 		if e.Operation() != jetstream.KeyValuePut {
-			delete(s.delayed, e.Key())
+			delete(s.delayed, k)
 		} else {
-			var d Delayed
-			if err := json.Unmarshal(e.Value(), &d); err != nil {
-				s.cfg.Log.Warn("schedule: a delayed trigger that does not decode is ignored", "key", e.Key(), "err", err)
-			} else {
-				s.delayed[e.Key()] = pending{d: d, rev: e.Revision()}
+			var d struct {
+				At time.Time `json:"at"`
 			}
+			if err := json.Unmarshal(e.Value(), &d); err != nil {
+				// Still due at once, so the leader deletes it (published, it
+				// would be refused).
+				s.cfg.Log.Warn("schedule: a delayed trigger that does not decode", "key", k, "err", err)
+			}
+			s.delayed[k] = pending{at: d.At, rev: e.Revision()}
 		}
 		s.mu.Unlock()
 		if s.leader.Load() {
@@ -493,9 +520,9 @@ func (s *Scheduler) fireDelayed(ctx context.Context, now time.Time) (next time.T
 	s.mu.Lock()
 	due := map[string]pending{}
 	for k, p := range s.delayed {
-		if p.d.At.After(now) {
-			if next.IsZero() || p.d.At.Before(next) {
-				next = p.d.At
+		if p.at.After(now) {
+			if next.IsZero() || p.at.Before(next) {
+				next = p.at
 			}
 			continue
 		}
@@ -509,18 +536,25 @@ func (s *Scheduler) fireDelayed(ctx context.Context, now time.Time) (next time.T
 	}
 	for k, p := range due {
 		if !p.published {
-			_, err := s.cl.Publish(ctx, p.d.trigger())
-			if errors.Is(err, client.ErrInvalidEvent) || errors.Is(err, client.ErrTooLarge) {
-				// Refused as it would be every time (stored by an earlier version
-				// that did not check it): dropped, not retried for good.
-				s.cfg.Log.Error("schedule: a delayed trigger is refused; dropping it", "key", k, "err", err)
-			} else if err != nil {
+			gone, err := s.publishDelayed(ctx, k, p)
+			if err != nil {
 				s.cfg.Log.Warn("schedule: publishing a delayed trigger; will retry", "key", k, "err", err)
 				retry()
 				continue
 			}
+			if gone {
+				// Published and deleted by another leader, or replaced (the
+				// watch brings the new revision).
+				s.forget(k, p.rev)
+				continue
+			}
 		}
-		err := s.kv.Delete(ctx, k, jetstream.LastRevision(p.rev))
+		var err error
+		if key, legacy := strings.CutPrefix(k, legacyPfx); legacy {
+			err = s.kv.Delete(ctx, key, jetstream.LastRevision(p.rev))
+		} else {
+			err = s.deleteLater(ctx, k, p.rev)
+		}
 		s.mu.Lock()
 		if cur, ok := s.delayed[k]; ok && cur.rev == p.rev {
 			if err != nil {
@@ -539,6 +573,55 @@ func (s *Scheduler) fireDelayed(ctx context.Context, now time.Time) (next time.T
 		}
 	}
 	return next
+}
+
+func (s *Scheduler) forget(k string, rev uint64) {
+	s.mu.Lock()
+	if cur, ok := s.delayed[k]; ok && cur.rev == rev {
+		delete(s.delayed, k)
+	}
+	s.mu.Unlock()
+}
+
+// publishDelayed reads the delayed trigger p of key k and publishes it, unless it
+// is refused as it would be every time, which is logged and dropped (its key is
+// deleted all the same). gone says the key is no longer at p's revision.
+func (s *Scheduler) publishDelayed(ctx context.Context, k string, p pending) (gone bool, err error) {
+	kv, key := s.later, k
+	if rest, legacy := strings.CutPrefix(k, legacyPfx); legacy {
+		kv, key = s.kv, rest
+	}
+	e, err := kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if e.Revision() != p.rev {
+		return true, nil
+	}
+	var d Delayed
+	if err := json.Unmarshal(e.Value(), &d); err != nil {
+		s.cfg.Log.Error("schedule: a delayed trigger does not decode; dropping it", "key", k, "err", err)
+		return false, nil
+	}
+	// The bucket is written by senders (At checks what it stores, but a sender
+	// may write a key directly): it is checked as a sender's trigger is, so that
+	// none is published with one of skillbus's own sources or types.
+	t := d.trigger()
+	if err := checkSender(t); err != nil {
+		s.cfg.Log.Error("schedule: a delayed trigger is refused; dropping it", "key", k, "err", err)
+		return false, nil
+	}
+	_, err = s.cl.Publish(ctx, t)
+	if errors.Is(err, client.ErrInvalidEvent) || errors.Is(err, client.ErrTooLarge) {
+		// Refused as it would be every time (stored by an earlier version
+		// that did not check it): dropped, not retried for good.
+		s.cfg.Log.Error("schedule: a delayed trigger is refused; dropping it", "key", k, "err", err)
+		return false, nil
+	}
+	return false, err
 }
 
 // onceADay is a timetable whose ticks never repeat a wall-clock time: where the

@@ -85,6 +85,7 @@ type fixture struct {
 	clock  *fakeClock
 	skills jetstream.KeyValue
 	sched  jetstream.KeyValue
+	later  jetstream.KeyValue // the delayed triggers
 
 	mu   sync.Mutex
 	raw  map[string]int // publishes seen on the wire, by CloudEvents id: duplicates included
@@ -100,6 +101,9 @@ func setup(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	if f.sched, err = f.b.KV(f.ctx, f.b.BucketSchedules()); err != nil {
+		t.Fatal(err)
+	}
+	if f.later, err = f.b.KV(f.ctx, f.b.BucketDelayed()); err != nil {
 		t.Fatal(err)
 	}
 	sub, err := f.b.NC.Subscribe(f.b.Subjects.Triggers(), func(m *nats.Msg) {
@@ -431,6 +435,9 @@ func TestDelayedTrigger(t *testing.T) {
 	if again, err := schedule.At(f.ctx, f.b, client.Trigger{Skill: "hello", ID: "later-1"}, now.Add(time.Hour)); err != nil || !again.Duplicate || again.ID != act.ID {
 		t.Errorf("the same trigger again: %+v, %v; want a duplicate of %s", again, err, act.ID)
 	}
+	if _, err := f.later.Get(f.ctx, "at."+act.ID); err != nil {
+		t.Fatalf("not in the delayed bucket: %v", err)
+	}
 	a := f.start("a")
 	f.waitFor(a.s.Leader, "a leads")
 	f.clock.Set(now.Add(59 * time.Minute))
@@ -444,10 +451,60 @@ func TestDelayedTrigger(t *testing.T) {
 	f.clock.Set(now.Add(time.Hour))
 	// b may not wait on the clock yet when it is set: move it on until b steps.
 	f.until(lease/3, func() bool { return f.published()["later-1"] == 1 }, "the delayed trigger published")
-	f.waitFor(func() bool { return !f.hasKey("at." + act.ID) }, "its key deleted")
+	f.waitFor(func() bool {
+		_, err := f.later.Get(f.ctx, "at."+act.ID)
+		return errors.Is(err, jetstream.ErrKeyNotFound)
+	}, "its key deleted")
 	f.check("hello", map[string]int{"later-1": 1})
 	if got := f.data["later-1"]; got != `{"name":"Ada"}` {
 		t.Errorf("data %s", got)
+	}
+}
+
+// A delayed trigger is a sender's, whoever stored it: one written straight into
+// the bucket with a source or type only skillbus may use (a sender who can guess
+// the id of a scheduler's tick could run it first, with its own data) is dropped,
+// not published; At refuses them. Delayed triggers an earlier version stored in
+// the schedules bucket are published from there, checked the same way.
+func TestDelayedTriggerOfSkillbusRefused(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	now := time.Now()
+	f.clock.Set(now)
+	tick := schedule.TickID("hello", now.Add(time.Hour).Truncate(time.Hour))
+	for _, tr := range []client.Trigger{{Skill: "hello", Source: schedule.Source, ID: tick}, {Type: "skill.hello", ID: "typed"}} {
+		if _, err := schedule.At(f.ctx, f.b, tr, now.Add(time.Hour)); !errors.Is(err, client.ErrInvalidEvent) {
+			t.Errorf("At(%+v): %v, want ErrInvalidEvent", tr, err)
+		}
+	}
+	put := func(kv jetstream.KeyValue, key string, d schedule.Delayed) {
+		t.Helper()
+		d.At = now.Add(time.Minute)
+		v, _ := json.Marshal(d)
+		if _, err := kv.Put(f.ctx, key, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(f.later, "at.forged-tick", schedule.Delayed{Skill: "hello", Source: schedule.Source, ID: tick})
+	put(f.later, "at.forged-debounce", schedule.Delayed{Skill: "hello", Source: "%2Fskillbus%2Fdebounce/hello", ID: "deb"})
+	put(f.later, "at.forged-type", schedule.Delayed{Type: "skill.hello", Source: "app", ID: "typed"})
+	put(f.later, "at.fine", schedule.Delayed{Skill: "hello", Source: "app", ID: "fine"})
+	put(f.sched, "at.legacy", schedule.Delayed{Skill: "hello", Source: "app", ID: "legacy"})
+	put(f.sched, "at.legacy-forged", schedule.Delayed{Skill: "hello", Source: schedule.Source, ID: tick + "x"})
+	a := f.start("a")
+	f.waitFor(a.s.Leader, "a leads")
+	f.clock.Set(now.Add(time.Minute))
+	f.until(lease/3, func() bool { return f.published()["fine"] == 1 && f.published()["legacy"] == 1 }, "the delayed triggers published")
+	gone := func(kv jetstream.KeyValue, key string) bool {
+		_, err := kv.Get(f.ctx, key)
+		return errors.Is(err, jetstream.ErrKeyNotFound)
+	}
+	f.waitFor(func() bool {
+		return gone(f.later, "at.forged-tick") && gone(f.later, "at.forged-debounce") && gone(f.later, "at.forged-type") &&
+			gone(f.later, "at.fine") && gone(f.sched, "at.legacy") && gone(f.sched, "at.legacy-forged")
+	}, "every key deleted")
+	if got := f.published(); len(got) != 2 {
+		t.Errorf("published %v, want fine and legacy only", got)
 	}
 }
 
