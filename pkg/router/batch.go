@@ -477,6 +477,8 @@ func (r *Router) publishBatch(ctx context.Context, s batchSubjects, name string,
 	if d := evs[len(evs)-1].digest; d != "" {
 		m.Header.Set(headerBurstDigest, d) // the version it runs on if the skill is deleted
 	}
+	// Where the run stands for cancel_on: at its last trigger (recordOf).
+	m.Header.Set(headerDebounceSeq, strconv.FormatUint(evs[len(evs)-1].seq, 10))
 	return r.publishRun(ctx, m, name)
 }
 

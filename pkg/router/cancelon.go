@@ -38,7 +38,9 @@ import (
 // run by one that matches. Of the two routers, each writes before it reads, so
 // at least one of them finds the other's write. An event cancels only runs
 // whose triggers came before it in the TRIGGERS stream, whichever was routed
-// first.
+// first; the run of a debounced burst or a batch counts as its last trigger
+// (recordOf), so an event sent while it is pending cancels it once it is
+// planned (the event is kept for the rule's timeout).
 
 // cancelRule is one of a skill's cancel_on rules, compiled.
 type cancelRule struct {
@@ -86,6 +88,12 @@ func cancelIndex(flows map[string]*compiledFlow) map[string][]*cancelRule {
 func recordOf(t *trigger) cancelTrigger {
 	e := t.e
 	ct := cancelTrigger{ID: e.ID, Type: e.Type, Source: e.Source, Subject: e.Subject, Time: e.Time, Seq: t.ref.Seq}
+	if t.burstOf != "" {
+		// The run of a debounced burst or a batch is published when it is due,
+		// after the events sent while it was pending: it stands where its last
+		// trigger does, so that an event sent after that trigger cancels it.
+		ct.Seq = t.burstSeq
+	}
 	if len(e.Data) > 0 && json.Valid(e.Data) {
 		ct.Data = json.RawMessage(e.Data)
 	} else if s, ok := t.data.(string); ok {

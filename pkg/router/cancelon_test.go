@@ -9,6 +9,7 @@ import (
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/internal/natstest"
 	"github.com/skillbus/skillbus/pkg/flow"
+	"github.com/skillbus/skillbus/pkg/router"
 	"github.com/skillbus/skillbus/pkg/run"
 	"github.com/skillbus/skillbus/pkg/skill"
 )
@@ -132,5 +133,48 @@ func TestCancelOnUnindexedMatch(t *testing.T) {
 	f.settled()
 	if c := f.cancelOf("u2"); c != nil {
 		t.Fatalf("the run of order 5 was cancelled too: %+v", c)
+	}
+}
+
+// An event sent while a debounced burst is pending cancels the burst's run,
+// which is published when the burst is due, after the event: the run stands
+// where its last trigger does. A burst of another key is not cancelled.
+func TestCancelOnCancelsAPendingDebouncedRun(t *testing.T) {
+	t.Parallel()
+	s := reminder(time.Hour)
+	s.Debounce = &skill.Debounce{Key: "data.order", Period: skill.Duration(2 * time.Second), Timeout: skill.Duration(20 * time.Second)}
+	f := setup(t, s)
+	f.orderEvent("d1", "com.example.order.created", 1)
+	f.orderEvent("d2", "com.example.order.created", 2)
+	var u events.RouteUnmatched
+	for _, id := range []string{"d1", "d2"} {
+		f.event(events.ActivationID("/test", id), events.TypeRouteUnmatched, &u)
+		if u.Code != events.UnmatchedDebounced {
+			t.Fatalf("%s: %+v, want debounced", id, u)
+		}
+	}
+	f.orderEvent("p1", "com.example.order.paid", 1)
+	f.event(events.ActivationID("/test", "p1"), events.TypeRouteUnmatched, &u)
+	runs, err := f.b.KV(f.ctx, f.b.BucketRuns())
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := router.DebounceSource("remind")
+	cancelled := func(id string) *run.Cancel {
+		c, err := run.LoadCancel(f.ctx, runs, events.ExecutionID(src, events.ActivationID("/test", id), "remind"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	natstest.Eventually(t, 20*time.Second, func() bool { return cancelled("d1") != nil }, "the pending burst of order 1 was not cancelled")
+	var rd events.RouteDecided
+	f.event(events.ActivationID(src, events.ActivationID("/test", "d2")), events.TypeRouteDecided, &rd)
+	f.quiet()
+	if c := cancelled("d2"); c != nil {
+		t.Fatalf("the burst of order 2 was cancelled too: %+v", c)
+	}
+	if c := cancelled("d1"); c.By != "cancel_on" || !strings.Contains(c.Reason, "event p1 from /test") {
+		t.Fatalf("cancel of order 1's burst: %+v", c)
 	}
 }

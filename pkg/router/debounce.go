@@ -264,6 +264,8 @@ func (r *Router) fire(ctx context.Context, msg jetstream.Msg) error {
 	if d := h.Get(headerBurstDigest); d != "" {
 		m.Header.Set(headerBurstDigest, d) // the version it runs on if the skill is deleted
 	}
+	// Where the run stands for cancel_on: at its last trigger (recordOf).
+	m.Header.Set(headerDebounceSeq, h.Get(headerDebounceSeq))
 	if err := r.publishRun(ctx, m, name); err != nil {
 		return err
 	}

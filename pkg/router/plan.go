@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -72,7 +73,10 @@ type trigger struct {
 	// burstDigest is the version of burstOf the burst's triggers were taken
 	// for (headerBurstDigest).
 	burstDigest string
-	verdicts    flowVerdicts
+	// burstSeq is the TRIGGERS sequence of the burst's last trigger (of the
+	// batch's), where its run stands for cancel_on; 0 when unknown.
+	burstSeq uint64
+	verdicts flowVerdicts
 	// prio is what the queue_priority of the skills admit took gave (prio.go).
 	prio map[string]queuePriority
 	// routed is the outcome plan returns for a trigger it routes, held here so
@@ -191,6 +195,7 @@ func parse(ctx context.Context, msg jetstream.Msg, pc parseConfig, t *trigger) o
 	} else if name, ok := subj.SkillFromDebounced(msg.Subject()); ok {
 		t.req.Skill, t.burstOf = name, name
 		t.burstDigest = msg.Headers().Get(headerBurstDigest)
+		t.burstSeq, _ = strconv.ParseUint(msg.Headers().Get(headerDebounceSeq), 10, 64)
 	} else if typ, _ := subj.TypeFromTrigger(msg.Subject()); typ != e.Type {
 		return rejected{events.UnmatchedBadType,
 			fmt.Sprintf("event type %q does not match its subject %s; publish it on %s", e.Type, msg.Subject(), subj.Trigger(e.Type))}
