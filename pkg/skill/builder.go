@@ -150,6 +150,7 @@ func (b *builder) finish(r report) {
 	b.checkSchedule()
 	b.checkBatchInputs()
 	b.checkBatchKeys()
+	b.checkRunKeyInputs()
 	b.checkSupported()
 	b.checkQueuePriority()
 	b.applyDefaults()

@@ -1,6 +1,10 @@
 package skill
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
 
 // Concurrency bounds how many runs of a skill run at once across the whole fleet:
 // at most Limit for each value of Key. Runs beyond it wait without holding a worker
@@ -85,4 +89,40 @@ func decodeConcurrency(b *builder, d *decoder, p pair) {
 		}
 	}
 	b.s.Concurrency = out
+}
+
+// checkRunKeyInputs reports a concurrency or throttle key that reads a field of
+// data which the workflow's inputs do not declare (and no "*"): such keys read
+// the run's inputs, so a run without the field fails on the key, and one with
+// it fails on its inputs, which refuse an undeclared field. A batched skill's
+// keys are checked against its run's data instead (checkBatchKeys).
+func (b *builder) checkRunKeyInputs() {
+	wf := b.s.Workflow
+	if b.s.Batch != nil || wf == nil || len(wf.Inputs) == 0 {
+		return
+	}
+	names := make([]string, 0, len(wf.Inputs))
+	for _, in := range wf.Inputs {
+		if in.Name == AnyInput {
+			return
+		}
+		names = append(names, in.Name)
+	}
+	for _, k := range b.runKeys {
+		if k.field != "concurrency.key" && k.field != "throttle.key" {
+			continue
+		}
+		for _, r := range k.reads {
+			if r.Name != "data" || r.Field == "" || slices.Contains(names, r.Field) {
+				continue
+			}
+			hint := fmt.Sprintf("declare input %s, or key on one the skill declares (%s)", r.Field, strings.Join(names, ", "))
+			if c := closest(r.Field, names); c != "" {
+				hint = "did you mean data." + c + "?"
+			}
+			line, col := k.d.exprPos(k.n, r.Line, r.Column)
+			k.d.add(SeverityError, line, col, k.field, hint,
+				"%s reads data.%s, an input the skill does not declare: every run would fail, one with it on its inputs, one without it on the key", k.field, r.Field)
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package skill
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -100,6 +101,45 @@ func TestThrottleField(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.want, s.Throttle); diff != "" {
 				t.Errorf("throttle (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A concurrency or throttle key reads the run's inputs: a field the workflow
+// does not declare fails every run, on the key or on the inputs.
+func TestRunKeyReadsDeclaredInputs(t *testing.T) {
+	t.Parallel()
+	const steps = "steps: [{id: s, tool: echo, args: {a: 1}}]\n"
+	tests := []struct {
+		name, fields string
+		want         []string
+	}{
+		{"misspelt", "concurrency: [{key: data.customr, limit: 1}]\ninputs: [{name: customer}, {name: amount, type: number}]\n", []string{
+			"skills/x/skill.yaml:4:21: error: concurrency.key reads data.customr, an input the skill does not declare: every run would fail, one with it on its inputs, one without it on the key (hint: did you mean data.customer?)"}},
+		{"undeclared", "throttle: {key: 'data[\"shop\"]', limit: 1, period: 1s}\ninputs: [{name: customer}]\n", []string{
+			"skills/x/skill.yaml:4:18: error: throttle.key reads data.shop, an input the skill does not declare: every run would fail, one with it on its inputs, one without it on the key (hint: declare input shop, or key on one the skill declares (customer))"}},
+		{"declared", "concurrency: [{key: data.customer, limit: 1}]\nthrottle: {key: 'has(data.x) ? data.customer : \"\"', limit: 1, period: 1s}\ninputs: [{name: customer}]\n", nil},
+		{"any input", "concurrency: [{key: data.shop, limit: 1}]\ninputs: [{name: customer}, {name: \"*\"}]\n", nil},
+		{"no inputs", "concurrency: [{key: data.shop, limit: 1}]\n", nil},
+		// A router reads a rate_limit's key on the trigger, before inputs.
+		{"rate limit", "rate_limit: {key: data.shop, limit: 1, period: 1m}\ninputs: [{name: customer}]\n", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, ds := ParseWorkflow("skills/x/skill.yaml", []byte("name: x\ndescription: d\ntriggers: [t.x]\n"+tt.fields+steps))
+			var got []string
+			for _, d := range ds {
+				got = append(got, d.String())
+			}
+			if len(got) != len(tt.want) {
+				t.Fatalf("diagnostics %q, want %q", got, tt.want)
+			}
+			for i := range got {
+				if !strings.HasPrefix(got[i], tt.want[i]) {
+					t.Errorf("diagnostic %q, want it to start %q", got[i], tt.want[i])
+				}
 			}
 		})
 	}
