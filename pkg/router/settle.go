@@ -133,6 +133,7 @@ func (r *Router) publishPlan(ctx context.Context, t *trigger, o *routed) (routeN
 	// publish with no body): the follower reads it from the jobs just stored.
 	if t.live {
 		_ = r.cfg.Bus.PublishLive(&nats.Msg{Subject: subj.Live(t.actID, primary.ExecutionID, events.TypeRouteDecided)})
+		r.soloWaiting(ctx, t, o)
 	}
 	note.method = primary.Source
 	return note, t.msg.Ack()
