@@ -96,3 +96,37 @@ func TestBatchKeysReadTheRun(t *testing.T) {
 	parseExpecting(t, "skills/orders/SKILL.md", []byte("---\nname: orders\ndescription: d\ntriggers: [t.x]\n"+
 		"debounce: {key: data.shop, period: 2s}\nrate_limit: {key: 'data.shop + extensions.tenant + subject', limit: 5, period: 1m}\nconcurrency: [{key: data.shop, limit: 1}]\n---\nLoad each batch of new orders into the warehouse and report how many were loaded.\n"), nil)
 }
+
+// A debounced burst's run is its last trigger with id its activation id and
+// source /skillbus/debounce/<skill>: the filter, checked again on the run, and
+// the keys of the limits on the run see those.
+func TestDebounceReadsTheRun(t *testing.T) {
+	t.Parallel()
+	md := func(fields string) []byte {
+		return []byte("---\nname: orders\ndescription: d\ntriggers: [t.x]\ndebounce: {key: source, period: 2s}\n" + fields +
+			"---\nLoad each batch of new orders into the warehouse and report how many were loaded.\n")
+	}
+	tests := []struct {
+		name, fields string
+		want         []string
+	}{
+		{"filter on source", "filter: source == \"/shop\"\n", []string{
+			"6:9: warning: filter reads source, which is /skillbus/debounce/orders on the debounced run: the filter is checked on each trigger and again on their run, and a trigger it took may end in a run it refuses (hint: filter on the data, subject or extensions, which the run keeps; or drop debounce)"}},
+		{"filter on id", "filter: 'id.startsWith(\"o-\")'\n", []string{
+			"6:10: warning: filter reads id, which is its activation id on the debounced run"}},
+		{"rate limit by source", "rate_limit: {key: source, limit: 1, period: 1m}\n", []string{
+			"6:19: error: rate_limit.key reads source, which is /skillbus/debounce/orders on every debounced run: one key for all"}},
+		{"throttle by source", "throttle: {key: source, limit: 1, period: 1s}\n", []string{
+			"6:17: error: throttle.key reads source, which is /skillbus/debounce/orders on every debounced run"}},
+		{"what the run keeps", "filter: 'data.a > 1 && subject != \"\" && extensions.tenant != \"test\"'\nrate_limit: {key: extensions.tenant, limit: 1, period: 1m}\n", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			parseExpecting(t, "skills/orders/SKILL.md", md(tt.fields), tt.want)
+		})
+	}
+	// Without a debounce the run is the trigger.
+	parseExpecting(t, "skills/orders/SKILL.md", []byte("---\nname: orders\ndescription: d\ntriggers: [t.x]\nfilter: source == \"/shop\"\n"+
+		"rate_limit: {key: source, limit: 1, period: 1m}\n---\nLoad each batch of new orders into the warehouse and report how many were loaded.\n"), nil)
+}

@@ -28,6 +28,8 @@ type builder struct {
 	// run (concurrency, throttle), with what they read: a batch's run has data
 	// of its own (checkBatchKeys).
 	runKeys []keyUse
+	// filter is the filter and what it reads (checkDebounceReads).
+	filter *keyUse
 }
 
 // keyUse is a key expression of field, at n in d, and what it reads.
@@ -151,6 +153,7 @@ func (b *builder) finish(r report) {
 	b.checkBatchInputs()
 	b.checkBatchKeys()
 	b.checkRunKeyInputs()
+	b.checkDebounceReads()
 	b.checkSupported()
 	b.checkQueuePriority()
 	b.applyDefaults()

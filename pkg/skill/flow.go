@@ -48,8 +48,9 @@ func flowFields() []*field {
 			if !ok {
 				return
 			}
-			if d.celAt(p.v, "filter", s, flow.Filter) {
+			if prg, ok := d.celProgram(p.v, "filter", s, flow.Filter, "CEL over the event: type, source, subject, id, time, data, extensions; see docs/authoring.md, Flow control"); ok {
 				b.s.Filter = strings.TrimSpace(s)
+				b.filter = &keyUse{d: d, n: p.v, field: "filter", reads: prg.Reads()}
 			}
 		}},
 		{name: "rate_limit", container: true, decode: decodeRateLimit},
@@ -206,4 +207,43 @@ func (r RateLimit) String() string {
 		s += " by " + r.Key
 	}
 	return s
+}
+
+// checkDebounceReads reports the expressions of a debounced skill that read the
+// burst's run other than as its triggers: the run is the last trigger with id
+// its activation id and source /skillbus/debounce/<skill>. A filter, checked on
+// each trigger and again on the run, that reads source or id may refuse the run
+// whose triggers it took: source == "/shop" folds the shop's triggers, then
+// filters out their run (a warning: source != "/test" is harmless). A key of a
+// limit on the run (rate_limit, concurrency, throttle) that reads source is one
+// key for every run (an error).
+func (b *builder) checkDebounceReads() {
+	if b.s.Debounce == nil {
+		return
+	}
+	src := "/skillbus/debounce/" + b.s.Name
+	if f := b.filter; f != nil {
+		for _, r := range f.reads {
+			if r.Name != "source" && r.Name != "id" {
+				continue
+			}
+			value := src
+			if r.Name == "id" {
+				value = "its activation id"
+			}
+			line, col := f.d.exprPos(f.n, r.Line, r.Column)
+			f.d.add(SeverityWarning, line, col, "filter", "filter on the data, subject or extensions, which the run keeps; or drop debounce",
+				"filter reads %s, which is %s on the debounced run: the filter is checked on each trigger and again on their run, and a trigger it took may end in a run it refuses", r.Name, value)
+		}
+	}
+	for _, k := range b.runKeys {
+		for _, r := range k.reads {
+			if r.Name != "source" {
+				continue
+			}
+			line, col := k.d.exprPos(k.n, r.Line, r.Column)
+			k.d.add(SeverityError, line, col, k.field, "key on the data, which the run keeps from its last trigger",
+				"%s reads source, which is %s on every debounced run: one key for all", k.field, src)
+		}
+	}
 }
