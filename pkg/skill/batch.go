@@ -105,6 +105,17 @@ func (b *builder) checkBatchKeys() {
 	if b.s.Batch == nil {
 		return
 	}
+	if k := b.prio; k != nil {
+		// Evaluated on the batch's run too: one on a trigger's field fails,
+		// and the run is queued at 0.
+		for _, r := range k.reads {
+			if r.Name == "data" && r.Field != "" && r.Field != BatchInput {
+				line, col := k.d.exprPos(k.n, r.Line, r.Column)
+				k.d.add(SeverityWarning, line, col, k.field, fmt.Sprintf("read the batch's events, such as data.events[0].data.%s", r.Field),
+					"queue_priority reads data.%s, but it is evaluated on the batch's run, whose data is {\"events\": [...]}: it would fail, and every batch be queued at 0", r.Field)
+			}
+		}
+	}
 	for _, k := range b.runKeys {
 		for _, r := range k.reads {
 			line, col := k.d.exprPos(k.n, r.Line, r.Column)

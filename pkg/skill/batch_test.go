@@ -84,6 +84,9 @@ func TestBatchKeysReadTheRun(t *testing.T) {
 			`6:40: error: rate_limit.key reads subject, but it is evaluated on the batch's run, which has none: it would be "" on every batch, one count for all (hint: key on the batch's events, such as data.events[0].subject)`,
 			`6:50: error: rate_limit.key reads source, but it is evaluated on the batch's run, whose source is /skillbus/debounce/orders on every batch: one key for all`}},
 		{"on the events", "rate_limit: {key: 'data.events[0].data.shop', limit: 5, period: 1m}\nconcurrency: [{key: 'string(size(data.events))', limit: 1}]\n", nil},
+		{"queue priority", "queue_priority: 'data.plan == \"gold\" ? 60 : 0'\n", []string{
+			`6:18: warning: queue_priority reads data.plan, but it is evaluated on the batch's run, whose data is {"events": [...]}: it would fail, and every batch be queued at 0 (hint: read the batch's events, such as data.events[0].data.plan)`}},
+		{"queue priority on the events", "queue_priority: 'size(data.events) > 3 ? 60 : 0'\n", nil},
 		{"has", "throttle: {key: 'has(data.shop) ? \"x\" : \"y\"', limit: 1, period: 1s}\n", nil},
 	}
 	for _, tt := range tests {

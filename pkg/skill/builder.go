@@ -30,6 +30,8 @@ type builder struct {
 	runKeys []keyUse
 	// filter is the filter and what it reads (checkDebounceReads).
 	filter *keyUse
+	// prio is queue_priority and what it reads (checkBatchKeys).
+	prio *keyUse
 }
 
 // keyUse is a key expression of field, at n in d, and what it reads.

@@ -34,8 +34,9 @@ func decodeQueuePriority(b *builder, d *decoder, p pair) {
 			"queue_priority %s is not a number of seconds: high, medium and low are priority's values, which order routing candidates, not queued runs", s)
 		return
 	}
-	if d.celAtHint(p.v, "queue_priority", s, flow.Priority, queuePriorityHint) {
+	if prg, ok := d.celProgram(p.v, "queue_priority", s, flow.Priority, queuePriorityHint); ok {
 		b.s.QueuePriority = strings.TrimSpace(s)
+		b.prio = &keyUse{d: d, n: p.v, field: "queue_priority", reads: prg.Reads()}
 	}
 }
 
