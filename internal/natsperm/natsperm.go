@@ -257,10 +257,13 @@ func roles(prefix string) []Role {
 		},
 		{
 			Name: "router",
-			Doc:  "Consumes triggers (durable router) and confirmation answers (durable router-confirmations); publishes plans, jobs and unroutable triggers' dead letters; resumes confirmed runs (reads and deletes paused records in KV runs, purges the pending timeout from EVENTS) and, when a parked run is cancelled, purges its scheduled resume messages from EVENTS; follows the catalog, the workers' heartbeats (which pools are served) and the outcome counts workers write to KV stats (success rates); serves the skillbus-router micro service (live route decisions); fires schedules and delayed triggers (publishes triggers; writes KV schedules: the lease and last ticks, and deletes delayed triggers once published from KV delayed, or from KV schedules where earlier versions stored them); counts rate-limited skills' triggers (writes KV ratelimits); holds debounced skills' bursts as scheduled messages in EVENTS and starts their runs (durable router-debounce).",
+			Doc:  "Consumes triggers (durable router) and confirmation answers (durable router-confirmations); publishes plans, jobs and unroutable triggers' dead letters; resumes confirmed runs (reads and deletes paused records in KV runs, purges the pending timeout from EVENTS) and, when a parked run is cancelled, purges its scheduled resume messages from EVENTS; follows the catalog, the workers' heartbeats (which pools are served) and the outcome counts workers write to KV stats (success rates); serves the skillbus-router micro service (live route decisions); fires schedules and delayed triggers (publishes triggers; writes KV schedules: the lease and last ticks, and deletes delayed triggers once published from KV delayed, or from KV schedules where earlier versions stored them); counts rate-limited skills' triggers (writes KV ratelimits); holds debounced skills' bursts as scheduled messages in EVENTS and starts their runs (durable router-debounce); reads the info of the workers' consumers on JOBS (whether a max_concurrent skill's slots are all taken, to tell a followed run it waits).",
 			Publish: join(jsInfo, n.streamInfos(),
 				readStream(n.triggers), readStream(n.events),
 				[]string{"$JS.API.STREAM.PURGE." + n.events},
+				// A followed run of a max_concurrent skill: whether its pool's
+				// slots are all taken (its workers' consumer's info, read only).
+				[]string{"$JS.API.CONSUMER.INFO." + n.jobs + ".*"},
 				readKV(n.skills), writeKV(n.runs), readKV(n.workers), readKV(n.stats), writeKV(n.schedules), writeKV(n.delayed),
 				[]string{subj.AllEvents(), subj.AllLive(), subj.AllExec(), subj.AllDead(), subj.Triggers()},
 				writeKV(n.ratelimits),
