@@ -25,8 +25,9 @@ type builder struct {
 	stepTools   []toolRef
 	mainDecoder *decoder // of the main file, for messages about the whole skill
 	// runKeys are the keys evaluated on a run's trigger (rate_limit) or on the
-	// run (concurrency, throttle), with what they read: a batch's run has data
-	// of its own (checkBatchKeys).
+	// run (concurrency, throttle), with what they read: a batch's or a burst's
+	// run is not its triggers (checkBatchKeys, checkDebounceReads), and a run's
+	// inputs are what the workflow declares (checkRunKeyInputs).
 	runKeys []keyUse
 	// filter is the filter and what it reads (checkDebounceReads).
 	filter *keyUse

@@ -48,7 +48,7 @@ func flowFields() []*field {
 			if !ok {
 				return
 			}
-			if prg, ok := d.celProgram(p.v, "filter", s, flow.Filter, "CEL over the event: type, source, subject, id, time, data, extensions; see docs/authoring.md, Flow control"); ok {
+			if prg, ok := d.celProgram(p.v, "filter", s, flow.Filter, eventHint); ok {
 				b.s.Filter = strings.TrimSpace(s)
 				b.filter = &keyUse{d: d, n: p.v, field: "filter", reads: prg.Reads()}
 			}
@@ -132,10 +132,13 @@ func decodeRateLimit(b *builder, d *decoder, p pair) {
 	}
 }
 
+// eventHint is what an expression over a trigger may read.
+const eventHint = "CEL over the event: type, source, subject, id, time, data, extensions; see docs/authoring.md, Flow control"
+
 // celAt compiles a CEL expression of field, reporting an error at its position in
 // the file; false when it does not compile.
 func (d *decoder) celAt(n *yaml.Node, field, src string, kind flow.Kind) bool {
-	return d.celAtHint(n, field, src, kind, "CEL over the event: type, source, subject, id, time, data, extensions; see docs/authoring.md, Flow control")
+	return d.celAtHint(n, field, src, kind, eventHint)
 }
 
 // celAtHint is celAt with the hint its error gives.

@@ -29,15 +29,15 @@ type member struct {
 
 // keyMember is "key": a CEL key over the trigger (package flow), evaluated by a
 // router as it routes the trigger (rate_limit, debounce, batch). The key of a
-// limit that also applies to a batch's run (rate_limit) is noted in b.runKeys;
-// b is nil for the others.
+// limit evaluated on a burst's or a batch's run too (rate_limit) is noted in
+// b.runKeys; b is nil for the others, which read the triggers only.
 func keyMember(b *builder, dst *string) member {
 	return member{name: "key", decode: func(d *decoder, v *yaml.Node, field string) bool {
 		s, ok := d.str(v, field)
 		if !ok {
 			return false
 		}
-		prg, ok := d.celProgram(v, field, s, flow.Key, "CEL over the event: type, source, subject, id, time, data, extensions; see docs/authoring.md, Flow control")
+		prg, ok := d.celProgram(v, field, s, flow.Key, eventHint)
 		if !ok {
 			return false
 		}
