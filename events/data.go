@@ -91,6 +91,9 @@ type RouteUnmatched struct {
 	// EndedWaits are the executions whose wait_for_event step the trigger ended:
 	// an event sent to resume a waiting run need not be one a skill takes.
 	EndedWaits []string `json:"ended_waits,omitempty"`
+	// Cancelled are the executions the trigger cancelled by their skills'
+	// cancel_on: an event sent to cancel runs need not be one a skill takes.
+	Cancelled []string `json:"cancelled,omitempty"`
 }
 
 // Attempt records one skill's try in an activation's fallback history.

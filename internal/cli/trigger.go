@@ -54,7 +54,8 @@ router chooses the skill by relevance, among those whose inputs take that data.
 With --wait it follows the activation: the routing decision, each step, retries and
 fallbacks, repairs, sleeps and waits, and the result. The exit code is 0 when the
 execution completed (or when no skill matches the trigger but it ended a run's
-wait_for_event, which is what such an event is sent for), 1 when it failed, 3 when
+wait_for_event or cancelled runs by their cancel_on, which is what such an event
+is sent for), 1 when it failed, 3 when
 no skill took the trigger, 7 when a debounced or batched skill took it into a
 run that starts later (as its own activation: runs list shows it), 4 on
 --timeout (a run that sleeps or waits for an event or a confirmation past it goes
@@ -174,8 +175,8 @@ routers restarting. One due while no router runs is published when one starts.`,
 				return &ExitError{Code: exitTimeout, Err: fmt.Errorf("no result for activation %s within %v (see 'skillbus runs list', or raise --timeout)", act.ID, timeout)}
 			case err != nil:
 				return err
-			case res.Unmatched != nil && res.Unmatched.Code == events.UnmatchedNoSkill && len(res.Unmatched.EndedWaits) > 0:
-				return nil // sent to resume waiting runs, which it did
+			case res.Unmatched != nil && res.Unmatched.Code == events.UnmatchedNoSkill && len(res.Unmatched.EndedWaits)+len(res.Unmatched.Cancelled) > 0:
+				return nil // sent to resume waiting runs or to cancel runs, which it did
 			case res.Deferred():
 				return &ExitError{Code: exitDeferred, Err: res.Err(), Quiet: true}
 			case res.Unmatched != nil:
@@ -474,8 +475,15 @@ func (w *watcher) print(e *event.Event) {
 	case events.TypeRouteUnmatched:
 		var u events.RouteUnmatched
 		_ = json.Unmarshal(e.Data(), &u)
-		if len(u.EndedWaits) > 0 && u.Code == events.UnmatchedNoSkill {
-			fmt.Fprintf(w.out, "▶ no skill takes it, but it ended the wait of %s: %s\n", plural(len(u.EndedWaits), "run"), strings.Join(u.EndedWaits, ", "))
+		if len(u.EndedWaits)+len(u.Cancelled) > 0 && u.Code == events.UnmatchedNoSkill {
+			var did []string
+			if len(u.EndedWaits) > 0 {
+				did = append(did, fmt.Sprintf("ended the wait of %s: %s", plural(len(u.EndedWaits), "run"), strings.Join(u.EndedWaits, ", ")))
+			}
+			if len(u.Cancelled) > 0 {
+				did = append(did, fmt.Sprintf("cancelled %s: %s", plural(len(u.Cancelled), "run"), strings.Join(u.Cancelled, ", ")))
+			}
+			fmt.Fprintf(w.out, "▶ no skill takes it, but it %s\n", strings.Join(did, "; it "))
 			return
 		}
 		if events.Deferred(u.Code) {
@@ -490,6 +498,9 @@ func (w *watcher) print(e *event.Event) {
 		fmt.Fprintf(w.out, "✗ not routed: %s: %s\n", str("code"), str("reason"))
 		if len(u.EndedWaits) > 0 {
 			fmt.Fprintf(w.out, "  it ended the wait of %s: %s\n", plural(len(u.EndedWaits), "run"), strings.Join(u.EndedWaits, ", "))
+		}
+		if len(u.Cancelled) > 0 {
+			fmt.Fprintf(w.out, "  it cancelled %s: %s\n", plural(len(u.Cancelled), "run"), strings.Join(u.Cancelled, ", "))
 		}
 	case events.TypeExecutionStarted:
 		w.exec = cmp.Or(str("execution_id"), w.exec)

@@ -191,3 +191,16 @@ func TestWatcherRetriesRanOut(t *testing.T) {
 		t.Fatalf("got %q, want %q", out.String(), want)
 	}
 }
+
+// An event no skill takes that cancelled runs by their cancel_on says so, and
+// what else it did, not only that it was not routed.
+func TestWatcherPrintsRunsAnEventCancelled(t *testing.T) {
+	var out bytes.Buffer
+	w := &watcher{out: &out}
+	w.print(watchEvent(t, events.TypeRouteUnmatched, events.RouteUnmatched{Code: events.UnmatchedNoSkill, Reason: "no skill matches", Cancelled: []string{"e1", "e2"}}))
+	w.print(watchEvent(t, events.TypeRouteUnmatched, events.RouteUnmatched{Code: events.UnmatchedNoSkill, Reason: "no skill matches", EndedWaits: []string{"w1"}, Cancelled: []string{"e3"}}))
+	want := "▶ no skill takes it, but it cancelled 2 runs: e1, e2\n▶ no skill takes it, but it ended the wait of 1 run: w1; it cancelled 1 run: e3\n"
+	if out.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
+	}
+}

@@ -194,7 +194,8 @@ func (r *Router) cancelByKept(ctx context.Context, rule *cancelRule, tok, key st
 		if !rec.Trigger.before(ev) || !r.cancelMatches(rule, ev, rec) {
 			continue
 		}
-		return true, r.cancelRun(ctx, rule, rec, ev, key)
+		_, err := r.cancelRun(ctx, rule, rec, ev, key)
+		return true, err
 	}
 	return false, nil
 }
@@ -245,8 +246,12 @@ func (r *Router) cancelBy(ctx context.Context, t *trigger, ev cancelTrigger, rul
 		if !rec.Trigger.before(ev) || !r.cancelMatches(rule, ev, &rec) {
 			continue
 		}
-		if err := r.cancelRun(ctx, rule, &rec, ev, e.Key()); err != nil {
+		cancelled, err := r.cancelRun(ctx, rule, &rec, ev, e.Key())
+		if err != nil {
 			return err
+		}
+		if cancelled {
+			t.cancelled = append(t.cancelled, rec.ExecutionID)
 		}
 	}
 	return nil
@@ -288,19 +293,21 @@ func (r *Router) cancelMatches(rule *cancelRule, ev cancelTrigger, rec *cancelOn
 	return ok
 }
 
-// cancelRun cancels the run of rec by the event ev, and deletes its key.
-func (r *Router) cancelRun(ctx context.Context, rule *cancelRule, rec *cancelOnRecord, ev cancelTrigger, key string) error {
+// cancelRun cancels the run of rec by the event ev, and deletes its key. cancelled
+// says the run had not ended (nor been cancelled before): this cancel stops it.
+func (r *Router) cancelRun(ctx context.Context, rule *cancelRule, rec *cancelOnRecord, ev cancelTrigger, key string) (cancelled bool, _ error) {
 	reason := fmt.Sprintf("cancel_on %s: event %s from %s", rule.typ, ev.ID, ev.Source)
 	if rule.match != nil {
 		reason += " matched " + rule.match.String()
 	}
 	res, err := r.control.CancelKnown(ctx, rec.ExecutionID, control.Request{By: "cancel_on", Reason: reason, Source: r.cfg.Source})
 	if err != nil && !errors.Is(err, control.ErrNoExecution) {
-		return err
+		return false, err
 	}
 	r.cfg.Log.Info("router: run cancelled by an event", "skill", rule.skill, "execution", rec.ExecutionID, "state", res.State,
 		"by", events.ActivationID(ev.Source, ev.ID))
-	return r.runs.Delete(ctx, key)
+	cancelled = err == nil && res.State != control.StateEnded && !res.Again
+	return cancelled, r.runs.Delete(ctx, key)
 }
 
 func (ct cancelTrigger) event() *flow.Event {

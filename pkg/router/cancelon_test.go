@@ -61,6 +61,20 @@ func TestCancelOnCancelsTheMatchingRun(t *testing.T) {
 	if c := f.cancelOf("c2"); c != nil {
 		t.Fatalf("the run of order 2 was cancelled too: %+v", c)
 	}
+	// No skill takes the event, and its route.unmatched says what it did: a
+	// sender waiting on it hears it cancelled a run, not only that it was not
+	// routed. The same event again cancels nothing more.
+	var u events.RouteUnmatched
+	f.event(events.ActivationID("/test", "p1"), events.TypeRouteUnmatched, &u)
+	if u.Code != events.UnmatchedNoSkill || len(u.Cancelled) != 1 || u.Cancelled[0] != events.ExecutionID("/test", "c1", "remind") {
+		t.Errorf("route.unmatched of the cancelling event: %+v", u)
+	}
+	f.orderEvent("p1-again", "com.example.order.paid", 1)
+	var again events.RouteUnmatched
+	f.event(events.ActivationID("/test", "p1-again"), events.TypeRouteUnmatched, &again)
+	if again.Code != events.UnmatchedNoSkill || len(again.Cancelled) != 0 {
+		t.Errorf("the event again: %+v, want it to say it cancelled nothing", again)
+	}
 }
 
 // After the rule's timeout an event no longer cancels the run.

@@ -49,8 +49,9 @@ type trigger struct {
 	live bool
 	// depth is the delegation depth of the trigger's jobs (see depthOf).
 	depth int
-	// endedWaits are the executions whose wait_for_event the trigger ended.
-	endedWaits []string
+	// endedWaits are the executions whose wait_for_event the trigger ended;
+	// cancelled, those it cancelled by their skills' cancel_on.
+	endedWaits, cancelled []string
 	// data is the trigger's data decoded, as flow expressions read it.
 	data any
 	fev  *flow.Event

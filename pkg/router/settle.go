@@ -192,7 +192,7 @@ func (r *Router) unmatched(ctx context.Context, t *trigger, o unmatched) error {
 	b.PublishEvent(r.cfg.Bus.Subjects.Event(t.actID, events.TypeRouteUnmatched), bus.Event{
 		ID: t.actID + ".route.unmatched", Source: r.cfg.Source, Type: events.TypeRouteUnmatched, Meta: t.meta,
 		Data: events.RouteUnmatched{ActivationID: t.actID, Code: o.code, Reason: o.reason, Trigger: t.ref, Threshold: o.d.Threshold, Candidates: cs,
-			EndedWaits: t.endedWaits},
+			EndedWaits: t.endedWaits, Cancelled: t.cancelled},
 	})
 	if err := b.Wait(ctx); err != nil {
 		return err
