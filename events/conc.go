@@ -56,6 +56,12 @@ const StageSlot = "slot"
 // passes the turn on to the gate's next waiting run.
 const HeaderConcGate = "Skillbus-Conc-Gate"
 
+// HeaderBurstDigest names, on a debounced burst's latest trigger, on each
+// trigger of a batch's log and on the run of either (subjects only routers
+// write), the version of the skill the trigger was taken for: the run's version
+// if the skill is deleted before it starts.
+const HeaderBurstDigest = "Skillbus-Burst-Digest"
+
 // Keys of the runs bucket for throttles (see the worker):
 //
 //	thr.<skill>.<key hash>     a throttle's next start time for a key value (GCRA), "<unix ns>/<rate>"

@@ -191,7 +191,7 @@ func (r *Router) appendBatch(ctx context.Context, t *trigger, name string, f fol
 		}
 		msg.Header.Set(events.HeaderBatchSeq, strconv.FormatUint(t.ref.Seq, 10))
 		if f.digest != "" {
-			msg.Header.Set(headerBurstDigest, f.digest)
+			msg.Header.Set(events.HeaderBurstDigest, f.digest)
 		}
 		msg.Header.Set(bus.HeaderMsgID, "batch."+s.id+"."+t.actID)
 		msg.Data = el
@@ -430,7 +430,7 @@ func (r *Router) readBatch(ctx context.Context, s batchSubjects, first uint64) (
 			return els, m.Sequence, false, nil // the end marker, or the next batch
 		}
 		tseq, _ := strconv.ParseUint(m.Header.Get(events.HeaderBatchSeq), 10, 64)
-		els = append(els, batchEvent{tseq, m.Data, m.Header.Get(headerBurstDigest)})
+		els = append(els, batchEvent{tseq, m.Data, m.Header.Get(events.HeaderBurstDigest)})
 		last, seq = m.Sequence, m.Sequence+1
 		if it.full {
 			return els, last, false, nil
@@ -475,7 +475,7 @@ func (r *Router) publishBatch(ctx context.Context, s batchSubjects, name string,
 	}
 	m := bus.Encode(r.cfg.Bus.Subjects.TriggerDebounced(name), "batch."+name+"."+ev.ID(), &ev)
 	if d := evs[len(evs)-1].digest; d != "" {
-		m.Header.Set(headerBurstDigest, d) // the version it runs on if the skill is deleted
+		m.Header.Set(events.HeaderBurstDigest, d) // the version it runs on if the skill is deleted
 	}
 	// Where the run stands for cancel_on: at its last trigger (recordOf).
 	m.Header.Set(headerDebounceSeq, strconv.FormatUint(evs[len(evs)-1].seq, 10))

@@ -68,12 +68,6 @@ type folding struct {
 	digest string
 }
 
-// headerBurstDigest names, on a burst's latest trigger, on each trigger of a
-// batch's log and on the run of either (subjects only routers write), the
-// version of the skill the trigger was taken for: the run's version if the
-// skill is deleted before it starts (burstOfDeleted).
-const headerBurstDigest = "Skillbus-Burst-Digest"
-
 func debounceID(name, key string) string {
 	sum := sha256.Sum256([]byte(name + "\x00" + key))
 	return hex.EncodeToString(sum[:16])
@@ -173,8 +167,8 @@ func (r *Router) setLatest(ctx context.Context, s debounceSubjects, id, name, di
 		lm.Header.Set(headerDebounceSkill, name)
 		lm.Header.Set(headerDebounceAct, t.actID)
 		lm.Header.Set(headerDebounceSeq, strconv.FormatUint(t.ref.Seq, 10))
-		if lm.Header.Del(headerBurstDigest); digest != "" {
-			lm.Header.Set(headerBurstDigest, digest)
+		if lm.Header.Del(events.HeaderBurstDigest); digest != "" {
+			lm.Header.Set(events.HeaderBurstDigest, digest)
 		}
 		lm.Header.Set(bus.HeaderMsgID, "debounce."+id+"."+t.actID)
 		lm.Data = t.msg.Data()
@@ -261,8 +255,8 @@ func (r *Router) fire(ctx context.Context, msg jetstream.Msg) error {
 	ev.SetID(act)
 	ev.SetSource(DebounceSource(name))
 	m := bus.Encode(r.cfg.Bus.Subjects.TriggerDebounced(name), "debounce."+name+"."+act, ev)
-	if d := h.Get(headerBurstDigest); d != "" {
-		m.Header.Set(headerBurstDigest, d) // the version it runs on if the skill is deleted
+	if d := h.Get(events.HeaderBurstDigest); d != "" {
+		m.Header.Set(events.HeaderBurstDigest, d) // the version it runs on if the skill is deleted
 	}
 	// Where the run stands for cancel_on: at its last trigger (recordOf).
 	m.Header.Set(headerDebounceSeq, h.Get(headerDebounceSeq))

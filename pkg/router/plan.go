@@ -72,7 +72,7 @@ type trigger struct {
 	// came on that skill's TriggerDebounced subject, which only routers publish.
 	burstOf string
 	// burstDigest is the version of burstOf the burst's triggers were taken
-	// for (headerBurstDigest).
+	// for (events.HeaderBurstDigest).
 	burstDigest string
 	// burstSeq is the TRIGGERS sequence of the burst's last trigger (of the
 	// batch's), where its run stands for cancel_on; 0 when unknown.
@@ -195,7 +195,7 @@ func parse(ctx context.Context, msg jetstream.Msg, pc parseConfig, t *trigger) o
 		t.req.Skill = name
 	} else if name, ok := subj.SkillFromDebounced(msg.Subject()); ok {
 		t.req.Skill, t.burstOf = name, name
-		t.burstDigest = msg.Headers().Get(headerBurstDigest)
+		t.burstDigest = msg.Headers().Get(events.HeaderBurstDigest)
 		t.burstSeq, _ = strconv.ParseUint(msg.Headers().Get(headerDebounceSeq), 10, 64)
 	} else if typ, _ := subj.TypeFromTrigger(msg.Subject()); typ != e.Type {
 		return rejected{events.UnmatchedBadType,

@@ -28,7 +28,7 @@ func (r *Router) soloWaiting(ctx context.Context, t *trigger, o *routed) {
 		if !strings.HasPrefix(sr.Pool, solo) {
 			continue
 		}
-		c, err := r.cfg.Bus.JS.Consumer(ctx, r.cfg.Bus.StreamJobs(), "worker-"+sr.Pool)
+		c, err := r.cfg.Bus.Consumer(ctx, r.cfg.Bus.StreamJobs(), "worker-"+sr.Pool)
 		if err != nil {
 			r.cfg.Log.Debug("router: cannot read the pool of a skill with max_concurrent", "pool", sr.Pool, "err", err)
 			continue
