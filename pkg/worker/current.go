@@ -67,6 +67,33 @@ func (w *Worker) flowSkill(j *job) *skill.Skill {
 	return j.skill
 }
 
+// keysRead reports whether the throttle key and the concurrency keys of fs,
+// another version than j's own, read on j's run. Only runs of a version other
+// than the current one ask: a version change is rare, a run of one cheap.
+func (w *Worker) keysRead(j *job, fs *skill.Skill) bool {
+	ev, err := keyEvent(j)
+	if err != nil {
+		return true // its own version fails the same way, saying so
+	}
+	if fs.Throttle != nil {
+		if p := w.throttleProgOf(fs); p.err == nil && p.key != nil {
+			if _, err := p.key.KeyOf(ev); err != nil {
+				return false
+			}
+		}
+	}
+	if len(fs.Concurrency) > 0 {
+		if p := w.gateProgsOf(fs); p.err == nil {
+			for _, e := range p.entries {
+				if _, err := e.key.KeyOf(ev); err != nil {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
 // noLimit is the limit of a gate whose skill's current version no longer has
 // its concurrency entry: every waiting run is released.
 const noLimit = 1 << 30

@@ -365,3 +365,34 @@ func TestThrottledAndPausedRunsSayTheyWait(t *testing.T) {
 		t.Fatalf("heard %q, want %q", got, want)
 	}
 }
+
+// A new version whose concurrency keys on an input the old version's runs do not
+// have does not fail those runs: a run pinned to the old version whose trigger
+// the new key cannot read waits under its own version's limit, and completes.
+func TestNewVersionKeyedOnANewInputSparesOldRuns(t *testing.T) {
+	t.Parallel()
+	v1 := gatedSkill("rekeyed", 1, 1)
+	f := setup(t)
+	f.publishVersion(v1)
+	g := newGatedRuns()
+	f.tools = mustSet(t, f.tools, g.tool())
+	f.start()
+	a := f.pinnedJob(v1, "a", "k")
+	g.startedAre(t, "the first run", a)
+	b := f.pinnedJob(v1, "b", "k")
+	f.waitsForSlot(b)
+
+	v2 := gatedSkill("rekeyed", 2, 1)
+	v2.Concurrency = []skill.Concurrency{{Key: "data.region", Limit: 1}}
+	f.publishVersion(v2)
+	c := f.pinnedJob(v1, "c", "k") // planned on v1 before the change reached the router
+	f.waitsForSlot(c)
+	g.open(a)
+	g.startedAre(t, "after the first run ended", a, b)
+	g.open(b)
+	g.startedAre(t, "after the second run ended", a, b, c)
+	g.open(c)
+	for _, id := range []string{a, b, c} {
+		f.waitEvent(id, events.TypeExecutionCompleted)
+	}
+}

@@ -590,8 +590,13 @@ func (w *Worker) gate(ctx context.Context, j *job) (done bool, err error) {
 	case j.takeovers > w.cfg.CrashAllowance:
 		return true, w.fail(ctx, j, "", failure.Fatalf("workers died running it %d times (the crash allowance is %d): it is not run again", j.takeovers, w.cfg.CrashAllowance))
 	}
-	// The limits that count are the skill's current ones (current.go).
+	// The limits that count are the skill's current ones (current.go), unless
+	// their keys cannot be read on this run (a newer version keys on an input
+	// the pinned version's run does not have): then its own version's count.
 	fs := w.flowSkill(j)
+	if fs != j.skill && !w.keysRead(j, fs) {
+		fs = j.skill
+	}
 	if fs.Throttle != nil {
 		if done, err := w.throttle(ctx, j, fs); done || err != nil {
 			return true, err
