@@ -232,3 +232,33 @@ func TestRunsShowSaysARunIsHeldByItsPausedSkill(t *testing.T) {
 		return strings.Contains(s, "completed by worker")
 	}, "the held run never completed after resume:\n%s", &s)
 }
+
+// A throttled run says when it starts, not that its skill is paused.
+func TestRunsShowSaysARunIsThrottled(t *testing.T) {
+	t.Parallel()
+	yaml := "name: slowly\ndescription: Syncs at most once a minute.\nversion: 1.0.0\nthrottle:\n  limit: 1\n  period: 60s\ninputs:\n  - name: n\n    type: integer\nsteps:\n  - id: echo\n    compute: |\n      result = inputs.n\n    output: n\noutputs:\n  n: \"{{ n }}\"\n"
+	url, _ := devWithSkill(t, "slowly", yaml)
+	for i := range 2 {
+		var out bytes.Buffer
+		if err := cli.Skillbus(context.Background(), []string{"trigger", "--skill", "slowly", "--source", "/t", "--id", fmt.Sprint("thr-", i), "--data", fmt.Sprintf(`{"n":%d}`, i), "--nats-url", url}, noEnv, &out, &out); err != nil {
+			t.Fatalf("trigger: %v\n%s", err, &out)
+		}
+	}
+	ids := []string{events.ExecutionID("/t", "thr-0", "slowly"), events.ExecutionID("/t", "thr-1", "slowly")}
+	show := func(id string) string {
+		var out bytes.Buffer
+		_ = cli.Skillbus(context.Background(), []string{"runs", "show", id, "--nats-url", url}, noEnv, &out, &out)
+		return out.String()
+	}
+	// One of the two runs first; the other waits its turn, about a minute.
+	var s string
+	natstest.Eventually(t, 30*time.Second, func() bool {
+		a, b := show(ids[0]), show(ids[1])
+		s = a + "\n----\n" + b
+		return strings.Contains(a, "completed by worker") && strings.Contains(b, "throttled: it starts at ") ||
+			strings.Contains(b, "completed by worker") && strings.Contains(a, "throttled: it starts at ")
+	}, "runs show never said one run is throttled:\n%s", &s)
+	if strings.Contains(s, "paused") {
+		t.Errorf("a throttled run reads as paused:\n%s", s)
+	}
+}

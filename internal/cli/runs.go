@@ -303,6 +303,8 @@ func (w waitingRun) line(id string) string {
 	case w.held != nil && w.held.Gate != "":
 		return fmt.Sprintf("waiting: for a concurrency slot of %s (%d at once), since %s; it holds no worker meanwhile\n  skillbus runs cancel %s          (to drop it)",
 			w.held.Skill, w.held.Limit, w.held.At.Local().Format(time.RFC3339), id)
+	case w.held != nil && !w.held.Until.IsZero():
+		return fmt.Sprintf("throttled: it starts at %s, its turn under %s's throttle; it holds no worker meanwhile", w.held.Until.Local().Format(time.RFC3339), w.held.Skill)
 	case w.held != nil:
 		return fmt.Sprintf("held: %s is paused, since %s; it runs when the skill is resumed\n  skillbus runs resume --skill %s          (or skillbus runs cancel %s)",
 			w.held.Skill, w.held.At.Local().Format(time.RFC3339), w.held.Skill, id)
@@ -332,7 +334,9 @@ func loadWaiting(ctx context.Context, b *bus.Bus, kv jetstream.KeyValue, id stri
 	e, err = kv.Get(ctx, events.RunThrottleKey(id))
 	switch {
 	case err == nil:
-		if n, err := strconv.ParseInt(string(e.Value()), 10, 64); err == nil && time.Unix(0, n).After(time.Now()) {
+		// <start in ns>/<the throttle it was taken under>
+		ns, _, _ := strings.Cut(string(e.Value()), "/")
+		if n, err := strconv.ParseInt(ns, 10, 64); err == nil && time.Unix(0, n).After(time.Now()) {
 			w.throttled = time.Unix(0, n)
 			return w, nil
 		}
