@@ -88,10 +88,12 @@ func cancelIndex(flows map[string]*compiledFlow) map[string][]*cancelRule {
 func recordOf(t *trigger) cancelTrigger {
 	e := t.e
 	ct := cancelTrigger{ID: e.ID, Type: e.Type, Source: e.Source, Subject: e.Subject, Time: e.Time, Seq: t.ref.Seq}
-	if t.burstOf != "" {
+	if t.burstOf != "" && t.burstSeq != 0 {
 		// The run of a debounced burst or a batch is published when it is due,
 		// after the events sent while it was pending: it stands where its last
-		// trigger does, so that an event sent after that trigger cancels it.
+		// trigger does, so that an event sent after that trigger cancels it. A
+		// burst folded by an older router does not say where: it stands where
+		// it is published, as every run did then.
 		ct.Seq = t.burstSeq
 	}
 	if len(e.Data) > 0 && json.Valid(e.Data) {

@@ -52,7 +52,16 @@ func (r *Router) burstOfDeleted(ctx context.Context, t *trigger) (outcome, error
 		Name: s.Name, Version: s.Version, Skill: s, Source: selector.StrategyExplicit, Sources: []string{selector.StrategyExplicit},
 		Score: 1, Selected: true, Role: "primary", Reason: what + " of a deleted skill, run on the version it was taken for",
 	}}}
-	t.depth = 0
+	// The burst's delegation depth, as any routed trigger's: its last trigger
+	// may come from a skill's skill tool.
+	depth, err := r.depthOf(ctx, t.e)
+	if errors.Is(err, errBadParent) {
+		return rejected{events.UnmatchedInvalid, err.Error()}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	t.depth = depth
 	t.ramps = nil
 	return plan(d, t, r.cfg.Bus.Subjects, func(string) (*skill.Skill, bool) { return nil, false }), nil
 }

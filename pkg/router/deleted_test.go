@@ -108,3 +108,31 @@ func TestDeletedSkillsBurstWithoutItsVersionIsDeadLettered(t *testing.T) {
 		t.Fatalf("dead letter on %s, code %s, data %s", m.Subject, m.Header.Get(events.HeaderDeadCode), m.Data)
 	}
 }
+
+// A deleted skill's burst keeps the delegation depth of its last trigger, as
+// the burst of a skill still in the catalog does: a skill's skill-tool calls
+// cannot reset the depth bound by way of a deleted debounced skill.
+func TestDeletedSkillsBurstKeepsItsDepth(t *testing.T) {
+	t.Parallel()
+	db := debounced(4*time.Second, 30*time.Second)
+	f := setupBatch(t, db, hello)
+	f.keepVersion(db)
+	f.publish("skillbus.trigger.skill.hello", ce("root", "io.skillbus.invoke"), `{}`)
+	root := events.ActivationID("/test", "root")
+	if d := f.planJob(root).Depth; d != 0 {
+		t.Fatalf("root depth %d", d)
+	}
+	h := ce("d1", "com.example.change")
+	h["ce-"+events.ExtParent] = root
+	f.publish("skillbus.trigger.com.example.change", h, `{"doc": "readme", "n": 1}`)
+	var u events.RouteUnmatched
+	f.event(events.ActivationID("/test", "d1"), events.TypeRouteUnmatched, &u)
+	if u.Code != events.UnmatchedDebounced {
+		t.Fatalf("d1: %+v", u)
+	}
+	f.deleteSkill(db)
+	act := events.ActivationID(router.DebounceSource("digest"), events.ActivationID("/test", "d1"))
+	if j := f.planJob(act); j.Depth != 1 {
+		t.Fatalf("the deleted skill's burst run has depth %d, want 1, one below its trigger's parent", j.Depth)
+	}
+}
