@@ -94,6 +94,14 @@ func TestDelayedTriggersUnderSenders(t *testing.T) {
 		cc()
 		f.denied("publisher", "write "+subj, subj, err)
 	}
+	// No read of the bucket: a read by subject takes wildcards, and would hand
+	// a sender every other sender's delayed triggers.
+	for _, subj := range []string{"$JS.API.DIRECT.GET.KV_delayed.$KV.delayed.at.*", "$JS.API.DIRECT.GET.KV_delayed"} {
+		c, cc := context.WithTimeout(ctx, time.Second)
+		_, err := pub.RequestWithContext(c, subj, []byte(`{"last_by_subj":"$KV.delayed.at.*"}`))
+		cc()
+		f.denied("publisher", "read KV delayed ("+subj+")", subj, err)
+	}
 	// A value larger than an event, as the probe stored 151 of.
 	big, _ := json.Marshal(schedule.Delayed{At: time.Now().Add(time.Hour), Skill: "hello", Source: "/app", ID: "big", Data: json.RawMessage(`"` + strings.Repeat("x", 900<<10) + `"`)})
 	if _, err := pubJS.Publish(ctx, "$KV.delayed.at.big", big); err == nil {

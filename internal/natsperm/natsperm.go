@@ -121,10 +121,10 @@ func readKV(bucket string) []string  { return readStream("KV_" + bucket) }
 func writeKV(bucket string) []string { return append(readKV(bucket), "$KV."+bucket+".>") }
 
 // storeDelayed is storing delayed triggers: creating keys at.<id> of KV delayed
-// (a create reads the key it finds), without watching the bucket (which would
-// read every sender's).
+// by create-only publishes, which read nothing back; no read of the bucket at
+// all, since a read by subject takes wildcards (every sender's triggers).
 func storeDelayed(bucket string) []string {
-	return []string{"$JS.API.STREAM.INFO.KV_" + bucket, "$JS.API.DIRECT.GET.KV_" + bucket + ".>", "$KV." + bucket + ".at.>"}
+	return []string{"$JS.API.STREAM.INFO.KV_" + bucket, "$KV." + bucket + ".at.>"}
 }
 func readObj(bucket string) []string { return readStream("OBJ_" + bucket) }
 
@@ -300,7 +300,7 @@ func roles(prefix string) []Role {
 		},
 		{
 			Name:        "publisher",
-			Doc:         "Publishes triggers and follows them to their result (ordered consumers on EVENTS, which acknowledge nothing; direct gets on JOBS for the plan an activation's jobs carry): what any application sending events uses. Delayed triggers (trigger --at/--in) are keys at.<id> it creates in KV delayed (bounded, no roll-ups or purges), which it cannot watch. It cannot publish jobs, results or anything else, nor take jobs from workers, nor write any other bucket, nor use the services' durable consumers (router-confirmations, router-debounce, worker-throttle: no pull, ack, create, update or delete).",
+			Doc:         "Publishes triggers and follows them to their result (ordered consumers on EVENTS, which acknowledge nothing; direct gets on JOBS for the plan an activation's jobs carry): what any application sending events uses. Delayed triggers (trigger --at/--in) are keys at.<id> it creates in KV delayed (bounded, no roll-ups or purges) by create-only publishes; it cannot read, list or watch the bucket (a key's name is its trigger's activation id, a hash of source and id: senders are one trust domain, and one that knows another's source and id could still delete its pending trigger). It cannot publish jobs, results or anything else, nor take jobs from workers, nor write any other bucket, nor use the services' durable consumers (router-confirmations, router-debounce, worker-throttle: no pull, ack, create, update or delete).",
 			Publish:     join(jsInfo, []string{subj.Triggers()}, followStream(n.events), getStream(n.jobs), storeDelayed(n.delayed)),
 			DenyPublish: join(n.othersDurables("publisher"), routerOnly),
 			Subscribe:   join(inbox, []string{subj.AllLive()}),

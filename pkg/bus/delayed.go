@@ -122,6 +122,28 @@ func (b *Bus) ensureDelayed(ctx context.Context) error {
 	return errors.New("created and deleted again while starting")
 }
 
+// ErrDelayedExists: CreateDelayed found its key taken (or deleted within the
+// deletion marker's TTL): the same delayed trigger was stored before.
+var ErrDelayedExists = errors.New("bus: a delayed trigger of that key was stored before")
+
+// CreateDelayed stores value under key of the delayed bucket, only if the key
+// holds nothing: a create-only publish, which reads nothing back, so that a
+// sender needs no read of the bucket (a key-value create reads the key it
+// finds, and a read by subject takes wildcards: every sender's triggers).
+func (b *Bus) CreateDelayed(ctx context.Context, key string, value []byte) error {
+	m := nats.NewMsg("$KV." + b.BucketDelayed() + "." + key)
+	m.Data = value
+	_, err := b.JS.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(0))
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
+		return ErrDelayedExists
+	}
+	if err != nil {
+		return fmt.Errorf("bus: storing delayed trigger %s: %w", key, err)
+	}
+	return nil
+}
+
 // DeleteDelayed deletes the delayed trigger key of the delayed bucket if it is
 // still at revision rev, leaving a deletion marker that expires after
 // DelayedMarkerTTL (a key-value delete's marker would stay for good).

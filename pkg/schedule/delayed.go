@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
@@ -74,12 +73,11 @@ func At(ctx context.Context, b *bus.Bus, t client.Trigger, at time.Time) (client
 		return client.Activation{}, fmt.Errorf("schedule: %w: the delayed trigger is %d bytes as stored; at most %d", client.ErrTooLarge, len(v), bus.DelayedMaxValueBytes-1<<10)
 	}
 	act := client.Activation{ID: events.ActivationID(t.Source, t.ID), Subject: subject, Source: t.Source, EventID: t.ID}
-	kv, err := b.KV(ctx, b.BucketDelayed())
-	if err != nil {
+	if _, err := b.KV(ctx, b.BucketDelayed()); err != nil {
 		return client.Activation{}, fmt.Errorf("schedule: %w", err)
 	}
-	if _, err := kv.Create(ctx, atPfx+act.ID, v); err != nil {
-		if errors.Is(err, jetstream.ErrKeyExists) {
+	if err := b.CreateDelayed(ctx, atPfx+act.ID, v); err != nil {
+		if errors.Is(err, bus.ErrDelayedExists) {
 			act.Duplicate = true
 			return act, nil
 		}
