@@ -134,13 +134,29 @@ func NewHTTP(cfg HTTPConfig) Tool {
 // noReferer is the client's redirect policy: the default's limit of 10
 // redirects, and no Referer header, which Go's client sets to the URL redirected
 // from, query and all; a query often carries an API key, which the next host,
-// perhaps another's, must not get.
+// perhaps another's, must not get. To another host (or port) it sends only the
+// headers that carry no credential (crossHostHeaders): Go's client drops
+// Authorization and Cookie there, but a skill's X-Api-Key would go along.
 func noReferer(req *http.Request, via []*http.Request) error {
 	if len(via) >= 10 {
 		return errors.New("stopped after 10 redirects")
 	}
 	req.Header.Del("Referer")
+	if len(via) > 0 && !strings.EqualFold(req.URL.Host, via[0].URL.Host) {
+		for k := range req.Header {
+			if !crossHostHeaders[http.CanonicalHeaderKey(k)] {
+				req.Header.Del(k)
+			}
+		}
+	}
 	return nil
+}
+
+// crossHostHeaders are the headers a redirect to another host keeps: what says
+// how to talk, not who is asking.
+var crossHostHeaders = map[string]bool{
+	"Accept": true, "Accept-Encoding": true, "Accept-Language": true, "Content-Type": true,
+	"User-Agent": true, "Traceparent": true, "Tracestate": true, "Idempotency-Key": true,
 }
 
 type httpTool struct {

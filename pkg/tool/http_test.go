@@ -427,13 +427,16 @@ func TestHTTPErrorsHideCredentials(t *testing.T) {
 }
 
 // A redirect does not tell the next host the URL it came from: Go's client would
-// send it as the Referer, query and all, and a query often carries an API key.
-// Redirects stop after 10.
+// send it as the Referer, query and all, and a query often carries an API key;
+// nor does it pass another host a skill's own credential header. Redirects stop
+// after 10.
 func TestHTTPRedirectSendsNoReferer(t *testing.T) {
 	t.Parallel()
-	referer := make(chan string, 1)
+	referer, apiKey, agent := make(chan string, 1), make(chan string, 1), make(chan string, 1)
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		referer <- r.Header.Get("Referer")
+		apiKey <- r.Header.Get("X-Api-Key")
+		agent <- r.Header.Get("User-Agent")
 		fmt.Fprint(w, "ok")
 	}))
 	defer other.Close()
@@ -447,7 +450,8 @@ func TestHTTPRedirectSendsNoReferer(t *testing.T) {
 	}))
 	defer from.Close()
 	h := tool.NewHTTP(tool.HTTPConfig{}) // the client a worker makes
-	res, err := h.Call(netCtx(t), httpCall(map[string]any{"url": from.URL + "/start?api_key=t0ken"}))
+	// The other host is another port of 127.0.0.1: a host, as URLs name one.
+	res, err := h.Call(netCtx(t), httpCall(map[string]any{"url": from.URL + "/start?api_key=t0ken", "headers": map[string]any{"X-Api-Key": "s3cret"}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -456,6 +460,12 @@ func TestHTTPRedirectSendsNoReferer(t *testing.T) {
 	}
 	if r := <-referer; r != "" {
 		t.Errorf("the host redirected to got Referer %q, want none", r)
+	}
+	if k := <-apiKey; k != "" {
+		t.Errorf("the host redirected to got X-Api-Key %q, want none", k)
+	}
+	if a := <-agent; a == "" {
+		t.Error("the host redirected to got no User-Agent")
 	}
 	_, err = h.Call(netCtx(t), httpCall(map[string]any{"url": from.URL + "/loop"}))
 	if err == nil || !strings.Contains(err.Error(), "stopped after 10 redirects") || failure.ClassOf(err) != failure.Fatal {
