@@ -107,7 +107,8 @@ func (f *fixture) answer(m jetstream.Msg) {
 		return
 	}
 	if e.Type() == "test.unmatched" {
-		pub(act+".u", events.TypeRouteUnmatched, events.RouteUnmatched{ActivationID: act, Code: events.UnmatchedNoSkill, Reason: "no skill"})
+		pub(act+".u", events.TypeRouteUnmatched, events.RouteUnmatched{ActivationID: act, Code: events.UnmatchedNoSkill, Reason: "no skill",
+			EndedWaits: []string{"w1"}, Cancelled: []string{"c1", "c2"}})
 		return
 	}
 	if e.Type() == "test.slow" {
@@ -274,6 +275,10 @@ func TestEvents(t *testing.T) {
 		code, out, _ := f.post("/events?wait=20s", binary("b-3", "test.unmatched"), `{}`)
 		if code != http.StatusOK || out["status"] != "unmatched" || !strings.Contains(out["error"].(string), "no skill") {
 			t.Fatalf("%d %v", code, out)
+		}
+		// What the event did though no skill took it.
+		if fmt.Sprint(out["ended_waits"]) != "[w1]" || fmt.Sprint(out["cancelled"]) != "[c1 c2]" {
+			t.Errorf("ended_waits %v, cancelled %v; want [w1] and [c1 c2]", out["ended_waits"], out["cancelled"])
 		}
 	})
 	t.Run("wait, taken into a debounced run", func(t *testing.T) {

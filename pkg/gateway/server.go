@@ -186,6 +186,11 @@ type Accepted struct {
 	Skill       string         `json:"skill,omitempty"`
 	Outputs     map[string]any `json:"outputs,omitempty"`
 	Error       string         `json:"error,omitempty"`
+	// EndedWaits and Cancelled, for an event no skill took ("unmatched"): the
+	// executions whose wait_for_event it ended, and those it cancelled by their
+	// cancel_on — what such an event is sent for.
+	EndedWaits []string `json:"ended_waits,omitempty"`
+	Cancelled  []string `json:"cancelled,omitempty"`
 }
 
 type errorBody struct {
@@ -441,6 +446,7 @@ func (g *Gateway) publish(w http.ResponseWriter, r *http.Request, evs []event.Ev
 				code = http.StatusAccepted
 			case res.Unmatched != nil:
 				out[i].Status, out[i].Error = "unmatched", res.Err().Error()
+				out[i].EndedWaits, out[i].Cancelled = res.Unmatched.EndedWaits, res.Unmatched.Cancelled
 			case res.Cancelled != nil:
 				out[i].Status, out[i].Error = "cancelled", res.Err().Error()
 			case res.Repairing != nil:
