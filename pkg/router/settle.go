@@ -133,10 +133,14 @@ func (r *Router) publishPlan(ctx context.Context, t *trigger, o *routed) (routeN
 	// publish with no body): the follower reads it from the jobs just stored.
 	if t.live {
 		_ = r.cfg.Bus.PublishLive(&nats.Msg{Subject: subj.Live(t.actID, primary.ExecutionID, events.TypeRouteDecided)})
-		r.soloWaiting(ctx, t, o)
 	}
 	note.method = primary.Source
-	return note, t.msg.Ack()
+	ackErr := t.msg.Ack()
+	if t.live {
+		// After the ack: a read that is slow to answer holds up no trigger's.
+		r.soloWaiting(ctx, t, o)
+	}
+	return note, ackErr
 }
 
 // reject terminates a poison trigger after recording it: the raw message goes to the

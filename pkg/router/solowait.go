@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
@@ -20,6 +21,10 @@ import (
 // concurrency) a worker would. Only when someone follows the activation: one read
 // per job of such a skill, nothing stored. A slot that frees between the read and
 // the job's delivery makes the wait a short one; a read that fails says nothing.
+// soloReadTimeout bounds soloWaiting's read of a pool's consumer: saying a run
+// waits is a courtesy, not worth holding the router up for.
+const soloReadTimeout = time.Second
+
 func (r *Router) soloWaiting(ctx context.Context, t *trigger, o *routed) {
 	solo := skill.SoloPool("")
 	for i := range o.jobs() {
@@ -28,7 +33,9 @@ func (r *Router) soloWaiting(ctx context.Context, t *trigger, o *routed) {
 		if !strings.HasPrefix(sr.Pool, solo) {
 			continue
 		}
-		c, err := r.cfg.Bus.Consumer(ctx, r.cfg.Bus.StreamJobs(), "worker-"+sr.Pool)
+		rctx, cancel := context.WithTimeout(ctx, soloReadTimeout)
+		c, err := r.cfg.Bus.Consumer(rctx, r.cfg.Bus.StreamJobs(), "worker-"+sr.Pool)
+		cancel()
 		if err != nil {
 			r.cfg.Log.Debug("router: cannot read the pool of a skill with max_concurrent", "pool", sr.Pool, "err", err)
 			continue
