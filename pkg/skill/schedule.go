@@ -348,6 +348,8 @@ func scheduleFields() []*field {
 			}
 			if f, ok := fixedZones[s]; ok {
 				d.warnAt(p.v, "timezone", f.hint, "timezone %s is %s", s, f.what)
+			} else if what, hint, ok := etcOffset(s); ok {
+				d.warnAt(p.v, "timezone", hint, "timezone %s is %s", s, what)
 			}
 			sched(b).Timezone = s
 		}},
@@ -406,6 +408,26 @@ var fixedZones = map[string]struct{ what, hint string }{
 		"write America/Denver for US Mountain time, or America/Phoenix for UTC-7 all year"},
 	"HST": {"a legacy abbreviation, UTC-10 all year",
 		"write Pacific/Honolulu, Hawaii's time, which is the same and says where"},
+}
+
+// etcOffset says what an Etc/GMT±N zone is, whose sign is POSIX's, the opposite
+// of what it reads as: Etc/GMT+5 is five hours behind UTC, UTC-5. ok is false for
+// other zones, and for Etc/GMT itself.
+func etcOffset(zone string) (what, hint string, ok bool) {
+	rest, found := strings.CutPrefix(zone, "Etc/GMT")
+	if !found || len(rest) < 2 || (rest[0] != '+' && rest[0] != '-') {
+		return "", "", false
+	}
+	n, err := strconv.Atoi(rest[1:])
+	if err != nil || n == 0 {
+		return "", "", false
+	}
+	sign := "-"
+	if rest[0] == '-' {
+		sign = "+"
+	}
+	return fmt.Sprintf("UTC%s%d all year: the Etc zones' signs are POSIX's, the opposite of ISO 8601's", sign, n),
+		"if UTC" + rest + " is meant, write Etc/GMT" + sign + rest[1:] + ", or better a region's name (America/New_York)", true
 }
 
 // checkSchedule reports timezone or catch_up without a schedule, and a timezone

@@ -79,6 +79,10 @@ func TestScheduleFields(t *testing.T) {
 			diags: []string{"5:11: warning: timezone MST is UTC-7 all year, without daylight saving"}},
 		{name: "HST", fields: "schedule: \"@daily\"\ntimezone: HST\n", want: &Schedule{Cron: "@daily", Timezone: "HST", CatchUp: CatchUpLatest},
 			diags: []string{"5:11: warning: timezone HST is a legacy abbreviation, UTC-10 all year (hint: write Pacific/Honolulu"}},
+		// Etc/GMT+5 is UTC-5: POSIX's sign.
+		{name: "Etc/GMT+5", fields: "schedule: \"@daily\"\ntimezone: Etc/GMT+5\n", want: &Schedule{Cron: "@daily", Timezone: "Etc/GMT+5", CatchUp: CatchUpLatest},
+			diags: []string{"5:11: warning: timezone Etc/GMT+5 is UTC-5 all year: the Etc zones' signs are POSIX's, the opposite of ISO 8601's (hint: if UTC+5 is meant, write Etc/GMT-5, or better a region's name (America/New_York))"}},
+		{name: "Etc/GMT", fields: "schedule: \"@daily\"\ntimezone: Etc/GMT\n", want: &Schedule{Cron: "@daily", Timezone: "Etc/GMT", CatchUp: CatchUpLatest}},
 		{name: "EST5EDT", fields: "schedule: \"@daily\"\ntimezone: EST5EDT\n", want: &Schedule{Cron: "@daily", Timezone: "EST5EDT", CatchUp: CatchUpLatest}},
 		{name: "bad catch_up", fields: "schedule: \"@hourly\"\ncatch_up: every\n", diags: []string{`5:11: error: catch_up "every" is not valid`}},
 		{name: "zone without schedule", fields: "timezone: UTC\n", diags: []string{"4:1: error: timezone needs a schedule"}},
