@@ -64,33 +64,25 @@ const BatchInput = "events"
 func (b *builder) checkBatchInputs() {
 	wf := b.s.Workflow
 	set, ok := b.set["batch"]
-	if b.s.Batch == nil || wf == nil || len(wf.Inputs) == 0 || !ok {
+	if b.s.Batch == nil || wf == nil || !ok {
 		return
 	}
-	declared := false
-	for _, in := range wf.Inputs {
-		switch {
-		case in.Name == AnyInput:
-			declared = true
-		case in.Name == BatchInput:
-			declared = true
-			if in.Type != "array" {
-				typ := in.Type
-				if typ == "" {
-					typ = "string (the type of an input without type:)"
-				}
-				set.d.errAt(set.key, "batch", "declare events with type: array",
-					"each batch's run gives input %s as an array of events, but it is declared as %s; every batch would fail", BatchInput, typ)
+	checkOnlyInput(wf, BatchInput, func(in Input) {
+		if in.Type != "array" {
+			typ := in.Type
+			if typ == "" {
+				typ = "string (the type of an input without type:)"
 			}
-		case in.Required && in.Default == nil:
-			set.d.errAt(set.key, "batch", "give input "+in.Name+" a default or make it optional, and read each trigger's data from inputs.events[i].data",
-				"input %s is required, but a batch's run gives only %s; every batch would fail", in.Name, BatchInput)
+			set.d.errAt(set.key, "batch", "declare events with type: array",
+				"each batch's run gives input %s as an array of events, but it is declared as %s; every batch would fail", BatchInput, typ)
 		}
-	}
-	if !declared {
+	}, func(in Input) {
+		set.d.errAt(set.key, "batch", "give input "+in.Name+" a default or make it optional, and read each trigger's data from inputs.events[i].data",
+			"input %s is required, but a batch's run gives only %s; every batch would fail", in.Name, BatchInput)
+	}, func() {
 		set.d.errAt(set.key, "batch", "add an input events (type: array), or one named \"*\"; each trigger's data is inputs.events[i].data",
 			"each batch's run has the data {%q: [...]}, an input the workflow does not declare; every batch would fail", BatchInput)
-	}
+	})
 }
 
 // checkBatchKeys reports a key of a batched skill's rate_limit, concurrency or

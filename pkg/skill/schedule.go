@@ -468,27 +468,45 @@ const TickInput = "scheduled_at"
 func (b *builder) checkTickInputs() {
 	wf := b.s.Workflow
 	set, ok := b.set["schedule"]
-	if wf == nil || len(wf.Inputs) == 0 || !ok {
+	if wf == nil || !ok {
 		return
 	}
-	declared := false
+	checkOnlyInput(wf, TickInput, func(in Input) {
+		if in.Type != "" && in.Type != "string" {
+			set.d.errAt(set.val, "schedule", "declare scheduled_at with type: string",
+				"each tick gives input %s as an RFC 3339 string, but it is declared as %s", TickInput, in.Type)
+		}
+	}, func(in Input) {
+		set.d.errAt(set.val, "schedule", "give input "+in.Name+" a default, or make it optional",
+			"input %s is required, but a tick gives only %s", in.Name, TickInput)
+	}, func() {
+		set.d.errAt(set.val, "schedule", "add an input scheduled_at (type: string), or one named \"*\"",
+			"each tick's data is {%q: <time>}, an input the workflow does not declare; every tick would fail", TickInput)
+	})
+}
+
+// checkOnlyInput checks the inputs of a workflow whose every run gets data with
+// the one field field (a tick's, a batch's): declared calls the field's own
+// declaration, to check its type; required each other input required without a
+// default; missing when neither field nor "*" is declared. A workflow that
+// declares no inputs takes any data.
+func checkOnlyInput(wf *Workflow, field string, declared, required func(Input), missing func()) {
+	if len(wf.Inputs) == 0 {
+		return
+	}
+	found := false
 	for _, in := range wf.Inputs {
 		switch {
 		case in.Name == AnyInput:
-			declared = true
-		case in.Name == TickInput:
-			declared = true
-			if in.Type != "" && in.Type != "string" {
-				set.d.errAt(set.val, "schedule", "declare scheduled_at with type: string",
-					"each tick gives input %s as an RFC 3339 string, but it is declared as %s", TickInput, in.Type)
-			}
+			found = true
+		case in.Name == field:
+			found = true
+			declared(in)
 		case in.Required && in.Default == nil:
-			set.d.errAt(set.val, "schedule", "give input "+in.Name+" a default, or make it optional",
-				"input %s is required, but a tick gives only %s", in.Name, TickInput)
+			required(in)
 		}
 	}
-	if !declared {
-		set.d.errAt(set.val, "schedule", "add an input scheduled_at (type: string), or one named \"*\"",
-			"each tick's data is {%q: <time>}, an input the workflow does not declare; every tick would fail", TickInput)
+	if !found {
+		missing()
 	}
 }
