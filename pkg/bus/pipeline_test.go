@@ -211,6 +211,65 @@ func TestBatchConcurrentWaits(t *testing.T) {
 	}
 }
 
+// A Wait behind another gives up when its context ends, rather than when the other
+// is done; what it queued is waited for by the next Wait.
+func TestBatchWaitBehindAnotherHonoursItsContext(t *testing.T) {
+	t.Parallel()
+	srv := natstest.Start(t)
+	b := srv.Bus(t, bus.Config{PublishAckTimeout: time.Minute})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// The test answers the first publish itself, when it chooses.
+	swallow := srv.Conn(t)
+	sub, err := swallow.SubscribeSync("slow.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := swallow.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	bt := b.Batch()
+	bt.Publish(&nats.Msg{Subject: "slow.a", Data: []byte("a")})
+	first := make(chan error, 1)
+	go func() { first <- bt.Wait(ctx) }()
+	a, err := sub.NextMsg(10 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	natstest.Eventually(t, 10*time.Second, func() bool { return bt.Waits() == 1 }, "the first Wait never began")
+	subject := b.Subjects.Event("queued", "io.skillbus.test")
+	bt.PublishEvent(subject, bus.Event{ID: "queued", Source: "/t", Type: "io.skillbus.test", Data: 1})
+	short, stop := context.WithCancel(ctx)
+	second := make(chan error, 1)
+	go func() { second <- bt.Wait(short) }()
+	natstest.Eventually(t, 10*time.Second, func() bool { return bt.Waits() == 2 }, "the second Wait never began")
+	stop()
+	select {
+	case err := <-second:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("second Wait = %v, want its context's end", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second Wait, its context ended, still waits for the first")
+	}
+	if err := swallow.Publish(a.Reply, []byte(`{"stream":"X","seq":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-first; err != nil {
+		t.Fatalf("first Wait = %v", err)
+	}
+	if err := bt.Wait(ctx); err != nil {
+		t.Fatalf("a third Wait, for what the second queued: %v", err)
+	}
+	events, err := b.JS.Stream(ctx, b.StreamEvents())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := events.GetLastMsgForSubject(ctx, subject); err != nil {
+		t.Fatalf("what the second Wait queued was not stored: %v", err)
+	}
+}
+
 // A Wait behind another that fails fails too: the publishes the other took were
 // queued before it, and are not all stored.
 func TestBatchWaitBehindAFailedWaitFails(t *testing.T) {

@@ -507,12 +507,23 @@ func (bt *Batch) Len() int {
 // first error. A duplicate (the message id was seen within the window) is a success:
 // the message was persisted before. Waits of one batch at once take turns: one
 // returns once every publish queued before it is acknowledged, those another Wait
-// took first included, and fails if that Wait failed.
+// took first included, and fails if that Wait failed. A Wait whose ctx ends
+// while another has the turn returns ctx's error, its publishes left queued for
+// the next Wait.
 func (bt *Batch) Wait(ctx context.Context) error {
 	bt.mu.Lock()
 	bt.waits++
 	bt.mu.Unlock()
-	bt.turn.Lock()
+	if !bt.turn.TryLock() { // the rare case: another Wait of this batch at once
+		if err := bt.awaitTurn(ctx); err != nil {
+			bt.mu.Lock()
+			if bt.waits--; bt.waits == 0 {
+				bt.waitErr = nil
+			}
+			bt.mu.Unlock()
+			return err
+		}
+	}
 	err := bt.wait(ctx)
 	bt.mu.Lock()
 	if bt.waits--; bt.waits == 0 {
@@ -523,6 +534,27 @@ func (bt *Batch) Wait(ctx context.Context) error {
 	bt.mu.Unlock()
 	bt.turn.Unlock()
 	return err
+}
+
+// awaitTurn takes bt.turn, or returns ctx's error first; a turn taken after that
+// is given back at once.
+func (bt *Batch) awaitTurn(ctx context.Context) error {
+	got, gaveUp := make(chan struct{}), make(chan struct{})
+	go func() {
+		bt.turn.Lock()
+		select {
+		case got <- struct{}{}:
+		case <-gaveUp:
+			bt.turn.Unlock()
+		}
+	}()
+	select {
+	case <-got:
+		return nil
+	case <-ctx.Done():
+		close(gaveUp)
+		return ctx.Err()
+	}
 }
 
 func (bt *Batch) wait(ctx context.Context) error {
