@@ -59,17 +59,18 @@ type RouteDecided struct {
 
 // Reasons a trigger is not routed, in RouteUnmatched.Code.
 const (
-	UnmatchedNoSkill      = "no_skill"      // no skill was recalled, or none scored above the threshold
-	UnmatchedUnknownSkill = "unknown_skill" // explicit invocation of a skill not in the catalog
-	UnmatchedInvalidSkill = "invalid_skill" // explicit invocation of a skill whose files never validated; the reason holds the errors
-	UnmatchedInvalid      = "invalid_event" // not a valid CloudEvent (missing id, source, type, specversion, ...)
-	UnmatchedTooLarge     = "too_large"     // over the router's size limit
-	UnmatchedBadType      = "bad_type"      // the type cannot become a subject, or does not match the subject
-	UnmatchedFiltered     = "filtered"      // the skills that would have taken it have a filter that is false for it
-	UnmatchedFilterError  = "filter_error"  // a skill's filter (or rate-limit key) failed on it: a missing field, a wrong type, the cost limit
-	UnmatchedRateLimited  = "rate_limited"  // the skills that would have taken it are over their rate_limit
-	UnmatchedDebounced    = "debounced"     // the skills that would have taken it folded it into a debounced run
-	UnmatchedBatched      = "batched"       // the skills that would have taken it added it to a batch, which runs as one
+	UnmatchedNoSkill        = "no_skill"        // no skill was recalled, or none scored above the threshold
+	UnmatchedUnknownSkill   = "unknown_skill"   // explicit invocation of a skill not in the catalog
+	UnmatchedInvalidSkill   = "invalid_skill"   // explicit invocation of a skill whose files never validated; the reason holds the errors
+	UnmatchedInvalid        = "invalid_event"   // not a valid CloudEvent (missing id, source, type, specversion, ...)
+	UnmatchedTooLarge       = "too_large"       // over the router's size limit
+	UnmatchedBadType        = "bad_type"        // the type cannot become a subject, or does not match the subject
+	UnmatchedReservedSource = "reserved_source" // a source of skillbus's own (ReservedSource) on a subject senders publish
+	UnmatchedFiltered       = "filtered"        // the skills that would have taken it have a filter that is false for it
+	UnmatchedFilterError    = "filter_error"    // a skill's filter (or rate-limit key) failed on it: a missing field, a wrong type, the cost limit
+	UnmatchedRateLimited    = "rate_limited"    // the skills that would have taken it are over their rate_limit
+	UnmatchedDebounced      = "debounced"       // the skills that would have taken it folded it into a debounced run
+	UnmatchedBatched        = "batched"         // the skills that would have taken it added it to a batch, which runs as one
 )
 
 // Deferred reports whether a route.unmatched code says a skill took the trigger

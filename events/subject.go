@@ -37,6 +37,44 @@ const debouncedToken = "debounced"
 // not use it (client.CheckEvent), so that no other trigger names its activation.
 const SourceDebounced = "/skillbus/debounce/"
 
+// TriggerInternal is the subject of a trigger skillbus itself sends to a skill
+// from a source of its own (ReservedSource): a schedule's tick, a skill tool's
+// call, a dead letter of those replayed. Only skillbus's own roles (router,
+// worker, operator) may publish on it; a router takes a trigger from a reserved
+// source on no other subject, so a sender cannot use one of skillbus's
+// predictable sources and ids first (see IsReservedSource).
+func (s Subjects) TriggerInternal(name string) string {
+	return s.Prefix + ".trigger.skill." + name + "." + internalToken
+}
+
+const internalToken = "internal"
+
+// SkillFromInternal returns the skill name of a TriggerInternal subject.
+func (s Subjects) SkillFromInternal(subject string) (string, bool) {
+	if !strings.HasSuffix(subject, "."+internalToken) { // nearly every trigger: no allocation
+		return "", false
+	}
+	return s.SkillFromTrigger(subject[:len(subject)-len(internalToken)-1])
+}
+
+// ReservedSource begins the sources of skillbus's own triggers: the scheduler's
+// ticks (/skillbus/scheduler), the skill tool's calls (/skillbus/skill-tool), the
+// routers' debounced runs (/skillbus/debounce/<skill>). Their ids are predictable
+// — a tick's time, a parent execution's step — and an activation is named by
+// source and id, so a sender who could use them could run a tick or a child call
+// before skillbus does, with its own data, and have skillbus's own taken for a
+// duplicate.
+const ReservedSource = "/skillbus/"
+
+// IsReservedSource reports whether source, compared as CloudEvents compares
+// sources (percent-decoded, CanonicalSource), begins ReservedSource.
+func IsReservedSource(source string) bool {
+	if strings.IndexByte(source, '%') < 0 { // nearly every source: no allocation
+		return strings.HasPrefix(source, ReservedSource)
+	}
+	return strings.HasPrefix(CanonicalSource(source), ReservedSource)
+}
+
 // SkillFromDebounced returns the skill name of a TriggerDebounced subject.
 func (s Subjects) SkillFromDebounced(subject string) (string, bool) {
 	if !strings.HasSuffix(subject, "."+debouncedToken) { // nearly every trigger: no allocation

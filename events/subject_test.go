@@ -29,6 +29,40 @@ func TestSkillFromDebounced(t *testing.T) {
 	}
 }
 
+// skillbus's own triggers have a subject of their own, and their sources are told
+// apart however a binding encoded them.
+func TestInternalTriggers(t *testing.T) {
+	t.Parallel()
+	s := Subjects{Prefix: "acme"}
+	for _, c := range []struct {
+		subject, name string
+		ok            bool
+	}{
+		{s.TriggerInternal("digest"), "digest", true},
+		{s.TriggerSkill("digest"), "", false},
+		{s.TriggerDebounced("digest"), "", false},
+		{"acme.trigger.com.example.internal", "", false},
+		{"acme.trigger.skill.a.b.internal", "", false},
+		{"skillbus.trigger.skill.digest.internal", "", false},
+	} {
+		name, ok := s.SkillFromInternal(c.subject)
+		if name != c.name || ok != c.ok {
+			t.Errorf("SkillFromInternal(%q) = %q, %v; want %q, %v", c.subject, name, ok, c.name, c.ok)
+		}
+	}
+	if w := s.TriggersInternal(); w != "acme.trigger.skill.*.internal" {
+		t.Errorf("TriggersInternal = %q", w)
+	}
+	for src, want := range map[string]bool{
+		"/skillbus/scheduler": true, "/skillbus%2Fskill-tool": true, "%2Fskillbus/x": true, "/skillbus/": true,
+		"/skillbus": false, "/skillbusx/a": false, "/shop": false, "https://x.io/skillbus/": false, "": false,
+	} {
+		if got := IsReservedSource(src); got != want {
+			t.Errorf("IsReservedSource(%q) = %v, want %v", src, got, want)
+		}
+	}
+}
+
 // AppendExec writes what Exec returns, after what the buffer held.
 func TestAppendExec(t *testing.T) {
 	t.Parallel()

@@ -8,6 +8,10 @@ package events
 // (TriggerDebounced), which only routers may publish.
 func (s Subjects) TriggersDebounced() string { return s.Prefix + ".trigger.skill.*." + debouncedToken }
 
+// TriggersInternal matches the triggers skillbus sends from its own sources
+// (TriggerInternal), which only its routers, workers and operators may publish.
+func (s Subjects) TriggersInternal() string { return s.Prefix + ".trigger.skill.*." + internalToken }
+
 // AllEvents matches every event of every execution and activation (Event).
 func (s Subjects) AllEvents() string { return s.Prefix + ".events.>" }
 

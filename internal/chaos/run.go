@@ -428,7 +428,7 @@ func (r *runner) stopFleet() {
 
 // plan decides every trigger: its skill, its id and its message.
 func (r *runner) plan() {
-	r.source = fmt.Sprintf("/skillbus/chaos/%x", r.cfg.Seed)
+	r.source = fmt.Sprintf("/chaos/%x", r.cfg.Seed) // not /skillbus/: routers take those only from skillbus itself
 	sink := filepath.Join(r.dir, "sink")
 	r.finals = debounceKeys
 	n := r.cfg.Triggers + r.finals

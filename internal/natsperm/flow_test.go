@@ -318,6 +318,39 @@ steps:
       command: ["sleep", "120"]
 `
 
+// delegateSkill invokes hello through the skill tool: the worker publishes the
+// child call from skillbus's own source, on the subject only its roles may.
+const delegateSkill = `name: delegate
+description: Invokes hello through the skill tool.
+version: 1.0.0
+inputs:
+  - name: who
+    type: string
+    required: true
+steps:
+  - id: ask
+    tool: skill
+    args:
+      name: hello
+      inputs:
+        name: "{{ inputs.who }}"
+outputs:
+  relayed: "{{ ask.greeting }}"
+`
+
+// tickSkill runs every second: the router's scheduler publishes each tick from
+// skillbus's own source.
+const tickSkill = `name: tick
+description: Shouts every second.
+version: 1.0.0
+schedule: "@every 1s"
+steps:
+  - id: say
+    tool: shout
+    args:
+      text: tick
+`
+
 const lateSkill = `name: late
 description: Added while everything runs, to prove the catalog reloads.
 version: 1.0.0
@@ -377,6 +410,8 @@ func TestRolesRunTheWholeSystem(t *testing.T) {
 	writeSkill(t, f.skills, "doomed", "skill.yaml", doomedSkill)
 	writeSkill(t, f.skills, "renamed", "skill.yaml", renamedSkill)
 	writeSkill(t, f.skills, "remind", "skill.yaml", remindSkill)
+	writeSkill(t, f.skills, "delegate", "skill.yaml", delegateSkill)
+	writeSkill(t, f.skills, "tick", "skill.yaml", tickSkill)
 
 	// The registry creates the streams and buckets and publishes the catalog.
 	f.service(cli.Registry, "registry", "--skills", f.skills)
@@ -393,13 +428,14 @@ func TestRolesRunTheWholeSystem(t *testing.T) {
 	f.clean("registry", "create streams, buckets, object store; publish the catalog")
 
 	// A tool service on the bus, as its own user.
-	remindRuns := make(chan struct{}, 1)
+	remindRuns, ticks := make(chan struct{}, 1), make(chan struct{}, 1)
 	toolNC := f.conn("tool")
 	shout := tool.Func("shout", func(_ context.Context, c tool.Call) (any, error) {
 		s, _ := c.Args["text"].(string)
-		if s == "remind" {
+		ch := map[string]chan struct{}{"remind": remindRuns, "tick": ticks}[s]
+		if ch != nil {
 			select {
-			case remindRuns <- struct{}{}:
+			case ch <- struct{}{}:
 			default:
 			}
 		}
@@ -479,6 +515,18 @@ func TestRolesRunTheWholeSystem(t *testing.T) {
 	}
 	f.clean("router", "route a trigger, publish the plan and the job")
 	f.clean("worker", "run a job, publish its events and result, write KV runs")
+
+	out = f.must("publisher", "trigger a skill that invokes another (skill tool)", "trigger", "--skill", "delegate", "--data", `{"who":"Lin"}`, "--wait", "--timeout", "30s")
+	if !strings.Contains(out, "Hello, Lin!") {
+		t.Fatalf("trigger delegate:\n%s", out)
+	}
+	f.clean("worker", "invoke a skill (skill tool: a trigger from skillbus's own source)")
+	select {
+	case <-ticks:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("no scheduled run of tick (violations %v)", v.take())
+	}
+	f.clean("router", "fire a schedule (a tick from skillbus's own source)")
 
 	out = f.must("operator", "trigger <type> --wait", "trigger", "com.example.greet", "--data", `{"name":"Grace"}`, "--wait", "--timeout", "30s")
 	if !strings.Contains(out, "Hello, Grace!") {
@@ -690,6 +738,7 @@ func TestRolesRunTheWholeSystem(t *testing.T) {
 
 	// What each role must not do.
 	debouncedRun := events.Subjects{Prefix: "skillbus"}.TriggerDebounced("hello")
+	ownTrigger := events.Subjects{Prefix: "skillbus"}.TriggerInternal("hello")
 	wk := f.conn("worker")
 	wkJS, _ := jetstream.New(wk)
 	// short bounds an action the server must refuse. A refused publish is never
@@ -754,7 +803,7 @@ func TestRolesRunTheWholeSystem(t *testing.T) {
 
 	pub := f.conn("publisher")
 	pubJS, _ := jetstream.New(pub)
-	for _, subj := range []string{"skillbus.exec.default.hello", "skillbus.events.x.execution.completed", "skillbus.dead.hello", "skillbus.repair.hello", "$KV.runs.x.result", debouncedRun} {
+	for _, subj := range []string{"skillbus.exec.default.hello", "skillbus.events.x.execution.completed", "skillbus.dead.hello", "skillbus.repair.hello", "$KV.runs.x.result", debouncedRun, ownTrigger} {
 		c, cc = short("publisher", subj)
 		_, err = pubJS.Publish(c, subj, []byte(`{}`))
 		cc()
@@ -767,7 +816,7 @@ func TestRolesRunTheWholeSystem(t *testing.T) {
 	f.denied("publisher", "write KV hooks", "$KV.hooks.x", err)
 	gw := f.conn("gateway")
 	gwJS, _ := jetstream.New(gw)
-	for _, subj := range []string{"skillbus.exec.default.hello", "skillbus.events.x.execution.completed", "skillbus.dead.hello", "$KV.runs.x.result", "$KV.skills.hello", "$KV.repairs.x", debouncedRun} {
+	for _, subj := range []string{"skillbus.exec.default.hello", "skillbus.events.x.execution.completed", "skillbus.dead.hello", "$KV.runs.x.result", "$KV.skills.hello", "$KV.repairs.x", debouncedRun, ownTrigger} {
 		c, cc = short("gateway", subj)
 		_, err = gwJS.Publish(c, subj, []byte(`{}`))
 		cc()

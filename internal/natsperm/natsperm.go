@@ -243,6 +243,10 @@ func roles(prefix string) []Role {
 	// routerOnly are subjects under one every role may publish that only routers
 	// may: the runs of debounced bursts, which a router takes past the debounce.
 	routerOnly := []string{subj.TriggersDebounced()}
+	// ownOnly are the triggers skillbus sends from its own sources (a tick, a
+	// skill tool's call, a replay of those): only its routers, workers and
+	// operators may publish them, and a router takes such a source nowhere else.
+	ownOnly := join(routerOnly, []string{subj.TriggersInternal()})
 	jsInfo := []string{"$JS.API.INFO"}
 	return []Role{
 		{
@@ -257,9 +261,11 @@ func roles(prefix string) []Role {
 		},
 		{
 			Name: "router",
-			Doc:  "Consumes triggers (durable router) and confirmation answers (durable router-confirmations); publishes plans, jobs and unroutable triggers' dead letters; resumes confirmed runs (reads and deletes paused records in KV runs, purges the pending timeout from EVENTS) and, when a parked run is cancelled, purges its scheduled resume messages from EVENTS; follows the catalog, the workers' heartbeats (which pools are served) and the outcome counts workers write to KV stats (success rates); serves the skillbus-router micro service (live route decisions); fires schedules and delayed triggers (publishes triggers; writes KV schedules: the lease and last ticks, and deletes delayed triggers once published from KV delayed, or from KV schedules where earlier versions stored them); counts rate-limited skills' triggers (writes KV ratelimits); holds debounced skills' bursts as scheduled messages in EVENTS and starts their runs (durable router-debounce); reads the info of the workers' consumers on JOBS (whether a max_concurrent skill's slots are all taken, to tell a followed run it waits).",
+			Doc:  "Consumes triggers (durable router) and confirmation answers (durable router-confirmations); publishes plans, jobs and unroutable triggers' dead letters; resumes confirmed runs (reads and deletes paused records in KV runs, purges the pending timeout from EVENTS) and, when a parked run is cancelled, purges its scheduled resume messages from EVENTS; follows the catalog, the workers' heartbeats (which pools are served) and the outcome counts workers write to KV stats (success rates); serves the skillbus-router micro service (live route decisions); fires schedules and delayed triggers (publishes triggers; writes KV schedules: the lease and last ticks, and deletes delayed triggers once published from KV delayed, or from KV schedules where earlier versions stored them); counts rate-limited skills' triggers (writes KV ratelimits); holds debounced skills' bursts as scheduled messages in EVENTS and starts their runs (durable router-debounce); reads the info of the workers' consumers on JOBS (whether a max_concurrent skill's slots are all taken, to tell a followed run it waits) and, for a skill tool's call, its parent activation's last job on JOBS (the delegation depth, which no sender can lower).",
 			Publish: join(jsInfo, n.streamInfos(),
 				readStream(n.triggers), readStream(n.events),
+				// A child call's depth: the last job of its parent activation.
+				getStream(n.jobs),
 				[]string{"$JS.API.STREAM.PURGE." + n.events},
 				// A followed run of a max_concurrent skill: whether its pool's
 				// slots are all taken (its workers' consumer's info, read only).
@@ -283,8 +289,10 @@ func roles(prefix string) []Role {
 					subj.ServiceAll(events.ServiceTool), "$SRV.INFO", "$SRV.INFO.>"},
 			),
 			DenyPublish: join(n.othersDurables("worker"), routerOnly),
-			Subscribe:   join(inbox, []string{subj.ServiceAll(events.ServiceWorker), "$SRV.>"}),
-			Responses:   true,
+			// The live events of the skills its skill tool invokes, which it
+			// follows to their result as any sender does.
+			Subscribe: join(inbox, []string{subj.ServiceAll(events.ServiceWorker), "$SRV.>", subj.AllLive()}),
+			Responses: true,
 		},
 		{
 			Name: "repair",
@@ -295,21 +303,21 @@ func roles(prefix string) []Role {
 				[]string{subj.AllEvents(), subj.AllExec(), subj.Repair("*"), subj.RepairDecided("*"),
 					subj.Registry(registryapi.EndpointRepair)},
 			),
-			DenyPublish: join(n.othersDurables("repair"), routerOnly),
+			DenyPublish: join(n.othersDurables("repair"), ownOnly),
 			Subscribe:   inbox,
 		},
 		{
 			Name:        "publisher",
-			Doc:         "Publishes triggers and follows them to their result (ordered consumers on EVENTS, which acknowledge nothing; direct gets on JOBS for the plan an activation's jobs carry): what any application sending events uses. Delayed triggers (trigger --at/--in) are keys at.<id> it creates in KV delayed (bounded, no roll-ups or purges) by create-only publishes; it cannot read, list or watch the bucket (a key's name is its trigger's activation id, a hash of source and id: senders are one trust domain, and one that knows another's source and id could still delete its pending trigger). It cannot publish jobs, results or anything else, nor take jobs from workers, nor write any other bucket, nor use the services' durable consumers (router-confirmations, router-debounce, worker-throttle: no pull, ack, create, update or delete).",
+			Doc:         "Publishes triggers and follows them to their result (ordered consumers on EVENTS, which acknowledge nothing; direct gets on JOBS for the plan an activation's jobs carry): what any application sending events uses. Delayed triggers (trigger --at/--in) are keys at.<id> it creates in KV delayed (bounded, no roll-ups or purges) by create-only publishes; it cannot read, list or watch the bucket (a key's name is its trigger's activation id, a hash of source and id: senders are one trust domain, and one that knows another's source and id could still delete its pending trigger). It cannot publish jobs, results or anything else, nor skillbus's own triggers (a skill's .internal and .debounced subjects, where routers take skillbus's own sources), nor take jobs from workers, nor write any other bucket, nor use the services' durable consumers (router-confirmations, router-debounce, worker-throttle: no pull, ack, create, update or delete).",
 			Publish:     join(jsInfo, []string{subj.Triggers()}, followStream(n.events), getStream(n.jobs), storeDelayed(n.delayed)),
-			DenyPublish: join(n.othersDurables("publisher"), routerOnly),
+			DenyPublish: join(n.othersDurables("publisher"), ownOnly),
 			Subscribe:   join(inbox, []string{subj.AllLive()}),
 		},
 		{
 			Name:        "gateway",
-			Doc:         "The HTTP gateway: a publisher that also records the webhook bodies it took in KV hooks (the replay window) and, at start, waits until the streams and that bucket exist. It cannot publish jobs, results or anything else, take jobs from workers, write any other bucket, or use the services' durable consumers.",
+			Doc:         "The HTTP gateway: a publisher that also records the webhook bodies it took in KV hooks (the replay window) and, at start, waits until the streams and that bucket exist. It cannot publish jobs, results or anything else (skillbus's own triggers included), take jobs from workers, write any other bucket, or use the services' durable consumers.",
 			Publish:     join(jsInfo, n.streamInfos(), []string{subj.Triggers()}, followStream(n.events), getStream(n.jobs), writeKV(n.hooks)),
-			DenyPublish: join(n.othersDurables("gateway"), routerOnly),
+			DenyPublish: join(n.othersDurables("gateway"), ownOnly),
 			Subscribe:   join(inbox, []string{subj.AllLive()}),
 		},
 		{

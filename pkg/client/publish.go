@@ -53,14 +53,13 @@ func (e *NotAcknowledgedError) Error() string {
 
 func (e *NotAcknowledgedError) Unwrap() error { return e.Err }
 
-// ReservedSource begins the sources of skillbus's own publishers: the scheduler's
-// ticks (/skillbus/scheduler), the skill tool's calls (/skillbus/skill-tool), the
-// routers' debounced runs (/skillbus/debounce/<skill>). Their ids are predictable —
-// a tick's time, a parent execution's step — and an execution is deduplicated by
-// source and id, so a sender who could use them could run a tick or a child call
-// before skillbus does, with its own data, and have skillbus's own dropped as a
-// duplicate. CheckOutside refuses them.
-const ReservedSource = "/skillbus/"
+// ReservedSource begins the sources of skillbus's own triggers
+// (events.ReservedSource): the scheduler's ticks, the skill tool's calls, the
+// routers' debounced runs. Their ids are predictable, so CheckOutside refuses
+// them, and routers take them only on the subjects skillbus's own roles publish
+// (events.Subjects.TriggerInternal): Prepare puts a trigger from such a source
+// there.
+const ReservedSource = events.ReservedSource
 
 // CheckOutside checks e as CheckEvent does, as a trigger from outside skillbus (the
 // gateway, skillbus trigger): its source, compared as CloudEvents compares sources
@@ -75,7 +74,7 @@ func CheckOutside(e *event.Event) error {
 // CheckOutsideSource reports, wrapping ErrInvalidEvent, a source an outside
 // sender may not use (ReservedSource).
 func CheckOutsideSource(source string) error {
-	if strings.HasPrefix(events.CanonicalSource(source), ReservedSource) {
+	if events.IsReservedSource(source) {
 		return fmt.Errorf("%w: source %q: sources beginning %s are skillbus's own (its scheduler, its skill tool, its routers), whose ids are predictable; use a source of your own", ErrInvalidEvent, source, ReservedSource)
 	}
 	return nil
@@ -195,11 +194,20 @@ func (c *Client) subject(e *event.Event, skill string) (string, error) {
 	if err := CheckEvent(e); err != nil {
 		return "", err
 	}
+	internal := events.IsReservedSource(e.Source())
 	if skill == "" {
+		if internal {
+			return "", fmt.Errorf("%w: source %q: a trigger from one of skillbus's own sources (%s) must name its skill", ErrInvalidEvent, e.Source(), ReservedSource)
+		}
 		return c.b.Subjects.Trigger(e.Type()), nil
 	}
 	if err := events.CheckToken("skill", skill); err != nil {
 		return "", fmt.Errorf("%w: %v", ErrInvalidEvent, err)
+	}
+	if internal {
+		// Where only skillbus's own roles publish, and the only place routers
+		// take such a source.
+		return c.b.Subjects.TriggerInternal(skill), nil
 	}
 	return c.b.Subjects.TriggerSkill(skill), nil
 }

@@ -34,6 +34,7 @@ func TestPublishRefuses(t *testing.T) {
 		{"long id", client.Trigger{Skill: "s", ID: strings.Repeat("x", 201)}, client.ErrInvalidEvent, "at most 200"},
 		{"a debounced run's source", client.Trigger{Skill: "s", Source: "/skillbus/debounce/s"}, client.ErrInvalidEvent, "only routers publish"},
 		{"a reserved type", client.Trigger{Type: "skill.s.debounced"}, client.ErrInvalidEvent, "types beginning skill. are reserved"},
+		{"skillbus's own source, no skill", client.Trigger{Type: "io.skillbus.invoke", Source: "/skillbus/scheduler"}, client.ErrInvalidEvent, "must name its skill"},
 		{"data not JSON", client.Trigger{Skill: "s", Data: []byte("{nope")}, client.ErrInvalidEvent, "not valid JSON"},
 		{"too large", client.Trigger{Skill: "s", ID: "big", Data: []byte(`{"x":"` + strings.Repeat("y", 1024) + `"}`)}, client.ErrTooLarge, "the limit is 1024 bytes"},
 	} {
@@ -120,5 +121,33 @@ func TestCheckOutsideRefusesReservedSources(t *testing.T) {
 	}
 	if err := client.CheckEvent(ev("/skillbus/skill-tool")); err != nil {
 		t.Errorf("skillbus's own publisher: %v", err)
+	}
+}
+
+// skillbus's own triggers go where only its roles publish, the one place routers
+// take their sources; everyone else's go to the skill's subject.
+func TestOwnSourcesPublishOnTheInternalSubject(t *testing.T) {
+	t.Parallel()
+	srv := natstest.Start(t)
+	b := srv.Bus(t, bus.Config{})
+	c := client.New(b)
+	for source, want := range map[string]string{
+		"/skillbus/skill-tool":   "skillbus.trigger.skill.hello.internal",
+		"/skillbus%2Fscheduler":  "skillbus.trigger.skill.hello.internal",
+		"/shop":                  "skillbus.trigger.skill.hello",
+		"https://x.io/skillbus/": "skillbus.trigger.skill.hello",
+	} {
+		e := event.New()
+		e.SetID("parent/step")
+		e.SetSource(source)
+		e.SetType("io.skillbus.invoke")
+		o, err := c.Prepare(context.Background(), &e, "hello")
+		if err != nil {
+			t.Fatalf("%s: %v", source, err)
+		}
+		o.Abandon(nil)
+		if o.Activation.Subject != want {
+			t.Errorf("%s: published on %s, want %s", source, o.Activation.Subject, want)
+		}
 	}
 }

@@ -125,9 +125,10 @@ func TestDebounceFoldsABurstIntoOneRun(t *testing.T) {
 
 // A trigger from the source of debounced runs, with the id of a burst's
 // activation (any reader of EVENTS finds it on the burst's latest), published
-// on the subject every publisher may use, is folded like any other: only a run
-// on the subject only routers may publish goes past the debounce.
-func TestDebounceForgedSourceIsFolded(t *testing.T) {
+// on the subject every publisher may use, is rejected as skillbus's own source
+// used by a sender: it neither goes past the debounce nor joins the burst. Only
+// a run on the subject only routers may publish is the burst's.
+func TestDebounceForgedSourceIsRejected(t *testing.T) {
 	t.Parallel()
 	f := setup(t, debounced(time.Second, 30*time.Second))
 	f.change("f1", "forged", 1)
@@ -136,13 +137,13 @@ func TestDebounceForgedSourceIsFolded(t *testing.T) {
 	h["ce-source"] = router.DebounceSource("digest")
 	f.publish("skillbus.trigger.com.example.change", h, `{"doc": "forged", "n": 2}`)
 	var u events.RouteUnmatched
-	f.event(events.ActivationID(router.DebounceSource("digest"), act), events.TypeRouteUnmatched, &u)
-	if u.Code != events.UnmatchedDebounced {
-		t.Fatalf("the forged trigger: %+v; want folded", u)
+	f.event(events.ActivationID("skillbus:trigger-seq", "2"), events.TypeRouteUnmatched, &u)
+	if u.Code != events.UnmatchedReservedSource {
+		t.Fatalf("the forged trigger: %+v; want it rejected", u)
 	}
 	f.quiet()
-	if got := f.runs(); fmt.Sprint(got["forged"]) != "[2]" {
-		t.Fatalf("runs: %v; want one, with the last trigger's data (n 2)", got)
+	if got := f.runs(); fmt.Sprint(got["forged"]) != "[1]" {
+		t.Fatalf("runs: %v; want one, with the first trigger's data (n 1): the forged one took no part", got)
 	}
 }
 

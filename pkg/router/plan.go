@@ -191,15 +191,26 @@ func parse(ctx context.Context, msg jetstream.Msg, pc parseConfig, t *trigger) o
 		return rejected{events.UnmatchedBadType, err.Error()}
 	}
 	subj := pc.subjects
+	own := false // on a subject only skillbus's own roles publish
 	if name, ok := subj.SkillFromTrigger(msg.Subject()); ok {
 		t.req.Skill = name
+	} else if name, ok := subj.SkillFromInternal(msg.Subject()); ok {
+		t.req.Skill, own = name, true
 	} else if name, ok := subj.SkillFromDebounced(msg.Subject()); ok {
-		t.req.Skill, t.burstOf = name, name
+		t.req.Skill, t.burstOf, own = name, name, true
 		t.burstDigest = msg.Headers().Get(events.HeaderBurstDigest)
 		t.burstSeq, _ = strconv.ParseUint(msg.Headers().Get(headerDebounceSeq), 10, 64)
 	} else if typ, _ := subj.TypeFromTrigger(msg.Subject()); typ != e.Type {
 		return rejected{events.UnmatchedBadType,
 			fmt.Sprintf("event type %q does not match its subject %s; publish it on %s", e.Type, msg.Subject(), subj.Trigger(e.Type))}
+	}
+	if !own && events.IsReservedSource(e.Source) {
+		// A tick's or a child call's source and id, used first by a sender that
+		// publishes past the gateway: taken, it would name skillbus's own
+		// activation with the sender's data.
+		return rejected{events.UnmatchedReservedSource,
+			fmt.Sprintf("source %q: sources beginning %s are skillbus's own, taken only on %s, where only its routers, workers and operators publish; use a source of your own",
+				e.Source, events.ReservedSource, subj.TriggersInternal())}
 	}
 	if s := e.Ext(events.ExtSkill); s != "" && t.req.Skill == "" {
 		t.req.Skill = s

@@ -65,6 +65,11 @@ func TestParseRejectsBadTriggers(t *testing.T) {
 	delete(noType, "ce-type")
 	xml := ceHeaders("1", "com.example.greet")
 	xml["Content-Type"] = "text/plain"
+	withSource := func(src string) map[string]string {
+		h := ceHeaders("run-1/step-2", "io.skillbus.invoke")
+		h["ce-source"] = src
+		return h
+	}
 	for _, tc := range []struct {
 		name, subject string
 		hdr           map[string]string
@@ -76,6 +81,11 @@ func TestParseRejectsBadTriggers(t *testing.T) {
 		{"no type", "skillbus.trigger.com.example.greet", noType, `{}`, events.UnmatchedInvalid, "type"},
 		{"type not its subject", "skillbus.trigger.com.example.other", ceHeaders("1", "com.example.greet"), `{}`, events.UnmatchedBadType, "publish it on skillbus.trigger.com.example.greet"},
 		{"data not JSON", "skillbus.trigger.com.example.greet", ceHeaders("1", "com.example.greet"), `{nope`, events.UnmatchedInvalid, "not valid JSON"},
+		// skillbus's own sources, by a sender: a child call or a tick taken first.
+		{"skill tool's source", "skillbus.trigger.skill.hello", withSource("/skillbus/skill-tool"), `{}`, events.UnmatchedReservedSource, "skillbus.trigger.skill.*.internal"},
+		{"scheduler's source, encoded", "skillbus.trigger.skill.hello", withSource("/skillbus%2Fscheduler"), `{}`, events.UnmatchedReservedSource, "sources beginning /skillbus/"},
+		{"reserved source by type", "skillbus.trigger.io.skillbus.invoke", withSource("/skillbus/skill-tool"), `{}`, events.UnmatchedReservedSource, "use a source of your own"},
+		{"debounce's source", "skillbus.trigger.skill.hello", withSource("/skillbus/debounce/hello"), `{}`, events.UnmatchedReservedSource, "skillbus's own"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -105,6 +115,12 @@ func TestParseFindsTheSkillInvokedByName(t *testing.T) {
 	tr := mustParse(t, stub("skillbus.trigger.skill.hello", ceHeaders("1", "io.skillbus.invoke"), `{"text":"hi"}`))
 	if tr.req.Skill != "hello" || tr.req.Text != "hi" {
 		t.Fatalf("request = %+v", tr.req)
+	}
+	// skillbus's own triggers, on the subject only its roles publish.
+	own := ceHeaders("run-1/step-2", "io.skillbus.invoke")
+	own["ce-source"] = "/skillbus/skill-tool"
+	if tr := mustParse(t, stub("skillbus.trigger.skill.hello.internal", own, `{}`)); tr.req.Skill != "hello" || tr.burstOf != "" {
+		t.Fatalf("internal trigger: request %+v, burst of %q", tr.req, tr.burstOf)
 	}
 	h := ceHeaders("2", "com.example.greet")
 	h["ce-"+events.ExtSkill] = "other"

@@ -466,8 +466,48 @@ func TestBadTriggersAreTerminatedAndRecorded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.State.Msgs != uint64(len(tests)) {
-		t.Fatalf("%d route.unmatched events, want %d", info.State.Msgs, len(tests))
+	// With a filter, Info counts each matching subject's messages (State.Msgs is
+	// the whole stream's); each rejection has its own activation.
+	if len(info.State.Subjects) != len(tests) {
+		t.Fatalf("%d route.unmatched events, want %d", len(info.State.Subjects), len(tests))
+	}
+}
+
+// A sender that publishes past the gateway cannot use skillbus's own sources,
+// whose ids are predictable (a child call's is its parent's execution and step):
+// taken first, such a trigger would name the child call's activation with the
+// sender's data, and skillbus's own call would find its job there. A router
+// takes them only on the subject only skillbus's roles publish, and records the
+// sender's under the trigger's stream sequence, not the activation it names.
+func TestSkillbusSourcesOnlyOnTheirOwnSubject(t *testing.T) {
+	t.Parallel()
+	f := setup(t, hello)
+	const key = "0123abcd/step-greet"
+	own := events.ActivationID("/skillbus/skill-tool", key)
+	forged := ce(key, "io.skillbus.invoke")
+	forged["ce-source"] = "/skillbus/skill-tool"
+	f.publish("skillbus.trigger.skill.hello", forged, `{"who":"sender"}`)
+	var un events.RouteUnmatched
+	f.event(events.ActivationID("skillbus:trigger-seq", "1"), events.TypeRouteUnmatched, &un)
+	if un.Code != events.UnmatchedReservedSource || !strings.Contains(un.Reason, "skillbus.trigger.skill.*.internal") {
+		t.Fatalf("forged trigger: %s: %s", un.Code, un.Reason)
+	}
+	evs, err := f.b.JS.Stream(f.ctx, f.b.StreamEvents())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := evs.Info(f.ctx, jetstream.WithSubjectFilter("skillbus.events."+own+".>")); err != nil || len(info.State.Subjects) != 0 {
+		t.Fatalf("events recorded under the child call's activation: %v (%v), want none", info.State.Subjects, err)
+	}
+	// skillbus's own call, on its own subject, runs with its own data.
+	f.publish("skillbus.trigger.skill.hello.internal", forged, `{"who":"parent"}`)
+	var d events.RouteDecided
+	f.event(own, events.TypeRouteDecided, &d)
+	if d.Plan.Primary.Name != "hello" || d.Plan.Primary.ExecutionID != events.ExecutionID("/skillbus/skill-tool", key, "hello") {
+		t.Fatalf("plan = %+v", d.Plan)
+	}
+	if j := f.job("skillbus.exec.default.hello"); string(j.Inputs) != `{"who":"parent"}` || j.ActivationID != own {
+		t.Fatalf("job = %+v", j)
 	}
 }
 

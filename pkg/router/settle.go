@@ -151,7 +151,10 @@ func (r *Router) reject(ctx context.Context, t *trigger, code, reason string) er
 	b := r.cfg.Bus.Batch()
 	seq := strconv.FormatUint(ref.Seq, 10)
 	actID := events.ActivationID("skillbus:trigger-seq", seq)
-	if ref.ID != "" && ref.Source != "" {
+	// A trigger from one of skillbus's own sources on a sender's subject is not
+	// recorded under the activation it names: that is skillbus's own, whose
+	// caller would read the sender's rejection as its own.
+	if ref.ID != "" && ref.Source != "" && code != events.UnmatchedReservedSource {
 		actID = events.ActivationID(ref.Source, ref.ID)
 	}
 	dead := nats.NewMsg(r.cfg.Bus.Subjects.Dead(events.DeadTrigger))

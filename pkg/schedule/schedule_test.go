@@ -87,15 +87,16 @@ type fixture struct {
 	sched  jetstream.KeyValue
 	later  jetstream.KeyValue // the delayed triggers
 
-	mu   sync.Mutex
-	raw  map[string]int // publishes seen on the wire, by CloudEvents id: duplicates included
-	data map[string]string
+	mu       sync.Mutex
+	raw      map[string]int // publishes seen on the wire, by CloudEvents id: duplicates included
+	subjects map[string]int // the same, by subject
+	data     map[string]string
 }
 
 func setup(t *testing.T) *fixture {
 	t.Helper()
 	srv := natstest.Start(t)
-	f := &fixture{t: t, ctx: t.Context(), srv: srv, b: srv.Bus(t, bus.Config{}), clock: &fakeClock{now: t0}, raw: map[string]int{}, data: map[string]string{}}
+	f := &fixture{t: t, ctx: t.Context(), srv: srv, b: srv.Bus(t, bus.Config{}), clock: &fakeClock{now: t0}, raw: map[string]int{}, subjects: map[string]int{}, data: map[string]string{}}
 	var err error
 	if f.skills, err = f.b.KV(f.ctx, f.b.BucketSkills()); err != nil {
 		t.Fatal(err)
@@ -111,6 +112,7 @@ func setup(t *testing.T) *fixture {
 		defer f.mu.Unlock()
 		id := m.Header.Get("ce-id")
 		f.raw[id]++
+		f.subjects[m.Subject]++
 		f.data[id] = string(m.Data)
 	})
 	if err != nil {
@@ -215,19 +217,20 @@ func (f *fixture) published() map[string]int {
 	return out
 }
 
-// stored is how many triggers the TRIGGERS stream holds for the skill.
+// stored is how many triggers the TRIGGERS stream holds for the skill: ticks,
+// from skillbus's own source on the subject only its roles publish, and delayed
+// triggers, a sender's, on the skill's.
 func (f *fixture) stored(name string) uint64 {
 	f.t.Helper()
 	st, err := f.b.JS.Stream(f.ctx, f.b.StreamTriggers())
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	subj := f.b.Subjects.TriggerSkill(name)
-	info, err := st.Info(f.ctx, jetstream.WithSubjectFilter(subj))
+	info, err := st.Info(f.ctx, jetstream.WithSubjectFilter(f.b.Subjects.Triggers()))
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	return info.State.Subjects[subj]
+	return info.State.Subjects[f.b.Subjects.TriggerInternal(name)] + info.State.Subjects[f.b.Subjects.TriggerSkill(name)]
 }
 
 func tickIDs(name string, ticks ...string) map[string]int {
@@ -288,6 +291,14 @@ func TestTwoSchedulersFireEachTickOnce(t *testing.T) {
 		t.Errorf("%d leaders", n)
 	}
 	f.check("nightly", tickIDs("nightly", "2026-01-01T00:01:00Z", "2026-01-01T00:02:00Z", "2026-01-01T00:03:00Z"))
+	// Ticks go where only skillbus's roles publish: a router takes their source
+	// nowhere else.
+	f.mu.Lock()
+	subjects := f.subjects
+	f.mu.Unlock()
+	if want := f.b.Subjects.TriggerInternal("nightly"); len(subjects) != 1 || subjects[want] != 3 {
+		t.Errorf("ticks published on %v, want 3 on %s", subjects, want)
+	}
 	var d map[string]string
 	if err := json.Unmarshal([]byte(f.data["schedule:nightly:2026-01-01T00:02:00Z"]), &d); err != nil || d["scheduled_at"] != "2026-01-01T00:02:00Z" {
 		t.Errorf("data %v (%v), want scheduled_at 2026-01-01T00:02:00Z", d, err)
