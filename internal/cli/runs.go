@@ -39,10 +39,11 @@ func runsCommand(c *common, stdout io.Writer) *cobra.Command {
   skillbus runs confirm 3f2a... --by ada
   skillbus runs confirm 3f2a... --deny --reason "not during the freeze"
   skillbus runs cancel 3f2a... --reason "wrong customer"
+  skillbus runs delayed                      # triggers stored to be published later
   skillbus runs pause --skill send-report   # its new runs wait until resume`,
 	}
 	cmd.AddCommand(runsListCommand(c, stdout), runsShowCommand(c, stdout), runsConfirmCommand(c, stdout),
-		runsCancelCommand(c, stdout), runsPauseCommand(c, stdout), runsResumeCommand(c, stdout))
+		runsCancelCommand(c, stdout), runsPauseCommand(c, stdout), runsResumeCommand(c, stdout), runsDelayedCommand(c, stdout))
 	return cmd
 }
 

@@ -9,17 +9,23 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/control"
+	"github.com/skillbus/skillbus/pkg/schedule"
 )
+
+// stateDelayed is the state runs cancel --json gives a delayed trigger it
+// cancelled before a router published it.
+const stateDelayed = "delayed"
 
 func runsCancelCommand(c *common, stdout io.Writer) *cobra.Command {
 	var skillName, since, by, reason string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "cancel EXECUTION... | --skill SKILL [--since T]",
+		Use:   "cancel EXECUTION|ACTIVATION... | --skill SKILL [--since T]",
 		Short: "Cancel executions: queued ones never start, running ones stop at their next step",
 		Long: `cancel ends executions as cancelled, across the fleet: the outcome of each is
 io.skillbus.execution.cancelled, recorded with who cancelled it (--by) and why
@@ -45,10 +51,18 @@ running it is cancelled.
 
 --skill cancels every execution of a skill that has not ended and whose job was
 published since --since (a duration back from now, or an RFC 3339 time; default:
-as far back as the JOBS stream keeps jobs), and lists what it cancelled.`,
+as far back as the JOBS stream keeps jobs), and the delayed triggers that invoke
+the skill by name and wait to be published ('runs delayed'), and lists what it
+cancelled.
+
+An ACTIVATION of a delayed trigger (what 'trigger --at/--in' printed, or 'runs
+delayed' lists) cancels that trigger before it is due: it is deleted, and no
+router publishes it. One due at that very moment may be published all the same,
+by a router that read it first; the line says so.`,
 		Example: `  skillbus runs cancel 3f2a9c... --reason "wrong customer"
   skillbus runs cancel 3f2a9c... 77b0e1...
-  skillbus runs cancel --skill send-report --since 1h --reason "bad template"`,
+  skillbus runs cancel --skill send-report --since 1h --reason "bad template"
+  skillbus runs cancel 9d41c7...             # the activation a trigger --in printed`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if (skillName == "") == (len(args) == 0) {
 				return usage("give execution ids or --skill, not both")
@@ -85,14 +99,41 @@ as far back as the JOBS stream keeps jobs), and lists what it cancelled.`,
 			}
 			req := control.Request{By: by, Reason: reason, Source: "skillbus-cli"}
 			var out []control.Cancellation
+			var delayed []schedule.Pending // delayed triggers cancelled before they were published
 			var missing []error
 			ended := 0
 			if skillName != "" {
 				if out, err = ctl.CancelSkill(ctx, skillName, from, req); err != nil {
 					return err
 				}
+				waiting, err := delayedOf(ctx, b, skillName)
+				if err != nil {
+					return err
+				}
+				for _, p := range waiting {
+					p, err := schedule.Cancel(ctx, b, p.ActivationID)
+					if errors.Is(err, schedule.ErrNoDelayed) {
+						continue // published since it was listed: its execution was not
+					}
+					if err != nil {
+						return err
+					}
+					delayed = append(delayed, p)
+				}
 			}
 			for _, id := range args {
+				// The activation of a delayed trigger not yet published (trigger
+				// --in prints it): nothing runs yet; the trigger is deleted.
+				if len(id) == executionIDLen {
+					p, err := schedule.Cancel(ctx, b, id)
+					if err == nil {
+						delayed = append(delayed, p)
+						continue
+					}
+					if !errors.Is(err, schedule.ErrNoDelayed) && !errors.Is(err, jetstream.ErrBucketNotFound) {
+						return err
+					}
+				}
 				if id, err = resolveExecution(ctx, b, kv, id, false); err != nil {
 					return err
 				}
@@ -110,18 +151,33 @@ as far back as the JOBS stream keeps jobs), and lists what it cancelled.`,
 				out = append(out, res)
 			}
 			if asJSON {
-				if out == nil {
-					out = []control.Cancellation{}
+				type row struct {
+					control.Cancellation
+					// A delayed trigger's: the activation it would have set off,
+					// and when it was due (state "delayed").
+					ActivationID string     `json:"activation_id,omitempty"`
+					Due          *time.Time `json:"due,omitempty"`
 				}
-				if err := json.NewEncoder(stdout).Encode(out); err != nil {
+				rows := []row{}
+				for _, r := range out {
+					rows = append(rows, row{Cancellation: r})
+				}
+				for _, p := range delayed {
+					rows = append(rows, row{Cancellation: control.Cancellation{Skill: p.Skill, State: stateDelayed}, ActivationID: p.ActivationID, Due: &p.At})
+				}
+				if err := json.NewEncoder(stdout).Encode(rows); err != nil {
 					return err
 				}
 			} else {
-				if skillName != "" && len(out) == 0 {
+				if skillName != "" && len(out) == 0 && len(delayed) == 0 {
 					fmt.Fprintf(stdout, "no execution of %s to cancel\n", skillName)
 				}
 				for _, r := range out {
 					fmt.Fprintln(stdout, r.String())
+				}
+				now := time.Now()
+				for _, p := range delayed {
+					fmt.Fprintln(stdout, delayedCancelled(p, now))
 				}
 			}
 			if len(missing) > 0 {

@@ -230,7 +230,7 @@ func dueTime(atSet bool, at string, inSet bool, in time.Duration, wait bool) (ti
 		return time.Time{}, nil
 	}
 	if wait {
-		return time.Time{}, usage("--wait follows a trigger published now; a delayed trigger runs later (follow it then with skillbus runs)")
+		return time.Time{}, usage("--wait follows a trigger published now; a delayed trigger runs later (see it waiting with skillbus runs delayed, and its run then with skillbus runs)")
 	}
 	return due, nil
 }
@@ -257,6 +257,7 @@ func publishLater(ctx context.Context, b *bus.Bus, t client.Trigger, due time.Ti
 		return nil
 	}
 	fmt.Fprintf(stdout, "scheduled %s id=%s at=%s activation=%s\n", act.Subject, act.EventID, at, act.ID)
+	fmt.Fprintf(stdout, "  waiting ones: skillbus runs delayed; to cancel this one before it is due: skillbus runs cancel %s\n", act.ID)
 	return nil
 }
 

@@ -16,15 +16,15 @@ import (
 	"github.com/skillbus/skillbus/pkg/client"
 )
 
-// trigger --in stores the trigger while no router runs; a router started later
-// publishes it when it is due, once, and the skill runs with its data.
-func TestTriggerLater(t *testing.T) {
-	t.Parallel()
+// laterSystem is a registry serving hello on a server no router runs on yet, and
+// a count of the triggers published.
+func laterSystem(t *testing.T) (s *dlqSystem, b *bus.Bus, triggers func() uint64) {
+	t.Helper()
 	srv := natstest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	t.Cleanup(cancel)
 	url := srv.URL()
-	s := &dlqSystem{t: t, ctx: ctx, dir: t.TempDir(), calls: map[string]*atomic.Int64{},
+	s = &dlqSystem{t: t, ctx: ctx, dir: t.TempDir(), calls: map[string]*atomic.Int64{},
 		env: func(k string) string {
 			if k == "SKILLBUS_NATS_URL" {
 				return url
@@ -37,7 +37,7 @@ func TestTriggerLater(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.js = b.JS
-	triggers := func() uint64 {
+	triggers = func() uint64 {
 		st, err := b.JS.Stream(ctx, b.StreamTriggers())
 		if err != nil {
 			return 0
@@ -62,6 +62,15 @@ func TestTriggerLater(t *testing.T) {
 	}
 	s.service(cli.Registry, "--skills", s.dir)
 	natstest.Eventually(t, 20*time.Second, func() bool { return s.catalogVersion("hello") != "" }, "the registry did not publish hello")
+	return s, b, triggers
+}
+
+// trigger --in stores the trigger while no router runs; a router started later
+// publishes it when it is due, once, and the skill runs with its data.
+func TestTriggerLater(t *testing.T) {
+	t.Parallel()
+	s, b, triggers := laterSystem(t)
+	ctx := s.ctx
 
 	before := time.Now()
 	out, err := s.skillbus("trigger", "--skill", "hello", "--data", `{"name":"Ada"}`, "--source", "/test", "--id", "later-1", "--in", "2s", "--json")
@@ -98,5 +107,82 @@ func TestTriggerLater(t *testing.T) {
 	}
 	if n := triggers(); n != 1 {
 		t.Errorf("%d triggers published, want 1", n)
+	}
+}
+
+// runs delayed lists the delayed triggers waiting, soonest first; runs cancel
+// takes the activation trigger --in printed, or --skill, and a cancelled trigger
+// is never published.
+func TestDelayedTriggersListedAndCancelled(t *testing.T) {
+	t.Parallel()
+	s, b, triggers := laterSystem(t)
+	later := func(in, id string, args ...string) string {
+		t.Helper()
+		out, err := s.skillbus(append([]string{"trigger", "--source", "/test", "--id", id, "--in", in, "--json"}, args...)...)
+		var got struct {
+			ActivationID string `json:"activation_id"`
+		}
+		if err != nil || json.Unmarshal([]byte(out), &got) != nil || got.ActivationID == "" {
+			t.Fatalf("trigger --in %s: %v\n%s", in, err, out)
+		}
+		return got.ActivationID
+	}
+	gone := later("2s", "gone", "--skill", "hello")
+	kept := later("3s", "kept", "--skill", "hello", "--data", `{"name":"Kit"}`)
+	byType := later("2h", "by-type", "com.example.greet")
+	bySkill := later("1h", "by-skill", "--skill", "hello")
+
+	out, err := s.skillbus("runs", "delayed")
+	if err != nil {
+		t.Fatalf("runs delayed: %v\n%s", err, out)
+	}
+	for _, act := range []string{gone, kept, bySkill, byType} {
+		if !strings.Contains(out, act) {
+			t.Fatalf("runs delayed does not list %s:\n%s", act, out)
+		}
+	}
+	if i := strings.Index(out, byType); !strings.Contains(out[i:], "com.example.greet") || strings.Index(out, bySkill) > i || strings.Index(out, gone) > strings.Index(out, kept) {
+		t.Errorf("runs delayed, want soonest first, skill or type named:\n%s", out)
+	}
+	var listed []struct {
+		ActivationID string    `json:"activation_id"`
+		Skill        string    `json:"skill"`
+		At           time.Time `json:"at"`
+	}
+	out, err = s.skillbus("runs", "delayed", "--skill", "hello", "--json")
+	if err != nil || json.Unmarshal([]byte(out), &listed) != nil || len(listed) != 3 || listed[0].ActivationID != gone || listed[2].ActivationID != bySkill {
+		t.Fatalf("runs delayed --skill hello --json: %v\n%s", err, out)
+	}
+
+	out, err = s.skillbus("runs", "cancel", gone)
+	if err != nil || !strings.Contains(out, gone+" cancelled: the delayed trigger for hello (source /test, id gone)") {
+		t.Fatalf("runs cancel %s: %v\n%s", gone, err, out)
+	}
+	s.wantError([]string{"runs", "cancel", gone}, 1, "no such execution")
+	out, err = s.skillbus("runs", "cancel", "--skill", "hello", "--since", "1h", "--json")
+	var cancelled []struct {
+		ActivationID string `json:"activation_id"`
+		State        string `json:"state"`
+	}
+	if err != nil || json.Unmarshal([]byte(out), &cancelled) != nil || len(cancelled) != 2 || cancelled[0].State != "delayed" {
+		t.Fatalf("runs cancel --skill hello: %v\n%s", err, out)
+	}
+	// kept again: it was cancelled with the rest of hello's.
+	kept = later("3s", "kept-2", "--skill", "hello", "--data", `{"name":"Kit"}`)
+	out, _ = s.skillbus("runs", "delayed")
+	if strings.Contains(out, bySkill) || !strings.Contains(out, byType) || !strings.Contains(out, kept) {
+		t.Fatalf("runs delayed after the cancels:\n%s", out)
+	}
+
+	// Once a router runs, the trigger due after the cancelled one is published,
+	// and it alone: the cancelled one, due first, would have been by then.
+	s.service(cli.Router)
+	s.service(cli.Worker)
+	res, err := client.New(b).Follow(s.ctx, kept, nil)
+	if err != nil || !res.Completed || res.Outputs["greeting"] != "Hello, Kit!" {
+		t.Fatalf("result %+v, %v", res, err)
+	}
+	if n := triggers(); n != 1 {
+		t.Errorf("%d triggers published, want 1: the cancelled ones were not to be", n)
 	}
 }

@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
@@ -97,4 +99,83 @@ func checkSender(t client.Trigger) error {
 		return fmt.Errorf("%w: type %q: types beginning skill. are reserved", client.ErrInvalidEvent, t.Type)
 	}
 	return nil
+}
+
+// Pending is a delayed trigger waiting to be published, as List and Cancel
+// return it.
+type Pending struct {
+	Delayed
+	// ActivationID is the activation the trigger will set off, the name of its
+	// key (at.<activation id>).
+	ActivationID string `json:"activation_id"`
+	rev          uint64
+}
+
+// List returns the delayed triggers waiting to be published, soonest first.
+// One stored by an earlier version in KV schedules is not listed (the routers
+// still publish it).
+func List(ctx context.Context, b *bus.Bus) ([]Pending, error) {
+	kv, err := b.KV(ctx, b.BucketDelayed())
+	if err != nil {
+		return nil, fmt.Errorf("schedule: %w", err)
+	}
+	w, err := kv.Watch(ctx, atPfx+">", jetstream.IgnoreDeletes())
+	if err != nil {
+		return nil, fmt.Errorf("schedule: listing delayed triggers: %w", err)
+	}
+	defer func() { _ = w.Stop() }()
+	var out []Pending
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("schedule: listing delayed triggers: %w", ctx.Err())
+		case e, ok := <-w.Updates():
+			if !ok {
+				return nil, errors.New("schedule: listing delayed triggers: the watch ended")
+			}
+			if e == nil { // every key read
+				slices.SortFunc(out, func(a, b Pending) int { return cmp.Or(a.At.Compare(b.At), cmp.Compare(a.ActivationID, b.ActivationID)) })
+				return out, nil
+			}
+			p := Pending{ActivationID: strings.TrimPrefix(e.Key(), atPfx), rev: e.Revision()}
+			if err := json.Unmarshal(e.Value(), &p.Delayed); err != nil {
+				// Listed all the same, so that it can be seen and cancelled.
+				p.Delayed = Delayed{}
+			}
+			out = append(out, p)
+		}
+	}
+}
+
+// ErrNoDelayed is returned by Cancel for an activation no delayed trigger waits
+// for: mistyped, never delayed, or published already.
+var ErrNoDelayed = errors.New("no delayed trigger waits for that activation")
+
+// Cancel deletes the delayed trigger that would set off activation actID, so no
+// router publishes it, and returns it. One a router is publishing at that moment
+// (it is due) may still be published: Cancel then fails with ErrNoDelayed if the
+// router deleted it first.
+func Cancel(ctx context.Context, b *bus.Bus, actID string) (Pending, error) {
+	kv, err := b.KV(ctx, b.BucketDelayed())
+	if err != nil {
+		return Pending{}, fmt.Errorf("schedule: %w", err)
+	}
+	e, err := kv.Get(ctx, atPfx+actID)
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+		return Pending{}, fmt.Errorf("schedule: %s: %w", actID, ErrNoDelayed)
+	}
+	if err != nil {
+		return Pending{}, fmt.Errorf("schedule: reading delayed trigger %s: %w", actID, err)
+	}
+	p := Pending{ActivationID: actID, rev: e.Revision()}
+	_ = json.Unmarshal(e.Value(), &p.Delayed) // cancelled whether it decodes or not
+	if err := b.DeleteDelayed(ctx, atPfx+actID, p.rev); err != nil {
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
+			// Deleted since it was read: by a router that published it.
+			return Pending{}, fmt.Errorf("schedule: %s: %w", actID, ErrNoDelayed)
+		}
+		return Pending{}, fmt.Errorf("schedule: cancelling delayed trigger %s: %w", actID, err)
+	}
+	return p, nil
 }
