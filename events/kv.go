@@ -15,6 +15,10 @@ import (
 //	<execution>.wait    what an execution parked at a wait_for_event waits for (a run.Wait)
 //	skill.<name>.hold   a paused skill: its new runs wait (a run.Hold)
 //	skill.<name>.ramp   a share of a skill's new runs sent to another version (a run.Ramp)
+//	skill.<name>.cancelled
+//	                    runs cancel --skill: the skill's runs of triggers up to a
+//	                    place in TRIGGERS that were still pending then (a debounced
+//	                    burst, a batch) are cancelled when due (a run.SkillCancel)
 //	cancelon.<skill>.<type>.<value>.<execution>
 //	                    a run an event of a type may cancel (a skill's cancel_on),
 //	                    kept until the rule's timeout; <type> hashes the type,
@@ -30,6 +34,7 @@ const (
 	runWait   = ".wait"
 	skillHold = ".hold"
 	skillRamp = ".ramp"
+	skillCut  = ".cancelled"
 	skillKey  = "skill."
 	// RunsPausedFilter matches the keys of every paused execution.
 	RunsPausedFilter = "*" + runPaused
@@ -69,6 +74,10 @@ func WaitingExecution(key string) (executionID string, ok bool) {
 
 // SkillHoldKey is the runs key that says a skill is paused.
 func SkillHoldKey(skill string) string { return skillKey + skill + skillHold }
+
+// SkillCancelledKey is the runs key of a skill's last runs cancel --skill: its
+// runs of triggers taken before then, still pending, are cancelled when due.
+func SkillCancelledKey(skill string) string { return skillKey + skill + skillCut }
 
 // PausedExecution returns the execution a runs key names as paused; ok is false
 // for a key of anything else.

@@ -53,7 +53,9 @@ running it is cancelled.
 published since --since (a duration back from now, or an RFC 3339 time; default:
 as far back as the JOBS stream keeps jobs), and the delayed triggers that invoke
 the skill by name and wait to be published ('runs delayed'), and lists what it
-cancelled.
+cancelled. A debounced burst or a batch of the skill pending now is cancelled
+when it comes due, before any worker starts it; one that takes a trigger after
+the cancel is not.
 
 An ACTIVATION of a delayed trigger (what 'trigger --at/--in' printed, or 'runs
 delayed' lists) cancels that trigger before it is due: it is deleted, and no
@@ -171,6 +173,9 @@ by a router that read it first; the line says so.`,
 			} else {
 				if skillName != "" && len(out) == 0 && len(delayed) == 0 {
 					fmt.Fprintf(stdout, "no execution of %s to cancel\n", skillName)
+				}
+				if skillName != "" {
+					defer fmt.Fprintf(stdout, "a debounced burst or a batch of %s pending now, if any, is cancelled when it comes due\n", skillName)
 				}
 				for _, r := range out {
 					fmt.Fprintln(stdout, r.String())

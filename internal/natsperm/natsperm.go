@@ -322,7 +322,7 @@ func roles(prefix string) []Role {
 		},
 		{
 			Name: "operator",
-			Doc:  "The skillbus CLI of a person: triggers, skills list/show/validate (through the registry service and the catalog), runs list/show/confirm/cancel/pause/resume, dlq list/show/replay, repair list/show/approve/reject, `nats micro` discovery and the workers' status endpoints. It reads everything and writes only triggers (and delayed ones: keys at.<id> of KV delayed, which it lists and may delete to cancel one), confirmation answers and DLQ replays: a replayed job (so it may publish jobs), and the replay's record in the DLQ and on the new execution's events; repair decisions; and execution control in KV runs: cancel requests (<execution>.cancel), paused skills (skill.<name>.hold), and the paused, held, wait and parked records of the runs it cancels or resumes, whose jobs it publishes again. It cannot write dead letters, results, progress or repair jobs.",
+			Doc:  "The skillbus CLI of a person: triggers, skills list/show/validate (through the registry service and the catalog), runs list/show/confirm/cancel/pause/resume, dlq list/show/replay, repair list/show/approve/reject, `nats micro` discovery and the workers' status endpoints. It reads everything and writes only triggers (and delayed ones: keys at.<id> of KV delayed, which it lists and may delete to cancel one), confirmation answers and DLQ replays: a replayed job (so it may publish jobs), and the replay's record in the DLQ and on the new execution's events; repair decisions; and execution control in KV runs: cancel requests (<execution>.cancel), paused skills (skill.<name>.hold), a skill's pending runs cancelled (skill.<name>.cancelled), and the paused, held, wait and parked records of the runs it cancels or resumes, whose jobs it publishes again. It cannot write dead letters, results, progress or repair jobs.",
 			Publish: join(jsInfo, n.streamInfos(),
 				[]string{subj.Triggers(), subj.EventKind(events.TypeConfirmationRecorded), subj.ServiceAll(events.ServiceRegistry), subj.ServiceAll(events.ServiceRouter), subj.ServiceAll(events.ServiceWorker), "$SRV.>"},
 				[]string{subj.AllExec(), subj.Dead(events.DeadReplayed) + ".>", subj.EventKind(events.TypeDLQReplayed), subj.RepairDecided("*")},
@@ -331,7 +331,7 @@ func roles(prefix string) []Role {
 				// Delayed triggers: the pending ones listed (runs delayed), and
 				// one cancelled before it is due (a delete of its key).
 				storeDelayed(n.delayed), readKV(n.delayed),
-				[]string{"$KV." + n.runs + ".*.cancel", "$KV." + n.runs + ".skill.*.hold", "$KV." + n.runs + ".*.paused", "$KV." + n.runs + ".*.held",
+				[]string{"$KV." + n.runs + ".*.cancel", "$KV." + n.runs + ".skill.*.hold", "$KV." + n.runs + ".skill.*.cancelled", "$KV." + n.runs + ".*.paused", "$KV." + n.runs + ".*.held",
 					"$KV." + n.runs + ".*.wait", "$KV." + n.repairs + ".w.>"},
 				[]string{"$JS.API.STREAM.NAMES", "$JS.API.STREAM.LIST", "$JS.API.CONSUMER.NAMES.>", "$JS.API.CONSUMER.LIST.>"},
 			),

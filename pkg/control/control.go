@@ -418,12 +418,19 @@ func (c *Controller) loadHeld(ctx context.Context, id string) (*run.Held, uint64
 // CancelSkill cancels every execution of a skill that is queued, running, paused,
 // held or repairing and whose job was published at or after since (zero: within
 // the JOBS stream's retention). It returns what it cancelled, oldest first;
-// executions that had ended are left out.
+// executions that had ended are left out. Its runs not yet planned but pending
+// as triggers — a debounced burst, a batch — whatever since says, are cancelled
+// when they come due: routers read the cancel (run.SkillCancel) then.
 func (c *Controller) CancelSkill(ctx context.Context, skillName string, since time.Time, r Request) ([]Cancellation, error) {
 	if err := r.check(); err != nil {
 		return nil, err
 	}
 	if err := events.CheckToken("skill", skillName); err != nil {
+		return nil, err
+	}
+	// First the runs still pending as triggers (a debounced burst, a batch):
+	// those of triggers stored until now are cancelled when they come due.
+	if err := c.cutSkill(ctx, skillName, r); err != nil {
 		return nil, err
 	}
 	ids, err := c.skillExecutions(ctx, skillName, since)
@@ -441,6 +448,24 @@ func (c *Controller) CancelSkill(ctx context.Context, skillName string, since ti
 		}
 	}
 	return out, nil
+}
+
+// cutSkill records a cancel of the skill's runs still pending as triggers, up
+// to the last trigger stored now (run.SkillCancel).
+func (c *Controller) cutSkill(ctx context.Context, skillName string, r Request) error {
+	st, err := c.b.Stream(ctx, c.b.StreamTriggers())
+	if err != nil {
+		return fmt.Errorf("cancel %s: %w", skillName, err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("cancel %s: %w", skillName, err)
+	}
+	rec, _ := json.Marshal(run.SkillCancel{Skill: skillName, Seq: info.State.LastSeq, By: r.By, Reason: r.Reason, At: time.Now().UTC()})
+	if _, err := c.runs.Put(ctx, events.SkillCancelledKey(skillName), rec); err != nil {
+		return fmt.Errorf("cancel %s: record the cancel of its pending runs: %w", skillName, err)
+	}
+	return nil
 }
 
 // skillExecutions lists the executions whose jobs for the skill are in the JOBS

@@ -12,7 +12,9 @@ import (
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/internal/natstest"
+	"github.com/skillbus/skillbus/pkg/control"
 	"github.com/skillbus/skillbus/pkg/router"
+	"github.com/skillbus/skillbus/pkg/run"
 	"github.com/skillbus/skillbus/pkg/skill"
 )
 
@@ -252,5 +254,46 @@ func TestDebounceSurvivesItsRouter(t *testing.T) {
 	f.quiet()
 	if got := f.runs(); fmt.Sprint(got["crash"]) != "[5]" {
 		t.Fatalf("runs: %v; want one with n 5", got)
+	}
+}
+
+// runs cancel --skill while a burst is pending cancels its run when it comes due,
+// before a worker could start it; a burst of triggers sent after the cancel runs.
+func TestCancelSkillCancelsAPendingBurst(t *testing.T) {
+	t.Parallel()
+	f := setup(t, debounced(time.Second, 30*time.Second))
+	f.change("c1", "readme", 1)
+	var u events.RouteUnmatched
+	f.event(events.ActivationID("/test", "c1"), events.TypeRouteUnmatched, &u)
+	if u.Code != events.UnmatchedDebounced {
+		t.Fatalf("c1: %+v; want folded", u)
+	}
+	ctl, err := control.New(f.ctx, f.b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ctl.CancelSkill(f.ctx, "digest", time.Time{}, control.Request{By: "ada", Reason: "bad template", Source: "/test"}); err != nil {
+		t.Fatal(err)
+	}
+	f.quiet()
+	kv, err := f.b.KV(f.ctx, f.b.BucketRuns())
+	if err != nil {
+		t.Fatal(err)
+	}
+	burst := events.ExecutionID(router.DebounceSource("digest"), events.ActivationID("/test", "c1"), "digest")
+	c, err := run.LoadCancel(f.ctx, kv, burst)
+	if err != nil || c == nil || c.By != "ada" || !strings.Contains(c.Reason, "bad template") {
+		t.Fatalf("the pending burst's run: cancel %+v (%v); want cancelled by ada", c, err)
+	}
+	if got := f.runs(); fmt.Sprint(got["readme"]) != "[1]" {
+		t.Fatalf("runs: %v; want the cancelled run planned, to end as cancelled", got)
+	}
+
+	f.change("c2", "license", 1)
+	natstest.Eventually(t, 20*time.Second, func() bool { return len(f.runs()["license"]) == 1 }, "no run of the burst sent after the cancel")
+	f.quiet()
+	later := events.ExecutionID(router.DebounceSource("digest"), events.ActivationID("/test", "c2"), "digest")
+	if c, err := run.LoadCancel(f.ctx, kv, later); err != nil || c != nil {
+		t.Fatalf("a burst sent after the cancel: cancel %+v (%v); want none", c, err)
 	}
 }

@@ -2,15 +2,20 @@ package router
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/bus/bustrace"
+	"github.com/skillbus/skillbus/pkg/control"
+	"github.com/skillbus/skillbus/pkg/run"
 	"github.com/skillbus/skillbus/pkg/telemetry"
 )
 
@@ -64,6 +69,11 @@ func (r *Router) publishPlan(ctx context.Context, t *trigger, o *routed) (routeN
 		r.cfg.Log.Info("router: trigger routed before to another skill (the catalog changed since); its first activation answers it",
 			"activation", t.actID, "source", t.ref.Source, "id", t.ref.ID, "first", prev, "now", primary.Name)
 		return note, t.msg.Ack()
+	}
+	if t.burstOf != "" && t.burstSeq != 0 {
+		if err := r.cancelPendingRun(ctx, t, o); err != nil {
+			return note, err
+		}
 	}
 	subj := r.cfg.Bus.Subjects
 	pubs := make([]trace.Span, 0, len(o.jobs())+1)
@@ -205,4 +215,38 @@ func (r *Router) unmatched(ctx context.Context, t *trigger, o unmatched) error {
 		return err
 	}
 	return t.msg.Ack()
+}
+
+// cancelPendingRun cancels the run of a debounced burst or a batch that came due
+// after runs cancel --skill was given while it was pending (its last trigger was
+// stored before then): before its job is published, so that the worker taking it
+// finds the cancel and starts nothing. The run is planned all the same, so that it
+// ends as cancelled, where whoever follows it looks.
+func (r *Router) cancelPendingRun(ctx context.Context, t *trigger, o *routed) error {
+	e, err := r.runs.Get(ctx, events.SkillCancelledKey(t.burstOf))
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading whether %s's pending runs were cancelled: %w", t.burstOf, err)
+	}
+	var cut run.SkillCancel
+	if err := json.Unmarshal(e.Value(), &cut); err != nil || t.burstSeq > cut.Seq {
+		return nil // a trigger stored after the cancel: this run is not cancelled
+	}
+	reason := "runs cancel --skill while the run was pending"
+	if cut.Reason != "" {
+		reason += ": " + cut.Reason
+	}
+	for i := range o.jobs() {
+		sr := o.jobs()[i].job.Skill
+		if sr.Name != t.burstOf {
+			continue
+		}
+		if _, err := r.control.CancelKnown(ctx, sr.ExecutionID, control.Request{By: cut.By, Reason: reason, Source: r.cfg.Source}); err != nil {
+			return err
+		}
+		r.cfg.Log.Info("router: a pending run cancelled by runs cancel --skill", "skill", sr.Name, "execution", sr.ExecutionID, "by", cut.By)
+	}
+	return nil
 }

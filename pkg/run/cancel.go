@@ -51,6 +51,18 @@ func LoadCancel(ctx context.Context, kv jetstream.KeyValue, executionID string) 
 	return &c, nil
 }
 
+// SkillCancel is a runs cancel --skill as routers read it, kept in KV runs under
+// events.SkillCancelledKey: the skill's runs not yet started then, but pending
+// as a debounced burst or a batch of triggers stored up to Seq in the TRIGGERS
+// stream, are cancelled when they come due. A later cancel replaces it.
+type SkillCancel struct {
+	Skill  string    `json:"skill"`
+	Seq    uint64    `json:"seq"`
+	By     string    `json:"by"`
+	Reason string    `json:"reason,omitempty"`
+	At     time.Time `json:"at"`
+}
+
 // Hold says a skill is paused: workers hold its new runs (see Held) until it is
 // resumed. It is kept in KV runs under events.SkillHoldKey.
 type Hold struct {
