@@ -362,6 +362,18 @@ func TestDLQ(t *testing.T) {
 		!regexp.MustCompile(rp.ExecutionID+`\s+flaky\s+1\.1\.0\s+completed`).MatchString(list) {
 		t.Errorf("runs list: %v\n%s", err, list)
 	}
+	// --skill and --status keep the runs asked for: the replay completed, the
+	// first run failed.
+	if list, err := s.skillbus("runs", "list", "--skill", "flaky", "--status", "completed,cancelled"); err != nil || !strings.Contains(list, rp.ExecutionID) || strings.Contains(list, "failed") {
+		t.Errorf("runs list --skill flaky --status completed,cancelled: %v\n%s", err, list)
+	}
+	if list, err := s.skillbus("runs", "list", "--status", "failed"); err != nil || strings.Contains(list, rp.ExecutionID) || !strings.Contains(list, "failed") {
+		t.Errorf("runs list --status failed: %v\n%s", err, list)
+	}
+	if list, err := s.skillbus("runs", "list", "--skill", "other"); err != nil || !strings.Contains(list, "no execution recorded in the last 24h0m0s matches") {
+		t.Errorf("runs list --skill other: %v\n%s", err, list)
+	}
+	s.wantError([]string{"runs", "list", "--status", "done"}, 2, `--status "done": one of completed, failed`)
 	// The beginning of an id names the execution, as runs list's ids are long.
 	if short, err := s.skillbus("runs", "show", rp.ExecutionID[:8]); err != nil || short != out {
 		t.Errorf("runs show of the id's first 8 characters: %v\n%s", err, short)

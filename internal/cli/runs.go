@@ -51,15 +51,30 @@ func runsListCommand(c *common, stdout io.Writer) *cobra.Command {
 	var limit int
 	var since time.Duration
 	var asJSON bool
+	var skillName string
+	var statuses []string
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List recent executions: finished, paused for a confirmation, and parked for a repair",
 		Example: `  skillbus runs list
+  skillbus runs list --skill send-report --status failed,cancelled
   skillbus runs list --limit 100 --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if limit < 1 {
 				return usage("--limit must be at least 1")
+			}
+			if skillName != "" {
+				if err := events.CheckToken("skill", skillName); err != nil {
+					return usage("--skill: %v", err)
+				}
+			}
+			wanted := map[string]bool{}
+			for _, st := range statuses {
+				if !slices.Contains(runStatuses, st) {
+					return usage("--status %q: one of %s", st, strings.Join(runStatuses, ", "))
+				}
+				wanted[st] = true
 			}
 			ctx := cmd.Context()
 			b, kv, err := c.runsBucket(ctx)
@@ -127,6 +142,9 @@ func runsListCommand(c *common, stdout io.Writer) *cobra.Command {
 					rows = append(rows, row{p.ExecutionID, p.Job.Skill.Name, p.Job.Skill.Version, "repairing", detail, p.ParkedAt})
 				}
 			}
+			rows = slices.DeleteFunc(rows, func(r row) bool {
+				return skillName != "" && r.Skill != skillName || len(wanted) > 0 && !wanted[r.Status]
+			})
 			sort.Slice(rows, func(i, j int) bool { return rows[i].At.After(rows[j].At) })
 			rows = rows[:min(limit, len(rows))]
 			if asJSON {
@@ -136,6 +154,10 @@ func runsListCommand(c *common, stdout io.Writer) *cobra.Command {
 				return json.NewEncoder(stdout).Encode(rows)
 			}
 			if len(rows) == 0 {
+				if skillName != "" || len(wanted) > 0 {
+					fmt.Fprintf(stdout, "no execution recorded in the last %v matches --skill or --status\n", since)
+					return nil
+				}
 				fmt.Fprintln(stdout, "no executions recorded")
 				return nil
 			}
@@ -149,9 +171,15 @@ func runsListCommand(c *common, stdout io.Writer) *cobra.Command {
 	}
 	cmd.Flags().IntVar(&limit, "limit", 20, "how many executions to list, newest first")
 	cmd.Flags().DurationVar(&since, "since", 24*time.Hour, "list executions that ended within this long")
+	cmd.Flags().StringVar(&skillName, "skill", "", "only this skill's executions")
+	cmd.Flags().StringSliceVar(&statuses, "status", nil, "only executions in these states, comma-separated: "+strings.Join(runStatuses, ", "))
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
+
+// runStatuses are the states runs list shows: the outcomes, and the runs paused
+// for a confirmation, waiting at a step, or parked for a repair.
+var runStatuses = []string{run.StatusCompleted, run.StatusFailed, run.StatusFallback, run.StatusCancelled, "paused", "waiting", "repairing"}
 
 // skillOf is the name and version of the skill a paused job runs.
 func skillOf(job json.RawMessage) (name, version string) {
