@@ -357,20 +357,38 @@ func TestTriggerRepeatedAfterDuplicateWindowMakesNoJob(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(3 * window) // not waiting for anything to happen: letting both streams forget the ids
+	// Past JOBS' duplicate window for the job's message id, so that only the
+	// create-only subject can keep a second job out: a probe with that id, on a
+	// pool no one takes, is stored rather than dropped as a repeat.
+	jobID := events.ExecutionID("/test", "7", "hello") + ".job"
+	js, _ := jetstream.New(f.nc)
+	probes := 0
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		m := nats.NewMsg(f.b.Subjects.Exec("probe", "window", "x", events.StagePlan))
+		m.Header.Set("Nats-Msg-Id", jobID)
+		ack, err := js.PublishMsg(f.ctx, m)
+		probes++
+		return err == nil && !ack.Duplicate
+	}, "JOBS still drops %s as a repeat", jobID)
 	h := ce("7", "io.skillbus.invoke")
 	h["Nats-Msg-Id"] = "a-retry"
 	f.publish("skillbus.trigger.skill.hello", h, `{}`)
 	f.settled()
-	for name, want := range map[string]uint64{f.b.StreamTriggers(): 2, f.b.StreamJobs(): 1} {
-		s, _ := f.b.JS.Stream(f.ctx, name)
-		info, err := s.Info(f.ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if info.State.LastSeq != want {
-			t.Errorf("%s has stored %d messages, want %d", name, info.State.LastSeq, want)
-		}
+	s, _ := f.b.JS.Stream(f.ctx, f.b.StreamTriggers())
+	if info, err := s.Info(f.ctx); err != nil || info.State.LastSeq != 2 {
+		t.Fatalf("TRIGGERS has stored %v messages (%v), want 2", info.State.LastSeq, err)
+	}
+	s, _ = f.b.JS.Stream(f.ctx, f.b.StreamJobs())
+	info, err := s.Info(f.ctx, jetstream.WithSubjectFilter(f.b.Subjects.ExecPool("default")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var jobs uint64
+	for _, n := range info.State.Subjects {
+		jobs += n
+	}
+	if jobs != 1 {
+		t.Errorf("JOBS holds %d jobs of hello, want 1 (after %d probes of the window)", jobs, probes)
 	}
 }
 
@@ -590,7 +608,8 @@ func TestTriggerRoutedBeforeToAnotherSkillMakesNoJob(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(3 * window) // not waiting for anything to happen: letting the streams forget the ids
+	// The retry has an id of its own (no window to wait out), and hola's job
+	// another execution's: only the job of hello's activation can keep it out.
 	h := ce("moved", "com.example.greet")
 	h["Nats-Msg-Id"] = "a-retry"
 	f.publish("skillbus.trigger.com.example.greet", h, `{}`)
