@@ -66,13 +66,20 @@ func (s Subjects) SkillFromInternal(subject string) (string, bool) {
 // duplicate.
 const ReservedSource = "/skillbus/"
 
+// reservedIDSource begins the sources skillbus hashes into ids of its own that
+// name no trigger: a rejected trigger's record (skillbus:trigger-seq), a dead
+// letter's replay (skillbus:dlq/<entry>). A trigger from one would name the same
+// activation or execution.
+const reservedIDSource = "skillbus:"
+
 // IsReservedSource reports whether source, compared as CloudEvents compares
-// sources (percent-decoded, CanonicalSource), begins ReservedSource.
+// sources (percent-decoded, CanonicalSource), begins ReservedSource, or
+// "skillbus:", which skillbus's own ids use.
 func IsReservedSource(source string) bool {
-	if strings.IndexByte(source, '%') < 0 { // nearly every source: no allocation
-		return strings.HasPrefix(source, ReservedSource)
+	if strings.IndexByte(source, '%') >= 0 {
+		source = CanonicalSource(source)
 	}
-	return strings.HasPrefix(CanonicalSource(source), ReservedSource)
+	return strings.HasPrefix(source, ReservedSource) || strings.HasPrefix(source, reservedIDSource)
 }
 
 // SkillFromDebounced returns the skill name of a TriggerDebounced subject.

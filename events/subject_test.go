@@ -55,6 +55,7 @@ func TestInternalTriggers(t *testing.T) {
 	}
 	for src, want := range map[string]bool{
 		"/skillbus/scheduler": true, "/skillbus%2Fskill-tool": true, "%2Fskillbus/x": true, "/skillbus/": true,
+		"skillbus:trigger-seq": true, "skillbus%3Adlq/x": true, "skillbus-cli": false, "skillbus-client": false,
 		"/skillbus": false, "/skillbusx/a": false, "/shop": false, "https://x.io/skillbus/": false, "": false,
 	} {
 		if got := IsReservedSource(src); got != want {

@@ -105,9 +105,8 @@ by a router that read it first; the line says so.`,
 			var missing []error
 			ended := 0
 			if skillName != "" {
-				if out, err = ctl.CancelSkill(ctx, skillName, from, req); err != nil {
-					return err
-				}
+				// The delayed triggers first: one published while the skill's
+				// executions are read then has its execution among them.
 				waiting, err := delayedOf(ctx, b, skillName)
 				if err != nil {
 					return err
@@ -122,10 +121,14 @@ by a router that read it first; the line says so.`,
 					}
 					delayed = append(delayed, p)
 				}
+				if out, err = ctl.CancelSkill(ctx, skillName, from, req); err != nil {
+					return err
+				}
 			}
 			for _, id := range args {
 				// The activation of a delayed trigger not yet published (trigger
 				// --in prints it): nothing runs yet; the trigger is deleted.
+				triedDelayed := false
 				if len(id) == executionIDLen {
 					p, err := schedule.Cancel(ctx, b, id)
 					if err == nil {
@@ -135,12 +138,18 @@ by a router that read it first; the line says so.`,
 					if !errors.Is(err, schedule.ErrNoDelayed) && !errors.Is(err, jetstream.ErrBucketNotFound) {
 						return err
 					}
+					triedDelayed = true
 				}
 				if id, err = resolveExecution(ctx, b, kv, id, false); err != nil {
 					return err
 				}
 				res, err := ctl.Cancel(ctx, id, req)
 				if errors.Is(err, control.ErrNoExecution) {
+					if triedDelayed {
+						// The activation of a delayed trigger published already
+						// is not an execution: say where to look.
+						err = fmt.Errorf("%w, nor a delayed trigger waiting with that activation ('runs delayed' lists those; one published already runs as its own execution: 'runs list')", err)
+					}
 					missing = append(missing, err) // the others are still cancelled
 					continue
 				}
@@ -155,17 +164,18 @@ by a router that read it first; the line says so.`,
 			if asJSON {
 				type row struct {
 					control.Cancellation
+					ExecutionID string `json:"execution_id,omitempty"` // a delayed trigger has none
 					// A delayed trigger's: the activation it would have set off,
 					// and when it was due (state "delayed").
 					ActivationID string     `json:"activation_id,omitempty"`
-					Due          *time.Time `json:"due,omitempty"`
+					At           *time.Time `json:"at,omitempty"`
 				}
 				rows := []row{}
 				for _, r := range out {
-					rows = append(rows, row{Cancellation: r})
+					rows = append(rows, row{Cancellation: r, ExecutionID: r.ExecutionID})
 				}
 				for _, p := range delayed {
-					rows = append(rows, row{Cancellation: control.Cancellation{Skill: p.Skill, State: stateDelayed}, ActivationID: p.ActivationID, Due: &p.At})
+					rows = append(rows, row{Cancellation: control.Cancellation{Skill: p.Skill, State: stateDelayed}, ActivationID: p.ActivationID, At: &p.At})
 				}
 				if err := json.NewEncoder(stdout).Encode(rows); err != nil {
 					return err

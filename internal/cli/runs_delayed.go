@@ -121,12 +121,16 @@ func dueIn(t, now time.Time) string {
 	return "in " + d.String()
 }
 
+// dueMargin is how close to its due time a cancelled delayed trigger may already
+// be published: a router reads it when due by its own clock, which may be ahead.
+const dueMargin = 5 * time.Second
+
 // delayedCancelled says what cancelling p did, for runs cancel.
 func delayedCancelled(p schedule.Pending, now time.Time) string {
 	s := fmt.Sprintf("%s cancelled: the delayed trigger for %s (source %s, id %s), due at %s (%s), will not be published",
 		p.ActivationID, delayedTarget(p), orDash(p.Source), orDash(p.ID), p.At.Local().Format(time.RFC3339), dueIn(p.At, now))
-	if !p.At.After(now.Add(time.Second)) {
-		s += "; it was due, so a router may have been publishing it at that moment"
+	if !p.At.After(now.Add(dueMargin)) {
+		s += "; it was due or about to be, so a router (whose clock may be ahead) may have published it already (see 'runs list')"
 	}
 	return s
 }

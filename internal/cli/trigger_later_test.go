@@ -158,7 +158,7 @@ func TestDelayedTriggersListedAndCancelled(t *testing.T) {
 	if err != nil || !strings.Contains(out, gone+" cancelled: the delayed trigger for hello (source /test, id gone)") {
 		t.Fatalf("runs cancel %s: %v\n%s", gone, err, out)
 	}
-	s.wantError([]string{"runs", "cancel", gone}, 1, "no such execution")
+	s.wantError([]string{"runs", "cancel", gone}, 1, "nor a delayed trigger waiting with that activation")
 	out, err = s.skillbus("runs", "cancel", "--skill", "hello", "--since", "1h", "--json")
 	var cancelled []struct {
 		ActivationID string `json:"activation_id"`

@@ -280,9 +280,12 @@ func roles(prefix string) []Role {
 		},
 		{
 			Name: "worker",
-			Doc:  "Consumes jobs (durables worker-<pool>) and the due messages of throttled runs set aside (durable worker-throttle); publishes progress and results (and activation.completed when its outcome ends the last of an activation's concurrent jobs), next and fallback jobs, dead letters and confirmation timeouts; with --repair, asks the repair service to park an execution that failed with a repairable fault (the REPAIR stream's park requests, nothing else on it); writes run records, checkpoints, cache, its outcome counts (KV stats) and its heartbeat; reads the catalog, skill files and repairs but cannot write them; calls tools on the bus and invokes skills (the skill tool publishes triggers); serves the skillbus-worker micro service (its status and stats).",
+			Doc:  "Consumes jobs (durables worker-<pool>) and the due messages of throttled runs set aside (durable worker-throttle); publishes progress and results (and activation.completed when its outcome ends the last of an activation's concurrent jobs), next and fallback jobs, dead letters and confirmation timeouts; with --repair, asks the repair service to park an execution that failed with a repairable fault (the REPAIR stream's park requests, nothing else on it); writes run records, checkpoints, cache, its outcome counts (KV stats) and its heartbeat; reads the catalog, skill files and repairs but cannot write them; calls tools on the bus and invokes skills (the skill tool publishes triggers, and reads one back from TRIGGERS when JetStream calls it a repeat); serves the skillbus-worker micro service (its status and stats).",
 			Publish: join(jsInfo, n.streamInfos(),
 				readStream(n.jobs), readStream(n.events),
+				// A skill tool's call that JetStream took for a repeat: whether the
+				// message stored under its id is that call (client.Send).
+				getStream(n.triggers),
 				readKV(n.skills), readObj(n.files), readKV(n.repairs),
 				writeKV(n.runs), writeKV(n.cache), writeKV(n.stats), writeKV(n.workers),
 				[]string{subj.AllEvents(), subj.AllLive(), subj.AllExec(), subj.RepairParked("*"), subj.AllDead(), subj.Triggers(),

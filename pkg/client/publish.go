@@ -75,7 +75,7 @@ func CheckOutside(e *event.Event) error {
 // sender may not use (ReservedSource).
 func CheckOutsideSource(source string) error {
 	if events.IsReservedSource(source) {
-		return fmt.Errorf("%w: source %q: sources beginning %s are skillbus's own (its scheduler, its skill tool, its routers), whose ids are predictable; use a source of your own", ErrInvalidEvent, source, ReservedSource)
+		return fmt.Errorf("%w: source %q: sources beginning %s or skillbus: are skillbus's own (its scheduler, its skill tool, its routers, its records' ids), whose ids are predictable; use a source of your own", ErrInvalidEvent, source, ReservedSource)
 	}
 	return nil
 }
@@ -250,9 +250,50 @@ func (c *Client) Send(ctx context.Context, o *Outgoing, retryUntil time.Time) (a
 		}
 		return Activation{}, fmt.Errorf("publish %s: %w", o.msg.Subject, err)
 	}
+	if ack.Duplicate {
+		if ack, err = c.ownDuplicate(o.ctx, o.msg, ack); err != nil {
+			return Activation{}, err
+		}
+	}
 	act = o.Activation
 	act.Seq, act.Duplicate = ack.Sequence, ack.Duplicate
 	return act, nil
+}
+
+// ownDuplicate checks a duplicate of one of skillbus's own triggers (a tick, a
+// skill tool's call: on a TriggerInternal subject). JetStream's duplicate check
+// is stream-wide, and a sender may set any Nats-Msg-Id on a trigger of its own:
+// one stored first under the id this trigger's activation gives it would have
+// the tick or the call dropped as a repeat, and never run. So a duplicate counts
+// only if the stored message is this trigger on this subject; otherwise the
+// trigger is published again with no id. Stored twice (a genuine repeat raced
+// it), it is still routed once: an activation's jobs are created once.
+func (c *Client) ownDuplicate(ctx context.Context, m *nats.Msg, ack *jetstream.PubAck) (*jetstream.PubAck, error) {
+	if _, own := c.b.Subjects.SkillFromInternal(m.Subject); !own {
+		return ack, nil
+	}
+	st, err := c.b.Stream(ctx, ack.Stream)
+	if err != nil {
+		return nil, fmt.Errorf("publish %s: reading what its message id repeats: %w", m.Subject, err)
+	}
+	prev, err := st.GetMsg(ctx, ack.Sequence)
+	if err != nil {
+		return nil, fmt.Errorf("publish %s: reading what its message id repeats (sequence %d): %w", m.Subject, ack.Sequence, err)
+	}
+	h := events.HeaderCEID
+	if prev.Subject == m.Subject && prev.Header.Get(h) == m.Header.Get(h) && prev.Header.Get(events.HeaderCESource) == m.Header.Get(events.HeaderCESource) {
+		return ack, nil
+	}
+	c.log.Error("client: another message took the id of one of skillbus's own triggers; publishing it again without the id",
+		"subject", m.Subject, "msgid", m.Header.Get(bus.HeaderMsgID), "taken_by", prev.Subject, "seq", ack.Sequence)
+	again := nats.NewMsg(m.Subject)
+	again.Data = m.Data
+	for k, v := range m.Header {
+		if k != bus.HeaderMsgID {
+			again.Header[k] = v
+		}
+	}
+	return c.b.Publish(ctx, again)
 }
 
 // publishAttemptTimeout bounds one attempt of a retried publish: a publish to a

@@ -8,7 +8,10 @@ import (
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/internal/natstest"
 	"github.com/skillbus/skillbus/pkg/bus"
 	"github.com/skillbus/skillbus/pkg/client"
@@ -149,5 +152,48 @@ func TestOwnSourcesPublishOnTheInternalSubject(t *testing.T) {
 		if o.Activation.Subject != want {
 			t.Errorf("%s: published on %s, want %s", source, o.Activation.Subject, want)
 		}
+	}
+}
+
+// A sender that publishes past the gateway may set any Nats-Msg-Id: one stored
+// first under the id a tick's activation gives its publish would have the tick
+// dropped as a repeat. skillbus's own trigger is published again without the id;
+// a genuine repeat of it is still a duplicate.
+func TestOwnTriggerNotDroppedByAnotherMessagesID(t *testing.T) {
+	t.Parallel()
+	srv := natstest.Start(t)
+	b := srv.Bus(t, bus.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c := client.New(b)
+	tick := client.Trigger{Skill: "nightly", Source: "/skillbus/scheduler", ID: "schedule:nightly:2026-01-01T00:00:00Z", Data: []byte(`{}`)}
+	squat := nats.NewMsg(b.Subjects.Trigger("com.example.noise"))
+	squat.Header.Set(bus.HeaderMsgID, events.ActivationID(tick.Source, tick.ID))
+	squat.Data = []byte(`{}`)
+	if _, err := b.JS.PublishMsg(ctx, squat); err != nil {
+		t.Fatal(err)
+	}
+	act, err := c.Publish(ctx, tick)
+	if err != nil || act.Duplicate {
+		t.Fatalf("the tick: %+v, %v; want it stored, not a duplicate", act, err)
+	}
+	// Another tick, whose id no one took: its repeat is a duplicate, stored once.
+	other := tick
+	other.Skill, other.ID = "hourly", "schedule:hourly:2026-01-01T00:00:00Z"
+	for i, want := range []bool{false, true} {
+		if act, err := c.Publish(ctx, other); err != nil || act.Duplicate != want {
+			t.Fatalf("publish %d of a tick: %+v, %v; want duplicate %v", i+1, act, err, want)
+		}
+	}
+	st, err := b.Stream(ctx, b.StreamTriggers())
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(ctx, jetstream.WithSubjectFilter(b.Subjects.Triggers()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, m := info.State.Subjects[b.Subjects.TriggerInternal("nightly")], info.State.Subjects[b.Subjects.TriggerInternal("hourly")]; n != 1 || m != 1 {
+		t.Fatalf("ticks stored: %v, want one of each", info.State.Subjects)
 	}
 }

@@ -461,7 +461,7 @@ func (c *Controller) cutSkill(ctx context.Context, skillName string, r Request) 
 	if err != nil {
 		return fmt.Errorf("cancel %s: %w", skillName, err)
 	}
-	rec, _ := json.Marshal(run.SkillCancel{Skill: skillName, Seq: info.State.LastSeq, By: r.By, Reason: r.Reason, At: time.Now().UTC()})
+	rec, _ := json.Marshal(run.SkillCancel{Skill: skillName, Seq: info.State.LastSeq, Stream: info.Created, By: r.By, Reason: r.Reason, At: time.Now().UTC()})
 	if _, err := c.runs.Put(ctx, events.SkillCancelledKey(skillName), rec); err != nil {
 		return fmt.Errorf("cancel %s: record the cancel of its pending runs: %w", skillName, err)
 	}

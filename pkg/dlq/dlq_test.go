@@ -500,6 +500,31 @@ func TestReplayTrigger(t *testing.T) {
 	}
 }
 
+// A sender's trigger rejected for using one of skillbus's own sources is not
+// replayed: published again, it would be rejected again.
+func TestReplayRefusesAReservedSourceTrigger(t *testing.T) {
+	f := setup(t)
+	m := nats.NewMsg(f.b.Subjects.Dead("_trigger"))
+	for k, v := range map[string]string{"ce-specversion": "1.0", "ce-id": "parent/step", "ce-source": "/skillbus/skill-tool", "ce-type": "io.skillbus.invoke", "Content-Type": "application/json"} {
+		m.Header.Set(k, v)
+	}
+	m.Data = []byte(`{}`)
+	m.Header.Set(bus.HeaderMsgID, "trigger.5.dead")
+	m.Header.Set("Skillbus-Code", events.UnmatchedReservedSource)
+	m.Header.Set("Skillbus-Reason", "source /skillbus/skill-tool")
+	m.Header.Set("Skillbus-Subject", f.b.Subjects.TriggerSkill("hello"))
+	m.Header.Set("Skillbus-Trigger-Seq", "5")
+	if _, err := f.b.JS.PublishMsg(f.ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.q.Replay(f.ctx, "trigger.5", dlq.ReplayOptions{}); !errors.Is(err, dlq.ErrNotReplayable) || !strings.Contains(err.Error(), "skillbus's own sources") {
+		t.Fatalf("replay: %v, want ErrNotReplayable", err)
+	}
+	if n := len(f.published(f.b.StreamTriggers(), "skillbus.trigger.>")); n != 0 {
+		t.Errorf("%d triggers published", n)
+	}
+}
+
 func TestReplayAll(t *testing.T) {
 	f := setup(t)
 	f.putSkill("a", "1.0.0", digest("1"), true)

@@ -275,6 +275,9 @@ func (q *Queue) replayTrigger(ctx context.Context, e *Entry, n int, opt ReplayOp
 		}
 		data = raw.Data
 	}
+	if e.Class == events.UnmatchedReservedSource {
+		return nil, fmt.Errorf("dlq: %s: %w: a sender's trigger from one of skillbus's own sources (%s), which routers take only from skillbus itself; published again it would be rejected again", e.ID, ErrNotReplayable, e.Trigger.Source)
+	}
 	subject := e.Trigger.Subject
 	if subject == "" {
 		return nil, fmt.Errorf("dlq: %s: %w: the dead letter does not say which subject the trigger came on", e.ID, ErrNotReplayable)

@@ -296,4 +296,27 @@ func TestCancelSkillCancelsAPendingBurst(t *testing.T) {
 	if c, err := run.LoadCancel(f.ctx, kv, later); err != nil || c != nil {
 		t.Fatalf("a burst sent after the cancel: cancel %+v (%v); want none", c, err)
 	}
+
+	// A cancel counted in a TRIGGERS stream since deleted (its sequences far
+	// ahead of this one's) cancels nothing here.
+	e, err := kv.Get(f.ctx, events.SkillCancelledKey("digest"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cut run.SkillCancel
+	if err := json.Unmarshal(e.Value(), &cut); err != nil || cut.Stream.IsZero() {
+		t.Fatalf("the cancel's record: %s (%v)", e.Value(), err)
+	}
+	cut.Seq, cut.Stream = 1<<40, cut.Stream.Add(-time.Hour)
+	v, _ := json.Marshal(cut)
+	if _, err := kv.Put(f.ctx, events.SkillCancelledKey("digest"), v); err != nil {
+		t.Fatal(err)
+	}
+	f.change("c3", "notes", 1)
+	natstest.Eventually(t, 20*time.Second, func() bool { return len(f.runs()["notes"]) == 1 }, "no run of the burst sent after the stream was made again")
+	f.quiet()
+	fresh := events.ExecutionID(router.DebounceSource("digest"), events.ActivationID("/test", "c3"), "digest")
+	if c, err := run.LoadCancel(f.ctx, kv, fresh); err != nil || c != nil {
+		t.Fatalf("a cancel of another TRIGGERS stream: cancel %+v (%v); want none", c, err)
+	}
 }

@@ -187,30 +187,30 @@ func parse(ctx context.Context, msg jetstream.Msg, pc parseConfig, t *trigger) o
 	}
 	t.e = e
 	t.req.Type = e.Type
+	subj := pc.subjects
+	if events.IsReservedSource(e.Source) && !ownSubject(subj, msg.Subject()) {
+		// A tick's or a child call's source and id, used first by a sender that
+		// publishes past the gateway: taken, it would name skillbus's own
+		// activation with the sender's data. Checked first, so that no other
+		// rejection is recorded under that activation either (see reject).
+		return rejected{events.UnmatchedReservedSource,
+			fmt.Sprintf("source %q: sources beginning %s (or skillbus:) are skillbus's own, taken only on %s, where only its routers, workers and operators publish; use a source of your own",
+				e.Source, events.ReservedSource, subj.TriggersInternal())}
+	}
 	if err := events.CheckType(e.Type); err != nil {
 		return rejected{events.UnmatchedBadType, err.Error()}
 	}
-	subj := pc.subjects
-	own := false // on a subject only skillbus's own roles publish
 	if name, ok := subj.SkillFromTrigger(msg.Subject()); ok {
 		t.req.Skill = name
 	} else if name, ok := subj.SkillFromInternal(msg.Subject()); ok {
-		t.req.Skill, own = name, true
+		t.req.Skill = name
 	} else if name, ok := subj.SkillFromDebounced(msg.Subject()); ok {
-		t.req.Skill, t.burstOf, own = name, name, true
+		t.req.Skill, t.burstOf = name, name
 		t.burstDigest = msg.Headers().Get(events.HeaderBurstDigest)
 		t.burstSeq, _ = strconv.ParseUint(msg.Headers().Get(headerDebounceSeq), 10, 64)
 	} else if typ, _ := subj.TypeFromTrigger(msg.Subject()); typ != e.Type {
 		return rejected{events.UnmatchedBadType,
 			fmt.Sprintf("event type %q does not match its subject %s; publish it on %s", e.Type, msg.Subject(), subj.Trigger(e.Type))}
-	}
-	if !own && events.IsReservedSource(e.Source) {
-		// A tick's or a child call's source and id, used first by a sender that
-		// publishes past the gateway: taken, it would name skillbus's own
-		// activation with the sender's data.
-		return rejected{events.UnmatchedReservedSource,
-			fmt.Sprintf("source %q: sources beginning %s are skillbus's own, taken only on %s, where only its routers, workers and operators publish; use a source of your own",
-				e.Source, events.ReservedSource, subj.TriggersInternal())}
 	}
 	if s := e.Ext(events.ExtSkill); s != "" && t.req.Skill == "" {
 		t.req.Skill = s
@@ -235,6 +235,17 @@ func parse(ctx context.Context, msg jetstream.Msg, pc parseConfig, t *trigger) o
 	}
 	t.live = e.Ext(events.ExtProgress) == events.ProgressLive
 	return nil
+}
+
+// ownSubject reports whether a trigger came on a subject only skillbus's own
+// roles publish (a skill's TriggerInternal or TriggerDebounced): the only place
+// a router takes a source of skillbus's own (events.IsReservedSource).
+func ownSubject(subj events.Subjects, subject string) bool {
+	if _, ok := subj.SkillFromInternal(subject); ok {
+		return true
+	}
+	_, ok := subj.SkillFromDebounced(subject)
+	return ok
 }
 
 // plan turns the selector's decision about t into an outcome: the jobs of the skills

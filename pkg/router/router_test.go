@@ -510,6 +510,18 @@ func TestSkillbusSourcesOnlyOnTheirOwnSubject(t *testing.T) {
 	if un.Code != events.UnmatchedReservedSource || !strings.Contains(un.Reason, "skillbus.trigger.skill.*.internal") {
 		t.Fatalf("forged trigger: %s: %s", un.Code, un.Reason)
 	}
+	// Nor is any other rejection of such a trigger recorded under that
+	// activation: one whose type is not its subject's, one too large.
+	f.publish("skillbus.trigger.com.example.other", forged, `{}`)
+	f.event(events.ActivationID("skillbus:trigger-seq", "2"), events.TypeRouteUnmatched, &un)
+	if un.Code != events.UnmatchedReservedSource {
+		t.Fatalf("forged trigger on another type's subject: %s: %s", un.Code, un.Reason)
+	}
+	f.publish("skillbus.trigger.skill.hello", forged, `{"pad":"`+strings.Repeat("x", 5000)+`"}`)
+	f.event(events.ActivationID("skillbus:trigger-seq", "3"), events.TypeRouteUnmatched, &un)
+	if un.Code != events.UnmatchedTooLarge {
+		t.Fatalf("forged trigger too large: %s: %s", un.Code, un.Reason)
+	}
 	evs, err := f.b.JS.Stream(f.ctx, f.b.StreamEvents())
 	if err != nil {
 		t.Fatal(err)

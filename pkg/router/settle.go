@@ -162,9 +162,11 @@ func (r *Router) reject(ctx context.Context, t *trigger, code, reason string) er
 	seq := strconv.FormatUint(ref.Seq, 10)
 	actID := events.ActivationID("skillbus:trigger-seq", seq)
 	// A trigger from one of skillbus's own sources on a sender's subject is not
-	// recorded under the activation it names: that is skillbus's own, whose
-	// caller would read the sender's rejection as its own.
-	if ref.ID != "" && ref.Source != "" && code != events.UnmatchedReservedSource {
+	// recorded under the activation it names, whatever is wrong with it (its
+	// source, its size, its type): that is skillbus's own, whose caller would
+	// read the sender's rejection as its own.
+	forged := events.IsReservedSource(ref.Source) && !ownSubject(r.cfg.Bus.Subjects, msg.Subject())
+	if ref.ID != "" && ref.Source != "" && !forged {
 		actID = events.ActivationID(ref.Source, ref.ID)
 	}
 	dead := nats.NewMsg(r.cfg.Bus.Subjects.Dead(events.DeadTrigger))
@@ -233,6 +235,15 @@ func (r *Router) cancelPendingRun(ctx context.Context, t *trigger, o *routed) er
 	var cut run.SkillCancel
 	if err := json.Unmarshal(e.Value(), &cut); err != nil || t.burstSeq > cut.Seq {
 		return nil // a trigger stored after the cancel: this run is not cancelled
+	}
+	// Counted in this TRIGGERS stream, not one deleted since, whose sequences a
+	// new one counts again from 1.
+	st, err := r.cfg.Bus.Stream(ctx, r.cfg.Bus.StreamTriggers())
+	if err != nil {
+		return fmt.Errorf("reading whether %s's pending runs were cancelled: %w", t.burstOf, err)
+	}
+	if info := st.CachedInfo(); info == nil || !info.Created.Equal(cut.Stream) {
+		return nil
 	}
 	reason := "runs cancel --skill while the run was pending"
 	if cut.Reason != "" {

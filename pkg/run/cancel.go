@@ -56,8 +56,11 @@ func LoadCancel(ctx context.Context, kv jetstream.KeyValue, executionID string) 
 // as a debounced burst or a batch of triggers stored up to Seq in the TRIGGERS
 // stream, are cancelled when they come due. A later cancel replaces it.
 type SkillCancel struct {
-	Skill  string    `json:"skill"`
-	Seq    uint64    `json:"seq"`
+	Skill string `json:"skill"`
+	Seq   uint64 `json:"seq"`
+	// Stream is when the TRIGGERS stream Seq counts in was created: one made
+	// again later counts from 1, and the cancel is not for its triggers.
+	Stream time.Time `json:"stream"`
 	By     string    `json:"by"`
 	Reason string    `json:"reason,omitempty"`
 	At     time.Time `json:"at"`
