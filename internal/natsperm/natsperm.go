@@ -261,7 +261,7 @@ func roles(prefix string) []Role {
 		},
 		{
 			Name: "router",
-			Doc:  "Consumes triggers (durable router) and confirmation answers (durable router-confirmations); publishes plans, jobs and unroutable triggers' dead letters; resumes confirmed runs (reads and deletes paused records in KV runs, purges the pending timeout from EVENTS) and, when a parked run is cancelled, purges its scheduled resume messages from EVENTS; follows the catalog, the workers' heartbeats (which pools are served) and the outcome counts workers write to KV stats (success rates); serves the skillbus-router micro service (live route decisions); fires schedules and delayed triggers (publishes triggers; writes KV schedules: the lease and last ticks, and deletes delayed triggers once published from KV delayed, or from KV schedules where earlier versions stored them); counts rate-limited skills' triggers (writes KV ratelimits); holds debounced skills' bursts as scheduled messages in EVENTS and starts their runs (durable router-debounce); reads the info of the workers' consumers on JOBS (whether a max_concurrent skill's slots are all taken, to tell a followed run it waits) and, for a skill tool's call, its parent activation's last job on JOBS (the delegation depth, which no sender can lower).",
+			Doc:  "Consumes triggers (durable router) and confirmation answers (durable router-confirmations); publishes plans, jobs and unroutable triggers' dead letters; resumes confirmed runs (reads and deletes paused records in KV runs, purges the pending timeout from EVENTS) and, when a parked run is cancelled, purges its scheduled resume messages from EVENTS; follows the catalog, the workers' heartbeats (which pools are served) and the outcome counts workers write to KV stats (success rates); serves the skillbus-router micro service (live route decisions); fires schedules and delayed triggers (publishes triggers; writes KV schedules: the lease and last ticks, and deletes delayed triggers once published from KV delayed, or from KV schedules where earlier versions stored them); counts rate-limited skills' triggers (writes KV ratelimits); holds debounced skills' bursts as scheduled messages in EVENTS and starts their runs (durable router-debounce); reads the info of the workers' consumers on JOBS (whether a max_concurrent skill's slots are all taken, to tell a followed run it waits) and, for a skill tool's call, its parent activation's last job on JOBS (the delegation depth, which no sender can lower); asks the registry for its list (skillbus-registry's list endpoint) when a trigger names a skill the catalog lacks, to reject it as invalid_skill with its files' errors.",
 			Publish: join(jsInfo, n.streamInfos(),
 				readStream(n.triggers), readStream(n.events),
 				// A child call's depth: the last job of its parent activation.
@@ -273,6 +273,9 @@ func roles(prefix string) []Role {
 				readKV(n.skills), writeKV(n.runs), readKV(n.workers), readKV(n.stats), writeKV(n.schedules), writeKV(n.delayed),
 				[]string{subj.AllEvents(), subj.AllLive(), subj.AllExec(), subj.AllDead(), subj.Triggers()},
 				writeKV(n.ratelimits),
+				// A trigger naming a skill the catalog lacks: whether its files
+				// are invalid (the registry's list), to reject it with their errors.
+				[]string{subj.Registry(registryapi.EndpointList)},
 			),
 			DenyPublish: n.othersDurables("router"),
 			Subscribe:   join(inbox, []string{subj.ServiceAll(events.ServiceRouter), "$SRV.>"}),
@@ -325,7 +328,7 @@ func roles(prefix string) []Role {
 		},
 		{
 			Name: "operator",
-			Doc:  "The skillbus CLI of a person: triggers, skills list/show/validate (through the registry service and the catalog), runs list/show/confirm/cancel/pause/resume, dlq list/show/replay, repair list/show/approve/reject, `nats micro` discovery and the workers' status endpoints. It reads everything and writes only triggers (and delayed ones: keys at.<id> of KV delayed, which it lists and may delete to cancel one), confirmation answers and DLQ replays: a replayed job (so it may publish jobs), and the replay's record in the DLQ and on the new execution's events; repair decisions; and execution control in KV runs: cancel requests (<execution>.cancel), paused skills (skill.<name>.hold), a skill's pending runs cancelled (skill.<name>.cancelled), and the paused, held, wait and parked records of the runs it cancels or resumes, whose jobs it publishes again. It cannot write dead letters, results, progress or repair jobs.",
+			Doc:  "The skillbus CLI of a person: triggers, skills list/show/validate (through the registry service and the catalog) and ramp/rollback, runs list/show/confirm/cancel/pause/resume, dlq list/show/replay, repair list/show/approve/reject, `nats micro` discovery and the workers' status endpoints. It reads everything and writes only triggers (and delayed ones: keys at.<id> of KV delayed, which it lists and may delete to cancel one), confirmation answers and DLQ replays: a replayed job (so it may publish jobs), and the replay's record in the DLQ and on the new execution's events; repair decisions; and execution control in KV runs: cancel requests (<execution>.cancel), paused skills (skill.<name>.hold), a skill's pending runs cancelled (skill.<name>.cancelled), version ramps (skill.<name>.ramp), and the paused, held, wait and parked records of the runs it cancels or resumes, whose jobs it publishes again. It cannot write dead letters, results, progress or repair jobs.",
 			Publish: join(jsInfo, n.streamInfos(),
 				[]string{subj.Triggers(), subj.EventKind(events.TypeConfirmationRecorded), subj.ServiceAll(events.ServiceRegistry), subj.ServiceAll(events.ServiceRouter), subj.ServiceAll(events.ServiceWorker), "$SRV.>"},
 				[]string{subj.AllExec(), subj.Dead(events.DeadReplayed) + ".>", subj.EventKind(events.TypeDLQReplayed), subj.RepairDecided("*")},
@@ -336,6 +339,8 @@ func roles(prefix string) []Role {
 				storeDelayed(n.delayed), readKV(n.delayed),
 				[]string{"$KV." + n.runs + ".*.cancel", "$KV." + n.runs + ".skill.*.hold", "$KV." + n.runs + ".skill.*.cancelled", "$KV." + n.runs + ".*.paused", "$KV." + n.runs + ".*.held",
 					"$KV." + n.runs + ".*.wait", "$KV." + n.repairs + ".w.>"},
+				// skills ramp and rollback: a skill's ramp record.
+				[]string{"$KV." + n.runs + ".skill.*.ramp"},
 				[]string{"$JS.API.STREAM.NAMES", "$JS.API.STREAM.LIST", "$JS.API.CONSUMER.NAMES.>", "$JS.API.CONSUMER.LIST.>"},
 			),
 			DenyPublish: join(n.othersDurables("operator"), routerOnly),
