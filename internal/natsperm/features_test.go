@@ -561,6 +561,40 @@ func TestFeaturesUnderTheShippedUsers(t *testing.T) {
 		f.clean("worker", "run a resumed skill's held run")
 	})
 
+	step("cancel what is pending: a delayed trigger, a debounced burst, a batch", func() {
+		out := f.must("publisher", "trigger --in 1h", "trigger", "--skill", "hello", "--id", "later-2", "--in", "1h", "--json")
+		var stored struct {
+			ActivationID string `json:"activation_id"`
+		}
+		if err := json.Unmarshal([]byte(out), &stored); err != nil || stored.ActivationID == "" {
+			t.Fatalf("trigger --in --json: %v\n%s", err, out)
+		}
+		if out := f.must("operator", "runs delayed", "runs", "delayed", "--json"); !strings.Contains(out, stored.ActivationID) {
+			t.Fatalf("runs delayed does not list %s:\n%s", stored.ActivationID, out)
+		}
+		f.must("operator", "runs cancel a delayed trigger", "runs", "cancel", stored.ActivationID, "--reason", "test")
+		if out := f.must("operator", "runs delayed", "runs", "delayed", "--json"); strings.Contains(out, stored.ActivationID) {
+			t.Fatalf("runs delayed still lists the cancelled %s:\n%s", stored.ActivationID, out)
+		}
+
+		settled, gathered := len(f.runs("settle")), len(f.runs("gather"))
+		for _, args := range [][]string{{"--skill", "settle", "--data", `{"n":9}`}, {"--skill", "gather", "--data", `{"k":"cancelled"}`}} {
+			if out, err := f.cli("publisher", append(append([]string{"trigger"}, args...), "--wait", "--timeout", "30s")...); cli.ExitCode(err) != 7 {
+				t.Fatalf("%v: exit %d, want 7:\n%s", args, cli.ExitCode(err), out)
+			}
+		}
+		f.must("operator", "runs cancel --skill: a pending burst", "runs", "cancel", "--skill", "settle", "--since", "1h", "--reason", "test")
+		f.must("operator", "runs cancel --skill: a pending batch", "runs", "cancel", "--skill", "gather", "--since", "1h", "--reason", "test")
+		cancelled := func(skill string, before int) bool {
+			runs := f.runs(skill)
+			return len(runs) == before+1 && runs[0].Status == "cancelled"
+		}
+		natstest.Eventually(t, 20*time.Second, func() bool { return cancelled("settle", settled) && cancelled("gather", gathered) },
+			"the pending burst and batch were not cancelled: settle %v, gather %v (violations %v)",
+			stringer(func() string { return fmt.Sprint(f.runs("settle")) }), stringer(func() string { return fmt.Sprint(f.runs("gather")) }), v.lines)
+		f.clean("router", "cancel a pending burst's and batch's runs when due (KV runs skill.<name>.cancelled)")
+	})
+
 	step("dlq replay of a rejected trigger", func() {
 		out, err := f.cli("publisher", "trigger", "--skill", "broken", "--wait", "--timeout", "30s")
 		if cli.ExitCode(err) != 3 || !strings.Contains(out, "invalid_skill") || !strings.Contains(out, "unknown input n") {
