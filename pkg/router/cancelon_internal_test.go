@@ -88,6 +88,12 @@ func TestCancelOnEventRoutedBeforeTheRunsKey(t *testing.T) {
 			case <-ctx.Done():
 				t.Fatal("order.created was not routed")
 			}
+			// The run's keys come before its job: no worker can start a run
+			// an event would not find (and whose sender would hear that it
+			// cancelled nothing).
+			if n := count(t, ctx, b, b.StreamJobs(), "skillbus.exec.default.remind.>"); n != 0 {
+				t.Fatalf("%d jobs of remind published before its cancel_on key", n)
+			}
 			publishTrigger(t, ctx, b, "p1", "com.example.order.paid", `{"order": 1}`)
 			unmatched := b.Subjects.Event(events.ActivationID("/test", "p1"), events.TypeRouteUnmatched)
 			natstest.Eventually(t, 20*time.Second, func() bool { return count(t, ctx, b, b.StreamEvents(), unmatched) == 1 }, "order.paid was not routed")

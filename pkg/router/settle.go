@@ -106,6 +106,12 @@ func (r *Router) publishPlan(ctx context.Context, t *trigger, o *routed) (routeN
 		jobs = append(jobs, jobMsg)
 	}
 
+	// The runs' cancel_on keys before their jobs: a run that starts has them, so
+	// an event routed at once finds it (and its sender is told it cancelled it).
+	if err := r.indexCancels(ctx, t, o); err != nil {
+		telemetry.EndAll(pubs, err)
+		return note, err
+	}
 	b := r.cfg.Bus.Batch()
 	if r.cfg.Events.Persisted(events.TypeRouteDecided) {
 		dsubj := subj.Event(t.actID, events.TypeRouteDecided)
@@ -127,9 +133,6 @@ func (r *Router) publishPlan(ctx context.Context, t *trigger, o *routed) (routeN
 	err := b.Wait(ctx)
 	telemetry.EndAll(pubs, err)
 	if err != nil {
-		return note, err
-	}
-	if err := r.indexCancels(ctx, t, o); err != nil {
 		return note, err
 	}
 	if b.Duplicates() && b.Duplicate(o.jobs()[0].id) {

@@ -18,8 +18,9 @@ import (
 // where no worker sees it to say so, as a worker does for a keyed limit. So the
 // router, having stored the job, reads the pool's consumer, and when every slot
 // is taken publishes the same live-only io.skillbus.execution.waiting (for:
-// concurrency) a worker would. Only when someone follows the activation: one read
-// per job of such a skill, nothing stored. A slot that frees between the read and
+// concurrency) a worker would, if its job is past the last the consumer
+// delivered. Only when someone follows the activation: a read or two per job of
+// such a skill, nothing stored. A slot that frees between the read and
 // the job's delivery makes the wait a short one; a read that fails says nothing.
 // soloReadTimeout bounds soloWaiting's read of a pool's consumer: saying a run
 // waits is a courtesy, not worth holding the router up for.
@@ -41,7 +42,16 @@ func (r *Router) soloWaiting(ctx context.Context, t *trigger, o *routed) {
 			continue
 		}
 		info := c.CachedInfo()
-		if info == nil || info.Config.MaxAckPending <= 0 || info.NumAckPending < info.Config.MaxAckPending {
+		if info == nil || info.Config.MaxAckPending <= 0 || info.NumAckPending < info.Config.MaxAckPending || info.NumPending == 0 {
+			continue
+		}
+		// Every slot taken, jobs undelivered: this run waits only if its job is
+		// one of them, past the last the consumer delivered (it may be out
+		// already, in the slot that made them all taken).
+		rctx, cancel = context.WithTimeout(ctx, soloReadTimeout)
+		stored, err := r.jobs.GetLastMsgForSubject(rctx, pj.subject)
+		cancel()
+		if err != nil || stored.Sequence <= info.Delivered.Stream {
 			continue
 		}
 		meta := pj.meta
