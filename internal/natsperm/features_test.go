@@ -122,6 +122,36 @@ steps:
 outputs:
   count: "{{ count }}"
 `,
+	// A debounced and a batched skill whose runs come due five seconds after
+	// their trigger: long enough for runs cancel --skill, given at once, to be
+	// recorded before they do, however slow the machine.
+	"settle-later": `name: settle-later
+description: One run per burst of triggers, five seconds after the last.
+version: 1.0.0
+debounce:
+  period: 5s
+steps:
+  - id: say
+    tool: echo
+    args:
+      said: settled
+`,
+	"gather-later": `name: gather-later
+description: Runs its triggers as a batch five seconds after the first.
+version: 1.0.0
+batch:
+  max_size: 100
+  timeout: 5s
+inputs:
+  - name: events
+    type: array
+steps:
+  - id: count
+    compute: |
+      result = len(inputs.events)
+outputs:
+  count: "{{ count }}"
+`,
 	// Runs beyond the rate wait longer than the worker's ack wait (2s): they are
 	// set aside as scheduled messages, which the worker-throttle durable takes.
 	"paced": `name: paced
@@ -577,21 +607,20 @@ func TestFeaturesUnderTheShippedUsers(t *testing.T) {
 			t.Fatalf("runs delayed still lists the cancelled %s:\n%s", stored.ActivationID, out)
 		}
 
-		settled, gathered := len(f.runs("settle")), len(f.runs("gather"))
-		for _, args := range [][]string{{"--skill", "settle", "--data", `{"n":9}`}, {"--skill", "gather", "--data", `{"k":"cancelled"}`}} {
-			if out, err := f.cli("publisher", append(append([]string{"trigger"}, args...), "--wait", "--timeout", "30s")...); cli.ExitCode(err) != 7 {
-				t.Fatalf("%v: exit %d, want 7:\n%s", args, cli.ExitCode(err), out)
+		for _, skill := range []string{"settle-later", "gather-later"} {
+			if out, err := f.cli("publisher", "trigger", "--skill", skill, "--wait", "--timeout", "30s"); cli.ExitCode(err) != 7 {
+				t.Fatalf("%s: exit %d, want 7:\n%s", skill, cli.ExitCode(err), out)
 			}
 		}
-		f.must("operator", "runs cancel --skill: a pending burst", "runs", "cancel", "--skill", "settle", "--since", "1h", "--reason", "test")
-		f.must("operator", "runs cancel --skill: a pending batch", "runs", "cancel", "--skill", "gather", "--since", "1h", "--reason", "test")
-		cancelled := func(skill string, before int) bool {
+		f.must("operator", "runs cancel --skill: a pending burst", "runs", "cancel", "--skill", "settle-later", "--since", "1h", "--reason", "test")
+		f.must("operator", "runs cancel --skill: a pending batch", "runs", "cancel", "--skill", "gather-later", "--since", "1h", "--reason", "test")
+		cancelled := func(skill string) bool {
 			runs := f.runs(skill)
-			return len(runs) == before+1 && runs[0].Status == "cancelled"
+			return len(runs) == 1 && runs[0].Status == "cancelled"
 		}
-		natstest.Eventually(t, 20*time.Second, func() bool { return cancelled("settle", settled) && cancelled("gather", gathered) },
-			"the pending burst and batch were not cancelled: settle %v, gather %v (violations %v)",
-			stringer(func() string { return fmt.Sprint(f.runs("settle")) }), stringer(func() string { return fmt.Sprint(f.runs("gather")) }), v.lines)
+		natstest.Eventually(t, 20*time.Second, func() bool { return cancelled("settle-later") && cancelled("gather-later") },
+			"the pending burst and batch were not cancelled: settle-later %v, gather-later %v (violations %v)",
+			stringer(func() string { return fmt.Sprint(f.runs("settle-later")) }), stringer(func() string { return fmt.Sprint(f.runs("gather-later")) }), v.lines)
 		f.clean("router", "cancel a pending burst's and batch's runs when due (KV runs skill.<name>.cancelled)")
 	})
 
@@ -628,10 +657,13 @@ func TestFeaturesUnderTheShippedUsers(t *testing.T) {
 				Current bool
 			}
 		}
+		var lastOut string
+		var lastErr error
 		natstest.Eventually(t, 20*time.Second, func() bool {
-			out, err := f.cli("operator", "skills", "show", "ramped", "--json")
-			return err == nil && json.Unmarshal([]byte(out), &shown) == nil && len(shown.Versions) == 2 && !shown.Versions[1].Current
-		}, "the registry did not keep two versions of ramped: %+v", shown)
+			lastOut, lastErr = f.cli("operator", "skills", "show", "ramped", "--json")
+			return lastErr == nil && json.Unmarshal([]byte(lastOut), &shown) == nil && len(shown.Versions) == 2 && !shown.Versions[1].Current
+		}, "the registry did not keep two versions of ramped: %+v (skills show: %v\n%s)", stringer(func() string { return fmt.Sprintf("%+v", shown) }),
+			stringer(func() string { return fmt.Sprint(lastErr) }), stringer(func() string { return lastOut }))
 		old := shown.Versions[1].Digest
 		if out := f.must("operator", "skills search", "skills", "search", "which version"); !strings.Contains(out, "ramped") {
 			t.Fatalf("skills search:\n%s", out)

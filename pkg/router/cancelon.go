@@ -130,14 +130,15 @@ func (c *cancelRule) eventToken(event *flow.Event) (string, bool) {
 }
 
 // indexCancels writes the cancel_on keys of the runs a routed trigger starts,
-// then cancels those that an event kept before finds.
-func (r *Router) indexCancels(ctx context.Context, t *trigger, o *routed) error {
+// then cancels those that an event kept before finds, and returns their
+// executions.
+func (r *Router) indexCancels(ctx context.Context, t *trigger, o *routed) (cancelled []string, _ error) {
 	f := r.flows.Load()
 	if f == nil {
-		return nil
+		return nil, nil
 	}
 	if c := r.cancels.Load(); c == nil || len(*c) == 0 {
-		return nil // no skill has cancel_on: no lookup per job
+		return nil, nil // no skill has cancel_on: no lookup per job
 	}
 	var trig *cancelTrigger
 	for i := range o.jobs() {
@@ -153,7 +154,7 @@ func (r *Router) indexCancels(ctx context.Context, t *trigger, o *routed) error 
 		rec := cancelOnRecord{ExecutionID: sr.ExecutionID, Skill: sr.Name, Trigger: *trig}
 		val, err := json.Marshal(rec)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for i := range c.cancels {
 			rule := &c.cancels[i]
@@ -162,21 +163,22 @@ func (r *Router) indexCancels(ctx context.Context, t *trigger, o *routed) error 
 				continue // the match fails on this trigger: no event cancels it
 			}
 			if err := r.fault("cancelon.index"); err != nil {
-				return err
+				return nil, err
 			}
 			key := events.RunCancelOnKey(sr.Name, rule.typ, tok, sr.ExecutionID)
 			_, err := r.runs.Create(ctx, key, val, jetstream.KeyTTL(rule.timeout))
 			if err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
-				return fmt.Errorf("indexing %s for cancel_on %s: %w", sr.ExecutionID, rule.typ, err)
+				return nil, fmt.Errorf("indexing %s for cancel_on %s: %w", sr.ExecutionID, rule.typ, err)
 			}
 			if done, err := r.cancelByKept(ctx, rule, tok, key, &rec); err != nil {
-				return fmt.Errorf("cancel_on %s of %s: %w", rule.typ, rule.skill, err)
+				return nil, fmt.Errorf("cancel_on %s of %s: %w", rule.typ, rule.skill, err)
 			} else if done {
+				cancelled = append(cancelled, sr.ExecutionID)
 				break
 			}
 		}
 	}
-	return nil
+	return cancelled, nil
 }
 
 // cancelByKept cancels a run just indexed under key if an event kept for its

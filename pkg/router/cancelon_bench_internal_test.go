@@ -44,7 +44,7 @@ func BenchmarkCancelOnEvent(b *testing.B) {
 		id := fmt.Sprintf("c%d", i)
 		t := cancelOnTrigger(b, r, id, "com.example.order.created", i, uint64(i+1))
 		o := &routed{one: [1]plannedJob{{job: events.Job{Skill: events.SkillRef{Name: "remind", ExecutionID: events.ExecutionID("/bench", id, "remind")}}}}}
-		if err := r.indexCancels(ctx, t, o); err != nil {
+		if _, err := r.indexCancels(ctx, t, o); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -288,6 +288,15 @@ func TestCancelSkillCancelsAPendingBurst(t *testing.T) {
 	if got := f.runs(); fmt.Sprint(got["readme"]) != "[1]" {
 		t.Fatalf("runs: %v; want the cancelled run planned, to end as cancelled", got)
 	}
+	// Its job says it was cancelled first: a worker reads the cancel from KV
+	// runs, not from its copy, which may not have it yet.
+	jobs, err := f.b.JS.Stream(f.ctx, f.b.StreamJobs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := jobs.GetLastMsgForSubject(f.ctx, "skillbus.exec.default.digest.>"); err != nil || m.Header.Get(events.HeaderCancelled) == "" {
+		t.Fatalf("the cancelled run's job (%v): headers %v, want %s", err, m.Header, events.HeaderCancelled)
+	}
 
 	f.change("c2", "license", 1)
 	natstest.Eventually(t, 20*time.Second, func() bool { return len(f.runs()["license"]) == 1 }, "no run of the burst sent after the cancel")
@@ -315,6 +324,9 @@ func TestCancelSkillCancelsAPendingBurst(t *testing.T) {
 	f.change("c3", "notes", 1)
 	natstest.Eventually(t, 20*time.Second, func() bool { return len(f.runs()["notes"]) == 1 }, "no run of the burst sent after the stream was made again")
 	f.quiet()
+	if m, err := jobs.GetLastMsgForSubject(f.ctx, "skillbus.exec.default.digest.>"); err != nil || m.Header.Get(events.HeaderCancelled) != "" {
+		t.Fatalf("a run not cancelled (%v): its job says %s", err, events.HeaderCancelled)
+	}
 	fresh := events.ExecutionID(router.DebounceSource("digest"), events.ActivationID("/test", "c3"), "digest")
 	if c, err := run.LoadCancel(f.ctx, kv, fresh); err != nil || c != nil {
 		t.Fatalf("a cancel of another TRIGGERS stream: cancel %+v (%v); want none", c, err)

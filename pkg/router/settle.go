@@ -70,11 +70,6 @@ func (r *Router) publishPlan(ctx context.Context, t *trigger, o *routed) (routeN
 			"activation", t.actID, "source", t.ref.Source, "id", t.ref.ID, "first", prev, "now", primary.Name)
 		return note, t.msg.Ack()
 	}
-	if t.burstOf != "" && t.burstSeq != 0 {
-		if err := r.cancelPendingRun(ctx, t, o); err != nil {
-			return note, err
-		}
-	}
 	subj := r.cfg.Bus.Subjects
 	pubs := make([]trace.Span, 0, len(o.jobs())+1)
 	jobs := make([]*nats.Msg, 0, len(o.jobs()))
@@ -108,9 +103,25 @@ func (r *Router) publishPlan(ctx context.Context, t *trigger, o *routed) (routeN
 
 	// The runs' cancel_on keys before their jobs: a run that starts has them, so
 	// an event routed at once finds it (and its sender is told it cancelled it).
-	if err := r.indexCancels(ctx, t, o); err != nil {
+	// A run cancelled already (an event kept before it, a runs cancel --skill
+	// given while its burst was pending) has its cancel recorded before its job
+	// too, and the job says so, so that the worker reads the cancel from KV runs.
+	cancelled, err := r.indexCancels(ctx, t, o)
+	if err == nil && t.burstOf != "" && t.burstSeq != 0 {
+		var more []string
+		more, err = r.cancelPendingRun(ctx, t, o)
+		cancelled = append(cancelled, more...)
+	}
+	if err != nil {
 		telemetry.EndAll(pubs, err)
 		return note, err
+	}
+	for _, id := range cancelled {
+		for i := range jobs {
+			if o.jobs()[i].job.Skill.ExecutionID == id {
+				jobs[i].Header.Set(events.HeaderCancelled, "1")
+			}
+		}
 	}
 	b := r.cfg.Bus.Batch()
 	if r.cfg.Events.Persisted(events.TypeRouteDecided) {
@@ -130,7 +141,7 @@ func (r *Router) publishPlan(ctx context.Context, t *trigger, o *routed) (routeN
 	for _, m := range jobs {
 		b.GiveCreate(m)
 	}
-	err := b.Wait(ctx)
+	err = b.Wait(ctx)
 	telemetry.EndAll(pubs, err)
 	if err != nil {
 		return note, err
@@ -227,26 +238,26 @@ func (r *Router) unmatched(ctx context.Context, t *trigger, o unmatched) error {
 // stored before then): before its job is published, so that the worker taking it
 // finds the cancel and starts nothing. The run is planned all the same, so that it
 // ends as cancelled, where whoever follows it looks.
-func (r *Router) cancelPendingRun(ctx context.Context, t *trigger, o *routed) error {
+func (r *Router) cancelPendingRun(ctx context.Context, t *trigger, o *routed) (cancelled []string, _ error) {
 	e, err := r.runs.Get(ctx, events.SkillCancelledKey(t.burstOf))
 	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return fmt.Errorf("reading whether %s's pending runs were cancelled: %w", t.burstOf, err)
+		return nil, fmt.Errorf("reading whether %s's pending runs were cancelled: %w", t.burstOf, err)
 	}
 	var cut run.SkillCancel
 	if err := json.Unmarshal(e.Value(), &cut); err != nil || t.burstSeq > cut.Seq {
-		return nil // a trigger stored after the cancel: this run is not cancelled
+		return nil, nil // a trigger stored after the cancel: this run is not cancelled
 	}
 	// Counted in this TRIGGERS stream, not one deleted since, whose sequences a
 	// new one counts again from 1.
 	st, err := r.cfg.Bus.Stream(ctx, r.cfg.Bus.StreamTriggers())
 	if err != nil {
-		return fmt.Errorf("reading whether %s's pending runs were cancelled: %w", t.burstOf, err)
+		return nil, fmt.Errorf("reading whether %s's pending runs were cancelled: %w", t.burstOf, err)
 	}
 	if info := st.CachedInfo(); info == nil || !info.Created.Equal(cut.Stream) {
-		return nil
+		return nil, nil
 	}
 	reason := "runs cancel --skill while the run was pending"
 	if cut.Reason != "" {
@@ -258,9 +269,10 @@ func (r *Router) cancelPendingRun(ctx context.Context, t *trigger, o *routed) er
 			continue
 		}
 		if _, err := r.control.CancelKnown(ctx, sr.ExecutionID, control.Request{By: cut.By, Reason: reason, Source: r.cfg.Source}); err != nil {
-			return err
+			return nil, err
 		}
+		cancelled = append(cancelled, sr.ExecutionID)
 		r.cfg.Log.Info("router: a pending run cancelled by runs cancel --skill", "skill", sr.Name, "execution", sr.ExecutionID, "by", cut.By)
 	}
-	return nil
+	return cancelled, nil
 }
