@@ -118,10 +118,17 @@ initial:
 	return nil
 }
 
+// cancelWatchHook, set by tests, holds back from the worker's copy the cancel
+// records it returns true for: a watch that is behind.
+var cancelWatchHook atomic.Pointer[func(executionID string) bool]
+
 func (w *Worker) applyControl(e jetstream.KeyValueEntry) {
 	del := e.Operation() != jetstream.KeyValuePut
 	c := &w.ctl
 	if id, ok := events.CancelledExecution(e.Key()); ok {
+		if h := cancelWatchHook.Load(); h != nil && (*h)(id) {
+			return
+		}
 		var rec run.Cancel
 		if !del && json.Unmarshal(e.Value(), &rec) != nil {
 			w.cfg.Log.Warn("worker: unreadable cancel record ignored", "key", e.Key())

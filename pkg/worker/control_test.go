@@ -113,6 +113,36 @@ func TestCancelQueuedRunsNeverStart(t *testing.T) {
 	}
 }
 
+// A job whose run a router cancelled before publishing it (a cancel_on event
+// kept before it, a runs cancel --skill of a pending burst) says so, and its
+// worker reads the cancel from KV runs even while its own copy of the cancels is
+// behind: the run never starts. A job that does not say so takes the fast path,
+// which reads only that copy: this is what the header is for.
+func TestJobCancelledBeforeItWasPublished(t *testing.T) {
+	t.Parallel()
+	f := setup(t, oneStep("hello", "greet", 0))
+	f.start()
+	marked, unmarked := events.ExecutionID("/t", "m", "hello"), events.ExecutionID("/t", "u", "hello")
+	unset := worker.SetCancelWatchBehind(func(id string) bool { return id == marked || id == unmarked })
+	defer unset()
+	for _, id := range []string{marked, unmarked} {
+		if _, err := f.control().CancelKnown(f.ctx, id, control.Request{By: "ada", Reason: "wrong input"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.jobWith(map[string]string{events.HeaderCancelled: "1"}, "default", "m", "", "hello")
+	ev := f.waitCancelled(marked)
+	if ev["started"] != false {
+		t.Errorf("execution.cancelled says started: %v", ev)
+	}
+	if n := f.calls["greet"].Load(); n != 0 {
+		t.Fatalf("greet called %d times: the marked run ran", n)
+	}
+	// Unmarked, the same job runs: the worker's copy does not have its cancel.
+	f.jobWith(nil, "default", "u", "", "hello")
+	f.waitEvent(unmarked, events.TypeExecutionCompleted)
+}
+
 // A running multi-step run stops at its next step boundary: the step under way
 // finishes, the later ones never run, and the outcome is execution.cancelled,
 // naming who and why.

@@ -56,3 +56,11 @@ func (w *Worker) GateView(gate string) (holders, waiting []string) {
 	}
 	return holders, waiting
 }
+
+// SetCancelWatchBehind makes the worker's copy of the cancel records miss those
+// f returns true for, as a watch a moment behind would, until the returned func
+// is called.
+func SetCancelWatchBehind(f func(executionID string) bool) (unset func()) {
+	cancelWatchHook.Store(&f)
+	return func() { cancelWatchHook.Store(nil) }
+}

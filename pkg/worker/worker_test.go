@@ -169,6 +169,12 @@ func (f *fixture) jobMsgID(id, suffix string, names ...string) string {
 // jobIn publishes a job to a pool.
 func (f *fixture) jobIn(pool, id, suffix string, names ...string) string {
 	f.t.Helper()
+	return f.jobWith(nil, pool, id, suffix, names...)
+}
+
+// jobWith publishes a job to a pool with extra headers.
+func (f *fixture) jobWith(headers map[string]string, pool, id, suffix string, names ...string) string {
+	f.t.Helper()
 	refs := make([]events.SkillRef, len(names))
 	for i, n := range names {
 		refs[i] = events.SkillRef{Name: n, Pool: pool, ExecutionID: events.ExecutionID("/t", id, n), Version: "1.0.0"}
@@ -179,6 +185,9 @@ func (f *fixture) jobIn(pool, id, suffix string, names ...string) string {
 		JobMsg(f.b.Subjects.Exec(pool, names[0], j.ActivationID, events.StagePlan))
 	if err != nil {
 		f.t.Fatal(err)
+	}
+	for k, v := range headers {
+		m.Header.Set(k, v)
 	}
 	bt := f.b.Batch()
 	bt.Publish(m)
