@@ -109,12 +109,14 @@ const (
 	// HeaderRecovered marks a job published again while recovering from a crash
 	// (the previous copy may have run): workers take the claim path for it.
 	HeaderRecovered = "Skillbus-Recovered"
-	// HeaderCancelled marks a job whose execution a router cancelled before it
-	// published the job (a cancel_on event that came first, a runs cancel
-	// --skill of a pending burst): workers take the claim path for it, which
-	// reads the cancel from KV runs rather than their copy of it, which may be a
-	// moment behind.
-	HeaderCancelled = "Skillbus-Cancelled"
+	// HeaderCheckCancel marks a job whose execution may have been cancelled
+	// before the job was published: a run a router cancelled first (a cancel_on
+	// event kept before it, a runs cancel --skill of a pending burst), or any run
+	// of a skill with cancel_on, whose key an event may find between the key's
+	// write and the job's publish. Workers take the claim path for it, which
+	// reads the cancel from KV runs rather than their copy of the cancels, which
+	// may be a moment behind.
+	HeaderCheckCancel = "Skillbus-Check-Cancel"
 	// HeaderRoute carried, on the jobs of a plan written by earlier routers, the
 	// rest of the routing decision (a JobRoute as JSON). Routers now write it in the
 	// job's data (Job.Route); readers still look here for jobs written before.

@@ -89,11 +89,13 @@ confirmations:
     message: "Act now?"
     timeout: 1
 `,
+	// Its three triggers, sent one after another by three CLI processes, must
+	// come within the period of each other on a loaded machine.
 	"settle": `name: settle
 description: One run per burst of triggers.
 version: 1.0.0
 debounce:
-  period: 1s
+  period: 4s
 inputs:
   - name: n
     type: number
@@ -106,12 +108,12 @@ outputs:
   n: "{{ say.n }}"
 `,
 	"gather": `name: gather
-description: Runs its triggers two at a time, or a second after the first.
+description: Runs its triggers two at a time, or four seconds after the first.
 version: 1.0.0
 batch:
   key: data.k
   max_size: 2
-  timeout: 1s
+  timeout: 4s
 inputs:
   - name: events
     type: array
@@ -122,14 +124,14 @@ steps:
 outputs:
   count: "{{ count }}"
 `,
-	// A debounced and a batched skill whose runs come due five seconds after
-	// their trigger: long enough for runs cancel --skill, given at once, to be
-	// recorded before they do, however slow the machine.
+	// A debounced and a batched skill whose runs come due eight seconds after
+	// their trigger: long enough for two runs cancel --skill, given at once, to
+	// be recorded before they do, however slow the machine.
 	"settle-later": `name: settle-later
-description: One run per burst of triggers, five seconds after the last.
+description: One run per burst of triggers, eight seconds after the last.
 version: 1.0.0
 debounce:
-  period: 5s
+  period: 8s
 steps:
   - id: say
     tool: echo
@@ -137,11 +139,11 @@ steps:
       said: settled
 `,
 	"gather-later": `name: gather-later
-description: Runs its triggers as a batch five seconds after the first.
+description: Runs its triggers as a batch eight seconds after the first.
 version: 1.0.0
 batch:
   max_size: 100
-  timeout: 5s
+  timeout: 8s
 inputs:
   - name: events
     type: array
@@ -659,11 +661,11 @@ func TestFeaturesUnderTheShippedUsers(t *testing.T) {
 		}
 		var lastOut string
 		var lastErr error
-		natstest.Eventually(t, 20*time.Second, func() bool {
+		natstest.Eventually(t, 30*time.Second, func() bool {
 			lastOut, lastErr = f.cli("operator", "skills", "show", "ramped", "--json")
 			return lastErr == nil && json.Unmarshal([]byte(lastOut), &shown) == nil && len(shown.Versions) == 2 && !shown.Versions[1].Current
-		}, "the registry did not keep two versions of ramped: %+v (skills show: %v\n%s)", stringer(func() string { return fmt.Sprintf("%+v", shown) }),
-			stringer(func() string { return fmt.Sprint(lastErr) }), stringer(func() string { return lastOut }))
+		}, "the registry did not keep two versions of ramped: %+v (skills show: %v\n%s)\nviolations: %v", stringer(func() string { return fmt.Sprintf("%+v", shown) }),
+			stringer(func() string { return fmt.Sprint(lastErr) }), stringer(func() string { return lastOut }), v.lines)
 		old := shown.Versions[1].Digest
 		if out := f.must("operator", "skills search", "skills", "search", "which version"); !strings.Contains(out, "ramped") {
 			t.Fatalf("skills search:\n%s", out)

@@ -251,7 +251,7 @@ func (c *Client) Send(ctx context.Context, o *Outgoing, retryUntil time.Time) (a
 		return Activation{}, fmt.Errorf("publish %s: %w", o.msg.Subject, err)
 	}
 	if ack.Duplicate {
-		if ack, err = c.ownDuplicate(o.ctx, o.msg, ack); err != nil {
+		if ack, err = c.ownDuplicate(o.ctx, o, ack); err != nil {
 			return Activation{}, err
 		}
 	}
@@ -268,7 +268,8 @@ func (c *Client) Send(ctx context.Context, o *Outgoing, retryUntil time.Time) (a
 // only if the stored message is this trigger on this subject; otherwise the
 // trigger is published again with no id. Stored twice (a genuine repeat raced
 // it), it is still routed once: an activation's jobs are created once.
-func (c *Client) ownDuplicate(ctx context.Context, m *nats.Msg, ack *jetstream.PubAck) (*jetstream.PubAck, error) {
+func (c *Client) ownDuplicate(ctx context.Context, o *Outgoing, ack *jetstream.PubAck) (*jetstream.PubAck, error) {
+	m := o.msg
 	if _, own := c.b.Subjects.SkillFromInternal(m.Subject); !own {
 		return ack, nil
 	}
@@ -293,7 +294,12 @@ func (c *Client) ownDuplicate(ctx context.Context, m *nats.Msg, ack *jetstream.P
 			again.Header[k] = v
 		}
 	}
-	return c.b.Publish(ctx, again)
+	ack, err = c.b.Publish(ctx, again)
+	if noAnswer(err) {
+		// Sent and not answered: it may have been stored.
+		return nil, &NotAcknowledgedError{Subject: m.Subject, Source: o.Activation.Source, ID: o.Activation.EventID, Err: err}
+	}
+	return ack, err
 }
 
 // publishAttemptTimeout bounds one attempt of a retried publish: a publish to a

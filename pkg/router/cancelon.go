@@ -130,9 +130,10 @@ func (c *cancelRule) eventToken(event *flow.Event) (string, bool) {
 }
 
 // indexCancels writes the cancel_on keys of the runs a routed trigger starts,
-// then cancels those that an event kept before finds, and returns their
-// executions.
-func (r *Router) indexCancels(ctx context.Context, t *trigger, o *routed) (cancelled []string, _ error) {
+// then cancels those that an event kept before finds. It returns the executions
+// it wrote keys for: an event routed before their jobs are published may cancel
+// them (events.HeaderCheckCancel).
+func (r *Router) indexCancels(ctx context.Context, t *trigger, o *routed) (indexed []string, _ error) {
 	f := r.flows.Load()
 	if f == nil {
 		return nil, nil
@@ -170,15 +171,17 @@ func (r *Router) indexCancels(ctx context.Context, t *trigger, o *routed) (cance
 			if err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
 				return nil, fmt.Errorf("indexing %s for cancel_on %s: %w", sr.ExecutionID, rule.typ, err)
 			}
+			if len(indexed) == 0 || indexed[len(indexed)-1] != sr.ExecutionID {
+				indexed = append(indexed, sr.ExecutionID)
+			}
 			if done, err := r.cancelByKept(ctx, rule, tok, key, &rec); err != nil {
 				return nil, fmt.Errorf("cancel_on %s of %s: %w", rule.typ, rule.skill, err)
 			} else if done {
-				cancelled = append(cancelled, sr.ExecutionID)
 				break
 			}
 		}
 	}
-	return cancelled, nil
+	return indexed, nil
 }
 
 // cancelByKept cancels a run just indexed under key if an event kept for its

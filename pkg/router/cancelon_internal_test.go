@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/internal/natstest"
 	"github.com/skillbus/skillbus/pkg/bus"
@@ -118,5 +120,59 @@ func TestCancelOnEventRoutedBeforeTheRunsKey(t *testing.T) {
 				t.Fatal("the cancelled run's cancel_on key is left")
 			}
 		})
+	}
+}
+
+// An event routed after a run's cancel_on key is written and before its job is
+// published cancels the run in KV runs, where a worker's copy of the cancels may
+// not have it yet when the job comes: the job of a run with cancel_on keys says
+// to read the cancel from KV runs (found in review).
+func TestCancelOnBetweenTheKeyAndTheJob(t *testing.T) {
+	t.Parallel()
+	srv := natstest.Start(t)
+	b := srv.Bus(t, bus.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	r, err := New(Config{Bus: b, Catalog: staticCatalog([]*skill.Skill{reminderSkill()}), Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		MaxEventBytes: 64 << 10, RetryBase: 50 * time.Millisecond, RetryMax: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, paidRouted := make(chan struct{}), make(chan struct{})
+	var once atomic.Int32
+	r.faults = func(p string) error {
+		if p != "plan.publish" || !once.CompareAndSwap(0, 1) {
+			return nil
+		}
+		close(held)
+		select {
+		case <-paidRouted:
+		case <-ctx.Done():
+		}
+		return nil
+	}
+	if err := r.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Stop(context.Background()) })
+	publishTrigger(t, ctx, b, "c1", "com.example.order.created", `{"order": 1}`)
+	<-held
+	publishTrigger(t, ctx, b, "p1", "com.example.order.paid", `{"order": 1}`)
+	unmatched := b.Subjects.Event(events.ActivationID("/test", "p1"), events.TypeRouteUnmatched)
+	natstest.Eventually(t, 20*time.Second, func() bool { return count(t, ctx, b, b.StreamEvents(), unmatched) == 1 }, "order.paid was not routed")
+	runs, _ := b.KV(ctx, b.BucketRuns())
+	exec := events.ExecutionID("/test", "c1", "remind")
+	if c, err := run.LoadCancel(ctx, runs, exec); err != nil || c == nil || c.By != "cancel_on" {
+		t.Fatalf("no cancel of the run before its job: %+v (%v)", c, err)
+	}
+	close(paidRouted)
+	st, _ := b.JS.Stream(ctx, b.StreamJobs())
+	var m *jetstream.RawStreamMsg
+	natstest.Eventually(t, 20*time.Second, func() bool {
+		m, err = st.GetLastMsgForSubject(ctx, "skillbus.exec.default.remind.>")
+		return err == nil
+	}, "no job")
+	if m.Header.Get(events.HeaderCheckCancel) == "" {
+		t.Errorf("the job of a run cancelled before it was published carries no %s (headers %v): a worker on the fast path may run it", events.HeaderCheckCancel, m.Header)
 	}
 }

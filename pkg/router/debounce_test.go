@@ -294,8 +294,8 @@ func TestCancelSkillCancelsAPendingBurst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m, err := jobs.GetLastMsgForSubject(f.ctx, "skillbus.exec.default.digest.>"); err != nil || m.Header.Get(events.HeaderCancelled) == "" {
-		t.Fatalf("the cancelled run's job (%v): headers %v, want %s", err, m.Header, events.HeaderCancelled)
+	if m, err := jobs.GetLastMsgForSubject(f.ctx, "skillbus.exec.default.digest.>"); err != nil || m.Header.Get(events.HeaderCheckCancel) == "" {
+		t.Fatalf("the cancelled run's job (%v): headers %v, want %s", err, m.Header, events.HeaderCheckCancel)
 	}
 
 	f.change("c2", "license", 1)
@@ -324,8 +324,8 @@ func TestCancelSkillCancelsAPendingBurst(t *testing.T) {
 	f.change("c3", "notes", 1)
 	natstest.Eventually(t, 20*time.Second, func() bool { return len(f.runs()["notes"]) == 1 }, "no run of the burst sent after the stream was made again")
 	f.quiet()
-	if m, err := jobs.GetLastMsgForSubject(f.ctx, "skillbus.exec.default.digest.>"); err != nil || m.Header.Get(events.HeaderCancelled) != "" {
-		t.Fatalf("a run not cancelled (%v): its job says %s", err, events.HeaderCancelled)
+	if m, err := jobs.GetLastMsgForSubject(f.ctx, "skillbus.exec.default.digest.>"); err != nil || m.Header.Get(events.HeaderCheckCancel) != "" {
+		t.Fatalf("a run not cancelled (%v): its job says %s", err, events.HeaderCheckCancel)
 	}
 	fresh := events.ExecutionID(router.DebounceSource("digest"), events.ActivationID("/test", "c3"), "digest")
 	if c, err := run.LoadCancel(f.ctx, kv, fresh); err != nil || c != nil {

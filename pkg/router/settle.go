@@ -103,25 +103,30 @@ func (r *Router) publishPlan(ctx context.Context, t *trigger, o *routed) (routeN
 
 	// The runs' cancel_on keys before their jobs: a run that starts has them, so
 	// an event routed at once finds it (and its sender is told it cancelled it).
-	// A run cancelled already (an event kept before it, a runs cancel --skill
-	// given while its burst was pending) has its cancel recorded before its job
-	// too, and the job says so, so that the worker reads the cancel from KV runs.
-	cancelled, err := r.indexCancels(ctx, t, o)
+	// Such a run may be cancelled before its job is out — by an event kept
+	// before it, by one routed between the key and the job, by a runs cancel
+	// --skill given while its burst was pending — and its job says so, so that
+	// the worker reads the cancel from KV runs, not from its copy.
+	check, err := r.indexCancels(ctx, t, o)
 	if err == nil && t.burstOf != "" && t.burstSeq != 0 {
 		var more []string
 		more, err = r.cancelPendingRun(ctx, t, o)
-		cancelled = append(cancelled, more...)
+		check = append(check, more...)
 	}
 	if err != nil {
 		telemetry.EndAll(pubs, err)
 		return note, err
 	}
-	for _, id := range cancelled {
+	for _, id := range check {
 		for i := range jobs {
 			if o.jobs()[i].job.Skill.ExecutionID == id {
-				jobs[i].Header.Set(events.HeaderCancelled, "1")
+				jobs[i].Header.Set(events.HeaderCheckCancel, "1")
 			}
 		}
+	}
+	if err := r.fault("plan.publish"); err != nil {
+		telemetry.EndAll(pubs, err)
+		return note, err
 	}
 	b := r.cfg.Bus.Batch()
 	if r.cfg.Events.Persisted(events.TypeRouteDecided) {

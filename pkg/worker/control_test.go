@@ -130,7 +130,7 @@ func TestJobCancelledBeforeItWasPublished(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	f.jobWith(map[string]string{events.HeaderCancelled: "1"}, "default", "m", "", "hello")
+	f.jobWith(map[string]string{events.HeaderCheckCancel: "1"}, "default", "m", "", "hello")
 	ev := f.waitCancelled(marked)
 	if ev["started"] != false {
 		t.Errorf("execution.cancelled says started: %v", ev)

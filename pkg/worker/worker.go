@@ -647,7 +647,7 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) (err error) {
 		j.meta.TraceParent, j.meta.TraceState = tp, ts
 	}
 	j.reconnects = w.cfg.Bus.Reconnects()
-	j.fast = md.NumDelivered == 1 && len(j.data.Answers) == 0 && msg.Headers().Get(events.HeaderRecovered) == "" && msg.Headers().Get(events.HeaderCancelled) == "" &&
+	j.fast = md.NumDelivered == 1 && len(j.data.Answers) == 0 && msg.Headers().Get(events.HeaderRecovered) == "" && msg.Headers().Get(events.HeaderCheckCancel) == "" &&
 		!w.mayHaveWaited(ctx, md.Timestamp) && w.epoch.Fresh(ctx, md.Sequence.Stream)
 	// One delivery of an execution at a time in this process, reserved before it
 	// is claimed: a claim names the worker, not the delivery, so two deliveries here
