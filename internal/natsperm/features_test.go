@@ -156,12 +156,14 @@ outputs:
 `,
 	// Runs beyond the rate wait longer than the worker's ack wait (2s): they are
 	// set aside as scheduled messages, which the worker-throttle durable takes.
+	// A period of 6s keeps the second run's wait past 2s even if the two
+	// triggers land a few seconds apart on a loaded machine.
 	"paced": `name: paced
-description: Starts a run every 3 seconds at most.
+description: Starts a run every 6 seconds at most.
 version: 1.0.0
 throttle:
   limit: 1
-  period: 3s
+  period: 6s
 steps:
   - id: say
     tool: echo
