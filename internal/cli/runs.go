@@ -27,6 +27,7 @@ import (
 	"github.com/skillbus/skillbus/pkg/control"
 	"github.com/skillbus/skillbus/pkg/repair/service"
 	"github.com/skillbus/skillbus/pkg/run"
+	"github.com/skillbus/skillbus/pkg/schedule"
 	"github.com/skillbus/skillbus/pkg/workflow"
 )
 
@@ -247,6 +248,15 @@ that names one execution that is paused or ended in the last 7 days.`,
 				}
 			}
 			if rec == nil && paused == nil && parked == nil && len(evs) == 0 && !waiting.any() {
+				// The activation trigger --at/--in printed, of a trigger not yet due.
+				if len(id) == executionIDLen {
+					if p, err := schedule.Waiting(ctx, b, id); err != nil {
+						return err
+					} else if p != nil {
+						return &ExitError{Code: 1, Err: fmt.Errorf("%s is the activation of a delayed trigger for %s (source %s, id %s), due at %s (%s): nothing has run yet. 'skillbus runs delayed' lists it; 'skillbus runs cancel %s' cancels it",
+							id, delayedTarget(*p), orDash(p.Source), orDash(p.ID), p.At.Local().Format(time.RFC3339), dueIn(p.At, time.Now()), id)}
+					}
+				}
 				return &ExitError{Code: 1, Err: fmt.Errorf("no execution %s (outcomes and events are kept as long as the events stream keeps them: 7 days by default)", id)}
 			}
 			if asJSON {

@@ -66,7 +66,9 @@ it was cancelled (skillbus runs cancel, a cancel_on event, the console).
 With --at TIME (RFC 3339, e.g. 2026-03-02T06:00:00+01:00) or --in DURATION (e.g. 90s,
 2h30m) the trigger is published later instead: it is stored in the bus (KV delayed)
 and a router publishes it when it is due, so it survives this command exiting and the
-routers restarting. One due while no router runs is published when one starts.`,
+routers restarting. One due while no router runs is published when one starts.
+'skillbus runs delayed' lists those waiting; 'skillbus runs cancel ACTIVATION' (the
+activation printed here) cancels one before it is due.`,
 		Example: `  skillbus trigger --skill hello --data '{"name":"Ada"}' --wait
   skillbus trigger ` + selector.RequestType + ` --data '{"query":"what to pack for lisbon"}' --wait
   skillbus trigger com.example.order.created --data @order.json --wait

@@ -154,6 +154,8 @@ func TestDelayedTriggersListedAndCancelled(t *testing.T) {
 		t.Fatalf("runs delayed --skill hello --json: %v\n%s", err, out)
 	}
 
+	// runs show of the activation of a trigger not yet due says so.
+	s.wantError([]string{"runs", "show", gone}, 1, "is the activation of a delayed trigger for hello (source /test, id gone)")
 	out, err = s.skillbus("runs", "cancel", gone)
 	if err != nil || !strings.Contains(out, gone+" cancelled: the delayed trigger for hello (source /test, id gone)") {
 		t.Fatalf("runs cancel %s: %v\n%s", gone, err, out)

@@ -147,6 +147,28 @@ func List(ctx context.Context, b *bus.Bus) ([]Pending, error) {
 	}
 }
 
+// Waiting returns the delayed trigger that will set off activation actID, or
+// nil if none waits for it.
+func Waiting(ctx context.Context, b *bus.Bus, actID string) (*Pending, error) {
+	kv, err := b.KV(ctx, b.BucketDelayed())
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("schedule: %w", err)
+	}
+	e, err := kv.Get(ctx, atPfx+actID)
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("schedule: reading delayed trigger %s: %w", actID, err)
+	}
+	p := &Pending{ActivationID: actID, rev: e.Revision()}
+	_ = json.Unmarshal(e.Value(), &p.Delayed)
+	return p, nil
+}
+
 // ErrNoDelayed is returned by Cancel for an activation no delayed trigger waits
 // for: mistyped, never delayed, or published already.
 var ErrNoDelayed = errors.New("no delayed trigger waits for that activation")
