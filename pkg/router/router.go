@@ -128,6 +128,9 @@ type Router struct {
 	// cancels are the catalog's cancel_on rules by the type of event that cancels.
 	cancels atomic.Pointer[map[string][]*cancelRule]
 	control *control.Controller
+	// bg counts the courtesy reads under way after a trigger's ack (solowait.go),
+	// which Stop waits for.
+	bg sync.WaitGroup
 	// faults, set by tests, fails the router at named points (Router.fault).
 	faults func(point string) error
 	// waitHook, set by tests, sees each change of a wait record the router's
@@ -318,6 +321,7 @@ func (r *Router) Stop(ctx context.Context) {
 	r.live.stop()
 	r.stopWaits()
 	r.stopRamps()
+	r.bg.Wait()
 }
 
 func (r *Router) handle(ctx context.Context, msg jetstream.Msg) {
