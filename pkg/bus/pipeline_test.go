@@ -215,28 +215,9 @@ func TestBatchConcurrentWaits(t *testing.T) {
 // is done; what it queued is waited for by the next Wait.
 func TestBatchWaitBehindAnotherHonoursItsContext(t *testing.T) {
 	t.Parallel()
-	srv := natstest.Start(t)
-	b := srv.Bus(t, bus.Config{PublishAckTimeout: time.Minute})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	b, bt, swallow, a, first := firstWaitHeld(t, "slow")
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	// The test answers the first publish itself, when it chooses.
-	swallow := srv.Conn(t)
-	sub, err := swallow.SubscribeSync("slow.>")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := swallow.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	bt := b.Batch()
-	bt.Publish(&nats.Msg{Subject: "slow.a", Data: []byte("a")})
-	first := make(chan error, 1)
-	go func() { first <- bt.Wait(ctx) }()
-	a, err := sub.NextMsg(10 * time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	natstest.Eventually(t, 10*time.Second, func() bool { return bt.Waits() == 1 }, "the first Wait never began")
 	subject := b.Subjects.Event("queued", "io.skillbus.test")
 	bt.PublishEvent(subject, bus.Event{ID: "queued", Source: "/t", Type: "io.skillbus.test", Data: 1})
 	short, stop := context.WithCancel(ctx)
@@ -274,28 +255,9 @@ func TestBatchWaitBehindAnotherHonoursItsContext(t *testing.T) {
 // queued before it, and are not all stored.
 func TestBatchWaitBehindAFailedWaitFails(t *testing.T) {
 	t.Parallel()
-	srv := natstest.Start(t)
-	b := srv.Bus(t, bus.Config{PublishAckTimeout: time.Minute})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	b, bt, swallow, a, first := firstWaitHeld(t, "held")
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	// The test answers the publishes itself, or never.
-	swallow := srv.Conn(t)
-	sub, err := swallow.SubscribeSync("held.>")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := swallow.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	bt := b.Batch()
-	bt.Publish(&nats.Msg{Subject: "held.a", Data: []byte("a")})
-	first := make(chan error, 1)
-	go func() { first <- bt.Wait(ctx) }()
-	a, err := sub.NextMsg(10 * time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	natstest.Eventually(t, 10*time.Second, func() bool { return bt.Waits() == 1 }, "the first Wait never began")
 	bt.Publish(&nats.Msg{Subject: "held.b", Data: []byte("b")})
 	second := make(chan error, 1)
 	go func() { second <- bt.Wait(ctx) }()
@@ -468,4 +430,30 @@ func TestBatchRetryHasItsTimeoutAgain(t *testing.T) {
 			t.Fatalf("Wait = %v, want ErrAsyncPublishTimeout", err)
 		}
 	}
+}
+
+// firstWaitHeld starts a Wait of a new batch whose one publish, on prefix.a,
+// the test answers itself (through swallow, to a's reply), or never; it returns
+// once the Wait is under way, first to receive what it returns.
+func firstWaitHeld(t *testing.T, prefix string) (b *bus.Bus, bt *bus.Batch, swallow *nats.Conn, a *nats.Msg, first chan error) {
+	t.Helper()
+	srv := natstest.Start(t)
+	b = srv.Bus(t, bus.Config{PublishAckTimeout: time.Minute})
+	swallow = srv.Conn(t)
+	sub, err := swallow.SubscribeSync(prefix + ".>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := swallow.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	bt = b.Batch()
+	bt.Publish(&nats.Msg{Subject: prefix + ".a", Data: []byte("a")})
+	first = make(chan error, 1)
+	go func() { first <- bt.Wait(t.Context()) }()
+	if a, err = sub.NextMsg(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	natstest.Eventually(t, 10*time.Second, func() bool { return bt.Waits() == 1 }, "the first Wait never began")
+	return b, bt, swallow, a, first
 }

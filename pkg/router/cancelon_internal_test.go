@@ -52,38 +52,9 @@ func TestCancelOnEventRoutedBeforeTheRunsKey(t *testing.T) {
 	}{{"in parallel", false}, {"retried after a write failed", true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			srv := natstest.Start(t)
-			b := srv.Bus(t, bus.Config{})
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			t.Cleanup(cancel)
-			r, err := New(Config{Bus: b, Catalog: staticCatalog([]*skill.Skill{reminderSkill()}), Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-				MaxEventBytes: 64 << 10, RetryBase: 50 * time.Millisecond, RetryMax: 50 * time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
-			}
 			// The trigger's routing stops before the run's key is written, until
 			// the event is routed.
-			held, paidRouted := make(chan struct{}), make(chan struct{})
-			var once atomic.Int32
-			r.faults = func(p string) error {
-				if p != "cancelon.index" || !once.CompareAndSwap(0, 1) {
-					return nil
-				}
-				close(held)
-				select {
-				case <-paidRouted:
-				case <-ctx.Done():
-				}
-				if tc.retry {
-					return errors.New("injected: a write failed")
-				}
-				return nil
-			}
-			if err := r.Start(ctx); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { r.Stop(context.Background()) })
-
+			ctx, b, held, paidRouted := reminderHeldAt(t, "cancelon.index", tc.retry)
 			publishTrigger(t, ctx, b, "c1", "com.example.order.created", `{"order": 1}`)
 			select {
 			case <-held:
@@ -129,32 +100,7 @@ func TestCancelOnEventRoutedBeforeTheRunsKey(t *testing.T) {
 // to read the cancel from KV runs (found in review).
 func TestCancelOnBetweenTheKeyAndTheJob(t *testing.T) {
 	t.Parallel()
-	srv := natstest.Start(t)
-	b := srv.Bus(t, bus.Config{})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	r, err := New(Config{Bus: b, Catalog: staticCatalog([]*skill.Skill{reminderSkill()}), Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		MaxEventBytes: 64 << 10, RetryBase: 50 * time.Millisecond, RetryMax: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	held, paidRouted := make(chan struct{}), make(chan struct{})
-	var once atomic.Int32
-	r.faults = func(p string) error {
-		if p != "plan.publish" || !once.CompareAndSwap(0, 1) {
-			return nil
-		}
-		close(held)
-		select {
-		case <-paidRouted:
-		case <-ctx.Done():
-		}
-		return nil
-	}
-	if err := r.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Stop(context.Background()) })
+	ctx, b, held, paidRouted := reminderHeldAt(t, "plan.publish", false)
 	publishTrigger(t, ctx, b, "c1", "com.example.order.created", `{"order": 1}`)
 	<-held
 	publishTrigger(t, ctx, b, "p1", "com.example.order.paid", `{"order": 1}`)
@@ -168,6 +114,7 @@ func TestCancelOnBetweenTheKeyAndTheJob(t *testing.T) {
 	close(paidRouted)
 	st, _ := b.JS.Stream(ctx, b.StreamJobs())
 	var m *jetstream.RawStreamMsg
+	var err error
 	natstest.Eventually(t, 20*time.Second, func() bool {
 		m, err = st.GetLastMsgForSubject(ctx, "skillbus.exec.default.remind.>")
 		return err == nil
@@ -175,4 +122,41 @@ func TestCancelOnBetweenTheKeyAndTheJob(t *testing.T) {
 	if m.Header.Get(events.HeaderCheckCancel) == "" {
 		t.Errorf("the job of a run cancelled before it was published carries no %s (headers %v): a worker on the fast path may run it", events.HeaderCheckCancel, m.Header)
 	}
+}
+
+// reminderHeldAt starts a router of reminderSkill on a server of its own. Its
+// routing of the first trigger to reach the fault point stops there until
+// release is closed, then fails if fail is set; held is closed when it stops.
+func reminderHeldAt(t *testing.T, point string, fail bool) (ctx context.Context, b *bus.Bus, held, release chan struct{}) {
+	t.Helper()
+	srv := natstest.Start(t)
+	b = srv.Bus(t, bus.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	r, err := New(Config{Bus: b, Catalog: staticCatalog([]*skill.Skill{reminderSkill()}), Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		MaxEventBytes: 64 << 10, RetryBase: 50 * time.Millisecond, RetryMax: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, release = make(chan struct{}), make(chan struct{})
+	var once atomic.Int32
+	r.faults = func(p string) error {
+		if p != point || !once.CompareAndSwap(0, 1) {
+			return nil
+		}
+		close(held)
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		if fail {
+			return errors.New("injected: a write failed")
+		}
+		return nil
+	}
+	if err := r.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Stop(context.Background()) })
+	return ctx, b, held, release
 }
