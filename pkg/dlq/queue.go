@@ -244,12 +244,16 @@ func (q *Queue) read(ctx context.Context, subject string, start uint64, since ti
 		if err != nil {
 			return fmt.Errorf("dlq: read %s: %w", q.b.StreamDead(), err)
 		}
-		n := 0
+		n, stop := 0, false
 		for m := range batch.Messages() {
-			n++
-			if !fn(m) {
-				return nil
+			if stop {
+				continue // drained, so the fetch's goroutine ends with it
 			}
+			n++
+			stop = !fn(m)
+		}
+		if stop {
+			return nil
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrNoMessages) {
 			return fmt.Errorf("dlq: read %s: %w", q.b.StreamDead(), err)
