@@ -65,17 +65,60 @@ def instruction(code):
     return " ".join(m.group(1).split()) if m else ""
 
 
+def model_loaded(call):
+    """What an APIBench call loads, as (repository, model): a tfhub.dev URL's publisher
+    and path (its version included), torch.hub.load's repository and model (its model=
+    argument or its second string), or the id from_pretrained or pipeline(model=...)
+    loads; ("", "") if none."""
+    q = "['\"]([^'\"]+)['\"]"
+    m = re.search(r"tfhub\.dev/([^/'\"]+)/([^'\"]+?)/?['\"]", call)
+    if m:
+        return m.group(1), m.group(2)
+    repo = re.search(r"torch\.hub\.load\(\s*(?:repo_or_dir\s*=\s*)?" + q, call)
+    m = re.search(r"\bmodel\s*=\s*" + q, call) or \
+        re.search(r"torch\.hub\.load\(\s*(?:repo_or_dir\s*=\s*)?['\"][^'\"]*['\"]\s*,\s*" + q, call) or \
+        re.search(r"from_pretrained\(\s*" + q, call)
+    return (repo.group(1) if repo else ""), (m.group(1) if m else "")
+
+
+def model_name(call):
+    """The name a catalog would give the model an APIBench call loads: its model, or
+    a tfhub.dev path without its version; "" if the call names none."""
+    return re.sub(r"/\d+$", "", model_loaded(call)[1])
+
+
 def gorilla(repo, hub, evalfile, title, trainfile=None):
+    """An APIBench hub's APIs as skills. An API is named by its api_name, unless
+    other APIs share that name (TorchHub names 15 models torch.hub.load and four
+    Densenet; TF Hub 39 model_id): then by the model its call loads, as a catalog of
+    them would name it, so that no two skills differ only by a number added here."""
     apis, skills, taken, by = [], [], set(), {}
     for line in open(os.path.join(repo, "data/api", hub)):
         if line.strip():
             a = json.loads(line)
             key = (a["api_name"], a["api_call"])
-            if key in by:
-                continue
-            n = skill_name(a["api_name"], taken)
-            by[key] = n
-            skills.append((n, a.get("description") or ""))
+            if key not in by:
+                by[key] = None
+                apis.append(a)
+    shared = {}
+    for a in apis:
+        shared[a["api_name"]] = shared.get(a["api_name"], 0) + 1
+    loads = {}
+    for a in apis:
+        name = a["api_name"]
+        if shared[name] > 1:
+            name = model_name(a["api_call"]) or name
+        n = skill_name(name, taken)
+        by[(a["api_name"], a["api_call"])] = n
+        skills.append((n, a.get("description") or ""))
+        model = model_loaded(a["api_call"])
+        if model[1]:
+            loads.setdefault(model, []).append(n)
+    # Entries that load the same model (TF Hub lists one model under several
+    # api_names, by hub.load and by hub.KerasLayer) are one API to whoever asks for
+    # it, as they are to APIBench's own measure, which compares the calls: a request
+    # for one is answered right by any of them.
+    same = {n: sorted(ns) for ns in loads.values() if len(ns) > 1 for n in ns}
     def read(f):
         cases, seen = [], set()
         for line in open(os.path.join(repo, "data/apibench", f)):
@@ -86,7 +129,7 @@ def gorilla(repo, hub, evalfile, title, trainfile=None):
             n = by.get((a["api_name"], a["api_call"]))
             if q and n and q not in seen:
                 seen.add(q)
-                cases.append((q, n))
+                cases.append((q, same.get(n, n)))
         return cases
 
     cases = read(evalfile)
@@ -109,8 +152,12 @@ GORILLA_README = """# Gorilla APIBench: %(title)s
 
 From github.com/ShishirPatil/gorilla (data/api/%(hub)s and data/apibench/%(eval)s),
 Apache License 2.0. Each API is a skill: its api_name as the name (lower-cased, other
-characters as '-') and its description; nothing else. Each evaluation instruction is a
-case expecting its API. The instructions were written by the data set's authors
+characters as '-'), or, where several APIs share an api_name, the model its api_call
+loads (a torch.hub.load model, a tfhub.dev path, a from_pretrained id); and its
+description; nothing else. Each evaluation instruction is a
+case expecting its API, or any of the APIs whose call loads the same model (the
+data set lists a model several times, under several names and descriptions, and
+its own measure compares the calls). The instructions were written by the data set's authors
 (self-instruct with a language model), not for this project.
 
 %%(skills)d skills; %%(tune)d tuning cases (tune.jsonl), %%(held)d held-out cases
