@@ -67,24 +67,32 @@ def instruction(code):
 
 def model_loaded(call):
     """What an APIBench call loads, as (repository, model): a tfhub.dev URL's publisher
-    and path (its version included), torch.hub.load's repository and model (its model=
-    argument or its second string), or the id from_pretrained or pipeline(model=...)
-    loads; ("", "") if none."""
+    and path (its version included); torch.hub.load's repository and model (its model=
+    argument or its second string); or every id the call's from_pretrained and model=
+    arguments name, in order, joined by spaces (a pipeline with another VAE is another
+    model); ("", "") if none."""
     q = "['\"]([^'\"]+)['\"]"
     m = re.search(r"tfhub\.dev/([^/'\"]+)/([^'\"]+?)/?['\"]", call)
     if m:
         return m.group(1), m.group(2)
     repo = re.search(r"torch\.hub\.load\(\s*(?:repo_or_dir\s*=\s*)?" + q, call)
-    m = re.search(r"\bmodel\s*=\s*" + q, call) or \
-        re.search(r"torch\.hub\.load\(\s*(?:repo_or_dir\s*=\s*)?['\"][^'\"]*['\"]\s*,\s*" + q, call) or \
-        re.search(r"from_pretrained\(\s*" + q, call)
-    return (repo.group(1) if repo else ""), (m.group(1) if m else "")
+    if repo:
+        m = re.search(r"\bmodel\s*=\s*" + q, call) or \
+            re.search(r"torch\.hub\.load\(\s*(?:repo_or_dir\s*=\s*)?['\"][^'\"]*['\"]\s*,\s*" + q, call)
+        return repo.group(1), (m.group(1) if m else "")
+    ids = []
+    for m in re.finditer(r"from_pretrained\(\s*['\"]?([^'\"()\s,]+)|\bmodel\s*=\s*" + q, call):
+        i = m.group(1) or m.group(2)
+        if i not in ids:
+            ids.append(i)
+    return "", " ".join(ids)
 
 
 def model_name(call):
-    """The name a catalog would give the model an APIBench call loads: its model, or
-    a tfhub.dev path without its version; "" if the call names none."""
-    return re.sub(r"/\d+$", "", model_loaded(call)[1])
+    """The name a catalog would give the model an APIBench call loads: its model (the
+    first, if it names several), or a tfhub.dev path without its version; "" if the
+    call names none."""
+    return re.sub(r"/\d+$", "", model_loaded(call)[1].split(" ")[0])
 
 
 def gorilla(repo, hub, evalfile, title, trainfile=None):
