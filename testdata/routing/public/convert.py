@@ -67,10 +67,10 @@ def instruction(code):
 
 def model_loaded(call):
     """What an APIBench call loads, as (repository, model): a tfhub.dev URL's publisher
-    and path (its version included); torch.hub.load's repository and model (its model=
-    argument or its second string); or every id the call's from_pretrained and model=
-    arguments name, in order, joined by spaces (a pipeline with another VAE is another
-    model); ("", "") if none."""
+    and path, version included; torch.hub.load's repository and model (its model=
+    argument or its second string); or every id the call names in a from_pretrained,
+    a model= argument or a pipeline's second argument, in order, joined by spaces (a
+    pipeline with another VAE is another model); ("", "") if none."""
     q = "['\"]([^'\"]+)['\"]"
     m = re.search(r"tfhub\.dev/([^/'\"]+)/([^'\"]+?)/?['\"]", call)
     if m:
@@ -81,25 +81,22 @@ def model_loaded(call):
             re.search(r"torch\.hub\.load\(\s*(?:repo_or_dir\s*=\s*)?['\"][^'\"]*['\"]\s*,\s*" + q, call)
         return repo.group(1), (m.group(1) if m else "")
     ids = []
-    for m in re.finditer(r"from_pretrained\(\s*['\"]?([^'\"()\s,]+)|\bmodel\s*=\s*" + q, call):
-        i = m.group(1) or m.group(2)
+    for m in re.finditer(r"from_pretrained\(\s*['\"]?([^'\"()\s,]+)"
+                         r"|\bmodel\s*=\s*(?:" + q + r"|([\w.-]+/[\w.-]+))"
+                         r"|\bpipeline\(\s*['\"][^'\"]+['\"]\s*,\s*" + q, call):
+        i = next(g for g in m.groups() if g)
         if i not in ids:
             ids.append(i)
     return "", " ".join(ids)
 
 
-def model_name(call):
-    """The name a catalog would give the model an APIBench call loads: its model (the
-    first, if it names several), or a tfhub.dev path without its version; "" if the
-    call names none."""
-    return re.sub(r"/\d+$", "", model_loaded(call)[1].split(" ")[0])
-
-
-def gorilla(repo, hub, evalfile, title, trainfile=None):
-    """An APIBench hub's APIs as skills. An API is named by its api_name, unless
-    other APIs share that name (TorchHub names 15 models torch.hub.load and four
-    Densenet; TF Hub 39 model_id): then by the model its call loads, as a catalog of
-    them would name it, so that no two skills differ only by a number added here."""
+def gorilla(repo, hub, evalfile, title, trainfile=None, by_call=False):
+    """An APIBench hub's APIs as skills. With by_call, as for TorchHub and TF Hub,
+    whose api_names are families or placeholders (TorchHub names 14 of its models
+    torch.hub.load, four Densenet; TF Hub 39 model_id), an API is named as its hub
+    names the model its call loads: TorchHub's model, TF Hub's model path and version.
+    Otherwise, as for Hugging Face, whose api_names are the hub's model ids already,
+    by its api_name. Skills whose names would be the same are numbered."""
     apis, skills, taken, by = [], [], set(), {}
     for line in open(os.path.join(repo, "data/api", hub)):
         if line.strip():
@@ -108,14 +105,11 @@ def gorilla(repo, hub, evalfile, title, trainfile=None):
             if key not in by:
                 by[key] = None
                 apis.append(a)
-    shared = {}
-    for a in apis:
-        shared[a["api_name"]] = shared.get(a["api_name"], 0) + 1
     loads = {}
     for a in apis:
         name = a["api_name"]
-        if shared[name] > 1:
-            name = model_name(a["api_call"]) or name
+        if by_call:
+            name = model_loaded(a["api_call"])[1] or name
         n = skill_name(name, taken)
         by[(a["api_name"], a["api_call"])] = n
         skills.append((n, a.get("description") or ""))
@@ -159,14 +153,13 @@ def write_more(name, more):
 GORILLA_README = """# Gorilla APIBench: %(title)s
 
 From github.com/ShishirPatil/gorilla (data/api/%(hub)s and data/apibench/%(eval)s),
-Apache License 2.0. Each API is a skill: its api_name as the name (lower-cased, other
-characters as '-'), or, where several APIs share an api_name, the model its api_call
-loads (a torch.hub.load model, a tfhub.dev path, a from_pretrained id); and its
-description; nothing else. Each evaluation instruction is a
-case expecting its API, or any of the APIs whose call loads the same model (the
-data set lists a model several times, under several names and descriptions, and
-its own measure compares the calls). The instructions were written by the data set's authors
-(self-instruct with a language model), not for this project.
+Apache License 2.0. Each API is a skill: %(naming)s, lower-cased, other characters
+as '-' (names that would be the same are numbered); and its description; nothing
+else. Each evaluation instruction is a case expecting its API, or any of the APIs
+whose api_call loads the same model (the data set lists some models several times,
+under several names and descriptions, and its own measure compares the calls). The
+instructions were written by the data set's authors (self-instruct with a language
+model), not for this project.
 
 %%(skills)d skills; %%(tune)d tuning cases (tune.jsonl), %%(held)d held-out cases
 (heldout.jsonl), split by a hash of the request text. Made by ../convert.py.
@@ -257,8 +250,12 @@ def main():
     for hub, ev, tr, title, name in (("torchhub_api.jsonl", "torchhub_eval.json", "torchhub_train.json", "TorchHub", "gorilla-torchhub"),
                                      ("tensorflowhub_api.jsonl", "tensorflow_eval.json", None, "TensorFlow Hub", "gorilla-tfhub"),
                                      ("huggingface_api.jsonl", "huggingface_eval.json", None, "Hugging Face", "gorilla-huggingface")):
-        skills, cases, more = gorilla(g, hub, ev, title, tr)
-        write_set(name, skills, cases, GORILLA_README % {"title": title, "hub": hub, "eval": ev})
+        skills, cases, more = gorilla(g, hub, ev, title, tr, by_call=name != "gorilla-huggingface")
+        naming = ("its api_name as the name (the hub's model id)" if name == "gorilla-huggingface" else
+                  "named as the hub names the model its api_call loads (%s), or by its api_name "
+                  "where the call names none" % ("the torch.hub.load model" if name == "gorilla-torchhub"
+                                                  else "the tfhub.dev model path and version"))
+        write_set(name, skills, cases, GORILLA_README % {"title": title, "hub": hub, "eval": ev, "naming": naming})
         if more:
             write_more(name, more)
             with open(os.path.join(HERE, name, "README.md"), "a") as f:
