@@ -107,7 +107,7 @@ eval:
 	@for set in testdata/routing/blind/*/; do \
 	  echo "== $$set"; $(EVAL_BIN) route eval --skills $${set}skills --cases $${set}cases.jsonl --no-examples | sed -n '3,9p'; \
 	done
-	@for set in testdata/routing/public/*/; do for half in tune heldout; do \
+	@for set in testdata/routing/public/*/; do [ -d $${set}skills ] || continue; for half in tune heldout; do \
 	  echo "== $$set $$half"; $(EVAL_BIN) route eval --skills $${set}skills --cases $${set}$$half.jsonl --no-examples | sed -n '3,9p;/^request by request/,/^recall@5 /p'; \
 	  echo "   off-topic: $${set}offtopic-$$half.jsonl"; $(EVAL_BIN) route eval --skills $${set}skills --cases $${set}offtopic-$$half.jsonl --no-examples | grep 'off-topic rejected'; \
 	done; \
