@@ -23,7 +23,17 @@ cluster: build bin/nats-server
 ## cluster-down: stop what `make cluster` started (from another terminal; the same CLUSTER_DIR)
 CLUSTER_DIR ?= .cluster
 cluster-down:
-	@if [ -s $(CLUSTER_DIR)/pids ]; then kill -TERM $$(tac $(CLUSTER_DIR)/pids) 2>/dev/null || true; echo "stopped $$(wc -l < $(CLUSTER_DIR)/pids) processes"; rm -f $(CLUSTER_DIR)/pids; else echo "no cluster running (no $(CLUSTER_DIR)/pids)"; fi
+	@# Last started first, each waited for (up to 40 s) before the next: the services finish
+	@# their in-flight work while the NATS servers they talk to are still up.
+	@if [ -s $(CLUSTER_DIR)/pids ]; then \
+	  ps=$$(tac $(CLUSTER_DIR)/pids); \
+	  for p in $$ps; do \
+	    kill -TERM $$p 2>/dev/null || continue; \
+	    i=0; while kill -0 $$p 2>/dev/null && [ $$i -lt 200 ]; do sleep 0.2; i=$$((i+1)); done; \
+	    kill -0 $$p 2>/dev/null && { echo "process $$p did not stop in 40 s; killing it"; kill -KILL $$p 2>/dev/null; }; \
+	  done; \
+	  echo "stopped $$(echo $$ps | wc -w) processes"; rm -f $(CLUSTER_DIR)/pids; \
+	else echo "no cluster running (no $(CLUSTER_DIR)/pids)"; fi
 
 bin/nats-server: go.mod
 	$(GO) build -o bin/nats-server github.com/nats-io/nats-server/v2

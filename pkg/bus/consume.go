@@ -222,13 +222,21 @@ func (l *Loop) messages() (jetstream.MessagesContext, error) {
 
 func (l *Loop) run(ctx context.Context, h Handler) {
 	p := &picked{}
+	// Next waits no longer than the handlers' context: once Stop's deadline has
+	// cancelled it, a handler waiting for a message returns even when the
+	// iterator never ends, as when every server went while the loop drained
+	// (the drain's flush and its buffered messages are then never settled).
+	until := jetstream.NextContext(ctx)
 	ctx = context.WithValue(ctx, pickKey{}, p)
-	for {
+	for ctx.Err() == nil {
 		l.mu.Lock()
 		it := l.it
 		l.mu.Unlock()
-		msg, err := it.Next()
+		msg, err := it.Next(until)
 		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
 			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
 				if l.isClosing() || errors.Is(err, jetstream.ErrConnectionClosed) {
 					return

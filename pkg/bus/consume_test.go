@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -303,5 +304,150 @@ func TestWaitedBoundsTheTimeInTheBuffer(t *testing.T) {
 	}
 	if _, ok := bus.Waited(context.Background()); ok {
 		t.Error("Waited of a context no loop gave says ok")
+	}
+}
+
+// Stop keeps its deadline when the connection goes silent while the loop drains
+// (every server of a cluster stopped with the process, or a network that drops
+// everything): the drain then waits on a flush that is never answered, and the
+// handlers waiting for a message used to wait with it, past Stop's deadline, so
+// a router or worker told to stop hung until it was killed. Here the client
+// reaches the server through a relay that, at the moment that matters, stops
+// passing anything on while keeping both connections open.
+func TestStopKeepsItsDeadlineWhenTheConnectionGoesSilent(t *testing.T) {
+	t.Parallel()
+	srv := natstest.Start(t)
+	relay := newSilentRelay(t, srv.Server.Addr().String())
+	nc, err := nats.Connect("nats://"+relay.addr(), nats.MaxReconnects(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "Q", Subjects: []string{"q.>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "w", AckPolicy: jetstream.AckExplicitPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan struct{}, 1)
+	l, err := bus.Consume(c, 2, func(_ context.Context, m jetstream.Msg) {
+		_ = m.Ack()
+		got <- struct{}{}
+	}, slog.New(slog.DiscardHandler), bus.Watch{Heartbeat: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One message through shows both handlers are past their first pull and
+	// waiting in Next for the next message.
+	publishN(t, js, 0, 1)
+	select {
+	case <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no message through the relay")
+	}
+
+	relay.silence()
+	stopCtx, stopCancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer stopCancel()
+	start := time.Now()
+	stopped := make(chan struct{})
+	go func() { l.Stop(stopCtx); close(stopped) }()
+	select {
+	case <-stopped:
+		if d := time.Since(start); d > 3*time.Second {
+			t.Errorf("Stop took %v with a deadline of 300ms", d)
+		}
+	case <-time.After(8 * time.Second):
+		// The drain's flush times out after 10 s; before the fix Stop
+		// returned only then, or never.
+		t.Fatalf("Stop has not returned %v after its 300ms deadline", time.Since(start))
+	}
+}
+
+// silentRelay passes TCP traffic between clients and a server until silence,
+// then passes nothing more, in either direction, and keeps the connections open:
+// to the client, a server that stopped answering.
+type silentRelay struct {
+	ln     net.Listener
+	mu     sync.Mutex
+	quiet  bool
+	conns  []net.Conn
+	target string
+}
+
+func newSilentRelay(t *testing.T, target string) *silentRelay {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &silentRelay{ln: ln, target: target}
+	t.Cleanup(r.close)
+	go r.accept()
+	return r
+}
+
+func (r *silentRelay) addr() string { return r.ln.Addr().String() }
+
+func (r *silentRelay) accept() {
+	for {
+		c, err := r.ln.Accept()
+		if err != nil {
+			return
+		}
+		s, err := net.Dial("tcp", r.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		r.mu.Lock()
+		r.conns = append(r.conns, c, s)
+		r.mu.Unlock()
+		go r.pipe(s, c)
+		go r.pipe(c, s)
+	}
+}
+
+// pipe copies from src to dst until silence; after it, what src sends is read
+// and dropped, so that the sender's writes do not fail either.
+func (r *silentRelay) pipe(dst, src net.Conn) {
+	buf := make([]byte, 32*1024)
+	for {
+		n, err := src.Read(buf)
+		if err != nil {
+			return
+		}
+		r.mu.Lock()
+		quiet := r.quiet
+		r.mu.Unlock()
+		if quiet {
+			continue
+		}
+		if _, err := dst.Write(buf[:n]); err != nil {
+			return
+		}
+	}
+}
+
+func (r *silentRelay) silence() {
+	r.mu.Lock()
+	r.quiet = true
+	r.mu.Unlock()
+}
+
+func (r *silentRelay) close() {
+	r.ln.Close()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range r.conns {
+		c.Close()
 	}
 }
