@@ -151,10 +151,11 @@ func TestTriggerWaitSaysARunWaitsForAConcurrencySlot(t *testing.T) {
 		errs <- cli.Skillbus(context.Background(), []string{"trigger", "--nats-url", url, "--skill", "one-at-a-time", "--source", "/t", "--id", fmt.Sprint("run-", i),
 			"--data", `{"k":"acme"}`, "--wait", "--timeout", "60s"}, noEnv, &outs[i], &outs[i])
 	}
-	// runs show tells what a run that has not ended is doing.
+	// runs show tells what a run that has not ended is doing, given the first
+	// characters of its id, as runs list prints it: its job is what knows it.
 	show := func(i int) string {
 		var out bytes.Buffer
-		if err := cli.Skillbus(context.Background(), []string{"runs", "show", "--nats-url", url, events.ExecutionID("/t", fmt.Sprint("run-", i), "one-at-a-time")}, noEnv, &out, &out); err != nil {
+		if err := cli.Skillbus(context.Background(), []string{"runs", "show", "--nats-url", url, events.ExecutionID("/t", fmt.Sprint("run-", i), "one-at-a-time")[:12]}, noEnv, &out, &out); err != nil {
 			t.Errorf("runs show: %v\n%s", err, &out)
 		}
 		return out.String()
@@ -217,7 +218,7 @@ func TestRunsShowSaysARunIsHeldByItsPausedSkill(t *testing.T) {
 	var s string
 	natstest.Eventually(t, 30*time.Second, func() bool {
 		var out bytes.Buffer
-		_ = cli.Skillbus(context.Background(), []string{"runs", "show", id, "--nats-url", url}, noEnv, &out, &out)
+		_ = cli.Skillbus(context.Background(), []string{"runs", "show", id[:12], "--nats-url", url}, noEnv, &out, &out)
 		s = out.String()
 		return strings.Contains(s, "held: shout is paused")
 	}, "runs show never said the run is held:\n%s", &s)
@@ -261,4 +262,16 @@ func TestRunsShowSaysARunIsThrottled(t *testing.T) {
 	if strings.Contains(s, "paused") {
 		t.Errorf("a throttled run reads as paused:\n%s", s)
 	}
+	// The throttled run is cancelled by the first characters of its id, as runs
+	// list and trigger print it: its job is all that knows it yet.
+	throttled := ids[0]
+	if strings.Contains(show(ids[0]), "completed by worker") {
+		throttled = ids[1]
+	}
+	var out bytes.Buffer
+	if err := cli.Skillbus(context.Background(), []string{"runs", "cancel", throttled[:12], "--reason", "not now", "--nats-url", url}, noEnv, &out, &out); err != nil || !strings.Contains(out.String(), throttled) {
+		t.Fatalf("runs cancel %s: %v\n%s", throttled[:12], err, &out)
+	}
+	natstest.Eventually(t, 30*time.Second, func() bool { s = show(throttled); return strings.Contains(s, "cancelled") },
+		"the throttled run cancelled by its short id never read as cancelled:\n%s", &s)
 }

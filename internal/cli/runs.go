@@ -195,7 +195,8 @@ func runsShowCommand(c *common, stdout io.Writer) *cobra.Command {
 		Use: "show EXECUTION",
 		Long: `show prints an execution: its events in order, its step-by-step log and how
 it ended. EXECUTION is its id, or the beginning of it (at least 4 characters) when
-that names one execution that is paused or ended in the last 7 days.`,
+that names one execution: queued, running or ended in the last 24 hours (its job
+is read), or paused, held, repairing or ended in the last 7 days.`,
 		Short: "Show an execution: its events in order, its step log and its outcome",
 		Example: `  skillbus runs show 3f2a9c...
   skillbus runs show 3f2a9c... --json`,
@@ -592,9 +593,15 @@ const executionIDLen = 32
 // finished executions.
 const prefixWindow = 7 * 24 * time.Hour
 
+// jobsPrefixWindow is how far back a shortened execution id is looked for among
+// the jobs: a run queued or running, whose record is not written until it ends,
+// is known by its job alone.
+const jobsPrefixWindow = 24 * time.Hour
+
 // resolveExecution returns the execution id that id names: id itself when it is
 // whole, else the one paused execution, or (unless pausedOnly) the one execution
-// that ended within prefixWindow, whose id begins with it.
+// queued, running or ended within jobsPrefixWindow, or held, parked, or ended
+// within prefixWindow, whose id begins with it.
 func resolveExecution(ctx context.Context, b *bus.Bus, kv jetstream.KeyValue, id string, pausedOnly bool) (string, error) {
 	if len(id) >= executionIDLen {
 		return id, nil
@@ -614,7 +621,28 @@ func resolveExecution(ctx context.Context, b *bus.Bus, kv jetstream.KeyValue, id
 	}
 	where := "paused"
 	if !pausedOnly {
-		where = fmt.Sprintf("paused, repairing or ended in the last %d days", prefixWindow/(24*time.Hour))
+		held, err := kv.ListKeysFiltered(ctx, events.RunsHeldFilter)
+		if err != nil {
+			return "", err
+		}
+		for k := range held.Keys() {
+			if x, _ := events.HeldExecution(k); strings.HasPrefix(x, id) {
+				found[x] = true
+			}
+		}
+		where = fmt.Sprintf("queued, running or ended in the last %d hours, nor paused, held, repairing or ended in the last %d days,",
+			jobsPrefixWindow/time.Hour, prefixWindow/(24*time.Hour))
+		ctl, err := control.New(ctx, b)
+		if err != nil {
+			return "", err
+		}
+		recent, err := ctl.JobExecutions(ctx, id, time.Now().Add(-jobsPrefixWindow))
+		if err != nil {
+			return "", err
+		}
+		for _, x := range recent {
+			found[x] = true
+		}
 		if repairs := repairsBucket(ctx, b); repairs != nil {
 			parked, _, err := service.AllParked(ctx, repairs)
 			if err != nil {
@@ -638,11 +666,11 @@ func resolveExecution(ctx context.Context, b *bus.Bus, kv jetstream.KeyValue, id
 	}
 	switch ids := slices.Sorted(maps.Keys(found)); len(ids) {
 	case 0:
-		return "", &ExitError{Code: 1, Err: fmt.Errorf("no execution %s whose id begins with %s (see 'skillbus runs list')", where, id)}
+		return "", &ExitError{Code: 1, Err: fmt.Errorf("no execution %s whose id begins with %s (see 'skillbus runs list', or give the whole id)", where, id)}
 	case 1:
 		return ids[0], nil
 	default:
-		return "", &ExitError{Code: 1, Err: fmt.Errorf("%d executions %s have ids beginning with %s: %s; give more of the id", len(ids), where, id, strings.Join(ids, ", "))}
+		return "", &ExitError{Code: 1, Err: fmt.Errorf("%d executions have ids beginning with %s: %s; give more of the id", len(ids), id, strings.Join(ids, ", "))}
 	}
 }
 

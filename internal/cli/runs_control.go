@@ -41,6 +41,9 @@ io.skillbus.execution.cancelled, recorded with who cancelled it (--by) and why
     answer or its wake-up, and is reported "was paused", "was held" or "was
     repairing".
 
+EXECUTION is an execution's id, or the beginning of it (at least 4 characters)
+when that names one execution, as 'runs show' reads it.
+
 The request is recorded in KV runs, so it holds for a worker that starts later
 or was disconnected. An execution that ended already is reported as such
 ("already ended (completed)") and the command exits 1. So it does for an id

@@ -501,3 +501,46 @@ func (c *Controller) skillExecutions(ctx context.Context, skillName string, sinc
 		}
 	}
 }
+
+// JobExecutions lists, each once, the executions whose id begins with prefix and
+// whose jobs JOBS holds from since on: runs queued, running or ended since then,
+// which a shortened execution id names. It reads the jobs' ids only (their
+// Nats-Msg-Id, <execution>.job...), not their data.
+func (c *Controller) JobExecutions(ctx context.Context, prefix string, since time.Time) ([]string, error) {
+	cons, err := c.jobs.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{c.b.Subjects.AllExec()},
+		DeliverPolicy:  jetstream.DeliverByStartTimePolicy, OptStartTime: &since,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the jobs: %w", err)
+	}
+	seen := map[string]bool{}
+	var ids []string
+	for {
+		batch, err := cons.FetchNoWait(1024)
+		if err != nil {
+			return nil, fmt.Errorf("read the jobs: %w", err)
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			id := m.Headers().Get(jetstream.MsgIDHeader)
+			if id == "" {
+				if e, err := bus.DecodeFast(m); err == nil {
+					id = e.ID
+				}
+			}
+			x, _, ok := strings.Cut(id, ".job")
+			if ok && strings.HasPrefix(x, prefix) && !seen[x] {
+				seen[x] = true
+				ids = append(ids, x)
+			}
+		}
+		if err := batch.Error(); err != nil {
+			return nil, fmt.Errorf("read the jobs: %w", err)
+		}
+		if n == 0 {
+			return ids, nil
+		}
+	}
+}
