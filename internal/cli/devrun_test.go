@@ -225,6 +225,10 @@ func TestRunsShowSaysARunIsHeldByItsPausedSkill(t *testing.T) {
 	if !strings.Contains(s, "skillbus runs resume --skill shout") {
 		t.Errorf("runs show of a held run:\n%s", s)
 	}
+	// runs list shows it too, and --status held picks it.
+	if l := run("runs", "list", "--status", "held"); !strings.Contains(l, id) || !strings.Contains(l, "shout is paused") {
+		t.Errorf("runs list --status held:\n%s", l)
+	}
 	run("runs", "resume", "--skill", "shout")
 	natstest.Eventually(t, 30*time.Second, func() bool {
 		var out bytes.Buffer

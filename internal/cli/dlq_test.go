@@ -370,7 +370,7 @@ func TestDLQ(t *testing.T) {
 	if list, err := s.skillbus("runs", "list", "--status", "failed"); err != nil || strings.Contains(list, rp.ExecutionID) || !strings.Contains(list, "failed") {
 		t.Errorf("runs list --status failed: %v\n%s", err, list)
 	}
-	if list, err := s.skillbus("runs", "list", "--skill", "other"); err != nil || !strings.Contains(list, "no execution recorded in the last 24h0m0s matches") {
+	if list, err := s.skillbus("runs", "list", "--skill", "other"); err != nil || !strings.Contains(list, "no execution ended in the last 24h0m0s, nor paused, waiting, held or repairing now, matches") {
 		t.Errorf("runs list --skill other: %v\n%s", err, list)
 	}
 	s.wantError([]string{"runs", "list", "--status", "done"}, 2, `--status "done": one of completed, failed`)

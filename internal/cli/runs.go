@@ -56,7 +56,7 @@ func runsListCommand(c *common, stdout io.Writer) *cobra.Command {
 	var statuses []string
 	cmd := &cobra.Command{
 		Use:   "list",
-		Short: "List recent executions: finished, paused for a confirmation, and parked for a repair",
+		Short: "List recent executions: finished, paused or waiting at a step, held before they start, and parked for a repair",
 		Example: `  skillbus runs list
   skillbus runs list --skill send-report --status failed,cancelled
   skillbus runs list --limit 100 --json`,
@@ -111,6 +111,16 @@ func runsListCommand(c *common, stdout io.Writer) *cobra.Command {
 				return err
 			}
 			for k := range lister.Keys() {
+				if _, ok := events.HeldExecution(k); ok {
+					if e, err := kv.Get(ctx, k); err == nil {
+						var h run.Held
+						if json.Unmarshal(e.Value(), &h) == nil {
+							_, version := skillOf(h.Job)
+							rows = append(rows, row{h.ExecutionID, h.Skill, version, "held", heldDetail(&h), h.At})
+						}
+					}
+					continue
+				}
 				if _, ok := events.PausedExecution(k); !ok {
 					continue
 				}
@@ -156,10 +166,11 @@ func runsListCommand(c *common, stdout io.Writer) *cobra.Command {
 			}
 			if len(rows) == 0 {
 				if skillName != "" || len(wanted) > 0 {
-					fmt.Fprintf(stdout, "no execution recorded in the last %v matches --skill or --status\n", since)
-					return nil
+					fmt.Fprintf(stdout, "no execution ended in the last %v, nor paused, waiting, held or repairing now, matches --skill or --status\n", since)
+				} else {
+					fmt.Fprintf(stdout, "no execution ended in the last %v, nor is one paused, waiting, held or repairing now\n", since)
 				}
-				fmt.Fprintln(stdout, "no executions recorded")
+				fmt.Fprintln(stdout, "(a run queued or running records nothing until it ends: 'skillbus runs show EXECUTION' or the console follows it)")
 				return nil
 			}
 			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
@@ -179,8 +190,21 @@ func runsListCommand(c *common, stdout io.Writer) *cobra.Command {
 }
 
 // runStatuses are the states runs list shows: the outcomes, and the runs paused
-// for a confirmation, waiting at a step, or parked for a repair.
-var runStatuses = []string{run.StatusCompleted, run.StatusFailed, run.StatusFallback, run.StatusCancelled, "paused", "waiting", "repairing"}
+// for a confirmation, waiting at a step, held before they start (by a paused
+// skill, for a concurrency slot, or for a throttle's turn), or parked for a
+// repair.
+var runStatuses = []string{run.StatusCompleted, run.StatusFailed, run.StatusFallback, run.StatusCancelled, "paused", "waiting", "held", "repairing"}
+
+// heldDetail says what holds a run back before it starts.
+func heldDetail(h *run.Held) string {
+	switch {
+	case h.Gate != "":
+		return fmt.Sprintf("waits for a concurrency slot (%d at once)", h.Limit)
+	case !h.Until.IsZero():
+		return "throttled: starts at " + h.Until.Local().Format(time.RFC3339)
+	}
+	return h.Skill + " is paused: skillbus runs resume --skill " + h.Skill
+}
 
 // skillOf is the name and version of the skill a paused job runs.
 func skillOf(job json.RawMessage) (name, version string) {
