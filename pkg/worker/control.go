@@ -213,6 +213,9 @@ func (w *Worker) cancelRun(ctx context.Context, j *job, d Cancelled) error {
 	}
 	version := j.data.Skill.Version
 	dur := time.Since(j.start)
+	if j.log != nil {
+		j.log.Cancel(d.Error()) // its step failed because of the cancel: not a failure of the run
+	}
 	ev := events.ExecutionCancelled{
 		ExecutionID: j.data.ExecutionID, ActivationID: j.data.ActivationID, Skill: j.data.Skill.Name, Version: version,
 		By: d.By, Reason: d.Reason, Requested: d.At, Started: d.Started, StepID: stoppedStep(j.log),

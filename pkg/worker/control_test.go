@@ -205,6 +205,10 @@ func TestCancelSignalsARunningExecStep(t *testing.T) {
 	if ev["step_id"] != "nap" {
 		t.Errorf("execution.cancelled names step %v, want nap", ev["step_id"])
 	}
+	// Its log says cancelled, by whom, at the step cut short: not a fatal failure.
+	if l, _ := ev["log"].(map[string]any); l["status"] != "cancelled" || l["error"] != "cancelled by ada: wrong input" || l["failed_step"] != "nap" || l["class"] != nil {
+		t.Errorf("the cancelled run's log: %v; want status cancelled, by ada, at step nap, no class", l)
+	}
 	if n := f.calls["greet"].Load(); n != 0 {
 		t.Fatal("the step after the signalled one ran")
 	}

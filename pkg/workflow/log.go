@@ -17,6 +17,8 @@ const (
 	RunCompleted = "completed"
 	RunFailed    = "failed"
 	RunPaused    = "paused"
+	// RunCancelled: someone cancelled the run (Cancel); Error says who and why.
+	RunCancelled = "cancelled"
 )
 
 // Log is the execution log of one attempt at a run (its "memory"): what
@@ -27,7 +29,7 @@ type Log struct {
 	Skill       string    `json:"skill"`
 	Version     string    `json:"version,omitempty"`
 	Attempt     uint64    `json:"attempt"`
-	Status      string    `json:"status"` // RunCompleted, RunFailed or RunPaused
+	Status      string    `json:"status"` // RunCompleted, RunFailed, RunPaused or RunCancelled
 	Started     time.Time `json:"started"`
 	Finished    time.Time `json:"finished"`
 	DurationMS  float64   `json:"duration_ms"`
@@ -109,6 +111,13 @@ func (l *Log) end(err error) {
 	}
 }
 
+// Cancel marks the run as cancelled rather than failed: why says who cancelled it
+// and why ("cancelled by ada: wrong customer"). The step the cancel cut short, if
+// any, stays named.
+func (l *Log) Cancel(why string) {
+	l.Status, l.Error, l.Class, l.Waiting = RunCancelled, why, "", ""
+}
+
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 func truncate(s string, n int) string {
@@ -145,6 +154,11 @@ func Format(w io.Writer, l *Log) error {
 			head += " at step " + l.FailedStep
 		}
 		head += fmt.Sprintf(" (%s): %s", l.Class, oneLine(l.Error, 300))
+	case RunCancelled:
+		head += " · " + oneLine(l.Error, 300)
+		if l.FailedStep != "" {
+			head += " (at step " + l.FailedStep + ")"
+		}
 	default:
 		head += " · " + l.Status
 	}

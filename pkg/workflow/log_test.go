@@ -109,3 +109,23 @@ func TestLog(t *testing.T) {
 		})
 	}
 }
+
+// A run someone cancelled reads as cancelled, by whom and at which step, not as
+// a fatal failure of that step.
+func TestLogOfACancelledRun(t *testing.T) {
+	t.Parallel()
+	fail := tool.Func("fail", func(context.Context, tool.Call) (any, error) { return nil, failure.Fatalf("stopped") })
+	_, l, _ := newEngine(t, workflow.Config{}, fail).ExecuteLog(deadline(t), workflow.Run{ExecutionID: "ex", Skill: wf([]skill.Step{{ID: "a", Tool: "fail"}, {ID: "b", Tool: "noop"}})})
+	l.Cancel("cancelled by ada: wrong customer")
+	var buf bytes.Buffer
+	if err := workflow.Format(&buf, l); err != nil {
+		t.Fatal(err)
+	}
+	head, _, _ := strings.Cut(buf.String(), "\n")
+	if !strings.Contains(head, "· cancelled by ada: wrong customer (at step a) in ") || strings.Contains(head, "failed") || strings.Contains(head, "fatal") {
+		t.Errorf("head %q", head)
+	}
+	if l.Status != workflow.RunCancelled || l.Class != "" {
+		t.Errorf("status %s, class %q", l.Status, l.Class)
+	}
+}
