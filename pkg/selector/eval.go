@@ -596,8 +596,8 @@ func ExampleWarnings(skills []*skill.Skill) skill.Diagnostics {
 		if r.Expect != nil {
 			s := by[*r.Expect]
 			d := skill.Diagnostic{File: s.Source, Severity: skill.SeverityWarning, Field: "examples.positive",
-				Message: fmt.Sprintf("example %q routes to %s, not to %s", r.Query, got, s.Name),
-				Hint:    "make the description, tags or examples say it; 'skillbus route --explain' shows the scores"}
+				Message: fmt.Sprintf("example %q routes to %s, not to %s, when it is left out of %s (as a request worded a little otherwise would be)", r.Query, got, s.Name, s.Name),
+				Hint:    "the example itself routes to it; make the description, tags or other examples say it too, so that other wordings do; 'skillbus route --explain' shows the scores"}
 			if r.Why != "" {
 				// Its words found it: its inputs keep it out, as they keep out any
 				// text request. TextInputWarnings says so once for the skill.
