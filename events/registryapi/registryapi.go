@@ -51,6 +51,7 @@ type SkillInfo struct {
 	Digest         string            `json:"digest"`
 	Triggers       []string          `json:"triggers,omitempty"`
 	TriggerPhrases []string          `json:"trigger_phrases,omitempty"` // triggers that are words or phrases, matched in the request text only
+	Schedule       string            `json:"schedule,omitempty"`        // a scheduled skill's cron expression, and its zone in parentheses
 	Tags           []string          `json:"tags,omitempty"`
 	Source         string            `json:"source,omitempty"` // the main file, on the registry's host
 	State          string            `json:"state"`            // StateOK or StateInvalid

@@ -320,6 +320,7 @@ func TestDLQ(t *testing.T) {
 	}{
 		{[]string{"dlq", "show", "0123456789abcdef"}, 1, "no such dead-letter entry"},
 		{[]string{"dlq", "show", "abc"}, 1, "at least 6 characters"},
+		{[]string{"dlq", "show", "7866"}, 1, "no entry has sequence number 7866 (SEQ in 'dlq list'), and the beginning of an id needs at least 6 characters"},
 		{[]string{"dlq", "replay", "0123456789abcdef"}, 1, "no such dead-letter entry"},
 		{[]string{"dlq", "list", "--since", "yesterday"}, 2, `--since "yesterday" is neither a duration`},
 		{[]string{"dlq", "list", "--since", "-2h"}, 2, "negative"},

@@ -113,7 +113,7 @@ func (cs *catalogSource) list(ctx context.Context) (*registry.ListResponse, erro
 	for _, s := range skills {
 		out.Skills = append(out.Skills, registry.SkillInfo{
 			Name: s.Name, Description: s.Description, Version: s.Version, Kind: s.Kind, Pool: s.PoolName(),
-			Digest: s.Digest, Triggers: s.Triggers, TriggerPhrases: s.TriggerPhrases, Tags: s.Tags, Source: s.Source, State: registry.StateOK,
+			Digest: s.Digest, Triggers: s.Triggers, TriggerPhrases: s.TriggerPhrases, Schedule: s.Schedule.Brief(), Tags: s.Tags, Source: s.Source, State: registry.StateOK,
 		})
 	}
 	return out, nil
@@ -202,8 +202,9 @@ func skillsList(c *common, stdout io.Writer) *cobra.Command {
 		Use:   "list",
 		Short: "List the skills in the catalog",
 		Long: `list prints every skill the registry serves: name, version, kind, pool, state, triggers
-and description. TRIGGERS shows the event types, then the triggers that are words
-or phrases, quoted ("packing list"), which are matched in the request text only. A skill paused with 'runs pause' says so in its state, with how
+and description. TRIGGERS shows a scheduled skill's schedule ("schedule @every 5s"),
+the event types, then the triggers that are words or phrases, quoted ("packing
+list"), which are matched in the request text only. A skill paused with 'runs pause' says so in its state, with how
 many of its runs are held. A skill whose files are invalid now keeps serving its last good
 version; its state is "invalid" and its problems are printed below the table, with
 those of files that are no skill of the catalog.
@@ -252,6 +253,10 @@ are in trigger_phrases.`,
 				fmt.Fprintln(tw, "NAME\tVERSION\tKIND\tPOOL\tSTATE\tTRIGGERS\tDESCRIPTION")
 				for _, s := range resp.Skills {
 					trig := triggerColumn(s.Triggers, s.TriggerPhrases)
+					if s.Schedule != "" {
+						// It runs on its ticks, besides (or without) any trigger.
+						trig = strings.TrimSuffix("schedule "+s.Schedule+","+trig, ",-")
+					}
 					state := s.State
 					if p, ok := paused[s.Name]; ok {
 						state += ", " + pausedNote(p)
@@ -401,9 +406,30 @@ func printSkill(w io.Writer, resp *registry.GetResponse, withBody bool) {
 				if typ == "" {
 					typ = "string"
 				}
-				req := ""
+				var rules []string
 				if in.Required {
-					req = " (required)"
+					rules = append(rules, "required")
+				}
+				if in.Default != nil {
+					d, _ := json.Marshal(in.Default)
+					rules = append(rules, "default "+string(d))
+				}
+				if len(in.Enum) > 0 {
+					e, _ := json.Marshal(in.Enum)
+					rules = append(rules, "one of "+string(e))
+				}
+				if in.Pattern != "" {
+					rules = append(rules, "matching "+strconv.Quote(in.Pattern))
+				}
+				if in.MaxLength > 0 {
+					rules = append(rules, fmt.Sprintf("at most %d characters", in.MaxLength))
+				}
+				req := ""
+				if len(rules) > 0 {
+					req = " (" + strings.Join(rules, ", ") + ")"
+				}
+				if in.Description != "" {
+					req += ": " + truncate(in.Description, 80)
 				}
 				fmt.Fprintf(w, "  %s %s%s\n", in.Name, typ, req)
 			}

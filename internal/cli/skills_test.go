@@ -414,6 +414,7 @@ func TestSkillsShowFlowControl(t *testing.T) {
 			"cancel_on:\n  - type: com.acme.order.cancelled\n" +
 			"---\n\nAlert them.\n",
 		"nightly/SKILL.md": "---\nname: nightly\ndescription: Compacts the logs every night.\nschedule: \"0 3 * * *\"\ntimezone: Europe/Berlin\n---\n\nCompact the logs of every service and report how much space was freed.\n",
+		"greet/skill.yaml": "name: greet\ndescription: Greets someone.\nversion: 1.0.0\ninputs:\n  - name: name\n    type: string\n    default: world\n    max_length: 100\n    description: who to greet\n  - name: tone\n    enum: [warm, dry]\n    required: true\nsteps:\n  - id: say\n    compute: |\n      result = \"hi \" + inputs.name\n    output: said\noutputs:\n  said: \"{{ said }}\"\n",
 	}
 	url, _, _ := catalogServerWith(t, true, files)
 	out, err := skillbus(t, "skills", "show", "vip-alert", "--nats-url", url)
@@ -423,6 +424,13 @@ func TestSkillsShowFlowControl(t *testing.T) {
 	for _, want := range []string{"filter:        data.tier == \"vip\"\n", "debounce:      2s (at most 20s) by data.customer\n", "concurrency:   1 at once per data.customer\n", "cancel on:     com.acme.order.cancelled"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("show lacks %q:\n%s", want, out)
+		}
+	}
+	// An input's rules, as a sender must meet them.
+	out, err = skillbus(t, "skills", "show", "greet", "--nats-url", url)
+	for _, want := range []string{"  name string (default \"world\", at most 100 characters): who to greet\n", "  tone string (required, one of [\"warm\",\"dry\"])\n"} {
+		if err != nil || !strings.Contains(out, want) {
+			t.Errorf("show greet lacks %q (%v):\n%s", want, err, out)
 		}
 	}
 	// A schedule's next tick, in this machine's zone.
@@ -438,5 +446,11 @@ func TestSkillsShowFlowControl(t *testing.T) {
 	berlin, _ := time.LoadLocation("Europe/Berlin")
 	if err != nil || next.In(berlin).Hour() != 3 || next.Minute() != 0 || !next.After(time.Now()) || next.After(time.Now().Add(25*time.Hour)) {
 		t.Errorf("next tick %q (%v), want the next 03:00 in Berlin", m[1], err)
+	}
+	// skills list says it runs on a schedule, where a skill without triggers
+	// showed "-".
+	out, err = skillbus(t, "skills", "list", "--nats-url", url)
+	if err != nil || !regexp.MustCompile(`(?m)^nightly .*schedule 0 3 \* \* \* \(Europe/Berlin\)\s`).MatchString(out) {
+		t.Errorf("skills list of a scheduled skill (%v):\n%s", err, out)
 	}
 }

@@ -192,6 +192,11 @@ func (q *Queue) find(ctx context.Context, id string) (*Entry, error) {
 		if !isDigits(id) && len(id) < minPrefix {
 			return nil, fmt.Errorf("dlq: %q: %w (give the whole id, at least %d characters of it, or the sequence number from 'dlq list')", id, ErrNotFound, minPrefix)
 		}
+		if isDigits(id) && len(id) < minPrefix {
+			// Read as a sequence number only: too short to be an id's beginning.
+			return nil, fmt.Errorf("dlq: %q: %w: no entry has sequence number %s (SEQ in 'dlq list'), and the beginning of an id needs at least %d characters; entries are kept %s",
+				id, ErrNotFound, id, minPrefix, keptFor(q.b.Config().DeadMaxAge))
+		}
 		return nil, fmt.Errorf("dlq: %q: %w (entries are kept %s)", id, ErrNotFound, keptFor(q.b.Config().DeadMaxAge))
 	case 1:
 		return found[0], nil

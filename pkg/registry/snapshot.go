@@ -78,7 +78,7 @@ func owner(byUnit map[string]string, file string) (string, bool) {
 func infoOf(s *skill.Skill) SkillInfo {
 	return SkillInfo{
 		Name: s.Name, Description: s.Description, Version: s.Version, Kind: s.Kind, Pool: s.PoolName(),
-		Digest: s.Digest, Triggers: s.Triggers, TriggerPhrases: s.TriggerPhrases, Tags: s.Tags, Source: s.Source, State: StateOK,
+		Digest: s.Digest, Triggers: s.Triggers, TriggerPhrases: s.TriggerPhrases, Schedule: s.Schedule.Brief(), Tags: s.Tags, Source: s.Source, State: StateOK,
 	}
 }
 

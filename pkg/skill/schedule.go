@@ -29,6 +29,18 @@ type Schedule struct {
 	CatchUp string `json:"catch_up,omitempty"`
 }
 
+// Brief is the schedule's cron expression, and its zone in parentheses when it
+// has one: "0 9 * * mon-fri (Europe/Paris)", "@every 5s".
+func (s *Schedule) Brief() string {
+	if s == nil {
+		return ""
+	}
+	if s.Timezone != "" {
+		return s.Cron + " (" + s.Timezone + ")"
+	}
+	return s.Cron
+}
+
 // Catch-up policies of a Schedule.
 const (
 	CatchUpLatest = "latest"
