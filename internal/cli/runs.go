@@ -338,7 +338,7 @@ is read), or paused, held, repairing or ended in the last 7 days.`,
 					fmt.Fprintf(stdout, "\n%s, on worker %s, attempt %d, in %.1fms\n", rec.Error, rec.Worker, rec.Attempt, rec.DurationMS)
 				}
 			case rec != nil:
-				fmt.Fprintf(stdout, "\n%s by worker %s, attempt %d, in %.1fms (this delivery's time)\n", rec.Status, rec.Worker, rec.Attempt, rec.DurationMS)
+				fmt.Fprintf(stdout, "\n%s by worker %s, attempt %d, in %.1fms (this delivery's time: its claim, its steps and its outcome)\n", rec.Status, rec.Worker, rec.Attempt, rec.DurationMS)
 				if id, digest := repairOf(evs); id != "" {
 					fmt.Fprintf(stdout, "ran on version %s (%s) after repair %s   (skillbus repair show %s)\n", rec.Version, shortDigest(digest), id, shortDigest(id))
 				}

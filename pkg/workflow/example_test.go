@@ -45,7 +45,7 @@ func ExampleFormat() {
 	}
 	_ = workflow.Format(os.Stdout, l)
 	// Output:
-	// start_work 1.0 · execution 7f3a · attempt 2 · completed in 12.5ms
+	// start_work 1.0 · execution 7f3a · attempt 2 · completed · steps 12.5ms
 	//   get_issue      tool jira_view_issue    completed  1.2ms  resumed from attempt 1 · → {"key":"AAP-1"}
 	//   create_branch  tool git_create_branch  continued  400µs  retryable: ❌ no route to host
 	//   fix_vpn        tool vpn_connect        completed  300µs  auto-heal of create_branch (needs_vpn)

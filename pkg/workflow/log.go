@@ -132,7 +132,7 @@ func truncate(s string, n int) string {
 
 // Format writes the log for people:
 //
-//	start_work 1.0 · execution 7f3a… · attempt 2 · completed in 12.1ms
+//	start_work 1.0 · execution 7f3a… · attempt 2 · completed · steps 12.1ms
 //	  get_issue              tool jira_view_issue    completed  1.2ms  resumed from attempt 1 → {"key":"AAP-1"}
 //	  fix_vpn                tool vpn_connect        completed  0.3ms  auto-heal of create_branch (needs_vpn)
 //	  fix_auth               tool kube_login         skipped           condition is false: ...
@@ -162,7 +162,7 @@ func Format(w io.Writer, l *Log) error {
 	default:
 		head += " · " + l.Status
 	}
-	head += " in " + fmtMS(l.DurationMS)
+	head += " · steps " + fmtMS(l.DurationMS)
 	if _, err := fmt.Fprintln(w, head); err != nil {
 		return err
 	}

@@ -31,7 +31,7 @@ func TestLog(t *testing.T) {
 			name:   "completed, with a long result cut short",
 			skill:  wf([]skill.Step{{ID: "a", Tool: "echo", Args: map[string]any{"s": big}}, {ID: "b", Tool: "noop", Loop: "{{ [1, 2, 3] }}", LoopVar: "i"}}),
 			status: workflow.RunCompleted,
-			head:   "t · execution ex · attempt 3 · completed in ",
+			head:   "t · execution ex · attempt 3 · completed · steps ",
 			check: func(t *testing.T, l *workflow.Log) {
 				if r := l.Steps[0].Result; len(r) > workflow.ExcerptBytes+len("…") || !strings.HasSuffix(r, "…") {
 					t.Errorf("excerpt %q", r)
@@ -122,7 +122,7 @@ func TestLogOfACancelledRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	head, _, _ := strings.Cut(buf.String(), "\n")
-	if !strings.Contains(head, "· cancelled by ada: wrong customer (at step a) in ") || strings.Contains(head, "failed") || strings.Contains(head, "fatal") {
+	if !strings.Contains(head, "· cancelled by ada: wrong customer (at step a) · steps ") || strings.Contains(head, "failed") || strings.Contains(head, "fatal") {
 		t.Errorf("head %q", head)
 	}
 	if l.Status != workflow.RunCancelled || l.Class != "" {

@@ -149,7 +149,7 @@ func TestSeedStartWork(t *testing.T) {
 	}
 	t.Logf("\n%s", buf.String())
 	for _, want := range []string{
-		"start_work 1.0 · execution ex · attempt 2 · completed in ",
+		"start_work 1.0 · execution ex · attempt 2 · completed · steps ",
 		"get_issue ", "resumed from attempt 1",
 		"create_branch ", "continued", "retryable: ❌ git push origin",
 		"auto-heal of create_branch (needs_vpn)",
