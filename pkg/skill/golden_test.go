@@ -345,6 +345,10 @@ func TestMisspeltFieldSaysWhatItChanges(t *testing.T) {
 			"6:5: warning: unknown field steps[0].agrs; it is ignored (hint: did you mean args?)"},
 		{"outputs", head + step + "output:\n  total: \"{{ a }}\"\n",
 			"7:1: warning: unknown field output in skill.yaml; it is ignored (hint: did you mean outputs? As written, the run returns every step's result by name)"},
+		{"confirmations in a step", head + step + "    confirmations:\n      - step: a\n        message: Go?\n",
+			"7:5: error: steps[0].confirmations is not a step field: confirmations are declared at the top level of the workflow, naming their step; as written, this step would run without anyone confirming it (hint: move it to the workflow's top level: confirmations: [{step: <this step's id>, message: ...}])"},
+		{"on_error retry N", head + step + "    on_error: retry 2\n",
+			"7:15: error: on_error \"retry 2\" is not a policy; did you mean retry:2? (hint: write retry:N, with a colon and no spaces)"},
 		{"confirmations", head + step + "confirmation:\n  - step: a\n    message: Go?\n",
 			"7:1: warning: unknown field confirmation in skill.yaml; it is ignored (hint: did you mean confirmations? As written, the workflow has no confirmations)"},
 	} {

@@ -2,6 +2,7 @@ package skill
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -169,6 +170,16 @@ func decodeStepCache(sb *stepBuild, d *decoder, e pair, f string) {
 	}
 }
 
+// confirmationInStep reports whether a step's unknown field is a confirmation
+// written in the step instead of at the workflow's top level.
+func confirmationInStep(key string) bool {
+	switch strings.ToLower(key) {
+	case "confirmations", "confirmation", "confirm", "requires_confirmation", "require_confirmation":
+		return true
+	}
+	return false
+}
+
 // withoutStepField says what a step does without a field, for a misspelling's hint.
 var withoutStepField = map[string]string{
 	"condition": "the step always runs",
@@ -195,6 +206,13 @@ func decodeSteps(b *builder, d *decoder, p pair) {
 		for _, e := range ps {
 			ef := f + "." + e.key
 			sf, known := stepFieldByKey[e.key]
+			if !known && confirmationInStep(e.key) {
+				// An approval written where it is not read would let the step run
+				// without one: an error, not an ignored field.
+				d.errAt(e.k, ef, "move it to the workflow's top level: confirmations: [{step: <this step's id>, message: ...}]",
+					"%s is not a step field: confirmations are declared at the top level of the workflow, naming their step; as written, this step would run without anyone confirming it", ef)
+				continue
+			}
 			if !known {
 				d.warnAt(e.k, ef, misspeltHint(e.key, stepKeys, ps, withoutStepField), "unknown field %s; it is ignored", ef)
 				continue
@@ -342,6 +360,9 @@ func (sb *stepBuild) addSites(wb *workflowBuilder, d *decoder) {
 	}
 }
 
+// retryCountRE is an on_error that means retry:N but is written otherwise.
+var retryCountRE = regexp.MustCompile(`^(?i:retry|retries|retries?_?times)\s*[ =:_-]?\s*(\d+)$`)
+
 func onErrorProblem(s string) (problem, hint string) {
 	switch {
 	case s == "fail" || s == "continue":
@@ -354,6 +375,13 @@ func onErrorProblem(s string) (problem, hint string) {
 		return "", ""
 	case s == "retry":
 		return "does not say how often", "write retry:3"
+	}
+	// "retry 2", "retry=2", "retries:2": the author's count, written otherwise.
+	if m := retryCountRE.FindStringSubmatch(s); m != nil {
+		if n, err := strconv.Atoi(m[1]); err == nil && n >= 1 && n <= maxStepRetries {
+			return "is not a policy; did you mean retry:" + m[1] + "?", "write retry:N, with a colon and no spaces"
+		}
+		return fmt.Sprintf("is not a policy, and retries must be a number from 1 to %d", maxStepRetries), "write retry:3"
 	}
 	valid := []string{"fail", "continue", "retry:3"}
 	if c := closest(s, valid); c != "" {
