@@ -39,7 +39,7 @@ func (gf *gatewayFlags) register(cmd *cobra.Command, getenv Env) {
 		tokens = strings.Split(v, ",")
 	}
 	f := cmd.Flags()
-	f.StringSliceVar(&gf.tokens, "token", tokens, "bearer token a sender must present (repeatable; better from $SKILLBUS_GATEWAY_TOKENS, comma-separated, which keeps it out of the process list). $SKILLBUS_GATEWAY_SECRET also admits bodies signed with it (X-Hub-Signature-256)")
+	f.StringSliceVar(&gf.tokens, "token", tokens, "bearer token a sender must present, at least 16 characters (repeatable; better from $SKILLBUS_GATEWAY_TOKENS, comma-separated, which keeps it out of the process list). $SKILLBUS_GATEWAY_SECRET also admits bodies signed with it (X-Hub-Signature-256)")
 	f.StringVar(&gf.hooks, "hooks", getenv("SKILLBUS_GATEWAY_HOOKS"), "YAML file of webhooks served at /hooks/<name> ($SKILLBUS_GATEWAY_HOOKS; its format: docs/operations.md, HTTP ingress)")
 	f.Int64Var(&gf.maxBody, "max-body", 1<<20, "largest request body in bytes")
 	f.DurationVar(&gf.maxWait, "max-wait", 5*time.Minute, "longest ?wait= a request may ask for")
@@ -123,7 +123,8 @@ as any CloudEvents SDK sends them; POST /hooks/<name> takes plain JSON webhooks
 Each event is published as a trigger with its id as the dedupe id, and the answer is
 202 with the activation id; with ?wait=30s it is the result (200, status completed,
 failed or unmatched, and the outputs), or 202 with status pending if the wait ends
-first. ?skill=NAME invokes a skill explicitly.
+first (with what the run waits for, when it said so: a confirmation, for one).
+?skill=NAME invokes a skill explicitly. No other query parameter is taken.
 
 Senders authenticate with a bearer token ($SKILLBUS_GATEWAY_TOKENS), or sign the body
 with HMAC-SHA256 (X-Hub-Signature-256: sha256=<hex>) under $SKILLBUS_GATEWAY_SECRET
@@ -132,7 +133,9 @@ Without any, the gateway only listens on a loopback address. A webhook body take
 before, within the hook's replay_window (default a week), is taken as its first
 delivery whatever its headers say (docs/operations.md, "Webhook replay window").
 Its NATS user needs only the gateway role (a publisher that may also write the
-hooks bucket); started before the registry, it waits for the streams and that bucket.`,
+hooks bucket); started before the registry, it waits for the streams and that bucket.
+It logs JSON, as the services do, unless --log-format text (or $SKILLBUS_LOG_FORMAT)
+says otherwise.`,
 		Example: `  SKILLBUS_GATEWAY_TOKENS=$(cat token) skillbus gateway --listen :8080 --hooks hooks.yaml
   curl -X POST localhost:8080/events?wait=30s -H "Authorization: Bearer $TOKEN" \
     -H 'ce-specversion: 1.0' -H 'ce-id: 1' -H 'ce-source: /curl' -H 'ce-type: com.example.greet' \

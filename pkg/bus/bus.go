@@ -138,7 +138,9 @@ type Bus struct {
 // bound waits for room.
 const maxPending = 16384
 
-// New wraps an existing connection. It does not create anything; call Ensure.
+// New wraps an existing connection. It does not create anything: a service that
+// owns the streams and buckets calls Ensure; a client of a running skillbus
+// (pkg/client) needs nothing more.
 func New(nc *nats.Conn, cfg Config) (*Bus, error) {
 	if nc == nil {
 		return nil, errors.New("bus: nil connection")

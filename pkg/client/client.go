@@ -1,11 +1,13 @@
 // Package client publishes triggers to skillbus and follows them to their result. It
 // is what `skillbus trigger --wait` and the skill tool use, and what a Go program
-// embedding skillbus would use:
+// sending events to skillbus would use (see the package's examples for a whole
+// program):
 //
+//	nc, err := bus.Connect("nats://127.0.0.1:4222", "my-app")
+//	b, err := bus.New(nc, bus.Config{})
 //	c := client.New(b)
-//	act, err := c.Publish(ctx, client.Trigger{Skill: "hello", Data: []byte(`{"name":"Ada"}`)})
-//	res, err := c.Follow(ctx, act, nil)
-//	fmt.Println(res.Outputs["greeting"])
+//	act, res, err := c.Run(ctx, client.Trigger{Skill: "hello", Data: []byte(`{"name":"Ada"}`)}, nil)
+//	fmt.Println(act.ID, res.Outputs["greeting"], res.Err())
 package client
 
 import (

@@ -90,7 +90,8 @@ const maxIDLength = 200
 // wraps ErrInvalidEvent.
 func CheckEvent(e *event.Event) error {
 	if err := e.Validate(); err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalidEvent, err)
+		// sdk-go ends each attribute's problem with a line break: one line, "; " between.
+		return fmt.Errorf("%w: %s", ErrInvalidEvent, strings.Join(strings.Fields(strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", " ; ")), " "))
 	}
 	if err := events.CheckType(e.Type()); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidEvent, err)
@@ -104,7 +105,7 @@ func CheckEvent(e *event.Event) error {
 	if strings.HasPrefix(e.Type(), "skill.") {
 		// Its subject would be skillbus.trigger.skill.…, where explicit invocations
 		// and the routers' debounced runs are published, not a type's.
-		return fmt.Errorf("%w: type %q: types beginning skill. are reserved (skillbus.trigger.skill.<name> invokes a skill: name it with the skill extension or --skill)", ErrInvalidEvent, e.Type())
+		return fmt.Errorf("%w: type %q: types beginning skill. are reserved (skillbus.trigger.skill.<name> invokes a skill: name it with the skill extension, skillbus trigger --skill, or ?skill= over HTTP)", ErrInvalidEvent, e.Type())
 	}
 	if d := e.Data(); len(d) > 0 && jsonMediaType(e.DataContentType()) {
 		var v any

@@ -114,6 +114,20 @@ func (f *fixture) answer(m jetstream.Msg) {
 	if e.Type() == "test.slow" {
 		return // never answered
 	}
+	if e.Type() == "test.confirm" {
+		// Paused for a confirmation nobody gives.
+		exec := "x" + act
+		pub(act+".d", events.TypeRouteDecided, events.RouteDecided{ActivationID: act, Plan: events.Plan{Primary: events.SkillRef{Name: "refund", ExecutionID: exec}}})
+		msg, err := bus.Event{ID: exec + ".confirmation.requested", Source: "test", Type: events.TypeConfirmationRequested,
+			Data: events.ConfirmationRequested{ExecutionID: exec, ActivationID: act, Skill: "refund", StepID: "refund", Message: "Refund 40 EUR?", TimeoutAt: time.Now().Add(time.Hour)}}.Msg(f.b.Subjects.Event(exec, events.TypeConfirmationRequested))
+		if err == nil {
+			_, err = f.b.JS.PublishMsg(f.ctx, msg)
+		}
+		if err != nil && f.ctx.Err() == nil {
+			f.t.Error(err)
+		}
+		return
+	}
 	if e.Type() == "test.parked" {
 		// Parked on a repair whose patch waits for approval.
 		exec, repairID := "x"+act, "r"+act
@@ -270,6 +284,12 @@ func TestEvents(t *testing.T) {
 		if code != http.StatusOK || out["status"] != "completed" || got == nil || got["got"].(map[string]any)["a"] != 2.0 {
 			t.Fatalf("%d %v", code, out)
 		}
+		// A sender waiting follows its run: the trigger asks for live progress.
+		for _, e := range f.triggers() {
+			if e.ID() == "b-2" && e.Extensions()[events.ExtProgress] != events.ProgressLive {
+				t.Errorf("the trigger of a ?wait request has progress %v, want live", e.Extensions()[events.ExtProgress])
+			}
+		}
 	})
 	t.Run("wait, unmatched", func(t *testing.T) {
 		code, out, _ := f.post("/events?wait=20s", binary("b-3", "test.unmatched"), `{}`)
@@ -292,6 +312,16 @@ func TestEvents(t *testing.T) {
 	t.Run("wait ends first", func(t *testing.T) {
 		code, out, _ := f.post("/events?wait=200ms", binary("b-4", "test.slow"), `{}`)
 		if code != http.StatusAccepted || out["status"] != "pending" || out["activation_id"] == "" {
+			t.Fatalf("%d %v", code, out)
+		}
+	})
+	t.Run("wait ends first while the run waits for a person", func(t *testing.T) {
+		// Pending, and with it the execution and what it waits for: a caller can
+		// act on it instead of asking again until the confirmation times out.
+		code, out, _ := f.post("/events?wait=1s", binary("b-9", "test.confirm"), `{}`)
+		w, _ := out["waiting"].(string)
+		if code != http.StatusAccepted || out["status"] != "pending" || out["execution_id"] == nil || !strings.HasPrefix(w, `confirmation of step refund ("Refund 40 EUR?") until `) ||
+			!strings.Contains(w, "skillbus runs confirm "+out["execution_id"].(string)) {
 			t.Fatalf("%d %v", code, out)
 		}
 	})
@@ -390,16 +420,28 @@ func TestEvents(t *testing.T) {
 		{"structured, data_base64 declared JSON that is not", "/events", map[string]string{"Authorization": "Bearer " + token, "Content-Type": "application/cloudevents+json"}, `{"specversion":"1.0","id":"1","source":"/s","type":"t","datacontenttype":"application/json","data_base64":"e25hbWU6QWRhfQ=="}`, 400, "data is not valid JSON"},
 		{"structured without source", "/events", map[string]string{"Authorization": "Bearer " + token, "Content-Type": "application/cloudevents+json"}, `{"specversion":"1.0","id":"1","type":"t"}`, 400, "source"},
 		{"empty batch", "/events", map[string]string{"Authorization": "Bearer " + token, "Content-Type": "application/cloudevents-batch+json"}, `[]`, 400, "empty"},
+		// Each says what is wrong in the sender's terms, not the JSON parser's.
+		{"structured, a number for the id", "/events", map[string]string{"Authorization": "Bearer " + token, "Content-Type": "application/cloudevents+json"}, `{"specversion":"1.0","id":5,"source":"/s","type":"t"}`, 400, "id: want a string, got a JSON number"},
+		{"a batch that is an object", "/events", map[string]string{"Authorization": "Bearer " + token, "Content-Type": "application/cloudevents-batch+json"}, `{"specversion":"1.0","id":"1","source":"/s","type":"t"}`, 400, "a batch is a JSON array of events; the body is a JSON object"},
+		{"binary without ce-specversion", "/events", map[string]string{"Authorization": "Bearer " + token, "ce-id": "1", "ce-source": "/s", "ce-type": "t", "Content-Type": "application/json"}, `{}`, 400, "binary mode needs the ce-specversion header, 1.0"},
+		{"binary, ce-specversion 2.0", "/events", func() map[string]string { h := binary("v2", "t"); h["ce-specversion"] = "2.0"; return h }(), `{}`, 400, `ce-specversion "2.0": only 1.0 is supported`},
+		{"a structured event sent as application/json", "/events", map[string]string{"Authorization": "Bearer " + token, "Content-Type": "application/json"}, `{"specversion":"1.0","id":"1","source":"/s","type":"t"}`, 415, "send it with Content-Type application/cloudevents+json"},
 		{"oversize body", "/events", binary("big", "t"), `"` + strings.Repeat("x", 5000) + `"`, 413, "larger than 4096"},
 		{"bad wait", "/events?wait=soon", binary("w", "t"), `{}`, 400, "?wait=soon"},
+		// A bare ?wait, a misspelt parameter and a wait beyond --max-wait would each
+		// answer without the outcome the sender asked for.
+		{"wait without a duration", "/events?wait", binary("w", "t"), `{}`, 400, "?wait needs a duration"},
+		{"misspelt parameter", "/events?wat=5s", binary("w", "t"), `{}`, 400, "?wat: no such parameter"},
+		{"wait beyond the gateway's", "/events?wait=10m", binary("w", "t"), `{}`, 400, "longer than this gateway waits"},
 		{"bad skill", "/events?skill=a.b", binary("w", "t"), `{}`, 400, "?skill"},
+		{"two skills named", "/events?skill=word-count", func() map[string]string { h := binary("w2", "t"); h["ce-skill"] = "hello"; return h }(), `{}`, 400, `?skill=word-count and the event's skill extension "hello" name different skills`},
 		{"unknown hook", "/hooks/nope", nil, `{}`, 404, "no such hook"},
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {
 			code, out, _ := f.post(tt.path, tt.header, tt.body)
 			msg, _ := out["error"].(string)
-			if code != tt.code || !strings.Contains(msg, tt.want) {
+			if code != tt.code || !strings.Contains(msg, tt.want) || strings.ContainsAny(msg, "\n") {
 				t.Fatalf("%d %q, want %d and an error saying %q", code, msg, tt.code, tt.want)
 			}
 		})

@@ -16,6 +16,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -58,7 +59,7 @@ func ParseEvents(header http.Header, body []byte, maxBatch int) ([]event.Event, 
 	case binding.EncodingBatch:
 		var err error
 		if evs, err = binding.ToEvents(context.Background(), msg, bytes.NewReader(body)); err != nil {
-			return nil, fmt.Errorf("%w: batch: %v", ErrInvalidEvent, err)
+			return nil, fmt.Errorf("%w: batch: %s", ErrInvalidEvent, jsonProblem(body, true, err))
 		}
 		if len(evs) == 0 {
 			return nil, fmt.Errorf("%w: the batch is empty", ErrInvalidEvent)
@@ -66,13 +67,36 @@ func ParseEvents(header http.Header, body []byte, maxBatch int) ([]event.Event, 
 		if maxBatch > 0 && len(evs) > maxBatch {
 			return nil, fmt.Errorf("%w: the batch has %d events; at most %d are taken at once", ErrInvalidEvent, len(evs), maxBatch)
 		}
-	case binding.EncodingBinary, binding.EncodingStructured:
+	case binding.EncodingBinary:
 		e, err := binding.ToEvent(context.Background(), msg)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrInvalidEvent, err)
+			return nil, fmt.Errorf("%w: %s", ErrInvalidEvent, strings.TrimSpace(err.Error()))
+		}
+		evs = []event.Event{*e}
+	case binding.EncodingStructured:
+		e, err := binding.ToEvent(context.Background(), msg)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s", ErrInvalidEvent, jsonProblem(body, false, err))
 		}
 		evs = []event.Event{*e}
 	default:
+		// ce- headers without a usable ce-specversion: a binary-mode event with
+		// that one attribute wrong, not something else.
+		if v := header.Get("ce-specversion"); v != "" {
+			return nil, fmt.Errorf("%w: ce-specversion %q: only 1.0 is supported", ErrInvalidEvent, v)
+		}
+		for k := range header {
+			if strings.HasPrefix(strings.ToLower(k), "ce-") {
+				return nil, fmt.Errorf("%w: binary mode needs the ce-specversion header, 1.0 (it has %s)", ErrInvalidEvent, k)
+			}
+		}
+		var probe struct {
+			SpecVersion *string `json:"specversion"`
+		}
+		if json.Unmarshal(body, &probe) == nil && probe.SpecVersion != nil {
+			return nil, fmt.Errorf("%w: the body is a structured CloudEvent (it has specversion): send it with Content-Type %s; got Content-Type %q",
+				ErrNotCloudEvent, "application/cloudevents+json", header.Get("Content-Type"))
+		}
 		return nil, fmt.Errorf("%w: send ce-specversion, ce-id, ce-source and ce-type headers (binary mode), or Content-Type %s (structured mode) or %s (batch mode); got Content-Type %q",
 			ErrNotCloudEvent, "application/cloudevents+json", "application/cloudevents-batch+json", header.Get("Content-Type"))
 	}
@@ -85,6 +109,59 @@ func ParseEvents(header http.Header, body []byte, maxBatch int) ([]event.Event, 
 		}
 	}
 	return evs, nil
+}
+
+// jsonProblem says what is wrong with a structured event's or a batch's body when
+// the CloudEvents parser refused it, in the sender's terms: not JSON, not an
+// object (an array for a batch), or a required attribute that is not a string.
+// Otherwise the parser's own message, on one line.
+func jsonProblem(body []byte, batch bool, err error) string {
+	var v any
+	if jerr := json.Unmarshal(body, &v); jerr != nil {
+		return "the body is not valid JSON: " + jerr.Error()
+	}
+	objs := []any{v}
+	if batch {
+		arr, ok := v.([]any)
+		if !ok {
+			return fmt.Sprintf("a batch is a JSON array of events; the body is a JSON %s", jsonKind(v))
+		}
+		objs = arr
+	}
+	for i, o := range objs {
+		at := ""
+		if batch {
+			at = fmt.Sprintf("event %d: ", i)
+		}
+		m, ok := o.(map[string]any)
+		if !ok {
+			return fmt.Sprintf("%sa structured event is a JSON object; got a JSON %s", at, jsonKind(o))
+		}
+		for _, a := range []string{"specversion", "id", "source", "type"} {
+			if x, ok := m[a]; ok {
+				if _, str := x.(string); !str {
+					return fmt.Sprintf("%s%s: want a string, got a JSON %s", at, a, jsonKind(x))
+				}
+			}
+		}
+	}
+	return strings.Join(strings.Fields(err.Error()), " ")
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case map[string]any:
+		return "object"
+	case []any:
+		return "array"
+	case string:
+		return "string"
+	case float64:
+		return "number"
+	case bool:
+		return "boolean"
+	}
+	return "null"
 }
 
 // check validates an event as every trigger publisher does, as one from outside

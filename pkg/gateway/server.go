@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -181,7 +182,11 @@ type Accepted struct {
 	// "repairing" when the execution is parked on a repair that waits for a
 	// person's approval (it has not ended: the same activation goes on once the
 	// repair is decided), or "pending" when the wait ended first.
-	Status      string         `json:"status,omitempty"`
+	Status string `json:"status,omitempty"`
+	// Waiting, for a "pending" run, says what it waits for when it said so: a
+	// person's confirmation ("confirmation of step refund, until ...: skillbus
+	// runs confirm <execution>"), a concurrency slot, a throttle's turn, an event.
+	Waiting     string         `json:"waiting,omitempty"`
 	ExecutionID string         `json:"execution_id,omitempty"`
 	Skill       string         `json:"skill,omitempty"`
 	Outputs     map[string]any `json:"outputs,omitempty"`
@@ -191,6 +196,37 @@ type Accepted struct {
 	// cancel_on — what such an event is sent for.
 	EndedWaits []string `json:"ended_waits,omitempty"`
 	Cancelled  []string `json:"cancelled,omitempty"`
+}
+
+// waitNote keeps, from the events of a run being waited for, its execution and
+// what it says it waits for, for an answer given before it ends.
+type waitNote struct {
+	execution, waiting string
+}
+
+func (n *waitNote) note(e *event.Event) {
+	if x, ok := e.Extensions()[events.ExtExecutionID].(string); ok && x != "" {
+		n.execution = x
+	}
+	switch e.Type() {
+	case events.TypeConfirmationRequested:
+		var d events.ConfirmationRequested
+		if e.DataAs(&d) == nil {
+			n.execution = d.ExecutionID
+			n.waiting = fmt.Sprintf("confirmation of step %s (%q) until %s: skillbus runs confirm %s (or --deny)",
+				d.StepID, d.Message, d.TimeoutAt.UTC().Format(time.RFC3339), d.ExecutionID)
+		}
+	case events.TypeExecutionWaiting:
+		var d events.ExecutionWaiting
+		if e.DataAs(&d) == nil {
+			n.execution, n.waiting = d.ExecutionID, d.For
+			if d.Detail != "" {
+				n.waiting += ": " + d.Detail
+			}
+		}
+	case events.TypeConfirmationRecorded, events.TypeStepStarted, events.TypeExecutionStarted:
+		n.waiting = "" // going again
+	}
 }
 
 type errorBody struct {
@@ -214,7 +250,7 @@ func (g *Gateway) body(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
-		g.fail(w, r, http.StatusRequestEntityTooLarge, fmt.Errorf("the body is larger than %d bytes", g.cfg.MaxBodyBytes))
+		g.fail(w, r, http.StatusRequestEntityTooLarge, fmt.Errorf("the body is larger than %d bytes, this gateway's --max-body", g.cfg.MaxBodyBytes))
 		return nil, false
 	case err != nil:
 		g.fail(w, r, http.StatusBadRequest, fmt.Errorf("reading the body: %w", err))
@@ -238,17 +274,35 @@ func (g *Gateway) bearer(r *http.Request) bool {
 	return found == 1
 }
 
-// waitFor parses ?wait=.
+// queryParams are the query parameters an ingress request may carry.
+var queryParams = []string{"wait", "skill"}
+
+// waitFor checks the request's query parameters and parses ?wait=. A parameter
+// it does not know, a ?wait without a duration, and one beyond MaxWait are
+// refused: each would otherwise answer at once, as if the sender had not asked
+// to wait, or give up before the sender expected.
 func (g *Gateway) waitFor(r *http.Request) (time.Duration, error) {
-	v := r.URL.Query().Get("wait")
-	if v == "" {
+	q := r.URL.Query()
+	for k := range q {
+		if !slices.Contains(queryParams, k) {
+			return 0, fmt.Errorf("?%s: no such parameter; this endpoint takes ?wait=<duration> (wait for the outcome) and ?skill=<name> (invoke that skill)", k)
+		}
+	}
+	if !q.Has("wait") {
 		return 0, nil
+	}
+	v := q.Get("wait")
+	if v == "" {
+		return 0, fmt.Errorf("?wait needs a duration to wait for the outcome, such as ?wait=30s (at most %v)", g.cfg.MaxWait)
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("?wait=%s: want a duration such as 30s", v)
+		return 0, fmt.Errorf("?wait=%s: want a duration such as 30s (at most %v)", v, g.cfg.MaxWait)
 	}
-	return min(d, g.cfg.MaxWait), nil
+	if d > g.cfg.MaxWait {
+		return 0, fmt.Errorf("?wait=%s: longer than this gateway waits, %v (its --max-wait); wait at most that, then ask again with the same event: it is deduplicated and answers with the outcome", v, g.cfg.MaxWait)
+	}
+	return d, nil
 }
 
 func (g *Gateway) handleEvents(w http.ResponseWriter, r *http.Request) {
@@ -306,6 +360,14 @@ func (g *Gateway) handleEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		g.fail(w, r, code, err)
 		return
+	}
+	if skill != "" {
+		for i := range evs {
+			if x, ok := evs[i].Extensions()[events.ExtSkill].(string); ok && x != skill {
+				g.fail(w, r, http.StatusBadRequest, fmt.Errorf("?skill=%s and the event's skill extension %q name different skills; name one", skill, x))
+				return
+			}
+		}
 	}
 	if tp := r.Header.Get(events.HeaderTraceParent); tp != "" {
 		for i := range evs {
@@ -380,6 +442,11 @@ func (g *Gateway) publish(w http.ResponseWriter, r *http.Request, evs []event.Ev
 	// request's) traceparent, and the event carries it on.
 	outs := make([]*client.Outgoing, 0, len(evs))
 	for i := range evs {
+		if wait > 0 {
+			// A sender waiting is following its run, as trigger --wait does: the
+			// run's live progress (what it waits for, among others) is published.
+			evs[i].SetExtension(events.ExtProgress, events.ProgressLive)
+		}
 		o, err := g.client.Prepare(ctx, &evs[i], skill)
 		if err != nil {
 			for _, p := range outs {
@@ -431,10 +498,12 @@ func (g *Gateway) publish(w http.ResponseWriter, r *http.Request, evs []event.Ev
 		defer cancel()
 		code = http.StatusOK
 		for i := range out {
-			res, err := g.client.Follow(wctx, out[i].ActivationID, nil)
+			var seen waitNote
+			res, err := g.client.Follow(wctx, out[i].ActivationID, seen.note)
 			switch {
 			case err != nil && wctx.Err() != nil:
 				out[i].Status, code = "pending", http.StatusAccepted
+				out[i].ExecutionID, out[i].Waiting = seen.execution, seen.waiting
 			case err != nil:
 				out[i].Status, out[i].Error = "pending", err.Error()
 				code = http.StatusAccepted
