@@ -278,4 +278,11 @@ func TestRunsShowSaysARunIsThrottled(t *testing.T) {
 	}
 	natstest.Eventually(t, 30*time.Second, func() bool { s = show(throttled); return strings.Contains(s, "cancelled") },
 		"the throttled run cancelled by its short id never read as cancelled:\n%s", &s)
+	// The activation id a sender is given names its execution.
+	act := events.ActivationID("/t", "thr-0")
+	out.Reset()
+	err := cli.Skillbus(context.Background(), []string{"runs", "show", act, "--nats-url", url}, noEnv, &out, &out)
+	if err == nil || !strings.Contains(err.Error(), act+" is an activation") || !strings.Contains(err.Error(), "its executions: "+ids[0]+" (slowly). skillbus runs show "+ids[0]) {
+		t.Errorf("runs show of an activation id: %v\n%s", err, &out)
+	}
 }

@@ -281,6 +281,22 @@ is read), or paused, held, repairing or ended in the last 7 days.`,
 						return &ExitError{Code: 1, Err: fmt.Errorf("%s is the activation of a delayed trigger for %s (source %s, id %s), due at %s (%s): nothing has run yet. 'skillbus runs delayed' lists it; 'skillbus runs cancel %s' cancels it",
 							id, delayedTarget(*p), orDash(p.Source), orDash(p.ID), p.At.Local().Format(time.RFC3339), dueIn(p.At, time.Now()), id)}
 					}
+					// An activation id, as the gateway and trigger print it: its jobs
+					// name its executions.
+					if ctl, err := control.New(ctx, b); err == nil {
+						xs, err := ctl.ActivationExecutions(ctx, id)
+						if err != nil {
+							return err
+						}
+						if len(xs) > 0 {
+							var list []string
+							for _, x := range xs {
+								list = append(list, fmt.Sprintf("%s (%s)", x.ExecutionID, x.Skill))
+							}
+							return &ExitError{Code: 1, Err: fmt.Errorf("%s is an activation (what a sender is given for its event), not an execution; its executions: %s. skillbus runs show %s",
+								id, strings.Join(list, ", "), xs[0].ExecutionID)}
+						}
+					}
 				}
 				return &ExitError{Code: 1, Err: fmt.Errorf("no execution %s (outcomes and events are kept as long as the events stream keeps them: 7 days by default)", id)}
 			}

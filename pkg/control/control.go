@@ -544,3 +544,45 @@ func (c *Controller) JobExecutions(ctx context.Context, prefix string, since tim
 		}
 	}
 }
+
+// ActivationExecution is one execution of an activation's plan, as its job
+// names it.
+type ActivationExecution struct {
+	ExecutionID string
+	Skill       string
+}
+
+// ActivationExecutions lists the executions an activation's jobs in JOBS name, in
+// the order their jobs were published, each once: what an activation id (the one
+// a sender is given) stands for.
+func (c *Controller) ActivationExecutions(ctx context.Context, activationID string) ([]ActivationExecution, error) {
+	cons, err := c.jobs.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{c.b.Subjects.Prefix + ".exec.*.*." + activationID + ".*"},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the jobs: %w", err)
+	}
+	seen := map[string]bool{}
+	var out []ActivationExecution
+	for {
+		batch, err := cons.FetchNoWait(256)
+		if err != nil {
+			return nil, fmt.Errorf("read the jobs: %w", err)
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			var j events.Job
+			if e, err := bus.DecodeFast(m); err == nil && events.DecodeJobWithoutRoute(e.Data, &j) == nil && j.ExecutionID != "" && !seen[j.ExecutionID] {
+				seen[j.ExecutionID] = true
+				out = append(out, ActivationExecution{ExecutionID: j.ExecutionID, Skill: j.Skill.Name})
+			}
+		}
+		if err := batch.Error(); err != nil {
+			return nil, fmt.Errorf("read the jobs: %w", err)
+		}
+		if n == 0 {
+			return out, nil
+		}
+	}
+}
