@@ -27,7 +27,7 @@ func (ReferenceRepairer) Propose(_ context.Context, d *Diagnosis, files Files) (
 	if f.Kind != failure.FaultReference || f.Name == "" {
 		return "", "", ErrNoProposal
 	}
-	near := Nearest(f.Name, f.Have)
+	near := failure.Nearest(f.Name, f.Have)
 	if near == "" {
 		return "", "", ErrNoProposal
 	}
@@ -53,7 +53,7 @@ func (FilterRepairer) Propose(_ context.Context, d *Diagnosis, files Files) (str
 	if f.Kind != failure.FaultUnknownFilter || f.Name == "" {
 		return "", "", ErrNoProposal
 	}
-	near := Nearest(f.Name, f.Have)
+	near := failure.Nearest(f.Name, f.Have)
 	if near == "" {
 		return "", "", ErrNoProposal
 	}
@@ -85,7 +85,7 @@ func (PathRepairer) Propose(_ context.Context, d *Diagnosis, files Files) (strin
 		}
 	}
 	if near == "" {
-		near = Nearest(want, have)
+		near = failure.Nearest(want, have)
 	}
 	if near == "" {
 		return "", "", ErrNoProposal
@@ -116,7 +116,7 @@ func (ParameterRepairer) Propose(_ context.Context, d *Diagnosis, files Files) (
 			sent = append(sent, h)
 		}
 	}
-	if wrong := Nearest(f.Name, sent); wrong != "" {
+	if wrong := failure.Nearest(f.Name, sent); wrong != "" {
 		pat := regexp.MustCompile(`(?m)(^\s*(?:-\s+)?["']?)` + regexp.QuoteMeta(wrong) + `(["']?\s*:)`)
 		return replaceFirstMatching(d, files, []*regexp.Regexp{pat}, f.Name, fmt.Sprintf("the tool wants %q, the step sent %q", f.Name, wrong))
 	}

@@ -55,8 +55,23 @@ func (a Args) Only(names ...string) error {
 	if len(unknown) > 1 {
 		word = "arguments"
 	}
-	return failure.Repair("%s: unknown %s %s (known: %s)", a.tool, word,
+	err := failure.Repair("%s: unknown %s %s (known: %s)", a.tool, word,
 		strings.Join(unknown, ", "), strings.Join(known, ", "))
+	// A misspelling of an argument the tool takes ("metod" for "method") is a
+	// parameter fault a repairer renames: the name the tool wants, and the names
+	// the step sent.
+	sent := make([]string, 0, len(a.m))
+	for k := range a.m {
+		sent = append(sent, k)
+	}
+	slices.Sort(sent)
+	for _, u := range unknown {
+		u, _ = strconv.Unquote(u)
+		if want := failure.Nearest(u, known); want != "" && !slices.Contains(sent, want) {
+			return (&failure.Fault{Kind: failure.FaultParameter, Name: want, Have: sent, Field: "args." + u, Err: err}).Repairable()
+		}
+	}
+	return err
 }
 
 // Errorf returns a Repairable error about the named argument.

@@ -2,6 +2,7 @@ package tool_test
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -106,6 +107,16 @@ func TestArgsOnly(t *testing.T) {
 	}
 	if err := a.Only("url", "header", "bdy"); err != nil {
 		t.Errorf("Only with every name = %v", err)
+	}
+	// The misspelling is a parameter fault a repairer can rename: the first
+	// unknown argument near a known one ("bdy" for "body").
+	f := failure.FaultOf(err)
+	if f == nil || f.Kind != failure.FaultParameter || f.Name != "body" || !slices.Equal(f.Have, []string{"bdy", "header", "url"}) || f.Field != "args.bdy" {
+		t.Errorf("fault %+v, want parameter body, have bdy header url", f)
+	}
+	// An unknown argument near nothing the tool takes names no fault.
+	if f := failure.FaultOf(tool.NewArgs("http", map[string]any{"url": "x", "zzzzzz": 1}).Only("url", "body")); f != nil {
+		t.Errorf("fault %+v for an argument near no known one", f)
 	}
 }
 

@@ -1,4 +1,4 @@
-package repair
+package failure
 
 // Nearest returns the name of have closest to name by edit distance (insertions,
 // deletions, substitutions and swaps of neighbours each count 1), if it is close
