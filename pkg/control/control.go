@@ -557,7 +557,7 @@ type ActivationExecution struct {
 // a sender is given) stands for.
 func (c *Controller) ActivationExecutions(ctx context.Context, activationID string) ([]ActivationExecution, error) {
 	cons, err := c.jobs.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{c.b.Subjects.Prefix + ".exec.*.*." + activationID + ".*"},
+		FilterSubjects: []string{c.b.Subjects.ActivationJobs(activationID)},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read the jobs: %w", err)

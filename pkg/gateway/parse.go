@@ -26,6 +26,7 @@ import (
 	"github.com/cloudevents/sdk-go/v2/binding"
 	"github.com/cloudevents/sdk-go/v2/event"
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
+	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/client"
 )
 
@@ -82,11 +83,11 @@ func ParseEvents(header http.Header, body []byte, maxBatch int) ([]event.Event, 
 	default:
 		// ce- headers without a usable ce-specversion: a binary-mode event with
 		// that one attribute wrong, not something else.
-		if v := header.Get("ce-specversion"); v != "" {
+		if v := header.Get(events.HeaderCESpecVersion); v != "" {
 			return nil, fmt.Errorf("%w: ce-specversion %q: only 1.0 is supported", ErrInvalidEvent, v)
 		}
 		for k := range header {
-			if strings.HasPrefix(strings.ToLower(k), "ce-") {
+			if strings.HasPrefix(strings.ToLower(k), events.HeaderCE) {
 				return nil, fmt.Errorf("%w: binary mode needs the ce-specversion header, 1.0 (it has %s)", ErrInvalidEvent, k)
 			}
 		}
