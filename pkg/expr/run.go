@@ -257,6 +257,20 @@ func (u *unit) ctxErr(err error) error {
 
 var beforeAssignment = regexp.MustCompile(`(?:global|local) variable (\w+) referenced before assignment`)
 
+// errorHints add to a Starlark error what to write instead, for the mistakes
+// authors make most.
+var errorHints = []struct {
+	re   *regexp.Regexp
+	hint string
+}{
+	{regexp.MustCompile(`^unknown binary op: (string \+ (int|float)|(int|float) \+ string)$`),
+		"convert one side: str(x) to join them as text, int(x) or float(x) to add them as numbers"},
+	{regexp.MustCompile(`^key (".*"|\S+) not in dict$`),
+		"d.get(key) gives None instead of failing, d.get(key, default) a default; key in d tests for it"},
+	{regexp.MustCompile(`^dict has no \.\w+ field or method$`),
+		"a dict's keys are read with d[\"key\"] or d.get(\"key\"), not d.key"},
+}
+
 // evalErr converts an evaluation error into an *Error at the user's position, with
 // its failure class.
 func (u *unit) evalErr(ctx context.Context, env Env, st *state, err error) error {
@@ -280,6 +294,12 @@ func (u *unit) evalErr(ctx context.Context, env Env, st *state, err error) error
 	if len(st.missing) > 0 && strings.Contains(msg, "NoneType") {
 		msg += fmt.Sprintf(" (not defined, so None: %s; no input or step output has that name, or its step was skipped)",
 			strings.Join(st.missing, ", "))
+	}
+	for _, h := range errorHints {
+		if h.re.MatchString(msg) {
+			msg += " (" + h.hint + ")"
+			break
+		}
 	}
 	if m := beforeAssignment.FindStringSubmatch(msg); m != nil {
 		if _, ok := env[m[1]]; ok {

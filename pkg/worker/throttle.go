@@ -90,6 +90,7 @@ func (w *Worker) throttle(ctx context.Context, j *job, fs *skill.Skill) (done bo
 	}
 	wait := time.Until(at)
 	if wait <= time.Millisecond {
+		sleepTo(at)
 		return false, nil
 	}
 	rec := []byte(strconv.FormatInt(at.UnixNano(), 10) + "/" + sig)
@@ -139,6 +140,7 @@ func (w *Worker) reserved(ctx context.Context, j *job) (time.Time, string, bool,
 func (w *Worker) waitTurn(ctx context.Context, j *job, at time.Time) (done bool, err error) {
 	wait := time.Until(at)
 	if wait <= time.Millisecond {
+		sleepTo(at)
 		return false, nil
 	}
 	if wait > w.cfg.AckWait {
@@ -150,6 +152,14 @@ func (w *Worker) waitTurn(ctx context.Context, j *job, at time.Time) (done bool,
 		}
 	}
 	return true, j.msg.NakWithDelay(wait)
+}
+
+// sleepTo waits out the last millisecond or less before at, so that a run
+// never starts before its reserved start, by however little.
+func sleepTo(at time.Time) {
+	if d := time.Until(at); d > 0 {
+		time.Sleep(d) // at most a millisecond: shorter than handing the job back
+	}
 }
 
 // reserve takes the next start of a throttle's key value: now, or the first free
