@@ -50,7 +50,7 @@ outputs:
 		// unconfirmed one added to do its work would get round the confirmation.
 		{"a condition", edit("  - id: post\n    tool: echo\n", "  - id: post\n    tool: echo\n    condition: \"1 == 2\"\n"), []string{repair.StepsShape}},
 		{"a new step", edit("outputs:\n", "  - id: post_now\n    tool: echo\n    args:\n      text: hi\noutputs:\n"), []string{repair.StepsShape}},
-		{"a step's tool", edit("    tool: echo\n", "    tool: exec\n"), []string{repair.StepsShape}},
+		{"a step's tool", edit("    tool: echo\n", "    tool: notify\n"), []string{repair.StepsShape}},
 		{"network", edit(top, top+"permissions:\n  network:\n    outbound: true\n"), []string{"permissions"}},
 		{"environment", edit(top, top+"permissions:\n  environment:\n    allow: [GITHUB_TOKEN]\n"), []string{"permissions"}},
 		{"allowed tools", edit(top, top+"allowed-tools: [http, exec]\n"), []string{"allowed_tools"}},

@@ -357,6 +357,40 @@ func (sb *stepBuild) addSites(wb *workflowBuilder, d *decoder) {
 	}
 	if sb.argsN != nil {
 		wb.templates(d, sb.argsN, f+".args", idx, st.LoopVar)
+		sb.checkBuiltinArgs(d, f)
+	}
+}
+
+// BuiltinToolArgs are the arguments each built-in tool takes, and nothing else:
+// the tools refuse any other (tool.Args.Only), and validation refuses a step that
+// sends one, since every run of it would fail.
+var BuiltinToolArgs = map[string][]string{
+	"http": {"url", "method", "headers", "query", "json", "body", "timeout"},
+	"exec": {"command", "env", "stdin", "timeout", "dir"},
+	"llm":  {"prompt", "messages", "system", "model", "temperature", "max_tokens", "response_format"},
+}
+
+// checkBuiltinArgs refuses an argument a built-in tool does not take, written as a
+// key of the step's args.
+func (sb *stepBuild) checkBuiltinArgs(d *decoder, f string) {
+	known, ok := BuiltinToolArgs[sb.st.Tool]
+	if !ok || sb.argsN == nil {
+		return
+	}
+	n := d.resolve(sb.argsN)
+	if n == nil || n.Kind != yaml.MappingNode {
+		return
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := n.Content[i]
+		if slices.Contains(known, k.Value) {
+			continue
+		}
+		hint := "it takes " + strings.Join(known, ", ")
+		if c := closest(k.Value, known); c != "" {
+			hint = "did you mean " + c + "? " + hint
+		}
+		d.errAt(k, f+".args."+k.Value, hint, "the %s tool takes no argument %q: every run of step %s would fail", sb.st.Tool, k.Value, sb.label())
 	}
 }
 

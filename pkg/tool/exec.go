@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/skillbus/skillbus/pkg/failure"
+	"github.com/skillbus/skillbus/pkg/skill"
 )
 
 // ExecConfig configures the exec tool. Zero values select the documented defaults.
@@ -326,7 +327,7 @@ type execRequest struct {
 
 func (e *execTool) parse(c Call) (*execRequest, error) {
 	a := NewArgs("exec", c.Args)
-	if err := a.Only("command", "env", "stdin", "timeout", "dir"); err != nil {
+	if err := a.Only(skill.BuiltinToolArgs["exec"]...); err != nil {
 		return nil, err
 	}
 	r := &execRequest{}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/skillbus/skillbus/events"
 	"github.com/skillbus/skillbus/pkg/failure"
+	"github.com/skillbus/skillbus/pkg/skill"
 )
 
 // HTTPConfig configures the http tool. Zero values select the documented defaults.
@@ -325,7 +326,7 @@ func (h *httpTool) transportError(parent, callCtx context.Context, r *httpReques
 
 func (h *httpTool) parse(c Call) (*httpRequest, error) {
 	a := NewArgs("http", c.Args)
-	if err := a.Only("url", "method", "headers", "query", "json", "body", "timeout"); err != nil {
+	if err := a.Only(skill.BuiltinToolArgs["http"]...); err != nil {
 		return nil, err
 	}
 	r := &httpRequest{}

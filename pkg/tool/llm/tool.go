@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/skillbus/skillbus/pkg/failure"
+	"github.com/skillbus/skillbus/pkg/skill"
 	"github.com/skillbus/skillbus/pkg/tool"
 )
 
@@ -93,7 +94,7 @@ func (t *llmTool) Call(ctx context.Context, c tool.Call) (any, error) {
 func toolRequest(args map[string]any) (Request, bool, error) {
 	a := tool.NewArgs("llm", args)
 	var req Request
-	if err := a.Only("prompt", "messages", "system", "model", "temperature", "max_tokens", "response_format"); err != nil {
+	if err := a.Only(skill.BuiltinToolArgs["llm"]...); err != nil {
 		return req, false, err
 	}
 	system, err := a.OptString("system", "")
