@@ -556,7 +556,8 @@ func (w *watcher) print(e *event.Event) {
 	case events.TypeStepFailed:
 		fmt.Fprintf(w.out, "    ✗ %s failed (%s): %s\n", str("step_id"), str("class"), str("error"))
 	case events.TypeExecutionRetrying:
-		fmt.Fprintf(w.out, "  ↻ retrying in %.0fms (attempt %v of %v): %s\n", num("delay_ms"), num("attempt"), num("max_retries")+1, str("error"))
+		// Attempt is the one that failed; the run gets max_retries+1 in all.
+		fmt.Fprintf(w.out, "  ↻ attempt %v of %v failed; attempt %v in %.0fms: %s\n", num("attempt"), num("max_retries")+1, num("attempt")+1, num("delay_ms"), str("error"))
 	case events.TypeExecutionFallback:
 		fmt.Fprintf(w.out, "  ↪ %s failed (%s), falling back to %s: %s\n", str("skill"), str("class"), str("next"), str("error"))
 	case events.TypeConfirmationRequested:

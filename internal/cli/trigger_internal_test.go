@@ -204,3 +204,13 @@ func TestWatcherPrintsRunsAnEventCancelled(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
 	}
 }
+
+// A retry says which attempt failed and which comes next, out of how many.
+func TestWatcherRetryLine(t *testing.T) {
+	var out bytes.Buffer
+	w := &watcher{out: &out}
+	w.print(watchEvent(t, events.TypeExecutionRetrying, events.ExecutionRetrying{ExecutionID: "x", Skill: "s", Attempt: 1, MaxRetries: 1, DelayMS: 185, Error: "http 503"}))
+	if want := "  ↻ attempt 1 of 2 failed; attempt 2 in 185ms: http 503\n"; out.String() != want {
+		t.Errorf("got %q, want %q", out.String(), want)
+	}
+}
