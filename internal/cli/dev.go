@@ -146,7 +146,13 @@ locked while dev runs: a second dev beside it needs its own --port and --store.`
 			}
 			watchBus(tel, b)
 			o.watchStore(tel, b)
-			reg, err := startRegistry(ctx, b, log, roots)
+			// At a terminal (text logs), skill files' problems print as a compiler
+			// prints them, not as escaped log messages.
+			var problems io.Writer
+			if c.logFormat == "text" {
+				problems = stderr
+			}
+			reg, err := startRegistry(ctx, b, log, roots, problems)
 			if err != nil {
 				return err
 			}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"time"
 
@@ -222,8 +223,10 @@ func startWorker(ctx context.Context, b *bus.Bus, log *slog.Logger, f workerFlag
 
 // startRegistry publishes the skills under roots and keeps publishing their changes
 // (watching the directories) and serves the skillbus-registry micro service.
-func startRegistry(ctx context.Context, b *bus.Bus, log *slog.Logger, roots []string) (*registry.Registry, error) {
-	reg, err := registry.New(registry.Config{Bus: b, Roots: roots, Log: log})
+// problems, if not nil, gets the skill files' problems as compiler-style lines
+// instead of the log.
+func startRegistry(ctx context.Context, b *bus.Bus, log *slog.Logger, roots []string, problems io.Writer) (*registry.Registry, error) {
+	reg, err := registry.New(registry.Config{Bus: b, Roots: roots, Log: log, Problems: problems})
 	if err != nil {
 		return nil, usage("%v", err)
 	}

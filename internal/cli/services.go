@@ -278,7 +278,7 @@ validate), which 'skillbus skills' uses. Send SIGHUP to load everything again.`,
 			}
 			var reg *registry.Registry
 			err = startRetry(cmd.Context(), log, "registry", func() (err error) {
-				reg, err = startRegistry(cmd.Context(), b, log, roots)
+				reg, err = startRegistry(cmd.Context(), b, log, roots, nil)
 				return err
 			})
 			if err != nil {

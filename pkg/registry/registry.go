@@ -43,6 +43,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -73,6 +74,10 @@ type Config struct {
 	// Log receives the registry's logs, including every new diagnostic; default
 	// slog.Default().
 	Log *slog.Logger
+	// Problems, when set, receives each new diagnostic instead of Log, as one line
+	// the way a compiler prints it (file:line:col: severity: message (hint: ...)),
+	// for a person at a terminal: a text log would quote and escape it.
+	Problems io.Writer
 	// Load holds the parsing knobs (known tools, size limits); the zero value is the
 	// default of package skill.
 	Load skill.LoadOptions
@@ -588,6 +593,10 @@ func (r *Registry) logNew(diags skill.Diagnostics) {
 		k := d.String()
 		now[k] = true
 		if r.logged[k] {
+			continue
+		}
+		if r.cfg.Problems != nil {
+			fmt.Fprintln(r.cfg.Problems, k)
 			continue
 		}
 		if d.Severity == skill.SeverityError {

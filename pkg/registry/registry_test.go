@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -420,6 +421,24 @@ func TestValidAgainIsLogged(t *testing.T) {
 	e.sync(reg)
 	if !strings.Contains(logs.String(), `msg="registry: skill is valid again" skill=alpha`) {
 		t.Fatalf("fixing alpha was not logged:\n%s", logs.String())
+	}
+}
+
+// With Problems set (skillbus dev at a terminal), a skill file's problem is one
+// line as a compiler prints it, its quotes as written, and not a log message.
+func TestProblemsPrintLikeACompiler(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	write(t, filepath.Join(e.dir, "beta", "SKILL.md"), skillMD("beta", "second"))
+	write(t, filepath.Join(e.dir, "s3", "SKILL.md"), "---\nname: S3 Tool\ndescription: Lists buckets.\n---\nList the buckets.\n")
+	var logs, problems natstest.Buffer
+	reg := e.registry(registry.Config{Log: slog.New(slog.NewTextHandler(&logs, nil)), Problems: &problems})
+	e.sync(reg)
+	if !regexp.MustCompile(`(?m)^\S*s3/SKILL.md:2:7: error: name "S3 Tool" `).MatchString(problems.String()) {
+		t.Errorf("problems:\n%s", problems.String())
+	}
+	if strings.Contains(logs.String(), "S3 Tool") {
+		t.Errorf("the problem was logged too:\n%s", logs.String())
 	}
 }
 
