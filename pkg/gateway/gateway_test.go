@@ -446,14 +446,26 @@ func TestEvents(t *testing.T) {
 			}
 		})
 	}
-	// A GET is not an event.
-	resp, err := http.Get(f.url + "/events")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusMethodNotAllowed {
-		t.Errorf("GET /events: %d", resp.StatusCode)
+	// A GET is not an event, and a path the gateway does not serve is none either:
+	// each says so in JSON, as every other error does.
+	for _, tc := range []struct {
+		path       string
+		code       int
+		want, allw string
+	}{
+		{"/events", http.StatusMethodNotAllowed, "GET /events: this path takes POST", "POST"},
+		{"/nope", http.StatusNotFound, "/nope: no such path", ""},
+	} {
+		resp, err := http.Get(f.url + tc.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body map[string]string
+		err = json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.code || err != nil || !strings.Contains(body["error"], tc.want) || resp.Header.Get("Allow") != tc.allw {
+			t.Errorf("GET %s: %d %v %v (Allow %q)", tc.path, resp.StatusCode, body, err, resp.Header.Get("Allow"))
+		}
 	}
 }
 

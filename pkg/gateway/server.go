@@ -131,6 +131,22 @@ func New(cfg Config) (*Gateway, error) {
 	g.mux.HandleFunc("POST /events", g.handleEvents)
 	g.mux.HandleFunc("POST /hooks/{name}", g.handleHook)
 	g.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+	// Anything else is answered in JSON too, as every other error is.
+	g.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		allow := ""
+		switch {
+		case r.URL.Path == "/events" || strings.HasPrefix(r.URL.Path, "/hooks/") && len(r.URL.Path) > len("/hooks/"):
+			allow = http.MethodPost
+		case r.URL.Path == "/healthz":
+			allow = "GET, HEAD"
+		}
+		if allow != "" {
+			w.Header().Set("Allow", allow)
+			g.fail(w, r, http.StatusMethodNotAllowed, fmt.Errorf("%s %s: this path takes %s", r.Method, r.URL.Path, allow))
+			return
+		}
+		g.fail(w, r, http.StatusNotFound, fmt.Errorf("%s: no such path; the gateway serves POST /events, POST /hooks/<name> and GET /healthz", r.URL.Path))
+	})
 	g.handler = g.mux
 	if cfg.LoopbackOnly {
 		g.handler = hostguard.Wrap(g.mux, "the gateway", "--allow-host", cfg.AllowHosts)
