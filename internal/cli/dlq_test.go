@@ -385,7 +385,7 @@ func TestDLQ(t *testing.T) {
 		want string
 	}{
 		{[]string{"runs", "show", "abc"}, 2, "too short"},
-		{[]string{"runs", "show", "ffffffff"}, 1, "no execution queued, running or ended in the last 24 hours, nor paused, held, repairing or ended in the last 7 days, whose id begins with ffffffff"},
+		{[]string{"runs", "show", "ffffffff"}, 1, "no execution among the last 100000 jobs, nor paused, held, repairing or ended in the last 7 days, whose id begins with ffffffff"},
 		{[]string{"runs", "confirm", rp.ExecutionID}, 1, "is not waiting for a confirmation: it ended (completed)"},
 		{[]string{"runs", "confirm", strings.Repeat("f", 32)}, 1, "no execution " + strings.Repeat("f", 32)},
 		{[]string{"runs", "confirm", rp.ExecutionID[:8]}, 1, "no execution paused whose id begins with"},

@@ -219,8 +219,8 @@ func runsShowCommand(c *common, stdout io.Writer) *cobra.Command {
 		Use: "show EXECUTION",
 		Long: `show prints an execution: its events in order, its step-by-step log and how
 it ended. EXECUTION is its id, or the beginning of it (at least 4 characters) when
-that names one execution: queued, running or ended in the last 24 hours (its job
-is read), or paused, held, repairing or ended in the last 7 days.`,
+that names one execution: queued, running or ended among the last 100,000 jobs
+(their ids are read), or paused, held, repairing or ended in the last 7 days.`,
 		Short: "Show an execution: its events in order, its step log and its outcome",
 		Example: `  skillbus runs show 3f2a9c...
   skillbus runs show 3f2a9c... --json`,
@@ -633,15 +633,15 @@ const executionIDLen = 32
 // finished executions.
 const prefixWindow = 7 * 24 * time.Hour
 
-// jobsPrefixWindow is how far back a shortened execution id is looked for among
-// the jobs: a run queued or running, whose record is not written until it ends,
-// is known by its job alone.
-const jobsPrefixWindow = 24 * time.Hour
+// jobsPrefixWindow is how many of the latest jobs a shortened execution id is
+// looked for among: a run queued or running, whose record is not written until it
+// ends, is known by its job alone.
+const jobsPrefixWindow = 100_000
 
 // resolveExecution returns the execution id that id names: id itself when it is
 // whole, else the one paused execution, or (unless pausedOnly) the one execution
-// queued, running or ended within jobsPrefixWindow, or held, parked, or ended
-// within prefixWindow, whose id begins with it.
+// queued, running or ended among the last jobsPrefixWindow jobs, or held, parked,
+// or ended within prefixWindow, whose id begins with it.
 func resolveExecution(ctx context.Context, b *bus.Bus, kv jetstream.KeyValue, id string, pausedOnly bool) (string, error) {
 	if len(id) >= executionIDLen {
 		return id, nil
@@ -670,13 +670,13 @@ func resolveExecution(ctx context.Context, b *bus.Bus, kv jetstream.KeyValue, id
 				found[x] = true
 			}
 		}
-		where = fmt.Sprintf("queued, running or ended in the last %d hours, nor paused, held, repairing or ended in the last %d days,",
-			jobsPrefixWindow/time.Hour, prefixWindow/(24*time.Hour))
+		where = fmt.Sprintf("among the last %d jobs, nor paused, held, repairing or ended in the last %d days,",
+			jobsPrefixWindow, prefixWindow/(24*time.Hour))
 		ctl, err := control.New(ctx, b)
 		if err != nil {
 			return "", err
 		}
-		recent, err := ctl.JobExecutions(ctx, id, time.Now().Add(-jobsPrefixWindow))
+		recent, err := ctl.JobExecutions(ctx, id, jobsPrefixWindow)
 		if err != nil {
 			return "", err
 		}

@@ -36,6 +36,35 @@ func (c *Client) Follow(ctx context.Context, activationID string, fn func(*event
 	return c.follow(ctx, activationID, fn, live.ch)
 }
 
+// Subscription is a follow of an activation whose live events are subscribed to
+// before its trigger is sent (Subscribe, then Send, then Follow), as Run does: a
+// follow begun after the send misses the live events published before it, and
+// the events after such a gap wait for it (a second) before they are handed on.
+type Subscription struct {
+	c            *Client
+	activationID string
+	live         *liveSub
+}
+
+// Subscribe subscribes to the live events of the activation a trigger will set
+// off (events.ActivationID of its source and id). Close it when done.
+func (c *Client) Subscribe(ctx context.Context, activationID string) (*Subscription, error) {
+	live, err := c.subscribeLive(ctx, activationID)
+	if err != nil {
+		return nil, err
+	}
+	return &Subscription{c: c, activationID: activationID, live: live}, nil
+}
+
+// Follow is Client.Follow of the subscribed activation, with the live events
+// received since Subscribe.
+func (s *Subscription) Follow(ctx context.Context, fn func(*event.Event)) (*Result, error) {
+	return s.c.follow(ctx, s.activationID, fn, s.live.ch)
+}
+
+// Close ends the subscription.
+func (s *Subscription) Close() { _ = s.live.sub.Unsubscribe() }
+
 // idMsg is a persisted event with the id whose events its consumer reads.
 type idMsg struct {
 	m  jetstream.Msg

@@ -502,14 +502,25 @@ func (c *Controller) skillExecutions(ctx context.Context, skillName string, sinc
 	}
 }
 
-// JobExecutions lists, each once, the executions whose id begins with prefix and
-// whose jobs JOBS holds from since on: runs queued, running or ended since then,
-// which a shortened execution id names. It reads the jobs' ids only (their
-// Nats-Msg-Id, <execution>.job...), not their data.
-func (c *Controller) JobExecutions(ctx context.Context, prefix string, since time.Time) ([]string, error) {
+// JobExecutions lists, each once, the executions whose id begins with prefix among
+// those of the last jobs JOBS holds, at most last of them: runs queued, running or
+// ended lately, which a shortened execution id names. A job's id is its
+// Nats-Msg-Id or, without one, the start of its structured body.
+func (c *Controller) JobExecutions(ctx context.Context, prefix string, last uint64) ([]string, error) {
+	info, err := c.jobs.Info(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the jobs: %w", err)
+	}
+	if info.State.Msgs == 0 {
+		return nil, nil
+	}
+	start := info.State.FirstSeq
+	if info.State.LastSeq >= last && info.State.LastSeq-last+1 > start {
+		start = info.State.LastSeq - last + 1
+	}
 	cons, err := c.jobs.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{c.b.Subjects.AllExec()},
-		DeliverPolicy:  jetstream.DeliverByStartTimePolicy, OptStartTime: &since,
+		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy, OptStartSeq: start,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read the jobs: %w", err)

@@ -293,14 +293,15 @@ func (g *Gateway) bearer(r *http.Request) bool {
 // queryParams are the query parameters an ingress request may carry.
 var queryParams = []string{"wait", "skill"}
 
-// waitFor checks the request's query parameters and parses ?wait=. A parameter
-// it does not know, a ?wait without a duration, and one beyond MaxWait are
-// refused: each would otherwise answer at once, as if the sender had not asked
-// to wait, or give up before the sender expected.
-func (g *Gateway) waitFor(r *http.Request) (time.Duration, error) {
+// waitFor parses ?wait=. With strict (POST /events), a parameter it does not know
+// is refused too; a webhook's URL may carry parameters of its sender's own (a
+// provider's variables), which are ignored. A ?wait without a duration and one
+// beyond MaxWait are refused: each would otherwise answer at once, as if the
+// sender had not asked to wait, or give up before the sender expected.
+func (g *Gateway) waitFor(r *http.Request, strict bool) (time.Duration, error) {
 	q := r.URL.Query()
 	for k := range q {
-		if !slices.Contains(queryParams, k) {
+		if strict && !slices.Contains(queryParams, k) {
 			return 0, fmt.Errorf("?%s: no such parameter; this endpoint takes ?wait=<duration> (wait for the outcome) and ?skill=<name> (invoke that skill)", k)
 		}
 	}
@@ -356,7 +357,7 @@ func (g *Gateway) handleEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	wait, err := g.waitFor(r)
+	wait, err := g.waitFor(r, true)
 	if err != nil {
 		g.fail(w, r, http.StatusBadRequest, err)
 		return
@@ -426,7 +427,7 @@ func (g *Gateway) handleHook(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	wait, err := g.waitFor(r)
+	wait, err := g.waitFor(r, false)
 	if err != nil {
 		g.fail(w, r, http.StatusBadRequest, err)
 		return
@@ -477,6 +478,26 @@ func (g *Gateway) publish(w http.ResponseWriter, r *http.Request, evs []event.Ev
 		}
 		outs = append(outs, o)
 	}
+	// A sender waiting follows each run from before its trigger is sent, so that
+	// none of its live progress is missed (a gap holds what follows it a second).
+	subs := make([]*client.Subscription, len(outs))
+	if wait > 0 {
+		sctx, cancel := context.WithTimeout(ctx, g.cfg.PublishTimeout)
+		defer cancel()
+		for i, o := range outs {
+			sub, err := g.client.Subscribe(sctx, o.Activation.ID)
+			if err != nil {
+				for _, p := range outs {
+					p.Abandon(err)
+				}
+				w.Header().Set("Retry-After", "1")
+				g.fail(w, r, http.StatusServiceUnavailable, fmt.Errorf("following the events: %v", err))
+				return
+			}
+			defer sub.Close()
+			subs[i] = sub
+		}
+	}
 	// Every event is sent again, under the same message id, while JetStream cannot
 	// take it, until the request's publish deadline.
 	deadline := time.Now().Add(g.cfg.PublishTimeout)
@@ -515,7 +536,7 @@ func (g *Gateway) publish(w http.ResponseWriter, r *http.Request, evs []event.Ev
 		code = http.StatusOK
 		for i := range out {
 			var seen waitNote
-			res, err := g.client.Follow(wctx, out[i].ActivationID, seen.note)
+			res, err := subs[i].Follow(wctx, seen.note)
 			switch {
 			case err != nil && wctx.Err() != nil:
 				out[i].Status, code = "pending", http.StatusAccepted

@@ -347,6 +347,8 @@ func TestMisspeltFieldSaysWhatItChanges(t *testing.T) {
 			"7:1: warning: unknown field output in skill.yaml; it is ignored (hint: did you mean outputs? As written, the run returns every step's result by name)"},
 		{"a built-in tool's unknown argument", head + "steps:\n  - id: a\n    tool: http\n    args:\n      url: https://example.com\n      metod: POST\n",
 			"8:7: error: the http tool takes no argument \"metod\": every run of step a would fail (hint: did you mean method? it takes url, method, headers, query, json, body, timeout)"},
+		{"a merge key in a built-in tool's arguments", head + "base: &base\n  method: POST\n" + "steps:\n  - id: a\n    tool: http\n    args:\n      <<: *base\n      url: https://example.com\n",
+			"3:1: warning: unknown field base in skill.yaml; it is ignored"}, // and no error for <<
 		{"confirmations in a step", head + step + "    confirmations:\n      - step: a\n        message: Go?\n",
 			"7:5: error: steps[0].confirmations is not a step field: confirmations are declared at the top level of the workflow, naming their step; as written, this step would run without anyone confirming it (hint: move it to the workflow's top level: confirmations: [{step: <this step's id>, message: ...}])"},
 		{"on_error retry N", head + step + "    on_error: retry 2\n",

@@ -371,19 +371,21 @@ var BuiltinToolArgs = map[string][]string{
 }
 
 // checkBuiltinArgs refuses an argument a built-in tool does not take, written as a
-// key of the step's args.
+// key of the step's args. Only http and exec are checked: every worker has them,
+// while a tool named llm may be a bus or MCP tool on a worker without a chat model.
+// A merge key (<<: *base) is not an argument; the keys it merges are not checked.
 func (sb *stepBuild) checkBuiltinArgs(d *decoder, f string) {
-	known, ok := BuiltinToolArgs[sb.st.Tool]
-	if !ok || sb.argsN == nil {
+	if sb.st.Tool != "http" && sb.st.Tool != "exec" {
 		return
 	}
+	known := BuiltinToolArgs[sb.st.Tool]
 	n := d.resolve(sb.argsN)
 	if n == nil || n.Kind != yaml.MappingNode {
 		return
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k := n.Content[i]
-		if slices.Contains(known, k.Value) {
+		if k.Kind != yaml.ScalarNode || k.ShortTag() == "!!merge" || slices.Contains(known, k.Value) {
 			continue
 		}
 		hint := "it takes " + strings.Join(known, ", ")
