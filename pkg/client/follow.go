@@ -173,8 +173,10 @@ func (f *follower) resetHold(t *time.Timer) <-chan time.Time {
 // on a repair once a scheduled message shows its consumer caught up.
 func (f *follower) persisted(im idMsg, live <-chan *nats.Msg) *Result {
 	m := im.m
+	stored := time.Now()
 	if md, err := m.Metadata(); err == nil {
 		f.pending[im.id] = md.NumPending
+		stored = md.Timestamp
 	}
 	if m.Headers().Get(jetstream.ScheduleHeader) != "" {
 		// A scheduled message waiting for its time is not an event yet; it
@@ -203,7 +205,15 @@ func (f *follower) persisted(im idMsg, live <-chan *nats.Msg) *Result {
 			drained = true
 		}
 	}
-	f.arrive(m, false)
+	// Held for what comes before it no longer than orderHold after it was
+	// stored: a live event published before it has had that long to arrive,
+	// and one published before the follow subscribed never will (a run that
+	// ended before it began answers at once, not a second later).
+	at := time.Now()
+	if stored.Before(at) {
+		at = stored
+	}
+	f.arriveAt(m, false, at)
 	return nil
 }
 
@@ -246,12 +256,16 @@ func (f *follower) onLive(lm *nats.Msg) {
 }
 
 // arrive decodes a message and hands it to the sequencer.
-func (f *follower) arrive(m bus.Msg, live bool) {
+func (f *follower) arrive(m bus.Msg, live bool) { f.arriveAt(m, live, time.Now()) }
+
+// arriveAt is arrive of a message whose wait for what comes before it counts
+// from at.
+func (f *follower) arriveAt(m bus.Msg, live bool, at time.Time) {
 	e, err := bus.Decode(m)
 	if err != nil {
 		return
 	}
-	f.ready = f.order.add(arrival{e: e, live: live, at: time.Now()}, f.ready)
+	f.ready = f.order.add(arrival{e: e, live: live, at: at}, f.ready)
 }
 
 // drain reads the events the sequencer handed on, in order, until one ends the

@@ -373,6 +373,16 @@ func TestEvents(t *testing.T) {
 		if took := time.Since(start); took > time.Second {
 			t.Errorf("the answer took %v: the second outcome was held for live progress its follow missed", took)
 		}
+		// Asked again once it has ended, the answer is the outcome at once: the
+		// live progress the stored events lack is not waited for.
+		start = time.Now()
+		code, out, _ := f.post("/events?wait=20s", binary("b-11", "test.live"), `{}`)
+		if code != http.StatusOK || out["status"] != "completed" || out["duplicate"] != true {
+			t.Fatalf("%d %v", code, out)
+		}
+		if took := time.Since(start); took > 800*time.Millisecond {
+			t.Errorf("the answer for a run that had ended took %v", took)
+		}
 	})
 	t.Run("wait ends first while the run waits for a person", func(t *testing.T) {
 		// Pending, and with it the execution and what it waits for: a caller can
