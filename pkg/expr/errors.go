@@ -14,15 +14,23 @@ import (
 // mistakes in the skill (syntax, references, types), Fatal for exceeded limits;
 // errors.As finds the *Error inside.
 type Error struct {
-	Name string // the subject, as given by WithName (may be empty)
-	Line int    // 1-based line in the source; 0 if unknown
-	Col  int    // 1-based column, in characters
-	Msg  string
-	Text string // the source line at Line
+	// File and FileLine, when set, place the source in a file: its line Line is
+	// the file's line FileLine+Line-1 (the message then begins with it, so that an
+	// editor can jump there).
+	File     string
+	FileLine int
+	Name     string // the subject, as given by WithName (may be empty)
+	Line     int    // 1-based line in the source; 0 if unknown
+	Col      int    // 1-based column, in characters
+	Msg      string
+	Text     string // the source line at Line
 }
 
 func (e *Error) Error() string {
 	var b strings.Builder
+	if e.File != "" && e.FileLine > 0 && e.Line > 0 {
+		fmt.Fprintf(&b, "%s:%d: ", e.File, e.FileLine+e.Line-1)
+	}
 	b.WriteString(e.Name)
 	if e.Line > 0 {
 		if e.Name != "" {

@@ -54,5 +54,6 @@ func Reusable(broken, repaired *skill.Skill, failed string) map[string]bool {
 func sameStep(a, b skill.Step) bool {
 	a.Description, b.Description = "", ""
 	a.Line, b.Line = 0, 0
+	a.ComputeLine, b.ComputeLine = 0, 0
 	return reflect.DeepEqual(a, b)
 }

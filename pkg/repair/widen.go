@@ -142,7 +142,7 @@ func shapeOf(steps any, confirmed bool) any {
 				if confirmed {
 					kept[k] = v
 				}
-			case "compute", "output", "description", "line", "timeout", "cache", "loop_var":
+			case "compute", "compute_line", "output", "description", "line", "timeout", "cache", "loop_var":
 			default:
 				kept[k] = v
 			}

@@ -337,6 +337,9 @@ type Step struct {
 	// WaitForEvent parks the run until an event matches, without holding a worker.
 	WaitForEvent *WaitForEvent `json:"wait_for_event,omitempty"`
 	Line         int           `json:"line,omitempty"` // line of the step in Workflow.Source, for messages
+	// ComputeLine is the line of Workflow.Source where Compute's first line is,
+	// for a run-time error's place in the file; 0 if unknown.
+	ComputeLine int `json:"compute_line,omitempty"`
 }
 
 // ErrorPolicy splits OnError into its policy (fail, continue or retry) and, for

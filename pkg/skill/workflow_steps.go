@@ -338,6 +338,7 @@ func (sb *stepBuild) addSites(wb *workflowBuilder, d *decoder) {
 	}
 	if sb.computeN != nil && st.Compute != "" {
 		wb.newSite(siteProgram, st.Compute, f+".compute", sb.computeN, idx, st.LoopVar)
+		st.ComputeLine = wb.sites[len(wb.sites)-1].at.line
 	}
 	if sb.untilN != nil && st.SleepUntil != "" {
 		if strings.Contains(st.SleepUntil, "{{") {

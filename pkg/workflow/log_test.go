@@ -129,3 +129,18 @@ func TestLogOfACancelledRun(t *testing.T) {
 		t.Errorf("status %s, class %q", l.Status, l.Class)
 	}
 }
+
+// A compute block's run-time error names the line of the skill's file it is on,
+// so that an editor can jump there, besides its line in the block.
+func TestComputeErrorNamesItsLineInTheFile(t *testing.T) {
+	t.Parallel()
+	src := "name: t\ndescription: d\nversion: 1.0.0\nsteps:\n  - id: a\n    compute: |\n      x = \"n\"\n      result = x + 1\n"
+	s, ds := skill.ParseWorkflow("skills/t/skill.yaml", []byte(src))
+	if ds.HasErrors() {
+		t.Fatal(ds)
+	}
+	_, _, err := newEngine(t, workflow.Config{}).ExecuteLog(deadline(t), workflow.Run{ExecutionID: "ex", Skill: s})
+	if err == nil || !strings.Contains(err.Error(), "skills/t/skill.yaml:8: compute:2:") {
+		t.Errorf("error %v, want it placed at skills/t/skill.yaml:8", err)
+	}
+}

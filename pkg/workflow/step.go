@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"strconv"
@@ -272,7 +273,12 @@ func sizeOf(v any) int64 {
 func (x *execution) once(ctx context.Context, key string, cs *cstep, env expr.Env, n *calls) (any, error) {
 	st := cs.step
 	if cs.compute != nil {
-		return cs.compute.Run(ctx, env)
+		v, err := cs.compute.Run(ctx, env)
+		var xe *expr.Error
+		if err != nil && st.ComputeLine > 0 && x.r.Skill != nil && x.r.Skill.Workflow != nil && x.r.Skill.Workflow.Source != "" && errors.As(err, &xe) {
+			xe.File, xe.FileLine = x.r.Skill.Workflow.Source, st.ComputeLine
+		}
+		return v, err
 	}
 	if cs.kind == "sleep" {
 		return nil, nil // woken: a sleep's result is null
