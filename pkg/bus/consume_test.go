@@ -22,7 +22,13 @@ import (
 func consumeSetup(t *testing.T, cc jetstream.ConsumerConfig) (jetstream.JetStream, jetstream.Stream, jetstream.Consumer) {
 	t.Helper()
 	srv := natstest.Start(t)
-	js, err := jetstream.New(srv.Conn(t))
+	return consumeOn(t, srv.Conn(t), cc)
+}
+
+// consumeOn makes stream Q (subjects q.>) and the consumer cc on it over nc.
+func consumeOn(t *testing.T, nc *nats.Conn, cc jetstream.ConsumerConfig) (jetstream.JetStream, jetstream.Stream, jetstream.Consumer) {
+	t.Helper()
+	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,20 +329,7 @@ func TestStopKeepsItsDeadlineWhenTheConnectionGoesSilent(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	s, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "Q", Subjects: []string{"q.>"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := s.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "w", AckPolicy: jetstream.AckExplicitPolicy})
-	if err != nil {
-		t.Fatal(err)
-	}
+	js, _, c := consumeOn(t, nc, jetstream.ConsumerConfig{Durable: "w", AckPolicy: jetstream.AckExplicitPolicy})
 	got := make(chan struct{}, 1)
 	l, err := bus.Consume(c, 2, func(_ context.Context, m jetstream.Msg) {
 		_ = m.Ack()

@@ -138,29 +138,18 @@ func (f *fixture) answer(m jetstream.Msg) {
 			f.t.Error(err)
 		}
 		pub(act+".d", events.TypeRouteDecided, events.RouteDecided{ActivationID: act, Plan: events.Plan{Primary: events.SkillRef{Name: "echo", ExecutionID: exec}}})
-		done, err := bus.Event{ID: exec + ".completed", Source: "test", Type: events.TypeExecutionCompleted,
+		f.store(bus.Event{ID: exec + ".completed", Source: "test", Type: events.TypeExecutionCompleted,
 			Meta: bus.Meta{ExecutionID: exec, Seq: seq(2)},
-			Data: events.ExecutionCompleted{ExecutionID: exec, ActivationID: act, Skill: "echo", Outputs: map[string]any{"ok": true}}}.Msg(f.b.Subjects.Event(exec, events.TypeExecutionCompleted))
-		if err == nil {
-			_, err = f.b.JS.PublishMsg(f.ctx, done)
-		}
-		if err != nil && f.ctx.Err() == nil {
-			f.t.Error(err)
-		}
+			Data: events.ExecutionCompleted{ExecutionID: exec, ActivationID: act, Skill: "echo", Outputs: map[string]any{"ok": true}}}, f.b.Subjects.Event(exec, events.TypeExecutionCompleted))
 		return
 	}
 	if e.Type() == "test.confirm" {
 		// Paused for a confirmation nobody gives.
 		exec := "x" + act
 		pub(act+".d", events.TypeRouteDecided, events.RouteDecided{ActivationID: act, Plan: events.Plan{Primary: events.SkillRef{Name: "refund", ExecutionID: exec}}})
-		msg, err := bus.Event{ID: exec + ".confirmation.requested", Source: "test", Type: events.TypeConfirmationRequested,
-			Data: events.ConfirmationRequested{ExecutionID: exec, ActivationID: act, Skill: "refund", StepID: "refund", Message: "Refund 40 EUR?", TimeoutAt: time.Now().Add(time.Hour)}}.Msg(f.b.Subjects.Event(exec, events.TypeConfirmationRequested))
-		if err == nil {
-			_, err = f.b.JS.PublishMsg(f.ctx, msg)
-		}
-		if err != nil && f.ctx.Err() == nil {
-			f.t.Error(err)
-		}
+		f.store(bus.Event{ID: exec + ".confirmation.requested", Source: "test", Type: events.TypeConfirmationRequested,
+			Data: events.ConfirmationRequested{ExecutionID: exec, ActivationID: act, Skill: "refund", StepID: "refund", Message: "Refund 40 EUR?", TimeoutAt: time.Now().Add(time.Hour)}},
+			f.b.Subjects.Event(exec, events.TypeConfirmationRequested))
 		return
 	}
 	if e.Type() == "test.parked" {
@@ -184,6 +173,17 @@ func (f *fixture) answer(m jetstream.Msg) {
 	var got any
 	_ = json.Unmarshal(e.Data(), &got)
 	pub(act+".c", events.TypeExecutionCompleted, events.ExecutionCompleted{ExecutionID: "x" + act, ActivationID: act, Skill: "echo", Outputs: map[string]any{"got": got, "subject": m.Subject()}})
+}
+
+// store publishes e on subject to JetStream, as a worker stores an event.
+func (f *fixture) store(e bus.Event, subject string) {
+	msg, err := e.Msg(subject)
+	if err == nil {
+		_, err = f.b.JS.PublishMsg(f.ctx, msg)
+	}
+	if err != nil && f.ctx.Err() == nil {
+		f.t.Error(err)
+	}
 }
 
 func idOf(typ, act string) string {
